@@ -1,0 +1,59 @@
+//! # rlx-ir — the RLX tensor IR
+//!
+//! Types ([`DType`], [`Dim`], [`Shape`]), the operation set ([`Op`]), the
+//! append-only SSA [`Graph`] with its two builder styles (inherent
+//! explicit-shape methods and the shape-inferring [`GraphExt`]), the
+//! verifier, the textual IR and inspection helpers, [`HostTensor`] (the one
+//! host tensor type of every API) and [`env`] (the one place that reads
+//! `RLX_*` variables). This crate is a leaf: it does no I/O besides reading
+//! the environment in [`env`].
+//!
+//! ```
+//! use rlx_ir::{DType, Graph, GraphExt, Shape};
+//! let mut g = Graph::new("ex");
+//! let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+//! let y = g.mul(x, g.constant(2.0, DType::F32));
+//! let s = g.sum(y, &[-1], false);
+//! g.set_outputs(vec![s]);
+//! assert!(rlx_ir::verify_all(&g).is_empty());
+//! assert_eq!(g.shape(s), &Shape::new(&[2], DType::F32));
+//! ```
+#![warn(missing_docs)]
+
+mod builder;
+mod display;
+mod dtype;
+mod element;
+pub mod env;
+mod error;
+mod ext;
+mod graph;
+mod host_tensor;
+mod inspect;
+pub mod op;
+pub mod ops;
+mod shape;
+mod tick;
+mod verify;
+
+/// FFT payloads (`rlx_ir::fft::FftNorm`), defined with the FFT op family.
+pub mod fft {
+    pub use crate::ops::fft::{FftKind, FftNorm};
+}
+
+pub use display::node_text;
+pub use dtype::DType;
+pub use element::{from_le_bytes, scalar_constant_bytes, to_le_bytes, Element};
+pub use error::IrError;
+pub use ext::{python_slice, GraphExt, Operand};
+pub use graph::{Graph, Node, NodeId};
+pub use host_tensor::HostTensor;
+pub use inspect::{inspect_graph, inspect_graph_diff, node_label, op_histogram, NodeOrigin};
+pub use op::{Op, OpKind};
+pub use shape::{contiguous_strides, Dim, Shape};
+pub use tick::Tick;
+pub use verify::{verify, verify_all, verify_shapes, VerifyError};
+
+/// Re-exported so element types (`f16`, `bf16`, `Complex32`) need no extra dependency.
+pub use half::{bf16, f16};
+pub use num_complex::Complex32;
