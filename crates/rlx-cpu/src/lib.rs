@@ -1,1 +1,39 @@
-//! x
+//! # rlx-cpu — the CPU backend
+//!
+//! [`CpuBackend`] implements [`rlx_driver::Backend`]: it claims every op
+//! (composites included: it has native softmax / norm / attention / rope
+//! kernels) and compiles LIR into a [`CpuExecutable`], which runs the
+//! schedule over one memory-planned arena with one kernel call per node.
+//! Kernels live in [`kernels`], one module per op family.
+#![warn(missing_docs)]
+
+mod executor;
+pub mod kernels;
+
+pub use executor::CpuExecutable;
+
+use rlx_compile::LirModule;
+use rlx_driver::{Backend, BackendError, Device, Executable};
+use rlx_ir::Op;
+
+/// The CPU backend.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuBackend;
+
+impl Backend for CpuBackend {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn claims(&self, _op: &Op) -> bool {
+        true
+    }
+
+    fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError> {
+        Ok(Box::new(CpuExecutable::new(lir)?))
+    }
+}

@@ -1,1 +1,14 @@
-//! x
+//! # rlx-driver — devices and backends
+//!
+//! The [`Device`] enum and its text form, the [`Backend`] / [`Executable`]
+//! traits every backend implements, and the process-wide backend
+//! [`registry`]. A backend compiles an [`rlx_compile::LirModule`] into an
+//! executable and runs it over [`rlx_ir::HostTensor`]s.
+#![warn(missing_docs)]
+
+mod backend;
+mod device;
+pub mod registry;
+
+pub use backend::{Backend, BackendError, Executable};
+pub use device::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};

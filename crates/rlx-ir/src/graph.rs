@@ -92,7 +92,7 @@ impl Graph {
     }
 
     /// Ids of all nodes.
-    pub fn ids(&self) -> impl Iterator<Item = NodeId> {
+    pub fn ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + ExactSizeIterator {
         (0..self.nodes.len() as u32).map(NodeId)
     }
 

@@ -1,0 +1,177 @@
+//! Runs a LIR schedule over one arena: one kernel call per node, views
+//! into the arena (or into param / constant buffers) as inputs and the
+//! node's planned slot as output.
+
+use crate::kernels::{run_node, View, ViewMut};
+use rlx_compile::LirModule;
+use rlx_driver::{BackendError, Executable};
+use rlx_ir::{node_label, HostTensor, Op};
+
+/// A 64-byte aligned byte buffer.
+struct AlignedBuf {
+    blocks: Vec<Block>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u8; 64]);
+
+impl AlignedBuf {
+    fn zeroed(len: usize) -> AlignedBuf {
+        AlignedBuf {
+            blocks: vec![Block([0; 64]); len.div_ceil(64)],
+            len,
+        }
+    }
+    fn from_bytes(b: &[u8]) -> AlignedBuf {
+        let mut a = AlignedBuf::zeroed(b.len());
+        a.bytes_mut().copy_from_slice(b);
+        a
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: blocks are plain bytes; len <= blocks.len() * 64.
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr() as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, with a unique borrow.
+        unsafe { std::slice::from_raw_parts_mut(self.blocks.as_mut_ptr() as *mut u8, self.len) }
+    }
+    fn base(&mut self) -> *mut u8 {
+        self.blocks.as_mut_ptr() as *mut u8
+    }
+}
+
+/// Where a node's value lives at run time.
+#[derive(Clone, Copy)]
+enum Loc {
+    Arena { offset: usize, len: usize },
+    Param(usize),
+    Constant(usize),
+}
+
+/// A graph compiled for the CPU.
+pub struct CpuExecutable {
+    lir: LirModule,
+    arena: AlignedBuf,
+    params: Vec<Option<AlignedBuf>>,
+    constants: Vec<AlignedBuf>,
+    locs: Vec<Loc>,
+    dims: Vec<Vec<usize>>,
+}
+
+impl CpuExecutable {
+    /// Prepares the arena and constant buffers of `lir`.
+    pub fn new(lir: LirModule) -> Result<CpuExecutable, BackendError> {
+        let g = &lir.graph;
+        let mut constants = Vec::new();
+        let mut locs = Vec::with_capacity(g.len());
+        let mut dims = Vec::with_capacity(g.len());
+        for id in g.ids() {
+            let n = g.node(id);
+            dims.push(n.shape.static_dims().ok_or_else(|| BackendError::Kernel {
+                node: node_label(g, id),
+                message: format!("shape {} is not static", n.shape),
+            })?);
+            locs.push(match &n.op {
+                Op::Param { .. } => Loc::Param(lir.io.params.iter().position(|p| p.0 == id).expect("param in manifest")),
+                Op::Constant { bytes } => {
+                    constants.push(AlignedBuf::from_bytes(bytes));
+                    Loc::Constant(constants.len() - 1)
+                }
+                _ => {
+                    let s = lir.plan.slots[id.index()].expect("planned slot");
+                    Loc::Arena {
+                        offset: s.offset,
+                        len: n.shape.size_bytes().unwrap_or(0),
+                    }
+                }
+            });
+        }
+        Ok(CpuExecutable {
+            arena: AlignedBuf::zeroed(lir.plan.arena_bytes),
+            params: (0..lir.io.params.len()).map(|_| None).collect(),
+            constants,
+            locs,
+            dims,
+            lir,
+        })
+    }
+
+    fn read(&self, idx: usize) -> &[u8] {
+        match self.locs[idx] {
+            Loc::Arena { offset, len } => &self.arena.bytes()[offset..offset + len],
+            Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
+            Loc::Constant(c) => self.constants[c].bytes(),
+        }
+    }
+}
+
+impl Executable for CpuExecutable {
+    fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
+        let slot = self
+            .params
+            .get_mut(index)
+            .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
+        *slot = Some(AlignedBuf::from_bytes(value.bytes()));
+        Ok(())
+    }
+
+    fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        if let Some(p) = self.params.iter().position(Option::is_none) {
+            return Err(BackendError::Signature(format!("param \"{}\" is not set", self.lir.io.params[p].1)));
+        }
+        for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
+            if let Loc::Arena { offset, len } = self.locs[id.index()] {
+                self.arena.bytes_mut()[offset..offset + len].copy_from_slice(t.bytes());
+            }
+        }
+        let base = self.arena.base();
+        let g = &self.lir.graph;
+        for &id in &self.lir.schedule {
+            let n = g.node(id);
+            let views: Vec<View> = n
+                .inputs
+                .iter()
+                .map(|&i| {
+                    let bytes = match self.locs[i.index()] {
+                        // SAFETY: the slot lies inside the arena (check_plan), and the
+                        // planner never lets a live input share bytes with this output.
+                        Loc::Arena { offset, len } => unsafe { std::slice::from_raw_parts(base.add(offset) as *const u8, len) },
+                        Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
+                        Loc::Constant(c) => self.constants[c].bytes(),
+                    };
+                    View {
+                        dims: &self.dims[i.index()],
+                        dtype: g.shape(i).dtype(),
+                        bytes,
+                    }
+                })
+                .collect();
+            let Loc::Arena { offset, len } = self.locs[id.index()] else {
+                unreachable!("scheduled nodes live in the arena")
+            };
+            // SAFETY: see above; this slot is disjoint from every live input.
+            let out_bytes = unsafe { std::slice::from_raw_parts_mut(base.add(offset), len) };
+            let mut out = ViewMut {
+                dims: &self.dims[id.index()],
+                dtype: n.shape.dtype(),
+                bytes: out_bytes,
+            };
+            run_node(n, &views, &mut out).map_err(|message| BackendError::Kernel {
+                node: node_label(g, id),
+                message,
+            })?;
+        }
+        let mut outs = Vec::with_capacity(self.lir.io.outputs.len());
+        for (id, shape) in &self.lir.io.outputs {
+            let dims = &self.dims[id.index()];
+            outs.push(HostTensor::from_bytes(shape.dtype(), dims, self.read(id.index()).to_vec()).map_err(|e| BackendError::Signature(e.to_string()))?);
+        }
+        Ok(outs)
+    }
+
+    fn lir(&self) -> &LirModule {
+        &self.lir
+    }
+}

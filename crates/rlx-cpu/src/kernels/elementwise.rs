@@ -1,0 +1,368 @@
+//! Elementwise family: unary, binary (numpy broadcasting), compare, select, cast.
+
+use super::scalar::{floor_div, floor_mod, nan_max, nan_min, Int, Pod, Real};
+use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
+use crate::with_real;
+use half::{bf16, f16};
+use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
+use rlx_ir::{Complex32, DType};
+
+// ── unary ──
+
+fn unary_real<T: Real>(u: UnaryOp, x: T) -> T {
+    let half = T::from_f64(0.5);
+    match u {
+        UnaryOp::Neg => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => T::ONE / x.sqrt(),
+        UnaryOp::Reciprocal => T::ONE / x,
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => sigmoid(x),
+        UnaryOp::Relu => {
+            if x.is_nan() {
+                x
+            } else if x > T::ZERO {
+                x
+            } else {
+                T::ZERO
+            }
+        }
+        UnaryOp::Gelu => half * x * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf()),
+        UnaryOp::GeluApprox => {
+            let c = T::from_f64((2.0 / std::f64::consts::PI).sqrt());
+            half * x * (T::ONE + (c * (x + T::from_f64(0.044715) * x * x * x)).tanh())
+        }
+        UnaryOp::Silu => x * sigmoid(x),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Round => x.round_even(),
+        UnaryOp::Sign => {
+            if x.is_nan() {
+                x
+            } else if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                -T::ONE
+            } else {
+                T::ZERO
+            }
+        }
+        UnaryOp::Erf => x.erf(),
+        UnaryOp::Softplus => {
+            // max(x, 0) + log1p(exp(-|x|)): no overflow for large |x|.
+            let m = if x > T::ZERO { x } else { T::ZERO };
+            if x.is_nan() {
+                x
+            } else {
+                m + (-x.abs()).exp().ln_1p()
+            }
+        }
+        UnaryOp::Not => T::NAN,
+    }
+}
+
+fn sigmoid<T: Real>(x: T) -> T {
+    if x >= T::ZERO {
+        T::ONE / (T::ONE + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (T::ONE + e)
+    }
+}
+
+fn unary_int<T: Int>(u: UnaryOp, x: T) -> T {
+    let v = x.to_i64();
+    T::from_i64(match u {
+        UnaryOp::Neg => v.wrapping_neg(),
+        UnaryOp::Abs => v.wrapping_abs(),
+        UnaryOp::Relu => v.max(0),
+        UnaryOp::Sign => v.signum(),
+        UnaryOp::Not => !v,
+        _ => v, // floor / ceil / round of an integer
+    })
+}
+
+fn map<A: Pod, O: Pod>(x: &View, out: &mut ViewMut, f: impl Fn(A) -> O) {
+    for (o, &a) in out.slice::<O>().iter_mut().zip(x.slice::<A>()) {
+        *o = f(a);
+    }
+}
+
+/// Elementwise unary op.
+pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    match x.dtype {
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => with_real!(x.dtype, ins, out, |i, o| {
+            map::<T, T>(&i[0], o, |v| unary_real(u, v));
+            Ok(())
+        }; T),
+        DType::I8 => Ok(map::<i8, i8>(x, out, |v| unary_int(u, v))),
+        DType::I16 => Ok(map::<i16, i16>(x, out, |v| unary_int(u, v))),
+        DType::I32 => Ok(map::<i32, i32>(x, out, |v| unary_int(u, v))),
+        DType::I64 => Ok(map::<i64, i64>(x, out, |v| unary_int(u, v))),
+        DType::U8 => Ok(map::<u8, u8>(x, out, |v| unary_int(u, v))),
+        DType::U32 => Ok(map::<u32, u32>(x, out, |v| unary_int(u, v))),
+        DType::Bool => Ok(map::<u8, u8>(x, out, |v| (v == 0) as u8)),
+        DType::C64 => Ok(map::<Complex32, Complex32>(x, out, |v| -v)),
+    }
+}
+
+// ── broadcasting driver ──
+
+/// Applies `f` to every output position of a broadcast binary op.
+fn zip2<A: Pod, B: Pod, O: Pod>(a: &View, b: &View, out: &mut ViewMut, f: impl Fn(A, B) -> O) {
+    let (xa, xb) = (a.slice::<A>(), b.slice::<B>());
+    let dims = out.dims;
+    let o = out.slice::<O>();
+    if a.dims == dims && b.dims == dims {
+        for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
+            *o = f(x, y);
+        }
+        return;
+    }
+    let sa = broadcast_strides(a.dims, dims);
+    let sb = broadcast_strides(b.dims, dims);
+    let mut offs_b = Vec::with_capacity(o.len());
+    for_each_strided(dims, &sb, 0, |_, p| offs_b.push(p as usize));
+    for_each_strided(dims, &sa, 0, |i, p| o[i] = f(xa[p as usize], xb[offs_b[i]]));
+}
+
+fn binary_real<T: Real>(op: BinaryOp, a: T, b: T) -> T {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::Max => nan_max(a, b),
+        BinaryOp::Min => nan_min(a, b),
+        BinaryOp::Mod => a.rem_floor(b),
+        BinaryOp::Atan2 => a.atan2(b),
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => T::NAN,
+    }
+}
+
+fn int_pow(base: i64, exp: i64) -> i64 {
+    if exp < 0 {
+        return match base {
+            1 => 1,
+            -1 => {
+                if exp % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
+            _ => 0,
+        };
+    }
+    let (mut acc, mut b, mut e) = (1i64, base, exp as u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    acc
+}
+
+fn binary_int<T: Int>(op: BinaryOp, a: T, b: T) -> T {
+    let (x, y) = (a.to_i64(), b.to_i64());
+    T::from_i64(match op {
+        BinaryOp::Add => x.wrapping_add(y),
+        BinaryOp::Sub => x.wrapping_sub(y),
+        BinaryOp::Mul => x.wrapping_mul(y),
+        BinaryOp::Div => floor_div(x, y),
+        BinaryOp::Mod => floor_mod(x, y),
+        BinaryOp::Pow => int_pow(x, y),
+        BinaryOp::Max => x.max(y),
+        BinaryOp::Min => x.min(y),
+        BinaryOp::And => x & y,
+        BinaryOp::Or => x | y,
+        BinaryOp::Xor => x ^ y,
+        BinaryOp::Atan2 => 0,
+    })
+}
+
+fn binary_bool(op: BinaryOp, a: u8, b: u8) -> u8 {
+    let (x, y) = (a != 0, b != 0);
+    (match op {
+        BinaryOp::Add | BinaryOp::Or | BinaryOp::Max => x | y,
+        BinaryOp::Mul | BinaryOp::And | BinaryOp::Min => x & y,
+        BinaryOp::Xor => x ^ y,
+        _ => false,
+    }) as u8
+}
+
+fn binary_complex(op: BinaryOp, a: Complex32, b: Complex32) -> Complex32 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        _ => a / b,
+    }
+}
+
+/// Elementwise binary op with broadcasting.
+pub fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let (a, b) = (&ins[0], &ins[1]);
+    match a.dtype {
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => with_real!(a.dtype, ins, out, |i, o| {
+            zip2::<T, T, T>(&i[0], &i[1], o, |x, y| binary_real(op, x, y));
+            Ok(())
+        }; T),
+        DType::I8 => Ok(zip2::<i8, i8, i8>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::I16 => Ok(zip2::<i16, i16, i16>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::I32 => Ok(zip2::<i32, i32, i32>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::I64 => Ok(zip2::<i64, i64, i64>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::U8 => Ok(zip2::<u8, u8, u8>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::U32 => Ok(zip2::<u32, u32, u32>(a, b, out, |x, y| binary_int(op, x, y))),
+        DType::Bool => Ok(zip2::<u8, u8, u8>(a, b, out, |x, y| binary_bool(op, x, y))),
+        DType::C64 => Ok(zip2::<Complex32, Complex32, Complex32>(a, b, out, |x, y| binary_complex(op, x, y))),
+    }
+}
+
+// ── compare ──
+
+fn cmp<T: PartialOrd>(op: CmpOp, a: T, b: T) -> u8 {
+    (match op {
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+    }) as u8
+}
+
+/// Elementwise comparison (Bool result) with broadcasting.
+pub fn compare(op: CmpOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let (a, b) = (&ins[0], &ins[1]);
+    match a.dtype {
+        DType::F32 => zip2::<f32, f32, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::F64 => zip2::<f64, f64, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::F16 => zip2::<f16, f16, u8>(a, b, out, |x, y| cmp(op, x.to_f32(), y.to_f32())),
+        DType::BF16 => zip2::<bf16, bf16, u8>(a, b, out, |x, y| cmp(op, x.to_f32(), y.to_f32())),
+        DType::I8 => zip2::<i8, i8, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::I16 => zip2::<i16, i16, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::I32 => zip2::<i32, i32, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::I64 => zip2::<i64, i64, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::U8 | DType::Bool => zip2::<u8, u8, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::U32 => zip2::<u32, u32, u8>(a, b, out, |x, y| cmp(op, x, y)),
+        DType::C64 => zip2::<Complex32, Complex32, u8>(a, b, out, |x, y| match op {
+            CmpOp::Eq => (x == y) as u8,
+            _ => (x != y) as u8,
+        }),
+    }
+    Ok(())
+}
+
+// ── select ──
+
+fn select_typed<T: Pod>(c: &View, a: &View, b: &View, out: &mut ViewMut) {
+    let dims = out.dims;
+    let (xc, xa, xb) = (c.slice::<u8>(), a.slice::<T>(), b.slice::<T>());
+    let mut oc = Vec::with_capacity(out.numel());
+    for_each_strided(dims, &broadcast_strides(c.dims, dims), 0, |_, p| oc.push(p as usize));
+    let mut ob = Vec::with_capacity(out.numel());
+    for_each_strided(dims, &broadcast_strides(b.dims, dims), 0, |_, p| ob.push(p as usize));
+    let o = out.slice::<T>();
+    for_each_strided(dims, &broadcast_strides(a.dims, dims), 0, |i, p| {
+        o[i] = if xc[oc[i]] != 0 { xa[p as usize] } else { xb[ob[i]] };
+    });
+}
+
+/// `where(cond, a, b)` with broadcasting (any dtype).
+pub fn select(ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let (c, a, b) = (&ins[0], &ins[1], &ins[2]);
+    match a.dtype.size_bytes() {
+        1 => select_typed::<u8>(c, a, b, out),
+        2 => select_typed::<u16>(c, a, b, out),
+        4 => select_typed::<u32>(c, a, b, out),
+        _ => select_typed::<u64>(c, a, b, out),
+    }
+    Ok(())
+}
+
+// ── cast ──
+
+fn decode_f64(v: &View) -> Vec<f64> {
+    match v.dtype {
+        DType::F32 => v.slice::<f32>().iter().map(|&x| x as f64).collect(),
+        DType::F64 => v.slice::<f64>().to_vec(),
+        DType::F16 => v.slice::<f16>().iter().map(|x| x.to_f64()).collect(),
+        DType::BF16 => v.slice::<bf16>().iter().map(|x| x.to_f64()).collect(),
+        DType::C64 => v.slice::<Complex32>().iter().map(|c| c.re as f64).collect(),
+        _ => decode_i64(v).into_iter().map(|x| x as f64).collect(),
+    }
+}
+
+fn decode_i64(v: &View) -> Vec<i64> {
+    match v.dtype {
+        DType::I8 => v.slice::<i8>().iter().map(|&x| x as i64).collect(),
+        DType::I16 => v.slice::<i16>().iter().map(|&x| x as i64).collect(),
+        DType::I32 => v.slice::<i32>().iter().map(|&x| x as i64).collect(),
+        DType::I64 => v.slice::<i64>().to_vec(),
+        DType::U8 | DType::Bool => v.slice::<u8>().iter().map(|&x| x as i64).collect(),
+        DType::U32 => v.slice::<u32>().iter().map(|&x| x as i64).collect(),
+        // float -> int truncates toward zero (numpy astype); NaN gives 0 here.
+        _ => decode_f64(v).into_iter().map(|x| x as i64).collect(),
+    }
+}
+
+fn encode_int<T: Int>(out: &mut ViewMut, v: &[i64]) {
+    for (o, &x) in out.slice::<T>().iter_mut().zip(v) {
+        *o = T::from_i64(x);
+    }
+}
+
+/// numpy `astype` between any two dtypes (complex -> real keeps the real part).
+pub fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    if x.dtype == out.dtype {
+        out.bytes.copy_from_slice(x.bytes);
+        return Ok(());
+    }
+    match out.dtype {
+        DType::Bool => {
+            let truth: Vec<u8> = if x.dtype == DType::C64 {
+                x.slice::<Complex32>().iter().map(|c| (c.re != 0.0 || c.im != 0.0) as u8).collect()
+            } else if x.dtype.is_float() {
+                decode_f64(x).iter().map(|&v| (v != 0.0) as u8).collect()
+            } else {
+                decode_i64(x).iter().map(|&v| (v != 0) as u8).collect()
+            };
+            out.slice::<u8>().copy_from_slice(&truth);
+        }
+        DType::C64 => {
+            let re = decode_f64(x);
+            for (o, r) in out.slice::<Complex32>().iter_mut().zip(re) {
+                *o = Complex32::new(r as f32, 0.0);
+            }
+        }
+        DType::F32 => map_f64(x, out.slice::<f32>(), |v| v as f32),
+        DType::F64 => map_f64(x, out.slice::<f64>(), |v| v),
+        DType::F16 => map_f64(x, out.slice::<f16>(), f16::from_f64),
+        DType::BF16 => map_f64(x, out.slice::<bf16>(), bf16::from_f64),
+        DType::I8 => encode_int::<i8>(out, &decode_i64(x)),
+        DType::I16 => encode_int::<i16>(out, &decode_i64(x)),
+        DType::I32 => encode_int::<i32>(out, &decode_i64(x)),
+        DType::I64 => encode_int::<i64>(out, &decode_i64(x)),
+        DType::U8 => encode_int::<u8>(out, &decode_i64(x)),
+        DType::U32 => encode_int::<u32>(out, &decode_i64(x)),
+    }
+    Ok(())
+}
+
+fn map_f64<O: Pod>(x: &View, out: &mut [O], f: impl Fn(f64) -> O) {
+    // Integers go through i64 first so that i64 -> f64 rounding happens once.
+    for (o, v) in out.iter_mut().zip(decode_f64(x)) {
+        *o = f(v);
+    }
+}

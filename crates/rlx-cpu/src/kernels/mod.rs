@@ -1,0 +1,239 @@
+//! CPU kernels: one module per op family, each a function over
+//! [`View`]s of its inputs writing one [`ViewMut`] output.
+//!
+//! Float kernels are written for [`Real`] (f32, f64); F16 / BF16 inputs are
+//! widened to f32, computed, and narrowed ([`run_widened`]), so those types
+//! compute and accumulate in f32. SIMD and CPU-feature dispatch belong in
+//! this layer only.
+
+pub mod attention;
+pub mod conv;
+pub mod elementwise;
+pub mod fft;
+pub mod indexing;
+pub mod linalg;
+pub mod movement;
+pub mod norm;
+pub mod reduce;
+pub mod scalar;
+pub mod upsample;
+
+use half::{bf16, f16};
+use rlx_ir::{DType, Node, Op};
+pub use scalar::{Int, Pod, Real};
+
+/// A kernel failure; the executor adds the node label.
+pub type KernelResult = Result<(), String>;
+
+/// A read-only tensor view: dims, dtype, bytes.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// Dims.
+    pub dims: &'a [usize],
+    /// Dtype.
+    pub dtype: DType,
+    /// Little-endian bytes, `numel * width` long, aligned for the dtype.
+    pub bytes: &'a [u8],
+}
+
+/// A writable tensor view.
+pub struct ViewMut<'a> {
+    /// Dims.
+    pub dims: &'a [usize],
+    /// Dtype.
+    pub dtype: DType,
+    /// Bytes to fill.
+    pub bytes: &'a mut [u8],
+}
+
+fn cast_slice<T: Pod>(b: &[u8]) -> &[T] {
+    let w = std::mem::size_of::<T>();
+    assert!(b.len() % w == 0 && (b.as_ptr() as usize) % std::mem::align_of::<T>() == 0, "misaligned tensor view");
+    // SAFETY: T is Pod, the length is a multiple of its size and the pointer is aligned.
+    unsafe { std::slice::from_raw_parts(b.as_ptr() as *const T, b.len() / w) }
+}
+
+fn cast_slice_mut<T: Pod>(b: &mut [u8]) -> &mut [T] {
+    let w = std::mem::size_of::<T>();
+    assert!(b.len() % w == 0 && (b.as_ptr() as usize) % std::mem::align_of::<T>() == 0, "misaligned tensor view");
+    // SAFETY: as in cast_slice, and the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / w) }
+}
+
+impl<'a> View<'a> {
+    /// The elements as `T` (which must match the dtype's width).
+    pub fn slice<T: Pod>(&self) -> &'a [T] {
+        cast_slice(self.bytes)
+    }
+    /// Element count.
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+impl<'a> ViewMut<'a> {
+    /// The elements as `T`.
+    pub fn slice<T: Pod>(&mut self) -> &mut [T] {
+        cast_slice_mut(self.bytes)
+    }
+    /// Element count.
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+/// Values of a float view as f32 (F16 / BF16 / F32).
+pub fn widen_f32(v: &View) -> Vec<f32> {
+    match v.dtype {
+        DType::F32 => v.slice::<f32>().to_vec(),
+        DType::F16 => v.slice::<f16>().iter().map(|x| x.to_f32()).collect(),
+        DType::BF16 => v.slice::<bf16>().iter().map(|x| x.to_f32()).collect(),
+        d => panic!("widen_f32 of {d}"),
+    }
+}
+
+/// Runs an f32 kernel on F16 / BF16 data: widens every F16 / BF16 input to
+/// f32, runs `f` into an f32 output of the same dims, narrows the result.
+pub fn run_widened(ins: &[View], out: &mut ViewMut, f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult) -> KernelResult {
+    let low = |d: DType| matches!(d, DType::F16 | DType::BF16);
+    let wide: Vec<Vec<f32>> = ins.iter().map(|v| if low(v.dtype) { widen_f32(v) } else { Vec::new() }).collect();
+    let views: Vec<View> = ins
+        .iter()
+        .zip(&wide)
+        .map(|(v, w)| if low(v.dtype) { View { dims: v.dims, dtype: DType::F32, bytes: f32_bytes(w) } } else { *v })
+        .collect();
+    if !low(out.dtype) {
+        return f(&views, out);
+    }
+    let mut tmp = vec![0f32; out.numel()];
+    f(&views, &mut ViewMut { dims: out.dims, dtype: DType::F32, bytes: f32_bytes_mut(&mut tmp) })?;
+    match out.dtype {
+        DType::F16 => out.slice::<f16>().iter_mut().zip(&tmp).for_each(|(o, &x)| *o = f16::from_f32(x)),
+        _ => out.slice::<bf16>().iter_mut().zip(&tmp).for_each(|(o, &x)| *o = bf16::from_f32(x)),
+    }
+    Ok(())
+}
+
+/// The bytes of an f32 slice.
+pub fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding or invalid bit patterns as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+/// The bytes of an f32 slice, mutably.
+pub fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
+    // SAFETY: as above; any byte pattern is a valid f32.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
+}
+
+/// Dispatches `f` on the real float type of `dtype` (f32 / f64), widening F16 / BF16.
+#[macro_export]
+macro_rules! with_real {
+    ($dtype:expr, $ins:expr, $out:expr, |$i:ident, $o:ident| $body:expr; $T:ident) => {
+        match $dtype {
+            rlx_ir::DType::F32 => { type $T = f32; let ($i, $o) = ($ins, $out); $body }
+            rlx_ir::DType::F64 => { type $T = f64; let ($i, $o) = ($ins, $out); $body }
+            rlx_ir::DType::F16 | rlx_ir::DType::BF16 => {
+                $crate::kernels::run_widened($ins, $out, |$i, $o| { type $T = f32; $body })
+            }
+            d => Err(format!("not defined for dtype {d}")),
+        }
+    };
+}
+
+/// Runs the kernel of `node` over its input views into `out`.
+pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    match &node.op {
+        Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => Ok(()),
+        Op::Unary(u) => elementwise::unary(*u, ins, out),
+        Op::Binary(b) => elementwise::binary(*b, ins, out),
+        Op::Compare(c) => elementwise::compare(*c, ins, out),
+        Op::Select => elementwise::select(ins, out),
+        Op::Cast => elementwise::cast(ins, out),
+        Op::MatMul => linalg::matmul(ins, out),
+        Op::DotGeneral(d) => linalg::dot_general(d, ins, out),
+        Op::Reduce { op, axes, .. } => reduce::reduce(*op, axes, ins, out),
+        Op::ArgReduce { op, axis, .. } => reduce::arg_reduce(*op, *axis, ins, out),
+        Op::Cumsum { axis, exclusive, reverse } => reduce::cumsum(*axis, *exclusive, *reverse, ins, out),
+        Op::Reshape => movement::reshape(ins, out),
+        Op::Transpose { perm } => movement::transpose(perm, ins, out),
+        Op::Slice(spec) => movement::slice(spec, ins, out),
+        Op::Concat { axis } => movement::concat(*axis, ins, out),
+        Op::Pad { pads, mode } => movement::pad(pads, mode, ins, out),
+        Op::Broadcast => movement::broadcast(ins, out),
+        Op::Gather { axis } => indexing::gather(*axis, ins, out),
+        Op::GatherElements { axis } => indexing::gather_elements(*axis, ins, out),
+        Op::ScatterAdd { axis } => indexing::scatter_add(*axis, ins, out),
+        Op::TopK { k, axis, largest, output } => indexing::topk(*k, *axis, *largest, *output, ins, out),
+        Op::Iota { axis, start, step } => indexing::iota(*axis, *start, *step, out),
+        Op::Softmax { axis } => norm::softmax(*axis, false, ins, out),
+        Op::LogSoftmax { axis } => norm::softmax(*axis, true, ins, out),
+        Op::LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, ins, out),
+        Op::RmsNorm { eps } => norm::rms_norm(*eps, ins, out),
+        Op::GroupNorm { groups, eps } => norm::group_norm(*groups, *eps, ins, out),
+        Op::Attention { mask, scale, softcap } => attention::attention(*mask, *scale, *softcap, ins, out),
+        Op::Rope { interleaved } => attention::rope(*interleaved, ins, out),
+        Op::Conv { window, groups } => conv::conv(window, *groups, ins, out),
+        Op::ConvTranspose { window, output_padding, groups } => conv::conv_transpose(window, output_padding, *groups, ins, out),
+        Op::Pool { kind, window, count_include_pad } => conv::pool(*kind, window, *count_include_pad, ins, out),
+        Op::Upsample { mode, align_corners } => upsample::upsample(*mode, *align_corners, ins, out),
+        Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+    }
+}
+
+/// Element offsets of `dims`-shaped data read through `strides` (elements;
+/// 0 on broadcast axes), in row-major order of `dims`. Calls `f(out_index, in_offset)`.
+pub fn for_each_strided(dims: &[usize], strides: &[isize], base: isize, mut f: impl FnMut(usize, isize)) {
+    let n: usize = dims.iter().product();
+    if n == 0 {
+        return;
+    }
+    let r = dims.len();
+    if r == 0 {
+        f(0, base);
+        return;
+    }
+    let mut idx = vec![0usize; r];
+    let mut off = base;
+    let inner = dims[r - 1];
+    let s_inner = strides[r - 1];
+    let mut o = 0usize;
+    loop {
+        let mut p = off;
+        for _ in 0..inner {
+            f(o, p);
+            o += 1;
+            p += s_inner;
+        }
+        // advance the outer index
+        let mut ax = r - 1;
+        loop {
+            if ax == 0 {
+                return;
+            }
+            ax -= 1;
+            idx[ax] += 1;
+            off += strides[ax];
+            if idx[ax] < dims[ax] {
+                break;
+            }
+            off -= strides[ax] * dims[ax] as isize;
+            idx[ax] = 0;
+        }
+    }
+}
+
+/// Strides (elements) to read an input of `in_dims` broadcast to `out_dims` (numpy rules).
+pub fn broadcast_strides(in_dims: &[usize], out_dims: &[usize]) -> Vec<isize> {
+    let off = out_dims.len() - in_dims.len();
+    let cs = rlx_ir::contiguous_strides(in_dims);
+    (0..out_dims.len())
+        .map(|i| {
+            if i < off || in_dims[i - off] == 1 {
+                0
+            } else {
+                cs[i - off] as isize
+            }
+        })
+        .collect()
+}

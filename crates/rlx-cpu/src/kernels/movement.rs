@@ -1,0 +1,151 @@
+//! Movement family: reshape, transpose, slice, concat, pad, broadcast.
+//! All are dtype-agnostic: they move elements of the dtype's width.
+
+use super::scalar::Pod;
+use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
+use rlx_ir::op::{PadMode, SliceSpec};
+use rlx_ir::{contiguous_strides, scalar_constant_bytes};
+
+/// Runs `$body` with `$T` bound to an unsigned type of the dtype's width.
+macro_rules! by_width {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype.size_bytes() {
+            1 => { type $T = u8; $body }
+            2 => { type $T = u16; $body }
+            4 => { type $T = u32; $body }
+            _ => { type $T = u64; $body }
+        }
+    };
+}
+
+fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: isize) {
+    let src = x.slice::<T>();
+    let dims = out.dims;
+    let o = out.slice::<T>();
+    for_each_strided(dims, strides, base, |i, p| o[i] = src[p as usize]);
+}
+
+/// Same bytes, new dims.
+pub fn reshape(ins: &[View], out: &mut ViewMut) -> KernelResult {
+    out.bytes.copy_from_slice(ins[0].bytes);
+    Ok(())
+}
+
+/// Output axis `i` is input axis `perm[i]`.
+pub fn transpose(perm: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let cs = contiguous_strides(x.dims);
+    let strides: Vec<isize> = perm.iter().map(|&p| cs[p] as isize).collect();
+    by_width!(x.dtype, T => gather_strided::<T>(x, out, &strides, 0));
+    Ok(())
+}
+
+/// Strided slice (negative steps walk backwards).
+pub fn slice(spec: &SliceSpec, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let cs = contiguous_strides(x.dims);
+    let strides: Vec<isize> = cs.iter().zip(&spec.steps).map(|(&c, &s)| c as isize * s as isize).collect();
+    let base: isize = cs.iter().zip(&spec.starts).map(|(&c, &s)| (c * s) as isize).sum();
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    by_width!(x.dtype, T => gather_strided::<T>(x, out, &strides, base));
+    Ok(())
+}
+
+/// numpy `broadcast_to`.
+pub fn broadcast(ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let strides = broadcast_strides(x.dims, out.dims);
+    by_width!(x.dtype, T => gather_strided::<T>(x, out, &strides, 0));
+    Ok(())
+}
+
+/// Concatenation along `axis`.
+pub fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let es = out.dtype.size_bytes();
+    let outer: usize = out.dims[..axis].iter().product();
+    let inner: usize = out.dims[axis + 1..].iter().product::<usize>() * es;
+    let row = out.dims[axis] * inner;
+    let mut col = 0;
+    for x in ins {
+        let chunk = x.dims[axis] * inner;
+        for o in 0..outer {
+            out.bytes[o * row + col..o * row + col + chunk].copy_from_slice(&x.bytes[o * chunk..(o + 1) * chunk]);
+        }
+        col += chunk;
+    }
+    Ok(())
+}
+
+/// Source index along one axis for output index `i`, or `None` for the constant fill.
+fn pad_source(i: usize, lo: usize, n: usize, mode: &PadMode) -> Option<usize> {
+    let j = i as isize - lo as isize;
+    let n = n as isize;
+    if (0..n).contains(&j) {
+        return Some(j as usize);
+    }
+    match mode {
+        PadMode::Constant(_) => None,
+        PadMode::Edge => Some(j.clamp(0, n - 1) as usize),
+        PadMode::Reflect => {
+            if n == 1 {
+                return Some(0);
+            }
+            let period = 2 * (n - 1);
+            let mut k = j.rem_euclid(period);
+            if k >= n {
+                k = period - k;
+            }
+            Some(k as usize)
+        }
+    }
+}
+
+fn pad_typed<T: Pod>(pads: &[(usize, usize)], mode: &PadMode, x: &View, out: &mut ViewMut, fill: T) {
+    let src = x.slice::<T>();
+    let in_strides = contiguous_strides(x.dims);
+    let dims = out.dims.to_vec();
+    let o = out.slice::<T>();
+    let r = dims.len();
+    let mut idx = vec![0usize; r];
+    for v in o.iter_mut() {
+        let mut off = 0usize;
+        let mut inside = true;
+        for a in 0..r {
+            match pad_source(idx[a], pads[a].0, x.dims[a], mode) {
+                Some(s) => off += s * in_strides[a],
+                None => {
+                    inside = false;
+                    break;
+                }
+            }
+        }
+        *v = if inside { src[off] } else { fill };
+        for a in (0..r).rev() {
+            idx[a] += 1;
+            if idx[a] < dims[a] {
+                break;
+            }
+            idx[a] = 0;
+        }
+    }
+}
+
+/// Constant / reflect / edge padding.
+pub fn pad(pads: &[(usize, usize)], mode: &PadMode, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let value = match mode {
+        PadMode::Constant(v) => *v,
+        _ => 0.0,
+    };
+    let fill_bytes = scalar_constant_bytes(value, x.dtype);
+    by_width!(x.dtype, T => {
+        // SAFETY-free decode of the fill value from its little-endian bytes.
+        let mut buf = [0u8; 8];
+        buf[..fill_bytes.len()].copy_from_slice(&fill_bytes);
+        let fill: T = T::from_le_bytes(buf[..std::mem::size_of::<T>()].try_into().unwrap());
+        pad_typed::<T>(pads, mode, x, out, fill)
+    });
+    Ok(())
+}

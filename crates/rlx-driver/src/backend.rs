@@ -1,0 +1,54 @@
+//! The one trait a backend implements, and the executable it produces.
+
+use crate::Device;
+use rlx_compile::LirModule;
+use rlx_ir::{HostTensor, Op};
+use thiserror::Error;
+
+/// An error raised by a backend while compiling or running.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum BackendError {
+    /// The backend has no kernel for this node (after decomposition).
+    #[error("{device}: no kernel for {node}")]
+    Unsupported {
+        /// The device.
+        device: Device,
+        /// The node label.
+        node: String,
+    },
+    /// A kernel failed at run time (e.g. an index out of range), naming the node.
+    #[error("{node}: {message}")]
+    Kernel {
+        /// The node label.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A caller passed data that does not match the compiled signature.
+    #[error("{0}")]
+    Signature(String),
+}
+
+/// A backend: says which ops it runs natively and compiles LIR.
+pub trait Backend: Send + Sync {
+    /// The device it drives.
+    fn device(&self) -> Device;
+    /// Short name for reports.
+    fn name(&self) -> &'static str;
+    /// True when the backend has a native kernel for `op`. Composites it
+    /// does not claim are decomposed before [`Backend::compile`].
+    fn claims(&self, op: &Op) -> bool;
+    /// Turns LIR into something that runs.
+    fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError>;
+}
+
+/// A compiled graph on a device. Inputs and params come in the order of the
+/// LIR's I/O manifest and are already checked against it by the runtime.
+pub trait Executable: Send {
+    /// Uploads param number `index` of the manifest.
+    fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError>;
+    /// Runs once; returns the outputs in manifest order.
+    fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError>;
+    /// The LIR it was compiled from.
+    fn lir(&self) -> &LirModule;
+}
