@@ -1,1 +1,29 @@
-//! x
+//! # rlx-runtime — Session, CompiledGraph, devices
+//!
+//! The user-facing half of RLX: [`Session::new`] a [`Device`], compile a
+//! graph ([`Session::compile`] / [`Session::compile_with`] with
+//! [`CompileOptions`]), set params and run ([`CompiledGraph`]). Device
+//! selection ([`available_devices`], [`fastest_device`], `RLX_DEVICE`,
+//! fallback chains) lives in [`devices`]. Every fallible call has a `try_`
+//! form returning [`RuntimeError`], whose message names the culprit; the
+//! panicking forms panic with that same message.
+#![warn(missing_docs)]
+
+mod compiled;
+pub mod devices;
+mod error;
+mod graph_devices;
+mod options;
+mod session;
+
+pub use compiled::CompiledGraph;
+pub use devices::{
+    available_devices, device_chain_from_env, device_from_env, device_report, devices_for, fastest_device,
+    fastest_device_for, is_available, resolve_device, resolve_device_chain, run_with_fallback, DeviceFallbackError,
+};
+pub use error::{Result, RuntimeError};
+pub use graph_devices::GraphDevices;
+pub use options::CompileOptions;
+pub use rlx_compile::Precision;
+pub use rlx_driver::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};
+pub use session::Session;

@@ -1,1 +1,152 @@
-//! x
+//! # RLX
+//!
+//! An ML compiler and runtime: build a tensor graph, compile it for a
+//! device, run it. This is the prelude crate: `use rlx::prelude::*;` covers
+//! everyday use, and every workspace crate is reachable as a module.
+//!
+//! ## Build and run a graph by hand
+//!
+//! ```
+//! use rlx::prelude::*;
+//!
+//! let mut g = Graph::new("hello");
+//! let x = g.input("x", Shape::new(&[1, 4], DType::F32));
+//! let w = g.param("w", Shape::new(&[4, 2], DType::F32));
+//! let y = g.matmul(x, w, Shape::new(&[1, 2], DType::F32));
+//! let scaled = g.mul(x, g.constant(2.0, DType::F32)); // GraphExt literal
+//! g.set_outputs(vec![y, scaled]);
+//!
+//! let mut compiled = Session::new(Device::Cpu).compile(g);
+//! compiled.set_param("w", &[1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+//! let out = compiled.run(&[("x", &[1.0, 2.0, 3.0, 4.0])]);
+//! assert_eq!(out, vec![vec![4.0, 6.0], vec![2.0, 4.0, 6.0, 8.0]]);
+//! ```
+//!
+//! ## Module map
+//!
+//! | path           | crate         | what                                           |
+//! |----------------|---------------|------------------------------------------------|
+//! | `rlx::ir`      | `rlx-ir`      | IR types, ops, graph builder                   |
+//! | `rlx::opt`     | `rlx-opt`     | facade: `rlx-fusion` + `rlx-autodiff` + `rlx-compile` |
+//! | `rlx::driver`  | `rlx-driver`  | `Device` enum, backend registry                |
+//! | `rlx::runtime` | `rlx-runtime` | `Session`, `CompiledGraph`                     |
+//!
+//! ## Namespaces
+//!
+//! `rlx::ops` (op-builder enums), `rlx::compile` (compile options and
+//! precision), `rlx::prelude` (the star import).
+#![warn(missing_docs)]
+
+/// Tensor IR — types, shapes, ops, graph builder.
+pub use rlx_ir as ir;
+
+/// Graph rewrites and the compile pipeline.
+pub use rlx_opt as opt;
+
+/// Device enum and backend registry.
+pub use rlx_driver as driver;
+
+/// `Session` / `CompiledGraph`.
+pub use rlx_runtime as runtime;
+
+/// Crate-wide result type — alias of `anyhow::Result<T>`.
+pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
+
+/// Crate-wide error type — alias of `anyhow::Error`.
+pub type Error = anyhow::Error;
+
+pub use rlx_driver::Device;
+pub use rlx_ir::fft::FftNorm;
+pub use rlx_ir::op::ReduceOp;
+pub use rlx_ir::ops::upsample::InterpMode;
+pub use rlx_ir::{
+    inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all, verify_shapes, DType,
+    Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op, OpKind, Shape, Tick, VerifyError,
+};
+pub use rlx_runtime::{
+    available_devices, device_chain_from_env, device_from_env, device_label, device_report, devices_for,
+    fastest_device, fastest_device_for, is_available, parse_device, parse_device_list, resolve_device,
+    resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph, DeviceFallbackError, GraphDevices,
+    ParseDeviceError, Precision, RuntimeError, Session,
+};
+
+/// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
+/// `g.reduce`, `g.attention_kind` take as their first argument.
+///
+/// ```
+/// use rlx::ops::{Activation, BinaryOp, ReduceOp};
+/// use rlx::{DType, Graph, Shape};
+/// let mut g = Graph::new("ops");
+/// let x = g.input("x", Shape::new(&[2, 2], DType::F32));
+/// let r = g.activation(Activation::Relu, x, Shape::new(&[2, 2], DType::F32));
+/// let s = g.binary(BinaryOp::Add, r, x, Shape::new(&[2, 2], DType::F32));
+/// let t = g.reduce(ReduceOp::Sum, s, &[1], false, Shape::new(&[2], DType::F32));
+/// g.set_outputs(vec![t]);
+/// ```
+pub mod ops {
+    pub use rlx_ir::fft::FftNorm;
+    pub use rlx_ir::op::{Activation, BinaryOp, CmpOp, MaskKind, PadMode, PoolKind, ReduceOp, UnaryOp};
+    pub use rlx_ir::ops::upsample::InterpMode;
+}
+
+/// Compile options and precision — what [`Session::compile_with`] takes.
+///
+/// ```
+/// use rlx::compile::{CompileOptions, Precision};
+/// let opts = CompileOptions::default().precision(Precision::F16);
+/// assert_eq!(opts.precision, Precision::F16);
+/// ```
+pub mod compile {
+    pub use crate::{CompileOptions, Precision};
+}
+
+/// Star-import target covering everyday graph build → compile → run.
+///
+/// ```
+/// use rlx::prelude::*;
+///
+/// // Build
+/// let mut g = Graph::new("ex");
+/// let x = g.input("x", Shape::new(&[1, 4], DType::F32));
+/// let y = g.mul(x, g.constant(2.0, DType::F32));
+/// g.set_outputs(vec![y]);
+/// assert!(verify(&g).is_empty());
+///
+/// // Compile + run (pick a device, or let GraphDevices choose)
+/// let mut runner = GraphDevices::new(g.clone());
+/// let device = runner.fastest();
+/// let out = runner.run(device, &[("x", &[1.0; 4])]).unwrap();
+/// assert_eq!(out, vec![vec![2.0; 4]]);
+///
+/// // Or Session + CompileOptions
+/// let opts = CompileOptions::default().precision(Precision::F16);
+/// let mut compiled = Session::new(Device::Cpu).compile_with(g, &opts);
+/// let half = compiled.run(&[("x", &[1.0, 2.5, -3.0, 0.125])]);
+/// assert_eq!(half, vec![vec![2.0, 5.0, -6.0, 0.25]]);
+/// ```
+pub mod prelude {
+    pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
+    pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
+    pub use crate::{
+        available_devices, device_chain_from_env, device_from_env, device_label, device_report, devices_for,
+        fastest_device, fastest_device_for, is_available, parse_device, parse_device_list, resolve_device,
+        resolve_device_chain, run_with_fallback, scalar_constant_bytes, verify, verify_all, verify_shapes,
+        CompileOptions, CompiledGraph, DType, Device, DeviceFallbackError, Dim, Element, Error, Graph, GraphDevices,
+        GraphExt, HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape, Tick,
+        VerifyError,
+    };
+}
+
+/// Registers optional backends and companion custom-op crates at startup.
+///
+/// ```
+/// fn register_extra() {}
+/// rlx::register_backends! { extra => register_extra }
+/// ```
+#[macro_export]
+macro_rules! register_backends {
+    () => {};
+    ( $( $name:ident => $register:path ),* $(,)? ) => {
+        $( $register(); )*
+    };
+}

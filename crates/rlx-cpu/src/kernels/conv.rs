@@ -1,10 +1,870 @@
-//! Convolution family: conv, transposed conv, pooling.
-use super::{KernelResult, View, ViewMut};
-use rlx_ir::op::{PoolKind, Window};
+//! Convolution family: conv, transposed conv, pooling over the spatial dims
+//! of `[N, C, *sp]` tensors, for any number of spatial dims.
+//!
+//! Reference kernels: conv is im2col + GEMM, transposed conv is GEMM +
+//! col2im; the speed work replaces [`gemm_acc`], not this structure. All
+//! three walk one table of tap offsets ([`tap_offsets`]) built per call.
 
-/// N-d convolution.
-pub fn conv(_w: &Window, _groups: usize, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("conv: kernel pending".into()) }
-/// N-d transposed convolution.
-pub fn conv_transpose(_w: &Window, _output_padding: &[usize], _groups: usize, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("conv_transpose: kernel pending".into()) }
-/// Pooling.
-pub fn pool(_kind: PoolKind, _w: &Window, _count_include_pad: bool, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("pool: kernel pending".into()) }
+use super::scalar::{nan_max, Int, Pod, Real};
+use super::{KernelResult, View, ViewMut};
+use crate::with_real;
+use rlx_ir::contiguous_strides;
+use rlx_ir::op::{PoolKind, Window};
+use rlx_ir::ops::conv::window_out_len;
+use rlx_ir::DType;
+
+/// Tap offset of a cell in the padding.
+const PAD: usize = usize::MAX;
+
+/// Checks that a buffer holds `dims` elements of `want`, aligned for it.
+pub(crate) fn check_buf(
+    what: &str,
+    dims: &[usize],
+    dtype: DType,
+    bytes: &[u8],
+    want: DType,
+) -> KernelResult {
+    if dtype != want {
+        return Err(format!("{what} is {dtype}, expected {want}"));
+    }
+    let w = dtype.size_bytes();
+    if bytes.len() != dims.iter().product::<usize>() * w || bytes.as_ptr() as usize % w != 0 {
+        return Err(format!(
+            "{what}: {} bytes do not hold {dtype}{dims:?}",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Calls `f` with every index of `dims`, row-major.
+pub(crate) fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize])) {
+    if dims.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0; dims.len()];
+    loop {
+        f(&idx);
+        let mut ax = dims.len();
+        loop {
+            if ax == 0 {
+                return;
+            }
+            ax -= 1;
+            idx[ax] += 1;
+            if idx[ax] < dims[ax] {
+                break;
+            }
+            idx[ax] = 0;
+        }
+    }
+}
+
+/// For kernel tap `r` (row-major over `k`) and window position `p`
+/// (row-major over `pos`), entry `r * prod(pos) + p` is the row-major offset
+/// into `len`-shaped data of `p * stride + r * dilation - pad_lo`, or [`PAD`].
+/// Conv and pooling read the input there; transposed conv scatters to the
+/// output there (with `len` the output and `pos` the input).
+fn tap_offsets(len: &[usize], k: &[usize], pos: &[usize], w: &Window) -> Vec<usize> {
+    let d = len.len();
+    let strides = contiguous_strides(len);
+    let kp: Vec<usize> = k.iter().chain(pos).copied().collect();
+    let mut taps = Vec::with_capacity(kp.iter().product());
+    for_each_index(&kp, |i| {
+        let mut off = 0;
+        for ax in 0..d {
+            let at =
+                (i[d + ax] * w.stride[ax] + i[ax] * w.dilation[ax]).checked_sub(w.padding[ax].0);
+            match at {
+                Some(a) if a < len[ax] => off += a * strides[ax],
+                _ => return taps.push(PAD),
+            }
+        }
+        taps.push(off);
+    });
+    taps
+}
+
+/// `c[i, j] += sum_p a[i * rs + p * cs] * b[p, j]` (`a` is m x k through
+/// strides `(rs, cs)`, `b` is k x n, `c` is m x n, both row-major).
+fn gemm_acc<T: Real>(
+    a: &[T],
+    (rs, cs): (usize, usize),
+    b: &[T],
+    c: &mut [T],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    for i in 0..m {
+        let crow = &mut c[i * n..(i + 1) * n];
+        for p in 0..k {
+            let aip = a[i * rs + p * cs];
+            for (cv, &bv) in crow.iter_mut().zip(&b[p * n..(p + 1) * n]) {
+                *cv = *cv + aip * bv;
+            }
+        }
+    }
+}
+
+/// Checked geometry of a conv / transposed conv call.
+struct ConvGeom {
+    batch: usize,
+    c: usize,
+    o: usize,
+    groups: usize,
+    /// Product of the input spatial dims.
+    pin: usize,
+    /// Product of the kernel dims.
+    kn: usize,
+    /// Product of the output spatial dims.
+    pout: usize,
+    taps: Vec<usize>,
+}
+
+fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
+    let kernel_ok = if pool {
+        w.kernel.len() == sd
+    } else {
+        w.kernel.is_empty() || w.kernel.len() == sd
+    };
+    if !kernel_ok || w.stride.len() != sd || w.padding.len() != sd || w.dilation.len() != sd {
+        return Err(format!("window {w:?} does not have {sd} spatial dims"));
+    }
+    if w.stride.contains(&0) || w.dilation.contains(&0) {
+        return Err(format!("window {w:?} has a zero stride or dilation"));
+    }
+    Ok(())
+}
+
+/// Validates `ins` / `out` of a conv, or of a transposed conv when
+/// `output_padding` is given, and builds its tap table.
+fn conv_geom(
+    w: &Window,
+    output_padding: Option<&[usize]>,
+    groups: usize,
+    ins: &[View],
+    out: &ViewMut,
+) -> Result<ConvGeom, String> {
+    let name = if output_padding.is_some() {
+        "conv_transpose"
+    } else {
+        "conv"
+    };
+    if !(2..=3).contains(&ins.len()) {
+        return Err(format!("{name} takes 2 or 3 inputs, given {}", ins.len()));
+    }
+    let (x, wt) = (&ins[0], &ins[1]);
+    let r = x.dims.len();
+    if r < 3 || wt.dims.len() != r || out.dims.len() != r {
+        return Err(format!(
+            "{name} needs x, w and out of one rank >= 3, given {:?}, {:?}, {:?}",
+            x.dims, wt.dims, out.dims
+        ));
+    }
+    let sd = r - 2;
+    check_window(w, sd, false)?;
+    let (c, k) = (x.dims[1], &wt.dims[2..]);
+    if !w.kernel.is_empty() && w.kernel != k {
+        return Err(format!(
+            "window kernel {:?} does not match the weight {:?}",
+            w.kernel, wt.dims
+        ));
+    }
+    if k.contains(&0) {
+        return Err(format!("{name} weight {:?} has an empty kernel", wt.dims));
+    }
+    let o = out.dims[1];
+    let transposed = output_padding.is_some();
+    let ok = if transposed {
+        wt.dims[0] == c && wt.dims[1] * groups == o
+    } else {
+        wt.dims[0] == o && wt.dims[1] * groups == c
+    };
+    if groups == 0 || c % groups != 0 || o % groups != 0 || !ok || out.dims[0] != x.dims[0] {
+        return Err(format!(
+            "{name}: x {:?}, w {:?}, out {:?} do not match groups = {groups}",
+            x.dims, wt.dims, out.dims
+        ));
+    }
+    if let Some(op) = output_padding {
+        if op.len() != sd {
+            return Err(format!("output_padding {op:?} needs {sd} entries"));
+        }
+    }
+    let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
+    for ax in 0..sd {
+        let (n, kk, s, (lo, hi), dil) = (
+            sp_in[ax],
+            k[ax],
+            w.stride[ax],
+            w.padding[ax],
+            w.dilation[ax],
+        );
+        let want = match output_padding {
+            Some(op) if n > 0 => ((n - 1) * s + dil * (kk - 1) + op[ax] + 1).checked_sub(lo + hi),
+            Some(_) => None,
+            None => window_out_len(n, kk, s, (lo, hi), dil),
+        };
+        if want != Some(sp_out[ax]) {
+            return Err(format!(
+                "{name}: out {:?} does not match x {:?}, w {:?}, window {w:?}",
+                out.dims, x.dims, wt.dims
+            ));
+        }
+    }
+    let dt = x.dtype;
+    check_buf("x", x.dims, dt, x.bytes, dt)?;
+    check_buf("w", wt.dims, wt.dtype, wt.bytes, dt)?;
+    check_buf("out", out.dims, out.dtype, out.bytes, dt)?;
+    if let Some(b) = ins.get(2) {
+        if b.dims != [o] {
+            return Err(format!("bias {:?} must be [{o}]", b.dims));
+        }
+        check_buf("bias", b.dims, b.dtype, b.bytes, dt)?;
+    }
+    let taps = if transposed {
+        tap_offsets(sp_out, k, sp_in, w)
+    } else {
+        tap_offsets(sp_in, k, sp_out, w)
+    };
+    let prod = |d: &[usize]| d.iter().product();
+    Ok(ConvGeom {
+        batch: x.dims[0],
+        c,
+        o,
+        groups,
+        pin: prod(sp_in),
+        kn: prod(k),
+        pout: prod(sp_out),
+        taps,
+    })
+}
+
+/// Fills every `[n, o]` plane of `y` with `bias[o]` (or zero).
+fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
+    if plane == 0 {
+        return;
+    }
+    for (i, p) in y.chunks_mut(plane).enumerate() {
+        p.fill(bias.map_or(T::ZERO, |b| b[i % o]));
+    }
+}
+
+fn conv_real<T: Real>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
+    let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
+    let y = out.slice::<T>();
+    fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
+    if g.pout == 0 {
+        return;
+    }
+    let (cg, og) = (g.c / g.groups, g.o / g.groups);
+    let rows = cg * g.kn;
+    let mut col = vec![T::ZERO; rows * g.pout];
+    for n in 0..g.batch {
+        for gi in 0..g.groups {
+            let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
+            // col[(c, tap), p] = x[c, tap at p]: one channel's taps per chunk.
+            for (c, chunk) in col.chunks_mut(g.kn * g.pout).enumerate() {
+                let xc = &xg[c * g.pin..][..g.pin];
+                for (v, &t) in chunk.iter_mut().zip(&g.taps) {
+                    *v = if t == PAD { T::ZERO } else { xc[t] };
+                }
+            }
+            let wg = &wt[gi * og * rows..][..og * rows];
+            let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
+            gemm_acc(wg, (rows, 1), &col, yg, og, rows, g.pout);
+        }
+    }
+}
+
+fn conv_transpose_real<T: Real>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
+    let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
+    let y = out.slice::<T>();
+    fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
+    if g.pout == 0 || g.pin == 0 {
+        return;
+    }
+    let (cg, og) = (g.c / g.groups, g.o / g.groups);
+    let rows = og * g.kn;
+    let mut col = vec![T::ZERO; rows * g.pin];
+    for n in 0..g.batch {
+        for gi in 0..g.groups {
+            let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
+            // The group's weight is [cg, og * kn]; col = its transpose times x.
+            let wg = &wt[gi * cg * rows..][..cg * rows];
+            col.fill(T::ZERO);
+            gemm_acc(wg, (1, rows), xg, &mut col, rows, cg, g.pin);
+            let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
+            for (o, chunk) in col.chunks(g.kn * g.pin).enumerate() {
+                let yo = &mut yg[o * g.pout..][..g.pout];
+                for (&v, &t) in chunk.iter().zip(&g.taps) {
+                    if t != PAD {
+                        yo[t] = yo[t] + v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// N-d convolution (PyTorch cross-correlation with zero padding).
+pub fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let g = conv_geom(w, None, groups, ins, out)?;
+    with_real!(ins[0].dtype, ins, out, |i, o| {
+        conv_real::<T>(&g, i, o);
+        Ok(())
+    }; T)
+}
+
+/// N-d transposed convolution (PyTorch `conv_transpose`).
+pub fn conv_transpose(
+    w: &Window,
+    output_padding: &[usize],
+    groups: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let g = conv_geom(w, Some(output_padding), groups, ins, out)?;
+    with_real!(ins[0].dtype, ins, out, |i, o| {
+        conv_transpose_real::<T>(&g, i, o);
+        Ok(())
+    }; T)
+}
+
+/// Checked geometry of a pooling call.
+struct PoolGeom {
+    pin: usize,
+    pout: usize,
+    taps: Vec<usize>,
+}
+
+fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, String> {
+    if ins.len() != 1 {
+        return Err(format!("pool takes 1 input, given {}", ins.len()));
+    }
+    let x = &ins[0];
+    let r = x.dims.len();
+    if r < 3 || out.dims.len() != r || out.dims[..2] != x.dims[..2] {
+        return Err(format!("pool of x {:?} cannot give {:?}", x.dims, out.dims));
+    }
+    check_window(w, r - 2, true)?;
+    let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
+    for ax in 0..r - 2 {
+        if window_out_len(
+            sp_in[ax],
+            w.kernel[ax],
+            w.stride[ax],
+            w.padding[ax],
+            w.dilation[ax],
+        ) != Some(sp_out[ax])
+        {
+            return Err(format!(
+                "pool: out {:?} does not match x {:?}, window {w:?}",
+                out.dims, x.dims
+            ));
+        }
+    }
+    check_buf("x", x.dims, x.dtype, x.bytes, x.dtype)?;
+    check_buf("out", out.dims, out.dtype, out.bytes, x.dtype)?;
+    let taps = tap_offsets(sp_in, &w.kernel, sp_out, w);
+    let prod = |d: &[usize]| d.iter().product();
+    Ok(PoolGeom {
+        pin: prod(sp_in),
+        pout: prod(sp_out),
+        taps,
+    })
+}
+
+/// Folds every in-bounds tap of each window into `y` with `step`, from `init`.
+fn pool_fold<T: Pod>(g: &PoolGeom, x: &[T], y: &mut [T], init: T, step: impl Fn(T, T) -> T) {
+    if g.pout == 0 {
+        return;
+    }
+    for (i, yp) in y.chunks_mut(g.pout).enumerate() {
+        // Indexed, not zipped: an empty input still yields all-padding windows.
+        let xp = &x[i * g.pin..][..g.pin];
+        yp.fill(init);
+        for taps in g.taps.chunks(g.pout) {
+            for (v, &t) in yp.iter_mut().zip(taps) {
+                if t != PAD {
+                    *v = step(*v, xp[t]);
+                }
+            }
+        }
+    }
+}
+
+/// Per output cell, the avg-pool divisor: in-bounds taps, or with
+/// `count_include_pad` the taps inside the padded input (PyTorch).
+fn avg_divisors(
+    g: &PoolGeom,
+    w: &Window,
+    sp_in: &[usize],
+    sp_out: &[usize],
+    count_include_pad: bool,
+) -> Vec<usize> {
+    if !count_include_pad {
+        let mut n = vec![0; g.pout];
+        for taps in g.taps.chunks(g.pout.max(1)) {
+            n.iter_mut()
+                .zip(taps)
+                .for_each(|(c, &t)| *c += (t != PAD) as usize);
+        }
+        return n;
+    }
+    // Separable: per dim, the taps of window `o` left of the padded end.
+    let per_dim: Vec<Vec<usize>> = (0..sp_in.len())
+        .map(|ax| {
+            let end = sp_in[ax] + w.padding[ax].0 + w.padding[ax].1;
+            let (s, d, k) = (w.stride[ax], w.dilation[ax], w.kernel[ax]);
+            (0..sp_out[ax])
+                .map(|o| (0..k).filter(|kk| o * s + kk * d < end).count())
+                .collect()
+        })
+        .collect();
+    let mut n = Vec::with_capacity(g.pout);
+    for_each_index(sp_out, |i| {
+        n.push(i.iter().zip(&per_dim).map(|(&o, c)| c[o]).product())
+    });
+    n
+}
+
+fn max_int<T: Int>(g: &PoolGeom, x: &View, out: &mut ViewMut) -> KernelResult {
+    pool_fold(g, x.slice::<T>(), out.slice::<T>(), T::MIN, |a, b| a.max(b));
+    Ok(())
+}
+
+fn pool_real<T: Real>(kind: PoolKind, g: &PoolGeom, div: &[usize], x: &View, out: &mut ViewMut) {
+    let y = out.slice::<T>();
+    match kind {
+        PoolKind::Max => pool_fold(g, x.slice::<T>(), y, T::NEG_INFINITY, nan_max),
+        PoolKind::Avg => {
+            pool_fold(g, x.slice::<T>(), y, T::ZERO, |a, b| a + b);
+            let div: Vec<T> = div.iter().map(|&d| T::from_f64(d as f64)).collect();
+            for yp in y.chunks_mut(g.pout.max(1)) {
+                yp.iter_mut().zip(&div).for_each(|(v, &d)| *v = *v / d);
+            }
+        }
+    }
+}
+
+/// Max / average pooling (padding never wins a max; NaN propagates).
+pub fn pool(
+    kind: PoolKind,
+    w: &Window,
+    count_include_pad: bool,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let g = pool_geom(w, ins, out)?;
+    let x = &ins[0];
+    match (kind, x.dtype) {
+        (PoolKind::Max, DType::I8) => max_int::<i8>(&g, x, out),
+        (PoolKind::Max, DType::I16) => max_int::<i16>(&g, x, out),
+        (PoolKind::Max, DType::I32) => max_int::<i32>(&g, x, out),
+        (PoolKind::Max, DType::I64) => max_int::<i64>(&g, x, out),
+        (PoolKind::Max, DType::U8) => max_int::<u8>(&g, x, out),
+        (PoolKind::Max, DType::U32) => max_int::<u32>(&g, x, out),
+        (_, dt) => {
+            let div = match kind {
+                PoolKind::Avg => {
+                    avg_divisors(&g, w, &x.dims[2..], &out.dims[2..], count_include_pad)
+                }
+                PoolKind::Max => Vec::new(),
+            };
+            with_real!(dt, ins, out, |i, o| {
+                pool_real::<T>(kind, &g, &div, &i[0], o);
+                Ok(())
+            }; T)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{f32_bytes, f32_bytes_mut};
+    use half::f16;
+
+    /// `((i * a) % m - m // 2) / 4` for i in 0..n, the numpy tests' input.
+    pub(crate) fn seq(n: usize, a: usize, m: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * a) % m) as f32 / 4.0 - (m / 2) as f32 / 4.0)
+            .collect()
+    }
+
+    fn win(
+        kernel: &[usize],
+        stride: &[usize],
+        padding: &[(usize, usize)],
+        dilation: &[usize],
+    ) -> Window {
+        Window {
+            kernel: kernel.to_vec(),
+            stride: stride.to_vec(),
+            padding: padding.to_vec(),
+            dilation: dilation.to_vec(),
+        }
+    }
+
+    /// Runs `f` on f32 inputs `(dims, data)` into an f32 output of `out_dims`.
+    fn run(
+        f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+        ins: &[(&[usize], &[f32])],
+        out_dims: &[usize],
+    ) -> Result<Vec<f32>, String> {
+        let views: Vec<View> = ins
+            .iter()
+            .map(|(d, v)| View {
+                dims: d,
+                dtype: DType::F32,
+                bytes: f32_bytes(v),
+            })
+            .collect();
+        let mut y = vec![f32::NAN; out_dims.iter().product()];
+        f(
+            &views,
+            &mut ViewMut {
+                dims: out_dims,
+                dtype: DType::F32,
+                bytes: f32_bytes_mut(&mut y),
+            },
+        )?;
+        Ok(y)
+    }
+
+    fn close(got: &[f32], want: &[f64]) {
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()) || (g.is_nan() && w.is_nan()),
+                "at {i}: {g} vs {w}\n{got:?}"
+            );
+        }
+    }
+
+    // Shared numpy reference (explicit loops):
+    //   seq = lambda n, a, m: ((np.arange(n) * a) % m - m // 2) / 4
+    //   def conv(x, w, b, s, pad, dil, g):  # x [N,C,*sp], w [O,C/g,*k]
+    //       sd = x.ndim - 2; N, C = x.shape[:2]; O = w.shape[0]; cg, og = C // g, O // g
+    //       xp = np.pad(x, [(0, 0), (0, 0)] + list(pad))
+    //       osp = [(xp.shape[2+i] - dil[i]*(w.shape[2+i]-1) - 1) // s[i] + 1 for i in range(sd)]
+    //       y = np.zeros((N, O, *osp))
+    //       for n, o in np.ndindex(N, O):
+    //           for p in np.ndindex(*osp):
+    //               acc = b[o]
+    //               for c in range(cg):
+    //                   for k in np.ndindex(*w.shape[2:]):
+    //                       acc += w[(o, c) + k] * xp[(n, o // og * cg + c) + tuple(p[i]*s[i] + k[i]*dil[i] for i in range(sd))]
+    //               y[(n, o) + p] = acc
+    //       return y
+
+    #[test]
+    fn conv1d_stride_padding_bias() {
+        // conv(seq(14,5,11).reshape(1,2,7), seq(18,7,13).reshape(3,2,3), seq(3,1,3), [2], [(1,2)], [1], 1)
+        let want = [
+            0.5625, 1.8125, 2.375, -0.5625, -0.3125, 2.625, 2.0625, 0.8125, 1.25, -3.0625, -2.3125,
+            -0.25,
+        ];
+        let (x, w, b) = (seq(14, 5, 11), seq(18, 7, 13), seq(3, 1, 3));
+        let win = win(&[], &[2], &[(1, 2)], &[1]);
+        let y = run(
+            |i, o| conv(&win, 1, i, o),
+            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w), (&[3], &b)],
+            &[1, 3, 4],
+        )
+        .unwrap();
+        close(&y, &want);
+    }
+
+    #[test]
+    fn conv2d_groups_dilation() {
+        // conv(seq(160,5,11).reshape(2,4,4,5), seq(48,7,13).reshape(4,2,3,2), seq(4,3,5),
+        //      [2,1], [(1,1),(0,1)], [1,2], 2)
+        let want = [
+            -0.125, -0.25, -0.375, -0.875, 0.25, -1.125, 0.25, -1.875, -1.6875, 1.75, -2.375,
+            1.375, 3.0625, -2.25, 3.4375, -1.125, 0.0, 0.125, 0.25, -2.875, -0.375, 4.0625,
+            -0.4375, 2.375, 2.75, -2.5, 3.25, 2.375, -2.5625, 2.0625, -2.9375, 0.25, -0.5, -2.0,
+            -0.75, -0.4375, -1.125, 0.25, -2.5, 2.5, 1.75, 0.375, 1.75, -0.4375, -2.5625, 3.8125,
+            0.5625, -0.125, -1.0, 1.1875, -0.75, 0.0, 1.25, -1.875, 1.875, -2.5, 0.75, -0.375,
+            1.25, -1.125, 3.75, 0.125, -0.0625, 1.8125,
+        ];
+        let (x, w, b) = (seq(160, 5, 11), seq(48, 7, 13), seq(4, 3, 5));
+        let win = win(&[], &[2, 1], &[(1, 1), (0, 1)], &[1, 2]);
+        let ins: [(&[usize], &[f32]); 3] = [(&[2, 4, 4, 5], &x), (&[4, 2, 3, 2], &w), (&[4], &b)];
+        let y = run(|i, o| conv(&win, 2, i, o), &ins, &[2, 4, 2, 4]).unwrap();
+        close(&y, &want);
+        // No bias: every output moves by -bias[o].
+        let y0 = run(|i, o| conv(&win, 2, i, o), &ins[..2], &[2, 4, 2, 4]).unwrap();
+        let shifted: Vec<f64> = want
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| v - b[(i / 8) % 4] as f64)
+            .collect();
+        close(&y0, &shifted);
+    }
+
+    #[test]
+    fn conv_transpose2d_stride_output_padding() {
+        // x = seq(24,5,11).reshape(1,4,2,3); w = seq(24,7,13).reshape(4,1,3,2); b = seq(2,1,3)
+        // s, lo, hi, dil, op, g = [2,3], [1,0], [0,1], [1,2], [1,2], 2
+        // full = [(x.shape[2+i]-1)*s[i] + dil[i]*(w.shape[2+i]-1) + op[i] + 1 for i in range(2)]
+        // yf = np.zeros((1, 2, *full))
+        // for c, i0, i1, k0, k1 in np.ndindex(4, 2, 3, 3, 2):
+        //     o = c // 2  # og = 1 output channel per group
+        //     yf[0, o, i0*s[0] + k0*dil[0], i1*s[1] + k1*dil[1]] += x[0, c, i0, i1] * w[c, 0, k0, k1]
+        // y = yf[:, :, lo[0]:full[0]-hi[0], lo[1]:full[1]-hi[1]] + b[None, :, None, None]
+        let want = [
+            0.9375, -0.25, 0.0625, 0.125, -0.25, -1.1875, -2.0625, -0.25, 1.0, -0.25, 1.9375,
+            -0.25, -1.125, -1.75, -0.25, -0.875, 0.0625, -0.25, 0.0625, -0.25, 0.5625, -0.25,
+            -1.625, -1.625, -0.25, 0.5625, 1.0, -0.25, -2.0625, -0.25, 0.25, -0.25, -1.9375,
+            -1.3125, -0.25, 0.875, 0.5625, -0.25, -2.5, -0.25, -0.25, -0.25, -0.25, -0.25, -0.25,
+            -0.25, -0.25, -0.25, -0.25, -0.25, -0.75, 0.0, 0.375, 0.8125, 0.0, -1.8125, -1.0625,
+            0.0, 0.8125, 0.0, -0.75, 0.0, -1.5, 0.3125, 0.0, 0.3125, -1.375, 0.0, -0.625, 0.0, 0.5,
+            0.0, -1.375, -1.375, 0.0, 1.25, 0.1875, 0.0, -0.9375, 0.0, 0.8125, 0.0, -1.0625,
+            -1.8125, 0.0, 0.8125, 0.375, 0.0, -0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0,
+        ];
+        let (x, w, b) = (seq(24, 5, 11), seq(24, 7, 13), seq(2, 1, 3));
+        let win = win(&[], &[2, 3], &[(1, 0), (0, 1)], &[1, 2]);
+        let ins: [(&[usize], &[f32]); 3] = [(&[1, 4, 2, 3], &x), (&[4, 1, 3, 2], &w), (&[2], &b)];
+        let y = run(
+            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
+            &ins,
+            &[1, 2, 5, 10],
+        )
+        .unwrap();
+        close(&y, &want);
+        // A wrong output size is an error, not a panic.
+        assert!(run(
+            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
+            &ins,
+            &[1, 2, 5, 9]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn conv_f16_and_errors() {
+        let (x, w) = (seq(14, 5, 11), seq(18, 7, 13));
+        let win = win(&[], &[2], &[(1, 2)], &[1]);
+        let want = run(
+            |i, o| conv(&win, 1, i, o),
+            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
+            &[1, 3, 4],
+        )
+        .unwrap();
+        let h = |v: &[f32]| v.iter().map(|&a| f16::from_f32(a)).collect::<Vec<_>>();
+        let (xh, wh, mut yh) = (h(&x), h(&w), vec![f16::ZERO; 12]);
+        let bytes =
+            |v: &[f16]| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 2) };
+        let ins = [
+            View {
+                dims: &[1, 2, 7],
+                dtype: DType::F16,
+                bytes: bytes(&xh),
+            },
+            View {
+                dims: &[3, 2, 3],
+                dtype: DType::F16,
+                bytes: bytes(&wh),
+            },
+        ];
+        let yb = unsafe { std::slice::from_raw_parts_mut(yh.as_mut_ptr() as *mut u8, 24) };
+        conv(
+            &win,
+            1,
+            &ins,
+            &mut ViewMut {
+                dims: &[1, 3, 4],
+                dtype: DType::F16,
+                bytes: yb,
+            },
+        )
+        .unwrap();
+        let got: Vec<f32> = yh.iter().map(|v| v.to_f32()).collect();
+        close(&got, &want.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        // Mismatched channels / groups / integer dtype are errors.
+        assert!(run(
+            |i, o| conv(&win, 2, i, o),
+            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
+            &[1, 3, 4]
+        )
+        .is_err());
+        assert!(run(
+            |i, o| conv(&win, 1, i, o),
+            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
+            &[1, 3, 3]
+        )
+        .is_err());
+        let xi = [0i32; 14];
+        let wi = [0i32; 18];
+        let ib =
+            |v: &[i32]| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4) };
+        let ins = [
+            View {
+                dims: &[1, 2, 7],
+                dtype: DType::I32,
+                bytes: ib(&xi),
+            },
+            View {
+                dims: &[3, 2, 3],
+                dtype: DType::I32,
+                bytes: ib(&wi),
+            },
+        ];
+        let mut yi = [0i32; 12];
+        let yb = unsafe { std::slice::from_raw_parts_mut(yi.as_mut_ptr() as *mut u8, 48) };
+        assert!(conv(
+            &win,
+            1,
+            &ins,
+            &mut ViewMut {
+                dims: &[1, 3, 4],
+                dtype: DType::I32,
+                bytes: yb
+            }
+        )
+        .is_err());
+    }
+
+    // Pool reference (explicit loops):
+    //   def pool(x, kind, k, s, pad, dil, cip):
+    //       sd = x.ndim - 2; sp = x.shape[2:]
+    //       osp = [(sp[i] + pad[i][0] + pad[i][1] - dil[i]*(k[i]-1) - 1) // s[i] + 1 for i in range(sd)]
+    //       y = np.zeros(x.shape[:2] + tuple(osp))
+    //       for nc in np.ndindex(*x.shape[:2]):
+    //           for p in np.ndindex(*osp):
+    //               vals, padded = [], 0
+    //               for kk in np.ndindex(*k):
+    //                   q = [p[i]*s[i] + kk[i]*dil[i] - pad[i][0] for i in range(sd)]
+    //                   if all(0 <= q[i] < sp[i] for i in range(sd)): vals.append(x[nc + tuple(q)])
+    //                   elif all(q[i] < sp[i] + pad[i][1] for i in range(sd)): padded += 1
+    //               y[nc + p] = max(vals) if kind == 'max' else sum(vals) / (len(vals) + (padded if cip else 0))
+    //       return y
+
+    #[test]
+    fn max_avg_pool2d_padding() {
+        // x = seq(50,5,11).reshape(1,2,5,5) - 3; k, s, pad, dil = [3,2], [2,2], [(1,1),(1,0)], [1,1]
+        let want_max = [
+            -3.5, -1.75, -2.0, -2.0, -2.25, -1.75, -2.0, -2.25, -1.75, -2.5, -2.0, -2.25, -1.75,
+            -2.0, -2.25, -3.0, -1.75, -2.0,
+        ];
+        let want_avg_excl = [
+            -3.875,
+            -2.6875,
+            -2.9375,
+            -2.75,
+            -3.1666666666666665,
+            -2.9583333333333335,
+            -3.0,
+            -3.1875,
+            -2.75,
+            -2.875,
+            -3.0625,
+            -3.3125,
+            -2.6666666666666665,
+            -3.0833333333333335,
+            -3.3333333333333335,
+            -3.375,
+            -2.875,
+            -3.125,
+        ];
+        let want_avg_incl = [
+            -1.2916666666666667,
+            -1.7916666666666667,
+            -1.9583333333333333,
+            -1.375,
+            -3.1666666666666665,
+            -2.9583333333333335,
+            -1.0,
+            -2.125,
+            -1.8333333333333333,
+            -0.9583333333333334,
+            -2.0416666666666665,
+            -2.2083333333333335,
+            -1.3333333333333333,
+            -3.0833333333333335,
+            -3.3333333333333335,
+            -1.125,
+            -1.9166666666666667,
+            -2.0833333333333335,
+        ];
+        let x: Vec<f32> = seq(50, 5, 11).iter().map(|v| v - 3.0).collect();
+        let win = win(&[3, 2], &[2, 2], &[(1, 1), (1, 0)], &[1, 1]);
+        let ins: [(&[usize], &[f32]); 1] = [(&[1, 2, 5, 5], &x)];
+        for (kind, cip, want) in [
+            (PoolKind::Max, false, &want_max),
+            (PoolKind::Avg, false, &want_avg_excl),
+            (PoolKind::Avg, true, &want_avg_incl),
+        ] {
+            let y = run(|i, o| pool(kind, &win, cip, i, o), &ins, &[1, 2, 3, 3]).unwrap();
+            close(&y, want);
+        }
+    }
+
+    #[test]
+    fn max_pool1d_dilation_int_and_nan() {
+        // x = (np.arange(12) * 5) % 11 - 5 as int32, shape (1,1,12); k, s, pad, dil = [3], [2], [(2,1)], [2]
+        // pool(x, 'max', ...) -> [5, 5, 5, 4, 3, 2]
+        let x: Vec<i32> = (0..12).map(|i| (i * 5) % 11 - 5).collect();
+        let win = win(&[3], &[2], &[(2, 1)], &[2]);
+        let mut y = [0i32; 6];
+        let ib = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const u8, 48) };
+        let yb = unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut u8, 24) };
+        let ins = [View {
+            dims: &[1, 1, 12],
+            dtype: DType::I32,
+            bytes: ib,
+        }];
+        pool(
+            PoolKind::Max,
+            &win,
+            false,
+            &ins,
+            &mut ViewMut {
+                dims: &[1, 1, 6],
+                dtype: DType::I32,
+                bytes: yb,
+            },
+        )
+        .unwrap();
+        assert_eq!(y, [5, 5, 5, 4, 3, 2]);
+        let mut yb = [0u8; 24];
+        assert!(pool(
+            PoolKind::Avg,
+            &win,
+            false,
+            &ins,
+            &mut ViewMut {
+                dims: &[1, 1, 6],
+                dtype: DType::I32,
+                bytes: &mut yb
+            }
+        )
+        .is_err());
+        // NaN wins a max; windows without it do not see it.
+        let mut xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        xf[4] = f32::NAN;
+        let y = run(
+            |i, o| pool(PoolKind::Max, &win, false, i, o),
+            &[(&[1, 1, 12], &xf)],
+            &[1, 1, 6],
+        )
+        .unwrap();
+        assert!(
+            y[0] == 5.0 && y[1..4].iter().all(|v| v.is_nan()) && y[4] == 3.0 && y[5] == 2.0,
+            "{y:?}"
+        );
+        // An empty input leaves only padding: max is -inf, not a panic.
+        let empty = self::win(&[3], &[1], &[(2, 2)], &[1]);
+        let y = run(
+            |i, o| pool(PoolKind::Max, &empty, false, i, o),
+            &[(&[1, 1, 0], &[])],
+            &[1, 1, 2],
+        )
+        .unwrap();
+        assert_eq!(y, [f32::NEG_INFINITY; 2]);
+    }
+}

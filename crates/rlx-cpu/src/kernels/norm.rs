@@ -1,11 +1,547 @@
 //! Normalisation family: native softmax / log-softmax / layer / rms / group norm.
+//!
+//! Statistics (sums, means, variances) accumulate in f64 with a two-pass
+//! mean / variance, so f32 results are at least as accurate as the
+//! decompositions in `rlx_ir::ops::norm`, which these kernels match.
+
+use super::reduce::split_axis;
+use super::scalar::{nan_max, Pod, Real};
 use super::{KernelResult, View, ViewMut};
+use crate::with_real;
+
+/// The elements of `v`, checked against its dims.
+pub(crate) fn elems<'a, T: Pod>(v: &View<'a>, what: &str) -> Result<&'a [T], String> {
+    if v.bytes.len() != v.numel() * std::mem::size_of::<T>() {
+        return Err(format!(
+            "{what}: {} bytes for dims {:?}",
+            v.bytes.len(),
+            v.dims
+        ));
+    }
+    Ok(v.slice::<T>())
+}
+
+/// The elements of `out`, checked to have exactly `dims`.
+pub(crate) fn elems_mut<'a, T: Pod>(
+    out: &'a mut ViewMut,
+    dims: &[usize],
+) -> Result<&'a mut [T], String> {
+    let n: usize = dims.iter().product();
+    if out.dims != dims || out.bytes.len() != n * std::mem::size_of::<T>() {
+        return Err(format!("output dims {:?}, expected {dims:?}", out.dims));
+    }
+    Ok(out.slice::<T>())
+}
+
+/// The input count must lie in `lo..=hi`.
+fn arity(ins: &[View], lo: usize, hi: usize, what: &str) -> KernelResult {
+    if ins.len() < lo || ins.len() > hi {
+        return Err(format!("{what}: {} inputs", ins.len()));
+    }
+    Ok(())
+}
+
+/// Optional affine parameters `ins[1..]`, each of `dims` and the input dtype.
+fn affine_params<'a, T: Pod>(
+    ins: &[View<'a>],
+    dims: &[usize],
+    what: &str,
+) -> Result<(Option<&'a [T]>, Option<&'a [T]>), String> {
+    let mut ps = [None, None];
+    for (p, v) in ps.iter_mut().zip(&ins[1..]) {
+        if v.dims != dims || v.dtype != ins[0].dtype {
+            return Err(format!(
+                "{what}: affine parameter {:?} {}, expected {dims:?}",
+                v.dims, v.dtype
+            ));
+        }
+        *p = Some(elems::<T>(v, what)?);
+    }
+    Ok((ps[0], ps[1]))
+}
+
+/// `eps` as the decomposition sees it: a constant of the input dtype.
+fn eps_of<T: Real>(eps: f64) -> f64 {
+    T::from_f64(eps).to_f64()
+}
+
+/// (mean, 1 / sqrt(biased variance + eps)) of `xs`, two-pass in f64.
+fn moments<T: Real>(xs: &[T], eps: f64) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().map(|v| v.to_f64()).sum::<f64>() / n;
+    let var = xs
+        .iter()
+        .map(|v| {
+            let c = v.to_f64() - mean;
+            c * c
+        })
+        .sum::<f64>()
+        / n;
+    (mean, 1.0 / (var + eps).sqrt())
+}
+
+fn softmax_real<T: Real>(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let src = elems::<T>(x, "softmax")?;
+    let o = elems_mut::<T>(out, x.dims)?;
+    let (outer, n, inner) = split_axis(x.dims, axis);
+    if src.is_empty() {
+        return Ok(());
+    }
+    // One [n, inner] block at a time with per-column running stats keeps
+    // every pass contiguous whatever the axis.
+    let mut max = vec![T::NEG_INFINITY; inner];
+    let mut sum = vec![0f64; inner];
+    let mut den = vec![T::ZERO; inner];
+    for a in 0..outer {
+        let blk = a * n * inner..(a + 1) * n * inner;
+        let (xs, os) = (&src[blk.clone()], &mut o[blk]);
+        max.fill(T::NEG_INFINITY);
+        sum.fill(0.0);
+        for row in xs.chunks_exact(inner) {
+            max.iter_mut()
+                .zip(row)
+                .for_each(|(m, &v)| *m = nan_max(*m, v));
+        }
+        for (orow, row) in os.chunks_exact_mut(inner).zip(xs.chunks_exact(inner)) {
+            for (((ov, &v), &m), s) in orow.iter_mut().zip(row).zip(&max).zip(sum.iter_mut()) {
+                let e = (v - m).exp();
+                *s += e.to_f64();
+                *ov = e;
+            }
+        }
+        // Round the sum to T before dividing / taking the log, as the decomposition does.
+        for (d, &s) in den.iter_mut().zip(&sum) {
+            *d = if log {
+                T::from_f64(s).ln()
+            } else {
+                T::from_f64(s)
+            };
+        }
+        for (orow, row) in os.chunks_exact_mut(inner).zip(xs.chunks_exact(inner)) {
+            for (((ov, &v), &m), &d) in orow.iter_mut().zip(row).zip(&max).zip(&den) {
+                *ov = if log { (v - m) - d } else { *ov / d };
+            }
+        }
+    }
+    Ok(())
+}
 
 /// softmax or log-softmax along `axis`.
-pub fn softmax(_axis: usize, _log: bool, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("softmax: kernel pending".into()) }
+pub fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    arity(ins, 1, 1, "softmax")?;
+    if axis >= ins[0].dims.len() {
+        return Err(format!(
+            "softmax: axis {axis} out of range for {:?}",
+            ins[0].dims
+        ));
+    }
+    with_real!(ins[0].dtype, ins, out, |i, o| softmax_real::<T>(axis, log, i, o); T)
+}
+
+/// Normalises `rows` consecutive groups of `len` elements, then applies a
+/// per-element affine (parameters indexed by position within the group / `inner`).
+fn normalize_rows<T: Real>(
+    src: &[T],
+    o: &mut [T],
+    len: usize,
+    inner: usize,
+    eps: f64,
+    gamma: Option<&[T]>,
+    beta: Option<&[T]>,
+) {
+    if len == 0 {
+        return;
+    }
+    for (xs, os) in src.chunks_exact(len).zip(o.chunks_exact_mut(len)) {
+        let (mean, rstd) = moments(xs, eps);
+        for (k, (ov, &v)) in os.iter_mut().zip(xs).enumerate() {
+            let mut y = T::from_f64((v.to_f64() - mean) * rstd);
+            if let Some(g) = gamma {
+                y = y * g[k / inner];
+            }
+            if let Some(b) = beta {
+                y = y + b[k / inner];
+            }
+            *ov = y;
+        }
+    }
+}
+
+fn layer_norm_real<T: Real>(
+    axis: usize,
+    eps: f64,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let x = &ins[0];
+    let src = elems::<T>(x, "layer_norm")?;
+    let (gamma, beta) = affine_params::<T>(ins, &x.dims[axis..], "layer_norm")?;
+    let o = elems_mut::<T>(out, x.dims)?;
+    let len = x.dims[axis..].iter().product();
+    normalize_rows(src, o, len, 1, eps_of::<T>(eps), gamma, beta);
+    Ok(())
+}
+
 /// layer norm over axes `axis..`.
-pub fn layer_norm(_axis: usize, _eps: f64, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("layer_norm: kernel pending".into()) }
+pub fn layer_norm(axis: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    arity(ins, 1, 3, "layer_norm")?;
+    if axis >= ins[0].dims.len() {
+        return Err(format!(
+            "layer_norm: axis {axis} out of range for {:?}",
+            ins[0].dims
+        ));
+    }
+    with_real!(ins[0].dtype, ins, out, |i, o| layer_norm_real::<T>(axis, eps, i, o); T)
+}
+
+fn rms_norm_real<T: Real>(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let x = &ins[0];
+    let src = elems::<T>(x, "rms_norm")?;
+    let d = x.dims[x.dims.len() - 1];
+    let (gamma, _) = affine_params::<T>(ins, &[d], "rms_norm")?;
+    let o = elems_mut::<T>(out, x.dims)?;
+    if d == 0 {
+        return Ok(());
+    }
+    let eps = eps_of::<T>(eps);
+    for (xs, os) in src.chunks_exact(d).zip(o.chunks_exact_mut(d)) {
+        let ms = xs.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>() / d as f64;
+        let r = 1.0 / (ms + eps).sqrt();
+        for (k, (ov, &v)) in os.iter_mut().zip(xs).enumerate() {
+            let y = T::from_f64(v.to_f64() * r);
+            *ov = gamma.map_or(y, |g| y * g[k]);
+        }
+    }
+    Ok(())
+}
+
 /// rms norm over the last axis.
-pub fn rms_norm(_eps: f64, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("rms_norm: kernel pending".into()) }
+pub fn rms_norm(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    arity(ins, 1, 2, "rms_norm")?;
+    if ins[0].dims.is_empty() {
+        return Err("rms_norm of a scalar".into());
+    }
+    with_real!(ins[0].dtype, ins, out, |i, o| rms_norm_real::<T>(eps, i, o); T)
+}
+
+fn group_norm_real<T: Real>(
+    groups: usize,
+    eps: f64,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let x = &ins[0];
+    let src = elems::<T>(x, "group_norm")?;
+    let c = x.dims[1];
+    let (gamma, beta) = affine_params::<T>(ins, &[c], "group_norm")?;
+    let o = elems_mut::<T>(out, x.dims)?;
+    let rest: usize = x.dims[2..].iter().product();
+    // A (n, group) block is contiguous; channel k of the block spans `rest` elements.
+    let len = c / groups * rest;
+    if len == 0 {
+        return Ok(());
+    }
+    let eps = eps_of::<T>(eps);
+    for (bi, (xs, os)) in src
+        .chunks_exact(len)
+        .zip(o.chunks_exact_mut(len))
+        .enumerate()
+    {
+        let c0 = (bi % groups) * (c / groups);
+        let gamma = gamma.map(|g| &g[c0..c0 + c / groups]);
+        let beta = beta.map(|b| &b[c0..c0 + c / groups]);
+        normalize_rows(xs, os, len, rest, eps, gamma, beta);
+    }
+    Ok(())
+}
+
 /// group norm.
-pub fn group_norm(_groups: usize, _eps: f64, _ins: &[View], _out: &mut ViewMut) -> KernelResult { Err("group_norm: kernel pending".into()) }
+pub fn group_norm(groups: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    if ins.len() != 1 && ins.len() != 3 {
+        return Err(format!(
+            "group_norm: {} inputs (expects x or x, gamma, beta)",
+            ins.len()
+        ));
+    }
+    let dims = ins[0].dims;
+    if dims.len() < 2 {
+        return Err(format!("group_norm needs [N, C, ...], given {dims:?}"));
+    }
+    if groups == 0 || dims[1] % groups != 0 {
+        return Err(format!(
+            "group_norm: {} channels do not split into {groups} groups",
+            dims[1]
+        ));
+    }
+    with_real!(ins[0].dtype, ins, out, |i, o| group_norm_real::<T>(groups, eps, i, o); T)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Expected values come from numpy (float64) on the same exact inputs;
+    //! `data(n, seed)` is `((np.arange(n)*37 + seed*11) % 23) / 4 - 2.75`.
+    use super::*;
+    use half::f16;
+    use rlx_ir::DType;
+
+    pub(crate) fn data(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 37 + seed * 11) % 23) as f32 / 4.0 - 2.75)
+            .collect()
+    }
+
+    pub(crate) fn bytes<T: Pod>(v: &[T]) -> &[u8] {
+        // SAFETY: Pod types have no padding and any byte view of them is valid.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+
+    /// A view of `v` with `dims`, typed `dt`.
+    pub(crate) fn view<'a, T: Pod>(dims: &'a [usize], dt: DType, v: &'a [T]) -> View<'a> {
+        View {
+            dims,
+            dtype: dt,
+            bytes: bytes(v),
+        }
+    }
+
+    /// Runs `k` into a fresh `T` output of `dims`.
+    pub(crate) fn run<T: Pod + Default>(
+        dt: DType,
+        dims: &[usize],
+        ins: &[View],
+        k: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+    ) -> Result<Vec<T>, String> {
+        let mut out = vec![T::default(); dims.iter().product()];
+        // SAFETY: as in `bytes`; every bit pattern of a Pod type is a value.
+        let ob = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr() as *mut u8,
+                std::mem::size_of_val(&out[..]),
+            )
+        };
+        k(
+            ins,
+            &mut ViewMut {
+                dims,
+                dtype: dt,
+                bytes: ob,
+            },
+        )?;
+        Ok(out)
+    }
+
+    pub(crate) fn close(got: impl IntoIterator<Item = f64>, want: &[f64], tol: f64) {
+        let got: Vec<f64> = got.into_iter().collect();
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let ok = if w.is_finite() {
+                (g - w).abs() <= tol * (1.0 + w.abs())
+            } else {
+                g == w || (g.is_nan() && w.is_nan())
+            };
+            assert!(ok, "element {i}: got {g}, want {w}");
+        }
+    }
+
+    fn f32s(v: Vec<f32>) -> impl Iterator<Item = f64> {
+        v.into_iter().map(f64::from)
+    }
+
+    #[test]
+    fn softmax_middle_axis() {
+        // x = data(24, 1).reshape(2, 3, 4); m = x.max(1, keepdims=True)
+        // np.exp(x - m) / np.exp(x - m).sum(1, keepdims=True)
+        let want = [
+            0.073233996,
+            0.00618828527,
+            0.661751722,
+            0.073233996,
+            0.892172714,
+            0.075388748,
+            0.0256588988,
+            0.892172714,
+            0.0345932902,
+            0.918422967,
+            0.31258938,
+            0.0345932902,
+            0.661751722,
+            0.073233996,
+            0.00618828527,
+            0.661751722,
+            0.0256588988,
+            0.892172714,
+            0.075388748,
+            0.0256588988,
+            0.31258938,
+            0.0345932902,
+            0.918422967,
+            0.31258938,
+        ];
+        let (dims, x) = ([2, 3, 4], data(24, 1));
+        let got = run::<f32>(DType::F32, &dims, &[view(&dims, DType::F32, &x)], |i, o| {
+            softmax(1, false, i, o)
+        });
+        close(f32s(got.unwrap()), &want, 1e-6);
+    }
+
+    #[test]
+    fn log_softmax_f64_with_neg_inf() {
+        // x = data(15, 2).reshape(3, 5); x[1, 2] = -np.inf; s = x - x.max(1, keepdims=True)
+        // s - np.log(np.exp(s).sum(1, keepdims=True))
+        let ninf = f64::NEG_INFINITY;
+        let want = [
+            -0.420788352,
+            -2.67078835,
+            -4.92078835,
+            -1.42078835,
+            -3.67078835,
+            -5.0868691,
+            -1.5868691,
+            ninf,
+            -0.336869098,
+            -2.5868691,
+            -5.10820095,
+            -1.60820095,
+            -3.85820095,
+            -0.358200949,
+            -2.60820095,
+        ];
+        let mut x: Vec<f64> = data(15, 2).into_iter().map(f64::from).collect();
+        x[7] = ninf;
+        let dims = [3, 5];
+        let got = run::<f64>(DType::F64, &dims, &[view(&dims, DType::F64, &x)], |i, o| {
+            softmax(1, true, i, o)
+        });
+        close(got.unwrap(), &want, 1e-8);
+    }
+
+    const LAYER_NORM: [f64; 24] = [
+        -0.628500921,
+        -3.10980258,
+        -0.689210316,
+        -2.50230718,
+        0.882041987,
+        0.0327020264,
+        -3.14250461,
+        -0.529160961,
+        -2.14950645,
+        1.42759411,
+        -0.706755066,
+        -3.09810608,
+        1.60013833,
+        -2.88893223,
+        -2.48098204,
+        -1.17043983,
+        2.8820581,
+        2.48664179,
+        -2.70032089,
+        4.14374553,
+        -0.594110646,
+        2.76049516,
+        -3.16313142,
+        -2.43416598,
+    ];
+
+    #[test]
+    fn layer_norm_two_axes_affine() {
+        // x = data(24, 3).reshape(2, 3, 4); g = data(12, 4).reshape(3, 4); b = data(12, 5).reshape(3, 4)
+        // m = x.mean((1, 2), keepdims=True); c = x - m
+        // c / np.sqrt((c * c).mean((1, 2), keepdims=True) + 1e-5) * g + b
+        let (dims, pd) = ([2, 3, 4], [3, 4]);
+        let (x, g, b) = (data(24, 3), data(12, 4), data(12, 5));
+        let ins = [
+            view(&dims, DType::F32, &x),
+            view(&pd, DType::F32, &g),
+            view(&pd, DType::F32, &b),
+        ];
+        let got = run::<f32>(DType::F32, &dims, &ins, |i, o| layer_norm(1, 1e-5, i, o));
+        close(f32s(got.unwrap()), &LAYER_NORM, 1e-6);
+        // The same through the widened F16 path (inputs are exact in f16).
+        let h = |v: &[f32]| v.iter().map(|&a| f16::from_f32(a)).collect::<Vec<_>>();
+        let (xh, gh, bh) = (h(&x), h(&g), h(&b));
+        let ins = [
+            view(&dims, DType::F16, &xh),
+            view(&pd, DType::F16, &gh),
+            view(&pd, DType::F16, &bh),
+        ];
+        let got = run::<f16>(DType::F16, &dims, &ins, |i, o| layer_norm(1, 1e-5, i, o)).unwrap();
+        close(got.into_iter().map(|v| v.to_f64()), &LAYER_NORM, 2e-3);
+        // gamma must cover every normalised axis.
+        let ins = [
+            view(&dims, DType::F32, &x),
+            view(&pd[1..], DType::F32, &g[..4]),
+        ];
+        assert!(run::<f32>(DType::F32, &dims, &ins, |i, o| layer_norm(1, 1e-5, i, o)).is_err());
+    }
+
+    #[test]
+    fn rms_norm_gamma() {
+        // x = data(12, 6).reshape(3, 4); g = data(4, 7)
+        // x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * g
+        let want = [
+            -0.987217604,
+            0.0,
+            -0.658145069,
+            -1.27972652,
+            0.445976409,
+            4.08811708,
+            0.0743294015,
+            2.08122324,
+            -0.69026836,
+            -1.26549199,
+            0.843661329,
+            -0.536875391,
+        ];
+        let (dims, x, g) = ([3, 4], data(12, 6), data(4, 7));
+        let ins = [
+            view(&dims, DType::F32, &x),
+            view(&dims[1..], DType::F32, &g),
+        ];
+        let got = run::<f32>(DType::F32, &dims, &ins, |i, o| rms_norm(1e-6, i, o));
+        close(f32s(got.unwrap()), &want, 1e-6);
+    }
+
+    #[test]
+    fn group_norm_affine() {
+        // x = data(24, 8).reshape(2, 4, 3); g = data(4, 9); b = data(4, 10)
+        // y = x.reshape(2, 2, 6); c = y - y.mean(2, keepdims=True)
+        // (c / np.sqrt((c * c).mean(2, keepdims=True) + 1e-5)).reshape(2, 4, 3) * g[:, None] + b[:, None]
+        let want = [
+            0.706177155,
+            2.01702445,
+            3.32787174,
+            0.653060119,
+            -2.62405811,
+            2.47368136,
+            -2.77057301,
+            -3.14088719,
+            -2.56484291,
+            2.2312567,
+            -2.37709748,
+            0.585415922,
+            2.93947254,
+            0.900376754,
+            2.21122405,
+            3.44467935,
+            0.167561122,
+            -3.10955711,
+            -2.48904429,
+            -2.81675611,
+            -3.14446794,
+            -0.172448095,
+            2.44924649,
+            -1.62894509,
+        ];
+        let (dims, pd) = ([2, 4, 3], [4]);
+        let (x, g, b) = (data(24, 8), data(4, 9), data(4, 10));
+        let ins = [
+            view(&dims, DType::F32, &x),
+            view(&pd, DType::F32, &g),
+            view(&pd, DType::F32, &b),
+        ];
+        let got = run::<f32>(DType::F32, &dims, &ins, |i, o| group_norm(2, 1e-5, i, o));
+        close(f32s(got.unwrap()), &want, 1e-6);
+        assert!(run::<f32>(DType::F32, &dims, &ins, |i, o| group_norm(3, 1e-5, i, o)).is_err());
+    }
+}

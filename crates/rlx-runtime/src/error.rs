@@ -1,0 +1,103 @@
+//! [`RuntimeError`]: every way a compile or run can fail, naming the culprit.
+
+use rlx_compile::CompileError;
+use rlx_driver::{BackendError, Device};
+use rlx_ir::{DType, IrError, Shape};
+use thiserror::Error;
+
+/// An error from the runtime.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum RuntimeError {
+    /// An input name the graph does not have.
+    #[error("unknown input \"{name}\" (the graph's inputs are {known:?})")]
+    UnknownInput {
+        /// The name given.
+        name: String,
+        /// The graph's input names.
+        known: Vec<String>,
+    },
+    /// An input the graph needs was not given.
+    #[error("missing input \"{name}\" of shape {shape}")]
+    MissingInput {
+        /// The input.
+        name: String,
+        /// Its shape.
+        shape: Shape,
+    },
+    /// The same input given twice.
+    #[error("input \"{name}\" given twice")]
+    DuplicateInput {
+        /// The input.
+        name: String,
+    },
+    /// A param name the graph does not have.
+    #[error("unknown param \"{name}\" (the graph's params are {known:?})")]
+    UnknownParam {
+        /// The name given.
+        name: String,
+        /// The graph's param names.
+        known: Vec<String>,
+    },
+    /// A param was never set before a run.
+    #[error("param \"{name}\" of shape {shape} is not set (call set_param first)")]
+    ParamNotSet {
+        /// The param.
+        name: String,
+        /// Its shape.
+        shape: Shape,
+    },
+    /// Data of the wrong element count.
+    #[error("{what}: expected {expected} values for shape {shape}, given {given}")]
+    Length {
+        /// `input "x"` / `param "w"`.
+        what: String,
+        /// Its shape.
+        shape: Shape,
+        /// Expected element count.
+        expected: usize,
+        /// Given element count.
+        given: usize,
+    },
+    /// Data of the wrong dtype.
+    #[error("{what}: expected dtype {expected} (shape {shape}), given {given}")]
+    DType {
+        /// `input "x"` / `param "w"`.
+        what: String,
+        /// Its shape.
+        shape: Shape,
+        /// Expected dtype.
+        expected: DType,
+        /// Given dtype.
+        given: DType,
+    },
+    /// Data of the wrong dims.
+    #[error("{what}: expected shape {expected}, given dims {given:?}")]
+    Shape {
+        /// `input "x"` / `param "w"`.
+        what: String,
+        /// The expected shape.
+        expected: Shape,
+        /// The given dims.
+        given: Vec<usize>,
+    },
+    /// The device cannot be used.
+    #[error("device {device} is not available: {reason}")]
+    DeviceUnavailable {
+        /// The device.
+        device: Device,
+        /// Why.
+        reason: String,
+    },
+    /// The graph does not compile.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// An IR error.
+    #[error(transparent)]
+    Ir(#[from] IrError),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -1,0 +1,64 @@
+//! [`Session`]: a device plus the compile entry points.
+
+use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
+use rlx_compile::lower;
+use rlx_driver::{registry, Device};
+use rlx_ir::Graph;
+
+/// Compiles graphs for one device.
+///
+/// ```
+/// use rlx_runtime::Session;
+/// use rlx_driver::Device;
+/// use rlx_ir::{DType, Graph, GraphExt, Shape};
+///
+/// let mut g = Graph::new("double");
+/// let x = g.input("x", Shape::new(&[3], DType::F32));
+/// let y = g.mul(x, g.constant(2.0, DType::F32));
+/// g.set_outputs(vec![y]);
+/// let mut c = Session::new(Device::Cpu).compile(g);
+/// assert_eq!(c.run(&[("x", &[1.0, 2.0, 3.0])]), vec![vec![2.0, 4.0, 6.0]]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Session {
+    device: Device,
+}
+
+impl Session {
+    /// A session for `device` (availability is checked at compile).
+    pub fn new(device: Device) -> Session {
+        devices::ensure_builtin_backends();
+        Session { device }
+    }
+
+    /// The session's device.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Compiles with default options; panics with the error message on failure.
+    pub fn compile(&self, graph: Graph) -> CompiledGraph {
+        self.try_compile(graph).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Compiles with `opts`; panics with the error message on failure.
+    pub fn compile_with(&self, graph: Graph, opts: &CompileOptions) -> CompiledGraph {
+        self.try_compile_with(graph, opts).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Compiles with default options.
+    pub fn try_compile(&self, graph: Graph) -> Result<CompiledGraph> {
+        self.try_compile_with(graph, &CompileOptions::default())
+    }
+
+    /// Compiles with `opts`.
+    pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
+        let backend = registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
+            device: self.device,
+            reason: devices::unavailable_reason(self.device),
+        })?;
+        let lir = lower(&graph, &|op| backend.claims(op), &opts.lower_options())?;
+        let exec = backend.compile(lir)?;
+        Ok(CompiledGraph::new(self.device, exec))
+    }
+}
