@@ -61,6 +61,18 @@ fn check_tensor(what: &str, shape: &Shape, t: &HostTensor) -> Result<()> {
     Ok(())
 }
 
+impl std::fmt::Debug for CompiledGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGraph")
+            .field("device", &self.device)
+            .field("graph", &self.lir().graph.name())
+            .field("inputs", &self.input_shapes())
+            .field("params", &self.param_shapes())
+            .field("outputs", &self.output_shapes())
+            .finish()
+    }
+}
+
 impl CompiledGraph {
     pub(crate) fn new(device: Device, exec: Box<dyn Executable>) -> CompiledGraph {
         let n = exec.lir().io.params.len();

@@ -304,3 +304,320 @@ pub fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult 
     }
     with_real!(dt, ins, out, |i, o| rope_real::<T>(interleaved, i, o); T)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Expected values from numpy (float64); `data` as in the norm tests. The
+    //! numpy reference, used for every attention case:
+    //!
+    //! ```python
+    //! def att(q, k, v, mask="none", m=None, scale=None, cap=None, w=None):
+    //!     if q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+    //!         g = q.shape[-3] // k.shape[-3]; k = np.repeat(k, g, -3); v = np.repeat(v, g, -3)
+    //!     s = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    //!     if cap is not None: s = cap * np.tanh(s / cap)
+    //!     sq, sk = s.shape[-2:]
+    //!     i = np.arange(sq)[:, None] + (sk - sq); j = np.arange(sk)[None, :]
+    //!     if mask == "causal": s = np.where(j <= i, s, -np.inf)
+    //!     if mask == "window": s = np.where((j <= i) & (j > i - w), s, -np.inf)
+    //!     if mask == "custom": s = np.where(m, s, -np.inf)
+    //!     if mask == "bias": s = s + m
+    //!     e = np.exp(s - s.max(-1, keepdims=True))
+    //!     return (e / e.sum(-1, keepdims=True)) @ v
+    //! ```
+    use super::*;
+    use crate::kernels::norm::tests::{close, data, run, view};
+
+    const NAN: f64 = f64::NAN;
+
+    /// Runs attention on f32 `data(numel, seed)` inputs of the given dims.
+    fn att(
+        mask: MaskKind,
+        scale: Option<f64>,
+        softcap: Option<f64>,
+        (qd, kd, vd): (&[usize], &[usize], &[usize]),
+        seed: usize,
+        extra: Option<View>,
+    ) -> Result<Vec<f64>, String> {
+        let n = |d: &[usize]| d.iter().product::<usize>();
+        let (q, k, v) = (
+            data(n(qd), seed),
+            data(n(kd), seed + 1),
+            data(n(vd), seed + 2),
+        );
+        let mut ins = vec![
+            view(qd, DType::F32, &q),
+            view(kd, DType::F32, &k),
+            view(vd, DType::F32, &v),
+        ];
+        ins.extend(extra);
+        let mut od = qd.to_vec();
+        *od.last_mut().unwrap() = vd[vd.len() - 1];
+        let got = run::<f32>(DType::F32, &od, &ins, |i, o| {
+            attention(mask, scale, softcap, i, o)
+        })?;
+        Ok(got.into_iter().map(f64::from).collect())
+    }
+
+    #[test]
+    fn grouped_query_heads() {
+        // att(data(48,1).reshape(1,4,3,4), data(40,2).reshape(1,2,5,4), data(30,3).reshape(1,2,5,3))
+        let want = [
+            -0.83572537,
+            1.79657822,
+            0.39827816,
+            -0.850376539,
+            -1.37165769,
+            0.399331914,
+            2.49475517,
+            0.249254448,
+            -1.99309686,
+            -1.38817196,
+            -0.361657187,
+            -0.139141043,
+            2.49368612,
+            0.252511301,
+            -1.99597521,
+            1.07842406,
+            -0.313352188,
+            2.31748441,
+            -0.405015041,
+            -0.0502775966,
+            0.841635501,
+            -1.67512934,
+            -0.525022868,
+            -0.438166146,
+            2.23644876,
+            -0.00578462341,
+            -2.22951048,
+            -2.13162471,
+            0.316434828,
+            -0.885286394,
+            2.22607855,
+            -0.000837611444,
+            -2.22548498,
+            -0.834549083,
+            0.374914923,
+            0.289792179,
+        ];
+        let dims: (&[usize], &[usize], &[usize]) = (&[1, 4, 3, 4], &[1, 2, 5, 4], &[1, 2, 5, 3]);
+        close(
+            att(MaskKind::None, None, None, dims, 1, None).unwrap(),
+            &want,
+            1e-5,
+        );
+        // 3 q heads do not group onto 2 kv heads.
+        let bad: (&[usize], &[usize], &[usize]) = (&[1, 3, 3, 4], &[1, 2, 5, 4], &[1, 2, 5, 3]);
+        assert!(att(MaskKind::None, None, None, bad, 1, None).is_err());
+    }
+
+    #[test]
+    fn causal_fewer_queries_than_keys() {
+        // att(data(24,4).reshape(2,3,4), data(40,5).reshape(2,5,4), data(20,6).reshape(2,5,2), "causal")
+        let want = [
+            -2.2489294,
+            1.24997194,
+            -0.997611831,
+            2.49418601,
+            -2.23156504,
+            1.24087825,
+            -1.15848198,
+            0.814538905,
+            1.69907953,
+            -0.546785127,
+            -1.74215492,
+            1.7432627,
+        ];
+        let dims: (&[usize], &[usize], &[usize]) = (&[2, 3, 4], &[2, 5, 4], &[2, 5, 2]);
+        close(
+            att(MaskKind::Causal, None, None, dims, 4, None).unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+
+    #[test]
+    fn causal_more_queries_than_keys_masks_rows() {
+        // att(data(16,7).reshape(4,4), data(8,8).reshape(2,4), data(6,9).reshape(2,3), "causal")
+        let want = [
+            NAN, NAN, NAN, NAN, NAN, NAN, -1.0, 2.5, 0.25, -1.4073334, 2.0926666, -0.1573334,
+        ];
+        let dims: (&[usize], &[usize], &[usize]) = (&[4, 4], &[2, 4], &[2, 3]);
+        close(
+            att(MaskKind::Causal, None, None, dims, 7, None).unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+
+    #[test]
+    fn sliding_window() {
+        // att(data(16,10).reshape(4,4), data(16,11).reshape(4,4), data(12,12).reshape(4,3), "window", w=2)
+        let want = [
+            1.5,
+            -0.75,
+            2.75,
+            1.4998089,
+            -0.750191104,
+            2.7498089,
+            0.498935037,
+            -1.75106496,
+            1.74893504,
+            -0.500038831,
+            -2.74981555,
+            0.749961169,
+        ];
+        let dims: (&[usize], &[usize], &[usize]) = (&[4, 4], &[4, 4], &[4, 3]);
+        close(
+            att(MaskKind::SlidingWindow(2), None, None, dims, 10, None).unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+
+    #[test]
+    fn custom_mask_broadcast() {
+        // m = ((np.arange(15)*7 % 5) < 3).reshape(3,5); m[1] = False
+        // att(data(24,13).reshape(1,2,3,4), data(40,14).reshape(1,2,5,4), data(30,15).reshape(1,2,5,3), "custom", m)
+        let want = [
+            -0.179169256,
+            -0.572550829,
+            1.07083074,
+            NAN,
+            NAN,
+            NAN,
+            -1.05028599,
+            -0.156474872,
+            0.199714011,
+            -0.0861121725,
+            0.866339616,
+            -1.38366038,
+            NAN,
+            NAN,
+            NAN,
+            0.902005231,
+            0.0739112757,
+            -2.17608872,
+        ];
+        let m: Vec<u8> = (0..15)
+            .map(|i| (i * 7 % 5 < 3 && i / 5 != 1) as u8)
+            .collect();
+        let md = [3, 5];
+        let dims: (&[usize], &[usize], &[usize]) = (&[1, 2, 3, 4], &[1, 2, 5, 4], &[1, 2, 5, 3]);
+        let mv = view(&md, DType::Bool, &m);
+        close(
+            att(MaskKind::Custom, None, None, dims, 13, Some(mv)).unwrap(),
+            &want,
+            1e-5,
+        );
+        // A mask that does not broadcast, or of the wrong dtype, is an error.
+        let bad = [2, 5];
+        assert!(att(
+            MaskKind::Custom,
+            None,
+            None,
+            dims,
+            13,
+            Some(view(&bad, DType::Bool, &m[..10]))
+        )
+        .is_err());
+        assert!(att(
+            MaskKind::Custom,
+            None,
+            None,
+            dims,
+            13,
+            Some(view(&md, DType::U8, &m))
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn bias_mask_broadcast() {
+        // att(data(24,16).reshape(1,2,3,4), data(40,17).reshape(1,2,5,4), data(30,18).reshape(1,2,5,3),
+        //     "bias", data(10,19).reshape(2,1,5))
+        let want = [
+            -1.48990428,
+            -0.165194647,
+            -0.247023658,
+            -0.72687039,
+            1.28215721,
+            0.50403777,
+            -1.9194342,
+            0.632972627,
+            -0.671377399,
+            -0.80947268,
+            0.276753088,
+            0.44052732,
+            -1.37854244,
+            1.76716516,
+            -0.128542442,
+            -1.47740531,
+            1.04565995,
+            -0.227405311,
+        ];
+        let (bd, b) = ([2, 1, 5], data(10, 19));
+        let dims: (&[usize], &[usize], &[usize]) = (&[1, 2, 3, 4], &[1, 2, 5, 4], &[1, 2, 5, 3]);
+        let bv = view(&bd, DType::F32, &b);
+        close(
+            att(MaskKind::Bias, None, None, dims, 16, Some(bv)).unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+
+    #[test]
+    fn scale_and_softcap() {
+        // att(data(12,20).reshape(3,4), data(16,21).reshape(4,4), data(8,22).reshape(4,2), scale=0.7, cap=1.5)
+        let want = [
+            1.34892255,
+            -0.622801325,
+            0.253308263,
+            -1.15405413,
+            1.35024092,
+            -0.63351897,
+        ];
+        let dims: (&[usize], &[usize], &[usize]) = (&[3, 4], &[4, 4], &[4, 2]);
+        close(
+            att(MaskKind::None, Some(0.7), Some(1.5), dims, 20, None).unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+
+    fn rope_case(interleaved: bool) -> Vec<f64> {
+        let (xd, cd) = ([2, 3, 4], [3, 2]);
+        let x = data(24, 23);
+        let (c, s): (Vec<f32>, Vec<f32>) = data(6, 24)
+            .into_iter()
+            .zip(data(6, 25))
+            .map(|(c, s)| (c / 4.0, s / 4.0))
+            .unzip();
+        let ins = [
+            view(&xd, DType::F32, &x),
+            view(&cd, DType::F32, &c),
+            view(&cd, DType::F32, &s),
+        ];
+        let got = run::<f32>(DType::F32, &xd, &ins, |i, o| rope(interleaved, i, o)).unwrap();
+        got.into_iter().map(f64::from).collect()
+    }
+
+    #[test]
+    fn rope_half_and_interleaved() {
+        // x = data(24,23).reshape(2,3,4); c = data(6,24).reshape(3,2)/4; s = data(6,25).reshape(3,2)/4
+        // half:        x1, x2 = x[..., :2], x[..., 2:]; np.concatenate([x1*c - x2*s, x2*c + x1*s], -1)
+        // interleaved: x1, x2 = x[..., 0::2], x[..., 1::2]; np.stack([x1*c - x2*s, x2*c + x1*s], -1).reshape(2,3,4)
+        let half = [
+            1.03125, -0.671875, -1.890625, -1.03125, 0.359375, 1.171875, 0.421875, -0.78125, 1.125,
+            0.859375, -1.6875, 0.078125, -0.171875, -1.15625, -0.6875, 1.4375, 1.671875, -0.03125,
+            0.203125, -0.453125, -1.15625, -1.78125, -0.09375, -1.375,
+        ];
+        let inter = [
+            -0.515625, -1.890625, 0.59375, -1.3125, -1.171875, -0.671875, 0.296875, 0.75, 1.40625,
+            -0.28125, 0.71875, 1.625, -1.71875, -0.6875, 0.109375, 1.15625, 0.140625, -0.890625,
+            -0.90625, 1.078125, -0.875, 1.3125, -1.921875, 0.171875,
+        ];
+        close(rope_case(false), &half, 0.0);
+        close(rope_case(true), &inter, 0.0);
+    }
+}
