@@ -279,6 +279,10 @@ def unary_cases():
         with np.errstate(all="ignore"):
             y = like(UNARY[fn](f64(x)), x)
         cases.append(case(f"{fn}_bfloat16", "unary", {"fn": fn}, [x], y))
+    # longer vectors (vectorised loops and their tails)
+    for fn in ("exp", "gelu", "tanh", "sigmoid"):
+        x = grid((257,), -6, 6, q=32)
+        cases.append(case(f"{fn}_float32_257", "unary", {"fn": fn}, [x], like(UNARY[fn](f64(x)), x)))
     # rank-0 and empty inputs
     x = np.array(0.75, F32)
     cases.append(case("exp_float32_scalar", "unary", {"fn": "exp"}, [x], like(np.exp(f64(x)), x)))
@@ -392,6 +396,9 @@ def binary_cases():
             cases.append(
                 case(f"{fn}_{dt.__name__}_bcast", "binary", {"fn": fn}, [a, b], binary_ref(fn, a, b, FLOAT_BINARY))
             )
+    for fn in ("add", "mul", "sub", "max"):
+        a, b = float_operands(fn, (5, 1, 33), (7, 1), F32)
+        cases.append(case(f"{fn}_float32_large_bcast", "binary", {"fn": fn}, [a, b], binary_ref(fn, a, b, FLOAT_BINARY)))
     for fn in ("add", "mul", "div", "max"):
         a, b = float_operands(fn, (2, 3), (3,), F32)
         a, b = BF16(a), BF16(b)
@@ -620,6 +627,8 @@ def linalg_cases():
         ("m0", (0, 4), (4, 3)),
         ("n1_k1", (5, 1), (1, 1)),
         ("larger", (9, 17), (17, 11)),
+        ("large", (37, 70), (70, 29)),
+        ("large_batched_bcast", (3, 1, 9, 40), (2, 40, 13)),
     ]
     for tag, sa, sb in shapes:
         a, b = randn(sa), randn(sb)
@@ -641,6 +650,14 @@ def linalg_cases():
         {"op": "matmul", "attrs": {}, "args": ["s0", "x1"]},
     ]
     cases.append(case("matmul_transposed_lhs", "graph", {"steps": steps}, [a, b], like(f64(a).T @ f64(b), a), 1e-5, 1e-5))
+    a, b = randn((2, 5, 3)), randn((2, 4, 5))
+    steps = [
+        {"op": "transpose", "attrs": {"perm": [0, 2, 1]}, "args": ["x0"]},
+        {"op": "transpose", "attrs": {"perm": [0, 2, 1]}, "args": ["x1"]},
+        {"op": "matmul", "attrs": {}, "args": ["s0", "s1"]},
+    ]
+    y = f64(a).transpose(0, 2, 1) @ f64(b).transpose(0, 2, 1)
+    cases.append(case("matmul_both_transposed_batched", "graph", {"steps": steps}, [a, b], like(y, a), 1e-5, 1e-5))
 
     # dot_general (XLA dims): result = batch, lhs free, rhs free
     def dg(tag, sa, sb, lb, rb, lc, rc, dt=F32):
@@ -933,6 +950,16 @@ def movement_cases():
         {"op": "unary", "attrs": {"fn": "exp"}, "args": ["s0"]},
     ]
     cases.append(case("reversed_exp", "graph", {"steps": steps}, [x], like(np.exp(f64(x)[:, ::-1]), x)))
+    a, b = grid((3, 2)), grid((2, 4))
+    steps = [
+        {"op": "transpose", "attrs": {"perm": [1, 0]}, "args": ["x0"]},
+        {"op": "concat", "attrs": {"axis": 1}, "args": ["s0", "x1"]},
+        {"op": "pad", "attrs": {"pads": [[1, 0], [0, 2]], "mode": "reflect"}, "args": ["s1"]},
+    ]
+    y = np.pad(np.concatenate([a.T, b], 1), [(1, 0), (0, 2)], mode="reflect")
+    cases.append(case("transpose_concat_pad", "graph", {"steps": steps}, [a, b], y, 0.0, 0.0))
+    x = grid((3, 5, 7, 9))
+    cases.append(case("transpose_large_4d", "transpose", {"perm": [2, 0, 3, 1]}, [x], np.transpose(x, (2, 0, 3, 1))))
     # concat
     a, b, c = grid((2, 3)), grid((1, 3)), grid((3, 3))
     cases.append(case("concat_axis0_3", "concat", {"axis": 0}, [a, b, c], np.concatenate([a, b, c], 0)))
@@ -1294,6 +1321,8 @@ def attention_cases():
         ("float64", (1, 2, 4, 4), (1, 2, 4, 4), 4, "causal", None, None, None, None, F64),
         ("float16", (1, 2, 4, 8), (1, 2, 4, 8), 8, "causal", None, None, None, None, F16),
         ("long_kv", (1, 1, 2, 16), (1, 1, 40, 16), 16, "causal", None, None, None, None, F32),
+        ("large_gqa_causal", (1, 4, 33, 32), (1, 2, 33, 32), 32, "causal", None, None, None, None, F32),
+        ("large_sliding_window", (1, 2, 20, 16), (1, 2, 20, 16), 16, "sliding_window", 5, None, None, None, F32),
     ]:
         q = randn(qs, dt, q=64)
         k = randn(ks, dt, q=64)
@@ -1458,6 +1487,8 @@ def conv_cases():
         ("2d_1x1", (2, 5, 3, 3), (4, 5, 1, 1), [1, 1], [[0, 0], [0, 0]], [1, 1], 1, True, F32),
         ("2d_float64", (1, 2, 5, 5), (3, 2, 3, 3), [1, 1], [[1, 1], [1, 1]], [1, 1], 1, True, F64),
         ("2d_float16", (1, 2, 5, 5), (2, 2, 3, 3), [1, 1], [[1, 1], [1, 1]], [1, 1], 1, False, F16),
+        ("2d_large", (1, 8, 12, 12), (16, 8, 3, 3), [1, 1], [[1, 1], [1, 1]], [1, 1], 1, True, F32),
+        ("3d", (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), [1, 2, 1], [[1, 0], [1, 1], [0, 0]], [1, 1, 2], 1, True, F32),
     ]:
         x = randn(xs, dt, q=64)
         w = randn(ws, dt, q=64)
@@ -1477,6 +1508,7 @@ def conv_cases():
         ("2d_asym_padding", (1, 2, 4, 4), (2, 2, 3, 3), [2, 2], [[0, 1], [2, 1]], [1, 1], [0, 0], 1, False),
         ("1d_stride3", (2, 3, 5), (3, 2, 4), [3], [[1, 1]], [1], [2], 1, True),
         ("1d_groups3", (1, 3, 4), (3, 1, 3), [2], [[0, 0]], [1], [0], 3, False),
+        ("3d", (1, 2, 2, 3, 2), (2, 2, 2, 2, 3), [2, 1, 2], [[0, 0], [1, 0], [1, 1]], [1, 1, 1], [1, 0, 1], 1, True),
     ]:
         x = randn(xs, F32, q=64)
         w = randn(ws, F32, q=64)
@@ -1504,6 +1536,8 @@ def conv_cases():
         ("avg_global", (2, 3, 4, 5), "avg", [4, 5], [1, 1], [[0, 0], [0, 0]], [1, 1], False, F32),
         ("avg_1d_incl_pad", (1, 2, 7), "avg", [3], [2], [[1, 1]], [1], True, F32),
         ("avg_float64", (1, 2, 4, 4), "avg", [2, 2], [1, 1], [[1, 1], [1, 1]], [1, 1], False, F64),
+        ("max_3d", (1, 2, 4, 4, 5), "max", [2, 2, 3], [2, 1, 2], [[0, 0], [1, 1], [1, 1]], [1, 1, 1], False, F32),
+        ("avg_3d_excl_pad", (1, 1, 3, 4, 4), "avg", [2, 3, 3], [1, 2, 2], [[1, 0], [1, 1], [1, 1]], [1, 1, 1], False, F32),
     ]:
         if dt == I32:
             x = ints(xs, -50, -1, I32)  # all negative: a zero pad would win wrongly
@@ -1572,6 +1606,9 @@ def upsample_cases():
         ("linear_1d", (2, 2, 5), [8], "linear", False, F32),
         ("linear_1d_align_corners", (1, 2, 5), [8], "linear", True, F32),
         ("bilinear_float64", (1, 1, 3, 4), [5, 7], "linear", False, F64),
+        ("nearest_3d", (1, 2, 2, 3, 2), [3, 5, 4], "nearest", False, F32),
+        ("trilinear_3d", (1, 1, 2, 3, 3), [4, 5, 2], "linear", False, F32),
+        ("trilinear_3d_align_corners", (1, 2, 3, 2, 2), [5, 3, 4], "linear", True, F32),
     ]:
         x = randn(xs, dt, q=64)
         y = like(upsample_ref(x, size, mode, ac), x)
@@ -1607,6 +1644,26 @@ def fft_cases():
             y = np.fft.irfft(spec.astype(np.complex128), n=n, norm=norm).astype(F32)
             tag = "x".join(map(str, shape)) + f"_n{n}"
             cases.append(case(f"irfft_{tag}_{norm}", "fft", {"kind": "irfft", "norm": norm, "n": n}, [spec], y, *tol))
+    for n in (97, 100, 12):
+        x = (randn((n,), q=64) + 1j * randn((n,), q=64)).astype(C64)
+        y = np.fft.fft(x.astype(np.complex128)).astype(C64)
+        cases.append(case(f"fft_{n}_backward", "fft", {"kind": "fft", "norm": "backward"}, [x], y, 1e-4, 1e-3))
+        y = np.fft.ifft(x.astype(np.complex128), norm="ortho").astype(C64)
+        cases.append(case(f"ifft_{n}_ortho", "fft", {"kind": "ifft", "norm": "ortho"}, [x], y, 1e-4, 1e-4))
+    for n in (128, 15, 97):
+        x = randn((2, n), q=64)
+        y = np.fft.rfft(f64(x)).astype(C64)
+        cases.append(case(f"rfft_2x{n}_backward", "fft", {"kind": "rfft", "norm": "backward"}, [x], y, 1e-4, 1e-3))
+        spec = (randn((n // 2 + 1,), q=64) + 1j * randn((n // 2 + 1,), q=64)).astype(C64)
+        y = np.fft.irfft(spec.astype(np.complex128), n=n).astype(F32)
+        cases.append(case(f"irfft_n{n}_backward", "fft", {"kind": "irfft", "norm": "backward", "n": n}, [spec], y, 1e-4, 1e-4))
+    x = (randn((4, 3), q=64) + 1j * randn((4, 3), q=64)).astype(C64)
+    steps = [
+        {"op": "transpose", "attrs": {"perm": [1, 0]}, "args": ["x0"]},
+        {"op": "fft", "attrs": {"kind": "fft", "norm": "backward"}, "args": ["s0"]},
+    ]
+    y = np.fft.fft(x.astype(np.complex128).T).astype(C64)
+    cases.append(case("fft_of_transposed", "graph", {"steps": steps}, [x], y, 1e-4, 1e-4))
     # irfft of a genuine half spectrum (exact round trip)
     sig = randn((2, 10), q=64)
     spec = np.fft.rfft(f64(sig)).astype(C64)

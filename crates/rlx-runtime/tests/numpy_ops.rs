@@ -112,7 +112,9 @@ fn json_i128(v: &Value) -> Res<i128> {
 fn ints_as<T: TryFrom<i128> + rlx_ir::Element>(data: &[Value], dims: &[usize]) -> Res<HostTensor> {
     let vals = data
         .iter()
-        .map(|v| json_i128(v).and_then(|i| T::try_from(i).map_err(|_| format!("{i} is out of range"))))
+        .map(|v| {
+            json_i128(v).and_then(|i| T::try_from(i).map_err(|_| format!("{i} is out of range")))
+        })
         .collect::<Res<Vec<T>>>()?;
     HostTensor::from_vec(vals, dims).map_err(|e| e.to_string())
 }
@@ -124,15 +126,25 @@ fn parse_tensor(t: &Value) -> Res<HostTensor> {
         .as_array()
         .ok_or("missing shape")?
         .iter()
-        .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(|| format!("bad dim {d}")))
+        .map(|d| {
+            d.as_u64()
+                .map(|d| d as usize)
+                .ok_or_else(|| format!("bad dim {d}"))
+        })
         .collect::<Res<Vec<usize>>>()?;
     let data = t["data"].as_array().ok_or("missing data")?;
     let floats = || data.iter().map(json_f64).collect::<Res<Vec<f64>>>();
     let tensor = match dtype {
-        DType::F32 => HostTensor::from_vec(floats()?.into_iter().map(|v| v as f32).collect(), &dims),
+        DType::F32 => {
+            HostTensor::from_vec(floats()?.into_iter().map(|v| v as f32).collect(), &dims)
+        }
         DType::F64 => HostTensor::from_vec(floats()?, &dims),
-        DType::F16 => HostTensor::from_vec(floats()?.into_iter().map(f16::from_f64).collect(), &dims),
-        DType::BF16 => HostTensor::from_vec(floats()?.into_iter().map(bf16::from_f64).collect(), &dims),
+        DType::F16 => {
+            HostTensor::from_vec(floats()?.into_iter().map(f16::from_f64).collect(), &dims)
+        }
+        DType::BF16 => {
+            HostTensor::from_vec(floats()?.into_iter().map(bf16::from_f64).collect(), &dims)
+        }
         DType::C64 => {
             let f = floats()?;
             if f.len() % 2 != 0 {
@@ -164,7 +176,8 @@ fn parse_tensor(t: &Value) -> Res<HostTensor> {
 // ── attributes ──────────────────────────────────────────────────────────────
 
 fn attr<'a>(a: &'a Value, key: &str) -> Res<&'a Value> {
-    a.get(key).ok_or_else(|| format!("missing attribute {key:?}"))
+    a.get(key)
+        .ok_or_else(|| format!("missing attribute {key:?}"))
 }
 
 fn a_i64(a: &Value, key: &str) -> Res<i64> {
@@ -205,7 +218,10 @@ fn a_i64s(a: &Value, key: &str) -> Res<Vec<i64>> {
         .as_array()
         .ok_or_else(|| format!("attribute {key:?} is not a list"))?
         .iter()
-        .map(|v| v.as_i64().ok_or_else(|| format!("attribute {key:?}: {v} is not an integer")))
+        .map(|v| {
+            v.as_i64()
+                .ok_or_else(|| format!("attribute {key:?}: {v} is not an integer"))
+        })
         .collect()
 }
 
@@ -264,7 +280,11 @@ fn dims_of(v: &[usize]) -> Vec<Dim> {
 
 /// numpy reshape dims with at most one `-1`.
 fn resolve_reshape(total: usize, dims: &[i64]) -> Res<Vec<usize>> {
-    let known: usize = dims.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let known: usize = dims
+        .iter()
+        .filter(|&&d| d >= 0)
+        .map(|&d| d as usize)
+        .product();
     let holes = dims.iter().filter(|&&d| d < 0).count();
     if holes > 1 || dims.iter().any(|&d| d < -1) {
         return Err(format!("bad reshape dims {dims:?}"));
@@ -297,7 +317,12 @@ fn slice_node(g: &mut Graph, x: NodeId, axis: i64, start: i64, end: i64, step: i
     steps[axis] = step;
     out[axis] = len;
     let declared = g.shape(x).with_dims(dims_of(&out));
-    node(g, Op::Slice(SliceSpec { starts, steps }), &[x], Some(declared))
+    node(
+        g,
+        Op::Slice(SliceSpec { starts, steps }),
+        &[x],
+        Some(declared),
+    )
 }
 
 fn window(a: &Value, kernel: Vec<usize>) -> Res<Window> {
@@ -309,7 +334,12 @@ fn window(a: &Value, kernel: Vec<usize>) -> Res<Window> {
     })
 }
 
-fn by_name<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str, wanted: &str, what: &str) -> Res<T> {
+fn by_name<T: Copy>(
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+    wanted: &str,
+    what: &str,
+) -> Res<T> {
     all.iter()
         .copied()
         .find(|&v| name(v) == wanted)
@@ -333,7 +363,12 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
             let c = by_name(&CmpOp::ALL, CmpOp::name, a_str(a, "fn")?, "comparison")?;
             one(node(g, Op::Compare(c), &[x()?, arg(args, 1, op)?], None))
         }
-        "select" => one(node(g, Op::Select, &[x()?, arg(args, 1, op)?, arg(args, 2, op)?], None)),
+        "select" => one(node(
+            g,
+            Op::Select,
+            &[x()?, arg(args, 1, op)?, arg(args, 2, op)?],
+            None,
+        )),
         "cast" => {
             let x = x()?;
             let declared = g.shape(x).with_dtype(a_dtype(a, "dtype")?);
@@ -347,7 +382,12 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
                 lhs_contract: a_usizes(a, "lhs_contract")?,
                 rhs_contract: a_usizes(a, "rhs_contract")?,
             };
-            one(node(g, Op::DotGeneral(dims), &[x()?, arg(args, 1, op)?], None))
+            one(node(
+                g,
+                Op::DotGeneral(dims),
+                &[x()?, arg(args, 1, op)?],
+                None,
+            ))
         }
         "reduce" => {
             let x = x()?;
@@ -366,7 +406,16 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
             axes.sort_unstable();
             axes.dedup();
             let keep_dim = a_bool(a, "keep_dim")?;
-            one(node(g, Op::Reduce { op: rop, axes, keep_dim }, &[x], None))
+            one(node(
+                g,
+                Op::Reduce {
+                    op: rop,
+                    axes,
+                    keep_dim,
+                },
+                &[x],
+                None,
+            ))
         }
         "argmax" | "argmin" => {
             let x = x()?;
@@ -377,7 +426,16 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
             };
             let axis = axis_of(g, x, a_i64(a, "axis")?)?;
             let keep_dim = a_bool(a, "keep_dim")?;
-            one(node(g, Op::ArgReduce { op: aop, axis, keep_dim }, &[x], None))
+            one(node(
+                g,
+                Op::ArgReduce {
+                    op: aop,
+                    axis,
+                    keep_dim,
+                },
+                &[x],
+                None,
+            ))
         }
         "cumsum" => {
             let x = x()?;
@@ -395,7 +453,14 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
             let declared = g.shape(x).with_dims(dims_of(&out));
             one(node(g, Op::Reshape, &[x], Some(declared)))
         }
-        "transpose" => one(node(g, Op::Transpose { perm: a_usizes(a, "perm")? }, &[x()?], None)),
+        "transpose" => one(node(
+            g,
+            Op::Transpose {
+                perm: a_usizes(a, "perm")?,
+            },
+            &[x()?],
+            None,
+        )),
         "slice" => {
             let (start, end, step) = (a_i64(a, "start")?, a_i64(a, "end")?, a_i64(a, "step")?);
             one(slice_node(g, x()?, a_i64(a, "axis")?, start, end, step))
@@ -403,7 +468,14 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
         "narrow" => {
             let start = a_i64(a, "start")?;
             let len = a_i64(a, "len")?;
-            one(slice_node(g, x()?, a_i64(a, "axis")?, start, start + len, 1))
+            one(slice_node(
+                g,
+                x()?,
+                a_i64(a, "axis")?,
+                start,
+                start + len,
+                1,
+            ))
         }
         "concat" => {
             let axis = axis_of(g, x()?, a_i64(a, "axis")?)?;
@@ -464,7 +536,16 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
             let (start, stop, step) = (a_f64(a, "start")?, a_f64(a, "stop")?, a_f64(a, "step")?);
             let n = ((stop - start) / step).ceil().max(0.0) as usize;
             let declared = Shape::new(&[n], a_dtype(a, "dtype")?);
-            one(node(g, Op::Iota { axis: 0, start, step }, &[], Some(declared)))
+            one(node(
+                g,
+                Op::Iota {
+                    axis: 0,
+                    start,
+                    step,
+                },
+                &[],
+                Some(declared),
+            ))
         }
         "softmax" | "log_softmax" => {
             let x = x()?;
@@ -478,9 +559,24 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
         }
         "layer_norm" => {
             let axis = axis_of(g, x()?, a_i64(a, "axis")?)?;
-            one(node(g, Op::LayerNorm { axis, eps: a_f64(a, "eps")? }, args, None))
+            one(node(
+                g,
+                Op::LayerNorm {
+                    axis,
+                    eps: a_f64(a, "eps")?,
+                },
+                args,
+                None,
+            ))
         }
-        "rms_norm" => one(node(g, Op::RmsNorm { eps: a_f64(a, "eps")? }, args, None)),
+        "rms_norm" => one(node(
+            g,
+            Op::RmsNorm {
+                eps: a_f64(a, "eps")?,
+            },
+            args,
+            None,
+        )),
         "group_norm" => {
             let gop = Op::GroupNorm {
                 groups: a_usize(a, "groups")?,
@@ -600,7 +696,9 @@ fn build_graph(case: &Case) -> Res<Graph> {
             .ok_or("attribute \"steps\" is not a list")?;
         let mut last = Vec::new();
         for (i, step) in steps.iter().enumerate() {
-            let op = step["op"].as_str().ok_or_else(|| format!("step {i}: missing op"))?;
+            let op = step["op"]
+                .as_str()
+                .ok_or_else(|| format!("step {i}: missing op"))?;
             let args = step["args"]
                 .as_array()
                 .ok_or_else(|| format!("step {i}: missing args"))?
@@ -611,7 +709,8 @@ fn build_graph(case: &Case) -> Res<Graph> {
                         .ok_or_else(|| format!("step {i}: unknown arg {r}"))
                 })
                 .collect::<Res<Vec<NodeId>>>()?;
-            last = build_op(&mut g, op, &step["attrs"], &args).map_err(|e| format!("step {i} ({op}): {e}"))?;
+            last = build_op(&mut g, op, &step["attrs"], &args)
+                .map_err(|e| format!("step {i} ({op}): {e}"))?;
             env.insert(format!("s{i}"), last[0]);
         }
         last
@@ -672,7 +771,9 @@ fn run_case(case: &Case, decompose: bool) -> Res<()> {
         .map(String::as_str)
         .zip(case.inputs.iter())
         .collect();
-    let outs = compiled.try_run_typed(&feeds).map_err(|e| format!("run: {e:?}"))?;
+    let outs = compiled
+        .try_run_typed(&feeds)
+        .map_err(|e| format!("run: {e:?}"))?;
     if outs.len() != case.outputs.len() {
         return Err(format!(
             "{} outputs, expected {}",
@@ -684,7 +785,11 @@ fn run_case(case: &Case, decompose: bool) -> Res<()> {
         .iter()
         .zip(&case.outputs)
         .enumerate()
-        .filter_map(|(i, (got, want))| compare_tensors(got, want, case.rtol, case.atol).err().map(|e| format!("output {i}: {e}")))
+        .filter_map(|(i, (got, want))| {
+            compare_tensors(got, want, case.rtol, case.atol)
+                .err()
+                .map(|e| format!("output {i}: {e}"))
+        })
         .collect();
     if problems.is_empty() {
         Ok(())
@@ -697,12 +802,42 @@ fn run_case(case: &Case, decompose: bool) -> Res<()> {
 fn int_values(t: &HostTensor) -> Res<Vec<i128>> {
     let e = |e: rlx_ir::IrError| e.to_string();
     Ok(match t.dtype() {
-        DType::I8 => t.to_vec::<i8>().map_err(e)?.into_iter().map(i128::from).collect(),
-        DType::I16 => t.to_vec::<i16>().map_err(e)?.into_iter().map(i128::from).collect(),
-        DType::I32 => t.to_vec::<i32>().map_err(e)?.into_iter().map(i128::from).collect(),
-        DType::I64 => t.to_vec::<i64>().map_err(e)?.into_iter().map(i128::from).collect(),
-        DType::U8 => t.to_vec::<u8>().map_err(e)?.into_iter().map(i128::from).collect(),
-        DType::U32 => t.to_vec::<u32>().map_err(e)?.into_iter().map(i128::from).collect(),
+        DType::I8 => t
+            .to_vec::<i8>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+        DType::I16 => t
+            .to_vec::<i16>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+        DType::I32 => t
+            .to_vec::<i32>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+        DType::U8 => t
+            .to_vec::<u8>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
+        DType::U32 => t
+            .to_vec::<u32>()
+            .map_err(e)?
+            .into_iter()
+            .map(i128::from)
+            .collect(),
         DType::Bool => t.bytes().iter().map(|&b| i128::from(b != 0)).collect(),
         d => return Err(format!("{d} is not an integer dtype")),
     })
@@ -712,7 +847,10 @@ fn int_values(t: &HostTensor) -> Res<Vec<i128>> {
 fn float_values(t: &HostTensor) -> Res<Vec<f64>> {
     if t.dtype() == DType::C64 {
         let v = t.to_vec::<Complex32>().map_err(|e| e.to_string())?;
-        return Ok(v.iter().flat_map(|c| [f64::from(c.re), f64::from(c.im)]).collect());
+        return Ok(v
+            .iter()
+            .flat_map(|c| [f64::from(c.re), f64::from(c.im)])
+            .collect());
     }
     Ok(t.to_f64_lossy())
 }
@@ -749,7 +887,11 @@ fn compare_tensors(got: &HostTensor, want: &HostTensor, rtol: f64, atol: f64) ->
         return Err(format!("dtype {} (expected {})", got.dtype(), want.dtype()));
     }
     if got.dims() != want.dims() {
-        return Err(format!("dims {:?} (expected {:?})", got.dims(), want.dims()));
+        return Err(format!(
+            "dims {:?} (expected {:?})",
+            got.dims(),
+            want.dims()
+        ));
     }
     let dt = want.dtype();
     let mut bad = Vec::new();
@@ -777,7 +919,12 @@ fn compare_tensors(got: &HostTensor, want: &HostTensor, rtol: f64, atol: f64) ->
     let shown: Vec<String> = bad
         .iter()
         .take(SHOWN_MISMATCHES)
-        .map(|(i, w, g)| format!("{}: expected {w}, got {g}", index_text(want.dims(), *i, dt.is_complex())))
+        .map(|(i, w, g)| {
+            format!(
+                "{}: expected {w}, got {g}",
+                index_text(want.dims(), *i, dt.is_complex())
+            )
+        })
         .collect();
     Err(format!(
         "{} of {total} values differ (rtol {rtol:e}, atol {atol:e}): {}",

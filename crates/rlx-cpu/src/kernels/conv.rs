@@ -482,10 +482,68 @@ pub fn pool(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::kernels::{f32_bytes, f32_bytes_mut};
     use half::f16;
+
+    fn bytes<T: Pod>(v: &[T]) -> &[u8] {
+        // SAFETY: Pod has no padding.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+
+    fn bytes_mut<T: Pod>(v: &mut [T]) -> &mut [u8] {
+        // SAFETY: as above, and any bit pattern is a value.
+        unsafe {
+            std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v))
+        }
+    }
+
+    /// Runs kernel `f` on inputs `(dims, data)` of dtype `dt` into an output of `out_dims`.
+    pub(crate) fn run_as<T: Pod>(
+        dt: DType,
+        f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+        ins: &[(&[usize], &[T])],
+        out_dims: &[usize],
+        fill: T,
+    ) -> Result<Vec<T>, String> {
+        let views: Vec<View> = ins
+            .iter()
+            .map(|&(dims, v)| View {
+                dims,
+                dtype: dt,
+                bytes: bytes(v),
+            })
+            .collect();
+        let mut y = vec![fill; out_dims.iter().product()];
+        f(
+            &views,
+            &mut ViewMut {
+                dims: out_dims,
+                dtype: dt,
+                bytes: bytes_mut(&mut y),
+            },
+        )?;
+        Ok(y)
+    }
+
+    type Ins<'a> = [(&'a [usize], &'a [f32])];
+
+    fn run(
+        f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+        ins: &Ins,
+        out_dims: &[usize],
+    ) -> Result<Vec<f32>, String> {
+        run_as(DType::F32, f, ins, out_dims, f32::NAN)
+    }
+
+    /// Compares with numpy values printed as `round(v, 7)`.
+    pub(crate) fn close(got: &[f32], want: &[f64]) {
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let ok = (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()) || (g.is_nan() && w.is_nan());
+            assert!(ok, "at {i}: {g} vs {w}\n{got:?}");
+        }
+    }
 
     /// `((i * a) % m - m // 2) / 4` for i in 0..n, the numpy tests' input.
     pub(crate) fn seq(n: usize, a: usize, m: usize) -> Vec<f32> {
@@ -508,43 +566,7 @@ mod tests {
         }
     }
 
-    /// Runs `f` on f32 inputs `(dims, data)` into an f32 output of `out_dims`.
-    fn run(
-        f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
-        ins: &[(&[usize], &[f32])],
-        out_dims: &[usize],
-    ) -> Result<Vec<f32>, String> {
-        let views: Vec<View> = ins
-            .iter()
-            .map(|(d, v)| View {
-                dims: d,
-                dtype: DType::F32,
-                bytes: f32_bytes(v),
-            })
-            .collect();
-        let mut y = vec![f32::NAN; out_dims.iter().product()];
-        f(
-            &views,
-            &mut ViewMut {
-                dims: out_dims,
-                dtype: DType::F32,
-                bytes: f32_bytes_mut(&mut y),
-            },
-        )?;
-        Ok(y)
-    }
-
-    fn close(got: &[f32], want: &[f64]) {
-        assert_eq!(got.len(), want.len());
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()) || (g.is_nan() && w.is_nan()),
-                "at {i}: {g} vs {w}\n{got:?}"
-            );
-        }
-    }
-
-    // Shared numpy reference (explicit loops):
+    // numpy reference (explicit loops); values printed as round(v, 7):
     //   seq = lambda n, a, m: ((np.arange(n) * a) % m - m // 2) / 4
     //   def conv(x, w, b, s, pad, dil, g):  # x [N,C,*sp], w [O,C/g,*k]
     //       sd = x.ndim - 2; N, C = x.shape[:2]; O = w.shape[0]; cg, og = C // g, O // g
@@ -556,7 +578,8 @@ mod tests {
     //               acc = b[o]
     //               for c in range(cg):
     //                   for k in np.ndindex(*w.shape[2:]):
-    //                       acc += w[(o, c) + k] * xp[(n, o // og * cg + c) + tuple(p[i]*s[i] + k[i]*dil[i] for i in range(sd))]
+    //                       q = tuple(p[i]*s[i] + k[i]*dil[i] for i in range(sd))
+    //                       acc += w[(o, c) + k] * xp[(n, o // og * cg + c) + q]
     //               y[(n, o) + p] = acc
     //       return y
 
@@ -569,13 +592,11 @@ mod tests {
         ];
         let (x, w, b) = (seq(14, 5, 11), seq(18, 7, 13), seq(3, 1, 3));
         let win = win(&[], &[2], &[(1, 2)], &[1]);
-        let y = run(
-            |i, o| conv(&win, 1, i, o),
-            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w), (&[3], &b)],
-            &[1, 3, 4],
-        )
-        .unwrap();
-        close(&y, &want);
+        let ins: &Ins = &[(&[1, 2, 7], &x), (&[3, 2, 3], &w), (&[3], &b)];
+        close(
+            &run(|i, o| conv(&win, 1, i, o), ins, &[1, 3, 4]).unwrap(),
+            &want,
+        );
     }
 
     #[test]
@@ -592,10 +613,12 @@ mod tests {
         ];
         let (x, w, b) = (seq(160, 5, 11), seq(48, 7, 13), seq(4, 3, 5));
         let win = win(&[], &[2, 1], &[(1, 1), (0, 1)], &[1, 2]);
-        let ins: [(&[usize], &[f32]); 3] = [(&[2, 4, 4, 5], &x), (&[4, 2, 3, 2], &w), (&[4], &b)];
-        let y = run(|i, o| conv(&win, 2, i, o), &ins, &[2, 4, 2, 4]).unwrap();
-        close(&y, &want);
-        // No bias: every output moves by -bias[o].
+        let ins: &Ins = &[(&[2, 4, 4, 5], &x), (&[4, 2, 3, 2], &w), (&[4], &b)];
+        close(
+            &run(|i, o| conv(&win, 2, i, o), ins, &[2, 4, 2, 4]).unwrap(),
+            &want,
+        );
+        // Without the bias every output moves by -bias[o].
         let y0 = run(|i, o| conv(&win, 2, i, o), &ins[..2], &[2, 4, 2, 4]).unwrap();
         let shifted: Vec<f64> = want
             .iter()
@@ -611,9 +634,8 @@ mod tests {
         // s, lo, hi, dil, op, g = [2,3], [1,0], [0,1], [1,2], [1,2], 2
         // full = [(x.shape[2+i]-1)*s[i] + dil[i]*(w.shape[2+i]-1) + op[i] + 1 for i in range(2)]
         // yf = np.zeros((1, 2, *full))
-        // for c, i0, i1, k0, k1 in np.ndindex(4, 2, 3, 3, 2):
-        //     o = c // 2  # og = 1 output channel per group
-        //     yf[0, o, i0*s[0] + k0*dil[0], i1*s[1] + k1*dil[1]] += x[0, c, i0, i1] * w[c, 0, k0, k1]
+        // for c, i0, i1, k0, k1 in np.ndindex(4, 2, 3, 3, 2):  # out channel c // 2 (one per group)
+        //     yf[0, c // 2, i0*s[0] + k0*dil[0], i1*s[1] + k1*dil[1]] += x[0, c, i0, i1] * w[c, 0, k0, k1]
         // y = yf[:, :, lo[0]:full[0]-hi[0], lo[1]:full[1]-hi[1]] + b[None, :, None, None]
         let want = [
             0.9375, -0.25, 0.0625, 0.125, -0.25, -1.1875, -2.0625, -0.25, 1.0, -0.25, 1.9375,
@@ -628,10 +650,10 @@ mod tests {
         ];
         let (x, w, b) = (seq(24, 5, 11), seq(24, 7, 13), seq(2, 1, 3));
         let win = win(&[], &[2, 3], &[(1, 0), (0, 1)], &[1, 2]);
-        let ins: [(&[usize], &[f32]); 3] = [(&[1, 4, 2, 3], &x), (&[4, 1, 3, 2], &w), (&[2], &b)];
+        let ins: &Ins = &[(&[1, 4, 2, 3], &x), (&[4, 1, 3, 2], &w), (&[2], &b)];
         let y = run(
             |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
-            &ins,
+            ins,
             &[1, 2, 5, 10],
         )
         .unwrap();
@@ -639,8 +661,14 @@ mod tests {
         // A wrong output size is an error, not a panic.
         assert!(run(
             |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
-            &ins,
+            ins,
             &[1, 2, 5, 9]
+        )
+        .is_err());
+        assert!(run(
+            |i, o| conv_transpose(&win, &[1], 2, i, o),
+            ins,
+            &[1, 2, 5, 10]
         )
         .is_err());
     }
@@ -649,87 +677,35 @@ mod tests {
     fn conv_f16_and_errors() {
         let (x, w) = (seq(14, 5, 11), seq(18, 7, 13));
         let win = win(&[], &[2], &[(1, 2)], &[1]);
-        let want = run(
-            |i, o| conv(&win, 1, i, o),
-            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
-            &[1, 3, 4],
-        )
-        .unwrap();
+        let ins: &Ins = &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)];
+        let want: Vec<f64> = run(|i, o| conv(&win, 1, i, o), ins, &[1, 3, 4])
+            .unwrap()
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        // Quarter-valued data: f16 (widened to f32) is exact here.
         let h = |v: &[f32]| v.iter().map(|&a| f16::from_f32(a)).collect::<Vec<_>>();
-        let (xh, wh, mut yh) = (h(&x), h(&w), vec![f16::ZERO; 12]);
-        let bytes =
-            |v: &[f16]| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 2) };
-        let ins = [
-            View {
-                dims: &[1, 2, 7],
-                dtype: DType::F16,
-                bytes: bytes(&xh),
-            },
-            View {
-                dims: &[3, 2, 3],
-                dtype: DType::F16,
-                bytes: bytes(&wh),
-            },
-        ];
-        let yb = unsafe { std::slice::from_raw_parts_mut(yh.as_mut_ptr() as *mut u8, 24) };
-        conv(
-            &win,
-            1,
-            &ins,
-            &mut ViewMut {
-                dims: &[1, 3, 4],
-                dtype: DType::F16,
-                bytes: yb,
-            },
+        let (xh, wh) = (h(&x), h(&w));
+        let ins_h: &[(&[usize], &[f16])] = &[(&[1, 2, 7], &xh), (&[3, 2, 3], &wh)];
+        let y = run_as(
+            DType::F16,
+            |i, o| conv(&win, 1, i, o),
+            ins_h,
+            &[1, 3, 4],
+            f16::NAN,
         )
         .unwrap();
-        let got: Vec<f32> = yh.iter().map(|v| v.to_f32()).collect();
-        close(&got, &want.iter().map(|&v| v as f64).collect::<Vec<_>>());
-        // Mismatched channels / groups / integer dtype are errors.
-        assert!(run(
-            |i, o| conv(&win, 2, i, o),
-            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
-            &[1, 3, 4]
-        )
-        .is_err());
-        assert!(run(
-            |i, o| conv(&win, 1, i, o),
-            &[(&[1, 2, 7], &x), (&[3, 2, 3], &w)],
-            &[1, 3, 3]
-        )
-        .is_err());
-        let xi = [0i32; 14];
-        let wi = [0i32; 18];
-        let ib =
-            |v: &[i32]| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4) };
-        let ins = [
-            View {
-                dims: &[1, 2, 7],
-                dtype: DType::I32,
-                bytes: ib(&xi),
-            },
-            View {
-                dims: &[3, 2, 3],
-                dtype: DType::I32,
-                bytes: ib(&wi),
-            },
-        ];
-        let mut yi = [0i32; 12];
-        let yb = unsafe { std::slice::from_raw_parts_mut(yi.as_mut_ptr() as *mut u8, 48) };
-        assert!(conv(
-            &win,
-            1,
-            &ins,
-            &mut ViewMut {
-                dims: &[1, 3, 4],
-                dtype: DType::I32,
-                bytes: yb
-            }
-        )
-        .is_err());
+        close(&y.iter().map(|v| v.to_f32()).collect::<Vec<_>>(), &want);
+        // Mismatched groups / output dims and integer dtypes are errors.
+        assert!(run(|i, o| conv(&win, 2, i, o), ins, &[1, 3, 4]).is_err());
+        assert!(run(|i, o| conv(&win, 1, i, o), ins, &[1, 3, 3]).is_err());
+        assert!(run(|i, o| conv(&win, 1, i, o), &ins[..1], &[1, 3, 4]).is_err());
+        let (xi, wi) = ([0i32; 14], [0i32; 18]);
+        let ins_i: &[(&[usize], &[i32])] = &[(&[1, 2, 7], &xi), (&[3, 2, 3], &wi)];
+        assert!(run_as(DType::I32, |i, o| conv(&win, 1, i, o), ins_i, &[1, 3, 4], 0).is_err());
     }
 
-    // Pool reference (explicit loops):
+    // Pool reference (explicit loops); values printed as round(v, 7):
     //   def pool(x, kind, k, s, pad, dil, cip):
     //       sd = x.ndim - 2; sp = x.shape[2:]
     //       osp = [(sp[i] + pad[i][0] + pad[i][1] - dil[i]*(k[i]-1) - 1) // s[i] + 1 for i in range(sd)]
@@ -746,105 +722,62 @@ mod tests {
 
     #[test]
     fn max_avg_pool2d_padding() {
-        // x = seq(50,5,11).reshape(1,2,5,5) - 3; k, s, pad, dil = [3,2], [2,2], [(1,1),(1,0)], [1,1]
+        // x = seq(50,5,11).reshape(1,2,5,5) - 3 (all negative: padding must not win the max)
+        // pool(x, kind, [3,2], [2,2], [(1,1),(1,0)], [1,1], cip)
         let want_max = [
             -3.5, -1.75, -2.0, -2.0, -2.25, -1.75, -2.0, -2.25, -1.75, -2.5, -2.0, -2.25, -1.75,
             -2.0, -2.25, -3.0, -1.75, -2.0,
         ];
-        let want_avg_excl = [
-            -3.875,
-            -2.6875,
-            -2.9375,
-            -2.75,
-            -3.1666666666666665,
-            -2.9583333333333335,
-            -3.0,
-            -3.1875,
-            -2.75,
-            -2.875,
-            -3.0625,
-            -3.3125,
-            -2.6666666666666665,
-            -3.0833333333333335,
-            -3.3333333333333335,
-            -3.375,
-            -2.875,
-            -3.125,
+        let want_avg = [
+            -3.875, -2.6875, -2.9375, -2.75, -3.1666667, -2.9583333, -3.0, -3.1875, -2.75, -2.875,
+            -3.0625, -3.3125, -2.6666667, -3.0833333, -3.3333333, -3.375, -2.875, -3.125,
         ];
-        let want_avg_incl = [
-            -1.2916666666666667,
-            -1.7916666666666667,
-            -1.9583333333333333,
-            -1.375,
-            -3.1666666666666665,
-            -2.9583333333333335,
-            -1.0,
-            -2.125,
-            -1.8333333333333333,
-            -0.9583333333333334,
-            -2.0416666666666665,
-            -2.2083333333333335,
-            -1.3333333333333333,
-            -3.0833333333333335,
-            -3.3333333333333335,
-            -1.125,
-            -1.9166666666666667,
-            -2.0833333333333335,
+        let want_avg_pad = [
+            -1.2916667, -1.7916667, -1.9583333, -1.375, -3.1666667, -2.9583333, -1.0, -2.125,
+            -1.8333333, -0.9583333, -2.0416667, -2.2083333, -1.3333333, -3.0833333, -3.3333333,
+            -1.125, -1.9166667, -2.0833333,
         ];
         let x: Vec<f32> = seq(50, 5, 11).iter().map(|v| v - 3.0).collect();
         let win = win(&[3, 2], &[2, 2], &[(1, 1), (1, 0)], &[1, 1]);
-        let ins: [(&[usize], &[f32]); 1] = [(&[1, 2, 5, 5], &x)];
-        for (kind, cip, want) in [
+        let ins: &Ins = &[(&[1, 2, 5, 5], &x)];
+        let cases = [
             (PoolKind::Max, false, &want_max),
-            (PoolKind::Avg, false, &want_avg_excl),
-            (PoolKind::Avg, true, &want_avg_incl),
-        ] {
-            let y = run(|i, o| pool(kind, &win, cip, i, o), &ins, &[1, 2, 3, 3]).unwrap();
-            close(&y, want);
+            (PoolKind::Avg, false, &want_avg),
+            (PoolKind::Avg, true, &want_avg_pad),
+        ];
+        for (kind, cip, want) in cases {
+            close(
+                &run(|i, o| pool(kind, &win, cip, i, o), ins, &[1, 2, 3, 3]).unwrap(),
+                want,
+            );
         }
     }
 
     #[test]
     fn max_pool1d_dilation_int_and_nan() {
-        // x = (np.arange(12) * 5) % 11 - 5 as int32, shape (1,1,12); k, s, pad, dil = [3], [2], [(2,1)], [2]
-        // pool(x, 'max', ...) -> [5, 5, 5, 4, 3, 2]
+        // pool(((np.arange(12) * 5) % 11 - 5).astype(np.int32).reshape(1,1,12), 'max', [3], [2], [(2,1)], [2], False)
+        //   -> [5, 5, 5, 4, 3, 2]
         let x: Vec<i32> = (0..12).map(|i| (i * 5) % 11 - 5).collect();
         let win = win(&[3], &[2], &[(2, 1)], &[2]);
-        let mut y = [0i32; 6];
-        let ib = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const u8, 48) };
-        let yb = unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut u8, 24) };
-        let ins = [View {
-            dims: &[1, 1, 12],
-            dtype: DType::I32,
-            bytes: ib,
-        }];
-        pool(
-            PoolKind::Max,
-            &win,
-            false,
-            &ins,
-            &mut ViewMut {
-                dims: &[1, 1, 6],
-                dtype: DType::I32,
-                bytes: yb,
-            },
+        let ins: &[(&[usize], &[i32])] = &[(&[1, 1, 12], &x)];
+        let y = run_as(
+            DType::I32,
+            |i, o| pool(PoolKind::Max, &win, false, i, o),
+            ins,
+            &[1, 1, 6],
+            0,
         )
         .unwrap();
         assert_eq!(y, [5, 5, 5, 4, 3, 2]);
-        let mut yb = [0u8; 24];
-        assert!(pool(
-            PoolKind::Avg,
-            &win,
-            false,
-            &ins,
-            &mut ViewMut {
-                dims: &[1, 1, 6],
-                dtype: DType::I32,
-                bytes: &mut yb
-            }
+        assert!(run_as(
+            DType::I32,
+            |i, o| pool(PoolKind::Avg, &win, false, i, o),
+            ins,
+            &[1, 1, 6],
+            0
         )
         .is_err());
-        // NaN wins a max; windows without it do not see it.
+        // NaN wins every window holding it, and only those.
         let mut xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         xf[4] = f32::NAN;
         let y = run(

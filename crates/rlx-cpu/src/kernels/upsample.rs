@@ -134,7 +134,7 @@ pub fn upsample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::{f32_bytes, f32_bytes_mut};
+    use crate::kernels::conv::tests::{close, run_as, seq};
     use rlx_ir::DType;
 
     fn run(
@@ -144,41 +144,17 @@ mod tests {
         in_dims: &[usize],
         out_dims: &[usize],
     ) -> Result<Vec<f32>, String> {
-        let ins = [View {
-            dims: in_dims,
-            dtype: DType::F32,
-            bytes: f32_bytes(x),
-        }];
-        let mut y = vec![f32::NAN; out_dims.iter().product()];
-        upsample(
-            mode,
-            ac,
-            &ins,
-            &mut ViewMut {
-                dims: out_dims,
-                dtype: DType::F32,
-                bytes: f32_bytes_mut(&mut y),
-            },
-        )?;
-        Ok(y)
+        run_as(
+            DType::F32,
+            |i, o| upsample(mode, ac, i, o),
+            &[(in_dims, x)],
+            out_dims,
+            f32::NAN,
+        )
     }
 
-    fn close(got: &[f32], want: &[f64]) {
-        assert_eq!(got.len(), want.len());
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            assert!(
-                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                "at {i}: {g} vs {w}\n{got:?}"
-            );
-        }
-    }
-
-    /// `((i * 5) % 11 - 5) / 4`, the numpy tests' input.
-    fn seq(n: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25).collect()
-    }
-
-    // numpy reference (explicit loops), x = ((np.arange(24) * 5) % 11 - 5) / 4 reshaped (1, 2, 3, 4):
+    // numpy reference (explicit loops); values printed as round(v, 7):
+    //   x = ((np.arange(24) * 5) % 11 - 5) / 4 reshaped (1, 2, 3, 4)  (= seq(24, 5, 11))
     //   def nearest(x, osp):
     //       y = np.zeros(x.shape[:2] + tuple(osp))
     //       for idx in np.ndindex(*y.shape):
@@ -196,144 +172,87 @@ mod tests {
     //       return y
 
     #[test]
-    fn nearest2d() {
+    fn nearest1d_2d() {
+        let x = seq(24, 5, 11);
         // nearest(x, (5, 3)): up along h, down along w
         let want = [
             -1.25, 0.0, 1.25, -1.25, 0.0, 1.25, 1.0, -0.5, 0.75, 1.0, -0.5, 0.75, 0.5, -1.0, 0.25,
             0.0, 1.25, -0.25, 0.0, 1.25, -0.25, -0.5, 0.75, -0.75, -0.5, 0.75, -0.75, -1.0, 0.25,
             -1.25,
         ];
-        let y = run(
-            InterpMode::Nearest,
-            false,
-            &seq(24),
-            &[1, 2, 3, 4],
-            &[1, 2, 5, 3],
-        )
-        .unwrap();
-        close(&y, &want);
-        // nearest(x.reshape(1, 1, 24), (7,)) then the same size: identity
-        let want1 = [-1.25, -0.25, 0.75, 0.25, 1.25, 0.75, -1.0];
         close(
-            &run(
-                InterpMode::Nearest,
-                false,
-                &seq(24),
-                &[1, 1, 24],
-                &[1, 1, 7],
-            )
-            .unwrap(),
-            &want1,
+            &run(InterpMode::Nearest, false, &x, &[1, 2, 3, 4], &[1, 2, 5, 3]).unwrap(),
+            &want,
         );
-        let same = run(
-            InterpMode::Nearest,
-            false,
-            &seq(24),
-            &[1, 2, 3, 4],
-            &[1, 2, 3, 4],
-        )
-        .unwrap();
-        assert_eq!(same, seq(24));
+        // nearest(x.reshape(1, 1, 24), (7,))
+        let want = [-1.25, -0.25, 0.75, 0.25, 1.25, 0.75, -1.0];
+        close(
+            &run(InterpMode::Nearest, false, &x, &[1, 1, 24], &[1, 1, 7]).unwrap(),
+            &want,
+        );
+        assert_eq!(
+            run(InterpMode::Nearest, false, &x, &[1, 2, 3, 4], &[1, 2, 3, 4]).unwrap(),
+            x
+        );
     }
 
     #[test]
     fn bilinear2d_align_corners() {
-        // bilinear(x, 5, 3, False)
-        let want_half = [
-            -1.0416666666666667,
-            0.625,
-            -2.220446049250313e-16,
-            -0.32499999999999996,
-            0.425,
-            -0.20000000000000023,
-            0.75,
-            0.125,
-            -0.5000000000000002,
-            0.44999999999999996,
-            -0.17500000000000004,
-            -0.8000000000000004,
-            0.25000000000000006,
-            -0.375,
-            -1.0000000000000004,
-            0.2083333333333333,
-            0.5,
-            0.7916666666666669,
-            0.008333333333333276,
-            0.3,
-            0.5916666666666668,
-            -0.29166666666666674,
-            0.0,
-            0.29166666666666685,
-            -0.5916666666666668,
-            -0.30000000000000004,
-            -0.008333333333333193,
-            -0.7916666666666667,
-            -0.5,
-            -0.20833333333333315,
+        let x = seq(24, 5, 11);
+        let cases: [(bool, [usize; 4], &[f64]); 4] = [
+            // bilinear(x, 5, 3, False)
+            (
+                false,
+                [1, 2, 5, 3],
+                &[
+                    -1.0416667, 0.625, -0.0, -0.325, 0.425, -0.2, 0.75, 0.125, -0.5, 0.45, -0.175,
+                    -0.8, 0.25, -0.375, -1.0, 0.2083333, 0.5, 0.7916667, 0.0083333, 0.3, 0.5916667,
+                    -0.2916667, 0.0, 0.2916667, -0.5916667, -0.3, -0.0083333, -0.7916667, -0.5,
+                    -0.2083333,
+                ],
+            ),
+            // bilinear(x, 5, 3, True)
+            (
+                true,
+                [1, 2, 5, 3],
+                &[
+                    -1.25, 0.625, -0.25, -0.125, 0.375, -0.5, 1.0, 0.125, -0.75, 0.75, -0.125,
+                    -1.0, 0.5, -0.375, -1.25, 0.0, 0.5, 1.0, -0.25, 0.25, 0.75, -0.5, 0.0, 0.5,
+                    -0.75, -0.25, 0.25, -1.0, -0.5, 0.0,
+                ],
+            ),
+            // bilinear(x, 2, 7, False): down along h, up along w
+            (
+                false,
+                [1, 2, 2, 7],
+                &[
+                    -0.6875, -0.4866071, -0.1651786, 0.5, 1.0178571, 0.1607143, -0.375, 0.625,
+                    0.0892857, -0.7678571, -0.25, 0.2678571, -0.5892857, -1.125, -0.125, 0.3214286,
+                    1.0357143, 0.375, -0.2857143, 0.4285714, 0.875, -0.875, -0.4285714, 0.2857143,
+                    -0.375, -1.0357143, -0.3214286, 0.125,
+                ],
+            ),
+            // bilinear(x, 1, 7, True): a single output row samples row 0
+            (
+                true,
+                [1, 2, 1, 7],
+                &[
+                    -1.25, -0.625, 0.0, 0.625, 1.25, 0.5, -0.25, 0.0, 0.625, 1.25, 0.5, -0.25,
+                    0.375, 1.0,
+                ],
+            ),
         ];
-        // bilinear(x, 5, 3, True)
-        let want_ac = [
-            -1.25, 0.625, -0.25, -0.125, 0.375, -0.5, 1.0, 0.125, -0.75, 0.75, -0.125, -1.0, 0.5,
-            -0.375, -1.25, 0.0, 0.5, 1.0, -0.25, 0.25, 0.75, -0.5, 0.0, 0.5, -0.75, -0.25, 0.25,
-            -1.0, -0.5, 0.0,
-        ];
-        // bilinear(x, 2, 7, False): down along h, up along w
-        let want_half2 = [
-            -0.6875,
-            -0.4866071428571428,
-            -0.1651785714285714,
-            0.5,
-            1.0178571428571428,
-            0.1607142857142858,
-            -0.375,
-            0.625,
-            0.08928571428571436,
-            -0.7678571428571429,
-            -0.25,
-            0.26785714285714257,
-            -0.5892857142857142,
-            -1.125,
-            -0.125,
-            0.3214285714285714,
-            1.0357142857142858,
-            0.375,
-            -0.2857142857142855,
-            0.4285714285714285,
-            0.875,
-            -0.875,
-            -0.4285714285714286,
-            0.28571428571428575,
-            -0.375,
-            -1.0357142857142856,
-            -0.3214285714285715,
-            0.125,
-        ];
-        // bilinear(x, 1, 7, True): a single output row samples row 0
-        let want_ac2 = [
-            -1.25, -0.625, 0.0, 0.625, 1.25, 0.5, -0.25, 0.0, 0.625, 1.25, 0.5, -0.25, 0.375, 1.0,
-        ];
-        let x = seq(24);
-        close(
-            &run(InterpMode::Linear, false, &x, &[1, 2, 3, 4], &[1, 2, 5, 3]).unwrap(),
-            &want_half,
-        );
-        close(
-            &run(InterpMode::Linear, true, &x, &[1, 2, 3, 4], &[1, 2, 5, 3]).unwrap(),
-            &want_ac,
-        );
-        close(
-            &run(InterpMode::Linear, false, &x, &[1, 2, 3, 4], &[1, 2, 2, 7]).unwrap(),
-            &want_half2,
-        );
-        close(
-            &run(InterpMode::Linear, true, &x, &[1, 2, 3, 4], &[1, 2, 1, 7]).unwrap(),
-            &want_ac2,
-        );
+        for (ac, dims, want) in cases {
+            close(
+                &run(InterpMode::Linear, ac, &x, &[1, 2, 3, 4], &dims).unwrap(),
+                want,
+            );
+        }
     }
 
     #[test]
     fn upsample_errors() {
-        let x = seq(24);
+        let x = seq(24, 5, 11);
         assert!(run(InterpMode::Linear, false, &x, &[1, 2, 3, 4], &[1, 3, 5, 3]).is_err());
         assert!(run(InterpMode::Linear, false, &x, &[1, 2, 3, 4], &[1, 2, 5]).is_err());
         assert!(run(
@@ -341,6 +260,14 @@ mod tests {
             false,
             &[],
             &[1, 2, 0, 4],
+            &[1, 2, 3, 4]
+        )
+        .is_err());
+        assert!(run(
+            InterpMode::Nearest,
+            false,
+            &x[1..],
+            &[1, 2, 3, 4],
             &[1, 2, 3, 4]
         )
         .is_err());
