@@ -92,3 +92,294 @@ pub fn fft(kind: FftKind, norm: FftNorm, ins: &[View], out: &mut ViewMut) -> Ker
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::Pod;
+    use rlx_ir::DType;
+
+    fn c(re: f32, im: f32) -> Complex32 {
+        Complex32::new(re, im)
+    }
+
+    fn bytes<T: Pod>(v: &[T]) -> &[u8] {
+        // SAFETY: Pod values are plain bytes.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+
+    /// Runs one transform of `x` (dims `dx`) into an output of dims `dout`.
+    fn run<I: Pod, O: Pod>(
+        kind: FftKind,
+        norm: FftNorm,
+        x: &[I],
+        dx: &[usize],
+        dout: &[usize],
+        fill: O,
+    ) -> Vec<O> {
+        let (ti, to) = match kind {
+            FftKind::Fft | FftKind::Ifft => (DType::C64, DType::C64),
+            FftKind::Rfft => (DType::F32, DType::C64),
+            FftKind::Irfft => (DType::C64, DType::F32),
+        };
+        let ins = [View {
+            dims: dx,
+            dtype: ti,
+            bytes: bytes(x),
+        }];
+        let mut o = vec![fill; dout.iter().product()];
+        // SAFETY: as in `bytes`; any byte pattern is a valid Pod value.
+        let ob = unsafe {
+            std::slice::from_raw_parts_mut(o.as_mut_ptr() as *mut u8, std::mem::size_of_val(&o[..]))
+        };
+        fft(
+            kind,
+            norm,
+            &ins,
+            &mut ViewMut {
+                dims: dout,
+                dtype: to,
+                bytes: ob,
+            },
+        )
+        .unwrap();
+        o
+    }
+
+    fn close_c(got: &[Complex32], want: &[Complex32]) {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).norm() <= 1e-5 * w.norm().max(1.0),
+                "{got:?} vs {want:?}"
+            );
+        }
+    }
+
+    fn close_r(got: &[f32], want: &[f32]) {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{got:?} vs {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn complex_fft_all_norms() {
+        let x = [
+            c(1.0, 2.0),
+            c(-0.5, 0.0),
+            c(0.0, 3.0),
+            c(2.0, -1.0),
+            c(0.25, 0.0),
+            c(1.0, 0.0),
+            c(-1.0, -1.0),
+            c(4.0, 0.0),
+        ];
+        // np.fft.fft(x, norm=...) / np.fft.ifft(x, norm=...), x of shape (2, 4)
+        let fwd = [
+            c(2.5, 4.0),
+            c(2.0, 1.5),
+            c(-0.5, 6.0),
+            c(0.0, -3.5),
+            c(4.25, -1.0),
+            c(1.25, 4.0),
+            c(-5.75, -1.0),
+            c(1.25, -2.0),
+        ];
+        let inv_unscaled = [
+            c(2.5, 4.0),
+            c(0.0, -3.5),
+            c(-0.5, 6.0),
+            c(2.0, 1.5),
+            c(4.25, -1.0),
+            c(1.25, -2.0),
+            c(-5.75, -1.0),
+            c(1.25, 4.0),
+        ];
+        for (norm, f_scale, i_scale) in [
+            (FftNorm::Backward, 1.0, 0.25),
+            (FftNorm::Ortho, 0.5, 0.5),
+            (FftNorm::Forward, 0.25, 1.0),
+        ] {
+            let got = run(FftKind::Fft, norm, &x, &[2, 4], &[2, 4], c(0.0, 0.0));
+            close_c(&got, &fwd.map(|v| v * f_scale));
+            let got = run(FftKind::Ifft, norm, &x, &[2, 4], &[2, 4], c(0.0, 0.0));
+            close_c(&got, &inv_unscaled.map(|v| v * i_scale));
+        }
+    }
+
+    #[test]
+    fn rfft_half_spectrum() {
+        let x5 = [1.0f32, -2.0, 0.5, 3.0, 4.0];
+        let got = run(FftKind::Rfft, FftNorm::Ortho, &x5, &[5], &[3], c(0.0, 0.0));
+        // np.fft.rfft([1, -2, 0.5, 3, 4], norm="ortho")
+        close_c(
+            &got,
+            &[
+                c(2.9068885, 0.0),
+                c(-0.5427051, 3.2091162),
+                c(0.2072949, 0.51387984),
+            ],
+        );
+
+        let x6 = [
+            1.0f32, -2.0, 0.5, 3.0, 4.0, -1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+        ];
+        let got = run(
+            FftKind::Rfft,
+            FftNorm::Backward,
+            &x6,
+            &[2, 6],
+            &[2, 4],
+            c(0.0, 0.0),
+        );
+        // np.fft.rfft([[1, -2, 0.5, 3, 4, -1], [0, 0, 1, 0, 0, 0]])
+        let want = [
+            c(5.5, 0.0),
+            c(-5.75, 3.8971143),
+            c(3.25, -2.1650636),
+            c(5.5, 0.0),
+            c(1.0, 0.0),
+            c(-0.5, -0.8660254),
+            c(-0.5, 0.8660254),
+            c(1.0, 0.0),
+        ];
+        close_c(&got, &want);
+        let got = run(
+            FftKind::Rfft,
+            FftNorm::Forward,
+            &x6,
+            &[2, 6],
+            &[2, 4],
+            c(0.0, 0.0),
+        );
+        close_c(&got, &want.map(|v| v / 6.0));
+
+        // A non-power-of-two length: np.fft.rfft(x12) with x12 as below (float32).
+        let x12 = [
+            1.0f32,
+            0.8648422,
+            0.36996713,
+            -0.2048461,
+            -0.5422223,
+            -0.43645668,
+            0.10973918,
+            0.8865124,
+            1.5755659,
+            1.8998586,
+            1.7539022,
+            1.2533739,
+        ];
+        let got = run(
+            FftKind::Rfft,
+            FftNorm::Backward,
+            &x12,
+            &[12],
+            &[7],
+            c(0.0, 0.0),
+        );
+        let want = [
+            c(8.530236, 0.0),
+            c(2.880193, 5.9930363),
+            c(-0.87974393, -1.444782),
+            c(-0.20026489, -0.3932039),
+            c(-0.057990678, -0.17371102),
+            c(-0.009145533, -0.07212628),
+            c(0.0036678687, 0.0),
+        ];
+        close_c(&got, &want);
+
+        // np.fft.rfft([2.5]); an empty axis gives its single zero bin.
+        close_c(
+            &run(
+                FftKind::Rfft,
+                FftNorm::Backward,
+                &[2.5f32],
+                &[1],
+                &[1],
+                c(0.0, 0.0),
+            ),
+            &[c(2.5, 0.0)],
+        );
+        let got = run::<f32, _>(
+            FftKind::Rfft,
+            FftNorm::Backward,
+            &[],
+            &[2, 0],
+            &[2, 1],
+            c(7.0, 7.0),
+        );
+        assert_eq!(got, [c(0.0, 0.0); 2]);
+    }
+
+    #[test]
+    fn irfft_ignores_dc_and_nyquist_imaginary_parts() {
+        let b4 = [c(3.0, 1.0), c(1.0, -2.0), c(-0.5, 0.5), c(2.0, 7.0)];
+        // np.fft.irfft([3+1j, 1-2j, -0.5+0.5j, 2+7j], n=6)
+        let got = run(FftKind::Irfft, FftNorm::Backward, &b4, &[4], &[6], 0f32);
+        close_r(
+            &got,
+            &[
+                1.0,
+                0.84967935,
+                1.4716878,
+                -0.33333334,
+                0.028312163,
+                -0.016346036,
+            ],
+        );
+        // ... norm="ortho"
+        let got = run(FftKind::Irfft, FftNorm::Ortho, &b4, &[4], &[6], 0f32);
+        close_r(
+            &got,
+            &[
+                2.4494898,
+                2.081281,
+                3.6048841,
+                -0.8164966,
+                0.069350354,
+                -0.040039446,
+            ],
+        );
+
+        // np.fft.irfft([[3+1j, 1-2j, -0.5+0.5j], [1, 0, 0]], n=5, norm="forward")
+        let b3 = [
+            c(3.0, 1.0),
+            c(1.0, -2.0),
+            c(-0.5, 0.5),
+            c(1.0, 0.0),
+            c(0.0, 0.0),
+            c(0.0, 0.0),
+        ];
+        let got = run(
+            FftKind::Irfft,
+            FftNorm::Forward,
+            &b3,
+            &[2, 3],
+            &[2, 5],
+            0f32,
+        );
+        close_r(
+            &got,
+            &[
+                4.0, 7.6434917, 4.3751464, -2.2292485, 1.2106102, 1.0, 1.0, 1.0, 1.0, 1.0,
+            ],
+        );
+
+        // np.fft.irfft([2.5+3j], n=1)
+        close_r(
+            &run(
+                FftKind::Irfft,
+                FftNorm::Backward,
+                &[c(2.5, 3.0)],
+                &[1],
+                &[1],
+                0f32,
+            ),
+            &[2.5],
+        );
+    }
+}

@@ -291,7 +291,7 @@ pub fn topk(
     Ok(())
 }
 
-/// Fills `out` with `vals[index along axis]`.
+/// Fills each element of `out` with `value(its index along axis)`.
 fn fill_along<T: Pod>(axis: usize, out: &mut ViewMut, value: impl Fn(usize) -> T) {
     let (outer, n, inner) = split_axis(out.dims, axis);
     let vals: Vec<T> = (0..n).map(value).collect();
@@ -346,4 +346,315 @@ pub fn iota(axis: usize, start: f64, step: f64, out: &mut ViewMut) -> KernelResu
         d => return Err(format!("iota of dtype {d}")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes<T: Pod>(v: &[T]) -> &[u8] {
+        // SAFETY: Pod values are plain bytes.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+    }
+
+    fn view<'a, T: Pod>(dims: &'a [usize], dtype: DType, data: &'a [T]) -> View<'a> {
+        View {
+            dims,
+            dtype,
+            bytes: bytes(data),
+        }
+    }
+
+    /// Runs `f` into a fresh zeroed output of `dims` / `dtype`.
+    fn run<O: Pod + Default>(
+        dims: &[usize],
+        dtype: DType,
+        f: impl FnOnce(&mut ViewMut) -> KernelResult,
+    ) -> Result<Vec<O>, String> {
+        let mut o = vec![O::default(); dims.iter().product()];
+        // SAFETY: as in `bytes`; any byte pattern is a valid Pod value.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(o.as_mut_ptr() as *mut u8, std::mem::size_of_val(&o[..]))
+        };
+        f(&mut ViewMut { dims, dtype, bytes })?;
+        Ok(o)
+    }
+
+    fn x34() -> Vec<f32> {
+        (0..12).map(|i| i as f32 * 1.5).collect()
+    }
+
+    #[test]
+    fn gather_takes_along_an_axis() {
+        let x = x34();
+        let idx = [3i32, -1, 0, 1];
+        let ins = [
+            view(&[3, 4], DType::F32, &x),
+            view(&[2, 2], DType::I32, &idx),
+        ];
+        let got = run::<f32>(&[3, 2, 2], DType::F32, |o| gather(1, &ins, o)).unwrap();
+        // np.take(np.arange(12, dtype=np.float32).reshape(3, 4) * 1.5, [[3, -1], [0, 1]], axis=1)
+        assert_eq!(
+            got,
+            [4.5, 4.5, 0.0, 1.5, 10.5, 10.5, 6.0, 7.5, 16.5, 16.5, 12.0, 13.5]
+        );
+
+        let y: Vec<i64> = (0..24).map(|i| i - 7).collect();
+        let idx = [1i8, -2, 1];
+        let ins = [
+            view(&[2, 3, 4], DType::I64, &y),
+            view(&[3], DType::I8, &idx),
+        ];
+        let got = run::<i64>(&[3, 3, 4], DType::I64, |o| gather(0, &ins, o)).unwrap();
+        // np.take(np.arange(24).reshape(2, 3, 4) - 7, np.int8([1, -2, 1]), axis=0)
+        let want: Vec<i64> = [&y[12..], &y[..12], &y[12..]].concat();
+        assert_eq!(got, want);
+
+        // A 0-d index drops the axis: np.take(np.arange(24).reshape(2, 3, 4) - 7, -1, axis=2)
+        let ins = [
+            view(&[2, 3, 4], DType::I64, &y),
+            view(&[], DType::I64, &[-1i64]),
+        ];
+        let got = run::<i64>(&[2, 3], DType::I64, |o| gather(2, &ins, o)).unwrap();
+        assert_eq!(got, [-4, 0, 4, 8, 12, 16]);
+    }
+
+    #[test]
+    fn gather_rejects_bad_indices() {
+        let x = x34();
+        for (bad, text) in [(4i32, "index 4 at [1]"), (-5, "index -5 at [1]")] {
+            let idx = [0i32, bad];
+            let ins = [view(&[3, 4], DType::F32, &x), view(&[2], DType::I32, &idx)];
+            let err = run::<f32>(&[3, 2], DType::F32, |o| gather(1, &ins, o)).unwrap_err();
+            assert!(
+                err.contains(text) && err.contains("axis 1 of length 4"),
+                "{err}"
+            );
+        }
+        let ins = [
+            view(&[3, 4], DType::F32, &x),
+            view(&[1], DType::Bool, &[1u8]),
+        ];
+        assert!(run::<f32>(&[3, 1], DType::F32, |o| gather(1, &ins, o)).is_err());
+    }
+
+    #[test]
+    fn gather_elements_reads_per_position() {
+        let x = x34();
+        let idx = [0i64, 3, -1, 2];
+        let ins = [
+            view(&[3, 4], DType::F32, &x),
+            view(&[2, 2], DType::I64, &idx),
+        ];
+        let got = run::<f32>(&[2, 2], DType::F32, |o| gather_elements(1, &ins, o)).unwrap();
+        // Indices smaller than the data off the axis (ONNX GatherElements):
+        // np.take_along_axis(x[:2], [[0, 3], [-1, 2]], axis=1)
+        assert_eq!(got, [0.0, 4.5, 10.5, 9.0]);
+
+        let idx = [2u8, 0, 0, 1];
+        let ins = [
+            view(&[3, 4], DType::F32, &x),
+            view(&[1, 4], DType::U8, &idx),
+        ];
+        let got = run::<f32>(&[1, 4], DType::F32, |o| gather_elements(0, &ins, o)).unwrap();
+        // np.take_along_axis(x, np.uint8([[2, 0, 0, 1]]), axis=0)
+        assert_eq!(got, [12.0, 1.5, 3.0, 10.5]);
+
+        let idx = [0i64, 4];
+        let ins = [
+            view(&[3, 4], DType::F32, &x),
+            view(&[1, 2], DType::I64, &idx),
+        ];
+        let err = run::<f32>(&[1, 2], DType::F32, |o| gather_elements(1, &ins, o)).unwrap_err();
+        assert!(
+            err.contains("index 4 at [0, 1]") && err.contains("length 4"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn scatter_add_accumulates() {
+        let base: Vec<f32> = (0..12).map(|i| i as f32).collect();
+        let idx = [0i64, 2, 3, 3, -1, 0];
+        let upd = [1.5f32, 2.0, 10.0, 20.0, 0.25, -1.0];
+        let ins = [
+            view(&[3, 4], DType::F32, &base),
+            view(&[3, 2], DType::I64, &idx),
+            view(&[3, 2], DType::F32, &upd),
+        ];
+        let got = run::<f32>(&[3, 4], DType::F32, |o| scatter_add(1, &ins, o)).unwrap();
+        // out = np.arange(12, dtype=np.float32).reshape(3, 4)
+        // np.add.at(out, (np.arange(3)[:, None].repeat(2, 1), idx % 4), upd)
+        assert_eq!(
+            got,
+            [1.5, 1.0, 4.0, 3.0, 4.0, 5.0, 6.0, 37.0, 7.0, 9.0, 10.0, 11.25]
+        );
+
+        let base = [100i8, -100, 5, 6];
+        let idx = [1i32, 0, 1, 0];
+        let upd = [100i8, -100, 50, -60];
+        let ins = [
+            view(&[2, 2], DType::I8, &base),
+            view(&[2, 2], DType::I32, &idx),
+            view(&[2, 2], DType::I8, &upd),
+        ];
+        let got = run::<i8>(&[2, 2], DType::I8, |o| scatter_add(0, &ins, o)).unwrap();
+        // o = np.int8([[100, -100], [5, 6]])
+        // np.add.at(o, ([[1, 0], [1, 0]], [[0, 1], [0, 1]]), np.int8([[100, -100], [50, -60]]))
+        assert_eq!(got, [100, -4, -101, 6]);
+
+        let (base, idx, upd) = ([0u8, 1, 0, 0], [2i64, 2, 0], [1u8, 0, 0]);
+        let ins = [
+            view(&[4], DType::Bool, &base),
+            view(&[3], DType::I64, &idx),
+            view(&[3], DType::Bool, &upd),
+        ];
+        let got = run::<u8>(&[4], DType::Bool, |o| scatter_add(0, &ins, o)).unwrap();
+        // np.logical_or.at(b := np.array([0, 1, 0, 0], bool), [2, 2, 0], [True, False, False])
+        assert_eq!(got, [0, 1, 1, 0]);
+
+        let base = [1.0, 2.0, 3.0].map(f16::from_f32);
+        let upd = [0.5, 0.25, 4.0].map(f16::from_f32);
+        let idx = [1i64, 1, -3];
+        let ins = [
+            view(&[3], DType::F16, &base),
+            view(&[3], DType::I64, &idx),
+            view(&[3], DType::F16, &upd),
+        ];
+        let got = run::<f16>(&[3], DType::F16, |o| scatter_add(0, &ins, o)).unwrap();
+        // np.add.at(h := np.float16([1, 2, 3]), [1, 1, -3], np.float16([0.5, 0.25, 4]))
+        assert_eq!(got, [5.0, 2.75, 3.0].map(f16::from_f32));
+
+        let idx = [3i64, 0, 0];
+        let ins = [
+            view(&[3], DType::F16, &base),
+            view(&[3], DType::I64, &idx),
+            view(&[3], DType::F16, &upd),
+        ];
+        let err = run::<f16>(&[3], DType::F16, |o| scatter_add(0, &ins, o)).unwrap_err();
+        assert!(
+            err.contains("index 3 at [0]") && err.contains("length 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn topk_sorts_with_nan_largest_and_stable_ties() {
+        let nan = f32::NAN;
+        let x = [3.0, 1.0, nan, 3.0, -2.0, 5.0, 0.0, -0.0, 2.0, 2.0, nan, nan];
+        let ins = [view(&[2, 6], DType::F32, &x)];
+        // Reference: sorted(range(6), key=(isnan first, then -v)) per row, the
+        // stable order torch.topk gives; smallest puts NaN last.
+        for (largest, want_i, want_v) in [
+            (
+                true,
+                [2i64, 5, 0, 3, 4, 5, 2, 3],
+                [nan, 5.0, 3.0, 3.0, nan, nan, 2.0, 2.0],
+            ),
+            (
+                false,
+                [4, 1, 0, 3, 0, 1, 2, 3],
+                [-2.0, 1.0, 3.0, 3.0, 0.0, -0.0, 2.0, 2.0],
+            ),
+        ] {
+            let got = run::<i64>(&[2, 4], DType::I64, |o| {
+                topk(4, 1, largest, TopKOutput::Indices, &ins, o)
+            })
+            .unwrap();
+            assert_eq!(got, want_i);
+            let got = run::<f32>(&[2, 4], DType::F32, |o| {
+                topk(4, 1, largest, TopKOutput::Values, &ins, o)
+            })
+            .unwrap();
+            let bits = |v: &[f32]| {
+                v.iter()
+                    .map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&got), bits(&want_v));
+        }
+
+        // Ints compare exactly (2**53 + 1 is not an f64).
+        let big = 1i64 << 53;
+        let x = [big + 1, big, -5, big + 1, 7];
+        let ins = [view(&[5], DType::I64, &x)];
+        let got = run::<i64>(&[3], DType::I64, |o| {
+            topk(3, 0, true, TopKOutput::Indices, &ins, o)
+        })
+        .unwrap();
+        assert_eq!(got, [0, 3, 1]);
+        let got = run::<i64>(&[2], DType::I64, |o| {
+            topk(2, 0, false, TopKOutput::Values, &ins, o)
+        })
+        .unwrap();
+        assert_eq!(got, [-5, 7]);
+
+        // Along axis 0 of np.float16([[1, 9], [4, 4], [4, 0]]).
+        let x = [1.0, 9.0, 4.0, 4.0, 4.0, 0.0].map(f16::from_f32);
+        let ins = [view(&[3, 2], DType::F16, &x)];
+        let got = run::<i64>(&[2, 2], DType::I64, |o| {
+            topk(2, 0, true, TopKOutput::Indices, &ins, o)
+        })
+        .unwrap();
+        assert_eq!(got, [1, 0, 2, 1]);
+        let got = run::<f16>(&[2, 2], DType::F16, |o| {
+            topk(2, 0, true, TopKOutput::Values, &ins, o)
+        })
+        .unwrap();
+        assert_eq!(got, [4.0, 9.0, 4.0, 4.0].map(f16::from_f32));
+    }
+
+    #[test]
+    fn iota_matches_arange() {
+        // np.broadcast_to(np.arange(5, -1, -2), (2, 3)) and its transpose-wise twin.
+        let got = run::<i64>(&[2, 3], DType::I64, |o| iota(1, 5.0, -2.0, o)).unwrap();
+        assert_eq!(got, [5, 3, 1, 5, 3, 1]);
+        let got = run::<i64>(&[3, 2], DType::I64, |o| iota(0, 5.0, -2.0, o)).unwrap();
+        assert_eq!(got, [5, 5, 3, 3, 1, 1]);
+        // np.arange(0.5, 5, 1.5, dtype=np.int32); np.arange(-2.5, 3, 1.0, dtype=np.int32)
+        assert_eq!(
+            run::<i32>(&[3], DType::I32, |o| iota(0, 0.5, 1.5, o)).unwrap(),
+            [0, 2, 4]
+        );
+        assert_eq!(
+            run::<i32>(&[6], DType::I32, |o| iota(0, -2.5, 1.0, o)).unwrap(),
+            [-2, -1, 0, 1, 2, 3]
+        );
+        // np.arange(0, 300, 100, dtype=np.int8)
+        assert_eq!(
+            run::<i8>(&[3], DType::I8, |o| iota(0, 0.0, 100.0, o)).unwrap(),
+            [0, 100, -56]
+        );
+        // np.arange(0.1, 2.3, 0.3, dtype=np.float32).view(np.uint32)
+        let got = run::<f32>(&[8], DType::F32, |o| iota(0, 0.1, 0.3, o)).unwrap();
+        let want = [
+            1036831949u32,
+            1053609165,
+            1060320052,
+            1065353216,
+            1067869799,
+            1070386381,
+            1072902964,
+            1074580685,
+        ];
+        assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want);
+        // np.arange(0.1, 2.3, 0.3, dtype=np.float64)
+        let got = run::<f64>(&[8], DType::F64, |o| iota(0, 0.1, 0.3, o)).unwrap();
+        let want = [
+            0.1,
+            0.4,
+            0.7000000000000001,
+            1.0000000000000002,
+            1.3000000000000003,
+            1.6000000000000003,
+            1.9000000000000004,
+            2.2000000000000006,
+        ];
+        assert_eq!(got, want);
+        // np.arange(0.1, 2.3, 0.3, dtype=np.float16).view(np.uint16)
+        let got = run::<f16>(&[8], DType::F16, |o| iota(0, 0.1, 0.3, o)).unwrap();
+        let want = [11878u16, 13926, 14745, 15360, 15667, 15974, 16281, 16486];
+        assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want);
+        assert!(run::<u8>(&[2], DType::Bool, |o| iota(0, 0.0, 1.0, o)).is_err());
+    }
 }
