@@ -79,17 +79,29 @@ fn verified(g: &Graph) -> Result<(), CompileError> {
     }
     Err(CompileError::Verify {
         graph: g.name().to_string(),
-        errors: errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"),
+        errors: errors
+            .iter()
+            .map(|e| format!("  {e}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     })
 }
 
 /// Lowers MIR to LIR for a target that runs `claims` natively.
-pub fn lower(g: &Graph, claims: &dyn Fn(&Op) -> bool, opts: &LowerOptions) -> Result<LirModule, CompileError> {
+pub fn lower(
+    g: &Graph,
+    claims: &dyn Fn(&Op) -> bool,
+    opts: &LowerOptions,
+) -> Result<LirModule, CompileError> {
     verified(g)?;
     let mut g = if opts.bindings.is_empty() {
         g.clone()
     } else {
-        g.bind_dims(&opts.bindings).map_err(|source| CompileError::Pass { pass: "bind_dims", source })?
+        g.bind_dims(&opts.bindings)
+            .map_err(|source| CompileError::Pass {
+                pass: "bind_dims",
+                source,
+            })?
     };
     if let Some(dt) = opts.precision.compute_dtype() {
         g = lower_precision(&g, dt)?;
@@ -100,13 +112,35 @@ pub fn lower(g: &Graph, claims: &dyn Fn(&Op) -> bool, opts: &LowerOptions) -> Re
         g = dce(&g)?;
     }
     verified(&g)?;
-    let plan = plan_memory(&g, if opts.alignment == 0 { 64 } else { opts.alignment })?;
-    check_plan(&g, &plan).map_err(|e| CompileError::Verify { graph: g.name().into(), errors: e })?;
+    let plan = plan_memory(
+        &g,
+        if opts.alignment == 0 {
+            64
+        } else {
+            opts.alignment
+        },
+    )?;
+    check_plan(&g, &plan).map_err(|e| CompileError::Verify {
+        graph: g.name().into(),
+        errors: e,
+    })?;
     let schedule = g.ids().filter(|&i| !g.node(i).op.is_leaf()).collect();
     let io = IoManifest {
-        inputs: g.inputs().into_iter().map(|(i, n, s)| (i, n.to_string(), s.clone())).collect(),
-        params: g.params().into_iter().map(|(i, n, s)| (i, n.to_string(), s.clone())).collect(),
-        outputs: g.outputs().iter().map(|&o| (o, g.shape(o).clone())).collect(),
+        inputs: g
+            .inputs()
+            .into_iter()
+            .map(|(i, n, s)| (i, n.to_string(), s.clone()))
+            .collect(),
+        params: g
+            .params()
+            .into_iter()
+            .map(|(i, n, s)| (i, n.to_string(), s.clone()))
+            .collect(),
+        outputs: g
+            .outputs()
+            .iter()
+            .map(|&o| (o, g.shape(o).clone()))
+            .collect(),
     };
     let fingerprint = fnv1a(format!("{g}\n{:?}", plan.slots).as_bytes());
     Ok(LirModule {
@@ -151,10 +185,15 @@ mod tests {
     #[test]
     fn unbound_symbol_is_an_error_naming_it() {
         let mut g = Graph::new("dyn");
-        let x = g.input("x", Shape::from_dims(vec![rlx_ir::Dim::sym("batch"), 4usize.into()], DType::F32));
+        let x = g.input(
+            "x",
+            Shape::from_dims(vec![rlx_ir::Dim::sym("batch"), 4usize.into()], DType::F32),
+        );
         let y = g.exp(x);
         g.set_outputs(vec![y]);
-        let e = lower(&g, &|_| true, &LowerOptions::default()).unwrap_err().to_string();
+        let e = lower(&g, &|_| true, &LowerOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("batch"), "{e}");
         let opts = LowerOptions {
             bindings: [("batch".to_string(), 3)].into(),

@@ -161,7 +161,10 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
         if let Some(s) = s {
             if s.size > 0 {
                 if s.offset + s.size > plan.arena_bytes {
-                    return Err(format!("node %{i}: slot {s:?} exceeds the arena of {} bytes", plan.arena_bytes));
+                    return Err(format!(
+                        "node %{i}: slot {s:?} exceeds the arena of {} bytes",
+                        plan.arena_bytes
+                    ));
                 }
                 live.push((i, plan.last_use[i], *s));
             }

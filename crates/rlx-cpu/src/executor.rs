@@ -74,7 +74,13 @@ impl CpuExecutable {
                 message: format!("shape {} is not static", n.shape),
             })?);
             locs.push(match &n.op {
-                Op::Param { .. } => Loc::Param(lir.io.params.iter().position(|p| p.0 == id).expect("param in manifest")),
+                Op::Param { .. } => Loc::Param(
+                    lir.io
+                        .params
+                        .iter()
+                        .position(|p| p.0 == id)
+                        .expect("param in manifest"),
+                ),
                 Op::Constant { bytes } => {
                     constants.push(AlignedBuf::from_bytes(bytes));
                     Loc::Constant(constants.len() - 1)
@@ -119,7 +125,10 @@ impl Executable for CpuExecutable {
 
     fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
         if let Some(p) = self.params.iter().position(Option::is_none) {
-            return Err(BackendError::Signature(format!("param \"{}\" is not set", self.lir.io.params[p].1)));
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[p].1
+            )));
         }
         for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
             if let Loc::Arena { offset, len } = self.locs[id.index()] {
@@ -137,7 +146,9 @@ impl Executable for CpuExecutable {
                     let bytes = match self.locs[i.index()] {
                         // SAFETY: the slot lies inside the arena (check_plan), and the
                         // planner never lets a live input share bytes with this output.
-                        Loc::Arena { offset, len } => unsafe { std::slice::from_raw_parts(base.add(offset) as *const u8, len) },
+                        Loc::Arena { offset, len } => unsafe {
+                            std::slice::from_raw_parts(base.add(offset) as *const u8, len)
+                        },
                         Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
                         Loc::Constant(c) => self.constants[c].bytes(),
                     };
@@ -166,7 +177,10 @@ impl Executable for CpuExecutable {
         let mut outs = Vec::with_capacity(self.lir.io.outputs.len());
         for (id, shape) in &self.lir.io.outputs {
             let dims = &self.dims[id.index()];
-            outs.push(HostTensor::from_bytes(shape.dtype(), dims, self.read(id.index()).to_vec()).map_err(|e| BackendError::Signature(e.to_string()))?);
+            outs.push(
+                HostTensor::from_bytes(shape.dtype(), dims, self.read(id.index()).to_vec())
+                    .map_err(|e| BackendError::Signature(e.to_string()))?,
+            );
         }
         Ok(outs)
     }

@@ -57,7 +57,9 @@ impl Device {
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Device::Cuda(i) | Device::Rocm(i) | Device::Tpu(i) => write!(f, "{}:{i}", self.kind_name()),
+            Device::Cuda(i) | Device::Rocm(i) | Device::Tpu(i) => {
+                write!(f, "{}:{i}", self.kind_name())
+            }
             d => f.write_str(d.kind_name()),
         }
     }
@@ -94,7 +96,13 @@ pub fn parse_device(s: &str) -> Result<Device, ParseDeviceError> {
         reason: reason.to_string(),
     };
     let (kind, ordinal) = match t.split_once(':') {
-        Some((k, n)) => (k, Some(n.parse::<u32>().map_err(|_| err("the ordinal is not a number"))?)),
+        Some((k, n)) => (
+            k,
+            Some(
+                n.parse::<u32>()
+                    .map_err(|_| err("the ordinal is not a number"))?,
+            ),
+        ),
         None => (t.as_str(), None),
     };
     let ord = ordinal.unwrap_or(0);
@@ -140,18 +148,35 @@ mod tests {
 
     #[test]
     fn parse_round_trips_display() {
-        for d in [Device::Cpu, Device::Cuda(3), Device::Rocm(1), Device::Metal, Device::Mlx, Device::Gpu, Device::Tpu(2)] {
+        for d in [
+            Device::Cpu,
+            Device::Cuda(3),
+            Device::Rocm(1),
+            Device::Metal,
+            Device::Mlx,
+            Device::Gpu,
+            Device::Tpu(2),
+        ] {
             assert_eq!(parse_device(&d.to_string()).unwrap(), d);
         }
         assert_eq!(parse_device(" CUDA ").unwrap(), Device::Cuda(0));
-        assert_eq!(parse_device_list("cuda:1, cpu,").unwrap(), vec![Device::Cuda(1), Device::Cpu]);
+        assert_eq!(
+            parse_device_list("cuda:1, cpu,").unwrap(),
+            vec![Device::Cuda(1), Device::Cpu]
+        );
     }
 
     #[test]
     fn bad_device_strings_say_why() {
         let e = parse_device("quantum").unwrap_err();
         assert!(e.to_string().contains("unknown device kind"), "{e}");
-        assert!(parse_device("cpu:1").unwrap_err().to_string().contains("no ordinal"));
-        assert!(parse_device("cuda:x").unwrap_err().to_string().contains("not a number"));
+        assert!(parse_device("cpu:1")
+            .unwrap_err()
+            .to_string()
+            .contains("no ordinal"));
+        assert!(parse_device("cuda:x")
+            .unwrap_err()
+            .to_string()
+            .contains("not a number"));
     }
 }

@@ -27,7 +27,14 @@ impl Graph {
     }
 
     /// Reduction over `axes`, checked against `shape`.
-    pub fn reduce(&mut self, op: ReduceOp, x: NodeId, axes: &[usize], keep_dim: bool, shape: Shape) -> NodeId {
+    pub fn reduce(
+        &mut self,
+        op: ReduceOp,
+        x: NodeId,
+        axes: &[usize],
+        keep_dim: bool,
+        shape: Shape,
+    ) -> NodeId {
         let mut axes = axes.to_vec();
         axes.sort_unstable();
         axes.dedup();
@@ -46,7 +53,13 @@ impl Graph {
 
     /// Axis permutation, checked against `shape`.
     pub fn transpose(&mut self, x: NodeId, perm: &[usize], shape: Shape) -> NodeId {
-        self.node_or_panic(Op::Transpose { perm: perm.to_vec() }, &[x], Some(shape))
+        self.node_or_panic(
+            Op::Transpose {
+                perm: perm.to_vec(),
+            },
+            &[x],
+            Some(shape),
+        )
     }
 
     /// Concatenation along `axis`, checked against `shape`.
@@ -60,7 +73,14 @@ impl Graph {
     }
 
     /// Layer norm over the last axis with gamma and beta, checked against `shape`.
-    pub fn layer_norm(&mut self, x: NodeId, gamma: NodeId, beta: NodeId, eps: f64, shape: Shape) -> NodeId {
+    pub fn layer_norm(
+        &mut self,
+        x: NodeId,
+        gamma: NodeId,
+        beta: NodeId,
+        eps: f64,
+        shape: Shape,
+    ) -> NodeId {
         let axis = self.shape(x).rank().saturating_sub(1);
         self.node_or_panic(Op::LayerNorm { axis, eps }, &[x, gamma, beta], Some(shape))
     }

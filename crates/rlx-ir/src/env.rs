@@ -11,12 +11,27 @@ use std::sync::{Mutex, OnceLock};
 
 /// Every variable RLX reads, with what it does.
 pub const KNOWN_VARS: &[(&str, &str)] = &[
-    ("RLX_DEVICE", "device for Session / device_from_env (cpu, cuda:0, metal, ...)"),
-    ("RLX_DEVICE_CHAIN", "comma-separated fallback chain for resolve_device_chain"),
+    (
+        "RLX_DEVICE",
+        "device for Session / device_from_env (cpu, cuda:0, metal, ...)",
+    ),
+    (
+        "RLX_DEVICE_CHAIN",
+        "comma-separated fallback chain for resolve_device_chain",
+    ),
     ("RLX_NUM_THREADS", "worker threads of the CPU backend"),
-    ("RLX_FUSION_REPORT", "print the fusion report at compile (1/0)"),
-    ("RLX_DISPATCH_REPORT", "print the dispatch report at compile (1/0)"),
-    ("RLX_IR_DUMP", "directory to write each compile stage's textual IR into"),
+    (
+        "RLX_FUSION_REPORT",
+        "print the fusion report at compile (1/0)",
+    ),
+    (
+        "RLX_DISPATCH_REPORT",
+        "print the dispatch report at compile (1/0)",
+    ),
+    (
+        "RLX_IR_DUMP",
+        "directory to write each compile stage's textual IR into",
+    ),
 ];
 
 #[derive(Default)]
@@ -42,7 +57,12 @@ pub fn var(name: &str) -> Option<String> {
 
 /// True when `name` is `1`, `true`, `yes` or `on` (any case).
 pub fn flag(name: &str) -> bool {
-    var(name).is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+    var(name).is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
 }
 
 /// Overrides `name` in this process (the process environment is untouched).

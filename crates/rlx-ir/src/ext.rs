@@ -128,7 +128,9 @@ pub trait GraphExt {
     fn operand_node(&mut self, x: impl Into<Operand>, dtype: Option<DType>) -> NodeId {
         match x.into() {
             Operand::Node(id) => id,
-            Operand::Literal { value, dtype: d } => self.graph_mut().scalar(value, dtype.unwrap_or(d)),
+            Operand::Literal { value, dtype: d } => {
+                self.graph_mut().scalar(value, dtype.unwrap_or(d))
+            }
         }
     }
 
@@ -154,7 +156,9 @@ pub trait GraphExt {
             (Some(x), Some(y)) => x.promote(y),
             (Some(x), None) | (None, Some(x)) => x,
             (None, None) => match (a, b) {
-                (Operand::Literal { dtype: x, .. }, Operand::Literal { dtype: y, .. }) => x.promote(y),
+                (Operand::Literal { dtype: x, .. }, Operand::Literal { dtype: y, .. }) => {
+                    x.promote(y)
+                }
                 _ => unreachable!(),
             },
         };
@@ -246,13 +250,17 @@ pub trait GraphExt {
 
     /// General dot product (XLA dimension numbers).
     fn dot_general(&mut self, a: NodeId, b: NodeId, dims: DotDims) -> NodeId {
-        ok(self.graph_mut().try_node(Op::DotGeneral(dims), &[a, b], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::DotGeneral(dims), &[a, b], None))
     }
 
     /// Any reduction over axes (negative axes count from the end).
     fn reduce_op(&mut self, op: ReduceOp, x: NodeId, axes: &[i64], keep_dim: bool) -> NodeId {
         let axes = axes_of(self.graph(), x, axes);
-        ok(self.graph_mut().try_node(Op::Reduce { op, axes, keep_dim }, &[x], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Reduce { op, axes, keep_dim }, &[x], None))
     }
 
     /// Sum over axes.
@@ -283,19 +291,43 @@ pub trait GraphExt {
     /// Index of the maximum along an axis (I64).
     fn argmax(&mut self, x: NodeId, axis: i64, keep_dim: bool) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::ArgReduce { op: ArgReduceOp::ArgMax, axis, keep_dim }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::ArgReduce {
+                op: ArgReduceOp::ArgMax,
+                axis,
+                keep_dim,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Index of the minimum along an axis (I64).
     fn argmin(&mut self, x: NodeId, axis: i64, keep_dim: bool) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::ArgReduce { op: ArgReduceOp::ArgMin, axis, keep_dim }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::ArgReduce {
+                op: ArgReduceOp::ArgMin,
+                axis,
+                keep_dim,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Cumulative sum along an axis.
     fn cumsum(&mut self, x: NodeId, axis: i64, exclusive: bool, reverse: bool) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::Cumsum { axis, exclusive, reverse }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Cumsum {
+                axis,
+                exclusive,
+                reverse,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Softmax along an axis.
@@ -307,17 +339,32 @@ pub trait GraphExt {
     /// Log-softmax along an axis.
     fn log_softmax(&mut self, x: NodeId, axis: i64) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::LogSoftmax { axis }, &[x], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::LogSoftmax { axis }, &[x], None))
     }
 
     /// Layer norm over the last axis with optional gamma / beta.
-    fn ln(&mut self, x: NodeId, gamma: impl Into<Option<NodeId>>, beta: impl Into<Option<NodeId>>, eps: f64) -> NodeId {
+    fn ln(
+        &mut self,
+        x: NodeId,
+        gamma: impl Into<Option<NodeId>>,
+        beta: impl Into<Option<NodeId>>,
+        eps: f64,
+    ) -> NodeId {
         let axis = self.graph().shape(x).rank().saturating_sub(1);
         self.layer_norm_axis(x, axis as i64, gamma, beta, eps)
     }
 
     /// Layer norm over the axes from `axis` to the end.
-    fn layer_norm_axis(&mut self, x: NodeId, axis: i64, gamma: impl Into<Option<NodeId>>, beta: impl Into<Option<NodeId>>, eps: f64) -> NodeId {
+    fn layer_norm_axis(
+        &mut self,
+        x: NodeId,
+        axis: i64,
+        gamma: impl Into<Option<NodeId>>,
+        beta: impl Into<Option<NodeId>>,
+        eps: f64,
+    ) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
         let (gamma, beta) = (gamma.into(), beta.into());
         if beta.is_some() && gamma.is_none() {
@@ -326,30 +373,48 @@ pub trait GraphExt {
         let mut inputs = vec![x];
         inputs.extend(gamma);
         inputs.extend(beta);
-        ok(self.graph_mut().try_node(Op::LayerNorm { axis, eps }, &inputs, None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::LayerNorm { axis, eps }, &inputs, None))
     }
 
     /// RMS norm over the last axis with optional gamma.
     fn rms_norm(&mut self, x: NodeId, gamma: impl Into<Option<NodeId>>, eps: f64) -> NodeId {
         let mut inputs = vec![x];
         inputs.extend(gamma.into());
-        ok(self.graph_mut().try_node(Op::RmsNorm { eps }, &inputs, None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::RmsNorm { eps }, &inputs, None))
     }
 
     /// Group norm of `x [N, C, ...]` with optional gamma / beta `[C]`.
-    fn group_norm(&mut self, x: NodeId, groups: usize, affine: Option<(NodeId, NodeId)>, eps: f64) -> NodeId {
+    fn group_norm(
+        &mut self,
+        x: NodeId,
+        groups: usize,
+        affine: Option<(NodeId, NodeId)>,
+        eps: f64,
+    ) -> NodeId {
         let mut inputs = vec![x];
         if let Some((gm, b)) = affine {
             inputs.extend([gm, b]);
         }
-        ok(self.graph_mut().try_node(Op::GroupNorm { groups, eps }, &inputs, None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::GroupNorm { groups, eps }, &inputs, None))
     }
 
     /// Reshape; one dim may be `-1` (inferred).
     fn reshape_(&mut self, x: NodeId, dims: &[i64]) -> NodeId {
         let s = self.graph().shape(x).clone();
-        let total = s.numel().unwrap_or_else(|| panic!("reshape_ of symbolic {s}: use Graph::reshape with a Shape"));
-        let known: usize = dims.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+        let total = s
+            .numel()
+            .unwrap_or_else(|| panic!("reshape_ of symbolic {s}: use Graph::reshape with a Shape"));
+        let known: usize = dims
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as usize)
+            .product();
         let holes = dims.iter().filter(|&&d| d < 0).count();
         if holes > 1 || dims.iter().any(|&d| d < -1) {
             panic!("reshape_: at most one -1 and no other negative dim, given {dims:?}");
@@ -366,12 +431,20 @@ pub trait GraphExt {
                 }
             })
             .collect();
-        ok(self.graph_mut().try_node(Op::Reshape, &[x], Some(Shape::new(&out, s.dtype()))))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Reshape, &[x], Some(Shape::new(&out, s.dtype()))))
     }
 
     /// Axis permutation.
     fn transpose_(&mut self, x: NodeId, perm: &[usize]) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Transpose { perm: perm.to_vec() }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Transpose {
+                perm: perm.to_vec(),
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Swaps two axes (PyTorch `transpose(a, b)`).
@@ -396,7 +469,9 @@ pub trait GraphExt {
         let mut starts = vec![0; r];
         let mut steps = vec![1; r];
         let mut dims = s.dims().to_vec();
-        let n = s.dim(axis).unwrap_or_else(|| panic!("slice_ of a symbolic axis of {s}"));
+        let n = s
+            .dim(axis)
+            .unwrap_or_else(|| panic!("slice_ of a symbolic axis of {s}"));
         if step == 0 {
             panic!("slice_: step 0");
         }
@@ -404,7 +479,11 @@ pub trait GraphExt {
         starts[axis] = first;
         steps[axis] = step;
         dims[axis] = Dim::Static(len);
-        ok(self.graph_mut().try_node(Op::Slice(SliceSpec { starts, steps }), &[x], Some(s.with_dims(dims))))
+        ok(self.graph_mut().try_node(
+            Op::Slice(SliceSpec { starts, steps }),
+            &[x],
+            Some(s.with_dims(dims)),
+        ))
     }
 
     /// Concatenation along an axis.
@@ -416,30 +495,46 @@ pub trait GraphExt {
 
     /// Pads each axis with (before, after).
     fn pad_(&mut self, x: NodeId, pads: &[(usize, usize)], mode: PadMode) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Pad { pads: pads.to_vec(), mode }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Pad {
+                pads: pads.to_vec(),
+                mode,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// numpy `take(x, indices, axis)`.
     fn gather_(&mut self, x: NodeId, indices: NodeId, axis: i64) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::Gather { axis }, &[x, indices], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Gather { axis }, &[x, indices], None))
     }
 
     /// numpy `take_along_axis`.
     fn gather_elements(&mut self, x: NodeId, indices: NodeId, axis: i64) -> NodeId {
         let axis = axis_of(self.graph(), x, axis);
-        ok(self.graph_mut().try_node(Op::GatherElements { axis }, &[x, indices], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::GatherElements { axis }, &[x, indices], None))
     }
 
     /// `base` with `updates` added at `indices` along an axis.
     fn scatter_add(&mut self, base: NodeId, indices: NodeId, updates: NodeId, axis: i64) -> NodeId {
         let axis = axis_of(self.graph(), base, axis);
-        ok(self.graph_mut().try_node(Op::ScatterAdd { axis }, &[base, indices, updates], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::ScatterAdd { axis }, &[base, indices, updates], None))
     }
 
     /// numpy `broadcast_to(x, dims)`.
     fn expand_(&mut self, x: NodeId, dims: &[usize]) -> NodeId {
-        let s = self.graph().shape(x).with_dims(dims.iter().map(|&d| Dim::Static(d)).collect());
+        let s = self
+            .graph()
+            .shape(x)
+            .with_dims(dims.iter().map(|&d| Dim::Static(d)).collect());
         ok(self.graph_mut().try_node(Op::Broadcast, &[x], Some(s)))
     }
 
@@ -447,14 +542,36 @@ pub trait GraphExt {
     fn topk(&mut self, x: NodeId, k: usize, axis: i64, largest: bool) -> (NodeId, NodeId) {
         let axis = axis_of(self.graph(), x, axis);
         let g = self.graph_mut();
-        let v = ok(g.try_node(Op::TopK { k, axis, largest, output: TopKOutput::Values }, &[x], None));
-        let i = ok(g.try_node(Op::TopK { k, axis, largest, output: TopKOutput::Indices }, &[x], None));
+        let v = ok(g.try_node(
+            Op::TopK {
+                k,
+                axis,
+                largest,
+                output: TopKOutput::Values,
+            },
+            &[x],
+            None,
+        ));
+        let i = ok(g.try_node(
+            Op::TopK {
+                k,
+                axis,
+                largest,
+                output: TopKOutput::Indices,
+            },
+            &[x],
+            None,
+        ));
         (v, i)
     }
 
     /// `start + step * i` along `axis` of a new tensor of `dims`.
     fn iota(&mut self, dims: &[usize], axis: usize, start: f64, step: f64, dtype: DType) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Iota { axis, start, step }, &[], Some(Shape::new(dims, dtype))))
+        ok(self.graph_mut().try_node(
+            Op::Iota { axis, start, step },
+            &[],
+            Some(Shape::new(dims, dtype)),
+        ))
     }
 
     /// numpy `arange(start, stop, step)`.
@@ -464,93 +581,242 @@ pub trait GraphExt {
     }
 
     /// Scaled dot-product attention; `mask` is the mask / bias input of `Custom` / `Bias`.
-    fn attention_(&mut self, q: NodeId, k: NodeId, v: NodeId, kind: MaskKind, mask: Option<NodeId>) -> NodeId {
+    fn attention_(
+        &mut self,
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        kind: MaskKind,
+        mask: Option<NodeId>,
+    ) -> NodeId {
         self.attention_with(q, k, v, kind, mask, None, None)
     }
 
     /// Attention with an explicit scale and logit soft-cap.
     #[allow(clippy::too_many_arguments)]
-    fn attention_with(&mut self, q: NodeId, k: NodeId, v: NodeId, kind: MaskKind, mask: Option<NodeId>, scale: Option<f64>, softcap: Option<f64>) -> NodeId {
+    fn attention_with(
+        &mut self,
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        kind: MaskKind,
+        mask: Option<NodeId>,
+        scale: Option<f64>,
+        softcap: Option<f64>,
+    ) -> NodeId {
         let mut inputs = vec![q, k, v];
         inputs.extend(mask);
-        ok(self.graph_mut().try_node(Op::Attention { mask: kind, scale, softcap }, &inputs, None))
+        ok(self.graph_mut().try_node(
+            Op::Attention {
+                mask: kind,
+                scale,
+                softcap,
+            },
+            &inputs,
+            None,
+        ))
     }
 
     /// Rotary embedding of `x [.., S, D]` with `cos`, `sin` of `[S, D/2]` (half rotation, llama style).
     fn rope(&mut self, x: NodeId, cos: NodeId, sin: NodeId) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Rope { interleaved: false }, &[x, cos, sin], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Rope { interleaved: false }, &[x, cos, sin], None))
     }
 
     /// Rotary embedding on interleaved pairs (GPT-J style).
     fn rope_interleaved(&mut self, x: NodeId, cos: NodeId, sin: NodeId) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Rope { interleaved: true }, &[x, cos, sin], None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Rope { interleaved: true }, &[x, cos, sin], None))
     }
 
     /// General N-d convolution.
-    fn conv(&mut self, x: NodeId, w: NodeId, bias: Option<NodeId>, window: Window, groups: usize) -> NodeId {
+    fn conv(
+        &mut self,
+        x: NodeId,
+        w: NodeId,
+        bias: Option<NodeId>,
+        window: Window,
+        groups: usize,
+    ) -> NodeId {
         let mut inputs = vec![x, w];
         inputs.extend(bias);
-        ok(self.graph_mut().try_node(Op::Conv { window, groups }, &inputs, None))
+        ok(self
+            .graph_mut()
+            .try_node(Op::Conv { window, groups }, &inputs, None))
     }
 
     /// 1-d convolution with symmetric padding.
-    fn conv1d(&mut self, x: NodeId, w: NodeId, bias: Option<NodeId>, stride: usize, padding: usize, dilation: usize, groups: usize) -> NodeId {
-        let window = Window { kernel: Vec::new(), stride: vec![stride], padding: vec![(padding, padding)], dilation: vec![dilation] };
+    #[allow(clippy::too_many_arguments)]
+    fn conv1d(
+        &mut self,
+        x: NodeId,
+        w: NodeId,
+        bias: Option<NodeId>,
+        stride: usize,
+        padding: usize,
+        dilation: usize,
+        groups: usize,
+    ) -> NodeId {
+        let window = Window {
+            kernel: Vec::new(),
+            stride: vec![stride],
+            padding: vec![(padding, padding)],
+            dilation: vec![dilation],
+        };
         self.conv(x, w, bias, window, groups)
     }
 
     /// 2-d convolution with symmetric padding, no dilation, one group
     /// (on a concrete `Graph` the inherent explicit-shape `conv2d` takes
     /// precedence; call this as `GraphExt::conv2d(&mut g, ..)`).
-    fn conv2d(&mut self, x: NodeId, w: NodeId, bias: Option<NodeId>, stride: [usize; 2], padding: [usize; 2]) -> NodeId {
+    fn conv2d(
+        &mut self,
+        x: NodeId,
+        w: NodeId,
+        bias: Option<NodeId>,
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> NodeId {
         let window = window2([0, 0], stride, padding);
-        self.conv(x, w, bias, Window { kernel: Vec::new(), ..window }, 1)
+        self.conv(
+            x,
+            w,
+            bias,
+            Window {
+                kernel: Vec::new(),
+                ..window
+            },
+            1,
+        )
     }
 
     /// 2-d transposed convolution.
-    fn conv_transpose2d(&mut self, x: NodeId, w: NodeId, bias: Option<NodeId>, stride: [usize; 2], padding: [usize; 2], output_padding: [usize; 2], groups: usize) -> NodeId {
+    #[allow(clippy::too_many_arguments)]
+    fn conv_transpose2d(
+        &mut self,
+        x: NodeId,
+        w: NodeId,
+        bias: Option<NodeId>,
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_padding: [usize; 2],
+        groups: usize,
+    ) -> NodeId {
         let mut inputs = vec![x, w];
         inputs.extend(bias);
-        let window = Window { kernel: Vec::new(), ..window2([0, 0], stride, padding) };
-        ok(self.graph_mut().try_node(Op::ConvTranspose { window, output_padding: output_padding.to_vec(), groups }, &inputs, None))
+        let window = Window {
+            kernel: Vec::new(),
+            ..window2([0, 0], stride, padding)
+        };
+        ok(self.graph_mut().try_node(
+            Op::ConvTranspose {
+                window,
+                output_padding: output_padding.to_vec(),
+                groups,
+            },
+            &inputs,
+            None,
+        ))
     }
 
     /// General pooling.
-    fn pool(&mut self, x: NodeId, kind: PoolKind, window: Window, count_include_pad: bool) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Pool { kind, window, count_include_pad }, &[x], None))
+    fn pool(
+        &mut self,
+        x: NodeId,
+        kind: PoolKind,
+        window: Window,
+        count_include_pad: bool,
+    ) -> NodeId {
+        ok(self.graph_mut().try_node(
+            Op::Pool {
+                kind,
+                window,
+                count_include_pad,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// 2-d max pooling.
-    fn max_pool2d(&mut self, x: NodeId, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> NodeId {
+    fn max_pool2d(
+        &mut self,
+        x: NodeId,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> NodeId {
         self.pool(x, PoolKind::Max, window2(kernel, stride, padding), false)
     }
 
     /// 2-d average pooling (padding not counted).
-    fn avg_pool2d(&mut self, x: NodeId, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> NodeId {
+    fn avg_pool2d(
+        &mut self,
+        x: NodeId,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> NodeId {
         self.pool(x, PoolKind::Avg, window2(kernel, stride, padding), false)
     }
 
     /// Resizes the spatial dims of `x [N, C, *sp]` to `size`.
-    fn upsample(&mut self, x: NodeId, size: &[usize], mode: InterpMode, align_corners: bool) -> NodeId {
+    fn upsample(
+        &mut self,
+        x: NodeId,
+        size: &[usize],
+        mode: InterpMode,
+        align_corners: bool,
+    ) -> NodeId {
         let mut dims = static_of(self.graph(), x)[..2].to_vec();
         dims.extend_from_slice(size);
         let s = Shape::new(&dims, self.graph().shape(x).dtype());
-        ok(self.graph_mut().try_node(Op::Upsample { mode, align_corners }, &[x], Some(s)))
+        ok(self.graph_mut().try_node(
+            Op::Upsample {
+                mode,
+                align_corners,
+            },
+            &[x],
+            Some(s),
+        ))
     }
 
     /// Complex FFT along the last axis.
     fn fft(&mut self, x: NodeId, norm: FftNorm) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Fft { kind: FftKind::Fft, norm }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Fft {
+                kind: FftKind::Fft,
+                norm,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Inverse complex FFT along the last axis.
     fn ifft(&mut self, x: NodeId, norm: FftNorm) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Fft { kind: FftKind::Ifft, norm }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Fft {
+                kind: FftKind::Ifft,
+                norm,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Real FFT along the last axis (f32 -> c64, `n/2+1` bins).
     fn rfft(&mut self, x: NodeId, norm: FftNorm) -> NodeId {
-        ok(self.graph_mut().try_node(Op::Fft { kind: FftKind::Rfft, norm }, &[x], None))
+        ok(self.graph_mut().try_node(
+            Op::Fft {
+                kind: FftKind::Rfft,
+                norm,
+            },
+            &[x],
+            None,
+        ))
     }
 
     /// Inverse real FFT to length `n` along the last axis (c64 -> f32).
@@ -558,7 +824,14 @@ pub trait GraphExt {
         let s = self.graph().shape(x).clone();
         let mut dims = s.dims().to_vec();
         *dims.last_mut().expect("irfft of a scalar") = Dim::Static(n);
-        ok(self.graph_mut().try_node(Op::Fft { kind: FftKind::Irfft, norm }, &[x], Some(Shape::from_dims(dims, DType::F32))))
+        ok(self.graph_mut().try_node(
+            Op::Fft {
+                kind: FftKind::Irfft,
+                norm,
+            },
+            &[x],
+            Some(Shape::from_dims(dims, DType::F32)),
+        ))
     }
 }
 
@@ -573,7 +846,11 @@ pub fn python_slice(n: usize, start: i64, end: i64, step: i64) -> (usize, usize)
         (clamp(norm(start), -1, n - 1), clamp(norm(end), -1, n - 1))
     };
     let len = if step > 0 {
-        if e > s { (e - s + step - 1) / step } else { 0 }
+        if e > s {
+            (e - s + step - 1) / step
+        } else {
+            0
+        }
     } else if s > e {
         (s - e + (-step) - 1) / (-step)
     } else {

@@ -115,7 +115,8 @@ impl Graph {
 
     /// A named input. Panics on a duplicate name (see [`Graph::try_input`]).
     pub fn input(&mut self, name: &str, shape: Shape) -> NodeId {
-        self.try_input(name, shape).unwrap_or_else(|e| panic!("{e}"))
+        self.try_input(name, shape)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A named input; a duplicate input name is an error.
@@ -131,7 +132,8 @@ impl Graph {
 
     /// A named parameter. Panics on a duplicate name (see [`Graph::try_param`]).
     pub fn param(&mut self, name: &str, shape: Shape) -> NodeId {
-        self.try_param(name, shape).unwrap_or_else(|e| panic!("{e}"))
+        self.try_param(name, shape)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A named parameter; a duplicate param name is an error.
@@ -218,7 +220,10 @@ impl Graph {
                 });
             }
         }
-        let shapes: Vec<&Shape> = inputs.iter().map(|&i| &self.nodes[i.index()].shape).collect();
+        let shapes: Vec<&Shape> = inputs
+            .iter()
+            .map(|&i| &self.nodes[i.index()].shape)
+            .collect();
         let inferred = ops::infer_shape(&op, &shapes, declared.as_ref())
             .map_err(|reason| IrError::invalid(mnemonic(), reason))?;
         if let Some(given) = declared {
@@ -289,7 +294,10 @@ impl Graph {
         })
     }
 
-    fn leaves<'a>(&'a self, pick: impl Fn(&'a Op) -> Option<&'a String>) -> Vec<(NodeId, &'a str, &'a Shape)> {
+    fn leaves<'a>(
+        &'a self,
+        pick: impl Fn(&'a Op) -> Option<&'a String>,
+    ) -> Vec<(NodeId, &'a str, &'a Shape)> {
         self.ids()
             .filter_map(|i| {
                 let n = self.node(i);

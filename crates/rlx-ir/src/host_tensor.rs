@@ -133,11 +133,17 @@ impl HostTensor {
             DType::F32 => from_le_bytes::<f32>(b).into_iter().map(f64::from).collect(),
             DType::F64 => from_le_bytes::<f64>(b),
             DType::F16 => from_le_bytes::<f16>(b).into_iter().map(f64::from).collect(),
-            DType::BF16 => from_le_bytes::<bf16>(b).into_iter().map(f64::from).collect(),
+            DType::BF16 => from_le_bytes::<bf16>(b)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
             DType::I8 => from_le_bytes::<i8>(b).into_iter().map(f64::from).collect(),
             DType::I16 => from_le_bytes::<i16>(b).into_iter().map(f64::from).collect(),
             DType::I32 => from_le_bytes::<i32>(b).into_iter().map(f64::from).collect(),
-            DType::I64 => from_le_bytes::<i64>(b).into_iter().map(|v| v as f64).collect(),
+            DType::I64 => from_le_bytes::<i64>(b)
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
             DType::U8 => from_le_bytes::<u8>(b).into_iter().map(f64::from).collect(),
             DType::U32 => from_le_bytes::<u32>(b).into_iter().map(f64::from).collect(),
             DType::Bool => b.iter().map(|&v| f64::from(v != 0)).collect(),

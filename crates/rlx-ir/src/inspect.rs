@@ -49,7 +49,11 @@ pub fn op_histogram(g: &Graph) -> BTreeMap<OpKind, usize> {
 /// The textual IR followed by node counts per op kind.
 pub fn inspect_graph(g: &Graph) -> String {
     let mut s = format!("{g}\n");
-    s.push_str(&format!("# {} nodes, {} outputs\n", g.len(), g.outputs().len()));
+    s.push_str(&format!(
+        "# {} nodes, {} outputs\n",
+        g.len(),
+        g.outputs().len()
+    ));
     for (k, n) in op_histogram(g) {
         s.push_str(&format!("#   {k:?}: {n}\n"));
     }

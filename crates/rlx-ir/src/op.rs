@@ -218,7 +218,14 @@ pub enum CmpOp {
 
 impl CmpOp {
     /// Every comparison.
-    pub const ALL: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
 
     /// The textual-IR name.
     pub fn name(self) -> &'static str {
@@ -668,7 +675,10 @@ impl Op {
 
     /// True for graph leaves (input, param, constant).
     pub fn is_leaf(&self) -> bool {
-        matches!(self, Op::Input { .. } | Op::Param { .. } | Op::Constant { .. })
+        matches!(
+            self,
+            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
+        )
     }
 
     /// The textual-IR mnemonic with its payload, e.g. `reduce.sum{axes=[1]}`.

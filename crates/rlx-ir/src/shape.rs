@@ -31,7 +31,9 @@ impl Dim {
     /// Replaces a bound symbol by its size.
     pub fn bind(&self, bindings: &HashMap<String, usize>) -> Dim {
         match self {
-            Dim::Sym(s) => bindings.get(s).map_or_else(|| self.clone(), |&n| Dim::Static(n)),
+            Dim::Sym(s) => bindings
+                .get(s)
+                .map_or_else(|| self.clone(), |&n| Dim::Static(n)),
             d => d.clone(),
         }
     }

@@ -55,21 +55,34 @@ pub fn verify(g: &Graph) -> Vec<VerifyError> {
                 Some(sz) if sz == bytes.len() => {}
                 Some(sz) => errors.push(err(
                     Some(id),
-                    format!("constant of {} holds {} bytes, needs {sz}", n.shape, bytes.len()),
+                    format!(
+                        "constant of {} holds {} bytes, needs {sz}",
+                        n.shape,
+                        bytes.len()
+                    ),
                 )),
-                None => errors.push(err(Some(id), format!("constant of symbolic shape {}", n.shape))),
+                None => errors.push(err(
+                    Some(id),
+                    format!("constant of symbolic shape {}", n.shape),
+                )),
             },
             _ => {}
         }
     }
     if g.outputs().is_empty() {
-        errors.push(err(None, "the graph has no outputs (call set_outputs)".into()));
+        errors.push(err(
+            None,
+            "the graph has no outputs (call set_outputs)".into(),
+        ));
     }
     for &o in g.outputs() {
         if o.index() >= g.len() {
             errors.push(err(
                 None,
-                format!("output {o} does not exist (the graph has {} nodes)", g.len()),
+                format!(
+                    "output {o} does not exist (the graph has {} nodes)",
+                    g.len()
+                ),
             ));
         }
     }
@@ -90,7 +103,11 @@ pub fn verify_shapes(g: &Graph) -> Vec<VerifyError> {
             Ok(s) if s == n.shape => {}
             Ok(s) => errors.push(err(
                 Some(id),
-                format!("{}: stored shape {} but inference gives {s}", n.op.mnemonic(), n.shape),
+                format!(
+                    "{}: stored shape {} but inference gives {s}",
+                    n.op.mnemonic(),
+                    n.shape
+                ),
             )),
             Err(e) => errors.push(err(Some(id), format!("{}: {e}", n.op.mnemonic()))),
         }

@@ -28,8 +28,14 @@ fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTen
     let t = match shape.dtype() {
         DType::F32 => HostTensor::from_slice(values, &dims),
         DType::F64 => HostTensor::from_vec(values.iter().map(|&v| v as f64).collect(), &dims),
-        DType::F16 => HostTensor::from_vec(values.iter().map(|&v| rlx_ir::f16::from_f32(v)).collect(), &dims),
-        DType::BF16 => HostTensor::from_vec(values.iter().map(|&v| rlx_ir::bf16::from_f32(v)).collect(), &dims),
+        DType::F16 => HostTensor::from_vec(
+            values.iter().map(|&v| rlx_ir::f16::from_f32(v)).collect(),
+            &dims,
+        ),
+        DType::BF16 => HostTensor::from_vec(
+            values.iter().map(|&v| rlx_ir::bf16::from_f32(v)).collect(),
+            &dims,
+        ),
         given => {
             return Err(RuntimeError::DType {
                 what: format!("{what} (f32 values; use the typed API for non-float data)"),
@@ -104,7 +110,11 @@ impl CompiledGraph {
 
     /// Inputs as (name, shape).
     pub fn input_shapes(&self) -> Vec<(String, Shape)> {
-        self.io().inputs.iter().map(|i| (i.1.clone(), i.2.clone())).collect()
+        self.io()
+            .inputs
+            .iter()
+            .map(|i| (i.1.clone(), i.2.clone()))
+            .collect()
     }
 
     /// Param names in declaration order.
@@ -114,7 +124,11 @@ impl CompiledGraph {
 
     /// Params as (name, shape).
     pub fn param_shapes(&self) -> Vec<(String, Shape)> {
-        self.io().params.iter().map(|p| (p.1.clone(), p.2.clone())).collect()
+        self.io()
+            .params
+            .iter()
+            .map(|p| (p.1.clone(), p.2.clone()))
+            .collect()
     }
 
     /// Output shapes in output order.
@@ -123,16 +137,21 @@ impl CompiledGraph {
     }
 
     fn param_index(&self, name: &str) -> Result<usize> {
-        self.io().params.iter().position(|p| p.1 == name).ok_or_else(|| RuntimeError::UnknownParam {
-            name: name.to_string(),
-            known: self.param_names(),
-        })
+        self.io()
+            .params
+            .iter()
+            .position(|p| p.1 == name)
+            .ok_or_else(|| RuntimeError::UnknownParam {
+                name: name.to_string(),
+                known: self.param_names(),
+            })
     }
 
     /// Sets a float param from f32 values (converted to the param's float dtype);
     /// panics with the error message on failure.
     pub fn set_param(&mut self, name: &str, values: &[f32]) {
-        self.try_set_param(name, values).unwrap_or_else(|e| panic!("{e}"))
+        self.try_set_param(name, values)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Sets a float param from f32 values; on error the old value is kept.
@@ -170,7 +189,11 @@ impl CompiledGraph {
         let mut tensors = Vec::with_capacity(order.len());
         for (slot, &given) in order.iter().enumerate() {
             let (_, name, shape) = &self.io().inputs[slot];
-            tensors.push(values_to_tensor(&format!("input \"{name}\""), shape, inputs[given].1)?);
+            tensors.push(values_to_tensor(
+                &format!("input \"{name}\""),
+                shape,
+                inputs[given].1,
+            )?);
         }
         let outs = self.execute(&tensors.iter().collect::<Vec<_>>())?;
         Ok(outs
@@ -204,12 +227,16 @@ impl CompiledGraph {
         let io = self.io();
         let mut order = vec![usize::MAX; io.inputs.len()];
         for (pos, name) in names.enumerate() {
-            let slot = io.inputs.iter().position(|i| i.1 == name).ok_or_else(|| RuntimeError::UnknownInput {
-                name: name.to_string(),
-                known: self.input_names(),
+            let slot = io.inputs.iter().position(|i| i.1 == name).ok_or_else(|| {
+                RuntimeError::UnknownInput {
+                    name: name.to_string(),
+                    known: self.input_names(),
+                }
             })?;
             if order[slot] != usize::MAX {
-                return Err(RuntimeError::DuplicateInput { name: name.to_string() });
+                return Err(RuntimeError::DuplicateInput {
+                    name: name.to_string(),
+                });
             }
             order[slot] = pos;
         }

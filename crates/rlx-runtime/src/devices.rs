@@ -5,7 +5,9 @@
 //! available; asking for any other device is an error that says why.
 
 use crate::{CompiledGraph, Result, RuntimeError, Session};
-use rlx_driver::{device_label, parse_device, parse_device_list, registry, Device, ParseDeviceError};
+use rlx_driver::{
+    device_label, parse_device, parse_device_list, registry, Device, ParseDeviceError,
+};
 use rlx_ir::{env, Graph};
 use std::sync::Once;
 use thiserror::Error;
@@ -58,12 +60,18 @@ fn speed_rank(d: Device) -> u32 {
 
 /// The fastest available device by the static cost model (the CPU if nothing else).
 pub fn fastest_device() -> Device {
-    available_devices().into_iter().next().unwrap_or(Device::Cpu)
+    available_devices()
+        .into_iter()
+        .next()
+        .unwrap_or(Device::Cpu)
 }
 
 /// Work (multiply-adds) a graph does, roughly: what the cost model weighs.
 pub fn estimated_flops(g: &Graph) -> f64 {
-    g.nodes().iter().map(|n| n.shape.numel().unwrap_or(0) as f64).sum()
+    g.nodes()
+        .iter()
+        .map(|n| n.shape.numel().unwrap_or(0) as f64)
+        .sum()
 }
 
 /// The fastest available device for `g`: an accelerator only pays off
@@ -71,7 +79,8 @@ pub fn estimated_flops(g: &Graph) -> f64 {
 pub fn fastest_device_for(g: &Graph) -> Device {
     const ACCELERATOR_MIN_WORK: f64 = 1e6;
     let best = fastest_device();
-    if best != Device::Cpu && estimated_flops(g) < ACCELERATOR_MIN_WORK && is_available(Device::Cpu) {
+    if best != Device::Cpu && estimated_flops(g) < ACCELERATOR_MIN_WORK && is_available(Device::Cpu)
+    {
         Device::Cpu
     } else {
         best
@@ -123,13 +132,21 @@ pub fn resolve_device_chain() -> Result<Device> {
     if chain.is_empty() {
         return resolve_device();
     }
-    chain.iter().copied().find(|&d| is_available(d)).ok_or_else(|| RuntimeError::DeviceUnavailable {
-        device: chain[0],
-        reason: format!(
-            "no device of RLX_DEVICE_CHAIN is available: {}",
-            chain.iter().map(|&d| format!("{d}: {}", unavailable_reason(d))).collect::<Vec<_>>().join("; ")
-        ),
-    })
+    chain
+        .iter()
+        .copied()
+        .find(|&d| is_available(d))
+        .ok_or_else(|| RuntimeError::DeviceUnavailable {
+            device: chain[0],
+            reason: format!(
+                "no device of RLX_DEVICE_CHAIN is available: {}",
+                chain
+                    .iter()
+                    .map(|&d| format!("{d}: {}", unavailable_reason(d)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        })
 }
 
 /// One line per device kind: available, or why not.
@@ -140,7 +157,11 @@ pub fn device_report() -> String {
         let line = if is_available(d) {
             format!("  {:<10} available ({})", d.to_string(), device_label(d))
         } else {
-            format!("  {:<10} unavailable: {}", d.to_string(), unavailable_reason(d))
+            format!(
+                "  {:<10} unavailable: {}",
+                d.to_string(),
+                unavailable_reason(d)
+            )
         };
         s.push_str(&line);
         s.push('\n');

@@ -18,8 +18,9 @@ mod session;
 
 pub use compiled::CompiledGraph;
 pub use devices::{
-    available_devices, device_chain_from_env, device_from_env, device_report, devices_for, fastest_device,
-    fastest_device_for, is_available, resolve_device, resolve_device_chain, run_with_fallback, DeviceFallbackError,
+    available_devices, device_chain_from_env, device_from_env, device_report, devices_for,
+    fastest_device, fastest_device_for, is_available, resolve_device, resolve_device_chain,
+    run_with_fallback, DeviceFallbackError,
 };
 pub use error::{Result, RuntimeError};
 pub use graph_devices::GraphDevices;

@@ -43,7 +43,8 @@ impl Session {
 
     /// Compiles with `opts`; panics with the error message on failure.
     pub fn compile_with(&self, graph: Graph, opts: &CompileOptions) -> CompiledGraph {
-        self.try_compile_with(graph, opts).unwrap_or_else(|e| panic!("{e}"))
+        self.try_compile_with(graph, opts)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Compiles with default options.
@@ -53,10 +54,11 @@ impl Session {
 
     /// Compiles with `opts`.
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
-        let backend = registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
-            device: self.device,
-            reason: devices::unavailable_reason(self.device),
-        })?;
+        let backend =
+            registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
+                device: self.device,
+                reason: devices::unavailable_reason(self.device),
+            })?;
         let lir = lower(&graph, &|op| backend.claims(op), &opts.lower_options())?;
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::new(self.device, exec))

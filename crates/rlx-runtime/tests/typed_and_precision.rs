@@ -32,8 +32,12 @@ fn typed_runs_of_every_dtype() {
     let d = [2, 3];
     roundtrip(HostTensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], &d).unwrap());
     roundtrip(HostTensor::from_vec(vec![1f64, 2., 3., 4., 5., 6.], &d).unwrap());
-    roundtrip(HostTensor::from_vec((1..=6).map(|v| f16::from_f32(v as f32)).collect(), &d).unwrap());
-    roundtrip(HostTensor::from_vec((1..=6).map(|v| bf16::from_f32(v as f32)).collect(), &d).unwrap());
+    roundtrip(
+        HostTensor::from_vec((1..=6).map(|v| f16::from_f32(v as f32)).collect(), &d).unwrap(),
+    );
+    roundtrip(
+        HostTensor::from_vec((1..=6).map(|v| bf16::from_f32(v as f32)).collect(), &d).unwrap(),
+    );
     roundtrip(HostTensor::from_vec(vec![1i8, -2, 3, -4, 5, -6], &d).unwrap());
     roundtrip(HostTensor::from_vec(vec![1i16, -2, 3, -4, 5, -6], &d).unwrap());
     roundtrip(HostTensor::from_vec(vec![1i32, -2, 3, -4, 5, -6], &d).unwrap());
@@ -41,15 +45,27 @@ fn typed_runs_of_every_dtype() {
     roundtrip(HostTensor::from_vec(vec![1u8, 2, 3, 4, 5, 255], &d).unwrap());
     roundtrip(HostTensor::from_vec(vec![1u32, 2, 3, 4, 5, u32::MAX], &d).unwrap());
     roundtrip(HostTensor::from_vec(vec![true, false, true, true, false, false], &d).unwrap());
-    roundtrip(HostTensor::from_vec((0..6).map(|v| Complex32::new(v as f32, -(v as f32))).collect(), &d).unwrap());
+    roundtrip(
+        HostTensor::from_vec(
+            (0..6)
+                .map(|v| Complex32::new(v as f32, -(v as f32)))
+                .collect(),
+            &d,
+        )
+        .unwrap(),
+    );
 }
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -78,7 +94,9 @@ fn block() -> Graph {
 }
 
 fn run_block(opts: &CompileOptions) -> Vec<Vec<f32>> {
-    let mut c = Session::new(Device::Cpu).try_compile_with(block(), opts).unwrap();
+    let mut c = Session::new(Device::Cpu)
+        .try_compile_with(block(), opts)
+        .unwrap();
     for (i, (name, shape)) in c.param_shapes().into_iter().enumerate() {
         let n = shape.numel().unwrap();
         let v: Vec<f32> = values(n, i as u64 + 10).iter().map(|x| x * 0.5).collect();
@@ -89,7 +107,9 @@ fn run_block(opts: &CompileOptions) -> Vec<Vec<f32>> {
 
 fn max_rel(a: &[f32], b: &[f32]) -> f32 {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
-    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs() / scale))
+    a.iter()
+        .zip(b)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs() / scale))
 }
 
 #[test]
@@ -108,9 +128,15 @@ fn f16_and_bf16_sessions_track_f32() {
 #[test]
 fn f16_session_keeps_f32_io() {
     let mut c = Session::new(Device::Cpu)
-        .try_compile_with(block(), &CompileOptions::default().precision(Precision::F16))
+        .try_compile_with(
+            block(),
+            &CompileOptions::default().precision(Precision::F16),
+        )
         .unwrap();
-    assert!(c.input_shapes().iter().all(|(_, s)| s.dtype() == DType::F32));
+    assert!(c
+        .input_shapes()
+        .iter()
+        .all(|(_, s)| s.dtype() == DType::F32));
     assert!(c.output_shapes().iter().all(|s| s.dtype() == DType::F32));
     let g = &c.lir().graph;
     assert!(g.nodes().iter().any(|n| n.shape.dtype() == DType::F16));
@@ -125,27 +151,43 @@ fn native_composites_match_their_decompositions() {
         assert!(max_rel(a, b) < 1e-5, "{}", max_rel(a, b));
     }
     let c = Session::new(Device::Cpu)
-        .try_compile_with(block(), &CompileOptions::default().decompose_composites(true))
+        .try_compile_with(
+            block(),
+            &CompileOptions::default().decompose_composites(true),
+        )
         .unwrap();
-    assert!(c.lir().graph.nodes().iter().all(|n| !n.op.kind().is_composite()));
+    assert!(c
+        .lir()
+        .graph
+        .nodes()
+        .iter()
+        .all(|n| !n.op.kind().is_composite()));
 }
 
 #[test]
 fn symbolic_batch_compiles_per_binding() {
     let mut g = Graph::new("dyn");
-    let x = g.input("x", Shape::from_dims(vec![Dim::sym("batch"), Dim::Static(3)], DType::F32));
+    let x = g.input(
+        "x",
+        Shape::from_dims(vec![Dim::sym("batch"), Dim::Static(3)], DType::F32),
+    );
     let s = g.sum(x, &[1], false);
     let y = g.sm(x, -1);
     g.set_outputs(vec![s, y]);
     for batch in [1usize, 2, 5] {
         let opts = CompileOptions::default().bind_dim("batch", batch);
-        let mut c = Session::new(Device::Cpu).try_compile_with(g.clone(), &opts).unwrap();
+        let mut c = Session::new(Device::Cpu)
+            .try_compile_with(g.clone(), &opts)
+            .unwrap();
         let xs: Vec<f32> = (0..batch * 3).map(|v| v as f32).collect();
         let out = c.try_run(&[("x", &xs)]).unwrap();
         let want: Vec<f32> = (0..batch).map(|b| (9 * b + 3) as f32).collect();
         assert_eq!(out[0], want);
         assert_eq!(out[1].len(), batch * 3);
     }
-    let e = Session::new(Device::Cpu).try_compile(g).unwrap_err().to_string();
+    let e = Session::new(Device::Cpu)
+        .try_compile(g)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("unbound symbols [\"batch\"]"), "{e}");
 }

@@ -60,14 +60,15 @@ pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
 pub use rlx_ir::{
-    inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all, verify_shapes, DType,
-    Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op, OpKind, Shape, Tick, VerifyError,
+    inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all,
+    verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
+    OpKind, Shape, Tick, VerifyError,
 };
 pub use rlx_runtime::{
-    available_devices, device_chain_from_env, device_from_env, device_label, device_report, devices_for,
-    fastest_device, fastest_device_for, is_available, parse_device, parse_device_list, resolve_device,
-    resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph, DeviceFallbackError, GraphDevices,
-    ParseDeviceError, Precision, RuntimeError, Session,
+    available_devices, device_chain_from_env, device_from_env, device_label, device_report,
+    devices_for, fastest_device, fastest_device_for, is_available, parse_device, parse_device_list,
+    resolve_device, resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph,
+    DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
 
 /// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
@@ -85,7 +86,9 @@ pub use rlx_runtime::{
 /// ```
 pub mod ops {
     pub use rlx_ir::fft::FftNorm;
-    pub use rlx_ir::op::{Activation, BinaryOp, CmpOp, MaskKind, PadMode, PoolKind, ReduceOp, UnaryOp};
+    pub use rlx_ir::op::{
+        Activation, BinaryOp, CmpOp, MaskKind, PadMode, PoolKind, ReduceOp, UnaryOp,
+    };
     pub use rlx_ir::ops::upsample::InterpMode;
 }
 
@@ -128,12 +131,13 @@ pub mod prelude {
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     pub use crate::{
-        available_devices, device_chain_from_env, device_from_env, device_label, device_report, devices_for,
-        fastest_device, fastest_device_for, is_available, parse_device, parse_device_list, resolve_device,
-        resolve_device_chain, run_with_fallback, scalar_constant_bytes, verify, verify_all, verify_shapes,
-        CompileOptions, CompiledGraph, DType, Device, DeviceFallbackError, Dim, Element, Error, Graph, GraphDevices,
-        GraphExt, HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape, Tick,
-        VerifyError,
+        available_devices, device_chain_from_env, device_from_env, device_label, device_report,
+        devices_for, fastest_device, fastest_device_for, is_available, parse_device,
+        parse_device_list, resolve_device, resolve_device_chain, run_with_fallback,
+        scalar_constant_bytes, verify, verify_all, verify_shapes, CompileOptions, CompiledGraph,
+        DType, Device, DeviceFallbackError, Dim, Element, Error, Graph, GraphDevices, GraphExt,
+        HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
+        Tick, VerifyError,
     };
 }
 

@@ -26,10 +26,11 @@ pub fn dce(g: &Graph) -> Result<Graph, CompileError> {
     let mut map = vec![NodeId(u32::MAX); g.len()];
     for id in g.ids() {
         if live[id.index()] {
-            map[id.index()] = copy_node(&mut out, g.node(id), &map).map_err(|source| CompileError::Pass {
-                pass: "dce",
-                source,
-            })?;
+            map[id.index()] =
+                copy_node(&mut out, g.node(id), &map).map_err(|source| CompileError::Pass {
+                    pass: "dce",
+                    source,
+                })?;
         }
     }
     out.set_outputs(g.outputs().iter().map(|o| map[o.index()]).collect());

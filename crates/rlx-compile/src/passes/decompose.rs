@@ -20,7 +20,9 @@ pub fn decompose_unclaimed(g: &Graph, claims: &dyn Fn(&Op) -> bool) -> Result<Gr
             let id = ops::decompose(&mut out, n, &inputs)
                 .map_err(wrap)?
                 .expect("composite ops have a decomposition");
-            let origin = NodeOrigin::Decomposed { of: n.op.mnemonic() };
+            let origin = NodeOrigin::Decomposed {
+                of: n.op.mnemonic(),
+            };
             for k in first_new..out.len() {
                 out.set_origin(NodeId(k as u32), origin.clone());
             }

@@ -22,7 +22,12 @@ fn cast(out: &mut Graph, x: NodeId, to: DType) -> Result<NodeId, IrError> {
     }
     let s = out.shape(x).with_dtype(to);
     let id = out.try_node(Op::Cast, &[x], Some(s))?;
-    out.set_origin(id, NodeOrigin::Pass { name: "precision".into() });
+    out.set_origin(
+        id,
+        NodeOrigin::Pass {
+            name: "precision".into(),
+        },
+    );
     Ok(id)
 }
 

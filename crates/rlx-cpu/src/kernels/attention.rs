@@ -55,7 +55,7 @@ fn extents(q: &[usize], k: &[usize], v: &[usize]) -> Result<Extents, String> {
         ));
     }
     for i in 0..r - 2 {
-        let grouped = i + 3 == r && k[i] > 0 && q[i] % k[i] == 0;
+        let grouped = i + 3 == r && k[i] > 0 && q[i].is_multiple_of(k[i]);
         if k[i] != v[i] || (q[i] != k[i] && !grouped) {
             return Err(format!(
                 "attention: q {q:?}, k {k:?}, v {v:?} differ on axis {i}"

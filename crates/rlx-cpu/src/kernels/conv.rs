@@ -28,7 +28,9 @@ pub(crate) fn check_buf(
         return Err(format!("{what} is {dtype}, expected {want}"));
     }
     let w = dtype.size_bytes();
-    if bytes.len() != dims.iter().product::<usize>() * w || bytes.as_ptr() as usize % w != 0 {
+    if bytes.len() != dims.iter().product::<usize>() * w
+        || !(bytes.as_ptr() as usize).is_multiple_of(w)
+    {
         return Err(format!(
             "{what}: {} bytes do not hold {dtype}{dims:?}",
             bytes.len()
@@ -181,7 +183,12 @@ fn conv_geom(
     } else {
         wt.dims[0] == o && wt.dims[1] * groups == c
     };
-    if groups == 0 || c % groups != 0 || o % groups != 0 || !ok || out.dims[0] != x.dims[0] {
+    if groups == 0
+        || c % groups != 0
+        || !o.is_multiple_of(groups)
+        || !ok
+        || out.dims[0] != x.dims[0]
+    {
         return Err(format!(
             "{name}: x {:?}, w {:?}, out {:?} do not match groups = {groups}",
             x.dims, wt.dims, out.dims

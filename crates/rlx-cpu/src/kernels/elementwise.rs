@@ -22,15 +22,16 @@ fn unary_real<T: Real>(u: UnaryOp, x: T) -> T {
         UnaryOp::Tanh => x.tanh(),
         UnaryOp::Sigmoid => sigmoid(x),
         UnaryOp::Relu => {
-            if x.is_nan() {
-                x
-            } else if x > T::ZERO {
+            // NaN propagates, as numpy's maximum(x, 0).
+            if x.is_nan() || x > T::ZERO {
                 x
             } else {
                 T::ZERO
             }
         }
-        UnaryOp::Gelu => half * x * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf()),
+        UnaryOp::Gelu => {
+            half * x * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf())
+        }
         UnaryOp::GeluApprox => {
             let c = T::from_f64((2.0 / std::f64::consts::PI).sqrt());
             half * x * (T::ONE + (c * (x + T::from_f64(0.044715) * x * x * x)).tanh())
@@ -97,18 +98,44 @@ fn map<A: Pod, O: Pod>(x: &View, out: &mut ViewMut, f: impl Fn(A) -> O) {
 pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     match x.dtype {
-        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => with_real!(x.dtype, ins, out, |i, o| {
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+            with_real!(x.dtype, ins, out, |i, o| {
             map::<T, T>(&i[0], o, |v| unary_real(u, v));
             Ok(())
-        }; T),
-        DType::I8 => Ok(map::<i8, i8>(x, out, |v| unary_int(u, v))),
-        DType::I16 => Ok(map::<i16, i16>(x, out, |v| unary_int(u, v))),
-        DType::I32 => Ok(map::<i32, i32>(x, out, |v| unary_int(u, v))),
-        DType::I64 => Ok(map::<i64, i64>(x, out, |v| unary_int(u, v))),
-        DType::U8 => Ok(map::<u8, u8>(x, out, |v| unary_int(u, v))),
-        DType::U32 => Ok(map::<u32, u32>(x, out, |v| unary_int(u, v))),
-        DType::Bool => Ok(map::<u8, u8>(x, out, |v| (v == 0) as u8)),
-        DType::C64 => Ok(map::<Complex32, Complex32>(x, out, |v| -v)),
+        }; T)
+        }
+        DType::I8 => {
+            map::<i8, i8>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::I16 => {
+            map::<i16, i16>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::I32 => {
+            map::<i32, i32>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::I64 => {
+            map::<i64, i64>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::U8 => {
+            map::<u8, u8>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::U32 => {
+            map::<u32, u32>(x, out, |v| unary_int(u, v));
+            Ok(())
+        }
+        DType::Bool => {
+            map::<u8, u8>(x, out, |v| (v == 0) as u8);
+            Ok(())
+        }
+        DType::C64 => {
+            map::<Complex32, Complex32>(x, out, |v| -v);
+            Ok(())
+        }
     }
 }
 
@@ -213,18 +240,44 @@ fn binary_complex(op: BinaryOp, a: Complex32, b: Complex32) -> Complex32 {
 pub fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
-        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => with_real!(a.dtype, ins, out, |i, o| {
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+            with_real!(a.dtype, ins, out, |i, o| {
             zip2::<T, T, T>(&i[0], &i[1], o, |x, y| binary_real(op, x, y));
             Ok(())
-        }; T),
-        DType::I8 => Ok(zip2::<i8, i8, i8>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::I16 => Ok(zip2::<i16, i16, i16>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::I32 => Ok(zip2::<i32, i32, i32>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::I64 => Ok(zip2::<i64, i64, i64>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::U8 => Ok(zip2::<u8, u8, u8>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::U32 => Ok(zip2::<u32, u32, u32>(a, b, out, |x, y| binary_int(op, x, y))),
-        DType::Bool => Ok(zip2::<u8, u8, u8>(a, b, out, |x, y| binary_bool(op, x, y))),
-        DType::C64 => Ok(zip2::<Complex32, Complex32, Complex32>(a, b, out, |x, y| binary_complex(op, x, y))),
+        }; T)
+        }
+        DType::I8 => {
+            zip2::<i8, i8, i8>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::I16 => {
+            zip2::<i16, i16, i16>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::I32 => {
+            zip2::<i32, i32, i32>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::I64 => {
+            zip2::<i64, i64, i64>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::U8 => {
+            zip2::<u8, u8, u8>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::U32 => {
+            zip2::<u32, u32, u32>(a, b, out, |x, y| binary_int(op, x, y));
+            Ok(())
+        }
+        DType::Bool => {
+            zip2::<u8, u8, u8>(a, b, out, |x, y| binary_bool(op, x, y));
+            Ok(())
+        }
+        DType::C64 => {
+            zip2::<Complex32, Complex32, Complex32>(a, b, out, |x, y| binary_complex(op, x, y));
+            Ok(())
+        }
     }
 }
 
@@ -269,12 +322,20 @@ fn select_typed<T: Pod>(c: &View, a: &View, b: &View, out: &mut ViewMut) {
     let dims = out.dims;
     let (xc, xa, xb) = (c.slice::<u8>(), a.slice::<T>(), b.slice::<T>());
     let mut oc = Vec::with_capacity(out.numel());
-    for_each_strided(dims, &broadcast_strides(c.dims, dims), 0, |_, p| oc.push(p as usize));
+    for_each_strided(dims, &broadcast_strides(c.dims, dims), 0, |_, p| {
+        oc.push(p as usize)
+    });
     let mut ob = Vec::with_capacity(out.numel());
-    for_each_strided(dims, &broadcast_strides(b.dims, dims), 0, |_, p| ob.push(p as usize));
+    for_each_strided(dims, &broadcast_strides(b.dims, dims), 0, |_, p| {
+        ob.push(p as usize)
+    });
     let o = out.slice::<T>();
     for_each_strided(dims, &broadcast_strides(a.dims, dims), 0, |i, p| {
-        o[i] = if xc[oc[i]] != 0 { xa[p as usize] } else { xb[ob[i]] };
+        o[i] = if xc[oc[i]] != 0 {
+            xa[p as usize]
+        } else {
+            xb[ob[i]]
+        };
     });
 }
 
@@ -332,7 +393,10 @@ pub fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
     match out.dtype {
         DType::Bool => {
             let truth: Vec<u8> = if x.dtype == DType::C64 {
-                x.slice::<Complex32>().iter().map(|c| (c.re != 0.0 || c.im != 0.0) as u8).collect()
+                x.slice::<Complex32>()
+                    .iter()
+                    .map(|c| (c.re != 0.0 || c.im != 0.0) as u8)
+                    .collect()
             } else if x.dtype.is_float() {
                 decode_f64(x).iter().map(|&v| (v != 0.0) as u8).collect()
             } else {

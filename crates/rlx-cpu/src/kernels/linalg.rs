@@ -35,18 +35,26 @@ fn gemm_int<T: Int>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize)
 }
 
 /// Batched matmul over broadcast batch dims. `a_dims` / `b_dims` are rank >= 2.
-fn batched<T: Pod>(a: &[T], a_dims: &[usize], b: &[T], b_dims: &[usize], c: &mut [T], gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize)) {
+fn batched<T: Pod>(
+    a: &[T],
+    a_dims: &[usize],
+    b: &[T],
+    b_dims: &[usize],
+    c: &mut [T],
+    gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize),
+) {
     let (ra, rb) = (a_dims.len(), b_dims.len());
     let (m, k, n) = (a_dims[ra - 2], a_dims[ra - 1], b_dims[rb - 1]);
     let ba = &a_dims[..ra - 2];
     let bb = &b_dims[..rb - 2];
     let rank = ba.len().max(bb.len());
-    let mut batch = vec![1usize; rank];
-    for i in 0..rank {
-        let da = (i + ba.len()).checked_sub(rank).map_or(1, |j| ba[j]);
-        let db = (i + bb.len()).checked_sub(rank).map_or(1, |j| bb[j]);
-        batch[i] = da.max(db);
-    }
+    let batch: Vec<usize> = (0..rank)
+        .map(|i| {
+            let da = (i + ba.len()).checked_sub(rank).map_or(1, |j| ba[j]);
+            let db = (i + bb.len()).checked_sub(rank).map_or(1, |j| bb[j]);
+            da.max(db)
+        })
+        .collect();
     let sa = broadcast_strides(ba, &batch);
     let sb = broadcast_strides(bb, &batch);
     let mut offs_b = Vec::new();
@@ -56,7 +64,14 @@ fn batched<T: Pod>(a: &[T], a_dims: &[usize], b: &[T], b_dims: &[usize], c: &mut
     }
     for_each_strided(&batch, &sa, 0, |i, p| {
         let (pa, pb) = (p as usize * m * k, offs_b[i] * k * n);
-        gemm(&a[pa..pa + m * k], &b[pb..pb + k * n], &mut c[i * m * n..(i + 1) * m * n], m, k, n);
+        gemm(
+            &a[pa..pa + m * k],
+            &b[pb..pb + k * n],
+            &mut c[i * m * n..(i + 1) * m * n],
+            m,
+            k,
+            n,
+        );
     });
 }
 
@@ -68,21 +83,51 @@ fn matrix_dims(dims: &[usize], lhs: bool) -> Vec<usize> {
     }
 }
 
-fn matmul_typed<T: Pod>(a: &View, b: &View, out: &mut ViewMut, gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize)) {
+fn matmul_typed<T: Pod>(
+    a: &View,
+    b: &View,
+    out: &mut ViewMut,
+    gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize),
+) {
     let (ad, bd) = (matrix_dims(a.dims, true), matrix_dims(b.dims, false));
-    batched(a.slice::<T>(), &ad, b.slice::<T>(), &bd, out.slice::<T>(), gemm);
+    batched(
+        a.slice::<T>(),
+        &ad,
+        b.slice::<T>(),
+        &bd,
+        out.slice::<T>(),
+        gemm,
+    );
 }
 
 /// numpy matmul.
 pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
-        DType::I8 => Ok(matmul_typed::<i8>(a, b, out, gemm_int)),
-        DType::I16 => Ok(matmul_typed::<i16>(a, b, out, gemm_int)),
-        DType::I32 => Ok(matmul_typed::<i32>(a, b, out, gemm_int)),
-        DType::I64 => Ok(matmul_typed::<i64>(a, b, out, gemm_int)),
-        DType::U8 => Ok(matmul_typed::<u8>(a, b, out, gemm_int)),
-        DType::U32 => Ok(matmul_typed::<u32>(a, b, out, gemm_int)),
+        DType::I8 => {
+            matmul_typed::<i8>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I16 => {
+            matmul_typed::<i16>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I32 => {
+            matmul_typed::<i32>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I64 => {
+            matmul_typed::<i64>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::U8 => {
+            matmul_typed::<u8>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::U32 => {
+            matmul_typed::<u32>(a, b, out, gemm_int);
+            Ok(())
+        }
         d => with_real!(d, ins, out, |i, o| {
             matmul_typed::<T>(&i[0], &i[1], o, gemm_real::<T>);
             Ok(())
@@ -100,17 +145,41 @@ pub fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     out
 }
 
-fn dot_general_typed<T: Pod + Default>(d: &DotDims, a: &View, b: &View, out: &mut ViewMut, gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize)) {
+fn dot_general_typed<T: Pod + Default>(
+    d: &DotDims,
+    a: &View,
+    b: &View,
+    out: &mut ViewMut,
+    gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize),
+) {
     let free = |rank: usize, batch: &[usize], contract: &[usize]| -> Vec<usize> {
-        (0..rank).filter(|i| !batch.contains(i) && !contract.contains(i)).collect()
+        (0..rank)
+            .filter(|i| !batch.contains(i) && !contract.contains(i))
+            .collect()
     };
     let fa = free(a.dims.len(), &d.lhs_batch, &d.lhs_contract);
     let fb = free(b.dims.len(), &d.rhs_batch, &d.rhs_contract);
-    let pa: Vec<usize> = d.lhs_batch.iter().chain(&fa).chain(&d.lhs_contract).copied().collect();
-    let pb: Vec<usize> = d.rhs_batch.iter().chain(&d.rhs_contract).chain(&fb).copied().collect();
+    let pa: Vec<usize> = d
+        .lhs_batch
+        .iter()
+        .chain(&fa)
+        .chain(&d.lhs_contract)
+        .copied()
+        .collect();
+    let pb: Vec<usize> = d
+        .rhs_batch
+        .iter()
+        .chain(&d.rhs_contract)
+        .chain(&fb)
+        .copied()
+        .collect();
     let prod = |ax: &[usize], dims: &[usize]| ax.iter().map(|&i| dims[i]).product::<usize>();
     let nb = prod(&d.lhs_batch, a.dims);
-    let (m, k, n) = (prod(&fa, a.dims), prod(&d.lhs_contract, a.dims), prod(&fb, b.dims));
+    let (m, k, n) = (
+        prod(&fa, a.dims),
+        prod(&d.lhs_contract, a.dims),
+        prod(&fb, b.dims),
+    );
     let ta = permuted(a.slice::<T>(), a.dims, &pa);
     let tb = permuted(b.slice::<T>(), b.dims, &pb);
     batched(&ta, &[nb, m, k], &tb, &[nb, k, n], out.slice::<T>(), gemm);
@@ -120,12 +189,30 @@ fn dot_general_typed<T: Pod + Default>(d: &DotDims, a: &View, b: &View, out: &mu
 pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
-        DType::I8 => Ok(dot_general_typed::<i8>(d, a, b, out, gemm_int)),
-        DType::I16 => Ok(dot_general_typed::<i16>(d, a, b, out, gemm_int)),
-        DType::I32 => Ok(dot_general_typed::<i32>(d, a, b, out, gemm_int)),
-        DType::I64 => Ok(dot_general_typed::<i64>(d, a, b, out, gemm_int)),
-        DType::U8 => Ok(dot_general_typed::<u8>(d, a, b, out, gemm_int)),
-        DType::U32 => Ok(dot_general_typed::<u32>(d, a, b, out, gemm_int)),
+        DType::I8 => {
+            dot_general_typed::<i8>(d, a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I16 => {
+            dot_general_typed::<i16>(d, a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I32 => {
+            dot_general_typed::<i32>(d, a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::I64 => {
+            dot_general_typed::<i64>(d, a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::U8 => {
+            dot_general_typed::<u8>(d, a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::U32 => {
+            dot_general_typed::<u32>(d, a, b, out, gemm_int);
+            Ok(())
+        }
         dt => with_real!(dt, ins, out, |i, o| {
             dot_general_typed::<T>(d, &i[0], &i[1], o, gemm_real::<T>);
             Ok(())

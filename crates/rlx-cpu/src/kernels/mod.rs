@@ -48,14 +48,22 @@ pub struct ViewMut<'a> {
 
 fn cast_slice<T: Pod>(b: &[u8]) -> &[T] {
     let w = std::mem::size_of::<T>();
-    assert!(b.len() % w == 0 && (b.as_ptr() as usize) % std::mem::align_of::<T>() == 0, "misaligned tensor view");
+    assert!(
+        b.len().is_multiple_of(w)
+            && (b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()),
+        "misaligned tensor view"
+    );
     // SAFETY: T is Pod, the length is a multiple of its size and the pointer is aligned.
     unsafe { std::slice::from_raw_parts(b.as_ptr() as *const T, b.len() / w) }
 }
 
 fn cast_slice_mut<T: Pod>(b: &mut [u8]) -> &mut [T] {
     let w = std::mem::size_of::<T>();
-    assert!(b.len() % w == 0 && (b.as_ptr() as usize) % std::mem::align_of::<T>() == 0, "misaligned tensor view");
+    assert!(
+        b.len().is_multiple_of(w)
+            && (b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()),
+        "misaligned tensor view"
+    );
     // SAFETY: as in cast_slice, and the borrow is unique.
     unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / w) }
 }
@@ -94,22 +102,60 @@ pub fn widen_f32(v: &View) -> Vec<f32> {
 
 /// Runs an f32 kernel on F16 / BF16 data: widens every F16 / BF16 input to
 /// f32, runs `f` into an f32 output of the same dims, narrows the result.
-pub fn run_widened(ins: &[View], out: &mut ViewMut, f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult) -> KernelResult {
+pub fn run_widened(
+    ins: &[View],
+    out: &mut ViewMut,
+    f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+) -> KernelResult {
     let low = |d: DType| matches!(d, DType::F16 | DType::BF16);
-    let wide: Vec<Vec<f32>> = ins.iter().map(|v| if low(v.dtype) { widen_f32(v) } else { Vec::new() }).collect();
+    let wide: Vec<Vec<f32>> = ins
+        .iter()
+        .map(|v| {
+            if low(v.dtype) {
+                widen_f32(v)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
     let views: Vec<View> = ins
         .iter()
         .zip(&wide)
-        .map(|(v, w)| if low(v.dtype) { View { dims: v.dims, dtype: DType::F32, bytes: f32_bytes(w) } } else { *v })
+        .map(|(v, w)| {
+            if low(v.dtype) {
+                View {
+                    dims: v.dims,
+                    dtype: DType::F32,
+                    bytes: f32_bytes(w),
+                }
+            } else {
+                *v
+            }
+        })
         .collect();
     if !low(out.dtype) {
         return f(&views, out);
     }
     let mut tmp = vec![0f32; out.numel()];
-    f(&views, &mut ViewMut { dims: out.dims, dtype: DType::F32, bytes: f32_bytes_mut(&mut tmp) })?;
+    f(
+        &views,
+        &mut ViewMut {
+            dims: out.dims,
+            dtype: DType::F32,
+            bytes: f32_bytes_mut(&mut tmp),
+        },
+    )?;
     match out.dtype {
-        DType::F16 => out.slice::<f16>().iter_mut().zip(&tmp).for_each(|(o, &x)| *o = f16::from_f32(x)),
-        _ => out.slice::<bf16>().iter_mut().zip(&tmp).for_each(|(o, &x)| *o = bf16::from_f32(x)),
+        DType::F16 => out
+            .slice::<f16>()
+            .iter_mut()
+            .zip(&tmp)
+            .for_each(|(o, &x)| *o = f16::from_f32(x)),
+        _ => out
+            .slice::<bf16>()
+            .iter_mut()
+            .zip(&tmp)
+            .for_each(|(o, &x)| *o = bf16::from_f32(x)),
     }
     Ok(())
 }
@@ -131,10 +177,21 @@ pub fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
 macro_rules! with_real {
     ($dtype:expr, $ins:expr, $out:expr, |$i:ident, $o:ident| $body:expr; $T:ident) => {
         match $dtype {
-            rlx_ir::DType::F32 => { type $T = f32; let ($i, $o) = ($ins, $out); $body }
-            rlx_ir::DType::F64 => { type $T = f64; let ($i, $o) = ($ins, $out); $body }
+            rlx_ir::DType::F32 => {
+                type $T = f32;
+                let ($i, $o) = ($ins, $out);
+                $body
+            }
+            rlx_ir::DType::F64 => {
+                type $T = f64;
+                let ($i, $o) = ($ins, $out);
+                $body
+            }
             rlx_ir::DType::F16 | rlx_ir::DType::BF16 => {
-                $crate::kernels::run_widened($ins, $out, |$i, $o| { type $T = f32; $body })
+                $crate::kernels::run_widened($ins, $out, |$i, $o| {
+                    type $T = f32;
+                    $body
+                })
             }
             d => Err(format!("not defined for dtype {d}")),
         }
@@ -154,7 +211,11 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
         Op::DotGeneral(d) => linalg::dot_general(d, ins, out),
         Op::Reduce { op, axes, .. } => reduce::reduce(*op, axes, ins, out),
         Op::ArgReduce { op, axis, .. } => reduce::arg_reduce(*op, *axis, ins, out),
-        Op::Cumsum { axis, exclusive, reverse } => reduce::cumsum(*axis, *exclusive, *reverse, ins, out),
+        Op::Cumsum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce::cumsum(*axis, *exclusive, *reverse, ins, out),
         Op::Reshape => movement::reshape(ins, out),
         Op::Transpose { perm } => movement::transpose(perm, ins, out),
         Op::Slice(spec) => movement::slice(spec, ins, out),
@@ -164,26 +225,51 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
         Op::Gather { axis } => indexing::gather(*axis, ins, out),
         Op::GatherElements { axis } => indexing::gather_elements(*axis, ins, out),
         Op::ScatterAdd { axis } => indexing::scatter_add(*axis, ins, out),
-        Op::TopK { k, axis, largest, output } => indexing::topk(*k, *axis, *largest, *output, ins, out),
+        Op::TopK {
+            k,
+            axis,
+            largest,
+            output,
+        } => indexing::topk(*k, *axis, *largest, *output, ins, out),
         Op::Iota { axis, start, step } => indexing::iota(*axis, *start, *step, out),
         Op::Softmax { axis } => norm::softmax(*axis, false, ins, out),
         Op::LogSoftmax { axis } => norm::softmax(*axis, true, ins, out),
         Op::LayerNorm { axis, eps } => norm::layer_norm(*axis, *eps, ins, out),
         Op::RmsNorm { eps } => norm::rms_norm(*eps, ins, out),
         Op::GroupNorm { groups, eps } => norm::group_norm(*groups, *eps, ins, out),
-        Op::Attention { mask, scale, softcap } => attention::attention(*mask, *scale, *softcap, ins, out),
+        Op::Attention {
+            mask,
+            scale,
+            softcap,
+        } => attention::attention(*mask, *scale, *softcap, ins, out),
         Op::Rope { interleaved } => attention::rope(*interleaved, ins, out),
         Op::Conv { window, groups } => conv::conv(window, *groups, ins, out),
-        Op::ConvTranspose { window, output_padding, groups } => conv::conv_transpose(window, output_padding, *groups, ins, out),
-        Op::Pool { kind, window, count_include_pad } => conv::pool(*kind, window, *count_include_pad, ins, out),
-        Op::Upsample { mode, align_corners } => upsample::upsample(*mode, *align_corners, ins, out),
+        Op::ConvTranspose {
+            window,
+            output_padding,
+            groups,
+        } => conv::conv_transpose(window, output_padding, *groups, ins, out),
+        Op::Pool {
+            kind,
+            window,
+            count_include_pad,
+        } => conv::pool(*kind, window, *count_include_pad, ins, out),
+        Op::Upsample {
+            mode,
+            align_corners,
+        } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
     }
 }
 
 /// Element offsets of `dims`-shaped data read through `strides` (elements;
 /// 0 on broadcast axes), in row-major order of `dims`. Calls `f(out_index, in_offset)`.
-pub fn for_each_strided(dims: &[usize], strides: &[isize], base: isize, mut f: impl FnMut(usize, isize)) {
+pub fn for_each_strided(
+    dims: &[usize],
+    strides: &[isize],
+    base: isize,
+    mut f: impl FnMut(usize, isize),
+) {
     let n: usize = dims.iter().product();
     if n == 0 {
         return;

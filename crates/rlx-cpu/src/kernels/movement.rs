@@ -10,10 +10,22 @@ use rlx_ir::{contiguous_strides, scalar_constant_bytes};
 macro_rules! by_width {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype.size_bytes() {
-            1 => { type $T = u8; $body }
-            2 => { type $T = u16; $body }
-            4 => { type $T = u32; $body }
-            _ => { type $T = u64; $body }
+            1 => {
+                type $T = u8;
+                $body
+            }
+            2 => {
+                type $T = u16;
+                $body
+            }
+            4 => {
+                type $T = u32;
+                $body
+            }
+            _ => {
+                type $T = u64;
+                $body
+            }
         }
     };
 }
@@ -44,8 +56,16 @@ pub fn transpose(perm: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResul
 pub fn slice(spec: &SliceSpec, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let cs = contiguous_strides(x.dims);
-    let strides: Vec<isize> = cs.iter().zip(&spec.steps).map(|(&c, &s)| c as isize * s as isize).collect();
-    let base: isize = cs.iter().zip(&spec.starts).map(|(&c, &s)| (c * s) as isize).sum();
+    let strides: Vec<isize> = cs
+        .iter()
+        .zip(&spec.steps)
+        .map(|(&c, &s)| c as isize * s as isize)
+        .collect();
+    let base: isize = cs
+        .iter()
+        .zip(&spec.starts)
+        .map(|(&c, &s)| (c * s) as isize)
+        .sum();
     if out.numel() == 0 {
         return Ok(());
     }
@@ -71,7 +91,8 @@ pub fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     for x in ins {
         let chunk = x.dims[axis] * inner;
         for o in 0..outer {
-            out.bytes[o * row + col..o * row + col + chunk].copy_from_slice(&x.bytes[o * chunk..(o + 1) * chunk]);
+            out.bytes[o * row + col..o * row + col + chunk]
+                .copy_from_slice(&x.bytes[o * chunk..(o + 1) * chunk]);
         }
         col += chunk;
     }
@@ -102,7 +123,13 @@ fn pad_source(i: usize, lo: usize, n: usize, mode: &PadMode) -> Option<usize> {
     }
 }
 
-fn pad_typed<T: Pod>(pads: &[(usize, usize)], mode: &PadMode, x: &View, out: &mut ViewMut, fill: T) {
+fn pad_typed<T: Pod>(
+    pads: &[(usize, usize)],
+    mode: &PadMode,
+    x: &View,
+    out: &mut ViewMut,
+    fill: T,
+) {
     let src = x.slice::<T>();
     let in_strides = contiguous_strides(x.dims);
     let dims = out.dims.to_vec();
@@ -133,7 +160,12 @@ fn pad_typed<T: Pod>(pads: &[(usize, usize)], mode: &PadMode, x: &View, out: &mu
 }
 
 /// Constant / reflect / edge padding.
-pub fn pad(pads: &[(usize, usize)], mode: &PadMode, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub fn pad(
+    pads: &[(usize, usize)],
+    mode: &PadMode,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let x = &ins[0];
     let value = match mode {
         PadMode::Constant(v) => *v,

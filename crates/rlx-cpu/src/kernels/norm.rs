@@ -41,12 +41,15 @@ fn arity(ins: &[View], lo: usize, hi: usize, what: &str) -> KernelResult {
     Ok(())
 }
 
+/// Optional (gamma, beta) slices.
+type Affine<'a, T> = (Option<&'a [T]>, Option<&'a [T]>);
+
 /// Optional affine parameters `ins[1..]`, each of `dims` and the input dtype.
 fn affine_params<'a, T: Pod>(
     ins: &[View<'a>],
     dims: &[usize],
     what: &str,
-) -> Result<(Option<&'a [T]>, Option<&'a [T]>), String> {
+) -> Result<Affine<'a, T>, String> {
     let mut ps = [None, None];
     for (p, v) in ps.iter_mut().zip(&ins[1..]) {
         if v.dims != dims || v.dtype != ins[0].dtype {
@@ -268,7 +271,7 @@ pub fn group_norm(groups: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> K
     if dims.len() < 2 {
         return Err(format!("group_norm needs [N, C, ...], given {dims:?}"));
     }
-    if groups == 0 || dims[1] % groups != 0 {
+    if groups == 0 || !dims[1].is_multiple_of(groups) {
         return Err(format!(
             "group_norm: {} channels do not split into {groups} groups",
             dims[1]

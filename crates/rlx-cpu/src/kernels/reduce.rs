@@ -38,22 +38,37 @@ fn reduce_real<T: Real>(op: ReduceOp, axes: &[usize], x: &View, out: &mut ViewMu
                     acc[p] += v.to_f64();
                 }
             }
-            let div = if op == ReduceOp::Mean { count as f64 } else { 1.0 };
+            let div = if op == ReduceOp::Mean {
+                count as f64
+            } else {
+                1.0
+            };
             for (ov, a) in o.iter_mut().zip(acc) {
                 *ov = T::from_f64(a / div);
             }
         }
         ReduceOp::Max | ReduceOp::Min => {
             let max = op == ReduceOp::Max;
-            o.iter_mut().for_each(|v| *v = if max { T::NEG_INFINITY } else { T::INFINITY });
+            o.iter_mut()
+                .for_each(|v| *v = if max { T::NEG_INFINITY } else { T::INFINITY });
             for (&v, &p) in src.iter().zip(&offs) {
-                o[p] = if max { nan_max(o[p], v) } else { nan_min(o[p], v) };
+                o[p] = if max {
+                    nan_max(o[p], v)
+                } else {
+                    nan_min(o[p], v)
+                };
             }
         }
     }
 }
 
-fn reduce_int<T: Int, O: Pod>(op: ReduceOp, axes: &[usize], x: &View, out: &mut ViewMut, write: impl Fn(i64, usize) -> O) {
+fn reduce_int<T: Int, O: Pod>(
+    op: ReduceOp,
+    axes: &[usize],
+    x: &View,
+    out: &mut ViewMut,
+    write: impl Fn(i64, usize) -> O,
+) {
     let (offs, count) = output_offsets(x.dims, axes);
     let src = x.slice::<T>();
     let n = out.numel();
@@ -97,10 +112,18 @@ fn reduce_complex(op: ReduceOp, axes: &[usize], x: &View, out: &mut ViewMut) {
     let (offs, count) = output_offsets(x.dims, axes);
     let src = x.slice::<Complex32>();
     let o = out.slice::<Complex32>();
-    let init = if op == ReduceOp::Prod { Complex32::new(1.0, 0.0) } else { Complex32::new(0.0, 0.0) };
+    let init = if op == ReduceOp::Prod {
+        Complex32::new(1.0, 0.0)
+    } else {
+        Complex32::new(0.0, 0.0)
+    };
     o.iter_mut().for_each(|v| *v = init);
     for (&v, &p) in src.iter().zip(&offs) {
-        o[p] = if op == ReduceOp::Prod { o[p] * v } else { o[p] + v };
+        o[p] = if op == ReduceOp::Prod {
+            o[p] * v
+        } else {
+            o[p] + v
+        };
     }
     if op == ReduceOp::Mean {
         o.iter_mut().for_each(|v| *v /= count as f32);
@@ -138,7 +161,13 @@ pub fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     )
 }
 
-fn arg_typed<T: Pod>(op: ArgReduceOp, axis: usize, x: &View, out: &mut ViewMut, key: impl Fn(T) -> f64) {
+fn arg_typed<T: Pod>(
+    op: ArgReduceOp,
+    axis: usize,
+    x: &View,
+    out: &mut ViewMut,
+    key: impl Fn(T) -> f64,
+) {
     let (outer, n, inner) = split_axis(x.dims, axis);
     let src = x.slice::<T>();
     let o = out.slice::<i64>();
@@ -184,7 +213,15 @@ pub fn arg_reduce(op: ArgReduceOp, axis: usize, ins: &[View], out: &mut ViewMut)
     Ok(())
 }
 
-fn cumsum_typed<T: Pod>(axis: usize, exclusive: bool, reverse: bool, x: &View, out: &mut ViewMut, zero: T, add: impl Fn(T, T) -> T) {
+fn cumsum_typed<T: Pod>(
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+    x: &View,
+    out: &mut ViewMut,
+    zero: T,
+    add: impl Fn(T, T) -> T,
+) {
     let (outer, n, inner) = split_axis(x.dims, axis);
     let src = x.slice::<T>();
     let o = out.slice::<T>();
@@ -207,11 +244,19 @@ fn cumsum_typed<T: Pod>(axis: usize, exclusive: bool, reverse: bool, x: &View, o
 }
 
 /// Cumulative sum along `axis`.
-pub fn cumsum(axis: usize, exclusive: bool, reverse: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub fn cumsum(
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let x = &ins[0];
     macro_rules! int {
         ($t:ty) => {
-            cumsum_typed::<$t>(axis, exclusive, reverse, x, out, 0, |a, b| a.wrapping_add(b))
+            cumsum_typed::<$t>(axis, exclusive, reverse, x, out, 0, |a, b| {
+                a.wrapping_add(b)
+            })
         };
     }
     match x.dtype {
@@ -221,7 +266,15 @@ pub fn cumsum(axis: usize, exclusive: bool, reverse: bool, ins: &[View], out: &m
         DType::I64 => int!(i64),
         DType::U8 => int!(u8),
         DType::U32 => int!(u32),
-        DType::C64 => cumsum_typed::<Complex32>(axis, exclusive, reverse, x, out, Complex32::new(0.0, 0.0), |a, b| a + b),
+        DType::C64 => cumsum_typed::<Complex32>(
+            axis,
+            exclusive,
+            reverse,
+            x,
+            out,
+            Complex32::new(0.0, 0.0),
+            |a, b| a + b,
+        ),
         d => {
             return with_real!(d, ins, out, |i, o| {
                 cumsum_typed::<T>(axis, exclusive, reverse, &i[0], o, T::ZERO, |a, b| a + b);

@@ -95,27 +95,67 @@ macro_rules! real_impl {
             const INFINITY: Self = <$t>::INFINITY;
             const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
             const NAN: Self = <$t>::NAN;
-            fn from_f64(v: f64) -> Self { v as $t }
-            fn to_f64(self) -> f64 { self as f64 }
-            fn exp(self) -> Self { <$t>::exp(self) }
-            fn ln(self) -> Self { <$t>::ln(self) }
-            fn sqrt(self) -> Self { <$t>::sqrt(self) }
-            fn tanh(self) -> Self { <$t>::tanh(self) }
-            fn sin(self) -> Self { <$t>::sin(self) }
-            fn cos(self) -> Self { <$t>::cos(self) }
-            fn floor(self) -> Self { <$t>::floor(self) }
-            fn ceil(self) -> Self { <$t>::ceil(self) }
-            fn round_even(self) -> Self { <$t>::round_ties_even(self) }
-            fn abs(self) -> Self { <$t>::abs(self) }
-            fn erf(self) -> Self { $erf(self) }
-            fn powf(self, y: Self) -> Self { <$t>::powf(self, y) }
-            fn atan2(self, x: Self) -> Self { <$t>::atan2(self, x) }
-            fn ln_1p(self) -> Self { <$t>::ln_1p(self) }
-            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            fn powf(self, y: Self) -> Self {
+                <$t>::powf(self, y)
+            }
+            fn atan2(self, x: Self) -> Self {
+                <$t>::atan2(self, x)
+            }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
             fn rem_floor(self, y: Self) -> Self {
                 // numpy: fmod, then shift into the divisor's sign.
                 let r = self % y;
-                if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else if r == 0.0 { (0.0 as $t).copysign(y) } else { r }
+                if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
+                    r + y
+                } else if r == 0.0 {
+                    (0.0 as $t).copysign(y)
+                } else {
+                    r
+                }
             }
         }
     };

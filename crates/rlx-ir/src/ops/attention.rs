@@ -20,7 +20,9 @@ pub(crate) fn infer_attention(mask: MaskKind, inputs: &[&Shape]) -> InferResult 
     let (sq, d) = (&q.dims()[r - 2], &q.dims()[r - 1]);
     let (sk, dk) = (&k.dims()[r - 2], &k.dims()[r - 1]);
     if d != dk || v.dims()[r - 2] != *sk {
-        return Err(format!("q {q}, k {k}, v {v}: head dims or key lengths differ"));
+        return Err(format!(
+            "q {q}, k {k}, v {v}: head dims or key lengths differ"
+        ));
     }
     for i in 0..r - 2 {
         let (qi, ki, vi) = (&q.dims()[i], &k.dims()[i], &v.dims()[i]);
@@ -38,7 +40,11 @@ pub(crate) fn infer_attention(mask: MaskKind, inputs: &[&Shape]) -> InferResult 
     }
     if needs_mask {
         let m = inputs[3];
-        let want = if mask == MaskKind::Custom { DType::Bool } else { q.dtype() };
+        let want = if mask == MaskKind::Custom {
+            DType::Bool
+        } else {
+            q.dtype()
+        };
         if m.dtype() != want {
             return Err(format!("the {mask:?} mask must be {want}, is {m}"));
         }
@@ -62,7 +68,9 @@ pub(crate) fn infer_rope(inputs: &[&Shape]) -> InferResult {
     arity(inputs, 3, 3)?;
     let (x, c, s) = (inputs[0], inputs[1], inputs[2]);
     if !x.dtype().is_float() || c.dtype() != x.dtype() || s.dtype() != x.dtype() {
-        return Err(format!("x, cos, sin must share one float dtype: {x}, {c}, {s}"));
+        return Err(format!(
+            "x, cos, sin must share one float dtype: {x}, {c}, {s}"
+        ));
     }
     let r = x.rank();
     if r < 2 {
@@ -74,10 +82,7 @@ pub(crate) fn infer_rope(inputs: &[&Shape]) -> InferResult {
     }
     let want = vec![x.dims()[r - 2].clone(), Dim::Static(d / 2)];
     if c.dims() != want.as_slice() || s.dims() != want.as_slice() {
-        return Err(format!(
-            "cos {c} and sin {s} must be {}",
-            fmt_dims(&want)
-        ));
+        return Err(format!("cos {c} and sin {s} must be {}", fmt_dims(&want)));
     }
     Ok(x.clone())
 }
@@ -134,8 +139,24 @@ pub(crate) fn decompose_attention(
         MaskKind::None | MaskKind::Bias => None,
         MaskKind::Custom => Some(inputs[3]),
         MaskKind::Causal | MaskKind::SlidingWindow(_) => {
-            let row = g.try_node(Op::Iota { axis: 0, start: 0.0, step: 1.0 }, &[], Some(Shape::new(&[sq, sk], DType::I64)))?;
-            let col = g.try_node(Op::Iota { axis: 1, start: 0.0, step: 1.0 }, &[], Some(Shape::new(&[sq, sk], DType::I64)))?;
+            let row = g.try_node(
+                Op::Iota {
+                    axis: 0,
+                    start: 0.0,
+                    step: 1.0,
+                },
+                &[],
+                Some(Shape::new(&[sq, sk], DType::I64)),
+            )?;
+            let col = g.try_node(
+                Op::Iota {
+                    axis: 1,
+                    start: 0.0,
+                    step: 1.0,
+                },
+                &[],
+                Some(Shape::new(&[sq, sk], DType::I64)),
+            )?;
             let off = scalar(g, sk as f64 - sq as f64, DType::I64);
             let diag = bin(g, BinaryOp::Add, row, off)?;
             let mut keep = g.try_node(Op::Compare(CmpOp::Le), &[col, diag], None)?;
@@ -159,7 +180,11 @@ pub(crate) fn decompose_attention(
     g.try_node(Op::MatMul, &[p, v], None)
 }
 
-pub(crate) fn decompose_rope(g: &mut Graph, inputs: &[NodeId], interleaved: bool) -> Result<NodeId, IrError> {
+pub(crate) fn decompose_rope(
+    g: &mut Graph,
+    inputs: &[NodeId],
+    interleaved: bool,
+) -> Result<NodeId, IrError> {
     let (x, cos, sin) = (inputs[0], inputs[1], inputs[2]);
     let dims = static_dims(g, x, "rope")?;
     let r = dims.len();

@@ -19,7 +19,13 @@ fn check_window(w: &Window, spatial: usize, with_kernel: bool) -> Result<(), Str
 }
 
 /// Output length of a strided window along one dim.
-pub fn window_out_len(input: usize, kernel: usize, stride: usize, pad: (usize, usize), dilation: usize) -> Option<usize> {
+pub fn window_out_len(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    pad: (usize, usize),
+    dilation: usize,
+) -> Option<usize> {
     let padded = input + pad.0 + pad.1;
     let span = dilation * (kernel.max(1) - 1) + 1;
     if kernel == 0 || padded < span {
@@ -40,7 +46,9 @@ pub(crate) fn infer_conv(w: &Window, groups: usize, inputs: &[&Shape]) -> InferR
     let (x, wt) = (inputs[0], inputs[1]);
     numeric_float(x)?;
     if wt.dtype() != x.dtype() || wt.rank() != x.rank() || x.rank() < 3 {
-        return Err(format!("conv needs x [N, C, *sp] and w [O, C/groups, *k] of one dtype, given {x} and {wt}"));
+        return Err(format!(
+            "conv needs x [N, C, *sp] and w [O, C/groups, *k] of one dtype, given {x} and {wt}"
+        ));
     }
     let spatial = x.rank() - 2;
     check_window(w, spatial, false)?;
@@ -61,14 +69,24 @@ pub(crate) fn infer_conv(w: &Window, groups: usize, inputs: &[&Shape]) -> InferR
     for i in 0..spatial {
         let n = static_dim(&x.dims()[2 + i], "a spatial dim")?;
         let k = static_dim(&wt.dims()[2 + i], "a kernel dim")?;
-        let out = window_out_len(n, k, w.stride[i], w.padding[i], w.dilation[i])
-            .ok_or_else(|| format!("the kernel {k} (dilation {}) exceeds the padded input {n} on spatial dim {i}", w.dilation[i]))?;
+        let out =
+            window_out_len(n, k, w.stride[i], w.padding[i], w.dilation[i]).ok_or_else(|| {
+                format!(
+                    "the kernel {k} (dilation {}) exceeds the padded input {n} on spatial dim {i}",
+                    w.dilation[i]
+                )
+            })?;
         dims.push(Dim::Static(out));
     }
     Ok(x.with_dims(dims))
 }
 
-pub(crate) fn infer_conv_transpose(w: &Window, output_padding: &[usize], groups: usize, inputs: &[&Shape]) -> InferResult {
+pub(crate) fn infer_conv_transpose(
+    w: &Window,
+    output_padding: &[usize],
+    groups: usize,
+    inputs: &[&Shape],
+) -> InferResult {
     arity(inputs, 2, 3)?;
     let (x, wt) = (inputs[0], inputs[1]);
     numeric_float(x)?;
@@ -78,13 +96,17 @@ pub(crate) fn infer_conv_transpose(w: &Window, output_padding: &[usize], groups:
     let spatial = x.rank() - 2;
     check_window(w, spatial, false)?;
     if output_padding.len() != spatial {
-        return Err(format!("output_padding {output_padding:?} needs {spatial} entries"));
+        return Err(format!(
+            "output_padding {output_padding:?} needs {spatial} entries"
+        ));
     }
     let c = static_dim(&x.dims()[1], "the channel dim")?;
     let wc = static_dim(&wt.dims()[0], "the weight's input channels")?;
     let og = static_dim(&wt.dims()[1], "the weight's output channels")?;
     if groups == 0 || wc != c || c % groups != 0 {
-        return Err(format!("channels do not match: x {x}, w {wt}, groups {groups}"));
+        return Err(format!(
+            "channels do not match: x {x}, w {wt}, groups {groups}"
+        ));
     }
     let o = og * groups;
     if let Some(b) = inputs.get(2) {
@@ -93,13 +115,17 @@ pub(crate) fn infer_conv_transpose(w: &Window, output_padding: &[usize], groups:
         }
     }
     let mut dims = vec![x.dims()[0].clone(), Dim::Static(o)];
+    #[allow(clippy::needless_range_loop)] // i indexes five parallel per-dim lists
     for i in 0..spatial {
         let n = static_dim(&x.dims()[2 + i], "a spatial dim")?;
         let k = static_dim(&wt.dims()[2 + i], "a kernel dim")?;
-        let full = (n.max(1) - 1) * w.stride[i] + w.dilation[i] * (k.max(1) - 1) + output_padding[i] + 1;
+        let full =
+            (n.max(1) - 1) * w.stride[i] + w.dilation[i] * (k.max(1) - 1) + output_padding[i] + 1;
         let (lo, hi) = w.padding[i];
         if n == 0 || full < lo + hi + 1 {
-            return Err(format!("padding ({lo}, {hi}) leaves no output on spatial dim {i}"));
+            return Err(format!(
+                "padding ({lo}, {hi}) leaves no output on spatial dim {i}"
+            ));
         }
         dims.push(Dim::Static(full - lo - hi));
     }
@@ -110,7 +136,9 @@ pub(crate) fn infer_pool(w: &Window, inputs: &[&Shape]) -> InferResult {
     arity(inputs, 1, 1)?;
     let x = inputs[0];
     if x.rank() < 3 || x.dtype() == DType::Bool || x.dtype() == DType::C64 {
-        return Err(format!("pooling needs x [N, C, *sp] of a real type, given {x}"));
+        return Err(format!(
+            "pooling needs x [N, C, *sp] of a real type, given {x}"
+        ));
     }
     let spatial = x.rank() - 2;
     check_window(w, spatial, true)?;
@@ -119,10 +147,18 @@ pub(crate) fn infer_pool(w: &Window, inputs: &[&Shape]) -> InferResult {
         let n = static_dim(&x.dims()[2 + i], "a spatial dim")?;
         let (lo, hi) = w.padding[i];
         if lo >= w.kernel[i].max(1) || hi >= w.kernel[i].max(1) {
-            return Err(format!("padding ({lo}, {hi}) must be smaller than the kernel {}", w.kernel[i]));
+            return Err(format!(
+                "padding ({lo}, {hi}) must be smaller than the kernel {}",
+                w.kernel[i]
+            ));
         }
         let out = window_out_len(n, w.kernel[i], w.stride[i], w.padding[i], w.dilation[i])
-            .ok_or_else(|| format!("the window {} exceeds the padded input {n} on spatial dim {i}", w.kernel[i]))?;
+            .ok_or_else(|| {
+                format!(
+                    "the window {} exceeds the padded input {n} on spatial dim {i}",
+                    w.kernel[i]
+                )
+            })?;
         dims.push(Dim::Static(out));
     }
     Ok(x.with_dims(dims))

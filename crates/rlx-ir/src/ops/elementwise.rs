@@ -16,7 +16,10 @@ pub(crate) fn infer_unary(u: UnaryOp, inputs: &[&Shape]) -> InferResult {
         _ => d.is_float(),
     };
     if !ok {
-        return Err(format!("{} is not defined for dtype {d} (input {x})", u.name()));
+        return Err(format!(
+            "{} is not defined for dtype {d} (input {x})",
+            u.name()
+        ));
     }
     Ok(x.clone())
 }
@@ -48,7 +51,10 @@ pub(crate) fn infer_compare(c: CmpOp, inputs: &[&Shape]) -> InferResult {
     if x.dtype() == DType::C64 && !matches!(c, CmpOp::Eq | CmpOp::Ne) {
         return Err(format!("{} is not defined for complex values", c.name()));
     }
-    Ok(Shape::from_dims(broadcast_dims(x.dims(), y.dims())?, DType::Bool))
+    Ok(Shape::from_dims(
+        broadcast_dims(x.dims(), y.dims())?,
+        DType::Bool,
+    ))
 }
 
 pub(crate) fn infer_select(inputs: &[&Shape]) -> InferResult {

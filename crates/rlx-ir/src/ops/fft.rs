@@ -38,7 +38,9 @@ pub(crate) fn infer_fft(kind: FftKind, inputs: &[&Shape], declared: Option<&Shap
     match kind {
         FftKind::Fft | FftKind::Ifft => {
             if x.dtype() != DType::C64 {
-                return Err(format!("{kind:?} needs a c64 input, given {x} (cast it first)"));
+                return Err(format!(
+                    "{kind:?} needs a c64 input, given {x} (cast it first)"
+                ));
             }
             Ok(x.clone())
         }
@@ -57,9 +59,19 @@ pub(crate) fn infer_fft(kind: FftKind, inputs: &[&Shape], declared: Option<&Shap
             }
             let m = static_dim(&x.dims()[last], "the transformed dim")?;
             let out = declared.ok_or("irfft needs its output length declared")?;
-            let n = static_dim(out.dims().last().ok_or("irfft output of rank 0")?, "the output length")?;
-            if out.dtype() != DType::F32 || out.rank() != x.rank() || out.dims()[..last] != x.dims()[..last] || n == 0 || n / 2 + 1 != m {
-                return Err(format!("irfft of {x} gives f32 with last dim n where n/2+1 = {m}; declared {out}"));
+            let n = static_dim(
+                out.dims().last().ok_or("irfft output of rank 0")?,
+                "the output length",
+            )?;
+            if out.dtype() != DType::F32
+                || out.rank() != x.rank()
+                || out.dims()[..last] != x.dims()[..last]
+                || n == 0
+                || n / 2 + 1 != m
+            {
+                return Err(format!(
+                    "irfft of {x} gives f32 with last dim n where n/2+1 = {m}; declared {out}"
+                ));
             }
             Ok(out.clone())
         }

@@ -34,7 +34,10 @@ pub(crate) fn infer_gather_elements(axis: usize, inputs: &[&Shape]) -> InferResu
         if i == axis {
             continue;
         }
-        let (a, b) = (static_dim(&idx.dims()[i], "an index dim")?, static_dim(&x.dims()[i], "a data dim")?);
+        let (a, b) = (
+            static_dim(&idx.dims()[i], "an index dim")?,
+            static_dim(&x.dims()[i], "a data dim")?,
+        );
         if a > b {
             return Err(format!("indices {idx} exceed data {x} on axis {i}"));
         }
@@ -48,7 +51,9 @@ pub(crate) fn infer_scatter_add(axis: usize, inputs: &[&Shape]) -> InferResult {
     check_axis(axis, base.rank())?;
     int_indices(idx)?;
     if idx.dims() != upd.dims() {
-        return Err(format!("indices {idx} and updates {upd} must have the same dims"));
+        return Err(format!(
+            "indices {idx} and updates {upd} must have the same dims"
+        ));
     }
     if upd.dtype() != base.dtype() {
         return Err(format!("updates {upd} must have the dtype of {base}"));
@@ -57,7 +62,12 @@ pub(crate) fn infer_scatter_add(axis: usize, inputs: &[&Shape]) -> InferResult {
     Ok(base.clone())
 }
 
-pub(crate) fn infer_topk(k: usize, axis: usize, output: TopKOutput, inputs: &[&Shape]) -> InferResult {
+pub(crate) fn infer_topk(
+    k: usize,
+    axis: usize,
+    output: TopKOutput,
+    inputs: &[&Shape],
+) -> InferResult {
     arity(inputs, 1, 1)?;
     let x = inputs[0];
     check_axis(axis, x.rank())?;

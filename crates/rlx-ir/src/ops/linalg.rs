@@ -14,7 +14,9 @@ pub(crate) fn infer_matmul(inputs: &[&Shape]) -> InferResult {
         return Err(format!("matmul is not defined for dtype {}", a.dtype()));
     }
     if a.rank() == 0 || b.rank() == 0 {
-        return Err(format!("matmul needs rank >= 1 operands, given {a} and {b}"));
+        return Err(format!(
+            "matmul needs rank >= 1 operands, given {a} and {b}"
+        ));
     }
     // numpy: a rank-1 lhs gets a leading 1, a rank-1 rhs a trailing 1, removed after.
     let ad: Vec<Dim> = if a.rank() == 1 {
@@ -80,7 +82,15 @@ pub(crate) fn infer_dot_general(d: &DotDims, inputs: &[&Shape]) -> InferResult {
         }
     }
     let mut out: Vec<Dim> = d.lhs_batch.iter().map(|&i| a.dims()[i].clone()).collect();
-    out.extend((0..a.rank()).filter(|&i| !seen_a[i]).map(|i| a.dims()[i].clone()));
-    out.extend((0..b.rank()).filter(|&j| !seen_b[j]).map(|j| b.dims()[j].clone()));
+    out.extend(
+        (0..a.rank())
+            .filter(|&i| !seen_a[i])
+            .map(|i| a.dims()[i].clone()),
+    );
+    out.extend(
+        (0..b.rank())
+            .filter(|&j| !seen_b[j])
+            .map(|j| b.dims()[j].clone()),
+    );
     Ok(Shape::from_dims(out, a.dtype()))
 }

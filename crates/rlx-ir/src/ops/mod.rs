@@ -26,9 +26,9 @@ pub type InferResult = Result<Shape, String>;
 pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> InferResult {
     use Op::*;
     match op {
-        Input { .. } | Param { .. } | Constant { .. } => {
-            declared.cloned().ok_or_else(|| "a leaf needs its shape".into())
-        }
+        Input { .. } | Param { .. } | Constant { .. } => declared
+            .cloned()
+            .ok_or_else(|| "a leaf needs its shape".into()),
         Unary(u) => elementwise::infer_unary(*u, inputs),
         Binary(b) => elementwise::infer_binary(*b, inputs),
         Compare(c) => elementwise::infer_compare(*c, inputs),
@@ -49,10 +49,7 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         GatherElements { axis } => indexing::infer_gather_elements(*axis, inputs),
         ScatterAdd { axis } => indexing::infer_scatter_add(*axis, inputs),
         TopK {
-            k,
-            axis,
-            output,
-            ..
+            k, axis, output, ..
         } => indexing::infer_topk(*k, *axis, *output, inputs),
         Iota { axis, .. } => indexing::infer_iota(*axis, inputs, need(declared)?),
         Softmax { axis } | LogSoftmax { axis } => norm::infer_softmax(*axis, inputs),
@@ -78,8 +75,19 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
 pub fn needs_declared_shape(op: &Op) -> bool {
     matches!(
         op,
-        Op::Cast | Op::Reshape | Op::Slice(_) | Op::Broadcast | Op::Iota { .. } | Op::Upsample { .. }
-    ) || matches!(op, Op::Fft { kind: fft::FftKind::Irfft, .. })
+        Op::Cast
+            | Op::Reshape
+            | Op::Slice(_)
+            | Op::Broadcast
+            | Op::Iota { .. }
+            | Op::Upsample { .. }
+    ) || matches!(
+        op,
+        Op::Fft {
+            kind: fft::FftKind::Irfft,
+            ..
+        }
+    )
 }
 
 fn need(declared: Option<&Shape>) -> Result<&Shape, String> {
@@ -192,7 +200,12 @@ pub(crate) mod emit {
     pub fn un(g: &mut Graph, op: UnaryOp, x: NodeId) -> Result<NodeId, IrError> {
         g.try_node(Op::Unary(op), &[x], None)
     }
-    pub fn reduce_keep(g: &mut Graph, op: ReduceOp, x: NodeId, axes: Vec<usize>) -> Result<NodeId, IrError> {
+    pub fn reduce_keep(
+        g: &mut Graph,
+        op: ReduceOp,
+        x: NodeId,
+        axes: Vec<usize>,
+    ) -> Result<NodeId, IrError> {
         g.try_node(
             Op::Reduce {
                 op,
@@ -212,7 +225,13 @@ pub(crate) mod emit {
     }
     pub fn static_dims(g: &Graph, x: NodeId, what: &str) -> Result<Vec<usize>, IrError> {
         g.shape(x).static_dims().ok_or_else(|| {
-            IrError::invalid(what, format!("decomposition needs static dims, {} is symbolic", g.shape(x)))
+            IrError::invalid(
+                what,
+                format!(
+                    "decomposition needs static dims, {} is symbolic",
+                    g.shape(x)
+                ),
+            )
         })
     }
 }
@@ -222,7 +241,13 @@ pub(crate) mod emit_more {
     use crate::{Graph, IrError, NodeId, Op, Shape};
 
     /// `x[..., lo:hi]` along `axis` (static dims).
-    pub fn narrow(g: &mut Graph, x: NodeId, axis: usize, lo: usize, hi: usize) -> Result<NodeId, IrError> {
+    pub fn narrow(
+        g: &mut Graph,
+        x: NodeId,
+        axis: usize,
+        lo: usize,
+        hi: usize,
+    ) -> Result<NodeId, IrError> {
         let s = g.shape(x).clone();
         let r = s.rank();
         let mut starts = vec![0; r];

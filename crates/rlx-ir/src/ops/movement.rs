@@ -42,11 +42,18 @@ pub(crate) fn infer_transpose(perm: &[usize], inputs: &[&Shape]) -> InferResult 
     let x = inputs[0];
     let mut seen = vec![false; x.rank()];
     if perm.len() != x.rank() {
-        return Err(format!("perm {perm:?} has {} axes, input {x} has {}", perm.len(), x.rank()));
+        return Err(format!(
+            "perm {perm:?} has {} axes, input {x} has {}",
+            perm.len(),
+            x.rank()
+        ));
     }
     for &p in perm {
         if p >= x.rank() || seen[p] {
-            return Err(format!("perm {perm:?} is not a permutation of 0..{}", x.rank()));
+            return Err(format!(
+                "perm {perm:?} is not a permutation of 0..{}",
+                x.rank()
+            ));
         }
         seen[p] = true;
     }
@@ -58,7 +65,9 @@ pub(crate) fn infer_slice(spec: &SliceSpec, inputs: &[&Shape], declared: &Shape)
     let x = inputs[0];
     let r = x.rank();
     if spec.starts.len() != r || spec.steps.len() != r || declared.rank() != r {
-        return Err(format!("slice spec {spec:?} does not match rank {r} of {x}"));
+        return Err(format!(
+            "slice spec {spec:?} does not match rank {r} of {x}"
+        ));
     }
     if declared.dtype() != x.dtype() {
         return Err(format!("slice keeps the dtype: {x} vs {declared}"));
@@ -116,7 +125,11 @@ pub(crate) fn infer_pad(pads: &[(usize, usize)], mode: &PadMode, inputs: &[&Shap
     arity(inputs, 1, 1)?;
     let x = inputs[0];
     if pads.len() != x.rank() {
-        return Err(format!("{} pad pairs for rank {} of {x}", pads.len(), x.rank()));
+        return Err(format!(
+            "{} pad pairs for rank {} of {x}",
+            pads.len(),
+            x.rank()
+        ));
     }
     let mut dims = Vec::with_capacity(x.rank());
     for (i, (&(lo, hi), d)) in pads.iter().zip(x.dims()).enumerate() {
@@ -127,11 +140,11 @@ pub(crate) fn infer_pad(pads: &[(usize, usize)], mode: &PadMode, inputs: &[&Shap
         let n = static_dim(d, "a padded dim")?;
         match mode {
             PadMode::Reflect if lo >= n || hi >= n => {
-                return Err(format!("reflect pad ({lo}, {hi}) of axis {i} needs pads < {n}"))
+                return Err(format!(
+                    "reflect pad ({lo}, {hi}) of axis {i} needs pads < {n}"
+                ))
             }
-            PadMode::Edge if n == 0 => {
-                return Err(format!("edge pad of the empty axis {i}"))
-            }
+            PadMode::Edge if n == 0 => return Err(format!("edge pad of the empty axis {i}")),
             _ => {}
         }
         dims.push(Dim::Static(n + lo + hi));

@@ -58,7 +58,10 @@ pub(crate) fn infer_rms_norm(inputs: &[&Shape]) -> InferResult {
 
 pub(crate) fn infer_group_norm(groups: usize, inputs: &[&Shape]) -> InferResult {
     if inputs.len() != 1 && inputs.len() != 3 {
-        return Err(format!("expects x or x, gamma, beta; given {} inputs", inputs.len()));
+        return Err(format!(
+            "expects x or x, gamma, beta; given {} inputs",
+            inputs.len()
+        ));
     }
     let x = inputs[0];
     float_input(x)?;
@@ -76,7 +79,12 @@ pub(crate) fn infer_group_norm(groups: usize, inputs: &[&Shape]) -> InferResult 
 }
 
 /// softmax(x) = exp(x - max) / sum(exp(x - max)); log-softmax = (x - max) - log(sum).
-pub(crate) fn decompose_softmax(g: &mut Graph, x: NodeId, axis: usize, log: bool) -> Result<NodeId, IrError> {
+pub(crate) fn decompose_softmax(
+    g: &mut Graph,
+    x: NodeId,
+    axis: usize,
+    log: bool,
+) -> Result<NodeId, IrError> {
     let m = reduce_keep(g, ReduceOp::Max, x, vec![axis])?;
     let s = bin(g, BinaryOp::Sub, x, m)?;
     let e = un(g, UnaryOp::Exp, s)?;
@@ -102,7 +110,12 @@ fn normalize(g: &mut Graph, x: NodeId, axes: Vec<usize>, eps: f64) -> Result<Nod
     bin(g, BinaryOp::Mul, c, r)
 }
 
-fn affine(g: &mut Graph, y: NodeId, gamma: Option<NodeId>, beta: Option<NodeId>) -> Result<NodeId, IrError> {
+fn affine(
+    g: &mut Graph,
+    y: NodeId,
+    gamma: Option<NodeId>,
+    beta: Option<NodeId>,
+) -> Result<NodeId, IrError> {
     let mut y = y;
     if let Some(gm) = gamma {
         y = bin(g, BinaryOp::Mul, y, gm)?;
@@ -113,14 +126,23 @@ fn affine(g: &mut Graph, y: NodeId, gamma: Option<NodeId>, beta: Option<NodeId>)
     Ok(y)
 }
 
-pub(crate) fn decompose_layer_norm(g: &mut Graph, inputs: &[NodeId], axis: usize, eps: f64) -> Result<NodeId, IrError> {
+pub(crate) fn decompose_layer_norm(
+    g: &mut Graph,
+    inputs: &[NodeId],
+    axis: usize,
+    eps: f64,
+) -> Result<NodeId, IrError> {
     let x = inputs[0];
     let rank = g.shape(x).rank();
     let y = normalize(g, x, (axis..rank).collect(), eps)?;
     affine(g, y, inputs.get(1).copied(), inputs.get(2).copied())
 }
 
-pub(crate) fn decompose_rms_norm(g: &mut Graph, inputs: &[NodeId], eps: f64) -> Result<NodeId, IrError> {
+pub(crate) fn decompose_rms_norm(
+    g: &mut Graph,
+    inputs: &[NodeId],
+    eps: f64,
+) -> Result<NodeId, IrError> {
     let x = inputs[0];
     let dt = g.shape(x).dtype();
     let last = g.shape(x).rank() - 1;
@@ -133,7 +155,12 @@ pub(crate) fn decompose_rms_norm(g: &mut Graph, inputs: &[NodeId], eps: f64) -> 
     affine(g, y, inputs.get(1).copied(), None)
 }
 
-pub(crate) fn decompose_group_norm(g: &mut Graph, inputs: &[NodeId], groups: usize, eps: f64) -> Result<NodeId, IrError> {
+pub(crate) fn decompose_group_norm(
+    g: &mut Graph,
+    inputs: &[NodeId],
+    groups: usize,
+    eps: f64,
+) -> Result<NodeId, IrError> {
     let x = inputs[0];
     let dims = static_dims(g, x, "group_norm")?;
     let (n, c) = (dims[0], dims[1]);

@@ -28,7 +28,12 @@ pub fn reduced_dims(dims: &[Dim], axes: &[usize], keep_dim: bool) -> Vec<Dim> {
         .collect()
 }
 
-pub(crate) fn infer_reduce(op: ReduceOp, axes: &[usize], keep_dim: bool, inputs: &[&Shape]) -> InferResult {
+pub(crate) fn infer_reduce(
+    op: ReduceOp,
+    axes: &[usize],
+    keep_dim: bool,
+    inputs: &[&Shape],
+) -> InferResult {
     arity(inputs, 1, 1)?;
     let x = inputs[0];
     for w in axes.windows(2) {
@@ -40,7 +45,10 @@ pub(crate) fn infer_reduce(op: ReduceOp, axes: &[usize], keep_dim: bool, inputs:
         check_axis(a, x.rank())?;
     }
     if x.dtype() == DType::C64 && !matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) {
-        return Err(format!("reduce {} is not defined for complex values", op.name()));
+        return Err(format!(
+            "reduce {} is not defined for complex values",
+            op.name()
+        ));
     }
     Ok(Shape::from_dims(
         reduced_dims(x.dims(), axes, keep_dim),

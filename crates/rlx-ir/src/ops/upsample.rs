@@ -19,8 +19,13 @@ pub(crate) fn infer_upsample(inputs: &[&Shape], declared: &Shape) -> InferResult
     if x.rank() < 3 || !x.dtype().is_float() {
         return Err(format!("upsample needs a float x [N, C, *sp], given {x}"));
     }
-    if declared.rank() != x.rank() || declared.dims()[..2] != x.dims()[..2] || declared.dtype() != x.dtype() {
-        return Err(format!("upsample of {x} keeps N, C and the dtype; declared {declared}"));
+    if declared.rank() != x.rank()
+        || declared.dims()[..2] != x.dims()[..2]
+        || declared.dtype() != x.dtype()
+    {
+        return Err(format!(
+            "upsample of {x} keeps N, C and the dtype; declared {declared}"
+        ));
     }
     if !declared.is_static() || !x.is_static() {
         return Err("upsample needs static spatial dims".into());
