@@ -1,6 +1,23 @@
 //! # rlx-autodiff — graph transforms
 //!
-//! Home of `grad_with_loss`, `jvp`, `hvp`, `vmap` and `nth_order_grad`, with
-//! one rule file per op family. The transforms issue fills it; today it
-//! exports nothing.
+//! JAX-style transforms as graph -> graph functions on MIR:
+//! [`grad_with_loss`] / [`grad`] (reverse mode), [`jvp`] (forward mode),
+//! [`hvp`] (forward over reverse), [`nth_order_grad`], and [`vmap`].
+//! Each op family's derivative rules live in one file under `rules/`.
+//! A transform never panics on a well-formed graph: an unsupported case is
+//! an [`AutodiffError`] naming the node.
 #![warn(missing_docs)]
+
+mod emit;
+mod error;
+mod forward;
+mod higher;
+mod prepare;
+mod reverse;
+pub mod rules;
+
+pub use error::{AutodiffError, Result};
+pub use forward::{hvp, jvp, TANGENT_PREFIX};
+pub use higher::{nth_order_grad, HigherOrderOptions};
+pub use prepare::prepare_graph_for_ad;
+pub use reverse::{grad, grad_with_loss, grad_with_loss_opts, GradWithLossOptions, D_OUTPUT};

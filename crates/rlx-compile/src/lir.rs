@@ -183,6 +183,22 @@ mod tests {
     }
 
     #[test]
+    fn late_inputs_are_live_from_the_start() {
+        // An input declared after other nodes is still copied in before they run.
+        let mut g = Graph::new("late");
+        let x = g.input("x", Shape::new(&[16], DType::F32));
+        let a = g.exp(x);
+        let b = g.exp(a);
+        let y = g.input("y", Shape::new(&[16], DType::F32));
+        let c = g.add(b, y);
+        g.set_outputs(vec![c]);
+        let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
+        check_plan(&lir.graph, &lir.plan).unwrap();
+        let (sa, sy) = (lir.plan.slots[a.index()].unwrap(), lir.plan.slots[y.index()].unwrap());
+        assert!(sa.offset + sa.size <= sy.offset || sy.offset + sy.size <= sa.offset);
+    }
+
+    #[test]
     fn unbound_symbol_is_an_error_naming_it() {
         let mut g = Graph::new("dyn");
         let x = g.input(

@@ -64,11 +64,12 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
     let (mut total, mut peak) = (0usize, 0usize);
     // Buffers to release after each node index.
     let mut release: Vec<Vec<usize>> = vec![Vec::new(); g.len() + 1];
-    for id in g.ids() {
+    // Inputs are copied in before the first node runs, so they are live from
+    // time 0: place them first, then every other node in schedule order.
+    let inputs = g.ids().filter(|&i| matches!(g.node(i).op, Op::Input { .. }));
+    let others = g.ids().filter(|&i| !matches!(g.node(i).op, Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }));
+    for id in inputs.chain(others) {
         let n = g.node(id);
-        if matches!(n.op, Op::Param { .. } | Op::Constant { .. }) {
-            continue;
-        }
         let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
             what: rlx_ir::node_label(g, id),
             shape: n.shape.clone(),
@@ -81,8 +82,11 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
         live_bytes += size;
         peak = peak.max(live_bytes);
         release[last_use[id.index()]].push(id.index());
-        // Inputs whose last reader is this node die now (after the output is placed,
-        // so an output never shares bytes with its own inputs).
+        if matches!(n.op, Op::Input { .. }) {
+            continue;
+        }
+        // Buffers whose last reader is this node die now (after the output is
+        // placed, so an output never shares bytes with its own inputs).
         for dead in std::mem::take(&mut release[id.index()]) {
             if let Some(s) = slots[dead] {
                 give_back(&mut free, &mut top, s);
@@ -156,7 +160,7 @@ fn give_back(free: &mut Vec<Slot>, top: &mut usize, s: Slot) {
 /// Proves that no two buffers that are live at the same time share bytes,
 /// and that every slot lies inside the arena.
 pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
-    let mut live: Vec<(usize, usize, Slot)> = Vec::new();
+    let mut live: Vec<(usize, usize, usize, Slot)> = Vec::new();
     for (i, s) in plan.slots.iter().enumerate() {
         if let Some(s) = s {
             if s.size > 0 {
@@ -166,19 +170,21 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
                         plan.arena_bytes
                     ));
                 }
-                live.push((i, plan.last_use[i], *s));
+                // Inputs are written before the first node runs.
+                let def = if matches!(g.nodes()[i].op, Op::Input { .. }) { 0 } else { i };
+                live.push((i, def, plan.last_use[i], *s));
             }
         }
     }
-    for (a, &(ia, ea, sa)) in live.iter().enumerate() {
-        for &(ib, eb, sb) in &live[a + 1..] {
+    for (a, &(na, ia, ea, sa)) in live.iter().enumerate() {
+        for &(nb, ib, eb, sb) in &live[a + 1..] {
             // Live ranges [def, last_use]; a node's output may reuse bytes of a
             // buffer whose last use is strictly before the node.
             let overlap_time = ib <= ea && ia <= eb;
             let overlap_bytes = sa.offset < sb.offset + sb.size && sb.offset < sa.offset + sa.size;
             if overlap_time && overlap_bytes {
                 return Err(format!(
-                    "nodes %{ia} (live to {ea}, {sa:?}) and %{ib} (live to {eb}, {sb:?}) overlap in graph \"{}\"",
+                    "nodes %{na} (live {ia}..={ea}, {sa:?}) and %{nb} (live {ib}..={eb}, {sb:?}) overlap in graph \"{}\"",
                     g.name()
                 ));
             }

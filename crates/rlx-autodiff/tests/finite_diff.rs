@@ -1,0 +1,184 @@
+//! Every differentiable op's reverse-mode gradient and forward-mode tangent
+//! against central finite differences, in f64.
+
+use rlx_autodiff::{grad_with_loss, jvp};
+use rlx_driver::Device;
+use rlx_ir::op::{MaskKind, PadMode};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Op, Shape};
+use rlx_runtime::Session;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+fn run(g: &Graph, inputs: &[(String, HostTensor)]) -> Vec<Vec<f64>> {
+    let mut c = Session::new(Device::Cpu).try_compile(g.clone()).unwrap_or_else(|e| panic!("compile {}: {e}", g.name()));
+    let refs: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    c.try_run_typed(&refs).unwrap_or_else(|e| panic!("run {}: {e}", g.name())).iter().map(|t| t.to_f64_lossy()).collect()
+}
+
+/// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
+/// gradient of every input and a jvp along a random direction.
+fn check(name: &str, shapes: &[&[usize]], positive: bool, f: impl Fn(&mut Graph, &[NodeId]) -> NodeId) {
+    let mut rng = Rng(name.len() as u64 * 7919 + 17);
+    let mut g = Graph::new(name);
+    let xs: Vec<NodeId> = shapes.iter().enumerate().map(|(i, s)| g.input(&format!("x{i}"), Shape::new(s, DType::F64))).collect();
+    let y = f(&mut g, &xs);
+    let yd = g.shape(y).static_dims().unwrap();
+    let n: usize = yd.iter().product();
+    let r: Vec<f64> = (0..n).map(|_| rng.next()).collect();
+    let rt = g.constant_tensor(&HostTensor::from_vec(r, &yd).unwrap());
+    let w = g.mul(y, rt);
+    let axes: Vec<i64> = (0..yd.len() as i64).collect();
+    let loss = g.sum(w, &axes, false);
+    g.set_outputs(vec![loss]);
+
+    let vals: Vec<Vec<f64>> = shapes
+        .iter()
+        .map(|s| (0..s.iter().product::<usize>()).map(|_| if positive { 0.5 + rng.next().abs() } else { rng.next() }).collect())
+        .collect();
+    let inputs = |vals: &[Vec<f64>]| -> Vec<(String, HostTensor)> {
+        vals.iter().zip(shapes).enumerate().map(|(i, (v, s))| (format!("x{i}"), HostTensor::from_vec(v.clone(), s).unwrap())).collect()
+    };
+    let eps = 1e-6;
+    let fd = |k: usize, j: usize| {
+        let mut p = vals.to_vec();
+        p[k][j] += eps;
+        let mut m = vals.to_vec();
+        m[k][j] -= eps;
+        (run(&g, &inputs(&p))[0][0] - run(&g, &inputs(&m))[0][0]) / (2.0 * eps)
+    };
+    let d = grad_with_loss(&g, &xs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let got = run(&d, &inputs(&vals));
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-5 * (1.0 + a.abs().max(b.abs()));
+    for k in 0..xs.len() {
+        for j in 0..vals[k].len() {
+            let want = fd(k, j);
+            assert!(close(got[1 + k][j], want), "{name}: d/dx{k}[{j}] = {} but finite differences give {want}", got[1 + k][j]);
+        }
+    }
+    // jvp along a random direction equals the directional finite difference.
+    let dirs: Vec<Vec<f64>> = vals.iter().map(|v| v.iter().map(|_| rng.next()).collect()).collect();
+    let t = jvp(&g, &xs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut tin = inputs(&vals);
+    for (i, (dv, s)) in dirs.iter().zip(shapes).enumerate() {
+        tin.push((format!("tangent_x{i}"), HostTensor::from_vec(dv.clone(), s).unwrap()));
+    }
+    let tout = run(&t, &tin);
+    let tang = tout[1][0];
+    assert!((tout[0][0] - run(&g, &inputs(&vals))[0][0]).abs() < 1e-12, "{name}: jvp primal differs");
+    let shift = |sgn: f64| -> Vec<Vec<f64>> { vals.iter().zip(&dirs).map(|(v, dv)| v.iter().zip(dv).map(|(a, b)| a + sgn * eps * b).collect()).collect() };
+    let want = (run(&g, &inputs(&shift(1.0)))[0][0] - run(&g, &inputs(&shift(-1.0)))[0][0]) / (2.0 * eps);
+    assert!(close(tang, want), "{name}: jvp {tang} but finite differences give {want}");
+}
+
+#[test]
+fn unary_ops() {
+    use rlx_ir::op::UnaryOp::*;
+    for op in [Neg, Abs, Exp, Tanh, Sigmoid, Relu, Gelu, GeluApprox, Silu, Sin, Cos, Erf, Softplus] {
+        check(&format!("{op:?}"), &[&[2, 3]], false, |g, x| g.unary(op, x[0]));
+    }
+    for op in [Log, Sqrt, Rsqrt, Reciprocal] {
+        check(&format!("{op:?}"), &[&[2, 3]], true, |g, x| g.unary(op, x[0]));
+    }
+}
+
+#[test]
+fn binary_ops_with_broadcasting() {
+    use rlx_ir::op::BinaryOp::*;
+    for op in [Add, Sub, Mul, Div, Max, Min, Atan2] {
+        check(&format!("{op:?}"), &[&[2, 1, 3], &[4, 1]], false, |g, x| g.binary_op(op, x[0], x[1]));
+    }
+    check("pow", &[&[2, 3], &[3]], true, |g, x| g.pow(x[0], x[1]));
+    check("mod", &[&[5], &[5]], true, |g, x| {
+        let b = g.add(x[1], 0.3);
+        g.rem(x[0], b)
+    });
+    check("where", &[&[2, 3], &[3], &[2, 1]], false, |g, x| {
+        let c = g.gt(x[0], 0.0);
+        g.where_(c, x[1], x[2])
+    });
+    check("shared", &[&[3]], false, |g, x| {
+        let a = g.mul(x[0], x[0]);
+        let b = g.sin(x[0]);
+        g.mul(a, b)
+    });
+}
+
+#[test]
+fn linear_algebra() {
+    check("matmul", &[&[3, 4], &[4, 2]], false, |g, x| g.mm(x[0], x[1]));
+    check("matmul_batched", &[&[2, 1, 3, 4], &[3, 4, 2]], false, |g, x| g.mm(x[0], x[1]));
+    check("matmul_vec", &[&[4], &[2, 4, 3]], false, |g, x| g.mm(x[0], x[1]));
+    check("matvec", &[&[2, 3, 4], &[4]], false, |g, x| g.mm(x[0], x[1]));
+    check("dot_general", &[&[2, 3, 4], &[4, 2, 5]], false, |g, x| {
+        g.dot_general(x[0], x[1], rlx_ir::op::DotDims { lhs_batch: vec![0], rhs_batch: vec![1], lhs_contract: vec![2], rhs_contract: vec![0] })
+    });
+    check("dot_general_2c", &[&[3, 4, 2], &[2, 5, 3]], false, |g, x| {
+        g.dot_general(x[0], x[1], rlx_ir::op::DotDims { lhs_batch: vec![], rhs_batch: vec![], lhs_contract: vec![0, 2], rhs_contract: vec![2, 0] })
+    });
+}
+
+#[test]
+fn reductions() {
+    check("sum", &[&[2, 3, 4]], false, |g, x| g.sum(x[0], &[0, 2], false));
+    check("mean", &[&[2, 3, 4]], false, |g, x| g.mean(x[0], &[-1], true));
+    check("max", &[&[3, 5]], false, |g, x| g.reduce_max(x[0], &[1], false));
+    check("min", &[&[3, 5]], false, |g, x| g.reduce_min(x[0], &[0], false));
+    check("prod", &[&[3, 4]], true, |g, x| g.prod(x[0], &[1], false));
+    check("cumsum", &[&[3, 4]], false, |g, x| g.cumsum(x[0], 1, false, false));
+    check("cumsum_rev_excl", &[&[3, 4]], false, |g, x| g.cumsum(x[0], 0, true, true));
+}
+
+#[test]
+fn movement() {
+    check("reshape", &[&[2, 6]], false, |g, x| g.reshape_(x[0], &[3, -1]));
+    check("transpose", &[&[2, 3, 4]], false, |g, x| g.transpose_(x[0], &[2, 0, 1]));
+    check("slice_step", &[&[9, 4]], false, |g, x| g.slice_(x[0], 0, 1, 8, 3));
+    check("slice_neg", &[&[7, 3]], false, |g, x| g.slice_(x[0], 0, 5, 0, -2));
+    check("concat", &[&[2, 3], &[2, 1]], false, |g, x| g.concat_(&[x[0], x[1], x[0]], 1));
+    check("pad_constant", &[&[2, 3]], false, |g, x| g.pad_(x[0], &[(1, 0), (2, 1)], PadMode::Constant(1.5)));
+    check("pad_reflect", &[&[3, 4]], false, |g, x| g.pad_(x[0], &[(2, 1), (1, 3)], PadMode::Reflect));
+    check("pad_edge", &[&[3, 4]], false, |g, x| g.pad_(x[0], &[(2, 1), (0, 3)], PadMode::Edge));
+    check("broadcast", &[&[3, 1]], false, |g, x| g.expand_(x[0], &[2, 3, 4]));
+}
+
+#[test]
+fn indexing() {
+    check("gather", &[&[5, 3]], false, |g, x| {
+        let i = g.constant_tensor(&HostTensor::from_vec(vec![4i64, 0, -1, 2, 2, 0], &[2, 3]).unwrap());
+        g.gather_(x[0], i, 0)
+    });
+    check("gather_elements", &[&[3, 4]], false, |g, x| {
+        let i = g.constant_tensor(&HostTensor::from_vec(vec![0i64, 3, 3, 1, 2, 0], &[3, 2]).unwrap());
+        g.gather_elements(x[0], i, 1)
+    });
+    check("scatter_add", &[&[4, 3], &[2, 3]], false, |g, x| {
+        let i = g.constant_tensor(&HostTensor::from_vec(vec![1i64, 3, 1, 1, 0, 3], &[2, 3]).unwrap());
+        g.scatter_add(x[0], i, x[1], 0)
+    });
+    check("topk", &[&[3, 6]], false, |g, x| g.topk(x[0], 3, -1, true).0);
+}
+
+#[test]
+fn composites() {
+    check("softmax", &[&[3, 5]], false, |g, x| g.sm(x[0], 0));
+    check("log_softmax", &[&[3, 5]], false, |g, x| g.log_softmax(x[0], -1));
+    check("layer_norm", &[&[2, 3, 4], &[3, 4], &[3, 4]], false, |g, x| g.layer_norm_axis(x[0], 1, x[1], x[2], 1e-5));
+    check("rms_norm", &[&[3, 4], &[4]], false, |g, x| g.rms_norm(x[0], x[1], 1e-6));
+    check("group_norm", &[&[2, 4, 3], &[4], &[4]], false, |g, x| g.group_norm(x[0], 2, Some((x[1], x[2])), 1e-5));
+    for mask in [MaskKind::None, MaskKind::Causal, MaskKind::SlidingWindow(2)] {
+        check(&format!("attention_{mask:?}"), &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]], false, |g, x| g.attention_(x[0], x[1], x[2], mask, None));
+    }
+    check("attention_bias_gqa", &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]], false, |g, x| {
+        g.attention_with(x[0], x[1], x[2], MaskKind::Bias, Some(x[3]), Some(0.7), Some(2.0))
+    });
+    check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| g.rope(x[0], x[1], x[2]));
+    check("rope_interleaved", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| g.rope_interleaved(x[0], x[1], x[2]));
+    let _ = Op::Reshape;
+}
+
