@@ -203,14 +203,6 @@ pub fn pad_axis(g: &mut Graph, x: NodeId, axis: usize, lo: usize, hi: usize) -> 
     )?)
 }
 
-/// Concatenation along `axis`.
-pub fn concat(g: &mut Graph, xs: &[NodeId], axis: usize) -> Result<NodeId> {
-    if xs.len() == 1 {
-        return Ok(xs[0]);
-    }
-    Ok(g.try_node(Op::Concat { axis }, xs, None)?)
-}
-
 /// numpy matmul.
 pub fn matmul(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId> {
     Ok(g.try_node(Op::MatMul, &[a, b], None)?)
@@ -231,4 +223,32 @@ pub fn add_opt(g: &mut Graph, a: Option<NodeId>, b: Option<NodeId>) -> Result<Op
         (x, None) => x,
         (None, y) => y,
     })
+}
+
+/// `x` with a leading batch axis of size `b`: a batched value gets size-1
+/// axes after the batch so its per-example rank is `rank`; an unbatched one
+/// is broadcast to `[b, dims...]`.
+pub fn lift(g: &mut Graph, x: NodeId, batched: bool, b: usize, rank: usize) -> Result<NodeId> {
+    let d = dims(g, x)?;
+    if batched {
+        let per = &d[1..];
+        if per.len() >= rank {
+            return Ok(x);
+        }
+        let mut nd = vec![b];
+        nd.extend(std::iter::repeat_n(1, rank - per.len()));
+        nd.extend_from_slice(per);
+        return reshape(g, x, &nd);
+    }
+    let mut nd = vec![b];
+    nd.extend_from_slice(&d);
+    broadcast(g, x, &nd)
+}
+
+/// `[b] + dims` of a shape.
+pub fn with_batch(b: usize, s: &Shape) -> Result<Shape> {
+    let d = s.static_dims().ok_or_else(|| crate::AutodiffError::InvalidGraph(format!("symbolic shape {s}")))?;
+    let mut nd = vec![b];
+    nd.extend(d);
+    Ok(Shape::new(&nd, s.dtype()))
 }

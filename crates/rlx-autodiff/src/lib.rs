@@ -14,6 +14,7 @@ mod forward;
 mod higher;
 mod prepare;
 mod reverse;
+mod vmap;
 pub mod rules;
 
 pub use error::{AutodiffError, Result};
@@ -21,3 +22,4 @@ pub use forward::{hvp, jvp, TANGENT_PREFIX};
 pub use higher::{nth_order_grad, HigherOrderOptions};
 pub use prepare::prepare_graph_for_ad;
 pub use reverse::{grad, grad_with_loss, grad_with_loss_opts, GradWithLossOptions, D_OUTPUT};
+pub use vmap::{vmap, vmap_axes};

@@ -5,6 +5,7 @@
 //! output tangent. Composites other than softmax / log-softmax reach these
 //! rules already decomposed (`prepare_graph_for_ad`).
 
+pub mod batching;
 pub mod elementwise;
 pub mod indexing;
 pub mod linalg;
