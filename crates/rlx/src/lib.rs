@@ -43,6 +43,26 @@ pub use rlx_ir as ir;
 /// Graph rewrites and the compile pipeline.
 pub use rlx_opt as opt;
 
+/// Transforms: grad, jvp, hvp, vmap, higher-order derivatives.
+///
+/// ```
+/// use rlx::autodiff::grad_with_loss;
+/// use rlx::prelude::*;
+/// let mut g = Graph::new("sq");
+/// let x = g.input("x", Shape::new(&[2], DType::F32));
+/// let sq = g.mul(x, x);
+/// let l = g.sum(sq, &[0], false);
+/// g.set_outputs(vec![l]);
+/// let mut c = Session::new(Device::Cpu).compile(grad_with_loss(&g, &[x]).unwrap());
+/// assert_eq!(c.run(&[("x", &[1.0, -3.0])]), vec![vec![10.0], vec![2.0, -6.0]]);
+/// ```
+pub mod autodiff {
+    pub use rlx_autodiff::{
+        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad, vmap, vmap_axes,
+        AutodiffError, GradWithLossOptions, HigherOrderOptions,
+    };
+}
+
 /// Device enum and backend registry.
 pub use rlx_driver as driver;
 
@@ -129,6 +149,10 @@ pub mod compile {
 /// ```
 pub mod prelude {
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
+    pub use crate::autodiff::{
+        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad, vmap,
+        AutodiffError, GradWithLossOptions, HigherOrderOptions,
+    };
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
