@@ -124,7 +124,13 @@ pub fn transpose(g: &mut Graph, x: NodeId, perm: &[usize]) -> Result<NodeId> {
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(x);
     }
-    Ok(g.try_node(Op::Transpose { perm: perm.to_vec() }, &[x], None)?)
+    Ok(g.try_node(
+        Op::Transpose {
+            perm: perm.to_vec(),
+        },
+        &[x],
+        None,
+    )?)
 }
 
 /// Inverse of a permutation.
@@ -173,7 +179,14 @@ pub fn sum_to(g: &mut Graph, x: NodeId, target: &[usize]) -> Result<NodeId> {
 }
 
 /// `x[.., start : start + len, ..]` along `axis` with `step` (negative steps walk back from `start`).
-pub fn slice_axis(g: &mut Graph, x: NodeId, axis: usize, start: usize, len: usize, step: i64) -> Result<NodeId> {
+pub fn slice_axis(
+    g: &mut Graph,
+    x: NodeId,
+    axis: usize,
+    start: usize,
+    len: usize,
+    step: i64,
+) -> Result<NodeId> {
     let d = dims(g, x)?;
     let mut starts = vec![0; d.len()];
     let mut steps = vec![1; d.len()];
@@ -182,7 +195,11 @@ pub fn slice_axis(g: &mut Graph, x: NodeId, axis: usize, start: usize, len: usiz
     let mut out: Vec<Dim> = d.iter().map(|&v| Dim::Static(v)).collect();
     out[axis] = Dim::Static(len);
     let dt = dtype(g, x);
-    Ok(g.try_node(Op::Slice(SliceSpec { starts, steps }), &[x], Some(Shape::from_dims(out, dt)))?)
+    Ok(g.try_node(
+        Op::Slice(SliceSpec { starts, steps }),
+        &[x],
+        Some(Shape::from_dims(out, dt)),
+    )?)
 }
 
 /// Zero padding of one axis.
@@ -247,7 +264,9 @@ pub fn lift(g: &mut Graph, x: NodeId, batched: bool, b: usize, rank: usize) -> R
 
 /// `[b] + dims` of a shape.
 pub fn with_batch(b: usize, s: &Shape) -> Result<Shape> {
-    let d = s.static_dims().ok_or_else(|| crate::AutodiffError::InvalidGraph(format!("symbolic shape {s}")))?;
+    let d = s
+        .static_dims()
+        .ok_or_else(|| crate::AutodiffError::InvalidGraph(format!("symbolic shape {s}")))?;
     let mut nd = vec![b];
     nd.extend(d);
     Ok(Shape::new(&nd, s.dtype()))

@@ -16,7 +16,9 @@ pub enum AutodiffError {
         node: String,
     },
     /// A `wrt` / tangent node that is not an input or param.
-    #[error("{node} is not an input or param leaf; transforms differentiate with respect to leaves")]
+    #[error(
+        "{node} is not an input or param leaf; transforms differentiate with respect to leaves"
+    )]
     NotALeaf {
         /// The node label.
         node: String,

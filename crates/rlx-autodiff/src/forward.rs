@@ -60,15 +60,25 @@ pub fn jvp(g: &Graph, tangent_for: &[NodeId]) -> Result<Graph> {
 /// outputs are `H·v` restricted to each `wrt`.
 pub fn hvp(g: &Graph, wrt: &[NodeId]) -> Result<Graph> {
     check_leaves(g, wrt)?;
-    let loss = *g.outputs().first().ok_or_else(|| AutodiffError::InvalidGraph("no outputs".into()))?;
+    let loss = *g
+        .outputs()
+        .first()
+        .ok_or_else(|| AutodiffError::InvalidGraph("no outputs".into()))?;
     if g.shape(loss).numel() != Some(1) {
-        return Err(AutodiffError::NonScalarLoss { transform: "hvp", node: node_label(g, loss), shape: g.shape(loss).clone() });
+        return Err(AutodiffError::NonScalarLoss {
+            transform: "hvp",
+            node: node_label(g, loss),
+            shape: g.shape(loss).clone(),
+        });
     }
     let names: Vec<String> = wrt.iter().map(|&w| leaf_name(g, w)).collect();
     let mut d = grad_with_loss(g, wrt)?;
     let grads = d.outputs()[1..=wrt.len()].to_vec();
     d.set_outputs(grads);
-    let leaves: Vec<NodeId> = names.iter().map(|n| crate::prepare::leaf_named(&d, n)).collect::<Result<_>>()?;
+    let leaves: Vec<NodeId> = names
+        .iter()
+        .map(|n| crate::prepare::leaf_named(&d, n))
+        .collect::<Result<_>>()?;
     let mut h = jvp(&d, &leaves)?;
     let tangents = h.outputs()[wrt.len()..].to_vec();
     h.set_outputs(tangents);

@@ -16,10 +16,22 @@ pub struct HigherOrderOptions {
 /// The `order`-th derivative of the scalar first output with respect to the
 /// leaf `wrt_name`. For a non-scalar leaf each order differentiates the sum
 /// of the previous one (elementwise derivatives for elementwise functions).
-pub fn nth_order_grad(g: &Graph, wrt_name: &str, order: usize, opts: &HigherOrderOptions) -> Result<Graph> {
-    let loss = *g.outputs().first().ok_or_else(|| AutodiffError::InvalidGraph("no outputs".into()))?;
+pub fn nth_order_grad(
+    g: &Graph,
+    wrt_name: &str,
+    order: usize,
+    opts: &HigherOrderOptions,
+) -> Result<Graph> {
+    let loss = *g
+        .outputs()
+        .first()
+        .ok_or_else(|| AutodiffError::InvalidGraph("no outputs".into()))?;
     if g.shape(loss).numel() != Some(1) {
-        return Err(AutodiffError::NonScalarLoss { transform: "nth_order_grad", node: node_label(g, loss), shape: g.shape(loss).clone() });
+        return Err(AutodiffError::NonScalarLoss {
+            transform: "nth_order_grad",
+            node: node_label(g, loss),
+            shape: g.shape(loss).clone(),
+        });
     }
     if order == 0 {
         return Ok(g.clone());
@@ -42,6 +54,10 @@ pub fn nth_order_grad(g: &Graph, wrt_name: &str, order: usize, opts: &HigherOrde
         }
         cur = d;
     }
-    cur.set_outputs(if opts.all_orders { orders } else { vec![*orders.last().expect("order >= 1")] });
+    cur.set_outputs(if opts.all_orders {
+        orders
+    } else {
+        vec![*orders.last().expect("order >= 1")]
+    });
     Ok(cur)
 }

@@ -14,8 +14,8 @@ mod forward;
 mod higher;
 mod prepare;
 mod reverse;
-mod vmap;
 pub mod rules;
+mod vmap;
 
 pub use error::{AutodiffError, Result};
 pub use forward::{hvp, jvp, TANGENT_PREFIX};

@@ -18,7 +18,11 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
     let errors = verify_all(g);
     if !errors.is_empty() {
         let msg: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        return Err(AutodiffError::InvalidGraph(format!("graph \"{}\": {}", g.name(), msg.join("; "))));
+        return Err(AutodiffError::InvalidGraph(format!(
+            "graph \"{}\": {}",
+            g.name(),
+            msg.join("; ")
+        )));
     }
     for id in g.ids() {
         if !g.shape(id).is_static() {
@@ -33,11 +37,46 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
     let mut map = Vec::with_capacity(g.len());
     for n in g.nodes() {
         let inputs: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
-        let id = if decomposed_for_ad(&n.op) {
+        let lowered = match &n.op {
+            Op::Conv { window, groups } => Some(ops::conv::decompose_conv(
+                &mut out, &inputs, window, *groups,
+            )),
+            Op::Pool {
+                kind,
+                window,
+                count_include_pad,
+            } => Some(ops::conv::decompose_pool(
+                &mut out,
+                inputs[0],
+                *kind,
+                window,
+                *count_include_pad,
+            )),
+            _ => None,
+        };
+        let id = if let Some(r) = lowered {
+            // Conv and pooling are differentiated through their im2col form.
+            let first = out.len();
+            let id = r?;
+            for k in first..out.len() {
+                out.set_origin(
+                    NodeId(k as u32),
+                    NodeOrigin::Decomposed {
+                        of: n.op.mnemonic(),
+                    },
+                );
+            }
+            id
+        } else if decomposed_for_ad(&n.op) {
             let first = out.len();
             let id = ops::decompose(&mut out, n, &inputs)?.expect("composites decompose");
             for k in first..out.len() {
-                out.set_origin(NodeId(k as u32), NodeOrigin::Decomposed { of: n.op.mnemonic() });
+                out.set_origin(
+                    NodeId(k as u32),
+                    NodeOrigin::Decomposed {
+                        of: n.op.mnemonic(),
+                    },
+                );
             }
             id
         } else {
@@ -68,10 +107,15 @@ pub(crate) fn check_leaves(g: &Graph, ids: &[NodeId]) -> Result<()> {
                 )))
             }
             Some(n) if !matches!(n.op, Op::Input { .. } | Op::Param { .. }) => {
-                return Err(AutodiffError::NotALeaf { node: node_label(g, id) })
+                return Err(AutodiffError::NotALeaf {
+                    node: node_label(g, id),
+                })
             }
             Some(n) if !n.shape.dtype().is_float() => {
-                return Err(AutodiffError::NotDifferentiable { node: node_label(g, id), dtype: n.shape.dtype() })
+                return Err(AutodiffError::NotDifferentiable {
+                    node: node_label(g, id),
+                    dtype: n.shape.dtype(),
+                })
             }
             _ => {}
         }
@@ -81,10 +125,12 @@ pub(crate) fn check_leaves(g: &Graph, ids: &[NodeId]) -> Result<()> {
 
 /// The input or param named `name`.
 pub(crate) fn leaf_named(g: &Graph, name: &str) -> Result<NodeId> {
-    g.find_input(name).or_else(|| g.find_param(name)).ok_or_else(|| AutodiffError::UnknownName {
-        name: name.to_string(),
-        graph: g.name().to_string(),
-    })
+    g.find_input(name)
+        .or_else(|| g.find_param(name))
+        .ok_or_else(|| AutodiffError::UnknownName {
+            name: name.to_string(),
+            graph: g.name().to_string(),
+        })
 }
 
 /// The name of an input / param leaf.

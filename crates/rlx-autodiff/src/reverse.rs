@@ -14,9 +14,13 @@ pub struct GradWithLossOptions {
 
 impl GradWithLossOptions {
     /// Unconnected `wrt` is an [`AutodiffError::Unconnected`].
-    pub const STRICT: GradWithLossOptions = GradWithLossOptions { zero_missing_wrt: false };
+    pub const STRICT: GradWithLossOptions = GradWithLossOptions {
+        zero_missing_wrt: false,
+    };
     /// Unconnected `wrt` gets zeros (JAX's behaviour; what training loops want).
-    pub const TRAINING: GradWithLossOptions = GradWithLossOptions { zero_missing_wrt: true };
+    pub const TRAINING: GradWithLossOptions = GradWithLossOptions {
+        zero_missing_wrt: true,
+    };
 }
 
 impl Default for GradWithLossOptions {
@@ -85,11 +89,17 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
     let (h, map) = prepare(g)?;
     let wrt: Vec<NodeId> = wrt.iter().map(|w| map[w.index()]).collect();
     let Some(&loss) = h.outputs().first() else {
-        return Err(AutodiffError::InvalidGraph(format!("graph \"{}\" has no outputs", g.name())));
+        return Err(AutodiffError::InvalidGraph(format!(
+            "graph \"{}\" has no outputs",
+            g.name()
+        )));
     };
     let loss_shape = h.shape(loss).clone();
     if !loss_shape.dtype().is_float() {
-        return Err(AutodiffError::NotDifferentiable { node: node_label(&h, loss), dtype: loss_shape.dtype() });
+        return Err(AutodiffError::NotDifferentiable {
+            node: node_label(&h, loss),
+            dtype: loss_shape.dtype(),
+        });
     }
     let mut out = h.clone();
     let seed = if loss_shape.numel() == Some(1) {
@@ -101,9 +111,13 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
     let needed = on_path(&h, &wrt, loss);
     let mut adj: Vec<Option<NodeId>> = vec![None; h.len()];
     adj[loss.index()] = Some(seed);
-    let origin = NodeOrigin::Pass { name: "grad".into() };
+    let origin = NodeOrigin::Pass {
+        name: "grad".into(),
+    };
     for id in h.ids().rev() {
-        let (Some(ct), true) = (adj[id.index()], needed[id.index()]) else { continue };
+        let (Some(ct), true) = (adj[id.index()], needed[id.index()]) else {
+            continue;
+        };
         let node = h.node(id);
         if node.op.is_leaf() {
             continue;
@@ -130,7 +144,11 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
                 let s: &Shape = h.shape(w);
                 zeros(&mut out, &dims(&h, w)?, s.dtype())?
             }
-            None => return Err(AutodiffError::Unconnected { node: node_label(&h, w) }),
+            None => {
+                return Err(AutodiffError::Unconnected {
+                    node: node_label(&h, w),
+                })
+            }
         };
         outputs.push(gw);
     }

@@ -26,7 +26,12 @@ pub fn vmap(g: &Graph, batched_inputs: &[&str], batch_size: usize) -> Result<Gra
 
 /// `vmap` with JAX's `in_axes` / `out_axes`: each named leaf is batched
 /// along its given axis, and the batch axis of every output is `out_axis`.
-pub fn vmap_axes(g: &Graph, in_axes: &[(&str, usize)], out_axis: usize, batch_size: usize) -> Result<Graph> {
+pub fn vmap_axes(
+    g: &Graph,
+    in_axes: &[(&str, usize)],
+    out_axis: usize,
+    batch_size: usize,
+) -> Result<Graph> {
     let (h, _) = prepare(g)?;
     for (name, _) in in_axes {
         crate::prepare::leaf_named(&h, name)?;
@@ -35,16 +40,24 @@ pub fn vmap_axes(g: &Graph, in_axes: &[(&str, usize)], out_axis: usize, batch_si
     let mut out = Graph::new(format!("vmap({})", h.name()));
     let mut map: Vec<NodeId> = Vec::with_capacity(h.len());
     let mut bat: Vec<bool> = Vec::with_capacity(h.len());
-    let origin = NodeOrigin::Pass { name: "vmap".into() };
+    let origin = NodeOrigin::Pass {
+        name: "vmap".into(),
+    };
     for n in h.nodes() {
         let leaf_axis = match &n.op {
-            Op::Input { name } | Op::Param { name } => in_axes.iter().find(|(m, _)| m == name).map(|&(_, a)| a),
+            Op::Input { name } | Op::Param { name } => {
+                in_axes.iter().find(|(m, _)| m == name).map(|&(_, a)| a)
+            }
             _ => None,
         };
         let (id, is_b) = if let Some(axis) = leaf_axis {
             let d = n.shape.static_dims().expect("prepared graphs are static");
             if axis > d.len() {
-                return Err(AutodiffError::InvalidGraph(format!("in_axis {axis} exceeds the rank {} of {}", d.len(), n.shape)));
+                return Err(AutodiffError::InvalidGraph(format!(
+                    "in_axis {axis} exceeds the rank {} of {}",
+                    d.len(),
+                    n.shape
+                )));
             }
             let mut nd = d.clone();
             nd.insert(axis, b);
@@ -76,7 +89,9 @@ pub fn vmap_axes(g: &Graph, in_axes: &[(&str, usize)], out_axis: usize, batch_si
         let y = lift(&mut out, map[o.index()], bat[o.index()], b, 0)?;
         let r = dims(&out, y)?.len();
         if out_axis >= r {
-            return Err(AutodiffError::InvalidGraph(format!("out_axis {out_axis} exceeds the rank {r} of a batched output")));
+            return Err(AutodiffError::InvalidGraph(format!(
+                "out_axis {out_axis} exceeds the rank {r} of a batched output"
+            )));
         }
         let mut perm: Vec<usize> = (1..r).collect();
         perm.insert(out_axis, 0);

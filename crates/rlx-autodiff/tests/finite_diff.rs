@@ -10,23 +10,41 @@ use rlx_runtime::Session;
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 }
 
 fn run(g: &Graph, inputs: &[(String, HostTensor)]) -> Vec<Vec<f64>> {
-    let mut c = Session::new(Device::Cpu).try_compile(g.clone()).unwrap_or_else(|e| panic!("compile {}: {e}", g.name()));
+    let mut c = Session::new(Device::Cpu)
+        .try_compile(g.clone())
+        .unwrap_or_else(|e| panic!("compile {}: {e}", g.name()));
     let refs: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    c.try_run_typed(&refs).unwrap_or_else(|e| panic!("run {}: {e}", g.name())).iter().map(|t| t.to_f64_lossy()).collect()
+    c.try_run_typed(&refs)
+        .unwrap_or_else(|e| panic!("run {}: {e}", g.name()))
+        .iter()
+        .map(|t| t.to_f64_lossy())
+        .collect()
 }
 
 /// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
 /// gradient of every input and a jvp along a random direction.
-fn check(name: &str, shapes: &[&[usize]], positive: bool, f: impl Fn(&mut Graph, &[NodeId]) -> NodeId) {
+fn check(
+    name: &str,
+    shapes: &[&[usize]],
+    positive: bool,
+    f: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
+) {
     let mut rng = Rng(name.len() as u64 * 7919 + 17);
     let mut g = Graph::new(name);
-    let xs: Vec<NodeId> = shapes.iter().enumerate().map(|(i, s)| g.input(&format!("x{i}"), Shape::new(s, DType::F64))).collect();
+    let xs: Vec<NodeId> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| g.input(&format!("x{i}"), Shape::new(s, DType::F64)))
+        .collect();
     let y = f(&mut g, &xs);
     let yd = g.shape(y).static_dims().unwrap();
     let n: usize = yd.iter().product();
@@ -39,10 +57,24 @@ fn check(name: &str, shapes: &[&[usize]], positive: bool, f: impl Fn(&mut Graph,
 
     let vals: Vec<Vec<f64>> = shapes
         .iter()
-        .map(|s| (0..s.iter().product::<usize>()).map(|_| if positive { 0.5 + rng.next().abs() } else { rng.next() }).collect())
+        .map(|s| {
+            (0..s.iter().product::<usize>())
+                .map(|_| {
+                    if positive {
+                        0.5 + rng.next().abs()
+                    } else {
+                        rng.next()
+                    }
+                })
+                .collect()
+        })
         .collect();
     let inputs = |vals: &[Vec<f64>]| -> Vec<(String, HostTensor)> {
-        vals.iter().zip(shapes).enumerate().map(|(i, (v, s))| (format!("x{i}"), HostTensor::from_vec(v.clone(), s).unwrap())).collect()
+        vals.iter()
+            .zip(shapes)
+            .enumerate()
+            .map(|(i, (v, s))| (format!("x{i}"), HostTensor::from_vec(v.clone(), s).unwrap()))
+            .collect()
     };
     let eps = 1e-6;
     let fd = |k: usize, j: usize| {
@@ -58,32 +90,60 @@ fn check(name: &str, shapes: &[&[usize]], positive: bool, f: impl Fn(&mut Graph,
     for k in 0..xs.len() {
         for j in 0..vals[k].len() {
             let want = fd(k, j);
-            assert!(close(got[1 + k][j], want), "{name}: d/dx{k}[{j}] = {} but finite differences give {want}", got[1 + k][j]);
+            assert!(
+                close(got[1 + k][j], want),
+                "{name}: d/dx{k}[{j}] = {} but finite differences give {want}",
+                got[1 + k][j]
+            );
         }
     }
     // jvp along a random direction equals the directional finite difference.
-    let dirs: Vec<Vec<f64>> = vals.iter().map(|v| v.iter().map(|_| rng.next()).collect()).collect();
+    let dirs: Vec<Vec<f64>> = vals
+        .iter()
+        .map(|v| v.iter().map(|_| rng.next()).collect())
+        .collect();
     let t = jvp(&g, &xs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut tin = inputs(&vals);
     for (i, (dv, s)) in dirs.iter().zip(shapes).enumerate() {
-        tin.push((format!("tangent_x{i}"), HostTensor::from_vec(dv.clone(), s).unwrap()));
+        tin.push((
+            format!("tangent_x{i}"),
+            HostTensor::from_vec(dv.clone(), s).unwrap(),
+        ));
     }
     let tout = run(&t, &tin);
     let tang = tout[1][0];
-    assert!((tout[0][0] - run(&g, &inputs(&vals))[0][0]).abs() < 1e-12, "{name}: jvp primal differs");
-    let shift = |sgn: f64| -> Vec<Vec<f64>> { vals.iter().zip(&dirs).map(|(v, dv)| v.iter().zip(dv).map(|(a, b)| a + sgn * eps * b).collect()).collect() };
-    let want = (run(&g, &inputs(&shift(1.0)))[0][0] - run(&g, &inputs(&shift(-1.0)))[0][0]) / (2.0 * eps);
-    assert!(close(tang, want), "{name}: jvp {tang} but finite differences give {want}");
+    assert!(
+        (tout[0][0] - run(&g, &inputs(&vals))[0][0]).abs() < 1e-12,
+        "{name}: jvp primal differs"
+    );
+    let shift = |sgn: f64| -> Vec<Vec<f64>> {
+        vals.iter()
+            .zip(&dirs)
+            .map(|(v, dv)| v.iter().zip(dv).map(|(a, b)| a + sgn * eps * b).collect())
+            .collect()
+    };
+    let want =
+        (run(&g, &inputs(&shift(1.0)))[0][0] - run(&g, &inputs(&shift(-1.0)))[0][0]) / (2.0 * eps);
+    assert!(
+        close(tang, want),
+        "{name}: jvp {tang} but finite differences give {want}"
+    );
 }
 
 #[test]
 fn unary_ops() {
     use rlx_ir::op::UnaryOp::*;
-    for op in [Neg, Abs, Exp, Tanh, Sigmoid, Relu, Gelu, GeluApprox, Silu, Sin, Cos, Erf, Softplus] {
-        check(&format!("{op:?}"), &[&[2, 3]], false, |g, x| g.unary(op, x[0]));
+    for op in [
+        Neg, Abs, Exp, Tanh, Sigmoid, Relu, Gelu, GeluApprox, Silu, Sin, Cos, Erf, Softplus,
+    ] {
+        check(&format!("{op:?}"), &[&[2, 3]], false, |g, x| {
+            g.unary(op, x[0])
+        });
     }
     for op in [Log, Sqrt, Rsqrt, Reciprocal] {
-        check(&format!("{op:?}"), &[&[2, 3]], true, |g, x| g.unary(op, x[0]));
+        check(&format!("{op:?}"), &[&[2, 3]], true, |g, x| {
+            g.unary(op, x[0])
+        });
     }
 }
 
@@ -91,7 +151,9 @@ fn unary_ops() {
 fn binary_ops_with_broadcasting() {
     use rlx_ir::op::BinaryOp::*;
     for op in [Add, Sub, Mul, Div, Max, Min, Atan2] {
-        check(&format!("{op:?}"), &[&[2, 1, 3], &[4, 1]], false, |g, x| g.binary_op(op, x[0], x[1]));
+        check(&format!("{op:?}"), &[&[2, 1, 3], &[4, 1]], false, |g, x| {
+            g.binary_op(op, x[0], x[1])
+        });
     }
     check("pow", &[&[2, 3], &[3]], true, |g, x| g.pow(x[0], x[1]));
     check("mod", &[&[5], &[5]], true, |g, x| {
@@ -111,74 +173,283 @@ fn binary_ops_with_broadcasting() {
 
 #[test]
 fn linear_algebra() {
-    check("matmul", &[&[3, 4], &[4, 2]], false, |g, x| g.mm(x[0], x[1]));
-    check("matmul_batched", &[&[2, 1, 3, 4], &[3, 4, 2]], false, |g, x| g.mm(x[0], x[1]));
-    check("matmul_vec", &[&[4], &[2, 4, 3]], false, |g, x| g.mm(x[0], x[1]));
-    check("matvec", &[&[2, 3, 4], &[4]], false, |g, x| g.mm(x[0], x[1]));
+    check("matmul", &[&[3, 4], &[4, 2]], false, |g, x| {
+        g.mm(x[0], x[1])
+    });
+    check(
+        "matmul_batched",
+        &[&[2, 1, 3, 4], &[3, 4, 2]],
+        false,
+        |g, x| g.mm(x[0], x[1]),
+    );
+    check("matmul_vec", &[&[4], &[2, 4, 3]], false, |g, x| {
+        g.mm(x[0], x[1])
+    });
+    check("matvec", &[&[2, 3, 4], &[4]], false, |g, x| {
+        g.mm(x[0], x[1])
+    });
     check("dot_general", &[&[2, 3, 4], &[4, 2, 5]], false, |g, x| {
-        g.dot_general(x[0], x[1], rlx_ir::op::DotDims { lhs_batch: vec![0], rhs_batch: vec![1], lhs_contract: vec![2], rhs_contract: vec![0] })
+        g.dot_general(
+            x[0],
+            x[1],
+            rlx_ir::op::DotDims {
+                lhs_batch: vec![0],
+                rhs_batch: vec![1],
+                lhs_contract: vec![2],
+                rhs_contract: vec![0],
+            },
+        )
     });
-    check("dot_general_2c", &[&[3, 4, 2], &[2, 5, 3]], false, |g, x| {
-        g.dot_general(x[0], x[1], rlx_ir::op::DotDims { lhs_batch: vec![], rhs_batch: vec![], lhs_contract: vec![0, 2], rhs_contract: vec![2, 0] })
-    });
+    check(
+        "dot_general_2c",
+        &[&[3, 4, 2], &[2, 5, 3]],
+        false,
+        |g, x| {
+            g.dot_general(
+                x[0],
+                x[1],
+                rlx_ir::op::DotDims {
+                    lhs_batch: vec![],
+                    rhs_batch: vec![],
+                    lhs_contract: vec![0, 2],
+                    rhs_contract: vec![2, 0],
+                },
+            )
+        },
+    );
 }
 
 #[test]
 fn reductions() {
-    check("sum", &[&[2, 3, 4]], false, |g, x| g.sum(x[0], &[0, 2], false));
-    check("mean", &[&[2, 3, 4]], false, |g, x| g.mean(x[0], &[-1], true));
-    check("max", &[&[3, 5]], false, |g, x| g.reduce_max(x[0], &[1], false));
-    check("min", &[&[3, 5]], false, |g, x| g.reduce_min(x[0], &[0], false));
+    check("sum", &[&[2, 3, 4]], false, |g, x| {
+        g.sum(x[0], &[0, 2], false)
+    });
+    check("mean", &[&[2, 3, 4]], false, |g, x| {
+        g.mean(x[0], &[-1], true)
+    });
+    check("max", &[&[3, 5]], false, |g, x| {
+        g.reduce_max(x[0], &[1], false)
+    });
+    check("min", &[&[3, 5]], false, |g, x| {
+        g.reduce_min(x[0], &[0], false)
+    });
     check("prod", &[&[3, 4]], true, |g, x| g.prod(x[0], &[1], false));
-    check("cumsum", &[&[3, 4]], false, |g, x| g.cumsum(x[0], 1, false, false));
-    check("cumsum_rev_excl", &[&[3, 4]], false, |g, x| g.cumsum(x[0], 0, true, true));
+    check("cumsum", &[&[3, 4]], false, |g, x| {
+        g.cumsum(x[0], 1, false, false)
+    });
+    check("cumsum_rev_excl", &[&[3, 4]], false, |g, x| {
+        g.cumsum(x[0], 0, true, true)
+    });
 }
 
 #[test]
 fn movement() {
-    check("reshape", &[&[2, 6]], false, |g, x| g.reshape_(x[0], &[3, -1]));
-    check("transpose", &[&[2, 3, 4]], false, |g, x| g.transpose_(x[0], &[2, 0, 1]));
-    check("slice_step", &[&[9, 4]], false, |g, x| g.slice_(x[0], 0, 1, 8, 3));
-    check("slice_neg", &[&[7, 3]], false, |g, x| g.slice_(x[0], 0, 5, 0, -2));
-    check("concat", &[&[2, 3], &[2, 1]], false, |g, x| g.concat_(&[x[0], x[1], x[0]], 1));
-    check("pad_constant", &[&[2, 3]], false, |g, x| g.pad_(x[0], &[(1, 0), (2, 1)], PadMode::Constant(1.5)));
-    check("pad_reflect", &[&[3, 4]], false, |g, x| g.pad_(x[0], &[(2, 1), (1, 3)], PadMode::Reflect));
-    check("pad_edge", &[&[3, 4]], false, |g, x| g.pad_(x[0], &[(2, 1), (0, 3)], PadMode::Edge));
-    check("broadcast", &[&[3, 1]], false, |g, x| g.expand_(x[0], &[2, 3, 4]));
+    check("reshape", &[&[2, 6]], false, |g, x| {
+        g.reshape_(x[0], &[3, -1])
+    });
+    check("transpose", &[&[2, 3, 4]], false, |g, x| {
+        g.transpose_(x[0], &[2, 0, 1])
+    });
+    check("slice_step", &[&[9, 4]], false, |g, x| {
+        g.slice_(x[0], 0, 1, 8, 3)
+    });
+    check("slice_neg", &[&[7, 3]], false, |g, x| {
+        g.slice_(x[0], 0, 5, 0, -2)
+    });
+    check("concat", &[&[2, 3], &[2, 1]], false, |g, x| {
+        g.concat_(&[x[0], x[1], x[0]], 1)
+    });
+    check("pad_constant", &[&[2, 3]], false, |g, x| {
+        g.pad_(x[0], &[(1, 0), (2, 1)], PadMode::Constant(1.5))
+    });
+    check("pad_reflect", &[&[3, 4]], false, |g, x| {
+        g.pad_(x[0], &[(2, 1), (1, 3)], PadMode::Reflect)
+    });
+    check("pad_edge", &[&[3, 4]], false, |g, x| {
+        g.pad_(x[0], &[(2, 1), (0, 3)], PadMode::Edge)
+    });
+    check("broadcast", &[&[3, 1]], false, |g, x| {
+        g.expand_(x[0], &[2, 3, 4])
+    });
 }
 
 #[test]
 fn indexing() {
     check("gather", &[&[5, 3]], false, |g, x| {
-        let i = g.constant_tensor(&HostTensor::from_vec(vec![4i64, 0, -1, 2, 2, 0], &[2, 3]).unwrap());
+        let i =
+            g.constant_tensor(&HostTensor::from_vec(vec![4i64, 0, -1, 2, 2, 0], &[2, 3]).unwrap());
         g.gather_(x[0], i, 0)
     });
     check("gather_elements", &[&[3, 4]], false, |g, x| {
-        let i = g.constant_tensor(&HostTensor::from_vec(vec![0i64, 3, 3, 1, 2, 0], &[3, 2]).unwrap());
+        let i =
+            g.constant_tensor(&HostTensor::from_vec(vec![0i64, 3, 3, 1, 2, 0], &[3, 2]).unwrap());
         g.gather_elements(x[0], i, 1)
     });
     check("scatter_add", &[&[4, 3], &[2, 3]], false, |g, x| {
-        let i = g.constant_tensor(&HostTensor::from_vec(vec![1i64, 3, 1, 1, 0, 3], &[2, 3]).unwrap());
+        let i =
+            g.constant_tensor(&HostTensor::from_vec(vec![1i64, 3, 1, 1, 0, 3], &[2, 3]).unwrap());
         g.scatter_add(x[0], i, x[1], 0)
     });
-    check("topk", &[&[3, 6]], false, |g, x| g.topk(x[0], 3, -1, true).0);
+    check("topk", &[&[3, 6]], false, |g, x| {
+        g.topk(x[0], 3, -1, true).0
+    });
 }
 
 #[test]
 fn composites() {
     check("softmax", &[&[3, 5]], false, |g, x| g.sm(x[0], 0));
-    check("log_softmax", &[&[3, 5]], false, |g, x| g.log_softmax(x[0], -1));
-    check("layer_norm", &[&[2, 3, 4], &[3, 4], &[3, 4]], false, |g, x| g.layer_norm_axis(x[0], 1, x[1], x[2], 1e-5));
-    check("rms_norm", &[&[3, 4], &[4]], false, |g, x| g.rms_norm(x[0], x[1], 1e-6));
-    check("group_norm", &[&[2, 4, 3], &[4], &[4]], false, |g, x| g.group_norm(x[0], 2, Some((x[1], x[2])), 1e-5));
-    for mask in [MaskKind::None, MaskKind::Causal, MaskKind::SlidingWindow(2)] {
-        check(&format!("attention_{mask:?}"), &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]], false, |g, x| g.attention_(x[0], x[1], x[2], mask, None));
-    }
-    check("attention_bias_gqa", &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]], false, |g, x| {
-        g.attention_with(x[0], x[1], x[2], MaskKind::Bias, Some(x[3]), Some(0.7), Some(2.0))
+    check("log_softmax", &[&[3, 5]], false, |g, x| {
+        g.log_softmax(x[0], -1)
     });
-    check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| g.rope(x[0], x[1], x[2]));
-    check("rope_interleaved", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| g.rope_interleaved(x[0], x[1], x[2]));
+    check(
+        "layer_norm",
+        &[&[2, 3, 4], &[3, 4], &[3, 4]],
+        false,
+        |g, x| g.layer_norm_axis(x[0], 1, x[1], x[2], 1e-5),
+    );
+    check("rms_norm", &[&[3, 4], &[4]], false, |g, x| {
+        g.rms_norm(x[0], x[1], 1e-6)
+    });
+    check("group_norm", &[&[2, 4, 3], &[4], &[4]], false, |g, x| {
+        g.group_norm(x[0], 2, Some((x[1], x[2])), 1e-5)
+    });
+    for mask in [MaskKind::None, MaskKind::Causal, MaskKind::SlidingWindow(2)] {
+        check(
+            &format!("attention_{mask:?}"),
+            &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]],
+            false,
+            |g, x| g.attention_(x[0], x[1], x[2], mask, None),
+        );
+    }
+    check(
+        "attention_bias_gqa",
+        &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
+        false,
+        |g, x| {
+            g.attention_with(
+                x[0],
+                x[1],
+                x[2],
+                MaskKind::Bias,
+                Some(x[3]),
+                Some(0.7),
+                Some(2.0),
+            )
+        },
+    );
+    check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| {
+        g.rope(x[0], x[1], x[2])
+    });
+    check(
+        "rope_interleaved",
+        &[&[2, 3, 4], &[3, 2], &[3, 2]],
+        false,
+        |g, x| g.rope_interleaved(x[0], x[1], x[2]),
+    );
     let _ = Op::Reshape;
 }
 
+#[test]
+fn convolution_and_pooling() {
+    use rlx_ir::op::{PoolKind, Window};
+    let win = |stride: usize, pad: usize, dil: usize| Window {
+        kernel: vec![],
+        stride: vec![stride; 2],
+        padding: vec![(pad, pad + 1); 2],
+        dilation: vec![dil; 2],
+    };
+    check(
+        "conv2d_groups",
+        &[&[2, 4, 6, 5], &[6, 2, 3, 2], &[6]],
+        false,
+        |g, x| g.conv(x[0], x[1], Some(x[2]), win(2, 1, 1), 2),
+    );
+    check(
+        "conv2d_dilated",
+        &[&[1, 2, 7, 7], &[3, 2, 2, 3]],
+        false,
+        |g, x| g.conv(x[0], x[1], None, win(1, 0, 2), 1),
+    );
+    check("conv1d", &[&[2, 3, 9], &[4, 3, 3]], false, |g, x| {
+        g.conv1d(x[0], x[1], None, 2, 1, 1, 1)
+    });
+    let pw = |k: usize| Window {
+        kernel: vec![k; 2],
+        stride: vec![2; 2],
+        padding: vec![(1, 1); 2],
+        dilation: vec![1; 2],
+    };
+    check("max_pool", &[&[2, 3, 6, 6]], false, |g, x| {
+        g.pool(x[0], PoolKind::Max, pw(3), false)
+    });
+    check("avg_pool", &[&[2, 3, 6, 6]], false, |g, x| {
+        g.pool(x[0], PoolKind::Avg, pw(3), false)
+    });
+    check("avg_pool_incl", &[&[1, 2, 5, 5]], false, |g, x| {
+        g.pool(x[0], PoolKind::Avg, pw(2), true)
+    });
+}
+
+/// The im2col decompositions equal the native conv / pool kernels (which
+/// the numpy fixtures check).
+#[test]
+fn conv_and_pool_decompositions_match_native() {
+    use rlx_ir::op::{PoolKind, Window};
+    let mut g = Graph::new("conv");
+    let x = g.input("x", Shape::new(&[2, 4, 7, 6], DType::F64));
+    let w = g.input("w", Shape::new(&[6, 2, 3, 2], DType::F64));
+    let b = g.input("b", Shape::new(&[6], DType::F64));
+    let cw = Window {
+        kernel: vec![],
+        stride: vec![2, 1],
+        padding: vec![(1, 0), (2, 1)],
+        dilation: vec![1, 2],
+    };
+    let y = g.conv(x, w, Some(b), cw.clone(), 2);
+    let pw = Window {
+        kernel: vec![3, 2],
+        stride: vec![2, 2],
+        padding: vec![(1, 1), (1, 0)],
+        dilation: vec![1, 1],
+    };
+    let mp = g.pool(x, PoolKind::Max, pw.clone(), false);
+    let ap = g.pool(x, PoolKind::Avg, pw.clone(), false);
+    let ai = g.pool(x, PoolKind::Avg, pw.clone(), true);
+    g.set_outputs(vec![y, mp, ap, ai]);
+    let mut h = Graph::new("lowered");
+    let (hx, hw, hb) = (
+        h.input("x", Shape::new(&[2, 4, 7, 6], DType::F64)),
+        h.input("w", Shape::new(&[6, 2, 3, 2], DType::F64)),
+        h.input("b", Shape::new(&[6], DType::F64)),
+    );
+    let hy = rlx_ir::ops::conv::decompose_conv(&mut h, &[hx, hw, hb], &cw, 2).unwrap();
+    let hm = rlx_ir::ops::conv::decompose_pool(&mut h, hx, PoolKind::Max, &pw, false).unwrap();
+    let ha = rlx_ir::ops::conv::decompose_pool(&mut h, hx, PoolKind::Avg, &pw, false).unwrap();
+    let hi = rlx_ir::ops::conv::decompose_pool(&mut h, hx, PoolKind::Avg, &pw, true).unwrap();
+    h.set_outputs(vec![hy, hm, ha, hi]);
+    let mut rng = Rng(5);
+    let mk = |rng: &mut Rng, d: &[usize]| {
+        HostTensor::from_vec(
+            (0..d.iter().product::<usize>())
+                .map(|_| rng.next())
+                .collect::<Vec<f64>>(),
+            d,
+        )
+        .unwrap()
+    };
+    let inputs = vec![
+        ("x".to_string(), mk(&mut rng, &[2, 4, 7, 6])),
+        ("w".to_string(), mk(&mut rng, &[6, 2, 3, 2])),
+        ("b".to_string(), mk(&mut rng, &[6])),
+    ];
+    let (a, l) = (run(&g, &inputs), run(&h, &inputs));
+    for (k, (p, q)) in a.iter().zip(&l).enumerate() {
+        assert_eq!(p.len(), q.len());
+        for (u, v) in p.iter().zip(q) {
+            assert!(
+                (u - v).abs() < 1e-12,
+                "output {k}: native {u} vs decomposed {v}"
+            );
+        }
+    }
+}

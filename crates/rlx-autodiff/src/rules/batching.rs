@@ -33,12 +33,54 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
         }
         Op::MatMul => batch_matmul(g, node, ins, bat, b)?,
         Op::DotGeneral(d) => batch_dot_general(g, d, ins, bat, b)?,
-        Op::Reduce { op, axes, keep_dim } => one(g, Op::Reduce { op: *op, axes: shift(axes), keep_dim: *keep_dim }, ins[0])?,
-        Op::ArgReduce { op, axis, keep_dim } => one(g, Op::ArgReduce { op: *op, axis: axis + 1, keep_dim: *keep_dim }, ins[0])?,
-        Op::Cumsum { axis, exclusive, reverse } => one(g, Op::Cumsum { axis: axis + 1, exclusive: *exclusive, reverse: *reverse }, ins[0])?,
+        Op::Reduce { op, axes, keep_dim } => one(
+            g,
+            Op::Reduce {
+                op: *op,
+                axes: shift(axes),
+                keep_dim: *keep_dim,
+            },
+            ins[0],
+        )?,
+        Op::ArgReduce { op, axis, keep_dim } => one(
+            g,
+            Op::ArgReduce {
+                op: *op,
+                axis: axis + 1,
+                keep_dim: *keep_dim,
+            },
+            ins[0],
+        )?,
+        Op::Cumsum {
+            axis,
+            exclusive,
+            reverse,
+        } => one(
+            g,
+            Op::Cumsum {
+                axis: axis + 1,
+                exclusive: *exclusive,
+                reverse: *reverse,
+            },
+            ins[0],
+        )?,
         Op::Softmax { axis } => one(g, Op::Softmax { axis: axis + 1 }, ins[0])?,
         Op::LogSoftmax { axis } => one(g, Op::LogSoftmax { axis: axis + 1 }, ins[0])?,
-        Op::TopK { k, axis, largest, output } => one(g, Op::TopK { k: *k, axis: axis + 1, largest: *largest, output: *output }, ins[0])?,
+        Op::TopK {
+            k,
+            axis,
+            largest,
+            output,
+        } => one(
+            g,
+            Op::TopK {
+                k: *k,
+                axis: axis + 1,
+                largest: *largest,
+                output: *output,
+            },
+            ins[0],
+        )?,
         Op::Reshape | Op::Fft { .. } => one(g, node.op.clone(), ins[0])?,
         Op::Broadcast => {
             let x = lift(g, ins[0], true, b, rank)?;
@@ -81,7 +123,9 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
             g.try_node(op, &lifted, None)?
         }
         Op::Gather { axis } => batch_gather(g, *axis, ins, bat, b, &node.shape)?,
-        Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::Upsample { .. } if bat[0] && !bat[1..].iter().any(|&x| x) => {
+        Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::Upsample { .. }
+            if bat[0] && !bat[1..].iter().any(|&x| x) =>
+        {
             // Fold the vmap batch into the op's own batch dim N.
             let xd = dims(g, ins[0])?;
             let mut folded = vec![xd[0] * xd[1]];
@@ -90,13 +134,26 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
             let mut inner = ins.to_vec();
             inner[0] = x;
             let mut od = vec![b * node.shape.dim(0).unwrap_or(0)];
-            od.extend(node.shape.static_dims().unwrap_or_default().into_iter().skip(1));
-            let declared = ops::needs_declared_shape(&node.op).then(|| Shape::new(&od, node.shape.dtype()));
+            od.extend(
+                node.shape
+                    .static_dims()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .skip(1),
+            );
+            let declared =
+                ops::needs_declared_shape(&node.op).then(|| Shape::new(&od, node.shape.dtype()));
             let y = g.try_node(node.op.clone(), &inner, declared)?;
             reshape(g, y, &out_shape.static_dims().unwrap_or_default())?
         }
         _ => {
-            return Err(AutodiffError::MissingRule { transform: "vmap", node: format!("{} with batched inputs {bat:?}", node_label(g, x0.unwrap_or(NodeId(0)))) })
+            return Err(AutodiffError::MissingRule {
+                transform: "vmap",
+                node: format!(
+                    "{} with batched inputs {bat:?}",
+                    node_label(g, x0.unwrap_or(NodeId(0)))
+                ),
+            })
         }
     })
 }
@@ -104,7 +161,13 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
 /// numpy matmul over batched operands: 1-d operands are promoted to
 /// matrices, batched ones get size-1 batch axes so the vmap axis lines up,
 /// and the promotion is undone at the end.
-fn batch_matmul(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize) -> Result<NodeId> {
+fn batch_matmul(
+    g: &mut Graph,
+    node: &Node,
+    ins: &[NodeId],
+    bat: &[bool],
+    b: usize,
+) -> Result<NodeId> {
     let per = |g: &Graph, x: NodeId, bx: bool| -> Result<Vec<usize>> {
         let d = dims(g, x)?;
         Ok(if bx { d[1..].to_vec() } else { d })
@@ -134,11 +197,19 @@ fn batch_matmul(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usi
     let a = promote(g, ins[0], bat[0], &pa, true)?;
     let c = promote(g, ins[1], bat[1], &pb, false)?;
     let y = matmul(g, a, c)?;
-    let out = with_batch(b, &node.shape)?.static_dims().unwrap_or_default();
+    let out = with_batch(b, &node.shape)?
+        .static_dims()
+        .unwrap_or_default();
     reshape(g, y, &out)
 }
 
-fn batch_dot_general(g: &mut Graph, d: &DotDims, ins: &[NodeId], bat: &[bool], b: usize) -> Result<NodeId> {
+fn batch_dot_general(
+    g: &mut Graph,
+    d: &DotDims,
+    ins: &[NodeId],
+    bat: &[bool],
+    b: usize,
+) -> Result<NodeId> {
     let (a, c) = match (bat[0], bat[1]) {
         (true, true) => (ins[0], ins[1]),
         (true, false) => (ins[0], lift(g, ins[1], false, b, 0)?),
@@ -149,18 +220,34 @@ fn batch_dot_general(g: &mut Graph, d: &DotDims, ins: &[NodeId], bat: &[bool], b
     lb.extend(shift(&d.lhs_batch));
     let mut rb = vec![0];
     rb.extend(shift(&d.rhs_batch));
-    let dd = DotDims { lhs_batch: lb, rhs_batch: rb, lhs_contract: shift(&d.lhs_contract), rhs_contract: shift(&d.rhs_contract) };
+    let dd = DotDims {
+        lhs_batch: lb,
+        rhs_batch: rb,
+        lhs_contract: shift(&d.lhs_contract),
+        rhs_contract: shift(&d.rhs_contract),
+    };
     Ok(g.try_node(Op::DotGeneral(dd), &[a, c], None)?)
 }
 
 /// `take` with a batched operand and / or batched indices.
-fn batch_gather(g: &mut Graph, axis: usize, ins: &[NodeId], bat: &[bool], b: usize, per_out: &Shape) -> Result<NodeId> {
+fn batch_gather(
+    g: &mut Graph,
+    axis: usize,
+    ins: &[NodeId],
+    bat: &[bool],
+    b: usize,
+    per_out: &Shape,
+) -> Result<NodeId> {
     let (x, idx) = (ins[0], ins[1]);
     if bat[0] && !bat[1] {
         return Ok(g.try_node(Op::Gather { axis: axis + 1 }, &[x, idx], None)?);
     }
     let xd = dims(g, x)?;
-    let (xd_per, x) = if bat[0] { (xd[1..].to_vec(), x) } else { (xd.clone(), x) };
+    let (xd_per, x) = if bat[0] {
+        (xd[1..].to_vec(), x)
+    } else {
+        (xd.clone(), x)
+    };
     let id = dims(g, idx)?;
     let ir = id.len() - 1; // per-example index rank
     if !bat[0] {
@@ -177,7 +264,13 @@ fn batch_gather(g: &mut Graph, axis: usize, ins: &[NodeId], bat: &[bool], b: usi
     perm.extend((1..=xd_per.len()).filter(|&i| i != axis + 1));
     let xt = transpose(g, x, &perm)?;
     let mut flat = vec![b * a_len];
-    flat.extend(xd_per.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &v)| v));
+    flat.extend(
+        xd_per
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != axis)
+            .map(|(_, &v)| v),
+    );
     let xf = reshape(g, xt, &flat)?;
     let idt = dtype(g, idx);
     let zero = g.scalar(0.0, idt);
@@ -187,10 +280,18 @@ fn batch_gather(g: &mut Graph, axis: usize, ins: &[NodeId], bat: &[bool], b: usi
     let norm = select(g, neg, wrapped, idx)?;
     let mut rows_d = vec![b];
     rows_d.extend(std::iter::repeat_n(1, ir));
-    let rows = g.try_node(Op::Iota { axis: 0, start: 0.0, step: a_len as f64 }, &[], Some(Shape::new(&rows_d, idt)))?;
+    let rows = g.try_node(
+        Op::Iota {
+            axis: 0,
+            start: 0.0,
+            step: a_len as f64,
+        },
+        &[],
+        Some(Shape::new(&rows_d, idt)),
+    )?;
     let offs = add(g, norm, rows)?;
     let y = g.try_node(Op::Gather { axis: 0 }, &[xf, offs], None)?; // [b, idx.., rest..]
-    // Per-example order: x[:axis] + idx + x[axis+1:].
+                                                                    // Per-example order: x[:axis] + idx + x[axis+1:].
     let nrest_before = axis;
     let r = g.shape(y).rank();
     let mut p = vec![0];
@@ -198,5 +299,9 @@ fn batch_gather(g: &mut Graph, axis: usize, ins: &[NodeId], bat: &[bool], b: usi
     p.extend(1..1 + ir);
     p.extend(1 + ir + nrest_before..r);
     let y = transpose(g, y, &p)?;
-    reshape(g, y, &with_batch(b, per_out)?.static_dims().unwrap_or_default())
+    reshape(
+        g,
+        y,
+        &with_batch(b, per_out)?.static_dims().unwrap_or_default(),
+    )
 }

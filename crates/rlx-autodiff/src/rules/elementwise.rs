@@ -8,7 +8,12 @@ use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
 use rlx_ir::{Graph, NodeId};
 
 /// `f'(x)` of a unary op as a node (`None`: the derivative is zero).
-pub fn unary_derivative(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId) -> Result<Option<NodeId>> {
+pub fn unary_derivative(
+    g: &mut Graph,
+    op: UnaryOp,
+    x: NodeId,
+    y: NodeId,
+) -> Result<Option<NodeId>> {
     use UnaryOp::*;
     let d = match op {
         Neg => scalar_like(g, x, -1.0),
@@ -109,7 +114,13 @@ pub fn unary_derivative(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId) -> Res
 }
 
 /// `(∂y/∂a, ∂y/∂b)` of a binary op, in the broadcast output shape (`None`: zero).
-pub fn binary_partials(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId, y: NodeId) -> Result<(Option<NodeId>, Option<NodeId>)> {
+pub fn binary_partials(
+    g: &mut Graph,
+    op: BinaryOp,
+    a: NodeId,
+    b: NodeId,
+    y: NodeId,
+) -> Result<(Option<NodeId>, Option<NodeId>)> {
     use BinaryOp::*;
     let one = scalar_like(g, a, 1.0);
     Ok(match op {
@@ -137,7 +148,11 @@ pub fn binary_partials(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId, y: Nod
         }
         // Ties split the gradient evenly, as JAX's max / min.
         Max | Min => {
-            let (wins, loses) = if op == Max { (CmpOp::Gt, CmpOp::Lt) } else { (CmpOp::Lt, CmpOp::Gt) };
+            let (wins, loses) = if op == Max {
+                (CmpOp::Gt, CmpOp::Lt)
+            } else {
+                (CmpOp::Lt, CmpOp::Gt)
+            };
             let half = scalar_like(g, a, 0.5);
             let zero = scalar_like(g, a, 0.0);
             let aw = cmp(g, wins, a, b)?;
@@ -172,13 +187,26 @@ fn times(g: &mut Graph, ct: NodeId, f: Option<NodeId>) -> Result<Option<NodeId>>
 }
 
 /// Reverse mode of a unary op.
-pub fn vjp_unary(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_unary(
+    g: &mut Graph,
+    op: UnaryOp,
+    x: NodeId,
+    y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let d = unary_derivative(g, op, x, y)?;
     Ok(vec![times(g, ct, d)?])
 }
 
 /// Reverse mode of a binary op (broadcasting undone).
-pub fn vjp_binary(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId, y: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_binary(
+    g: &mut Graph,
+    op: BinaryOp,
+    a: NodeId,
+    b: NodeId,
+    y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let (pa, pb) = binary_partials(g, op, a, b, y)?;
     let mut out = Vec::with_capacity(2);
     for (x, p) in [(a, pa), (b, pb)] {
@@ -216,13 +244,27 @@ pub fn vjp_cast(g: &mut Graph, x: NodeId, ct: NodeId) -> Result<Vec<Option<NodeI
 }
 
 /// Forward mode of a unary op.
-pub fn jvp_unary(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId, t: NodeId) -> Result<Option<NodeId>> {
+pub fn jvp_unary(
+    g: &mut Graph,
+    op: UnaryOp,
+    x: NodeId,
+    y: NodeId,
+    t: NodeId,
+) -> Result<Option<NodeId>> {
     let d = unary_derivative(g, op, x, y)?;
     times(g, t, d)
 }
 
 /// Forward mode of a binary op.
-pub fn jvp_binary(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId, y: NodeId, ta: Option<NodeId>, tb: Option<NodeId>) -> Result<Option<NodeId>> {
+pub fn jvp_binary(
+    g: &mut Graph,
+    op: BinaryOp,
+    a: NodeId,
+    b: NodeId,
+    y: NodeId,
+    ta: Option<NodeId>,
+    tb: Option<NodeId>,
+) -> Result<Option<NodeId>> {
     let (pa, pb) = binary_partials(g, op, a, b, y)?;
     let xa = match (ta, pa) {
         (Some(t), Some(p)) => Some(mul(g, t, p)?),

@@ -19,7 +19,10 @@ use rlx_ir::op::{PadMode, TopKOutput};
 use rlx_ir::{node_label, ops, Graph, Node, NodeId, Op};
 
 fn missing(g: &Graph, id: NodeId, transform: &'static str) -> AutodiffError {
-    AutodiffError::MissingRule { transform, node: node_label(g, id) }
+    AutodiffError::MissingRule {
+        transform,
+        node: node_label(g, id),
+    }
 }
 
 /// Cotangents of `node`'s inputs given the cotangent `ct` of its output `y`.
@@ -28,7 +31,10 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
     match &node.op {
         Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } | Op::Iota { .. } => Ok(vec![]),
         Op::Compare(_) | Op::ArgReduce { .. } => Ok(vec![None; x.len()]),
-        Op::TopK { output: TopKOutput::Indices, .. } => Ok(vec![None]),
+        Op::TopK {
+            output: TopKOutput::Indices,
+            ..
+        } => Ok(vec![None]),
         Op::Unary(u) => elementwise::vjp_unary(g, *u, x[0], y, ct),
         Op::Binary(b) => elementwise::vjp_binary(g, *b, x[0], x[1], y, ct),
         Op::Select => elementwise::vjp_select(g, x, ct),
@@ -36,7 +42,11 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         Op::MatMul => linalg::vjp_matmul(g, x[0], x[1], ct),
         Op::DotGeneral(d) => linalg::vjp_dot_general(g, d, x[0], x[1], ct),
         Op::Reduce { op, axes, .. } => reduce::vjp_reduce(g, *op, axes, x[0], y, ct),
-        Op::Cumsum { axis, exclusive, reverse } => reduce::vjp_cumsum(g, *axis, *exclusive, *reverse, ct),
+        Op::Cumsum {
+            axis,
+            exclusive,
+            reverse,
+        } => reduce::vjp_cumsum(g, *axis, *exclusive, *reverse, ct),
         Op::Reshape => Ok(vec![Some(reshape(g, ct, &dims(g, x[0])?)?)]),
         Op::Transpose { perm } => Ok(vec![Some(transpose(g, ct, &inverse_perm(perm))?)]),
         Op::Slice(spec) => movement::vjp_slice(g, spec, x[0], ct),
@@ -46,7 +56,9 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         Op::Gather { axis } => indexing::vjp_gather(g, *axis, x[0], x[1], ct),
         Op::GatherElements { axis } => indexing::vjp_gather_elements(g, *axis, x[0], x[1], ct),
         Op::ScatterAdd { axis } => indexing::vjp_scatter_add(g, *axis, x[1], ct),
-        Op::TopK { k, axis, largest, .. } => indexing::vjp_topk(g, *k, *axis, *largest, x[0], ct),
+        Op::TopK {
+            k, axis, largest, ..
+        } => indexing::vjp_topk(g, *k, *axis, *largest, x[0], ct),
         Op::Softmax { axis } => Ok(vec![Some(norm::softmax_jac(g, *axis, y, ct)?)]),
         Op::LogSoftmax { axis } => Ok(vec![Some(norm::log_softmax_vjp(g, *axis, y, ct)?)]),
         _ => Err(missing(g, y, "vjp")),
@@ -57,7 +69,13 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
 /// that carry tangents (missing tangents of other differentiable inputs are zeros).
 fn relinearize(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<NodeId> {
     let op = match &node.op {
-        Op::Pad { pads, mode: PadMode::Constant(_) } => Op::Pad { pads: pads.clone(), mode: PadMode::Constant(0.0) },
+        Op::Pad {
+            pads,
+            mode: PadMode::Constant(_),
+        } => Op::Pad {
+            pads: pads.clone(),
+            mode: PadMode::Constant(0.0),
+        },
         op => op.clone(),
     };
     let declared = ops::needs_declared_shape(&op).then(|| node.shape.clone());
@@ -78,8 +96,15 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         return Ok(None);
     }
     let out = match &node.op {
-        Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } | Op::Iota { .. } => return Ok(None),
-        Op::Compare(_) | Op::ArgReduce { .. } | Op::TopK { output: TopKOutput::Indices, .. } => return Ok(None),
+        Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } | Op::Iota { .. } => {
+            return Ok(None)
+        }
+        Op::Compare(_)
+        | Op::ArgReduce { .. }
+        | Op::TopK {
+            output: TopKOutput::Indices,
+            ..
+        } => return Ok(None),
         Op::Unary(u) => return elementwise::jvp_unary(g, *u, x[0], y, t[0].expect("tangent")),
         Op::Binary(b) => return elementwise::jvp_binary(g, *b, x[0], x[1], y, t[0], t[1]),
         Op::Select => {
@@ -108,7 +133,9 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
                     sum_t = add_opt(g, sum_t, Some(term))?;
                 }
             }
-            if let (Some(Some(tb)), Op::Conv { .. } | Op::ConvTranspose { .. }) = (t.get(2), &node.op) {
+            if let (Some(Some(tb)), Op::Conv { .. } | Op::ConvTranspose { .. }) =
+                (t.get(2), &node.op)
+            {
                 let mut bd = vec![1; node.shape.rank()];
                 bd[1] = dims(g, *tb)?[0];
                 let b = reshape(g, *tb, &bd)?;
@@ -117,23 +144,41 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
             }
             sum_t.expect("some tangent")
         }
-        Op::Reduce { op, axes, keep_dim } => reduce::jvp_reduce(g, *op, axes, *keep_dim, x[0], y, t[0].expect("tangent"))?,
+        Op::Reduce { op, axes, keep_dim } => {
+            reduce::jvp_reduce(g, *op, axes, *keep_dim, x[0], y, t[0].expect("tangent"))?
+        }
         Op::Softmax { axis } => norm::softmax_jac(g, *axis, y, t[0].expect("tangent"))?,
         Op::LogSoftmax { axis } => norm::log_softmax_jvp(g, *axis, y, t[0].expect("tangent"))?,
-        Op::TopK { k, axis, largest, .. } => {
+        Op::TopK {
+            k, axis, largest, ..
+        } => {
             let idx = indexing::topk_indices(g, *k, *axis, *largest, x[0])?;
-            g.try_node(Op::GatherElements { axis: *axis }, &[t[0].expect("tangent"), idx], None)?
+            g.try_node(
+                Op::GatherElements { axis: *axis },
+                &[t[0].expect("tangent"), idx],
+                None,
+            )?
         }
-        Op::Gather { .. } | Op::GatherElements { .. } => relinearize(g, node, &[t[0].expect("tangent"), x[1]])?,
+        Op::Gather { .. } | Op::GatherElements { .. } => {
+            relinearize(g, node, &[t[0].expect("tangent"), x[1]])?
+        }
         Op::ScatterAdd { .. } => {
             let base = or_zeros(g, t[0], x[0])?;
             let upd = or_zeros(g, t[2], x[2])?;
             relinearize(g, node, &[base, x[1], upd])?
         }
-        Op::Pool { kind: rlx_ir::op::PoolKind::Avg, .. } | Op::Upsample { .. } | Op::Fft { .. } => relinearize(g, node, &[t[0].expect("tangent")])?,
-        Op::Reshape | Op::Transpose { .. } | Op::Slice(_) | Op::Pad { .. } | Op::Broadcast | Op::Cumsum { .. } => {
-            relinearize(g, node, &[t[0].expect("tangent")])?
+        Op::Pool {
+            kind: rlx_ir::op::PoolKind::Avg,
+            ..
         }
+        | Op::Upsample { .. }
+        | Op::Fft { .. } => relinearize(g, node, &[t[0].expect("tangent")])?,
+        Op::Reshape
+        | Op::Transpose { .. }
+        | Op::Slice(_)
+        | Op::Pad { .. }
+        | Op::Broadcast
+        | Op::Cumsum { .. } => relinearize(g, node, &[t[0].expect("tangent")])?,
         Op::Concat { .. } => {
             let mut ins = Vec::with_capacity(x.len());
             for (k, &xi) in x.iter().enumerate() {

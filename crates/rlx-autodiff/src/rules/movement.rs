@@ -6,7 +6,12 @@ use rlx_ir::op::{PadMode, SliceSpec};
 use rlx_ir::{Graph, NodeId};
 
 /// Reverse mode of a strided slice: the cotangent is placed back, zeros elsewhere.
-pub fn vjp_slice(g: &mut Graph, spec: &SliceSpec, x: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_slice(
+    g: &mut Graph,
+    spec: &SliceSpec,
+    x: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let xd = dims(g, x)?;
     let mut c = ct;
     for axis in 0..xd.len() {
@@ -21,7 +26,10 @@ pub fn vjp_slice(g: &mut Graph, spec: &SliceSpec, x: NodeId, ct: NodeId) -> Resu
         // Walk forwards: a negative step reads start, start-|s|, ...; reverse it.
         let (first, stride) = if step < 0 {
             c = slice_axis(g, c, axis, len - 1, len, -1)?;
-            (start - (len - 1) * step.unsigned_abs() as usize, step.unsigned_abs() as usize)
+            (
+                start - (len - 1) * step.unsigned_abs() as usize,
+                step.unsigned_abs() as usize,
+            )
         } else {
             (start, step as usize)
         };
@@ -43,7 +51,12 @@ pub fn vjp_slice(g: &mut Graph, spec: &SliceSpec, x: NodeId, ct: NodeId) -> Resu
 }
 
 /// Reverse mode of concat: each input gets its slice of the cotangent.
-pub fn vjp_concat(g: &mut Graph, axis: usize, inputs: &[NodeId], ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_concat(
+    g: &mut Graph,
+    axis: usize,
+    inputs: &[NodeId],
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let mut out = Vec::with_capacity(inputs.len());
     let mut at = 0;
     for &x in inputs {
@@ -56,7 +69,13 @@ pub fn vjp_concat(g: &mut Graph, axis: usize, inputs: &[NodeId], ct: NodeId) -> 
 
 /// Reverse mode of pad. Constant: the centre. Edge / reflect: the padded
 /// cells' cotangents are added back onto the cells they copied.
-pub fn vjp_pad(g: &mut Graph, pads: &[(usize, usize)], mode: &PadMode, x: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_pad(
+    g: &mut Graph,
+    pads: &[(usize, usize)],
+    mode: &PadMode,
+    x: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let xd = dims(g, x)?;
     let mut c = ct;
     for (axis, &(lo, hi)) in pads.iter().enumerate() {

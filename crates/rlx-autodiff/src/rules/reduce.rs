@@ -7,12 +7,22 @@ use rlx_ir::{Graph, NodeId, Op};
 
 /// Dims of a reduction's result with the reduced axes kept as 1.
 fn kept_dims(x: &[usize], axes: &[usize]) -> Vec<usize> {
-    x.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect()
+    x.iter()
+        .enumerate()
+        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+        .collect()
 }
 
 /// Reverse mode of a reduction. Max / min split the gradient evenly among
 /// ties (JAX's rule); prod uses `y / x`, so a zero in the input gives NaN.
-pub fn vjp_reduce(g: &mut Graph, op: ReduceOp, axes: &[usize], x: NodeId, y: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
+pub fn vjp_reduce(
+    g: &mut Graph,
+    op: ReduceOp,
+    axes: &[usize],
+    x: NodeId,
+    y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
     let xd = dims(g, x)?;
     let kd = kept_dims(&xd, axes);
     let ctk = reshape(g, ct, &kd)?;
@@ -41,7 +51,15 @@ pub fn vjp_reduce(g: &mut Graph, op: ReduceOp, axes: &[usize], x: NodeId, y: Nod
 }
 
 /// Forward mode of a reduction.
-pub fn jvp_reduce(g: &mut Graph, op: ReduceOp, axes: &[usize], keep_dim: bool, x: NodeId, y: NodeId, t: NodeId) -> Result<NodeId> {
+pub fn jvp_reduce(
+    g: &mut Graph,
+    op: ReduceOp,
+    axes: &[usize],
+    keep_dim: bool,
+    x: NodeId,
+    y: NodeId,
+    t: NodeId,
+) -> Result<NodeId> {
     let xd = dims(g, x)?;
     let kd = kept_dims(&xd, axes);
     let weighted = match op {
@@ -60,12 +78,38 @@ pub fn jvp_reduce(g: &mut Graph, op: ReduceOp, axes: &[usize], keep_dim: bool, x
             mul(g, t, r)?
         }
     };
-    let red = if op == ReduceOp::Mean { ReduceOp::Mean } else { ReduceOp::Sum };
-    Ok(g.try_node(Op::Reduce { op: red, axes: axes.to_vec(), keep_dim }, &[weighted], None)?)
+    let red = if op == ReduceOp::Mean {
+        ReduceOp::Mean
+    } else {
+        ReduceOp::Sum
+    };
+    Ok(g.try_node(
+        Op::Reduce {
+            op: red,
+            axes: axes.to_vec(),
+            keep_dim,
+        },
+        &[weighted],
+        None,
+    )?)
 }
 
 /// Reverse mode of cumsum: a cumsum the other way.
-pub fn vjp_cumsum(g: &mut Graph, axis: usize, exclusive: bool, reverse: bool, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
-    let dx = g.try_node(Op::Cumsum { axis, exclusive, reverse: !reverse }, &[ct], None)?;
+pub fn vjp_cumsum(
+    g: &mut Graph,
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
+    let dx = g.try_node(
+        Op::Cumsum {
+            axis,
+            exclusive,
+            reverse: !reverse,
+        },
+        &[ct],
+        None,
+    )?;
     Ok(vec![Some(dx)])
 }

@@ -163,3 +163,180 @@ pub(crate) fn infer_pool(w: &Window, inputs: &[&Shape]) -> InferResult {
     }
     Ok(x.with_dims(dims))
 }
+
+/// The patches of a padded `x [N, C, *sp]` for every kernel offset, stacked
+/// as `[N, C, K, *out]` (K = product of the kernel dims, row-major).
+fn patches(
+    g: &mut crate::Graph,
+    x: crate::NodeId,
+    kernel: &[usize],
+    w: &Window,
+    pad_value: f64,
+) -> Result<(crate::NodeId, Vec<usize>), crate::IrError> {
+    use crate::op::{PadMode, SliceSpec};
+    use crate::{IrError, Op, Shape};
+    let xd = super::emit::static_dims(g, x, "conv")?;
+    let dt = g.shape(x).dtype();
+    let spatial = xd.len() - 2;
+    let mut pads = vec![(0, 0), (0, 0)];
+    pads.extend_from_slice(&w.padding);
+    let xp = if pads.iter().all(|&p| p == (0, 0)) {
+        x
+    } else {
+        g.try_node(
+            Op::Pad {
+                pads,
+                mode: PadMode::Constant(pad_value),
+            },
+            &[x],
+            None,
+        )?
+    };
+    let out: Vec<usize> = (0..spatial)
+        .map(|i| {
+            window_out_len(
+                xd[2 + i],
+                kernel[i],
+                w.stride[i],
+                w.padding[i],
+                w.dilation[i],
+            )
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| IrError::invalid("conv", "the window exceeds the input"))?;
+    let kcount: usize = kernel.iter().product();
+    let mut cols = Vec::with_capacity(kcount);
+    for k in 0..kcount {
+        // Row-major kernel offset of tap k.
+        let mut rem = k;
+        let mut offs = vec![0; spatial];
+        for i in (0..spatial).rev() {
+            offs[i] = rem % kernel[i];
+            rem /= kernel[i];
+        }
+        let mut starts = vec![0, 0];
+        starts.extend((0..spatial).map(|i| offs[i] * w.dilation[i]));
+        let mut steps = vec![1, 1];
+        steps.extend(w.stride.iter().map(|&s| s as i64));
+        let mut sd = xd[..2].to_vec();
+        sd.extend_from_slice(&out);
+        let s = g.try_node(
+            Op::Slice(SliceSpec { starts, steps }),
+            &[xp],
+            Some(Shape::new(&sd, dt)),
+        )?;
+        let mut rd = xd[..2].to_vec();
+        rd.push(1);
+        rd.extend_from_slice(&out);
+        cols.push(super::emit::reshape(g, s, &rd)?);
+    }
+    let stacked = if cols.len() == 1 {
+        cols[0]
+    } else {
+        g.try_node(Op::Concat { axis: 2 }, &cols, None)?
+    };
+    Ok((stacked, out))
+}
+
+/// Convolution as primitives (im2col): pad, one strided slice per kernel
+/// tap, concat, and a grouped matmul. The reference semantics of
+/// [`crate::Op::Conv`], and the form transforms differentiate.
+pub fn decompose_conv(
+    g: &mut crate::Graph,
+    inputs: &[crate::NodeId],
+    w: &Window,
+    groups: usize,
+) -> Result<crate::NodeId, crate::IrError> {
+    use crate::op::BinaryOp;
+    let (x, wt) = (inputs[0], inputs[1]);
+    let xd = super::emit::static_dims(g, x, "conv")?;
+    let wd = super::emit::static_dims(g, wt, "conv")?;
+    let (n, c, o) = (xd[0], xd[1], wd[0]);
+    let kernel = &wd[2..];
+    let kcount: usize = kernel.iter().product();
+    let (cols, out) = patches(g, x, kernel, w, 0.0)?;
+    let p: usize = out.iter().product();
+    let cols = super::emit::reshape(g, cols, &[n, groups, (c / groups) * kcount, p])?;
+    let wg = super::emit::reshape(g, wt, &[groups, o / groups, (c / groups) * kcount])?;
+    let y = g.try_node(crate::Op::MatMul, &[wg, cols], None)?;
+    let mut yd = vec![n, o];
+    yd.extend_from_slice(&out);
+    let y = super::emit::reshape(g, y, &yd)?;
+    match inputs.get(2) {
+        Some(&b) => {
+            let mut bd = vec![o];
+            bd.extend(std::iter::repeat_n(1, out.len()));
+            let b = super::emit::reshape(g, b, &bd)?;
+            super::emit::bin(g, BinaryOp::Add, y, b)
+        }
+        None => Ok(y),
+    }
+}
+
+/// Pooling as primitives: pad (with -inf for max), one strided slice per
+/// window tap, concat, and a max / mean over the taps (the mean divides by
+/// the in-bounds count unless `count_include_pad`).
+pub fn decompose_pool(
+    g: &mut crate::Graph,
+    x: crate::NodeId,
+    kind: crate::op::PoolKind,
+    w: &Window,
+    count_include_pad: bool,
+) -> Result<crate::NodeId, crate::IrError> {
+    use crate::op::{BinaryOp, PoolKind, ReduceOp};
+    use crate::{HostTensor, Op};
+    let xd = super::emit::static_dims(g, x, "pool")?;
+    let fill = if kind == PoolKind::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let (cols, out) = patches(g, x, &w.kernel, w, fill)?;
+    let red = if kind == PoolKind::Max {
+        ReduceOp::Max
+    } else {
+        ReduceOp::Sum
+    };
+    let y = g.try_node(
+        Op::Reduce {
+            op: red,
+            axes: vec![2],
+            keep_dim: false,
+        },
+        &[cols],
+        None,
+    )?;
+    if kind == PoolKind::Max {
+        return Ok(y);
+    }
+    // Divisor per output cell, counted on the host from the window geometry.
+    let spatial = out.len();
+    let total: usize = out.iter().product();
+    let mut counts = vec![0f64; total];
+    for (cell, cnt) in counts.iter_mut().enumerate() {
+        let mut rem = cell;
+        let mut n = 1usize;
+        for i in (0..spatial).rev() {
+            let oi = rem % out[i];
+            rem /= out[i];
+            let start = (oi * w.stride[i]) as isize - w.padding[i].0 as isize;
+            let inside = (0..w.kernel[i])
+                .filter(|&k| {
+                    let p = start + (k * w.dilation[i]) as isize;
+                    count_include_pad || (p >= 0 && (p as usize) < xd[2 + i])
+                })
+                .count();
+            n *= inside;
+        }
+        *cnt = n.max(1) as f64;
+    }
+    let dt = g.shape(x).dtype();
+    let t = HostTensor::from_vec(counts, &out)?;
+    let c = g.constant_tensor(&t);
+    let c = if dt == crate::DType::F64 {
+        c
+    } else {
+        g.try_node(Op::Cast, &[c], Some(crate::Shape::new(&out, dt)))?
+    };
+    super::emit::bin(g, BinaryOp::Div, y, c)
+}
