@@ -22,15 +22,27 @@ fn vals(n: usize, seed: u64) -> Vec<f64> {
 }
 
 fn run(g: &Graph, inputs: &[(String, HostTensor)]) -> Vec<HostTensor> {
-    let mut c = Session::new(Device::Cpu).try_compile(g.clone()).unwrap_or_else(|e| panic!("{}: {e}", g.name()));
+    let mut c = Session::new(Device::Cpu)
+        .try_compile(g.clone())
+        .unwrap_or_else(|e| panic!("{}: {e}", g.name()));
     let refs: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    c.try_run_typed(&refs).unwrap_or_else(|e| panic!("{}: {e}", g.name()))
+    c.try_run_typed(&refs)
+        .unwrap_or_else(|e| panic!("{}: {e}", g.name()))
 }
 
 /// Checks vmap over the inputs whose index is in `batched` against a loop.
-fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Graph, &[NodeId]) -> Vec<NodeId>) {
+fn check(
+    name: &str,
+    shapes: &[&[usize]],
+    batched: &[usize],
+    f: impl Fn(&mut Graph, &[NodeId]) -> Vec<NodeId>,
+) {
     let mut g = Graph::new(name);
-    let xs: Vec<NodeId> = shapes.iter().enumerate().map(|(i, s)| g.input(&format!("x{i}"), Shape::new(s, DType::F64))).collect();
+    let xs: Vec<NodeId> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| g.input(&format!("x{i}"), Shape::new(s, DType::F64)))
+        .collect();
     let ys = f(&mut g, &xs);
     g.set_outputs(ys);
     let names: Vec<String> = batched.iter().map(|i| format!("x{i}")).collect();
@@ -39,7 +51,12 @@ fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Gra
     let data: Vec<Vec<f64>> = shapes
         .iter()
         .enumerate()
-        .map(|(i, s)| vals(s.iter().product::<usize>() * if batched.contains(&i) { B } else { 1 }, i as u64 + 3))
+        .map(|(i, s)| {
+            vals(
+                s.iter().product::<usize>() * if batched.contains(&i) { B } else { 1 },
+                i as u64 + 3,
+            )
+        })
         .collect();
     let batched_inputs: Vec<(String, HostTensor)> = shapes
         .iter()
@@ -49,7 +66,10 @@ fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Gra
             if batched.contains(&i) {
                 d.insert(0, B);
             }
-            (format!("x{i}"), HostTensor::from_vec(data[i].clone(), &d).unwrap())
+            (
+                format!("x{i}"),
+                HostTensor::from_vec(data[i].clone(), &d).unwrap(),
+            )
         })
         .collect();
     let got = run(&v, &batched_inputs);
@@ -59,7 +79,11 @@ fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Gra
             .enumerate()
             .map(|(i, s)| {
                 let n: usize = s.iter().product();
-                let slice = if batched.contains(&i) { data[i][k * n..(k + 1) * n].to_vec() } else { data[i].clone() };
+                let slice = if batched.contains(&i) {
+                    data[i][k * n..(k + 1) * n].to_vec()
+                } else {
+                    data[i].clone()
+                };
                 (format!("x{i}"), HostTensor::from_vec(slice, s).unwrap())
             })
             .collect();
@@ -70,7 +94,10 @@ fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Gra
             assert_eq!(gt.dims()[0], B, "{name}: output {o} lacks the batch axis");
             let gv = &gt.to_f64_lossy()[k * n..(k + 1) * n];
             for (j, (a, b)) in gv.iter().zip(&wv).enumerate() {
-                assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()), "{name}: example {k}, output {o}[{j}]: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()),
+                    "{name}: example {k}, output {o}[{j}]: {a} vs {b}"
+                );
             }
         }
     }
@@ -79,8 +106,12 @@ fn check(name: &str, shapes: &[&[usize]], batched: &[usize], f: impl Fn(&mut Gra
 #[test]
 fn elementwise_and_broadcasting() {
     check("unary", &[&[2, 3]], &[0], |g, x| vec![g.tanh(x[0])]);
-    check("binary_rank_mismatch", &[&[3], &[2, 3]], &[0], |g, x| vec![g.mul(x[0], x[1])]);
-    check("binary_both", &[&[2, 1], &[3]], &[0, 1], |g, x| vec![g.add(x[0], x[1])]);
+    check("binary_rank_mismatch", &[&[3], &[2, 3]], &[0], |g, x| {
+        vec![g.mul(x[0], x[1])]
+    });
+    check("binary_both", &[&[2, 1], &[3]], &[0, 1], |g, x| {
+        vec![g.add(x[0], x[1])]
+    });
     check("select", &[&[4], &[4], &[1]], &[0, 2], |g, x| {
         let c = g.gt(x[0], 0.0);
         vec![g.where_(c, x[1], x[2])]
@@ -90,21 +121,49 @@ fn elementwise_and_broadcasting() {
 
 #[test]
 fn linear_algebra() {
-    check("mm_lhs", &[&[2, 3], &[3, 4]], &[0], |g, x| vec![g.mm(x[0], x[1])]);
-    check("mm_rhs", &[&[2, 3], &[3, 4]], &[1], |g, x| vec![g.mm(x[0], x[1])]);
-    check("mm_both_batched_dims", &[&[2, 2, 3], &[3, 4]], &[0, 1], |g, x| vec![g.mm(x[0], x[1])]);
-    check("mm_vec", &[&[3], &[2, 3, 4]], &[0], |g, x| vec![g.mm(x[0], x[1])]);
-    check("mm_matvec", &[&[2, 3], &[3]], &[1], |g, x| vec![g.mm(x[0], x[1])]);
+    check("mm_lhs", &[&[2, 3], &[3, 4]], &[0], |g, x| {
+        vec![g.mm(x[0], x[1])]
+    });
+    check("mm_rhs", &[&[2, 3], &[3, 4]], &[1], |g, x| {
+        vec![g.mm(x[0], x[1])]
+    });
+    check(
+        "mm_both_batched_dims",
+        &[&[2, 2, 3], &[3, 4]],
+        &[0, 1],
+        |g, x| vec![g.mm(x[0], x[1])],
+    );
+    check("mm_vec", &[&[3], &[2, 3, 4]], &[0], |g, x| {
+        vec![g.mm(x[0], x[1])]
+    });
+    check("mm_matvec", &[&[2, 3], &[3]], &[1], |g, x| {
+        vec![g.mm(x[0], x[1])]
+    });
     check("dot_general", &[&[2, 3, 4], &[4, 2, 5]], &[1], |g, x| {
-        vec![g.dot_general(x[0], x[1], rlx_ir::op::DotDims { lhs_batch: vec![0], rhs_batch: vec![1], lhs_contract: vec![2], rhs_contract: vec![0] })]
+        vec![g.dot_general(
+            x[0],
+            x[1],
+            rlx_ir::op::DotDims {
+                lhs_batch: vec![0],
+                rhs_batch: vec![1],
+                lhs_contract: vec![2],
+                rhs_contract: vec![0],
+            },
+        )]
     });
 }
 
 #[test]
 fn reductions_and_movement() {
-    check("sum", &[&[2, 3]], &[0], |g, x| vec![g.sum(x[0], &[-1], false), g.mean(x[0], &[0], true)]);
-    check("argmax_cumsum", &[&[2, 5]], &[0], |g, x| vec![g.argmax(x[0], 1, false), g.cumsum(x[0], 0, false, false)]);
-    check("softmax", &[&[2, 5]], &[0], |g, x| vec![g.sm(x[0], 0), g.log_softmax(x[0], 1)]);
+    check("sum", &[&[2, 3]], &[0], |g, x| {
+        vec![g.sum(x[0], &[-1], false), g.mean(x[0], &[0], true)]
+    });
+    check("argmax_cumsum", &[&[2, 5]], &[0], |g, x| {
+        vec![g.argmax(x[0], 1, false), g.cumsum(x[0], 0, false, false)]
+    });
+    check("softmax", &[&[2, 5]], &[0], |g, x| {
+        vec![g.sm(x[0], 0), g.log_softmax(x[0], 1)]
+    });
     check("topk", &[&[2, 5]], &[0], |g, x| {
         let (v, i) = g.topk(x[0], 2, -1, true);
         vec![v, i]
@@ -118,12 +177,15 @@ fn reductions_and_movement() {
         let p = g.pad_(x[0], &[(1, 1), (0, 2)], PadMode::Reflect);
         vec![s, p, g.concat_(&[x[0], x[1]], 1)]
     });
-    check("broadcast", &[&[3, 1]], &[0], |g, x| vec![g.expand_(x[0], &[2, 3, 4])]);
+    check("broadcast", &[&[3, 1]], &[0], |g, x| {
+        vec![g.expand_(x[0], &[2, 3, 4])]
+    });
 }
 
 #[test]
 fn indexing_and_composites() {
-    let idx = |g: &mut Graph| g.constant_tensor(&HostTensor::from_vec(vec![2i64, 0, -1], &[3]).unwrap());
+    let idx =
+        |g: &mut Graph| g.constant_tensor(&HostTensor::from_vec(vec![2i64, 0, -1], &[3]).unwrap());
     check("gather_x", &[&[4, 2]], &[0], |g, x| {
         let i = idx(g);
         vec![g.gather_(x[0], i, 0)]
@@ -140,9 +202,25 @@ fn indexing_and_composites() {
         let i = g.cast(f, DType::I64);
         vec![g.gather_(x[0], i, 1)]
     });
-    check("layer_norm", &[&[2, 4], &[4], &[4]], &[0, 1], |g, x| vec![g.ln(x[0], x[1], x[2], 1e-5)]);
-    check("attention", &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 4]], &[0, 2], |g, x| vec![g.attention_(x[0], x[1], x[2], MaskKind::Causal, None)]);
-    check("conv", &[&[1, 2, 5, 5], &[3, 2, 3, 3]], &[0], |g, x| vec![rlx_ir::GraphExt::conv2d(g, x[0], x[1], None, [1, 1], [1, 1])]);
+    check("layer_norm", &[&[2, 4], &[4], &[4]], &[0, 1], |g, x| {
+        vec![g.ln(x[0], x[1], x[2], 1e-5)]
+    });
+    check(
+        "attention",
+        &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 4]],
+        &[0, 2],
+        |g, x| vec![g.attention_(x[0], x[1], x[2], MaskKind::Causal, None)],
+    );
+    check("conv", &[&[1, 2, 5, 5], &[3, 2, 3, 3]], &[0], |g, x| {
+        vec![rlx_ir::GraphExt::conv2d(
+            g,
+            x[0],
+            x[1],
+            None,
+            [1, 1],
+            [1, 1],
+        )]
+    });
 }
 
 #[test]
@@ -159,7 +237,10 @@ fn in_and_out_axes() {
     for (a, b) in out[0].to_vec::<f32>().unwrap().iter().zip(want) {
         assert!((a - b).abs() < 1e-6, "{a} vs {b}");
     }
-    assert!(vmap(&g, &["nope"], 2).unwrap_err().to_string().contains("\"nope\" is not an input"));
+    assert!(vmap(&g, &["nope"], 2)
+        .unwrap_err()
+        .to_string()
+        .contains("\"nope\" is not an input"));
 }
 
 #[test]
@@ -178,8 +259,11 @@ fn per_example_gradients() {
     let xs = vals(B * 4, 1);
     let ws = vals(12, 2);
     let mut c = Session::new(Device::Cpu).try_compile(v).unwrap();
-    c.set_param_typed("w", &HostTensor::from_vec(ws.clone(), &[4, 3]).unwrap()).unwrap();
-    let out = c.try_run_typed(&[("x", &HostTensor::from_vec(xs.clone(), &[B, 4]).unwrap())]).unwrap();
+    c.set_param_typed("w", &HostTensor::from_vec(ws.clone(), &[4, 3]).unwrap())
+        .unwrap();
+    let out = c
+        .try_run_typed(&[("x", &HostTensor::from_vec(xs.clone(), &[B, 4]).unwrap())])
+        .unwrap();
     assert_eq!(out[1].dims(), &[B, 4, 3]);
     let got = out[1].to_vec::<f64>().unwrap();
     for k in 0..B {
@@ -190,7 +274,10 @@ fn per_example_gradients() {
             let tj = hj.tanh();
             for i in 0..4 {
                 let want = xk[i] * 2.0 * tj * (1.0 - tj * tj);
-                assert!((got[k * 12 + i * 3 + j] - want).abs() < 1e-12, "example {k} w[{i}][{j}]");
+                assert!(
+                    (got[k * 12 + i * 3 + j] - want).abs() < 1e-12,
+                    "example {k} w[{i}][{j}]"
+                );
             }
         }
     }
