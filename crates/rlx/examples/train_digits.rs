@@ -37,13 +37,21 @@ impl Rng {
 
 /// (pixels scaled to [0, 1], label) per image.
 fn load_digits() -> rlx::Result<Vec<(Vec<f32>, usize)>> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/digits/digits.csv.gz");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/data/digits/digits.csv.gz"
+    );
     let mut text = String::new();
     GzDecoder::new(std::fs::File::open(path)?).read_to_string(&mut text)?;
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let v: Vec<f32> = line.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        anyhow::ensure!(v.len() == 65, "{path}: line {} has {} fields, expected 65", n + 1, v.len());
+        anyhow::ensure!(
+            v.len() == 65,
+            "{path}: line {} has {} fields, expected 65",
+            n + 1,
+            v.len()
+        );
         rows.push((v[..64].iter().map(|p| p / 16.0).collect(), v[64] as usize));
     }
     Ok(rows)
@@ -92,7 +100,11 @@ fn accuracy(params: &[(&str, Vec<f32>)], data: &[(Vec<f32>, usize)]) -> rlx::Res
     }
     let x: Vec<f32> = data.iter().flat_map(|(p, _)| p.iter().copied()).collect();
     let pred = c.try_run(&[("x", &x)])?;
-    let right = pred[0].iter().zip(data).filter(|(p, (_, l))| **p as usize == *l).count();
+    let right = pred[0]
+        .iter()
+        .zip(data)
+        .filter(|(p, (_, l))| **p as usize == *l)
+        .count();
     Ok(right as f32 / data.len() as f32)
 }
 
@@ -101,12 +113,20 @@ pub fn main() -> rlx::Result<()> {
     let mut rng = Rng(2026);
     rng.shuffle(&mut data);
     let (train, test) = data.split_at(data.len() * 4 / 5);
-    println!("digits: {} train / {} test images, MLP 64-{HIDDEN}-{CLASSES}, SGD lr {LR}, batch {BATCH}", train.len(), test.len());
+    println!(
+        "digits: {} train / {} test images, MLP 64-{HIDDEN}-{CLASSES}, SGD lr {LR}, batch {BATCH}",
+        train.len(),
+        test.len()
+    );
 
     let g = loss_graph();
     let wrt: Vec<NodeId> = g.params().iter().map(|p| p.0).collect();
     let mut step = Session::new(Device::Cpu).try_compile(grad_with_loss(&g, &wrt)?)?;
-    let init = |rng: &mut Rng, fan_in: usize, n: usize| -> Vec<f32> { (0..n).map(|_| rng.uniform((1.0 / fan_in as f32).sqrt())).collect() };
+    let init = |rng: &mut Rng, fan_in: usize, n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| rng.uniform((1.0 / fan_in as f32).sqrt()))
+            .collect()
+    };
     let mut params: Vec<(&str, Vec<f32>)> = vec![
         ("w1", init(&mut rng, 64, 64 * HIDDEN)),
         ("b1", vec![0.0; HIDDEN]),
@@ -121,7 +141,10 @@ pub fn main() -> rlx::Result<()> {
         let batches = train.len() / BATCH;
         for b in 0..batches {
             let idx = &order[b * BATCH..(b + 1) * BATCH];
-            let x: Vec<f32> = idx.iter().flat_map(|&i| train[i].0.iter().copied()).collect();
+            let x: Vec<f32> = idx
+                .iter()
+                .flat_map(|&i| train[i].0.iter().copied())
+                .collect();
             let mut y = vec![0.0; BATCH * CLASSES];
             for (r, &i) in idx.iter().enumerate() {
                 y[r * CLASSES + train[i].1] = 1.0;
@@ -137,13 +160,25 @@ pub fn main() -> rlx::Result<()> {
         }
         if epoch % 5 == 0 || epoch == 1 {
             let acc = accuracy(&params, test)?;
-            println!("epoch {epoch:>2}/{EPOCHS}  loss {:.4}  test accuracy {:.2}%  ({:.1}s)", total / batches as f32, acc * 100.0, start.elapsed().as_secs_f32());
+            println!(
+                "epoch {epoch:>2}/{EPOCHS}  loss {:.4}  test accuracy {:.2}%  ({:.1}s)",
+                total / batches as f32,
+                acc * 100.0,
+                start.elapsed().as_secs_f32()
+            );
         } else {
-            println!("epoch {epoch:>2}/{EPOCHS}  loss {:.4}", total / batches as f32);
+            println!(
+                "epoch {epoch:>2}/{EPOCHS}  loss {:.4}",
+                total / batches as f32
+            );
         }
     }
     let acc = accuracy(&params, test)?;
-    println!("final test accuracy: {:.2}% ({} images)", acc * 100.0, test.len());
+    println!(
+        "final test accuracy: {:.2}% ({} images)",
+        acc * 100.0,
+        test.len()
+    );
     anyhow::ensure!(acc >= 0.95, "test accuracy {acc} is below 95%");
     Ok(())
 }

@@ -58,8 +58,8 @@ pub use rlx_opt as opt;
 /// ```
 pub mod autodiff {
     pub use rlx_autodiff::{
-        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad, vmap, vmap_axes,
-        AutodiffError, GradWithLossOptions, HigherOrderOptions,
+        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
+        vmap, vmap_axes, AutodiffError, GradWithLossOptions, HigherOrderOptions,
     };
 }
 
@@ -68,6 +68,11 @@ pub use rlx_driver as driver;
 
 /// `Session` / `CompiledGraph`.
 pub use rlx_runtime as runtime;
+
+#[cfg(feature = "rng")]
+/// Bit-exact reproductions of the numpy and PyTorch random streams
+/// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
+pub use rlx_rng as rng;
 
 /// Crate-wide result type — alias of `anyhow::Result<T>`.
 pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
@@ -148,11 +153,11 @@ pub mod compile {
 /// assert_eq!(half, vec![vec![2.0, 5.0, -6.0, 0.25]]);
 /// ```
 pub mod prelude {
-    pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::autodiff::{
-        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad, vmap,
-        AutodiffError, GradWithLossOptions, HigherOrderOptions,
+        grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
+        vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
     };
+    pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,

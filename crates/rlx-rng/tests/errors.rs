@@ -1,0 +1,207 @@
+//! Invalid arguments are typed errors (never panics), with numpy's and
+//! torch's rules for what is invalid.
+
+use rlx_rng::{Generator, RandomState, RngError, TorchGenerator};
+
+#[test]
+fn integer_ranges() {
+    let mut g = Generator::new(0);
+    assert!(matches!(
+        g.integers(5, 5, 3),
+        Err(RngError::EmptyRange {
+            low: 5,
+            high: 5,
+            closed: false
+        })
+    ));
+    assert!(matches!(
+        g.integers(6, 5, 3),
+        Err(RngError::EmptyRange { .. })
+    ));
+    // a closed range with low == high is fine
+    assert_eq!(g.integers_as::<i64>(5, 5, 3, true).unwrap(), [5, 5, 5]);
+    assert!(matches!(
+        g.integers_as::<u8>(0, 257, 1, false),
+        Err(RngError::BoundOutOfRange {
+            which: "high",
+            dtype: "uint8",
+            ..
+        })
+    ));
+    assert!(matches!(
+        g.integers_as::<i8>(-129, 0, 1, false),
+        Err(RngError::BoundOutOfRange {
+            which: "low",
+            dtype: "int8",
+            ..
+        })
+    ));
+    // numpy allows high = 256 for uint8 (exclusive)
+    assert_eq!(g.integers_as::<u8>(0, 256, 4, false).unwrap().len(), 4);
+    let mut rs = RandomState::new(0);
+    assert!(matches!(
+        rs.randint(0, 0, 1),
+        Err(RngError::EmptyRange { .. })
+    ));
+    assert!(matches!(
+        rs.randint_as::<u32>(-1, 3, 1),
+        Err(RngError::BoundOutOfRange { .. })
+    ));
+    let mut t = TorchGenerator::manual_seed(0);
+    assert!(matches!(
+        t.randint(3, 3, 1),
+        Err(RngError::EmptyRange { .. })
+    ));
+}
+
+#[test]
+fn probabilities() {
+    let mut t = TorchGenerator::manual_seed(0);
+    for p in [-0.1, 1.5, f64::NAN] {
+        assert!(
+            matches!(t.bernoulli(p, 4), Err(RngError::Probability { .. })),
+            "{p}"
+        );
+        assert!(
+            matches!(t.bernoulli_scalar(p, 4), Err(RngError::Probability { .. })),
+            "{p}"
+        );
+        assert!(
+            matches!(t.dropout_mask(p, 4), Err(RngError::Probability { .. })),
+            "{p}"
+        );
+        assert!(
+            matches!(t.dropout(&[1.0; 4], p), Err(RngError::Probability { .. })),
+            "{p}"
+        );
+    }
+    assert!(matches!(
+        t.bernoulli_probs(&[0.5, 2.0]),
+        Err(RngError::Probability { .. })
+    ));
+    assert_eq!(t.dropout_mask(0.0, 3).unwrap(), [1.0; 3]);
+    assert_eq!(t.dropout_mask(1.0, 3).unwrap(), [0.0; 3]);
+}
+
+#[test]
+fn choice_arguments() {
+    let mut g = Generator::new(1);
+    let mut rs = RandomState::new(1);
+    assert!(matches!(
+        g.choice(0, 1, true, None, true),
+        Err(RngError::EmptyPopulation { size: 1 })
+    ));
+    assert!(matches!(
+        rs.choice(0, 1, true, None),
+        Err(RngError::EmptyPopulation { .. })
+    ));
+    assert_eq!(g.choice(0, 0, true, None, true).unwrap(), Vec::<i64>::new());
+    assert!(matches!(
+        g.choice(3, 4, false, None, true),
+        Err(RngError::SampleTooLarge {
+            size: 4,
+            population: 3
+        })
+    ));
+    assert!(matches!(
+        rs.choice(3, 4, false, None),
+        Err(RngError::SampleTooLarge { .. })
+    ));
+    let bad: [&[f64]; 4] = [
+        &[0.5, 0.5, 0.0, 0.0],
+        &[0.5, 0.6, -0.1],
+        &[0.5, 0.2, 0.2],
+        &[0.5, f64::NAN, 0.5],
+    ];
+    for p in bad {
+        assert!(
+            matches!(
+                g.choice(3, 2, true, Some(p), true),
+                Err(RngError::InvalidProbabilities(_))
+            ),
+            "{p:?}"
+        );
+        assert!(
+            matches!(
+                rs.choice(3, 2, true, Some(p)),
+                Err(RngError::InvalidProbabilities(_))
+            ),
+            "{p:?}"
+        );
+    }
+    // fewer non-zero entries than samples without replacement
+    let p = [0.5, 0.5, 0.0];
+    assert!(matches!(
+        g.choice(3, 3, false, Some(&p), true),
+        Err(RngError::InvalidProbabilities(_))
+    ));
+    assert_eq!(g.choice(3, 2, false, Some(&p), true).unwrap().len(), 2);
+}
+
+#[test]
+fn scales_and_ranges() {
+    let mut g = Generator::new(2);
+    let mut rs = RandomState::new(2);
+    let mut t = TorchGenerator::manual_seed(2);
+    assert!(matches!(
+        g.normal(0.0, -1.0, 2),
+        Err(RngError::NegativeScale { name: "scale", .. })
+    ));
+    assert!(matches!(
+        rs.normal(0.0, f64::NAN, 2),
+        Err(RngError::NegativeScale { .. })
+    ));
+    assert!(matches!(
+        t.normal(0.0, -1.0, 2),
+        Err(RngError::NegativeScale { name: "std", .. })
+    ));
+    assert!(matches!(
+        t.normal_f64(0.0, -1.0, 2),
+        Err(RngError::NegativeScale { .. })
+    ));
+    assert!(matches!(
+        g.uniform(-f64::MAX, f64::MAX, 1),
+        Err(RngError::NonFiniteRange(_))
+    ));
+    assert!(matches!(
+        rs.uniform(0.0, f64::INFINITY, 1),
+        Err(RngError::NonFiniteRange(_))
+    ));
+    // numpy allows low > high in uniform; torch does not
+    assert_eq!(g.uniform(1.0, 0.0, 2).unwrap().len(), 2);
+    assert!(matches!(
+        t.uniform(1.0, 0.0, 2),
+        Err(RngError::InvalidUniformRange { .. })
+    ));
+    assert!(matches!(
+        t.uniform_f64(0.0, f64::NAN, 2),
+        Err(RngError::InvalidUniformRange { .. })
+    ));
+}
+
+#[test]
+fn seeds() {
+    assert!(matches!(
+        RandomState::from_array(&[]),
+        Err(RngError::InvalidSeed(_))
+    ));
+    assert!(matches!(
+        RandomState::try_new(-1),
+        Err(RngError::InvalidSeed(_))
+    ));
+    assert!(matches!(
+        RandomState::try_new(1 << 32),
+        Err(RngError::InvalidSeed(_))
+    ));
+    assert!(RandomState::try_new((1 << 32) - 1).is_ok());
+}
+
+#[test]
+fn messages_name_the_culprit() {
+    let e = Generator::new(0).integers(7, 3, 1).unwrap_err();
+    assert_eq!(e.to_string(), "empty integer range: low = 7, high = 3");
+    let e = TorchGenerator::manual_seed(0)
+        .bernoulli(1.5, 1)
+        .unwrap_err();
+    assert_eq!(e.to_string(), "probability p = 1.5 is outside [0, 1]");
+}
