@@ -52,10 +52,20 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
                 window,
                 *count_include_pad,
             )),
+            Op::Upsample {
+                mode,
+                align_corners,
+            } => Some(ops::upsample::decompose_upsample(
+                &mut out,
+                inputs[0],
+                *mode,
+                *align_corners,
+                &n.shape,
+            )),
             _ => None,
         };
         let id = if let Some(r) = lowered {
-            // Conv and pooling are differentiated through their im2col form.
+            // Conv, pooling and upsampling are differentiated through primitive forms.
             let first = out.len();
             let id = r?;
             for k in first..out.len() {

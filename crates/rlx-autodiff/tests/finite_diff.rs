@@ -384,6 +384,16 @@ fn convolution_and_pooling() {
     check("avg_pool", &[&[2, 3, 6, 6]], false, |g, x| {
         g.pool(x[0], PoolKind::Avg, pw(3), false)
     });
+    use rlx_ir::ops::upsample::InterpMode;
+    check("upsample_nearest", &[&[1, 2, 3, 4]], false, |g, x| {
+        g.upsample(x[0], &[5, 7], InterpMode::Nearest, false)
+    });
+    check("upsample_linear", &[&[1, 2, 3, 4]], false, |g, x| {
+        g.upsample(x[0], &[6, 3], InterpMode::Linear, false)
+    });
+    check("upsample_linear_ac", &[&[2, 1, 4]], false, |g, x| {
+        g.upsample(x[0], &[7], InterpMode::Linear, true)
+    });
     check("avg_pool_incl", &[&[1, 2, 5, 5]], false, |g, x| {
         g.pool(x[0], PoolKind::Avg, pw(2), true)
     });
@@ -441,6 +451,22 @@ fn conv_and_pool_decompositions_match_native() {
         ("w".to_string(), mk(&mut rng, &[6, 2, 3, 2])),
         ("b".to_string(), mk(&mut rng, &[6])),
     ];
+    use rlx_ir::ops::upsample::{decompose_upsample, InterpMode};
+    for (mode, ac) in [
+        (InterpMode::Nearest, false),
+        (InterpMode::Linear, false),
+        (InterpMode::Linear, true),
+    ] {
+        let u = g.upsample(x, &[11, 4], mode, ac);
+        let mut outs = g.outputs().to_vec();
+        outs.push(u);
+        g.set_outputs(outs);
+        let su = g.shape(u).clone();
+        let hu = decompose_upsample(&mut h, hx, mode, ac, &su).unwrap();
+        let mut outs = h.outputs().to_vec();
+        outs.push(hu);
+        h.set_outputs(outs);
+    }
     let (a, l) = (run(&g, &inputs), run(&h, &inputs));
     for (k, (p, q)) in a.iter().zip(&l).enumerate() {
         assert_eq!(p.len(), q.len());
