@@ -109,15 +109,14 @@ pub fn decompose_upsample(
         let mut wd = vec![1; xd.len()];
         wd[axis] = n;
         let w1: Vec<f64> = w0.iter().map(|w| 1.0 - w).collect();
-        let mut weight =
-            |g: &mut crate::Graph, w: Vec<f64>| -> Result<crate::NodeId, crate::IrError> {
-                let c = g.constant_tensor(&HostTensor::from_vec(w, &wd)?);
-                if dt == crate::DType::F64 {
-                    Ok(c)
-                } else {
-                    g.try_node(Op::Cast, &[c], Some(Shape::new(&wd, dt)))
-                }
-            };
+        let weight = |g: &mut crate::Graph, w: Vec<f64>| -> Result<crate::NodeId, crate::IrError> {
+            let c = g.constant_tensor(&HostTensor::from_vec(w, &wd)?);
+            if dt == crate::DType::F64 {
+                Ok(c)
+            } else {
+                g.try_node(Op::Cast, &[c], Some(Shape::new(&wd, dt)))
+            }
+        };
         let c0 = weight(g, w0)?;
         let c1 = weight(g, w1)?;
         let a = super::emit::bin(g, BinaryOp::Mul, a, c0)?;
