@@ -6,8 +6,8 @@
 
 pub use rlx_autodiff as autodiff;
 pub use rlx_autodiff::{
-    grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad, vmap, vmap_axes,
-    AutodiffError, GradWithLossOptions, HigherOrderOptions,
+    grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
+    vmap, vmap_axes, AutodiffError, GradWithLossOptions, HigherOrderOptions,
 };
 /// Pass-level precision (the session precision enum until the AMP pass lands).
 pub use rlx_compile::Precision;

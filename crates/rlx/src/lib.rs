@@ -69,6 +69,10 @@ pub use rlx_driver as driver;
 /// `Session` / `CompiledGraph`.
 pub use rlx_runtime as runtime;
 
+#[cfg(feature = "gguf")]
+/// GGUF v1 / v2 / v3 parser, writer, dequantize and quantize codecs.
+pub use rlx_gguf as gguf;
+
 #[cfg(feature = "rng")]
 /// Bit-exact reproductions of the numpy and PyTorch random streams
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
