@@ -13,6 +13,22 @@ fn kept_dims(x: &[usize], axes: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// Where `x` attains its max / min `y`, `1 / (number of ties)`; 0 elsewhere
+/// (JAX splits the derivative of a chosen extremum evenly among ties).
+fn tie_share(
+    g: &mut Graph,
+    axes: &[usize],
+    kept: &[usize],
+    x: NodeId,
+    y: NodeId,
+) -> Result<NodeId> {
+    let yk = reshape(g, y, kept)?;
+    let hit = cmp(g, CmpOp::Eq, x, yk)?;
+    let hit = cast(g, hit, dtype(g, x))?;
+    let count = sum(g, hit, axes, true)?;
+    div(g, hit, count)
+}
+
 /// Reverse mode of a reduction. Max / min split the gradient evenly among
 /// ties (JAX's rule); prod uses `y / x`, so a zero in the input gives NaN.
 pub fn vjp_reduce(
@@ -34,11 +50,7 @@ pub fn vjp_reduce(
             scale(g, ctb, 1.0 / n.max(1) as f64)?
         }
         ReduceOp::Max | ReduceOp::Min => {
-            let yk = reshape(g, y, &kd)?;
-            let hit = cmp(g, CmpOp::Eq, x, yk)?;
-            let hit = cast(g, hit, dtype(g, x))?;
-            let count = sum(g, hit, axes, true)?;
-            let share = div(g, hit, count)?;
+            let share = tie_share(g, axes, &kd, x, y)?;
             mul(g, ctb, share)?
         }
         ReduceOp::Prod => {
@@ -65,11 +77,7 @@ pub fn jvp_reduce(
     let weighted = match op {
         ReduceOp::Sum | ReduceOp::Mean => t,
         ReduceOp::Max | ReduceOp::Min => {
-            let yk = reshape(g, y, &kd)?;
-            let hit = cmp(g, CmpOp::Eq, x, yk)?;
-            let hit = cast(g, hit, dtype(g, x))?;
-            let count = sum(g, hit, axes, true)?;
-            let share = div(g, hit, count)?;
+            let share = tie_share(g, axes, &kd, x, y)?;
             mul(g, t, share)?
         }
         ReduceOp::Prod => {

@@ -11,30 +11,6 @@ use rlx_ir::op::TopKOutput;
 use rlx_ir::{contiguous_strides, Complex32, DType};
 use std::cmp::Ordering;
 
-/// Runs `$body` with `$T` bound to an unsigned type of the dtype's width.
-macro_rules! by_width {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype.size_bytes() {
-            1 => {
-                type $T = u8;
-                $body
-            }
-            2 => {
-                type $T = u16;
-                $body
-            }
-            4 => {
-                type $T = u32;
-                $body
-            }
-            _ => {
-                type $T = u64;
-                $body
-            }
-        }
-    };
-}
-
 /// The index values as i64.
 fn index_values(idx: &View) -> Result<Vec<i64>, String> {
     fn widen<T: Int>(v: &View) -> Vec<i64> {

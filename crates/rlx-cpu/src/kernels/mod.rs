@@ -6,6 +6,30 @@
 //! compute and accumulate in f32. SIMD and CPU-feature dispatch belong in
 //! this layer only.
 
+/// Runs `$body` with `$T` bound to an unsigned type of the dtype's width.
+macro_rules! by_width {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype.size_bytes() {
+            1 => {
+                type $T = u8;
+                $body
+            }
+            2 => {
+                type $T = u16;
+                $body
+            }
+            4 => {
+                type $T = u32;
+                $body
+            }
+            _ => {
+                type $T = u64;
+                $body
+            }
+        }
+    };
+}
+
 pub mod attention;
 pub mod conv;
 pub mod elementwise;

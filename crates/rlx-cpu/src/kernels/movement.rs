@@ -6,30 +6,6 @@ use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use rlx_ir::op::{PadMode, SliceSpec};
 use rlx_ir::{contiguous_strides, scalar_constant_bytes};
 
-/// Runs `$body` with `$T` bound to an unsigned type of the dtype's width.
-macro_rules! by_width {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype.size_bytes() {
-            1 => {
-                type $T = u8;
-                $body
-            }
-            2 => {
-                type $T = u16;
-                $body
-            }
-            4 => {
-                type $T = u32;
-                $body
-            }
-            _ => {
-                type $T = u64;
-                $body
-            }
-        }
-    };
-}
-
 fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: isize) {
     let src = x.slice::<T>();
     let dims = out.dims;
