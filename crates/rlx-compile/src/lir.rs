@@ -2,9 +2,14 @@
 //! pipeline that produces it.
 
 use crate::memory::{check_plan, plan_memory, MemoryPlan};
-use crate::passes::{dce::dce, decompose::decompose_unclaimed, precision::lower_precision};
-use crate::CompileError;
-use rlx_ir::{verify_all, DType, Graph, NodeId, Op, Shape};
+use crate::passes::fold::{fold_constants, ConstEvaluator, FoldOptions};
+use crate::passes::{
+    cse::cse, dce::dce, decompose::decompose_unclaimed, precision::lower_precision,
+    simplify::simplify,
+};
+use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
+use crate::{verified, CompileError};
+use rlx_ir::{DType, Graph, NodeId, Op, Shape};
 use std::collections::HashMap;
 
 /// Session compute precision.
@@ -31,7 +36,7 @@ impl Precision {
 }
 
 /// What [`lower`] does.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LowerOptions {
     /// Session precision.
     pub precision: Precision,
@@ -43,6 +48,33 @@ pub struct LowerOptions {
     pub alignment: usize,
     /// Keep nodes no output depends on.
     pub keep_dead_code: bool,
+    /// Run algebraic simplification (on by default).
+    pub simplify: bool,
+    /// Run common-subexpression elimination (on by default).
+    pub cse: bool,
+    /// Fold constant sub-expressions when an evaluator is given (on by default).
+    pub fold_constants: bool,
+    /// Limits of constant folding.
+    pub fold: FoldOptions,
+    /// Keep a copy of the graph after every pass in [`LirModule::passes`].
+    pub keep_stages: bool,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions {
+            precision: Precision::F32,
+            decompose_composites: false,
+            bindings: HashMap::new(),
+            alignment: 0,
+            keep_dead_code: false,
+            simplify: true,
+            cse: true,
+            fold_constants: true,
+            fold: FoldOptions::default(),
+            keep_stages: false,
+        }
+    }
 }
 
 /// The graph's calling convention.
@@ -70,47 +102,67 @@ pub struct LirModule {
     pub io: IoManifest,
     /// A stable hash of the graph text and the plan (a cache key).
     pub fingerprint: u64,
+    /// What each pass of the pipeline did, in order.
+    pub passes: Vec<PassRecord>,
 }
 
-fn verified(g: &Graph) -> Result<(), CompileError> {
-    let errors = verify_all(g);
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(CompileError::Verify {
-        graph: g.name().to_string(),
-        errors: errors
-            .iter()
-            .map(|e| format!("  {e}"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    })
-}
-
-/// Lowers MIR to LIR for a target that runs `claims` natively.
+/// Lowers MIR to LIR for a target that runs `claims` natively, without
+/// constant folding (see [`lower_with`]).
 pub fn lower(
     g: &Graph,
     claims: &dyn Fn(&Op) -> bool,
     opts: &LowerOptions,
 ) -> Result<LirModule, CompileError> {
+    lower_with(g, claims, opts, None)
+}
+
+/// Lowers MIR to LIR: verify -> bind dims -> precision -> decompose what the
+/// target does not claim -> simplify -> fold constants (with `evaluator`) ->
+/// simplify -> CSE -> DCE -> memory plan.
+pub fn lower_with(
+    g: &Graph,
+    claims: &dyn Fn(&Op) -> bool,
+    opts: &LowerOptions,
+    evaluator: Option<&dyn ConstEvaluator>,
+) -> Result<LirModule, CompileError> {
     verified(g)?;
-    let mut g = if opts.bindings.is_empty() {
-        g.clone()
-    } else {
-        g.bind_dims(&opts.bindings)
-            .map_err(|source| CompileError::Pass {
-                pass: "bind_dims",
-                source,
-            })?
-    };
+    let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages);
+    if !opts.bindings.is_empty() {
+        pipeline = pipeline.with_fn("bind_dims", |g| {
+            g.bind_dims(&opts.bindings)
+                .map_err(|source| CompileError::Pass {
+                    pass: "bind_dims",
+                    source,
+                })
+        });
+    }
     if let Some(dt) = opts.precision.compute_dtype() {
-        g = lower_precision(&g, dt)?;
+        pipeline = pipeline.with_fn("precision", move |g| lower_precision(g, dt));
     }
     let decompose_all = opts.decompose_composites;
-    g = decompose_unclaimed(&g, &|op| !decompose_all && claims(op))?;
-    if !opts.keep_dead_code {
-        g = dce(&g)?;
+    pipeline = pipeline.with_fn("decompose", move |g| {
+        decompose_unclaimed(g, &|op| !decompose_all && claims(op))
+    });
+    if opts.simplify {
+        pipeline = pipeline.with_fn("simplify", simplify);
     }
+    if let (true, Some(eval)) = (opts.fold_constants, evaluator) {
+        let fold = opts.fold;
+        pipeline = pipeline.with_fn("fold", move |g| fold_constants(g, eval, fold));
+        if opts.simplify {
+            pipeline = pipeline.with_fn("simplify", simplify);
+        }
+    }
+    if opts.cse {
+        pipeline = pipeline.with_fn("cse", cse);
+    }
+    if !opts.keep_dead_code {
+        pipeline = pipeline.with_fn("dce", dce);
+    }
+    let CompileResult {
+        graph: g,
+        records: passes,
+    } = pipeline.run(g)?;
     verified(&g)?;
     let plan = plan_memory(
         &g,
@@ -149,6 +201,7 @@ pub fn lower(
         schedule,
         io,
         fingerprint,
+        passes,
     })
 }
 
@@ -194,7 +247,10 @@ mod tests {
         g.set_outputs(vec![c]);
         let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
         check_plan(&lir.graph, &lir.plan).unwrap();
-        let (sa, sy) = (lir.plan.slots[a.index()].unwrap(), lir.plan.slots[y.index()].unwrap());
+        let (sa, sy) = (
+            lir.plan.slots[a.index()].unwrap(),
+            lir.plan.slots[y.index()].unwrap(),
+        );
         assert!(sa.offset + sa.size <= sy.offset || sy.offset + sy.size <= sa.offset);
     }
 
