@@ -25,6 +25,7 @@ pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision}
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
+pub use rlx_fusion::{FusionOptions, FusionReport, MissReason, MissedFusion};
 
 /// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.
 pub(crate) fn verified(g: &rlx_ir::Graph) -> Result<(), CompileError> {

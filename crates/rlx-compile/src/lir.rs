@@ -9,7 +9,9 @@ use crate::passes::{
 };
 use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
 use crate::{verified, CompileError};
+use rlx_fusion::{fuse_elementwise, FusionOptions, FusionReport};
 use rlx_ir::{DType, Graph, NodeId, Op, Shape};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Session compute precision.
@@ -58,6 +60,8 @@ pub struct LowerOptions {
     pub fold: FoldOptions,
     /// Keep a copy of the graph after every pass in [`LirModule::passes`].
     pub keep_stages: bool,
+    /// What to fuse (when the target claims the fused ops).
+    pub fusion: FusionOptions,
 }
 
 impl Default for LowerOptions {
@@ -73,6 +77,7 @@ impl Default for LowerOptions {
             fold_constants: true,
             fold: FoldOptions::default(),
             keep_stages: false,
+            fusion: FusionOptions::default(),
         }
     }
 }
@@ -104,6 +109,8 @@ pub struct LirModule {
     pub fingerprint: u64,
     /// What each pass of the pipeline did, in order.
     pub passes: Vec<PassRecord>,
+    /// What fusion did.
+    pub fusion: FusionReport,
 }
 
 /// Lowers MIR to LIR for a target that runs `claims` natively, without
@@ -126,6 +133,8 @@ pub fn lower_with(
     evaluator: Option<&dyn ConstEvaluator>,
 ) -> Result<LirModule, CompileError> {
     verified(g)?;
+    let report = RefCell::new(FusionReport::default());
+    let report_slot = &report;
     let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages);
     if !opts.bindings.is_empty() {
         pipeline = pipeline.with_fn("bind_dims", |g| {
@@ -159,10 +168,23 @@ pub fn lower_with(
     if !opts.keep_dead_code {
         pipeline = pipeline.with_fn("dce", dce);
     }
+    let region_probe = Op::ElementwiseRegion { steps: Vec::new() };
+    if opts.fusion.elementwise && !opts.decompose_composites && claims(&region_probe) {
+        let min = opts.fusion.min_region_nodes;
+        pipeline = pipeline.with_fn("fuse_elementwise", move |g| {
+            let (fused, r) = fuse_elementwise(g, min).map_err(|source| CompileError::Pass {
+                pass: "fuse_elementwise",
+                source,
+            })?;
+            *report_slot.borrow_mut() = r;
+            Ok(fused)
+        });
+    }
     let CompileResult {
         graph: g,
         records: passes,
     } = pipeline.run(g)?;
+    drop(pipeline);
     verified(&g)?;
     let plan = plan_memory(
         &g,
@@ -195,6 +217,10 @@ pub fn lower_with(
             .collect(),
     };
     let fingerprint = fnv1a(format!("{g}\n{:?}", plan.slots).as_bytes());
+    let fusion = report.into_inner();
+    if rlx_ir::env::flag("RLX_FUSION_REPORT") {
+        eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
+    }
     Ok(LirModule {
         graph: g,
         plan,
@@ -202,6 +228,7 @@ pub fn lower_with(
         io,
         fingerprint,
         passes,
+        fusion,
     })
 }
 
@@ -219,6 +246,14 @@ mod tests {
     use super::*;
     use rlx_ir::GraphExt;
 
+    /// These tests are about the planner: keep every node.
+    fn unfused() -> LowerOptions {
+        LowerOptions {
+            fusion: FusionOptions::disabled(),
+            ..LowerOptions::default()
+        }
+    }
+
     #[test]
     fn plan_reuses_dead_buffers_and_checks() {
         let mut g = Graph::new("chain");
@@ -228,7 +263,7 @@ mod tests {
             y = g.exp(y);
         }
         g.set_outputs(vec![y]);
-        let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
+        let lir = lower(&g, &|_| true, &unfused()).unwrap();
         // Each buffer is 1 KiB; a chain needs two live at a time.
         assert_eq!(lir.plan.total_buffer_bytes, 9 * 1024);
         assert_eq!(lir.plan.arena_bytes, 2 * 1024);
@@ -245,7 +280,7 @@ mod tests {
         let y = g.input("y", Shape::new(&[16], DType::F32));
         let c = g.add(b, y);
         g.set_outputs(vec![c]);
-        let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
+        let lir = lower(&g, &|_| true, &unfused()).unwrap();
         check_plan(&lir.graph, &lir.plan).unwrap();
         let (sa, sy) = (
             lir.plan.slots[a.index()].unwrap(),

@@ -7,6 +7,8 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::region::region_text;
+pub use crate::ops::region::{ChainOperand, ChainStep};
 use crate::ops::upsample::InterpMode;
 use std::fmt;
 
@@ -570,6 +572,13 @@ pub enum Op {
         /// Scaling convention.
         norm: FftNorm,
     },
+    // ── fused ──
+    /// A fused chain of elementwise steps over broadcast inputs (see
+    /// [`crate::ops::region`]); its value is the last step.
+    ElementwiseRegion {
+        /// The steps, in order.
+        steps: Vec<ChainStep>,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -612,6 +621,7 @@ pub enum OpKind {
     Pool,
     Upsample,
     Fft,
+    ElementwiseRegion,
 }
 
 impl OpKind {
@@ -626,6 +636,7 @@ impl OpKind {
                 | OpKind::GroupNorm
                 | OpKind::Attention
                 | OpKind::Rope
+                | OpKind::ElementwiseRegion
         )
     }
 }
@@ -670,6 +681,7 @@ impl Op {
             Op::Pool { .. } => OpKind::Pool,
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
+            Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
         }
     }
 
@@ -773,6 +785,7 @@ impl Op {
                 align_corners,
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
+            Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! [`CompileOptions`]: the typed source of truth for how a graph compiles.
 
-use rlx_compile::{LowerOptions, Precision};
+use rlx_compile::{FusionOptions, LowerOptions, Precision};
 use std::collections::HashMap;
 
 /// How [`crate::Session::compile_with`] compiles a graph.
@@ -30,6 +30,8 @@ pub struct CompileOptions {
     pub fold_constants: bool,
     /// Keep the graph after every pass (see `CompiledGraph::lir().passes`).
     pub keep_stages: bool,
+    /// What to fuse (elementwise regions, ...).
+    pub fusion: FusionOptions,
 }
 
 impl Default for CompileOptions {
@@ -45,6 +47,7 @@ impl Default for CompileOptions {
             cse: lower.cse,
             fold_constants: lower.fold_constants,
             keep_stages: lower.keep_stages,
+            fusion: lower.fusion,
         }
     }
 }
@@ -92,9 +95,19 @@ impl CompileOptions {
         self
     }
 
-    /// Turns every optimising pass (simplify, CSE, folding, DCE) on or off.
+    /// Turns fusion on (default options) or off.
+    pub fn fusion(mut self, on: bool) -> Self {
+        self.fusion = if on {
+            FusionOptions::default()
+        } else {
+            FusionOptions::disabled()
+        };
+        self
+    }
+
+    /// Turns every optimising pass (simplify, CSE, folding, DCE, fusion) on or off.
     pub fn optimize(self, on: bool) -> Self {
-        let mut o = self.simplify(on).cse(on).fold_constants(on);
+        let mut o = self.simplify(on).cse(on).fold_constants(on).fusion(on);
         o.keep_dead_code = !on;
         o
     }
@@ -116,6 +129,7 @@ impl CompileOptions {
             cse: self.cse,
             fold_constants: self.fold_constants,
             keep_stages: self.keep_stages,
+            fusion: self.fusion.clone(),
             ..LowerOptions::default()
         }
     }

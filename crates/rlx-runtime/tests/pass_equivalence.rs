@@ -1,7 +1,8 @@
 //! Every optimising pass preserves numerics: random graphs (with planted
 //! identities, duplicate sub-expressions and constant sub-graphs, so each
 //! pass has work to do) run with all passes off, with each pass alone and
-//! with all of them; the results must be identical.
+//! with all of them; the results must be identical (fused elementwise
+//! regions included: they call the same scalar kernels tile by tile).
 
 use proptest::prelude::*;
 use rlx_driver::Device;
@@ -131,6 +132,7 @@ proptest! {
             ("simplify", off.clone().simplify(true)),
             ("cse", off.clone().cse(true)),
             ("fold", off.clone().fold_constants(true)),
+            ("fusion", off.clone().fusion(true)),
             ("all", CompileOptions::default()),
         ];
         for (name, opts) in variants {

@@ -39,6 +39,7 @@ pub mod linalg;
 pub mod movement;
 pub mod norm;
 pub mod reduce;
+pub mod region;
 pub mod scalar;
 pub mod upsample;
 
@@ -283,6 +284,7 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             align_corners,
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+        Op::ElementwiseRegion { steps } => region::region(steps, ins, out),
     }
 }
 

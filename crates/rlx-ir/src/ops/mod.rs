@@ -14,6 +14,7 @@ pub mod linalg;
 pub mod movement;
 pub mod norm;
 pub mod reduce;
+pub mod region;
 pub mod upsample;
 
 use crate::{Dim, Graph, IrError, Node, NodeId, Op, Shape};
@@ -67,6 +68,7 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Pool { window, .. } => conv::infer_pool(window, inputs),
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
+        ElementwiseRegion { steps } => region::infer_region(steps, inputs),
     }
 }
 
@@ -110,6 +112,7 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
             softcap,
         } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
+        Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
         _ => return Ok(None),
     };
     Ok(Some(id))
