@@ -16,15 +16,19 @@
 //! ([`memory::check_plan`] proves it).
 #![warn(missing_docs)]
 
+mod inspect;
 mod lir;
 pub mod memory;
 pub mod passes;
 mod pipeline;
+mod report;
 
+pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
 pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
+pub use report::{Dispatch, DispatchReport, MemoryReport};
 pub use rlx_fusion::{FusionOptions, FusionReport, MissReason, MissedFusion};
 
 /// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.

@@ -8,7 +8,8 @@ use crate::passes::{
     simplify::simplify,
 };
 use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
-use crate::{verified, CompileError};
+use crate::report::DispatchReport;
+use crate::{maybe_dump_pipeline, verified, CompileError};
 use rlx_fusion::{fuse_elementwise, FusionOptions, FusionReport};
 use rlx_ir::{DType, Graph, NodeId, Op, Shape};
 use std::cell::RefCell;
@@ -111,6 +112,8 @@ pub struct LirModule {
     pub passes: Vec<PassRecord>,
     /// What fusion did.
     pub fusion: FusionReport,
+    /// How each op kind of the input graph runs on the target.
+    pub dispatch: DispatchReport,
 }
 
 /// Lowers MIR to LIR for a target that runs `claims` natively, without
@@ -127,15 +130,18 @@ pub fn lower(
 /// target does not claim -> simplify -> fold constants (with `evaluator`) ->
 /// simplify -> CSE -> DCE -> memory plan.
 pub fn lower_with(
-    g: &Graph,
+    input: &Graph,
     claims: &dyn Fn(&Op) -> bool,
     opts: &LowerOptions,
     evaluator: Option<&dyn ConstEvaluator>,
 ) -> Result<LirModule, CompileError> {
+    let g = input;
     verified(g)?;
+    let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
+    let dispatch = DispatchReport::of(g, claims, opts.decompose_composites);
     let report = RefCell::new(FusionReport::default());
     let report_slot = &report;
-    let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages);
+    let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages || dump);
     if !opts.bindings.is_empty() {
         pipeline = pipeline.with_fn("bind_dims", |g| {
             g.bind_dims(&opts.bindings)
@@ -221,7 +227,10 @@ pub fn lower_with(
     if rlx_ir::env::flag("RLX_FUSION_REPORT") {
         eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
     }
-    Ok(LirModule {
+    if rlx_ir::env::flag("RLX_DISPATCH_REPORT") {
+        eprintln!("[rlx] graph \"{}\" {dispatch}", g.name());
+    }
+    let lir = LirModule {
         graph: g,
         plan,
         schedule,
@@ -229,7 +238,15 @@ pub fn lower_with(
         fingerprint,
         passes,
         fusion,
-    })
+        dispatch,
+    };
+    if dump {
+        // A dump is a diagnostic: failing to write it must not fail the compile.
+        if let Err(e) = maybe_dump_pipeline(input, &lir) {
+            eprintln!("[rlx] RLX_IR_DUMP: could not write the pipeline dump: {e}");
+        }
+    }
+    Ok(lir)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
