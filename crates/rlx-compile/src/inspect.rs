@@ -65,6 +65,9 @@ pub fn lir_text(lir: &LirModule) -> String {
     );
     for id in g.ids() {
         let place = match lir.plan.slots[id.index()] {
+            Some(slot) if lir.plan.is_view(id.index()) => {
+                format!("view@{}+{}", slot.offset, slot.size)
+            }
             Some(slot) => format!("@{}+{}", slot.offset, slot.size),
             None => "@own".to_string(),
         };
