@@ -29,7 +29,7 @@ pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
 pub use report::{Dispatch, DispatchReport, MemoryReport};
-pub use rlx_fusion::{FusionOptions, FusionReport, MissReason, MissedFusion};
+pub use rlx_fusion::{FusionKind, FusionOptions, FusionReport, MissReason, MissedFusion};
 
 /// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.
 pub(crate) fn verified(g: &rlx_ir::Graph) -> Result<(), CompileError> {

@@ -10,7 +10,7 @@ use crate::passes::{
 use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
 use crate::report::DispatchReport;
 use crate::{maybe_dump_pipeline, verified, CompileError};
-use rlx_fusion::{fuse_elementwise, FusionOptions, FusionReport};
+use rlx_fusion::{fuse_elementwise, fuse_matmul_epilogues, FusionOptions, FusionReport};
 use rlx_ir::{DType, Graph, NodeId, Op, Shape};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -182,7 +182,20 @@ pub fn lower_with(
                 pass: "fuse_elementwise",
                 source,
             })?;
-            *report_slot.borrow_mut() = r;
+            report_slot.borrow_mut().extend(r);
+            Ok(fused)
+        });
+    }
+    let matmul_probe = Op::FusedMatMul {
+        epilogue: Vec::new(),
+    };
+    if opts.fusion.matmul_epilogue && !opts.decompose_composites && claims(&matmul_probe) {
+        pipeline = pipeline.with_fn("fuse_matmul_epilogue", move |g| {
+            let (fused, r) = fuse_matmul_epilogues(g).map_err(|source| CompileError::Pass {
+                pass: "fuse_matmul_epilogue",
+                source,
+            })?;
+            report_slot.borrow_mut().extend(r);
             Ok(fused)
         });
     }

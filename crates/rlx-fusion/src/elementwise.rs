@@ -7,19 +7,19 @@
 //! element). Every non-root member is then read only inside its region, so
 //! a region never needs an intermediate buffer and never creates a cycle.
 
-use crate::report::{FusedRegion, FusionReport, MissReason, MissedFusion};
+use crate::report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
 use rlx_ir::op::{ChainOperand, ChainStep};
 use rlx_ir::{Graph, IrError, Node, NodeId, NodeOrigin, Op};
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-fn is_elementwise(n: &Node) -> bool {
+pub(crate) fn is_elementwise(n: &Node) -> bool {
     matches!(
         n.op,
         Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast
     ) && n.shape.static_dims().is_some()
 }
 
-fn step_of(n: &Node, operands: &[ChainOperand]) -> ChainStep {
+pub(crate) fn step_of(n: &Node, operands: &[ChainOperand]) -> ChainStep {
     match n.op {
         Op::Unary(u) => ChainStep::Unary(u, operands[0]),
         Op::Binary(b) => ChainStep::Binary(b, operands[0], operands[1]),
@@ -107,6 +107,7 @@ pub fn fuse_elementwise(g: &Graph, min_nodes: usize) -> Result<(Graph, FusionRep
         if let Some(members) = regions.get(&id) {
             let fused = emit_region(&mut out, g, members, &map)?;
             report.regions.push(FusedRegion {
+                kind: FusionKind::Elementwise,
                 nodes: members.clone(),
                 ops: members.iter().map(|&m| g.node(m).op.mnemonic()).collect(),
                 fused,

@@ -51,9 +51,20 @@ pub struct MissedFusion {
     pub reason: MissReason,
 }
 
+/// What kind of fused op a region became.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FusionKind {
+    /// `Op::ElementwiseRegion`.
+    Elementwise,
+    /// `Op::FusedMatMul`: a matmul with an elementwise epilogue.
+    MatMulEpilogue,
+}
+
 /// One fused region.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FusedRegion {
+    /// What it became.
+    pub kind: FusionKind,
     /// The original nodes, in id order (the last is the region's root).
     pub nodes: Vec<NodeId>,
     /// Their op mnemonics.
@@ -75,6 +86,17 @@ impl FusionReport {
     /// Number of nodes the regions replaced (minus the fused nodes that replace them).
     pub fn nodes_saved(&self) -> usize {
         self.regions.iter().map(|r| r.nodes.len() - 1).sum()
+    }
+
+    /// The regions of one kind.
+    pub fn of_kind(&self, kind: FusionKind) -> Vec<&FusedRegion> {
+        self.regions.iter().filter(|r| r.kind == kind).collect()
+    }
+
+    /// Appends a later pass's report.
+    pub fn extend(&mut self, other: FusionReport) {
+        self.regions.extend(other.regions);
+        self.missed.extend(other.missed);
     }
 }
 

@@ -579,6 +579,12 @@ pub enum Op {
         /// The steps, in order.
         steps: Vec<ChainStep>,
     },
+    /// `matmul(a, b)` followed by an elementwise epilogue computed before the
+    /// result is stored; inputs `a, b, extra...` (see [`crate::ops::region`]).
+    FusedMatMul {
+        /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
+        epilogue: Vec<ChainStep>,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -622,6 +628,7 @@ pub enum OpKind {
     Upsample,
     Fft,
     ElementwiseRegion,
+    FusedMatMul,
 }
 
 impl OpKind {
@@ -637,6 +644,7 @@ impl OpKind {
                 | OpKind::Attention
                 | OpKind::Rope
                 | OpKind::ElementwiseRegion
+                | OpKind::FusedMatMul
         )
     }
 }
@@ -682,6 +690,7 @@ impl Op {
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
             Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
+            Op::FusedMatMul { .. } => OpKind::FusedMatMul,
         }
     }
 
@@ -786,6 +795,7 @@ impl Op {
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
             Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
+            Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
         }
     }
 }

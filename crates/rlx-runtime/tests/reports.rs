@@ -47,16 +47,18 @@ fn inspect_pipeline_lists_every_stage_and_the_reports() {
             "simplify",
             "cse",
             "dce",
-            "fuse_elementwise"
+            "fuse_elementwise",
+            "fuse_matmul_epilogue"
         ]
     );
-    assert_eq!(inspect.fusion.regions.len(), 1);
+    // add + tanh fuse into a region, which then folds into the matmul.
+    assert_eq!(inspect.fusion.regions.len(), 2);
     let text = inspect.to_string();
     for want in [
         "== input",
         "== lir ==",
-        "region[",
-        "fusion: 1 region(s)",
+        "matmul+epilogue[",
+        "fusion: 2 region(s)",
         "memory: arena",
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");

@@ -67,9 +67,9 @@ impl Scratch {
     }
 }
 
-fn step_dtype(step: &ChainStep, inputs: &[View], steps: &[DType]) -> DType {
+fn step_dtype(step: &ChainStep, inputs: &[DType], steps: &[DType]) -> DType {
     let of = |o: ChainOperand| match o {
-        ChainOperand::Input(i) => inputs[i].dtype,
+        ChainOperand::Input(i) => inputs[i],
         ChainOperand::Step(j) => steps[j],
     };
     match *step {
@@ -91,13 +91,44 @@ fn run_step(step: &ChainStep, ins: &[View], out: &mut ViewMut) -> KernelResult {
     }
 }
 
+/// Where a region input's tile comes from.
+enum Source {
+    /// Already at the output dims: read in place.
+    Direct,
+    /// Broadcast: gathered per tile.
+    Gather(BroadcastCursor, Scratch),
+    /// The output buffer itself (an epilogue's input): copied out per tile
+    /// before the tile is overwritten.
+    Output(Scratch),
+}
+
 /// Runs an `Op::ElementwiseRegion`.
 pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
+    run_region(steps, ins, false, out)
+}
+
+/// Runs `steps` over `out` in place: region input 0 is `out`'s current
+/// value (e.g. a matmul result), inputs `1..` are `extra`.
+pub fn epilogue(steps: &[ChainStep], extra: &[View], out: &mut ViewMut) -> KernelResult {
+    run_region(steps, extra, true, out)
+}
+
+fn run_region(
+    steps: &[ChainStep],
+    ins: &[View],
+    out_is_input0: bool,
+    out: &mut ViewMut,
+) -> KernelResult {
     let out_dims = out.dims.to_vec();
     let n: usize = out_dims.iter().product();
+    let lead = usize::from(out_is_input0);
+    let in_dtypes: Vec<DType> = (0..lead)
+        .map(|_| out.dtype)
+        .chain(ins.iter().map(|v| v.dtype))
+        .collect();
     let mut dtypes: Vec<DType> = Vec::with_capacity(steps.len());
     for s in steps {
-        let d = step_dtype(s, ins, &dtypes);
+        let d = step_dtype(s, &in_dtypes, &dtypes);
         dtypes.push(d);
     }
     if dtypes.last() != Some(&out.dtype) {
@@ -107,17 +138,18 @@ pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelRes
             out.dtype
         ));
     }
-    // Inputs already at the output dims are read in place; others are gathered per tile.
-    let direct: Vec<bool> = ins.iter().map(|v| v.dims == out_dims.as_slice()).collect();
-    let mut cursors: Vec<Option<BroadcastCursor>> = ins
-        .iter()
-        .zip(&direct)
-        .map(|(v, &d)| (!d).then(|| BroadcastCursor::new(v.dims, &out_dims)))
-        .collect();
-    let mut gathered: Vec<Option<Scratch>> = ins
-        .iter()
-        .zip(&direct)
-        .map(|(v, &d)| (!d).then(|| Scratch::new(v.dtype.size_bytes())))
+    let mut sources: Vec<Source> = (0..lead)
+        .map(|_| Source::Output(Scratch::new(out.dtype.size_bytes())))
+        .chain(ins.iter().map(|v| {
+            if v.dims == out_dims.as_slice() {
+                Source::Direct
+            } else {
+                Source::Gather(
+                    BroadcastCursor::new(v.dims, &out_dims),
+                    Scratch::new(v.dtype.size_bytes()),
+                )
+            }
+        }))
         .collect();
     let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
         .iter()
@@ -128,9 +160,16 @@ pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelRes
     while start < n {
         let len = TILE.min(n - start);
         let tile_dims = [len];
-        for (i, v) in ins.iter().enumerate() {
-            if let (Some(cur), Some(buf)) = (cursors[i].as_mut(), gathered[i].as_mut()) {
-                gather(v, cur, buf.bytes_mut(len * v.dtype.size_bytes()), len);
+        for (i, src) in sources.iter_mut().enumerate() {
+            let w = in_dtypes[i].size_bytes();
+            match src {
+                Source::Direct => {}
+                Source::Gather(cur, buf) => {
+                    gather(&ins[i - lead], cur, buf.bytes_mut(len * w), len)
+                }
+                Source::Output(buf) => buf
+                    .bytes_mut(len * w)
+                    .copy_from_slice(&out.bytes[start * w..(start + len) * w]),
             }
         }
         for (k, step) in steps.iter().enumerate() {
@@ -141,13 +180,15 @@ pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelRes
                 .iter()
                 .map(|o| match *o {
                     ChainOperand::Input(i) => {
-                        let w = ins[i].dtype.size_bytes();
+                        let w = in_dtypes[i].size_bytes();
                         View {
                             dims: &tile_dims,
-                            dtype: ins[i].dtype,
-                            bytes: match &gathered[i] {
-                                Some(buf) => buf.bytes(len * w),
-                                None => &ins[i].bytes[start * w..(start + len) * w],
+                            dtype: in_dtypes[i],
+                            bytes: match &sources[i] {
+                                Source::Direct => {
+                                    &ins[i - lead].bytes[start * w..(start + len) * w]
+                                }
+                                Source::Gather(_, buf) | Source::Output(buf) => buf.bytes(len * w),
                             },
                         }
                     }

@@ -69,6 +69,7 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
         ElementwiseRegion { steps } => region::infer_region(steps, inputs),
+        FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
     }
 }
 
@@ -113,6 +114,9 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
         Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
+        Op::FusedMatMul { epilogue } => {
+            region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
+        }
         _ => return Ok(None),
     };
     Ok(Some(id))

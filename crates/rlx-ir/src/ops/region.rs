@@ -1,6 +1,8 @@
 //! Fused elementwise regions: `Op::ElementwiseRegion` runs a chain of
 //! elementwise steps over broadcast inputs as one op, so a backend can
-//! compute it in one pass without intermediate buffers.
+//! compute it in one pass without intermediate buffers; `Op::FusedMatMul`
+//! is a matmul whose result runs through such a chain (bias, activation,
+//! scaling, residual) before it is stored.
 //!
 //! Semantics: every step is evaluated at the region's output shape (the
 //! broadcast of all region inputs); elementwise ops commute with
@@ -182,4 +184,39 @@ pub fn decompose_region(
     } else {
         g.try_node(Op::Broadcast, &[last], Some(out.clone()))
     }
+}
+
+/// Shape rule of `Op::FusedMatMul`: inputs `a, b, extra...`; the epilogue's
+/// input 0 is `matmul(a, b)`, input `i >= 1` is `extra[i - 1]`. The epilogue
+/// keeps the matmul's dims and dtype (it is computed in place).
+pub fn infer_fused_matmul(epilogue: &[ChainStep], inputs: &[&Shape]) -> InferResult {
+    if inputs.len() < 2 {
+        return Err(format!(
+            "fused matmul takes a, b and extras, got {} inputs",
+            inputs.len()
+        ));
+    }
+    let mm = super::linalg::infer_matmul(&inputs[..2])?;
+    let mut region_inputs = vec![&mm];
+    region_inputs.extend_from_slice(&inputs[2..]);
+    let out = infer_region(epilogue, &region_inputs)?;
+    if out != mm {
+        return Err(format!(
+            "the epilogue turns the matmul result {mm} into {out}; it must keep its dims and dtype"
+        ));
+    }
+    Ok(out)
+}
+
+/// Decomposition of `Op::FusedMatMul`: the matmul, then the epilogue steps.
+pub fn decompose_fused_matmul(
+    g: &mut Graph,
+    epilogue: &[ChainStep],
+    inputs: &[NodeId],
+    out: &Shape,
+) -> Result<NodeId, IrError> {
+    let mm = g.try_node(Op::MatMul, &inputs[..2], None)?;
+    let mut region_inputs = vec![mm];
+    region_inputs.extend_from_slice(&inputs[2..]);
+    decompose_region(g, epilogue, &region_inputs, out)
 }
