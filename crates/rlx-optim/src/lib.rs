@@ -1,0 +1,24 @@
+//! # rlx-optim — training-step optimizers
+//!
+//! (crate docs: see below)
+#![warn(missing_docs)]
+
+mod clip;
+mod error;
+mod float;
+mod optimizer;
+mod optimizers;
+mod schedule;
+mod state;
+
+pub use clip::{clip_grad_norm, global_grad_clip_scale, l2_norm};
+pub use error::{OptimError, Result};
+pub use float::Float;
+pub use optimizer::Optimizer;
+pub use optimizers::adafactor::{Adafactor, AdafactorConfig};
+pub use optimizers::adam::{Adam, AdamConfig, AdamW};
+pub use optimizers::nadam::{NAdamConfig, NAdamW};
+pub use optimizers::radam::{RAdam, RAdamConfig};
+pub use optimizers::sgd::{Sgd, SgdConfig};
+pub use schedule::LrSchedule;
+pub use state::{OptimState, ParamState, SavedParam};
