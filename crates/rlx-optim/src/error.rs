@@ -5,7 +5,9 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OptimError {
     /// Parameter and gradient (or shape) disagree in length.
-    #[error("parameter `{name}`: {what} has {given} elements, expected {expected} (shape {shape:?})")]
+    #[error(
+        "parameter `{name}`: {what} has {given} elements, expected {expected} (shape {shape:?})"
+    )]
     LengthMismatch {
         /// The parameter's name.
         name: String,

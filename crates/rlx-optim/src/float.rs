@@ -17,7 +17,9 @@ mod sealed {
 }
 
 /// `f32` or `f64`: the precision of a parameter buffer and of its state.
-pub trait Float: num_traits::Float + Debug + Default + Send + Sync + 'static + sealed::Sealed {
+pub trait Float:
+    num_traits::Float + Debug + Default + Send + Sync + 'static + sealed::Sealed
+{
     /// `"f32"` or `"f64"`.
     const NAME: &'static str;
     /// Round an `f64` (a Python float in the reference) to this type.

@@ -17,9 +17,21 @@ use crate::state::{OptimState, ParamState, SavedParam};
 /// attached [`LrSchedule`]).
 pub trait Optimizer {
     /// Steps an `f32` parameter of `shape` (row-major) in place.
-    fn step_f32(&mut self, name: &str, shape: &[usize], param: &mut [f32], grad: &[f32]) -> Result<()>;
+    fn step_f32(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        param: &mut [f32],
+        grad: &[f32],
+    ) -> Result<()>;
     /// Steps an `f64` parameter of `shape` (row-major) in place.
-    fn step_f64(&mut self, name: &str, shape: &[usize], param: &mut [f64], grad: &[f64]) -> Result<()>;
+    fn step_f64(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        param: &mut [f64],
+        grad: &[f64],
+    ) -> Result<()>;
     /// Ends a training iteration: counts it and, if a schedule is attached,
     /// sets the learning rate it gives for the next iteration.
     fn end_iteration(&mut self);
@@ -39,7 +51,13 @@ pub trait Optimizer {
     fn load_state(&mut self, state: &OptimState) -> Result<()>;
 
     /// Steps a parameter of either precision.
-    fn step<T: Float>(&mut self, name: &str, shape: &[usize], param: &mut [T], grad: &[T]) -> Result<()>
+    fn step<T: Float>(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        param: &mut [T],
+        grad: &[T],
+    ) -> Result<()>
     where
         Self: Sized,
     {
@@ -134,7 +152,10 @@ impl Core {
         self.iteration = st.iteration;
         self.lr = st.lr;
         if let Some(s) = &self.schedule {
-            self.lr = s.lr_at(self.base_lr, self.iteration.saturating_sub(self.schedule_start));
+            self.lr = s.lr_at(
+                self.base_lr,
+                self.iteration.saturating_sub(self.schedule_start),
+            );
         }
         Ok(())
     }
@@ -148,14 +169,15 @@ impl Core {
         param: &[T],
         grad: &[T],
     ) -> Result<&mut ParamState> {
-        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| {
-            OptimError::UnsupportedShape {
+        let n = shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| OptimError::UnsupportedShape {
                 name: name.into(),
                 optimizer: "optimizer",
                 need: "a shape whose element count fits in usize",
                 shape: shape.to_vec(),
-            }
-        })?;
+            })?;
         for (what, given) in [("param", param.len()), ("grad", grad.len())] {
             if given != n {
                 return Err(OptimError::LengthMismatch {
@@ -167,11 +189,14 @@ impl Core {
                 });
             }
         }
-        let st = self.params.entry(name.to_string()).or_insert_with(|| ParamState {
-            shape: shape.to_vec(),
-            dtype: T::NAME,
-            ..Default::default()
-        });
+        let st = self
+            .params
+            .entry(name.to_string())
+            .or_insert_with(|| ParamState {
+                shape: shape.to_vec(),
+                dtype: T::NAME,
+                ..Default::default()
+            });
         if st.shape != shape || st.dtype != T::NAME {
             return Err(OptimError::StateMismatch {
                 name: name.into(),
@@ -218,7 +243,10 @@ pub(crate) fn step_rule<R: Rule, T: Float>(
     if res.is_err() {
         st.step -= 1;
     }
-    *r.core_mut().params.get_mut(name).expect("state prepared above") = st;
+    *r.core_mut()
+        .params
+        .get_mut(name)
+        .expect("state prepared above") = st;
     res
 }
 

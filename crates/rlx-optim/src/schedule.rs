@@ -65,22 +65,38 @@ impl LrSchedule {
                 why: "must be in (0, 1] (as torch's LinearLR)",
             });
         }
-        Ok(LrSchedule::Linear { start_factor, end_factor: 1.0, total_iters: warmup })
+        Ok(LrSchedule::Linear {
+            start_factor,
+            end_factor: 1.0,
+            total_iters: warmup,
+        })
     }
 
     /// The learning rate at iteration `t` for base rate `base`.
     pub fn lr_at(&self, base: f64, t: u64) -> f64 {
         match *self {
             LrSchedule::Constant => base,
-            LrSchedule::Linear { start_factor, end_factor, total_iters } => {
-                let frac = if total_iters == 0 { 1.0 } else { t.min(total_iters) as f64 / total_iters as f64 };
+            LrSchedule::Linear {
+                start_factor,
+                end_factor,
+                total_iters,
+            } => {
+                let frac = if total_iters == 0 {
+                    1.0
+                } else {
+                    t.min(total_iters) as f64 / total_iters as f64
+                };
                 base * (start_factor + (end_factor - start_factor) * frac)
             }
             LrSchedule::Cosine { t_max, eta_min } => {
                 let t_max = t_max.max(1) as f64;
                 eta_min + (base - eta_min) * (1.0 + (PI * t as f64 / t_max).cos()) / 2.0
             }
-            LrSchedule::WarmupCosine { warmup, total, min_factor } => {
+            LrSchedule::WarmupCosine {
+                warmup,
+                total,
+                min_factor,
+            } => {
                 if t < warmup {
                     return base * t as f64 / warmup as f64;
                 }

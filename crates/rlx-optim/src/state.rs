@@ -44,7 +44,11 @@ impl ParamState {
         }
         Ok(specs
             .iter()
-            .map(|&(key, n)| T::bufs(self).remove(key).unwrap_or_else(|| vec![T::zero(); n]))
+            .map(|&(key, n)| {
+                T::bufs(self)
+                    .remove(key)
+                    .unwrap_or_else(|| vec![T::zero(); n])
+            })
             .collect())
     }
 
@@ -127,7 +131,8 @@ impl SavedParam {
             "f32" => {
                 st.dtype = "f32";
                 for (k, v) in &self.buffers {
-                    st.f32.insert(k.clone(), v.iter().map(|&x| x as f32).collect());
+                    st.f32
+                        .insert(k.clone(), v.iter().map(|&x| x as f32).collect());
                 }
             }
             "f64" => {
@@ -162,7 +167,9 @@ fn get_num(v: &Value, what: &str) -> Result<f64> {
             "NaN" => Ok(f64::NAN),
             "inf" => Ok(f64::INFINITY),
             "-inf" => Ok(f64::NEG_INFINITY),
-            _ => Err(OptimError::BadState(format!("{what}: `{s}` is not a number"))),
+            _ => Err(OptimError::BadState(format!(
+                "{what}: `{s}` is not a number"
+            ))),
         },
         _ => Err(OptimError::BadState(format!("{what}: not a number"))),
     }
@@ -201,8 +208,11 @@ impl OptimState {
                     .iter()
                     .map(|(k, v)| (k.clone(), Value::Array(v.iter().map(|&x| num(x)).collect())))
                     .collect();
-                let scalars: Map<String, Value> =
-                    p.scalars.iter().map(|(k, &v)| (k.clone(), num(v))).collect();
+                let scalars: Map<String, Value> = p
+                    .scalars
+                    .iter()
+                    .map(|(k, &v)| (k.clone(), num(v)))
+                    .collect();
                 let entry = json!({
                     "step": p.step, "shape": p.shape, "dtype": p.dtype,
                     "buffers": bufs, "scalars": scalars,
@@ -225,7 +235,11 @@ impl OptimState {
         let top = get_obj(&v, "document")?;
         match get(top, "format", "document")?.as_str() {
             Some("rlx-optim-state-v1") => {}
-            _ => return Err(OptimError::BadState("format is not rlx-optim-state-v1".into())),
+            _ => {
+                return Err(OptimError::BadState(
+                    "format is not rlx-optim-state-v1".into(),
+                ))
+            }
         }
         let optimizer = get(top, "optimizer", "document")?
             .as_str()
@@ -265,7 +279,13 @@ impl OptimState {
             let step = get_u64(p, "step", &what)?;
             out.params.insert(
                 name.clone(),
-                SavedParam { step, shape, dtype, buffers, scalars },
+                SavedParam {
+                    step,
+                    shape,
+                    dtype,
+                    buffers,
+                    scalars,
+                },
             );
         }
         Ok(out)

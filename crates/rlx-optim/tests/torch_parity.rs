@@ -1,7 +1,10 @@
 //! 20-step trajectories equal torch.optim's (tools/gen_optim_fixtures.py,
 //! fixtures/torch_optim.json): f32 at 1e-6 relative, f64 at 1e-12.
-//! Relative to `max(|torch value|, FLOOR)`: a parameter crossing zero is
-//! compared at `FLOOR * tol` absolute there (its relative error is meaningless).
+//! Relative to `max(|torch value|, FLOOR)` (parameters are of size 0.1-1):
+//! a parameter crossing zero is compared at `FLOOR * tol` absolute there,
+//! a few ulps of the values that cancel. torch's f32 `sqrt` is not
+//! correctly rounded (1 ulp), so the Adam-type f32 runs agree to ~1e-7
+//! relative, not bit for bit; SGD, Adafactor and all f64 runs agree to an ulp.
 
 mod common;
 
@@ -33,7 +36,11 @@ fn build(which: &str, kw: &Value) -> Box<dyn Optimizer> {
             .unwrap(),
         ),
         "Adam" | "AdamW" => {
-            let base = if which == "Adam" { AdamConfig::default() } else { AdamConfig::adamw() };
+            let base = if which == "Adam" {
+                AdamConfig::default()
+            } else {
+                AdamConfig::adamw()
+            };
             let cfg = AdamConfig {
                 lr: f("lr", base.lr),
                 betas: betas(kw, base.betas),
@@ -93,7 +100,7 @@ fn build(which: &str, kw: &Value) -> Box<dyn Optimizer> {
     }
 }
 
-const FLOOR: f64 = 1e-2;
+const FLOOR: f64 = 5e-2;
 
 #[test]
 fn trajectories_match_torch_optim() {
@@ -105,15 +112,24 @@ fn trajectories_match_torch_optim() {
     for run in runs {
         let name = run["name"].as_str().unwrap();
         let which = run["optimizer"].as_str().unwrap();
-        prob.negate = run["kwargs"].get("maximize").and_then(Value::as_bool).unwrap_or(false);
+        prob.negate = run["kwargs"]
+            .get("maximize")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let got32 = prob.run::<f32>(build(which, &run["kwargs"]).as_mut());
         let got64 = prob.run::<f64>(build(which, &run["kwargs"]).as_mut());
         let e32 = max_rel(&got32, &traj(&run["f32"]), FLOOR);
         let e64 = max_rel(&got64, &traj(&run["f64"]), FLOOR);
-        println!("{name:28} f32 max rel {:.2e} (step {}, elem {})   f64 {:.2e}", e32.0, e32.1, e32.2, e64.0);
+        println!(
+            "{name:28} f32 max rel {:.2e} (step {}, elem {})   f64 {:.2e}",
+            e32.0, e32.1, e32.2, e64.0
+        );
         if !(e32.0 <= 1e-6 && e64.0 <= 1e-12) {
             failures.push(name.to_string());
         }
     }
-    assert!(failures.is_empty(), "trajectories differ from torch: {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "trajectories differ from torch: {failures:?}"
+    );
 }

@@ -28,7 +28,15 @@ pub struct AdafactorConfig {
 
 impl Default for AdafactorConfig {
     fn default() -> Self {
-        AdafactorConfig { lr: 1e-2, beta2_decay: -0.8, eps1: None, eps2: 1e-3, d: 1.0, weight_decay: 0.0, maximize: false }
+        AdafactorConfig {
+            lr: 1e-2,
+            beta2_decay: -0.8,
+            eps1: None,
+            eps2: 1e-3,
+            d: 1.0,
+            weight_decay: 0.0,
+            maximize: false,
+        }
     }
 }
 
@@ -47,12 +55,20 @@ impl Adafactor {
     /// The optimizer; errors on invalid hyperparameters.
     pub fn new(cfg: AdafactorConfig) -> Result<Self> {
         check_common(cfg.lr, cfg.eps2, cfg.weight_decay, &[])?;
-        check("beta2_decay", cfg.beta2_decay, cfg.beta2_decay <= 0.0, "must be <= 0")?;
+        check(
+            "beta2_decay",
+            cfg.beta2_decay,
+            cfg.beta2_decay <= 0.0,
+            "must be <= 0",
+        )?;
         if let Some(e) = cfg.eps1 {
             check("eps1", e, e >= 0.0, "must be >= 0")?;
         }
         check("d", cfg.d, cfg.d >= 1.0, "must be >= 1 (as torch)")?;
-        Ok(Adafactor { core: Core::new(cfg.lr), cfg })
+        Ok(Adafactor {
+            core: Core::new(cfg.lr),
+            cfg,
+        })
     }
 
     /// The hyperparameters.
@@ -69,15 +85,33 @@ impl Rule for Adafactor {
     fn core_mut(&mut self) -> &mut Core {
         &mut self.core
     }
-    fn update<T: Float>(&self, lr: f64, _: &str, st: &mut ParamState, p: &mut [T], grad: &[T]) -> Result<()> {
+    fn update<T: Float>(
+        &self,
+        lr: f64,
+        _: &str,
+        st: &mut ParamState,
+        p: &mut [T],
+        grad: &[T],
+    ) -> Result<()> {
         let c = &self.cfg;
         let shape = st.shape.clone();
         let n = p.len();
         let factored = shape.len() >= 2;
-        let (rows, cols) = if factored { (shape[shape.len() - 2], shape[shape.len() - 1]) } else { (1, n) };
-        let batch = if rows * cols == 0 { 0 } else { n / (rows * cols) };
-        let specs: Vec<(&str, usize)> =
-            if factored { vec![("row_var", batch * rows), ("col_var", batch * cols)] } else { vec![("variance", n)] };
+        let (rows, cols) = if factored {
+            (shape[shape.len() - 2], shape[shape.len() - 1])
+        } else {
+            (1, n)
+        };
+        let batch = if rows * cols == 0 {
+            0
+        } else {
+            n / (rows * cols)
+        };
+        let specs: Vec<(&str, usize)> = if factored {
+            vec![("row_var", batch * rows), ("col_var", batch * cols)]
+        } else {
+            vec![("variance", n)]
+        };
         let mut bufs = st.take_all::<T>(&specs)?;
         let mut g = signed_grad(grad, c.maximize);
         let eps1 = c.eps1.unwrap_or(T::epsilon().f64());
@@ -118,7 +152,11 @@ impl Rule for Adafactor {
             }
         }
         let floor = T::c(eps1 * eps1);
-        let update: Vec<T> = var.iter().zip(&g).map(|(&v, &gi)| T::one() / v.max(floor).sqrt() * gi).collect();
+        let update: Vec<T> = var
+            .iter()
+            .zip(&g)
+            .map(|(&v, &gi)| T::one() / v.max(floor).sqrt() * gi)
+            .collect();
         let denom = 1.0f64.max(norm(&update).f64() / ((n as f64).powf(0.5) * c.d));
         axpy(p, T::c(-alpha / denom), &update);
         st.put_all(&specs, bufs);

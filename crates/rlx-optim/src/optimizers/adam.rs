@@ -27,18 +27,33 @@ pub struct AdamConfig {
 
 impl Default for AdamConfig {
     fn default() -> Self {
-        AdamConfig { lr: 1e-3, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, amsgrad: false, maximize: false }
+        AdamConfig {
+            lr: 1e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            amsgrad: false,
+            maximize: false,
+        }
     }
 }
 
 impl AdamConfig {
     /// `torch.optim.AdamW`'s defaults (Adam's, with weight decay 1e-2).
     pub fn adamw() -> Self {
-        AdamConfig { weight_decay: 1e-2, ..Default::default() }
+        AdamConfig {
+            weight_decay: 1e-2,
+            ..Default::default()
+        }
     }
 
     fn check(&self) -> Result<()> {
-        check_common(self.lr, self.eps, self.weight_decay, &[("betas[0]", self.betas.0), ("betas[1]", self.betas.1)])
+        check_common(
+            self.lr,
+            self.eps,
+            self.weight_decay,
+            &[("betas[0]", self.betas.0), ("betas[1]", self.betas.1)],
+        )
     }
 }
 
@@ -97,7 +112,10 @@ macro_rules! adam_like {
             /// beta outside `[0, 1)`.
             pub fn new(cfg: AdamConfig) -> Result<Self> {
                 cfg.check()?;
-                Ok($ty { core: Core::new(cfg.lr), cfg })
+                Ok($ty {
+                    core: Core::new(cfg.lr),
+                    cfg,
+                })
             }
 
             /// With the reference defaults and learning rate `lr`.
@@ -119,7 +137,14 @@ macro_rules! adam_like {
             fn core_mut(&mut self) -> &mut Core {
                 &mut self.core
             }
-            fn update<T: Float>(&self, lr: f64, _: &str, st: &mut ParamState, p: &mut [T], g: &[T]) -> Result<()> {
+            fn update<T: Float>(
+                &self,
+                lr: f64,
+                _: &str,
+                st: &mut ParamState,
+                p: &mut [T],
+                g: &[T],
+            ) -> Result<()> {
                 adam_step(&self.cfg, $decoupled, lr, st, p, g)
             }
         }

@@ -18,10 +18,20 @@ pub(crate) fn check(name: &'static str, value: f64, ok: bool, why: &'static str)
 }
 
 /// The usual checks: `lr >= 0`, `eps >= 0`, `weight_decay >= 0`, betas in [0, 1).
-pub(crate) fn check_common(lr: f64, eps: f64, weight_decay: f64, betas: &[(&'static str, f64)]) -> Result<()> {
+pub(crate) fn check_common(
+    lr: f64,
+    eps: f64,
+    weight_decay: f64,
+    betas: &[(&'static str, f64)],
+) -> Result<()> {
     check("lr", lr, lr >= 0.0, "must be >= 0")?;
     check("eps", eps, eps >= 0.0, "must be >= 0")?;
-    check("weight_decay", weight_decay, weight_decay >= 0.0, "must be >= 0")?;
+    check(
+        "weight_decay",
+        weight_decay,
+        weight_decay >= 0.0,
+        "must be >= 0",
+    )?;
     for &(name, b) in betas {
         check(name, b, (0.0..1.0).contains(&b), "must be in [0, 1)")?;
     }
@@ -38,7 +48,13 @@ pub(crate) fn signed_grad<T: crate::Float>(grad: &[T], maximize: bool) -> Vec<T>
 }
 
 /// Weight decay the torch way: decoupled `p *= 1 - lr wd`, else L2 `g += wd p`.
-pub(crate) fn apply_weight_decay<T: crate::Float>(p: &mut [T], g: &mut [T], lr: f64, wd: f64, decoupled: bool) {
+pub(crate) fn apply_weight_decay<T: crate::Float>(
+    p: &mut [T],
+    g: &mut [T],
+    lr: f64,
+    wd: f64,
+    decoupled: bool,
+) {
     if wd == 0.0 {
         return;
     }

@@ -53,9 +53,22 @@ pub struct NAdamW {
 impl NAdamW {
     /// The optimizer; errors on invalid hyperparameters.
     pub fn new(cfg: NAdamConfig) -> Result<Self> {
-        check_common(cfg.lr, cfg.eps, cfg.weight_decay, &[("betas[0]", cfg.betas.0), ("betas[1]", cfg.betas.1)])?;
-        check("momentum_decay", cfg.momentum_decay, cfg.momentum_decay >= 0.0, "must be >= 0")?;
-        Ok(NAdamW { core: Core::new(cfg.lr), cfg })
+        check_common(
+            cfg.lr,
+            cfg.eps,
+            cfg.weight_decay,
+            &[("betas[0]", cfg.betas.0), ("betas[1]", cfg.betas.1)],
+        )?;
+        check(
+            "momentum_decay",
+            cfg.momentum_decay,
+            cfg.momentum_decay >= 0.0,
+            "must be >= 0",
+        )?;
+        Ok(NAdamW {
+            core: Core::new(cfg.lr),
+            cfg,
+        })
     }
 
     /// The hyperparameters.
@@ -72,7 +85,14 @@ impl Rule for NAdamW {
     fn core_mut(&mut self) -> &mut Core {
         &mut self.core
     }
-    fn update<T: Float>(&self, lr: f64, _: &str, st: &mut ParamState, p: &mut [T], grad: &[T]) -> Result<()> {
+    fn update<T: Float>(
+        &self,
+        lr: f64,
+        _: &str,
+        st: &mut ParamState,
+        p: &mut [T],
+        grad: &[T],
+    ) -> Result<()> {
         let c = &self.cfg;
         let n = p.len();
         let specs = [("exp_avg", n), ("exp_avg_sq", n)];

@@ -47,8 +47,16 @@ pub struct RAdam {
 impl RAdam {
     /// The optimizer; errors on invalid hyperparameters.
     pub fn new(cfg: RAdamConfig) -> Result<Self> {
-        check_common(cfg.lr, cfg.eps, cfg.weight_decay, &[("betas[0]", cfg.betas.0), ("betas[1]", cfg.betas.1)])?;
-        Ok(RAdam { core: Core::new(cfg.lr), cfg })
+        check_common(
+            cfg.lr,
+            cfg.eps,
+            cfg.weight_decay,
+            &[("betas[0]", cfg.betas.0), ("betas[1]", cfg.betas.1)],
+        )?;
+        Ok(RAdam {
+            core: Core::new(cfg.lr),
+            cfg,
+        })
     }
 
     /// The hyperparameters.
@@ -65,7 +73,14 @@ impl Rule for RAdam {
     fn core_mut(&mut self) -> &mut Core {
         &mut self.core
     }
-    fn update<T: Float>(&self, lr: f64, _: &str, st: &mut ParamState, p: &mut [T], grad: &[T]) -> Result<()> {
+    fn update<T: Float>(
+        &self,
+        lr: f64,
+        _: &str,
+        st: &mut ParamState,
+        p: &mut [T],
+        grad: &[T],
+    ) -> Result<()> {
         let c = &self.cfg;
         let n = p.len();
         let specs = [("exp_avg", n), ("exp_avg_sq", n)];
@@ -82,7 +97,9 @@ impl Rule for RAdam {
         let rho_t = rho_inf - 2.0 * t * b2.powf(t) / bc2;
         let lr_t = T::c(lr);
         if rho_t > 5.0 {
-            let rect = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)).powf(0.5);
+            let rect = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
+                / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t))
+                .powf(0.5);
             let (rect, bc2_sqrt, eps) = (T::c(rect), T::c(bc2.powf(0.5)), T::c(c.eps));
             for ((pi, &m), &v) in p.iter_mut().zip(&bufs[0]).zip(&bufs[1]) {
                 let adaptive = bc2_sqrt / (v.sqrt() + eps);

@@ -25,7 +25,14 @@ pub struct SgdConfig {
 
 impl Default for SgdConfig {
     fn default() -> Self {
-        SgdConfig { lr: 1e-3, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false, maximize: false }
+        SgdConfig {
+            lr: 1e-3,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+            maximize: false,
+        }
     }
 }
 
@@ -43,12 +50,30 @@ impl Sgd {
     /// Nesterov without momentum or with dampening (as torch).
     pub fn new(cfg: SgdConfig) -> Result<Self> {
         check_common(cfg.lr, 0.0, cfg.weight_decay, &[])?;
-        check("momentum", cfg.momentum, cfg.momentum >= 0.0, "must be >= 0")?;
+        check(
+            "momentum",
+            cfg.momentum,
+            cfg.momentum >= 0.0,
+            "must be >= 0",
+        )?;
         if cfg.nesterov {
-            check("momentum", cfg.momentum, cfg.momentum > 0.0, "nesterov needs momentum > 0")?;
-            check("dampening", cfg.dampening, cfg.dampening == 0.0, "nesterov needs dampening 0")?;
+            check(
+                "momentum",
+                cfg.momentum,
+                cfg.momentum > 0.0,
+                "nesterov needs momentum > 0",
+            )?;
+            check(
+                "dampening",
+                cfg.dampening,
+                cfg.dampening == 0.0,
+                "nesterov needs dampening 0",
+            )?;
         }
-        Ok(Sgd { core: Core::new(cfg.lr), cfg })
+        Ok(Sgd {
+            core: Core::new(cfg.lr),
+            cfg,
+        })
     }
 
     /// The hyperparameters.
@@ -65,7 +90,14 @@ impl Rule for Sgd {
     fn core_mut(&mut self) -> &mut Core {
         &mut self.core
     }
-    fn update<T: Float>(&self, lr: f64, _: &str, st: &mut ParamState, p: &mut [T], grad: &[T]) -> Result<()> {
+    fn update<T: Float>(
+        &self,
+        lr: f64,
+        _: &str,
+        st: &mut ParamState,
+        p: &mut [T],
+        grad: &[T],
+    ) -> Result<()> {
         let c = &self.cfg;
         let mut g = signed_grad(grad, c.maximize);
         apply_weight_decay(p, &mut g, lr, c.weight_decay, false);

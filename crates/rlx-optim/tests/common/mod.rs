@@ -12,7 +12,11 @@ pub fn load(name: &str) -> Value {
 }
 
 pub fn f64s(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
 }
 
 /// The parameters, their shapes and the gradient function of the fixtures.
@@ -30,13 +34,24 @@ pub struct Problem {
 
 impl Problem {
     pub fn from(v: &Value) -> Self {
-        let names: Vec<String> =
-            v["order"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+        let names: Vec<String> = v["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
         let get = |k: &str| names.iter().map(|n| f64s(&v[k][n])).collect::<Vec<_>>();
         Problem {
             shapes: names
                 .iter()
-                .map(|n| v["shapes"][n].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect())
+                .map(|n| {
+                    v["shapes"][n]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|d| d.as_u64().unwrap() as usize)
+                        .collect()
+                })
                 .collect(),
             init: get("init"),
             h: get("h"),
@@ -59,7 +74,10 @@ impl Problem {
     }
 
     pub fn params<T: Float>(&self) -> Vec<Vec<T>> {
-        self.init.iter().map(|v| v.iter().map(|&x| T::c(x)).collect()).collect()
+        self.init
+            .iter()
+            .map(|v| v.iter().map(|&x| T::c(x)).collect())
+            .collect()
     }
 
     /// One iteration: every parameter stepped with its gradient.
@@ -87,7 +105,13 @@ impl Problem {
     }
 }
 
-pub fn step_dyn<T: Float>(opt: &mut dyn Optimizer, name: &str, shape: &[usize], p: &mut [T], g: &[T]) {
+pub fn step_dyn<T: Float>(
+    opt: &mut dyn Optimizer,
+    name: &str,
+    shape: &[usize],
+    p: &mut [T],
+    g: &[T],
+) {
     T::step_on(opt, name, shape, p, g).unwrap_or_else(|e| panic!("step {name}: {e}"));
 }
 
