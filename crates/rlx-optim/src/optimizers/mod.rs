@@ -2,9 +2,16 @@
 
 pub mod adafactor;
 pub mod adam;
+pub mod lamb;
+pub mod lion;
+pub mod mars;
+pub mod muon;
 pub mod nadam;
+pub mod qhadam;
 pub mod radam;
 pub mod sgd;
+pub mod sophia;
+pub mod stiefel;
 
 use crate::error::{OptimError, Result};
 

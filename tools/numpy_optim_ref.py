@@ -1,0 +1,301 @@
+"""numpy (float64) re-implementations of the optimizers torch.optim does not have, for
+tools/gen_optim_fixtures.py (which imports this module; run that script, not this one).
+
+Each function follows the authors' reference code named in its docstring, operation for operation,
+on one parameter `p` (modified in place) with gradient `g` and a per-parameter state dict.
+"""
+import numpy as np
+
+
+def sym(a):
+    return 0.5 * (a + a.T)
+
+
+# ------------------------------------------------------------------------------------------------ Lion
+def lion(p, g, st, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+    """google/automl lion/lion_pytorch.py (Chen et al. 2023)."""
+    m = st.setdefault("exp_avg", np.zeros_like(p))
+    p *= 1 - lr * weight_decay
+    update = m * betas[0] + g * (1 - betas[0])
+    p += -lr * np.sign(update)
+    st["exp_avg"] = m * betas[1] + (1 - betas[1]) * g
+
+
+# --------------------------------------------------------------------------------------------- QHAdamW
+def qhadamw(p, g, st, lr=1e-3, betas=(0.9, 0.999), nus=(1.0, 1.0), weight_decay=0.0, eps=1e-8,
+            decouple_weight_decay=True):
+    """facebookresearch/qhoptim qhoptim/pyt/qhadam.py, QHAdamW = QHAdam(decouple_weight_decay=True)."""
+    g = g.copy()
+    if weight_decay != 0:
+        if decouple_weight_decay:
+            p *= 1 - lr * weight_decay
+        else:
+            g += weight_decay * p
+    g2 = g * g
+    if "exp_avg" not in st:
+        st.update(beta1_weight=0.0, beta2_weight=0.0, exp_avg=np.zeros_like(p), exp_avg_sq=np.zeros_like(p))
+    st["beta1_weight"] = 1.0 + betas[0] * st["beta1_weight"]
+    st["beta2_weight"] = 1.0 + betas[1] * st["beta2_weight"]
+    a1 = 1.0 - 1.0 / st["beta1_weight"]
+    a2 = 1.0 - 1.0 / st["beta2_weight"]
+    st["exp_avg"] = st["exp_avg"] * a1 + (1.0 - a1) * g
+    st["exp_avg_sq"] = st["exp_avg_sq"] * a2 + (1.0 - a2) * g2
+    avg = st["exp_avg"] * nus[0]
+    if nus[0] != 1.0:
+        avg = avg + (1.0 - nus[0]) * g
+    rms = st["exp_avg_sq"] * nus[1]
+    if nus[1] != 1.0:
+        rms = rms + (1.0 - nus[1]) * g2
+    rms = np.sqrt(rms) + eps
+    p += -lr * avg / rms
+
+
+# ------------------------------------------------------------------------------------------------ LAMB
+def lamb(p, g, st, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, adam=False):
+    """cybertronai/pytorch-lamb pytorch_lamb/lamb.py (You et al. 2020, v3: no bias correction); a zero norm
+    gives trust ratio 1 (the reference would divide by zero)."""
+    m = st.setdefault("exp_avg", np.zeros_like(p))
+    v = st.setdefault("exp_avg_sq", np.zeros_like(p))
+    m[...] = m * betas[0] + (1 - betas[0]) * g
+    v[...] = v * betas[1] + (1 - betas[1]) * g * g
+    weight_norm = np.sqrt(np.sum(p * p))
+    step = m / (np.sqrt(v) + eps)
+    if weight_decay != 0:
+        step = step + weight_decay * p
+    adam_norm = np.sqrt(np.sum(step * step))
+    trust = 1.0 if (adam or weight_norm == 0 or adam_norm == 0) else weight_norm / adam_norm
+    p += -lr * trust * step
+
+
+# ---------------------------------------------------------------------------------------------- Sophia
+def sophia(p, g, st, lr=1e-4, betas=(0.965, 0.99), rho=0.04, weight_decay=0.1, bs=5120):
+    """Liuhong99/Sophia sophia.py, SophiaG._single_tensor_sophiag (Liu et al. 2023)."""
+    m = st.setdefault("exp_avg", np.zeros_like(p))
+    h = st.setdefault("hessian", np.zeros_like(p))
+    p *= 1 - lr * weight_decay
+    m[...] = m * betas[0] + (1 - betas[0]) * g
+    ratio = np.minimum(np.abs(m) / (rho * bs * h + 1e-15), 1.0)
+    p += -lr * np.sign(m) * ratio
+
+
+def sophia_update_hessian(p, ghat, st, betas=(0.965, 0.99), **_):
+    """SophiaG.update_hessian: h = beta2 h + (1 - beta2) ghat^2."""
+    h = st.setdefault("hessian", np.zeros_like(p))
+    st.setdefault("exp_avg", np.zeros_like(p))
+    h[...] = h * betas[1] + (1 - betas[1]) * ghat * ghat
+
+
+# ------------------------------------------------------------------------------------------------ MARS
+def mars(p, g, st, lr=3e-3, betas=(0.95, 0.99), eps=1e-8, weight_decay=0.0, amsgrad=False, gamma=0.025,
+         mars_type="mars-adamw", optimize_1d=False, lr_1d=3e-3, betas_1d=(0.9, 0.95), weight_decay_1d=0.1):
+    """AGI-Arena/MARS MARS/optimizers/mars.py, update_fn with is_approx=True (Yuan et al. 2024)."""
+    if "exp_avg" not in st:
+        st.update(step=0, exp_avg=np.zeros_like(p), last_grad=np.zeros_like(p), exp_avg_sq=np.zeros_like(p))
+        if amsgrad:
+            st["max_exp_avg_sq"] = np.zeros_like(p)
+    st["step"] += 1
+    step = st["step"]
+    m, v, last = st["exp_avg"], st["exp_avg_sq"], st["last_grad"]
+    if optimize_1d or p.ndim == 2:
+        b1, b2 = betas
+        c = (g - last) * (gamma * (b1 / (1.0 - b1))) + g
+        cn = np.sqrt(np.sum(c * c))
+        if cn > 1.0:
+            c = c / cn
+        m[...] = m * b1 + (1.0 - b1) * c
+        if mars_type == "mars-adamw":
+            v[...] = v * b2 + (1.0 - b2) * c * c
+            bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+            if amsgrad:
+                st["max_exp_avg_sq"] = np.maximum(st["max_exp_avg_sq"], v)
+                v = st["max_exp_avg_sq"]
+            denom = (np.sqrt(v) * (1 / np.sqrt(bc2)) + eps) * bc1
+            upd = -lr * (p * weight_decay + m / denom)
+        else:  # mars-lion
+            upd = -lr * (p * weight_decay + np.sign(m))
+    else:
+        b1, b2 = betas_1d
+        m[...] = m * b1 + (1.0 - b1) * g
+        v[...] = v * b2 + (1.0 - b2) * g * g
+        bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+        if amsgrad:
+            st["max_exp_avg_sq"] = np.maximum(st["max_exp_avg_sq"], v)
+            v = st["max_exp_avg_sq"]
+        denom = (np.sqrt(v) * (1 / np.sqrt(bc2)) + eps) * bc1
+        upd = -lr * (lr_1d / lr) * (p * weight_decay_1d + m / denom)
+    p += upd
+    st["last_grad"] = g.copy()
+
+
+# ------------------------------------------------------------------------------------------------ Muon
+def newton_schulz5(G, steps=5, coeffs=(3.4445, -4.7750, 2.0315), eps=1e-7):
+    """KellerJordan/Muon muon.py zeropower_via_newtonschulz5, in float64 instead of bfloat16."""
+    a, b, c = coeffs
+    X = G.copy()
+    tall = G.shape[0] > G.shape[1]
+    if tall:
+        X = X.T
+    X = X / (np.sqrt(np.sum(X * X)) + eps)
+    for _ in range(steps):
+        A = X @ X.T
+        B = b * A + c * (A @ A)
+        X = a * X + B @ X
+    return X.T if tall else X
+
+
+def muon(p, g, st, lr=0.02, momentum=0.95, nesterov=True, weight_decay=0.0, ns_steps=5, adam_lr=3e-4,
+         adam_betas=(0.9, 0.95), adam_eps=1e-10, adam_weight_decay=0.0):
+    """KellerJordan/Muon muon.py SingleDeviceMuonWithAuxAdam: muon_update for ndim >= 2, adam_update otherwise."""
+    if p.ndim >= 2:
+        buf = st.setdefault("momentum_buffer", np.zeros_like(p))
+        buf[...] = buf + (1 - momentum) * (g - buf)          # momentum.lerp_(grad, 1 - beta)
+        upd = g + momentum * (buf - g) if nesterov else buf.copy()   # grad.lerp_(momentum, beta)
+        G = upd.reshape(p.shape[0], -1)
+        O = newton_schulz5(G, ns_steps) * max(1, G.shape[0] / G.shape[1]) ** 0.5
+        p *= 1 - lr * weight_decay
+        p += -lr * O.reshape(p.shape)
+    else:
+        if "exp_avg" not in st:
+            st.update(exp_avg=np.zeros_like(p), exp_avg_sq=np.zeros_like(p), step=0)
+        st["step"] += 1
+        b1, b2 = adam_betas
+        m, v = st["exp_avg"], st["exp_avg_sq"]
+        m[...] = m + (1 - b1) * (g - m)
+        v[...] = v + (1 - b2) * (g * g - v)
+        upd = (m / (1 - b1 ** st["step"])) / (np.sqrt(v / (1 - b2 ** st["step"])) + adam_eps)
+        alr = adam_lr
+        p *= 1 - alr * adam_weight_decay
+        p += -alr * upd
+
+
+# --------------------------------------------------------------------------------------------- Stiefel
+def proju(x, u):
+    """geoopt EuclideanStiefel.proju: u - x sym(x^T u)."""
+    return u - x @ sym(x.T @ u)
+
+
+def retr(x, u):
+    """geoopt EuclideanStiefel.retr: QR of x + u with the signs of diag(R) made positive."""
+    q, r = np.linalg.qr(x + u)
+    unflip = np.sign(np.sign(np.diag(r)) + 0.5)
+    return q * unflip[None, :]
+
+
+def stiefel_sgd(p, g, st, lr=1e-3, weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False):
+    """geoopt/geoopt geoopt/optim/rsgd.py RiemannianSGD on EuclideanStiefel."""
+    if "momentum_buffer" not in st and momentum > 0:
+        st["momentum_buffer"] = g.copy()
+    g = g + weight_decay * p
+    g = proju(p, g)
+    if momentum > 0:
+        buf = st["momentum_buffer"] * momentum + (1 - dampening) * g
+        d = g + momentum * buf if nesterov else buf
+        y = retr(p, -lr * d)
+        st["momentum_buffer"] = proju(y, buf)
+    else:
+        y = retr(p, -lr * g)
+    p[...] = y
+
+
+def stiefel_adam(p, g, st, lr=1e-3, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8, amsgrad=False):
+    """geoopt/geoopt geoopt/optim/radam.py RiemannianAdam on EuclideanStiefel (component_inner = u * u)."""
+    if "exp_avg" not in st:
+        st.update(step=0, exp_avg=np.zeros_like(p), exp_avg_sq=np.zeros_like(p))
+        if amsgrad:
+            st["max_exp_avg_sq"] = np.zeros_like(p)
+    st["step"] += 1
+    g = proju(p, g + weight_decay * p)
+    st["exp_avg"] = st["exp_avg"] * betas[0] + (1 - betas[0]) * g
+    st["exp_avg_sq"] = st["exp_avg_sq"] * betas[1] + (1 - betas[1]) * (g * g)
+    v = st["exp_avg_sq"]
+    if amsgrad:
+        st["max_exp_avg_sq"] = np.maximum(st["max_exp_avg_sq"], v)
+        v = st["max_exp_avg_sq"]
+    bc1, bc2 = 1 - betas[0] ** st["step"], 1 - betas[1] ** st["step"]
+    d = (st["exp_avg"] / bc1) / (np.sqrt(v / bc2) + eps)
+    y = retr(p, -lr * d)
+    st["exp_avg"] = proju(y, st["exp_avg"])
+    p[...] = y
+
+
+# ----------------------------------------------------------------------------------------------- runner
+def grad_of(problem, name, p):
+    h = np.array(problem["h"][name], dtype=np.float64).reshape(p.shape)
+    t = np.array(problem["t"][name], dtype=np.float64).reshape(p.shape)
+    return h * (p - t) + problem["c"] * ((p * p) * p)
+
+
+def run(problem, fn, kw, hessian_every=0):
+    names = problem["order"]
+    ps = {n: np.array(problem["init"][n], dtype=np.float64).reshape(problem["shapes"][n]) for n in names}
+    states = {n: {} for n in names}
+    traj = []
+    for k in range(1, problem["steps"] + 1):
+        for n in names:
+            fn(ps[n], grad_of(problem, n, ps[n]), states[n], **kw)
+        if hessian_every and k % hessian_every == 0:
+            for n in names:
+                ghat = grad_of(problem, n, ps[n]) * 0.5 + 0.05
+                sophia_update_hessian(ps[n], ghat, states[n], **kw)
+        traj.append([float(x) for n in names for x in ps[n].reshape(-1)])
+    return traj
+
+
+def stiefel_problem(problem):
+    a = np.array(problem["init"]["w"], dtype=np.float64).reshape(3, 4).T
+    q = retr(a, np.zeros_like(a))
+    return {"init": {"s": [float(x) for x in q.reshape(-1)]}, "h": {"s": problem["h"]["w"]},
+            "t": {"s": problem["t"]["w"]}, "c": problem["c"], "shapes": {"s": [4, 3]}, "order": ["s"],
+            "steps": problem["steps"]}
+
+
+def configs():
+    return [
+        ("lion", "Lion", lion, dict(lr=0.02)),
+        ("lion_wd", "Lion", lion, dict(lr=0.01, betas=(0.95, 0.98), weight_decay=0.5)),
+        ("qhadamw", "QHAdamW", qhadamw, dict(lr=0.02, nus=(0.7, 1.0), betas=(0.995, 0.999), weight_decay=0.1)),
+        ("qhadam_l2_nus", "QHAdamW", qhadamw,
+         dict(lr=0.02, nus=(0.8, 0.9), weight_decay=0.05, decouple_weight_decay=False)),
+        ("lamb", "Lamb", lamb, dict(lr=0.02)),
+        ("lamb_wd", "Lamb", lamb, dict(lr=0.02, weight_decay=0.1, betas=(0.8, 0.9))),
+        ("sophia", "Sophia", sophia, dict(lr=0.02, rho=0.04, bs=10)),
+        ("sophia_wd", "Sophia", sophia, dict(lr=0.02, rho=0.5, bs=2, weight_decay=0.2, betas=(0.9, 0.95))),
+        ("mars", "Mars", mars, dict(lr=0.02)),
+        ("mars_amsgrad_1d", "Mars", mars, dict(lr=0.02, amsgrad=True, weight_decay=0.1, optimize_1d=True)),
+        ("mars_lion", "Mars", mars, dict(lr=0.01, mars_type="mars-lion", weight_decay=0.1, lr_1d=0.02)),
+        ("muon", "Muon", muon, dict(lr=0.02, adam_lr=0.01)),
+        ("muon_plain_wd", "Muon", muon, dict(lr=0.05, momentum=0.9, nesterov=False, weight_decay=0.1,
+                                             adam_lr=0.02, adam_weight_decay=0.1)),
+    ]
+
+
+def stiefel_configs():
+    return [
+        ("stiefel_sgd", "Stiefel", stiefel_sgd, dict(lr=0.05)),
+        ("stiefel_sgd_nesterov", "Stiefel", stiefel_sgd, dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1)),
+        ("stiefel_sgd_dampening", "Stiefel", stiefel_sgd, dict(lr=0.05, momentum=0.8, dampening=0.3)),
+        ("stiefel_adam", "Stiefel", stiefel_adam, dict(lr=0.05)),
+        ("stiefel_adam_amsgrad", "Stiefel", stiefel_adam, dict(lr=0.05, amsgrad=True, betas=(0.8, 0.99))),
+    ]
+
+
+def gen(problem):
+    runs = []
+    for name, rust, fn, kw in configs():
+        every = 2 if rust == "Sophia" else 0
+        ent = {"name": name, "optimizer": rust, "reference": fn.__doc__.split("\n")[0], "kwargs": kw,
+               "f64": run(problem, fn, kw, every)}
+        if every:
+            ent["hessian_every"] = every
+        runs.append(ent)
+        print(f"numpy {name:26s} p[0] {problem['init']['w'][0]} -> {ent['f64'][-1][0]:.6f}")
+    sp = stiefel_problem(problem)
+    for name, rust, fn, kw in stiefel_configs():
+        ent = {"name": name, "optimizer": rust, "reference": fn.__doc__.split("\n")[0], "kwargs": kw,
+               "method": "sgd" if fn is stiefel_sgd else "adam", "problem": sp, "f64": run(sp, fn, kw)}
+        runs.append(ent)
+        q = np.array(ent["f64"][-1]).reshape(4, 3)
+        print(f"numpy {name:26s} |W^T W - I| = {np.abs(q.T @ q - np.eye(3)).max():.1e}")
+    return {"numpy_version": np.__version__, "problem": problem, "runs": runs,
+            "note": "float64; Sophia runs call update_hessian(ghat = 0.5 g + 0.05) after every hessian_every-th "
+                    "iteration"}
