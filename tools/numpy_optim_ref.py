@@ -218,11 +218,82 @@ def stiefel_adam(p, g, st, lr=1e-3, weight_decay=0.0, betas=(0.9, 0.999), eps=1e
     p[...] = y
 
 
+# ------------------------------------------------------------------------------------------------ SOAP
+def _mode_mul(x, d, m):
+    """out[.., a, ..] = sum_n m[a, n] x[.., n, ..]"""
+    return np.moveaxis(np.tensordot(m, x, axes=([1], [d])), 0, d)
+
+
+def _mode_gram(x, d):
+    xm = np.moveaxis(x, d, 0).reshape(x.shape[d], -1)
+    return xm @ xm.T
+
+
+def soap(p, g, st, lr=3e-3, betas=(0.95, 0.95), shampoo_beta=-1, eps=1e-8, weight_decay=0.01,
+         precondition_frequency=10, max_precond_dim=10000, precondition_1d=False, normalize_grads=False,
+         correct_bias=True):
+    """nikhilvyas/SOAP soap.py at commit f42d296 (Vyas et al. 2024), merge_dims=False; float64 throughout
+    (numpy.linalg.eigh / qr instead of torch.linalg)."""
+    sb = shampoo_beta if shampoo_beta >= 0 else betas[1]
+    dims = [] if (p.ndim == 1 and not precondition_1d) else [d for d in range(p.ndim) if p.shape[d] <= max_precond_dim]
+
+    def project(x, back):
+        for d in dims:
+            x = _mode_mul(x, d, st["Q"][d] if back else st["Q"][d].T)
+        return x
+
+    def update_preconditioner():
+        if st["Q"] is not None:
+            st["exp_avg"] = project(st["exp_avg"], True)
+        for d in dims:
+            st["GG"][d] = st["GG"][d] + (1 - sb) * (_mode_gram(g, d) - st["GG"][d])   # lerp_
+        if st["Q"] is None:
+            st["Q"] = {}
+            for d in dims:
+                _, Q = np.linalg.eigh(st["GG"][d])
+                st["Q"][d] = np.flip(Q, 1)
+        if st["step"] > 0 and st["step"] % precondition_frequency == 0:
+            for d in dims:
+                m, o = st["GG"][d], st["Q"][d]
+                est = np.diag(o.T @ m @ o)
+                idx = np.argsort(-est, kind="stable")
+                st["exp_avg_sq"] = np.take(st["exp_avg_sq"], idx, axis=d)
+                st["Q"][d] = np.linalg.qr(m @ o[:, idx])[0]
+        if st["step"] > 0:
+            st["exp_avg"] = project(st["exp_avg"], False)
+
+    if "step" not in st:
+        st.update(step=0, exp_avg=np.zeros_like(p), exp_avg_sq=np.zeros_like(p), Q=None,
+                  GG={d: np.zeros((p.shape[d], p.shape[d])) for d in dims})
+        update_preconditioner()
+        return
+    gp = project(g, False)
+    st["step"] += 1
+    b1, b2 = betas
+    st["exp_avg"] = st["exp_avg"] * b1 + (1.0 - b1) * gp
+    st["exp_avg_sq"] = st["exp_avg_sq"] * b2 + (1.0 - b2) * gp * gp
+    denom = np.sqrt(st["exp_avg_sq"]) + eps
+    step_size = lr
+    if correct_bias:
+        step_size = step_size * (1.0 - b2 ** st["step"]) ** 0.5 / (1.0 - b1 ** st["step"])
+    norm_grad = project(st["exp_avg"] / denom, True)
+    if normalize_grads:
+        norm_grad = norm_grad / (1e-30 + np.mean(norm_grad ** 2) ** 0.5)
+    p += -step_size * norm_grad
+    if weight_decay > 0:
+        p += (-lr * weight_decay) * p
+    update_preconditioner()
+
+
 # ----------------------------------------------------------------------------------------------- runner
-def grad_of(problem, name, p):
+def grad_of(problem, name, p, k):
+    """The fixture gradient at iteration k (1-based), plus the drift term drift * sin(0.7 k + 0.37 i) (i the
+    flat index), which keeps consecutive gradients different even where a parameter does not move (SOAP's first
+    call does not move it; with equal gradients its rotated gradient would be pure rounding noise over eps)."""
     h = np.array(problem["h"][name], dtype=np.float64).reshape(p.shape)
     t = np.array(problem["t"][name], dtype=np.float64).reshape(p.shape)
-    return h * (p - t) + problem["c"] * ((p * p) * p)
+    drift = problem.get("drift", 0.0) * np.sin(0.7 * k + 0.37 * np.arange(p.size)).reshape(p.shape)
+    return h * (p - t) + problem["c"] * ((p * p) * p) + drift
 
 
 def run(problem, fn, kw, hessian_every=0):
@@ -232,10 +303,10 @@ def run(problem, fn, kw, hessian_every=0):
     traj = []
     for k in range(1, problem["steps"] + 1):
         for n in names:
-            fn(ps[n], grad_of(problem, n, ps[n]), states[n], **kw)
+            fn(ps[n], grad_of(problem, n, ps[n], k), states[n], **kw)
         if hessian_every and k % hessian_every == 0:
             for n in names:
-                ghat = grad_of(problem, n, ps[n]) * 0.5 + 0.05
+                ghat = grad_of(problem, n, ps[n], k) * 0.5 + 0.05
                 sophia_update_hessian(ps[n], ghat, states[n], **kw)
         traj.append([float(x) for n in names for x in ps[n].reshape(-1)])
     return traj
@@ -246,7 +317,7 @@ def stiefel_problem(problem):
     q = retr(a, np.zeros_like(a))
     return {"init": {"s": [float(x) for x in q.reshape(-1)]}, "h": {"s": problem["h"]["w"]},
             "t": {"s": problem["t"]["w"]}, "c": problem["c"], "shapes": {"s": [4, 3]}, "order": ["s"],
-            "steps": problem["steps"]}
+            "steps": problem["steps"], "drift": problem["drift"]}
 
 
 def configs():
@@ -263,6 +334,12 @@ def configs():
         ("mars", "Mars", mars, dict(lr=0.02)),
         ("mars_amsgrad_1d", "Mars", mars, dict(lr=0.02, amsgrad=True, weight_decay=0.1, optimize_1d=True)),
         ("mars_lion", "Mars", mars, dict(lr=0.01, mars_type="mars-lion", weight_decay=0.1, lr_1d=0.02)),
+        ("soap", "Soap", soap, dict(lr=0.02, precondition_frequency=3)),
+        # (precondition_1d is not fixture-tested: the first basis of a 1-D parameter is the eigenbasis of the
+        # rank-one g g^T, whose null space any eigensolver may span differently)
+        ("soap_normalize", "Soap", soap, dict(lr=0.02, betas=(0.9, 0.99), shampoo_beta=0.8, weight_decay=0.1,
+                                              precondition_frequency=2, normalize_grads=True)),
+        ("soap_no_bias_correction", "Soap", soap, dict(lr=0.01, correct_bias=False, precondition_frequency=5)),
         ("muon", "Muon", muon, dict(lr=0.02, adam_lr=0.01)),
         ("muon_plain_wd", "Muon", muon, dict(lr=0.05, momentum=0.9, nesterov=False, weight_decay=0.1,
                                              adam_lr=0.02, adam_weight_decay=0.1)),
@@ -280,6 +357,7 @@ def stiefel_configs():
 
 
 def gen(problem):
+    problem = dict(problem, drift=0.3)
     runs = []
     for name, rust, fn, kw in configs():
         every = 2 if rust == "Sophia" else 0
@@ -297,5 +375,5 @@ def gen(problem):
         q = np.array(ent["f64"][-1]).reshape(4, 3)
         print(f"numpy {name:26s} |W^T W - I| = {np.abs(q.T @ q - np.eye(3)).max():.1e}")
     return {"numpy_version": np.__version__, "problem": problem, "runs": runs,
-            "note": "float64; Sophia runs call update_hessian(ghat = 0.5 g + 0.05) after every hessian_every-th "
-                    "iteration"}
+            "note": "float64; gradient with the drift term of grad_of; Sophia runs call update_hessian(ghat = "
+                    "0.5 g + 0.05, g the gradient at the new parameters) after every hessian_every-th iteration"}

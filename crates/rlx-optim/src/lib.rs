@@ -26,6 +26,7 @@ pub use optimizers::nadam::{NAdamConfig, NAdamW};
 pub use optimizers::qhadam::{QHAdamConfig, QHAdamW};
 pub use optimizers::radam::{RAdam, RAdamConfig};
 pub use optimizers::sgd::{Sgd, SgdConfig};
+pub use optimizers::soap::{Soap, SoapConfig};
 pub use optimizers::sophia::{Sophia, SophiaConfig};
 pub use optimizers::stiefel::{Stiefel, StiefelConfig, StiefelMethod};
 pub use schedule::LrSchedule;

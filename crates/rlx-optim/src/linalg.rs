@@ -252,3 +252,87 @@ pub(crate) fn newton_schulz<T: Float>(
         x
     }
 }
+
+/// Mode-`d` product of a row-major tensor of `shape` with `m`
+/// (`m.cols == shape[d]`): `out[.., a, ..] = sum_n m[a, n] x[.., n, ..]`.
+pub(crate) fn mode_mul<T: Float>(
+    x: &[T],
+    shape: &[usize],
+    d: usize,
+    m: &Mat<T>,
+) -> (Vec<T>, Vec<usize>) {
+    let outer: usize = shape[..d].iter().product();
+    let inner: usize = shape[d + 1..].iter().product();
+    let (n_in, n_out) = (shape[d], m.rows);
+    let mut out = vec![T::zero(); outer * n_out * inner];
+    for o in 0..outer {
+        for a in 0..n_out {
+            for n in 0..n_in {
+                let w = m.at(a, n);
+                let src = &x[(o * n_in + n) * inner..(o * n_in + n + 1) * inner];
+                let dst = &mut out[(o * n_out + a) * inner..(o * n_out + a + 1) * inner];
+                for (y, &v) in dst.iter_mut().zip(src) {
+                    *y = *y + w * v;
+                }
+            }
+        }
+    }
+    let mut s = shape.to_vec();
+    s[d] = n_out;
+    (out, s)
+}
+
+/// Scales the fibres along mode `d` elementwise: `out[.., a, ..] = f(a) x[.., a, ..]`.
+pub(crate) fn mode_scale<T: Float>(
+    x: &mut [T],
+    shape: &[usize],
+    d: usize,
+    f: impl Fn(usize, T) -> T,
+) {
+    let inner: usize = shape[d + 1..].iter().product();
+    let n = shape[d];
+    for (k, v) in x.iter_mut().enumerate() {
+        *v = f((k / inner) % n, *v);
+    }
+}
+
+/// Gram matrix along mode `d`: `out[a, b] = sum_{other} x[.., a, ..] y[.., b, ..]`.
+pub(crate) fn mode_gram<T: Float>(x: &[T], y: &[T], shape: &[usize], d: usize) -> Mat<T> {
+    let outer: usize = shape[..d].iter().product();
+    let inner: usize = shape[d + 1..].iter().product();
+    let n = shape[d];
+    let mut g = Mat::zeros(n, n);
+    for a in 0..n {
+        for b in 0..n {
+            let mut s = T::zero();
+            for o in 0..outer {
+                let xa = &x[(o * n + a) * inner..(o * n + a + 1) * inner];
+                let yb = &y[(o * n + b) * inner..(o * n + b + 1) * inner];
+                s = xa.iter().zip(yb).fold(s, |s, (&u, &v)| s + u * v);
+            }
+            g.set(a, b, s);
+        }
+    }
+    g
+}
+
+/// Inverse of an upper-triangular matrix by back substitution (`None` if
+/// a diagonal entry is zero).
+pub(crate) fn inv_upper<T: Float>(u: &Mat<T>) -> Option<Mat<T>> {
+    let n = u.rows;
+    let mut inv = Mat::zeros(n, n);
+    for col in 0..n {
+        for i in (0..=col).rev() {
+            let mut s = if i == col { T::one() } else { T::zero() };
+            for k in i + 1..=col {
+                s = s - u.at(i, k) * inv.at(k, col);
+            }
+            let d = u.at(i, i);
+            if d == T::zero() {
+                return None;
+            }
+            inv.set(i, col, s / d);
+        }
+    }
+    Some(inv)
+}

@@ -10,6 +10,7 @@ pub mod nadam;
 pub mod qhadam;
 pub mod radam;
 pub mod sgd;
+pub mod soap;
 pub mod sophia;
 pub mod stiefel;
 

@@ -30,6 +30,10 @@ pub struct Problem {
     pub steps: usize,
     /// Give `-g` (the fixtures' maximize runs).
     pub negate: bool,
+    /// Amplitude of the drift term `drift * sin(0.7 k + 0.37 i)` (numpy fixtures).
+    drift: f64,
+    /// Iterations done (the `k` of the drift term is `iter + 1`).
+    iter: std::cell::Cell<usize>,
 }
 
 impl Problem {
@@ -59,18 +63,43 @@ impl Problem {
             c: v["c"].as_f64().unwrap(),
             steps: v["steps"].as_u64().unwrap() as usize,
             negate: false,
+            drift: v.get("drift").and_then(Value::as_f64).unwrap_or(0.0),
+            iter: std::cell::Cell::new(0),
             names,
         }
     }
 
-    /// `g = h * (p - t) + c * ((p * p) * p)` in `T`.
+    /// `g = h * (p - t) + c * ((p * p) * p)` in `T` (plus the drift term at
+    /// the current iteration, computed in f64).
     pub fn grad<T: Float>(&self, i: usize, p: &[T]) -> Vec<T> {
         let c = T::c(self.c);
+        let k = (self.iter.get() + 1) as f64;
         p.iter()
             .zip(&self.h[i])
             .zip(&self.t[i])
-            .map(|((&x, &h), &t)| T::c(h) * (x - T::c(t)) + c * (x * x * x))
+            .enumerate()
+            .map(|(j, ((&x, &h), &t))| {
+                let g = T::c(h) * (x - T::c(t)) + c * (x * x * x);
+                if self.drift == 0.0 {
+                    g
+                } else {
+                    g + T::c(self.drift * (0.7 * k + 0.37 * j as f64).sin())
+                }
+            })
             .collect()
+    }
+
+    pub fn reset(&self) {
+        self.iter.set(0);
+    }
+
+    /// Steps the drift clock back / forward by one iteration.
+    pub fn back(&self) {
+        self.iter.set(self.iter.get() - 1);
+    }
+
+    pub fn forward(&self) {
+        self.iter.set(self.iter.get() + 1);
     }
 
     pub fn params<T: Float>(&self) -> Vec<Vec<T>> {
@@ -90,11 +119,13 @@ impl Problem {
             step_dyn(opt, &self.names[i], &self.shapes[i], p, &g);
         }
         opt.end_iteration();
+        self.iter.set(self.iter.get() + 1);
     }
 
     /// Runs `steps` iterations from the initial values; the flattened
     /// parameters after each.
     pub fn run<T: Float>(&self, opt: &mut dyn Optimizer) -> Vec<Vec<f64>> {
+        self.iter.set(0);
         let mut ps = self.params::<T>();
         (0..self.steps)
             .map(|_| {
