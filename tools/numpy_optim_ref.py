@@ -285,6 +285,157 @@ def soap(p, g, st, lr=3e-3, betas=(0.95, 0.95), shampoo_beta=-1, eps=1e-8, weigh
     update_preconditioner()
 
 
+# -------------------------------------------------------------------------------------------- Kron-PSGD
+M64 = (1 << 64) - 1
+
+
+def _mix64(z):
+    """SplitMix64 finaliser (crates/rlx-optim/src/rand.rs)."""
+    z = (z + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def _uniform(seed, a, b, c):
+    k = _mix64(_mix64(_mix64(seed ^ a) ^ b) ^ c)
+    return ((k >> 11) + 0.5) / float(1 << 53)
+
+
+def _normal(seed, a, b, i):
+    import math
+    u1, u2 = _uniform(seed, a, b, 2 * i), _uniform(seed, a, b, 2 * i + 1)
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+def _name_hash(name):
+    h = 0xcbf29ce484222325
+    for byte in name.encode():
+        h = ((h ^ byte) * 0x100000001b3) & M64
+    return h
+
+
+def _norm_lower_bound(A):
+    """kron_torch _norm_lower_bound / _lb (real case)."""
+    max_abs = np.max(np.abs(A))
+    if not max_abs > 0:
+        return max_abs
+    A = A / max_abs
+    aa = A * A
+    c0, r0 = np.sum(aa, axis=0), np.sum(aa, axis=1)
+    i, j = int(np.argmax(c0)), int(np.argmax(r0))
+    if c0[i] > r0[j]:
+        x = A[:, i] @ A
+        return max_abs * np.linalg.norm((x / np.linalg.norm(x)) @ A.T)
+    x = A @ A[j]
+    return max_abs * np.linalg.norm(A.T @ (x / np.linalg.norm(x)))
+
+
+class Kron:
+    """evanatyourservice/kron_torch kron_torch/kron.py at commit d163b81 (PSGD Kron, Li 2018), float64, with the
+    reference's random draws (Python random.Random for do_update / balance, torch.randn_like for the probe V)
+    replaced by the counter-based SplitMix64 stream of crates/rlx-optim/src/rand.rs: at iteration n (0-based),
+    do_update = u(seed, 0, n, 0) < prob(n), balance = u(seed, 0, n, 1) < balance_probability and do_update,
+    V[i] = Box-Muller(u(seed, fnv1a(name), n, 2i), u(seed, fnv1a(name), n, 2i + 1))."""
+
+    def __init__(self, lr=1e-3, b1=0.9, weight_decay=0.0, update_probability=None, max_size_triangular=8192,
+                 min_ndim_triangular=2, memory_save_mode=None, precond_lr=0.1, precond_init_scale=1.0,
+                 trust_region_scale=1.5, balance_probability=0.01, seed=5318008):
+        self.__dict__.update(locals())
+        self.tiny = float(np.finfo(np.float32).tiny)   # == torch.finfo(torch.bfloat16).tiny
+        self.n = 0
+
+    def prob(self, n):
+        if self.update_probability is not None:
+            return self.update_probability
+        return min(max(1.0 * np.exp(-0.001 * (n - 250)), 0.03), 1.0)
+
+    def init_q(self, shape):
+        scale = self.precond_init_scale ** (1 / len(shape))
+        if self.memory_save_mode == "one_diag":
+            largest = int(np.argsort(shape, kind="stable")[::-1][0])
+            save = [d == largest for d in range(len(shape))]
+        else:
+            save = [self.memory_save_mode == "all_diag"] * len(shape)
+        Q = []
+        for d, size in enumerate(shape):
+            diag = size == 1 or size > self.max_size_triangular or len(shape) < self.min_ndim_triangular or save[d]
+            Q.append(scale * np.ones(size) if diag else scale * np.eye(size))
+        return Q
+
+    def begin(self):
+        self.do_update = _uniform(self.seed, 0, self.n, 0) < self.prob(self.n)
+        self.balance = _uniform(self.seed, 0, self.n, 1) < self.balance_probability and self.do_update
+
+    def end(self):
+        self.n += 1
+
+    def step(self, name, p, g, st):
+        if "step" not in st:
+            st.update(step=0, momentum_buffer=np.zeros_like(p), Q=self.init_q(p.shape))
+        st["step"] += 1
+        mb = st["momentum_buffer"]
+        mb[...] = mb * self.b1 + (1 - self.b1) * g
+        mom = mb / (1 - self.b1 ** st["step"])
+        Q = st["Q"]
+        if p.ndim > 1 and self.balance:
+            norms = np.array([np.max(np.abs(q)) for q in Q])
+            gm = np.prod(norms) ** (1 / len(Q))
+            for q, nrm in zip(Q, norms):
+                q *= gm / nrm
+        if self.do_update:
+            h = _name_hash(name)
+            V = np.array([_normal(self.seed, h, self.n, i) for i in range(p.size)]).reshape(p.shape)
+            A, B = mom, V
+            for d, q in enumerate(Q):
+                if q.ndim == 2:
+                    A = _mode_mul(A, d, q)
+                    B = _mode_mul(B, d, np.linalg.inv(q).T)   # conjB = V x_d Q_d^{-T}
+                else:
+                    shp = [1] * p.ndim
+                    shp[d] = -1
+                    A = A * q.reshape(shp)
+                    B = B / q.reshape(shp)
+            terms = [(_mode_gram(A, d), _mode_gram(B, d)) for d in range(p.ndim)]
+            for d, (t1, t2) in enumerate(terms):
+                q = Q[d]
+                tmp = (t1 - t2) * self.precond_lr
+                if q.ndim < 2:
+                    tmp = np.diag(tmp) * q / (np.max(np.abs(np.diag(t1 + t2))) + self.tiny)
+                    Q[d] = q - tmp
+                else:
+                    tmp = np.triu(tmp) / (_norm_lower_bound(t1 + t2) + self.tiny)
+                    Q[d] = q - tmp @ q
+        pre = mom
+        for d, q in enumerate(Q):
+            if q.ndim == 2:
+                pre = _mode_mul(pre, d, q.T @ q)
+            else:
+                shp = [1] * p.ndim
+                shp[d] = -1
+                pre = pre * (q * q).reshape(shp)
+        x = pre / self.trust_region_scale
+        pre = (0.1 * np.sign(x) * np.log(np.abs(x) + 1) + 0.9 * np.tanh(x)) * self.trust_region_scale
+        if self.weight_decay != 0 and p.ndim >= 2:
+            pre = pre + self.weight_decay * p
+        p += -self.lr * pre
+
+
+def run_kron(problem, kw):
+    opt = Kron(**kw)
+    names = problem["order"]
+    ps = {n: np.array(problem["init"][n], dtype=np.float64).reshape(problem["shapes"][n]) for n in names}
+    states = {n: {} for n in names}
+    traj = []
+    for k in range(1, problem["steps"] + 1):
+        opt.begin()
+        for n in names:
+            opt.step(n, ps[n], grad_of(problem, n, ps[n], k), states[n])
+        opt.end()
+        traj.append([float(x) for n in names for x in ps[n].reshape(-1)])
+    return traj
+
+
 # ----------------------------------------------------------------------------------------------- runner
 def grad_of(problem, name, p, k):
     """The fixture gradient at iteration k (1-based), plus the drift term drift * sin(0.7 k + 0.37 i) (i the
@@ -346,6 +497,16 @@ def configs():
     ]
 
 
+def kron_configs():
+    return [
+        ("kron", dict(lr=0.02, update_probability=1.0)),
+        ("kron_schedule_balance_wd", dict(lr=0.02, weight_decay=0.1, balance_probability=0.3, seed=7)),
+        ("kron_one_diag_sometimes", dict(lr=0.03, b1=0.8, update_probability=0.5, memory_save_mode="one_diag",
+                                         precond_lr=0.2, precond_init_scale=2.0, trust_region_scale=1.0, seed=11)),
+        ("kron_all_diag", dict(lr=0.02, memory_save_mode="all_diag", update_probability=1.0)),
+    ]
+
+
 def stiefel_configs():
     return [
         ("stiefel_sgd", "Stiefel", stiefel_sgd, dict(lr=0.05)),
@@ -365,6 +526,11 @@ def gen(problem):
                "f64": run(problem, fn, kw, every)}
         if every:
             ent["hessian_every"] = every
+        runs.append(ent)
+        print(f"numpy {name:26s} p[0] {problem['init']['w'][0]} -> {ent['f64'][-1][0]:.6f}")
+    for name, kw in kron_configs():
+        ent = {"name": name, "optimizer": "KronPsgd", "reference": Kron.__doc__.split("\n")[0], "kwargs": kw,
+               "f64": run_kron(problem, kw)}
         runs.append(ent)
         print(f"numpy {name:26s} p[0] {problem['init']['w'][0]} -> {ent['f64'][-1][0]:.6f}")
     sp = stiefel_problem(problem)

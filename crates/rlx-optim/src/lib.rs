@@ -9,6 +9,7 @@ mod float;
 mod linalg;
 mod optimizer;
 mod optimizers;
+mod rand;
 mod schedule;
 mod state;
 
@@ -18,6 +19,7 @@ pub use float::Float;
 pub use optimizer::Optimizer;
 pub use optimizers::adafactor::{Adafactor, AdafactorConfig};
 pub use optimizers::adam::{Adam, AdamConfig, AdamW};
+pub use optimizers::kron::{KronConfig, KronPsgd, MemorySaveMode, PrecondUpdate};
 pub use optimizers::lamb::{Lamb, LambConfig};
 pub use optimizers::lion::{Lion, LionConfig};
 pub use optimizers::mars::{Mars, MarsConfig, MarsType};

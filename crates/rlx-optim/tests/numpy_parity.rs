@@ -128,6 +128,34 @@ fn build(run: &Value) -> Box<dyn Optimizer> {
                 .unwrap(),
             )
         }
+        "KronPsgd" => {
+            let d = KronConfig::default();
+            let update = match kw.get("update_probability").and_then(Value::as_f64) {
+                Some(p) => PrecondUpdate::Probability(p),
+                None => d.update.clone(),
+            };
+            let memory_save_mode = match kw.get("memory_save_mode").and_then(Value::as_str) {
+                Some("one_diag") => MemorySaveMode::OneDiag,
+                Some("all_diag") => MemorySaveMode::AllDiag,
+                _ => MemorySaveMode::None,
+            };
+            Box::new(
+                KronPsgd::new(KronConfig {
+                    lr: f("lr", d.lr),
+                    b1: f("b1", d.b1),
+                    weight_decay: f("weight_decay", 0.0),
+                    update,
+                    memory_save_mode,
+                    precond_lr: f("precond_lr", d.precond_lr),
+                    precond_init_scale: f("precond_init_scale", d.precond_init_scale),
+                    trust_region_scale: f("trust_region_scale", d.trust_region_scale),
+                    balance_probability: f("balance_probability", d.balance_probability),
+                    seed: kw.get("seed").and_then(Value::as_u64).unwrap_or(d.seed),
+                    ..d
+                })
+                .unwrap(),
+            )
+        }
         "Stiefel" => {
             let method = if run["method"] == "sgd" {
                 StiefelMethod::Sgd {

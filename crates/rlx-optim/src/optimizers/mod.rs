@@ -2,6 +2,7 @@
 
 pub mod adafactor;
 pub mod adam;
+pub mod kron;
 pub mod lamb;
 pub mod lion;
 pub mod mars;
