@@ -90,6 +90,97 @@ fn save_load_continues_the_trajectory() {
 }
 
 #[test]
+fn stiefel_save_load_and_shape_errors() {
+    // A 4 x 3 matrix with orthonormal columns (first three columns of I).
+    let w0: Vec<f64> = (0..12)
+        .map(|k| if k / 3 == k % 3 { 1.0 } else { 0.0 })
+        .collect();
+    let grad = |w: &[f64]| {
+        w.iter()
+            .enumerate()
+            .map(|(i, &x)| x - 0.1 * i as f64)
+            .collect::<Vec<_>>()
+    };
+    let make = || {
+        Stiefel::new(StiefelConfig {
+            lr: 0.05,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let (mut a, mut wa) = (make(), w0.clone());
+    for _ in 0..10 {
+        let g = grad(&wa);
+        a.step("s", &[4, 3], &mut wa, &g).unwrap();
+    }
+    let (mut b, mut wb) = (make(), w0.clone());
+    for _ in 0..4 {
+        let g = grad(&wb);
+        b.step("s", &[4, 3], &mut wb, &g).unwrap();
+    }
+    let mut c = make();
+    c.load_state(&OptimState::from_json(&b.save_state().to_json()).unwrap())
+        .unwrap();
+    for _ in 4..10 {
+        let g = grad(&wb);
+        c.step("s", &[4, 3], &mut wb, &g).unwrap();
+    }
+    assert_eq!(wa, wb);
+    // Not a tall matrix: a typed error, nothing changed.
+    let mut v = vec![1.0f64; 12];
+    let e = c.step("wide", &[3, 4], &mut v, &[0.5; 12]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            OptimError::UnsupportedShape {
+                optimizer: "Stiefel",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(v, vec![1.0; 12]);
+    assert_eq!(c.save_state().params["wide"].step, 0);
+}
+
+#[test]
+fn step_all_steps_every_parameter() {
+    let mut a = AdamW::with_lr(0.1).unwrap();
+    let mut b = AdamW::with_lr(0.1).unwrap();
+    let (mut w1, mut b1) = (vec![1.0f32; 6], vec![2.0f32; 3]);
+    let (mut w2, mut b2) = (w1.clone(), b1.clone());
+    let (gw, gb) = (vec![0.3f32; 6], vec![-0.2f32; 3]);
+    a.step("w", &[2, 3], &mut w1, &gw).unwrap();
+    a.step("b", &[3], &mut b1, &gb).unwrap();
+    b.step_all([
+        ("w", &[2usize, 3][..], &mut w2[..], &gw[..]),
+        ("b", &[3][..], &mut b2[..], &gb[..]),
+    ])
+    .unwrap();
+    assert_eq!((w1, b1), (w2, b2));
+}
+
+#[test]
+fn sophia_hessian_state_checks_its_input() {
+    let mut s = Sophia::new(SophiaConfig::default()).unwrap();
+    let e = s.update_hessian("x", &[2, 2], &[1.0f64; 3]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            OptimError::LengthMismatch {
+                expected: 4,
+                given: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    s.update_hessian("x", &[4], &[1.0f64; 4]).unwrap();
+    let h = &s.save_state().params["x"].buffers["hessian"];
+    assert!(h.iter().all(|&v| (v - 0.01).abs() < 1e-15), "{h:?}");
+}
+
+#[test]
 fn schedule_survives_save_load() {
     let mk = || {
         let mut o = AdamW::with_lr(0.1).unwrap();

@@ -124,7 +124,7 @@ fn trajectories_match_torch_optim() {
             "{name:28} f32 max rel {:.2e} (step {}, elem {})   f64 {:.2e}",
             e32.0, e32.1, e32.2, e64.0
         );
-        if !(e32.0 <= 1e-6 && e64.0 <= 1e-12) {
+        if e32.0.is_nan() || e64.0.is_nan() || e32.0 > 1e-6 || e64.0 > 1e-12 {
             failures.push(name.to_string());
         }
     }

@@ -102,11 +102,7 @@ impl Rule for Adafactor {
         } else {
             (1, n)
         };
-        let batch = if rows * cols == 0 {
-            0
-        } else {
-            n / (rows * cols)
-        };
+        let batch = n.checked_div(rows * cols).unwrap_or(0);
         let specs: Vec<(&str, usize)> = if factored {
             vec![("row_var", batch * rows), ("col_var", batch * cols)]
         } else {

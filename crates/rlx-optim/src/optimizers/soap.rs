@@ -220,7 +220,7 @@ impl Rule for Soap {
             // update_preconditioner: back to the original space, new statistics, maybe new bases.
             m = project(&m, &shape, &qs, true);
             accumulate(&mut ggs);
-            if t % c.precondition_frequency == 0 {
+            if t.is_multiple_of(c.precondition_frequency) {
                 for (gg, (d, q)) in ggs.iter().zip(qs.iter_mut()) {
                     let s = shape[*d];
                     let est = q.t().mm(gg).mm(q);

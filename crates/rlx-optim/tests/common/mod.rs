@@ -154,7 +154,7 @@ pub fn max_rel(got: &[Vec<f64>], want: &[Vec<f64>], floor: f64) -> (f64, usize, 
         assert_eq!(g.len(), w.len());
         for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
             let r = (a - b).abs() / b.abs().max(floor);
-            if !(r <= worst.0) {
+            if r.is_nan() || r > worst.0 {
                 worst = (r, k + 1, i);
             }
         }
