@@ -43,55 +43,37 @@ pub trait Float:
     ) -> Result<()>;
 }
 
-impl Float for f32 {
-    const NAME: &'static str = "f32";
-    fn c(x: f64) -> Self {
-        x as f32
-    }
-    fn f64(self) -> f64 {
-        self as f64
-    }
-    fn bufs(st: &mut ParamState) -> &mut BTreeMap<String, Vec<Self>> {
-        &mut st.f32
-    }
-    fn bufs_ref(st: &ParamState) -> &BTreeMap<String, Vec<Self>> {
-        &st.f32
-    }
-    fn step_on<O: Optimizer + ?Sized>(
-        opt: &mut O,
-        name: &str,
-        shape: &[usize],
-        param: &mut [Self],
-        grad: &[Self],
-    ) -> Result<()> {
-        opt.step_f32(name, shape, param, grad)
-    }
+macro_rules! float_impl {
+    ($t:ident, $step:ident) => {
+        impl Float for $t {
+            const NAME: &'static str = stringify!($t);
+            fn c(x: f64) -> Self {
+                x as $t
+            }
+            fn f64(self) -> f64 {
+                self as f64
+            }
+            fn bufs(st: &mut ParamState) -> &mut BTreeMap<String, Vec<Self>> {
+                &mut st.$t
+            }
+            fn bufs_ref(st: &ParamState) -> &BTreeMap<String, Vec<Self>> {
+                &st.$t
+            }
+            fn step_on<O: Optimizer + ?Sized>(
+                opt: &mut O,
+                name: &str,
+                shape: &[usize],
+                param: &mut [Self],
+                grad: &[Self],
+            ) -> Result<()> {
+                opt.$step(name, shape, param, grad)
+            }
+        }
+    };
 }
 
-impl Float for f64 {
-    const NAME: &'static str = "f64";
-    fn c(x: f64) -> Self {
-        x
-    }
-    fn f64(self) -> f64 {
-        self
-    }
-    fn bufs(st: &mut ParamState) -> &mut BTreeMap<String, Vec<Self>> {
-        &mut st.f64
-    }
-    fn bufs_ref(st: &ParamState) -> &BTreeMap<String, Vec<Self>> {
-        &st.f64
-    }
-    fn step_on<O: Optimizer + ?Sized>(
-        opt: &mut O,
-        name: &str,
-        shape: &[usize],
-        param: &mut [Self],
-        grad: &[Self],
-    ) -> Result<()> {
-        opt.step_f64(name, shape, param, grad)
-    }
-}
+float_impl!(f32, step_f32);
+float_impl!(f64, step_f64);
 
 /// `a + alpha * b` as torch's CPU kernels compute `add(alpha=)` /
 /// `addcmul`: one fused multiply-add (what the compiler makes of the

@@ -208,13 +208,16 @@ impl Core {
     }
 }
 
-/// The per-optimizer update rule; [`impl_optimizer!`] turns it into an
-/// [`Optimizer`].
-pub(crate) trait Rule {
+/// The bookkeeping half of an optimizer, written by [`optimizer!`].
+pub(crate) trait HasCore {
     /// The optimizer's name in saved states and errors.
     const NAME: &'static str;
     fn core(&self) -> &Core;
     fn core_mut(&mut self) -> &mut Core;
+}
+
+/// The per-optimizer update rule; with [`HasCore`] it makes an [`Optimizer`].
+pub(crate) trait Rule: HasCore {
     /// One update of `param` with `grad`; `st.step` is already the step
     /// being taken (1 on the first call). Must check everything it can fail
     /// on before changing `param` or `st`.
@@ -250,9 +253,34 @@ pub(crate) fn step_rule<R: Rule, T: Float>(
     res
 }
 
-/// Implements [`Optimizer`] for a type that implements [`Rule`].
-macro_rules! impl_optimizer {
-    ($ty:ty) => {
+/// Declares an optimizer type `{ cfg, core }` with its `config()`, its
+/// [`HasCore`] and its [`Optimizer`] impl (the type implements [`Rule`]).
+macro_rules! optimizer {
+    ($(#[$doc:meta])* $ty:ident, $cfg:ty, $name:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $ty {
+            cfg: $cfg,
+            core: $crate::optimizer::Core,
+        }
+
+        impl $ty {
+            /// The hyperparameters.
+            pub fn config(&self) -> &$cfg {
+                &self.cfg
+            }
+        }
+
+        impl $crate::optimizer::HasCore for $ty {
+            const NAME: &'static str = $name;
+            fn core(&self) -> &$crate::optimizer::Core {
+                &self.core
+            }
+            fn core_mut(&mut self) -> &mut $crate::optimizer::Core {
+                &mut self.core
+            }
+        }
+
         impl $crate::optimizer::Optimizer for $ty {
             fn step_f32(
                 &mut self,
@@ -273,29 +301,29 @@ macro_rules! impl_optimizer {
                 $crate::optimizer::step_rule(self, name, shape, param, grad)
             }
             fn end_iteration(&mut self) {
-                <Self as $crate::optimizer::Rule>::core_mut(self).end_iteration()
+                <Self as $crate::optimizer::HasCore>::core_mut(self).end_iteration()
             }
             fn lr(&self) -> f64 {
-                <Self as $crate::optimizer::Rule>::core(self).lr
+                <Self as $crate::optimizer::HasCore>::core(self).lr
             }
             fn set_lr(&mut self, lr: f64) {
-                <Self as $crate::optimizer::Rule>::core_mut(self).set_lr(lr)
+                <Self as $crate::optimizer::HasCore>::core_mut(self).set_lr(lr)
             }
             fn set_schedule(&mut self, s: $crate::schedule::LrSchedule) {
-                <Self as $crate::optimizer::Rule>::core_mut(self).set_schedule(s)
+                <Self as $crate::optimizer::HasCore>::core_mut(self).set_schedule(s)
             }
             fn iteration(&self) -> u64 {
-                <Self as $crate::optimizer::Rule>::core(self).iteration()
+                <Self as $crate::optimizer::HasCore>::core(self).iteration()
             }
             fn save_state(&self) -> $crate::state::OptimState {
-                let name = <Self as $crate::optimizer::Rule>::NAME;
-                <Self as $crate::optimizer::Rule>::core(self).save(name)
+                let name = <Self as $crate::optimizer::HasCore>::NAME;
+                <Self as $crate::optimizer::HasCore>::core(self).save(name)
             }
             fn load_state(&mut self, st: &$crate::state::OptimState) -> $crate::error::Result<()> {
-                let name = <Self as $crate::optimizer::Rule>::NAME;
-                <Self as $crate::optimizer::Rule>::core_mut(self).load(name, st)
+                let name = <Self as $crate::optimizer::HasCore>::NAME;
+                <Self as $crate::optimizer::HasCore>::core_mut(self).load(name, st)
             }
         }
     };
 }
-pub(crate) use impl_optimizer;
+pub(crate) use optimizer;

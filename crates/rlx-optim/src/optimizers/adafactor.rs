@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::float::{axpy, lerp, norm, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check, check_common, signed_grad};
 use crate::state::ParamState;
 
@@ -40,15 +40,13 @@ impl Default for AdafactorConfig {
     }
 }
 
-/// Adafactor (Shazeer & Stern 2018) in torch's form: no first moment; for a
-/// parameter of shape `[..., R, C]` the second moment is the outer product
-/// of per-row and per-column means (normalised by the row mean), for a
-/// vector it is kept whole; the step is `max(eps2, rms(p)) min(lr, 1/sqrt(t))`
-/// times the update, whose RMS is clipped to `d`.
-#[derive(Debug, Clone)]
-pub struct Adafactor {
-    cfg: AdafactorConfig,
-    core: Core,
+optimizer! {
+    /// Adafactor (Shazeer & Stern 2018) in torch's form: no first moment; for a
+    /// parameter of shape `[..., R, C]` the second moment is the outer product
+    /// of per-row and per-column means (normalised by the row mean), for a
+    /// vector it is kept whole; the step is `max(eps2, rms(p)) min(lr, 1/sqrt(t))`
+    /// times the update, whose RMS is clipped to `d`.
+    Adafactor, AdafactorConfig, "Adafactor"
 }
 
 impl Adafactor {
@@ -70,21 +68,9 @@ impl Adafactor {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &AdafactorConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for Adafactor {
-    const NAME: &'static str = "Adafactor";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -159,5 +145,3 @@ impl Rule for Adafactor {
         Ok(())
     }
 }
-
-impl_optimizer!(Adafactor);

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_sq_into, lerp_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check_common, signed_grad};
 use crate::state::ParamState;
 
@@ -100,11 +100,9 @@ pub(crate) fn adam_step<T: Float>(
 
 macro_rules! adam_like {
     ($ty:ident, $name:literal, $decoupled:expr, $default:expr, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Debug, Clone)]
-        pub struct $ty {
-            cfg: AdamConfig,
-            core: Core,
+        optimizer! {
+            #[doc = $doc]
+            $ty, AdamConfig, $name
         }
 
         impl $ty {
@@ -122,21 +120,9 @@ macro_rules! adam_like {
             pub fn with_lr(lr: f64) -> Result<Self> {
                 Self::new(AdamConfig { lr, ..$default })
             }
-
-            /// The hyperparameters.
-            pub fn config(&self) -> &AdamConfig {
-                &self.cfg
-            }
         }
 
         impl Rule for $ty {
-            const NAME: &'static str = $name;
-            fn core(&self) -> &Core {
-                &self.core
-            }
-            fn core_mut(&mut self) -> &mut Core {
-                &mut self.core
-            }
             fn update<T: Float>(
                 &self,
                 lr: f64,
@@ -148,8 +134,6 @@ macro_rules! adam_like {
                 adam_step(&self.cfg, $decoupled, lr, st, p, g)
             }
         }
-
-        impl_optimizer!($ty);
     };
 }
 

@@ -6,7 +6,7 @@
 use crate::error::{OptimError, Result};
 use crate::float::Float;
 use crate::linalg::{inv_upper, mode_gram, mode_mul, mode_scale, Mat};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{check, check_common};
 use crate::rand::{name_hash, normal, uniform};
 use crate::state::ParamState;
@@ -94,21 +94,19 @@ impl Default for KronConfig {
     }
 }
 
-/// PSGD with a Kronecker-product preconditioner `P = Q^T Q`, one factor per
-/// dimension (upper-triangular, or diagonal for large dimensions / vectors),
-/// fitted each update on a random probe `v ~ N(0, I)` and the debiased
-/// momentum. The step is `P m` passed through the reference's soft trust
-/// region `s (0.1 sign(x) ln(|x| + 1) + 0.9 tanh(x))`, `x = (P m) / s`.
-///
-/// Randomness (whether an iteration updates / rebalances the
-/// preconditioner, the probe vectors) comes from a counter-based SplitMix64
-/// stream keyed by `seed`, the iteration count and the parameter name (see
-/// the crate's `rand` module; the reference uses Python's `random` and
-/// `torch.randn`, which this does not reproduce).
-#[derive(Debug, Clone)]
-pub struct KronPsgd {
-    cfg: KronConfig,
-    core: Core,
+optimizer! {
+    /// PSGD with a Kronecker-product preconditioner `P = Q^T Q`, one factor per
+    /// dimension (upper-triangular, or diagonal for large dimensions / vectors),
+    /// fitted each update on a random probe `v ~ N(0, I)` and the debiased
+    /// momentum. The step is `P m` passed through the reference's soft trust
+    /// region `s (0.1 sign(x) ln(|x| + 1) + 0.9 tanh(x))`, `x = (P m) / s`.
+    ///
+    /// Randomness (whether an iteration updates / rebalances the
+    /// preconditioner, the probe vectors) comes from a counter-based SplitMix64
+    /// stream keyed by `seed`, the iteration count and the parameter name (see
+    /// the crate's `rand` module; the reference uses Python's `random` and
+    /// `torch.randn`, which this does not reproduce).
+    KronPsgd, KronConfig, "KronPsgd"
 }
 
 impl KronPsgd {
@@ -137,11 +135,6 @@ impl KronPsgd {
             core: Core::new(cfg.lr),
             cfg,
         })
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &KronConfig {
-        &self.cfg
     }
 
     /// Whether iteration `n` updates (and rebalances) the preconditioner.
@@ -254,13 +247,6 @@ fn norm_lower_bound<T: Float>(a: &Mat<T>) -> T {
 }
 
 impl Rule for KronPsgd {
-    const NAME: &'static str = "KronPsgd";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -425,5 +411,3 @@ impl Rule for KronPsgd {
         Ok(())
     }
 }
-
-impl_optimizer!(KronPsgd);

@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_into, ema_sq_into, norm, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::check_common;
 use crate::state::ParamState;
 
@@ -35,12 +35,10 @@ impl Default for LambConfig {
     }
 }
 
-/// LAMB: `u = m / (sqrt(v) + eps) + wd p`, `p -= lr (||p|| / ||u||) u`
-/// (trust ratio 1 where either norm is zero; the reference divides by zero).
-#[derive(Debug, Clone)]
-pub struct Lamb {
-    cfg: LambConfig,
-    core: Core,
+optimizer! {
+    /// LAMB: `u = m / (sqrt(v) + eps) + wd p`, `p -= lr (||p|| / ||u||) u`
+    /// (trust ratio 1 where either norm is zero; the reference divides by zero).
+    Lamb, LambConfig, "Lamb"
 }
 
 impl Lamb {
@@ -57,21 +55,9 @@ impl Lamb {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &LambConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for Lamb {
-    const NAME: &'static str = "Lamb";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -114,5 +100,3 @@ impl Rule for Lamb {
         Ok(())
     }
 }
-
-impl_optimizer!(Lamb);

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check_common};
 use crate::state::ParamState;
 
@@ -28,11 +28,9 @@ impl Default for LionConfig {
     }
 }
 
-/// Lion: `p *= 1 - lr wd; p -= lr sign(beta1 m + (1 - beta1) g); m = beta2 m + (1 - beta2) g`.
-#[derive(Debug, Clone)]
-pub struct Lion {
-    cfg: LionConfig,
-    core: Core,
+optimizer! {
+    /// Lion: `p *= 1 - lr wd; p -= lr sign(beta1 m + (1 - beta1) g); m = beta2 m + (1 - beta2) g`.
+    Lion, LionConfig, "Lion"
 }
 
 impl Lion {
@@ -49,11 +47,6 @@ impl Lion {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &LionConfig {
-        &self.cfg
-    }
 }
 
 /// `sign` with `sign(0) = 0`, as `torch.sign`.
@@ -68,13 +61,6 @@ pub(crate) fn sign<T: Float>(x: T) -> T {
 }
 
 impl Rule for Lion {
-    const NAME: &'static str = "Lion";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -97,5 +83,3 @@ impl Rule for Lion {
         Ok(())
     }
 }
-
-impl_optimizer!(Lion);

@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_into, ema_sq_into, norm, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{check, check_common};
 use crate::state::ParamState;
 
@@ -62,14 +62,12 @@ impl Default for MarsConfig {
     }
 }
 
-/// MARS: variance-reduced momentum on `c = g + gamma beta1/(1-beta1) (g - g_prev)`
-/// (`c` rescaled to norm 1 when larger), then an AdamW- or Lion-type step.
-/// Matrix (2-D) parameters use MARS; others the AdamW fallback unless
-/// `optimize_1d`.
-#[derive(Debug, Clone)]
-pub struct Mars {
-    cfg: MarsConfig,
-    core: Core,
+optimizer! {
+    /// MARS: variance-reduced momentum on `c = g + gamma beta1/(1-beta1) (g - g_prev)`
+    /// (`c` rescaled to norm 1 when larger), then an AdamW- or Lion-type step.
+    /// Matrix (2-D) parameters use MARS; others the AdamW fallback unless
+    /// `optimize_1d`.
+    Mars, MarsConfig, "Mars"
 }
 
 impl Mars {
@@ -102,11 +100,6 @@ impl Mars {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &MarsConfig {
-        &self.cfg
-    }
 }
 
 /// `exp_avg / ((sqrt(v) / sqrt(bc2) + eps) bc1)` of the reference.
@@ -115,13 +108,6 @@ fn adam_dir<T: Float>(m: T, v: T, bc1: f64, bc2: f64, eps: f64) -> T {
 }
 
 impl Rule for Mars {
-    const NAME: &'static str = "Mars";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -183,5 +169,3 @@ impl Rule for Mars {
         Ok(())
     }
 }
-
-impl_optimizer!(Mars);

@@ -6,7 +6,7 @@
 use crate::error::Result;
 use crate::float::{lerp, lerp_into, Float};
 use crate::linalg::{newton_schulz, Mat};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{check, check_common};
 use crate::state::ParamState;
 
@@ -52,15 +52,13 @@ impl Default for MuonConfig {
     }
 }
 
-/// Muon. For a parameter of two or more dimensions (viewed as
-/// `[shape[0], rest]`): `m = lerp(m, g, 1-mu)`, `u = lerp(g, m, mu)` (Nesterov)
-/// or `m`, `O = NS5(u) * sqrt(max(1, rows/cols))`, `p *= 1 - lr wd`,
-/// `p -= lr O`. Other parameters get the reference's Adam. The reference
-/// runs Newton–Schulz in bfloat16; here it runs in the parameter's precision.
-#[derive(Debug, Clone)]
-pub struct Muon {
-    cfg: MuonConfig,
-    core: Core,
+optimizer! {
+    /// Muon. For a parameter of two or more dimensions (viewed as
+    /// `[shape[0], rest]`): `m = lerp(m, g, 1-mu)`, `u = lerp(g, m, mu)` (Nesterov)
+    /// or `m`, `O = NS5(u) * sqrt(max(1, rows/cols))`, `p *= 1 - lr wd`,
+    /// `p -= lr O`. Other parameters get the reference's Adam. The reference
+    /// runs Newton–Schulz in bfloat16; here it runs in the parameter's precision.
+    Muon, MuonConfig, "Muon"
 }
 
 impl Muon {
@@ -92,21 +90,9 @@ impl Muon {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &MuonConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for Muon {
-    const NAME: &'static str = "Muon";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -171,5 +157,3 @@ impl Rule for Muon {
         Ok(())
     }
 }
-
-impl_optimizer!(Muon);

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_sq_into, lerp_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check, check_common, signed_grad};
 use crate::state::ParamState;
 
@@ -41,13 +41,11 @@ impl Default for NAdamConfig {
     }
 }
 
-/// NAdam (Dozat 2016, torch's form) with `mu_t = beta1 (1 - 0.5 * 0.96^(t psi))`.
-/// As in torch, the running product of the `mu_t` is kept in `f32` for both
-/// precisions (torch keeps it in a default-dtype scalar tensor).
-#[derive(Debug, Clone)]
-pub struct NAdamW {
-    cfg: NAdamConfig,
-    core: Core,
+optimizer! {
+    /// NAdam (Dozat 2016, torch's form) with `mu_t = beta1 (1 - 0.5 * 0.96^(t psi))`.
+    /// As in torch, the running product of the `mu_t` is kept in `f32` for both
+    /// precisions (torch keeps it in a default-dtype scalar tensor).
+    NAdamW, NAdamConfig, "NAdamW"
 }
 
 impl NAdamW {
@@ -70,21 +68,9 @@ impl NAdamW {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &NAdamConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for NAdamW {
-    const NAME: &'static str = "NAdamW";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -121,5 +107,3 @@ impl Rule for NAdamW {
         Ok(())
     }
 }
-
-impl_optimizer!(NAdamW);

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::float::Float;
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check_common};
 use crate::state::ParamState;
 
@@ -38,13 +38,11 @@ impl Default for QHAdamConfig {
     }
 }
 
-/// QHAdamW: bias-corrected moments through running weights
-/// `w_t = 1 + beta w_{t-1}`, and the step
-/// `p -= lr ((1-nu1) g + nu1 m) / (sqrt((1-nu2) g^2 + nu2 v) + eps)`.
-#[derive(Debug, Clone)]
-pub struct QHAdamW {
-    cfg: QHAdamConfig,
-    core: Core,
+optimizer! {
+    /// QHAdamW: bias-corrected moments through running weights
+    /// `w_t = 1 + beta w_{t-1}`, and the step
+    /// `p -= lr ((1-nu1) g + nu1 m) / (sqrt((1-nu2) g^2 + nu2 v) + eps)`.
+    QHAdamW, QHAdamConfig, "QHAdamW"
 }
 
 impl QHAdamW {
@@ -61,21 +59,9 @@ impl QHAdamW {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &QHAdamConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for QHAdamW {
-    const NAME: &'static str = "QHAdamW";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -122,5 +108,3 @@ impl Rule for QHAdamW {
         Ok(())
     }
 }
-
-impl_optimizer!(QHAdamW);

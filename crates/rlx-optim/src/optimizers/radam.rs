@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::float::{ema_sq_into, lerp_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check_common, signed_grad};
 use crate::state::ParamState;
 
@@ -36,12 +36,10 @@ impl Default for RAdamConfig {
     }
 }
 
-/// RAdam (Liu et al. 2020): plain bias-corrected momentum while the
-/// variance estimate is unreliable (`rho_t <= 5`), rectified Adam after.
-#[derive(Debug, Clone)]
-pub struct RAdam {
-    cfg: RAdamConfig,
-    core: Core,
+optimizer! {
+    /// RAdam (Liu et al. 2020): plain bias-corrected momentum while the
+    /// variance estimate is unreliable (`rho_t <= 5`), rectified Adam after.
+    RAdam, RAdamConfig, "RAdam"
 }
 
 impl RAdam {
@@ -58,21 +56,9 @@ impl RAdam {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &RAdamConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for RAdam {
-    const NAME: &'static str = "RAdam";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -114,5 +100,3 @@ impl Rule for RAdam {
         Ok(())
     }
 }
-
-impl_optimizer!(RAdam);

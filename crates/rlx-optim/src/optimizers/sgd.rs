@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::float::{axpy, ema_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check, check_common, signed_grad};
 use crate::state::ParamState;
 
@@ -36,13 +36,11 @@ impl Default for SgdConfig {
     }
 }
 
-/// SGD with momentum, dampening, Nesterov and L2 weight decay
-/// (`torch.optim.SGD`): `b = mu b + (1 - dampening) g` (`b = g` on the first
-/// step), `p -= lr (g + mu b)` with Nesterov, else `p -= lr b`.
-#[derive(Debug, Clone)]
-pub struct Sgd {
-    cfg: SgdConfig,
-    core: Core,
+optimizer! {
+    /// SGD with momentum, dampening, Nesterov and L2 weight decay
+    /// (`torch.optim.SGD`): `b = mu b + (1 - dampening) g` (`b = g` on the first
+    /// step), `p -= lr (g + mu b)` with Nesterov, else `p -= lr b`.
+    Sgd, SgdConfig, "Sgd"
 }
 
 impl Sgd {
@@ -75,21 +73,9 @@ impl Sgd {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &SgdConfig {
-        &self.cfg
-    }
 }
 
 impl Rule for Sgd {
-    const NAME: &'static str = "Sgd";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -121,5 +107,3 @@ impl Rule for Sgd {
         Ok(())
     }
 }
-
-impl_optimizer!(Sgd);

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::float::Float;
 use crate::linalg::{eigh_desc, mode_gram, mode_mul, qr, Mat};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{check, check_common};
 use crate::state::ParamState;
 
@@ -51,16 +51,14 @@ impl Default for SoapConfig {
     }
 }
 
-/// SOAP. Per rotated dimension `d` it keeps `GG_d`, a moving average of the
-/// mode-`d` Gram matrix of the gradient, and `Q_d`, its eigenbasis (from an
-/// eigendecomposition on the first step, then every `precondition_frequency`
-/// steps one power iteration + QR); Adam runs on the gradient rotated into
-/// that basis and the step is rotated back. The first call only collects
-/// statistics (the parameter does not move), as the reference.
-#[derive(Debug, Clone)]
-pub struct Soap {
-    cfg: SoapConfig,
-    core: Core,
+optimizer! {
+    /// SOAP. Per rotated dimension `d` it keeps `GG_d`, a moving average of the
+    /// mode-`d` Gram matrix of the gradient, and `Q_d`, its eigenbasis (from an
+    /// eigendecomposition on the first step, then every `precondition_frequency`
+    /// steps one power iteration + QR); Adam runs on the gradient rotated into
+    /// that basis and the step is rotated back. The first call only collects
+    /// statistics (the parameter does not move), as the reference.
+    Soap, SoapConfig, "Soap"
 }
 
 impl Soap {
@@ -92,11 +90,6 @@ impl Soap {
         })
     }
 
-    /// The hyperparameters.
-    pub fn config(&self) -> &SoapConfig {
-        &self.cfg
-    }
-
     /// The dimensions that get a rotation.
     fn rotated(&self, shape: &[usize]) -> Vec<usize> {
         if shape.len() == 1 && !self.cfg.precondition_1d {
@@ -123,13 +116,6 @@ fn project<T: Float>(x: &[T], shape: &[usize], qs: &[(usize, Mat<T>)], back: boo
 }
 
 impl Rule for Soap {
-    const NAME: &'static str = "Soap";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -251,5 +237,3 @@ impl Rule for Soap {
         Ok(())
     }
 }
-
-impl_optimizer!(Soap);

@@ -3,7 +3,7 @@
 
 use crate::error::{OptimError, Result};
 use crate::float::{ema_into, ema_sq_into, Float};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{apply_weight_decay, check, check_common};
 use crate::state::ParamState;
 
@@ -37,16 +37,14 @@ impl Default for SophiaConfig {
     }
 }
 
-/// Sophia-G: `m = beta1 m + (1-beta1) g`,
-/// `p -= lr sign(m) min(|m| / (rho bs h + 1e-15), 1)`, with the diagonal
-/// Hessian estimate `h` refreshed by [`Sophia::update_hessian`] (every `k`
-/// iterations in the reference training loop) from the gradient of the loss
-/// on labels sampled from the model (the Gauss–Newton–Bartlett estimator):
-/// `h = beta2 h + (1-beta2) g_hat^2`.
-#[derive(Debug, Clone)]
-pub struct Sophia {
-    cfg: SophiaConfig,
-    core: Core,
+optimizer! {
+    /// Sophia-G: `m = beta1 m + (1-beta1) g`,
+    /// `p -= lr sign(m) min(|m| / (rho bs h + 1e-15), 1)`, with the diagonal
+    /// Hessian estimate `h` refreshed by [`Sophia::update_hessian`] (every `k`
+    /// iterations in the reference training loop) from the gradient of the loss
+    /// on labels sampled from the model (the Gauss–Newton–Bartlett estimator):
+    /// `h = beta2 h + (1-beta2) g_hat^2`.
+    Sophia, SophiaConfig, "Sophia"
 }
 
 impl Sophia {
@@ -64,11 +62,6 @@ impl Sophia {
             core: Core::new(cfg.lr),
             cfg,
         })
-    }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &SophiaConfig {
-        &self.cfg
     }
 
     /// Folds `g_hat` (the gradient on sampled labels) into the Hessian
@@ -93,13 +86,6 @@ impl Sophia {
 }
 
 impl Rule for Sophia {
-    const NAME: &'static str = "Sophia";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -124,5 +110,3 @@ impl Rule for Sophia {
         Ok(())
     }
 }
-
-impl_optimizer!(Sophia);

@@ -7,7 +7,7 @@
 use crate::error::{OptimError, Result};
 use crate::float::Float;
 use crate::linalg::{qr, Mat};
-use crate::optimizer::{impl_optimizer, Core, Rule};
+use crate::optimizer::{optimizer, Core, Rule};
 use crate::optimizers::{check, check_common};
 use crate::state::ParamState;
 
@@ -59,13 +59,11 @@ impl Default for StiefelConfig {
     }
 }
 
-/// Riemannian optimisation of matrices with orthonormal columns (`[n, p]`,
-/// `n >= p`); every step ends on the manifold (`W^T W = I` to rounding).
-/// The starting parameter must be on it (e.g. the `Q` of a QR).
-#[derive(Debug, Clone)]
-pub struct Stiefel {
-    cfg: StiefelConfig,
-    core: Core,
+optimizer! {
+    /// Riemannian optimisation of matrices with orthonormal columns (`[n, p]`,
+    /// `n >= p`); every step ends on the manifold (`W^T W = I` to rounding).
+    /// The starting parameter must be on it (e.g. the `Q` of a QR).
+    Stiefel, StiefelConfig, "Stiefel"
 }
 
 impl Stiefel {
@@ -102,11 +100,6 @@ impl Stiefel {
             cfg,
         })
     }
-
-    /// The hyperparameters.
-    pub fn config(&self) -> &StiefelConfig {
-        &self.cfg
-    }
 }
 
 /// `u - x sym(x^T u)`.
@@ -118,13 +111,6 @@ fn proju<T: Float>(x: &Mat<T>, u: &Mat<T>) -> Mat<T> {
 }
 
 impl Rule for Stiefel {
-    const NAME: &'static str = "Stiefel";
-    fn core(&self) -> &Core {
-        &self.core
-    }
-    fn core_mut(&mut self) -> &mut Core {
-        &mut self.core
-    }
     fn update<T: Float>(
         &self,
         lr: f64,
@@ -228,5 +214,3 @@ impl Rule for Stiefel {
         Ok(())
     }
 }
-
-impl_optimizer!(Stiefel);
