@@ -12,13 +12,17 @@ AUTHORS_DIR holds the authors' files, fetched by whoever runs this (they are not
     mars.py          AGI-Arena/MARS           MARS/optimizers/mars.py (torch.compile'd NewtonSchulz removed)
     muon.py          KellerJordan/Muon        muon.py
     soap.py          nikhilvyas/SOAP          soap.py at f42d296 (merge_dims / channels_last branches removed)
+    kron.py          evanatyourservice/kron_torch kron_torch/kron.py at d163b81 (@torch.compile decorators removed)
 For one fixture run of each optimizer (crates/rlx-optim/tests/fixtures/numpy_optim.json) the authors' optimizer
 is run on the same problem in torch float64, and the largest relative difference from the numpy trajectory is
 printed. Muon's published Newton-Schulz runs in bfloat16, so its difference is bfloat16-sized (~1e-2); it is
 also run with Tensor.bfloat16 patched to the identity, which must agree to float64 rounding. SOAP's published
 code computes its eigenbases in float32 (`m.data.float()` before eigh / qr) even for float64 parameters, so
 its difference is float32-sized; with Tensor.float patched to the identity it must agree to float64 rounding
-(up to the conditioning of the eigenbases). The others agree to float64 rounding.
+(up to the conditioning of the eigenbases). Kron's random draws (random.Random, torch.randn_like) are replaced by
+the SplitMix64 stream of numpy_optim_ref.py, and its hard-coded precond_lr / precond_init_scale / balance
+probability are set to the fixture's; its triangular solve runs in float32 (as published: float32-sized
+difference) and once in float64. The others agree to float64 rounding.
 """
 import importlib.util
 import json
@@ -63,6 +67,55 @@ def run(problem, make, step_kw=None, hessian_every=0):
                     p.grad = grad(problem, n, p.detach(), k) * 0.5 + 0.05
             opt.update_hessian()
         traj.append([float(x) for p in ps for x in p.detach().reshape(-1)])
+    return traj
+
+
+def run_kron(problem, kron, kw):
+    """The published Kron with its randomness taken from numpy_optim_ref's SplitMix64 stream."""
+    sys.path.insert(0, HERE)
+    import numpy_optim_ref as R
+    seed, bp = kw.get("seed", 5318008), kw.get("balance_probability", 0.01)
+    args = dict(lr=kw["lr"], b1=kw.get("b1", 0.9), weight_decay=kw.get("weight_decay", 0.0),
+                memory_save_mode=kw.get("memory_save_mode"), trust_region_scale=kw.get("trust_region_scale", 1.5))
+    if "update_probability" in kw:
+        args["preconditioner_update_probability"] = kw["update_probability"]
+
+    class Draws:
+        n = 0
+        k = 0
+
+        def random(self):
+            u = R._uniform(seed, 0, self.n, self.k)
+            self.k += 1
+            return u if self.k == 1 else u * 0.01 / bp   # balance: u' < 0.01  <=>  u < bp
+
+    draws = Draws()
+    probes = []
+    randn_like = torch.randn_like
+    torch.randn_like = lambda t, dtype=None: probes.pop(0)
+
+    def make(ps):
+        opt = kron.Kron(ps, **args)
+        opt.rng = draws
+        opt.param_groups[0]["precond_lr"] = kw.get("precond_lr", 0.1)
+        opt.param_groups[0]["precond_init_scale"] = kw.get("precond_init_scale", 1.0)
+        return opt
+
+    names = problem["order"]
+    ps = [torch.nn.Parameter(torch.tensor(problem["init"][n], dtype=torch.float64).reshape(problem["shapes"][n]))
+          for n in names]
+    opt = make(ps)
+    traj = []
+    for k in range(1, problem["steps"] + 1):
+        draws.n, draws.k = k - 1, 0
+        probes[:] = [torch.tensor([R._normal(seed, R._name_hash(n), k - 1, i) for i in range(p.numel())],
+                                  dtype=torch.float64).reshape(p.shape) for n, p in zip(names, ps)]
+        with torch.no_grad():
+            for n, p in zip(names, ps):
+                p.grad = grad(problem, n, p.detach(), k).clone()
+        opt.step()
+        traj.append([float(x) for p in ps for x in p.detach().reshape(-1)])
+    torch.randn_like = randn_like
     return traj
 
 
@@ -116,6 +169,15 @@ def main():
     print(f"{'soap (no float32 cast)':24s} authors' code vs numpy reference: max rel diff {diff:.2e}")
     torch.Tensor.float = to_float
     torch.set_default_dtype(torch.float32)
+    kron = load(authors, "kron.py")
+    for name in ["kron", "kron_schedule_balance_wd", "kron_one_diag_sometimes", "kron_all_diag"]:
+        print(f"{name:24s} authors' code vs numpy reference: max rel diff {rel(name, run_kron(problem, kron, kw(name))):.2e}")
+    published = kron._solve_triangular_right
+    kron._solve_triangular_right = lambda X, A: torch.linalg.solve_triangular(A, X[None, :], upper=True, left=False)[0]
+    name = "kron_schedule_balance_wd"
+    print(f"{name + ' (f64 solve)':24s} authors' code vs numpy reference: max rel diff "
+          f"{rel(name, run_kron(problem, kron, kw(name))):.2e}")
+    kron._solve_triangular_right = published
 
 
 if __name__ == "__main__":
