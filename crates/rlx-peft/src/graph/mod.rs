@@ -1,0 +1,177 @@
+//! Graph builders: each wraps a linear layer of an [`rlx_ir::Graph`] with an
+//! adapter and returns the adapted output, so the adapter trains with
+//! `rlx_autodiff::grad_with_loss` and runs on any backend.
+//!
+//! Every builder takes the input `x [..., in]` and the base layer's
+//! [`LinearNodes`] (`weight [out, in]`, optional `bias [out]`, PyTorch's
+//! layout), adds the adapter's parameters as graph params, and computes
+//! exactly what the host adapter (and PEFT) computes.
+//!
+//! Parameter names are `<prefix>.<tensor>` with PEFT's tensor names
+//! (`lora_A.weight`, `lora_B.weight`, `lora_magnitude_vector`, `ia3_l`,
+//! `lora_A` / `lora_E` / `lora_B` for AdaLoRA, `oft_R.weight`). With
+//! `prefix = "base_model.model.<module>"` they are the keys of PEFT's
+//! `adapter_model.safetensors`, so a loaded adapter's tensors
+//! ([`crate::AdapterSet::tensors`]) set the params by name.
+//!
+//! ```
+//! use rlx_ir::{DType, Graph, GraphExt, Shape};
+//! use rlx_peft::graph::{self, LinearNodes};
+//! use rlx_peft::LoraConfig;
+//!
+//! let mut g = Graph::new("lora_linear");
+//! let x = g.input("x", Shape::new(&[2, 8], DType::F32));
+//! let w = g.param("lin.weight", Shape::new(&[4, 8], DType::F32));
+//! let b = g.param("lin.bias", Shape::new(&[4], DType::F32));
+//! let cfg = LoraConfig { r: 2, lora_alpha: 4.0, use_rslora: false };
+//! let lora = graph::lora(&mut g, "lin", x, LinearNodes::new(w, Some(b)), &cfg).unwrap();
+//! g.set_outputs(vec![lora.output]);
+//! assert_eq!(g.shape(lora.output), &Shape::new(&[2, 4], DType::F32));
+//! assert_eq!(g.shape(lora.lora_a), &Shape::new(&[2, 8], DType::F32));
+//! assert!(g.find_param("lin.lora_B.weight").is_some());
+//! // Train only the adapter: differentiate wrt its params.
+//! let loss = g.sum(lora.output, &[0, 1], false);
+//! g.set_outputs(vec![loss]);
+//! let train = rlx_autodiff::grad_with_loss(&g, &[lora.lora_a, lora.lora_b]).unwrap();
+//! assert_eq!(train.outputs().len(), 3); // loss, dA, dB
+//! ```
+
+mod adapters;
+mod detach;
+mod oft;
+
+pub use adapters::{adalora, dora, ia3, lora, AdaLoraNodes, DoraNodes, Ia3Nodes, LoraNodes};
+pub use detach::detach;
+pub use oft::{oft, OftNodes};
+
+use crate::error::{PeftError, Result};
+use rlx_ir::{DType, Graph, GraphExt, NodeId, Shape};
+
+/// The base linear layer's nodes: `weight [out, in]`, optional `bias [out]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearNodes {
+    /// `[out, in]`.
+    pub weight: NodeId,
+    /// `[out]`.
+    pub bias: Option<NodeId>,
+}
+
+impl LinearNodes {
+    /// From the weight and bias nodes.
+    pub fn new(weight: NodeId, bias: Option<NodeId>) -> LinearNodes {
+        LinearNodes { weight, bias }
+    }
+}
+
+/// `x @ weight^T + bias`, PyTorch's `F.linear`.
+pub fn linear(g: &mut Graph, x: NodeId, base: LinearNodes) -> Result<NodeId> {
+    check_linear(g, x, base)?;
+    Ok(linear_unchecked(g, x, base))
+}
+
+pub(crate) fn linear_unchecked(g: &mut Graph, x: NodeId, base: LinearNodes) -> NodeId {
+    let y = matmul_t(g, x, base.weight);
+    match base.bias {
+        Some(b) => g.add(y, b),
+        None => y,
+    }
+}
+
+/// `a @ b^T` for a rank-2 `b`.
+pub(crate) fn matmul_t(g: &mut Graph, a: NodeId, b: NodeId) -> NodeId {
+    let bt = g.transpose_(b, &[1, 0]);
+    g.mm(a, bt)
+}
+
+/// What a builder learns from checking its inputs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinearDims {
+    pub in_features: usize,
+    pub out_features: usize,
+    pub dtype: DType,
+}
+
+fn static_dims(g: &Graph, id: NodeId, what: &str) -> Result<Vec<usize>> {
+    g.get(id)
+        .ok_or_else(|| PeftError::Invalid {
+            what: what.into(),
+            reason: format!("node {id} is not in graph {:?}", g.name()),
+        })?
+        .shape
+        .static_dims()
+        .ok_or_else(|| PeftError::Invalid {
+            what: what.into(),
+            reason: format!("needs static dims, given {}", g.shape(id)),
+        })
+}
+
+/// Checks `x [..., in]`, `weight [out, in]`, `bias [out]`, one float dtype.
+pub(crate) fn check_linear(g: &Graph, x: NodeId, base: LinearNodes) -> Result<LinearDims> {
+    let wd = static_dims(g, base.weight, "base weight")?;
+    let xd = static_dims(g, x, "x")?;
+    let dtype = g.shape(base.weight).dtype();
+    if wd.len() != 2 {
+        return Err(PeftError::Invalid {
+            what: "base weight".into(),
+            reason: format!("expected [out, in], given dims {wd:?}"),
+        });
+    }
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(PeftError::DType {
+            what: "base weight".into(),
+            expected: "f32 or f64".into(),
+            given: dtype.to_string(),
+        });
+    }
+    let (out_f, in_f) = (wd[0], wd[1]);
+    if xd.last() != Some(&in_f) || g.shape(x).dtype() != dtype {
+        let mut expected = xd.clone();
+        match expected.last_mut() {
+            Some(l) => *l = in_f,
+            None => expected.push(in_f),
+        }
+        if g.shape(x).dtype() != dtype {
+            return Err(PeftError::DType {
+                what: "x".into(),
+                expected: dtype.to_string(),
+                given: g.shape(x).dtype().to_string(),
+            });
+        }
+        return Err(PeftError::Shape {
+            what: "x".into(),
+            expected,
+            given: xd,
+        });
+    }
+    if let Some(b) = base.bias {
+        let bd = static_dims(g, b, "base bias")?;
+        if bd != [out_f] || g.shape(b).dtype() != dtype {
+            return Err(PeftError::Shape {
+                what: "base bias".into(),
+                expected: vec![out_f],
+                given: bd,
+            });
+        }
+    }
+    Ok(LinearDims {
+        in_features: in_f,
+        out_features: out_f,
+        dtype,
+    })
+}
+
+/// A new param `<prefix>.<name>`; a taken name is an error.
+pub(crate) fn param(
+    g: &mut Graph,
+    prefix: &str,
+    name: &str,
+    dims: &[usize],
+    dtype: DType,
+) -> Result<NodeId> {
+    let full = format!("{prefix}.{name}");
+    g.try_param(&full, Shape::new(dims, dtype))
+        .map_err(|source| PeftError::Graph {
+            builder: full,
+            source,
+        })
+}
