@@ -6,6 +6,8 @@ Re-run (torch env made by shared/ref/setup_torch.sh: torch + peft 0.21):
 Writes crates/rlx-peft/tests/fixtures/: one CASE.json per adapter type and, for every case, CASE/ holding what
 PEFT's save_pretrained() wrote (adapter_config.json + adapter_model.safetensors; the README it also writes is
 dropped). Deterministic: fixed seeds, one thread.
+Tensors are float32 values written as JSON numbers (exact); the "f64" record holds y and the gradients of the same
+model and values run in float64.
 
 Model: nn.Sequential(Linear(8, 6), Tanh(), Linear(6, 4)) in float32, created after torch.manual_seed(0); modules
 "0" and "2" are the adapted linears. Input x: [3, 8] (seed 1). Loss: sum(y * cot) with a fixed cotangent
@@ -49,6 +51,10 @@ def T(t):
     return t.detach().cpu().float().tolist() if isinstance(t, torch.Tensor) else t
 
 
+def T64(t):
+    return t.detach().cpu().double().tolist()
+
+
 def saved_key(param_name):
     """named_parameters name -> the key save_pretrained writes (adapter name removed)."""
     return param_name.replace(".default", "")
@@ -72,14 +78,14 @@ def adapter_tensors(model):
     return {saved_key(n): T(p) for n, p in model.named_parameters() if p.requires_grad}
 
 
-def loss_and_grads(model, x, cot):
+def loss_and_grads(model, x, cot, conv=T):
     model.zero_grad(set_to_none=True)
     xg = x.clone().requires_grad_(True)
     y = model(xg)
     (y * cot).sum().backward()
-    g = {saved_key(n): T(p.grad) for n, p in model.named_parameters() if p.grad is not None}
+    g = {saved_key(n): conv(p.grad) for n, p in model.named_parameters() if p.grad is not None}
     model.zero_grad(set_to_none=True)
-    return T(y), T(xg.grad), g
+    return conv(y), conv(xg.grad), g
 
 
 def derived(model, kind):
@@ -151,6 +157,10 @@ def run_case(name, kind, cfg, seed, overrides, x, cot):
         with model.disable_adapter():
             rec["y_base"] = T(model(x))
     rec["y"], rec["x_grad"], rec["grads"] = loss_and_grads(model, x, cot)
+    # the same model and values in float64: near-exact references for the f64 graph check
+    m64 = copy.deepcopy(model).double()
+    y64, dx64, g64 = loss_and_grads(m64, x.double(), cot.double(), T64)
+    rec["f64"] = {"y": y64, "x_grad": dx64, "grads": g64}
     rec["derived"] = derived(model, kind)
     rec["modules"], rec["y_merged"] = merged_weights(model, x)
     if kind == "adalora":

@@ -150,8 +150,7 @@ impl RankAllocator {
         } else if step > c.total_step - c.tfinal {
             (self.target_bgt, true)
         } else {
-            let mul =
-                1.0 - (step - c.tinit) as f64 / (c.total_step - c.tfinal - c.tinit) as f64;
+            let mul = 1.0 - (step - c.tinit) as f64 / (c.total_step - c.tfinal - c.tinit) as f64;
             let span = self.init_bgt as f64 - self.target_bgt as f64;
             let budget = (span * mul.powi(3) + self.target_bgt as f64) as usize;
             (budget, step.is_multiple_of(c.delta_t))
@@ -238,7 +237,10 @@ impl RankAllocator {
 
     fn update_ipt(&mut self, modules: &BTreeMap<String, TripletMut<'_>>) {
         let (b1, b2) = (self.config.beta1 as f32, self.config.beta2 as f32);
-        let (c1, c2) = ((1.0 - self.config.beta1) as f32, (1.0 - self.config.beta2) as f32);
+        let (c1, c2) = (
+            (1.0 - self.config.beta1) as f32,
+            (1.0 - self.config.beta2) as f32,
+        );
         let update = |s: &mut Importance, p: &[f32], g: &[f32]| {
             if s.ipt.len() != p.len() {
                 *s = Importance {
@@ -285,7 +287,8 @@ impl RankAllocator {
                     .map(|&v| f64::from(v))
                     .sum::<f64>()
                     / n_in as f64;
-                let mean_b = (0..n_out).map(|o| f64::from(sb[o * r + k])).sum::<f64>() / n_out as f64;
+                let mean_b =
+                    (0..n_out).map(|o| f64::from(sb[o * r + k])).sum::<f64>() / n_out as f64;
                 se[k] + (mean_a as f32 + mean_b as f32)
             })
             .collect()
@@ -303,12 +306,19 @@ impl RankAllocator {
             .keys()
             .map(|n| (n, self.triplet_scores(n)))
             .collect();
-        let k = self.init_bgt.checked_sub(budget).filter(|&k| k > 0).ok_or_else(|| {
-            invalid(
-                "AdaLoRA budget",
-                format!("budget {budget} leaves nothing to mask of {}", self.init_bgt),
-            )
-        })?;
+        let k = self
+            .init_bgt
+            .checked_sub(budget)
+            .filter(|&k| k > 0)
+            .ok_or_else(|| {
+                invalid(
+                    "AdaLoRA budget",
+                    format!(
+                        "budget {budget} leaves nothing to mask of {}",
+                        self.init_bgt
+                    ),
+                )
+            })?;
         let mut all: Vec<f32> = scores.values().flatten().copied().collect();
         all.sort_by(|a, b| a.total_cmp(b));
         let threshold = all[k - 1];

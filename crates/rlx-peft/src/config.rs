@@ -174,12 +174,18 @@ fn lora_kind(f: &Fields) -> Result<AdapterKind> {
     let mut rank_pattern = BTreeMap::new();
     for (k, v) in f.map("rank_pattern")? {
         let r = v.as_u64().and_then(|u| usize::try_from(u).ok());
-        rank_pattern.insert(k.clone(), r.ok_or_else(|| wrong(&format!("rank_pattern.{k}"), "a rank", &v))?);
+        rank_pattern.insert(
+            k.clone(),
+            r.ok_or_else(|| wrong(&format!("rank_pattern.{k}"), "a rank", &v))?,
+        );
     }
     let mut alpha_pattern = BTreeMap::new();
     for (k, v) in f.map("alpha_pattern")? {
         let a = v.as_f64().filter(|a| a.is_finite());
-        alpha_pattern.insert(k.clone(), a.ok_or_else(|| wrong(&format!("alpha_pattern.{k}"), "a number", &v))?);
+        alpha_pattern.insert(
+            k.clone(),
+            a.ok_or_else(|| wrong(&format!("alpha_pattern.{k}"), "a number", &v))?,
+        );
     }
     Ok(AdapterKind::Lora {
         r: f.usize("r")?,
@@ -203,7 +209,10 @@ fn adalora_kind(f: &Fields) -> Result<AdapterKind> {
                     .map(|a| a.iter().map(Value::as_bool).collect::<Option<Vec<bool>>>())
                     .unwrap_or(None);
                 let key = format!("rank_pattern.{k}");
-                out.insert(k, bits.ok_or_else(|| wrong(&key, "a list of booleans", &v))?);
+                out.insert(
+                    k,
+                    bits.ok_or_else(|| wrong(&key, "a list of booleans", &v))?,
+                );
             }
             Some(out)
         }
@@ -234,7 +243,13 @@ fn ia3_kind(f: &Fields) -> Result<AdapterKind> {
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| wrong("feedforward_modules", "a list of strings", &Value::Array(a.clone())))?,
+            .ok_or_else(|| {
+                wrong(
+                    "feedforward_modules",
+                    "a list of strings",
+                    &Value::Array(a.clone()),
+                )
+            })?,
         // PEFT matches a string with re.fullmatch; a plain name matches itself only.
         Value::String(s) if is_plain_name(s) => vec![s.clone()],
         Value::String(s) => {
@@ -270,7 +285,8 @@ fn oft_kind(f: &Fields) -> Result<AdapterKind> {
 
 /// A module name without regular-expression syntax (dots allowed).
 pub(crate) fn is_plain_name(s: &str) -> bool {
-    s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '-')
+    s.chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '-')
 }
 
 /// PEFT's `get_pattern_key`: a pattern key applies to `module` when it is

@@ -69,7 +69,14 @@ impl Ia3Adapter {
         let cols = w.cols.max(1);
         for (r, row) in w.data.chunks_mut(cols).enumerate() {
             for (c, v) in row.iter_mut().enumerate() {
-                *v = f(*v, if self.is_feedforward { self.l[c] } else { self.l[r] });
+                *v = f(
+                    *v,
+                    if self.is_feedforward {
+                        self.l[c]
+                    } else {
+                        self.l[r]
+                    },
+                );
             }
         }
         let bias = if self.is_feedforward {

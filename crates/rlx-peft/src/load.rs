@@ -128,9 +128,15 @@ fn read_tensors(bytes: &[u8]) -> Result<BTreeMap<String, HostTensor>> {
         let data = view.data();
         let values: Vec<f32> = match view.dtype() {
             Dtype::F32 => words::<4>(data).map(f32::from_le_bytes).collect(),
-            Dtype::F64 => words::<8>(data).map(|w| f64::from_le_bytes(w) as f32).collect(),
-            Dtype::F16 => words::<2>(data).map(|w| f16::from_le_bytes(w).to_f32()).collect(),
-            Dtype::BF16 => words::<2>(data).map(|w| bf16::from_le_bytes(w).to_f32()).collect(),
+            Dtype::F64 => words::<8>(data)
+                .map(|w| f64::from_le_bytes(w) as f32)
+                .collect(),
+            Dtype::F16 => words::<2>(data)
+                .map(|w| f16::from_le_bytes(w).to_f32())
+                .collect(),
+            Dtype::BF16 => words::<2>(data)
+                .map(|w| bf16::from_le_bytes(w).to_f32())
+                .collect(),
             other => {
                 return Err(PeftError::DType {
                     what: name.to_string(),
@@ -139,9 +145,8 @@ fn read_tensors(bytes: &[u8]) -> Result<BTreeMap<String, HostTensor>> {
                 })
             }
         };
-        let t = HostTensor::from_vec(values, view.shape()).map_err(|e| {
-            PeftError::Safetensors(format!("tensor {name:?}: {e}"))
-        })?;
+        let t = HostTensor::from_vec(values, view.shape())
+            .map_err(|e| PeftError::Safetensors(format!("tensor {name:?}: {e}")))?;
         out.insert(name.to_string(), t);
     }
     Ok(out)
@@ -237,7 +242,11 @@ fn dims2(key: &str, t: &HostTensor, rows: Option<usize>) -> Result<[usize; 2]> {
     let d = t.dims();
     let ok = d.len() == 2 && rows.is_none_or(|r| d[0] == r);
     if !ok {
-        let cols = if d.len() == 2 { d[1] } else { d.last().copied().unwrap_or(0) };
+        let cols = if d.len() == 2 {
+            d[1]
+        } else {
+            d.last().copied().unwrap_or(0)
+        };
         return Err(PeftError::Shape {
             what: key.into(),
             expected: vec![rows.unwrap_or(d.first().copied().unwrap_or(0)), cols],
@@ -258,7 +267,9 @@ fn build(kind: &AdapterKind, module: &str, parts: &Parts) -> Result<AnyAdapter> 
             alpha_pattern,
         } => {
             let r = pattern_value(rank_pattern, module)?.copied().unwrap_or(*r);
-            let alpha = pattern_value(alpha_pattern, module)?.copied().unwrap_or(*lora_alpha);
+            let alpha = pattern_value(alpha_pattern, module)?
+                .copied()
+                .unwrap_or(*lora_alpha);
             let (ka, a) = part(parts, module, "lora_A.weight")?;
             let (kb, b) = part(parts, module, "lora_B.weight")?;
             let [_, in_f] = dims2(ka, a, Some(r))?;
@@ -308,7 +319,9 @@ fn build(kind: &AdapterKind, module: &str, parts: &Parts) -> Result<AnyAdapter> 
             feedforward_modules,
         } => {
             let (k, l) = part(parts, module, "ia3_l")?;
-            let is_ff = feedforward_modules.iter().any(|f| module.ends_with(f.as_str()));
+            let is_ff = feedforward_modules
+                .iter()
+                .any(|f| module.ends_with(f.as_str()));
             let n = l.numel();
             expect_dims(k, l, &Ia3Adapter::shape_for(is_ff, n, n))?;
             Ok(AnyAdapter::Ia3(Ia3Adapter::new(is_ff, l)?))

@@ -33,7 +33,10 @@ impl LoraConfig {
             return Err(invalid("LoRA r", "must be positive"));
         }
         if !self.lora_alpha.is_finite() {
-            return Err(invalid("lora_alpha", format!("{} is not finite", self.lora_alpha)));
+            return Err(invalid(
+                "lora_alpha",
+                format!("{} is not finite", self.lora_alpha),
+            ));
         }
         Ok(())
     }
@@ -184,7 +187,11 @@ impl DoraAdapter {
     }
 
     fn factor(&self, norm: &[f32]) -> Vec<f32> {
-        self.magnitude.iter().zip(norm).map(|(m, n)| m / n).collect()
+        self.magnitude
+            .iter()
+            .zip(norm)
+            .map(|(m, n)| m / n)
+            .collect()
     }
 }
 

@@ -143,12 +143,21 @@ impl Mat {
     }
 
     pub fn map(&self, f: impl Fn(f32) -> f32) -> Mat {
-        Mat::new(self.rows, self.cols, self.data.iter().map(|&v| f(v)).collect())
+        Mat::new(
+            self.rows,
+            self.cols,
+            self.data.iter().map(|&v| f(v)).collect(),
+        )
     }
 
     pub fn zip(&self, other: &Mat, f: impl Fn(f32, f32) -> f32) -> Mat {
         debug_assert_eq!((self.rows, self.cols), (other.rows, other.cols));
-        let data = self.data.iter().zip(&other.data).map(|(&a, &b)| f(a, b)).collect();
+        let data = self
+            .data
+            .iter()
+            .zip(&other.data)
+            .map(|(&a, &b)| f(a, b))
+            .collect();
         Mat::new(self.rows, self.cols, data)
     }
 

@@ -47,7 +47,10 @@ impl OftConfig {
         if self.r == 0 || self.block_size == 0 {
             return Err(invalid(
                 "OFT r / block_size",
-                format!("both must be positive, given r = {}, block_size = {}", self.r, self.block_size),
+                format!(
+                    "both must be positive, given r = {}, block_size = {}",
+                    self.r, self.block_size
+                ),
             ));
         }
         if self.use_cayley_neumann && self.num_cayley_neumann_terms == 0 {
@@ -108,7 +111,10 @@ impl OftAdapter {
         if !self.config.use_cayley_neumann {
             // R (I + Q) = I - Q
             let inv = (eye.zip(q, |a, b| a + b)).inverse().ok_or_else(|| {
-                invalid("OFT block", "I + Q is singular; the exact Cayley transform is undefined")
+                invalid(
+                    "OFT block",
+                    "I + Q is singular; the exact Cayley transform is undefined",
+                )
             })?;
             return Ok(eye.zip(q, |a, b| a - b).matmul(&inv));
         }
@@ -177,10 +183,13 @@ impl Adapter for OftAdapter {
 
     fn unmerge(&self, base: &mut Linear, _merged: &Merged) -> Result<()> {
         check_base(base, Some(self.in_features()), None)?;
-        let inv = self.rotation_mat()?.inverse().ok_or_else(|| PeftError::Invalid {
-            what: "OFT unmerge".into(),
-            reason: "the rotation is singular".into(),
-        })?;
+        let inv = self
+            .rotation_mat()?
+            .inverse()
+            .ok_or_else(|| PeftError::Invalid {
+                what: "OFT unmerge".into(),
+                reason: "the rotation is singular".into(),
+            })?;
         // PEFT: W^T <- R^-1 W^T
         let w = base.weight_mat().matmul_t(&inv);
         base.set(w, None);

@@ -4,7 +4,7 @@
 //! PEFT's at 1e-6.
 
 mod common;
-use common::{assert_close, base_linear, fixture, fixtures, tanh, tensor, values, MODULES};
+use common::{assert_close, base_linear, fixture, fixtures, tanh, tensor, vals, values, MODULES};
 use rlx_peft::{Adapter, AdapterSet, AnyAdapter, Linear};
 use serde_json::Value;
 
@@ -18,10 +18,18 @@ const CASES: [&str; 7] = [
     "oft_exact",
 ];
 
-fn model_forward(set: &AdapterSet, case: &Value, x: &rlx_ir::HostTensor) -> Vec<f32> {
-    let h = set.get("0").unwrap().forward(x, &base_linear(case, "0")).unwrap();
-    let y = set.get("2").unwrap().forward(&tanh(&h), &base_linear(case, "2")).unwrap();
-    y.to_vec::<f32>().unwrap()
+fn model_forward(set: &AdapterSet, case: &Value, x: &rlx_ir::HostTensor) -> Vec<f64> {
+    let h = set
+        .get("0")
+        .unwrap()
+        .forward(x, &base_linear(case, "0"))
+        .unwrap();
+    let y = set
+        .get("2")
+        .unwrap()
+        .forward(&tanh(&h), &base_linear(case, "2"))
+        .unwrap();
+    vals(&y)
 }
 
 #[test]
@@ -29,17 +37,27 @@ fn saved_adapters_load_with_peft_tensors_and_give_peft_outputs() {
     for name in CASES {
         let case = fixture(name);
         let set = AdapterSet::load(fixtures().join(name)).unwrap();
-        assert_eq!(set.modules().keys().collect::<Vec<_>>(), MODULES, "{name}: modules");
+        assert_eq!(
+            set.modules().keys().collect::<Vec<_>>(),
+            MODULES,
+            "{name}: modules"
+        );
         let saved = case["tensors"].as_object().unwrap();
         assert_eq!(set.tensors().len(), saved.len(), "{name}: tensor count");
         for (key, t) in set.tensors() {
             // DoRA's magnitude is saved without the module parameter's `.weight`
-            let want = saved.get(key).or_else(|| saved.get(&format!("{key}.weight")));
+            let want = saved
+                .get(key)
+                .or_else(|| saved.get(&format!("{key}.weight")));
             let want = want.unwrap_or_else(|| panic!("{name}: {key} not in PEFT's tensors"));
             assert_eq!(t, &tensor(want), "{name}: {key} bytes");
         }
         let x = tensor(&case["x"]);
-        let err = assert_close(&format!("{name} y"), &model_forward(&set, &case, &x), &values(&case["y"]));
+        let err = assert_close(
+            &format!("{name} y"),
+            &model_forward(&set, &case, &x),
+            &values(&case["y"]),
+        );
         println!("{name:12} forward max |diff| {err:.2e}");
     }
 }
@@ -55,20 +73,36 @@ fn merge_and_unmerge_match_peft() {
             let adapter = set.get(m).unwrap();
             let mut base = base_linear(&case, m);
             let record = adapter.merge(&mut base).unwrap();
-            let w = base.weight().to_vec::<f32>().unwrap();
-            let b = base.bias().unwrap().to_vec::<f32>().unwrap();
-            assert_close(&format!("{name}.{m} merged weight"), &w, &values(&rec["merged_weight"]));
-            assert_close(&format!("{name}.{m} merged bias"), &b, &values(&rec["merged_bias"]));
+            let w = vals(base.weight());
+            let b = vals(base.bias().unwrap());
+            assert_close(
+                &format!("{name}.{m} merged weight"),
+                &w,
+                &values(&rec["merged_weight"]),
+            );
+            assert_close(
+                &format!("{name}.{m} merged bias"),
+                &b,
+                &values(&rec["merged_bias"]),
+            );
             merged.push(base.clone());
             adapter.unmerge(&mut base, &record).unwrap();
-            let w = base.weight().to_vec::<f32>().unwrap();
-            let b = base.bias().unwrap().to_vec::<f32>().unwrap();
-            assert_close(&format!("{name}.{m} unmerged weight"), &w, &values(&rec["unmerged_weight"]));
-            assert_close(&format!("{name}.{m} unmerged bias"), &b, &values(&rec["unmerged_bias"]));
+            let w = vals(base.weight());
+            let b = vals(base.bias().unwrap());
+            assert_close(
+                &format!("{name}.{m} unmerged weight"),
+                &w,
+                &values(&rec["unmerged_weight"]),
+            );
+            assert_close(
+                &format!("{name}.{m} unmerged bias"),
+                &b,
+                &values(&rec["unmerged_bias"]),
+            );
         }
         let x = tensor(&case["x"]);
         let h = merged[0].forward(&x).unwrap();
-        let y = merged[1].forward(&tanh(&h)).unwrap().to_vec::<f32>().unwrap();
+        let y = vals(&merged[1].forward(&tanh(&h)).unwrap());
         assert_close(&format!("{name} y_merged"), &y, &values(&case["y_merged"]));
     }
 }
@@ -83,30 +117,45 @@ fn delta_weights_rotations_and_norms_match_peft() {
             let what = format!("{name}.{m}");
             match set.get(m).unwrap() {
                 AnyAdapter::Lora(a) => {
-                    assert_eq!(a.config().scaling() as f32, d["scaling"].as_f64().unwrap() as f32);
-                    let got = a.delta_weight().to_vec::<f32>().unwrap();
+                    assert_eq!(
+                        a.config().scaling() as f32,
+                        d["scaling"].as_f64().unwrap() as f32
+                    );
+                    let got = vals(&a.delta_weight());
                     assert_close(&format!("{what} delta"), &got, &values(&d["delta_weight"]));
                 }
                 AnyAdapter::Dora(a) => {
-                    let got = a.lora().delta_weight().to_vec::<f32>().unwrap();
+                    let got = vals(&a.lora().delta_weight());
                     assert_close(&format!("{what} delta"), &got, &values(&d["delta_weight"]));
                     let norm = a.weight_norm(&base_linear(&case, m)).unwrap();
-                    assert_close(&format!("{what} weight norm"), &norm, &values(&d["weight_norm"]));
+                    let norm: Vec<f64> = norm.iter().map(|&v| f64::from(v)).collect();
+                    assert_close(
+                        &format!("{what} weight norm"),
+                        &norm,
+                        &values(&d["weight_norm"]),
+                    );
                 }
                 AnyAdapter::AdaLora(a) => {
                     assert_eq!(a.config().ranknum, d["ranknum"].as_f64().unwrap());
                     assert_eq!(a.config().scaling(), d["scaling"].as_f64().unwrap());
-                    let got = a.delta_weight().to_vec::<f32>().unwrap();
+                    let got = vals(&a.delta_weight());
                     assert_close(&format!("{what} delta"), &got, &values(&d["delta_weight"]));
                 }
                 AnyAdapter::Oft(a) => {
                     assert_eq!(a.config().r as u64, d["r"].as_u64().unwrap());
-                    assert_eq!(a.config().block_size as u64, d["block_size"].as_u64().unwrap());
-                    let got = a.rotation().unwrap().to_vec::<f32>().unwrap();
+                    assert_eq!(
+                        a.config().block_size as u64,
+                        d["block_size"].as_u64().unwrap()
+                    );
+                    let got = vals(&a.rotation().unwrap());
                     assert_close(&format!("{what} rotation"), &got, &values(&d["rotation"]));
                 }
                 AnyAdapter::Ia3(a) => {
-                    assert_eq!(a.is_feedforward(), d["is_feedforward"].as_bool().unwrap(), "{what}");
+                    assert_eq!(
+                        a.is_feedforward(),
+                        d["is_feedforward"].as_bool().unwrap(),
+                        "{what}"
+                    );
                 }
             }
         }
@@ -120,8 +169,15 @@ fn adapters_change_the_output() {
     for name in CASES {
         let case = fixture(name);
         let (y, y0) = (values(&case["y"]), values(&case["y_base"]));
-        let moved = y.iter().zip(&y0).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        assert!(moved > 0.05, "{name}: adapter moves the output by only {moved}");
+        let moved = y
+            .iter()
+            .zip(&y0)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            moved > 0.05,
+            "{name}: adapter moves the output by only {moved}"
+        );
     }
 }
 
@@ -147,5 +203,9 @@ fn adalora_adapter_cut_by_rank_allocation_loads_like_peft() {
         assert_eq!(a.config().r, kept, "module {m} rank");
     }
     let y = model_forward(&set, &case, &tensor(&case["x"]));
-    assert_close("adalora_masked y", &y, &values(&alloc["masked_y_after_load"]));
+    assert_close(
+        "adalora_masked y",
+        &y,
+        &values(&alloc["masked_y_after_load"]),
+    );
 }

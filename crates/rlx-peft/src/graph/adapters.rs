@@ -1,7 +1,7 @@
 //! Graph builders for the additive and rescaling adapters: LoRA / rsLoRA,
 //! DoRA, IA3 and AdaLoRA.
 
-use super::{check_linear, detach, linear_unchecked, matmul_t, param, LinearNodes};
+use super::{check_linear, detach, linear_unchecked, matmul_t, param, LinearDims, LinearNodes};
 use crate::adalora::{AdaLoraConfig, RANKNUM_EPS};
 use crate::error::Result;
 use crate::lora::LoraConfig;
@@ -28,8 +28,7 @@ pub fn lora(
 ) -> Result<LoraNodes> {
     config.check()?;
     let d = check_linear(g, x, base)?;
-    let lora_a = param(g, prefix, "lora_A.weight", &[config.r, d.in_features], d.dtype)?;
-    let lora_b = param(g, prefix, "lora_B.weight", &[d.out_features, config.r], d.dtype)?;
+    let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, ".weight")?;
     let y = linear_unchecked(g, x, base);
     let delta = lora_branch(g, x, lora_a, lora_b);
     let scaled = g.mul(delta, g.constant(config.scaling(), d.dtype));
@@ -38,6 +37,31 @@ pub fn lora(
         lora_a,
         lora_b,
     })
+}
+
+/// Params `<prefix>.lora_A<suffix> [r, in]` and `<prefix>.lora_B<suffix> [out, r]`.
+fn low_rank_params(
+    g: &mut Graph,
+    prefix: &str,
+    d: LinearDims,
+    r: usize,
+    suffix: &str,
+) -> Result<(NodeId, NodeId)> {
+    let a = param(
+        g,
+        prefix,
+        &format!("lora_A{suffix}"),
+        &[r, d.in_features],
+        d.dtype,
+    )?;
+    let b = param(
+        g,
+        prefix,
+        &format!("lora_B{suffix}"),
+        &[d.out_features, r],
+        d.dtype,
+    )?;
+    Ok((a, b))
 }
 
 /// `(x A^T) B^T`.
@@ -73,9 +97,14 @@ pub fn dora(
     config.check()?;
     let d = check_linear(g, x, base)?;
     let s = config.scaling();
-    let lora_a = param(g, prefix, "lora_A.weight", &[config.r, d.in_features], d.dtype)?;
-    let lora_b = param(g, prefix, "lora_B.weight", &[d.out_features, config.r], d.dtype)?;
-    let magnitude = param(g, prefix, "lora_magnitude_vector", &[d.out_features], d.dtype)?;
+    let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, ".weight")?;
+    let magnitude = param(
+        g,
+        prefix,
+        "lora_magnitude_vector",
+        &[d.out_features],
+        d.dtype,
+    )?;
 
     let ba = g.mm(lora_b, lora_a);
     let sba = g.mul(ba, g.constant(s, d.dtype));
@@ -157,9 +186,8 @@ pub fn adalora(
     config: &AdaLoraConfig,
 ) -> Result<AdaLoraNodes> {
     let d = check_linear(g, x, base)?;
-    let lora_a = param(g, prefix, "lora_A", &[config.r, d.in_features], d.dtype)?;
+    let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, "")?;
     let lora_e = param(g, prefix, "lora_E", &[config.r, 1], d.dtype)?;
-    let lora_b = param(g, prefix, "lora_B", &[d.out_features, config.r], d.dtype)?;
     let ae = g.mul(lora_a, lora_e);
     let delta = lora_branch(g, x, ae, lora_b);
     let scaled = g.mul(delta, g.constant(config.scaling(), d.dtype));

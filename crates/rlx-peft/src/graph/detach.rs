@@ -4,8 +4,10 @@
 use crate::error::{PeftError, Result};
 use rlx_ir::{DType, Graph, GraphExt, NodeId};
 
-/// Returns a node equal to `v` (bit for bit, for finite `v >= 0`) whose
-/// derivative is zero, so reverse mode sends no gradient into `v`.
+/// Returns a node equal to `v` whose derivative is zero, so reverse mode
+/// sends no gradient into `v`. Exact (bit for bit) for `v = 0` and finite
+/// `v >= 2^-100` (f32) / `2^-900` (f64); smaller positive values are rounded
+/// to a multiple of `2^-125` / `2^-954`. Negative `v` is not supported.
 ///
 /// The IR has no stop-gradient op; this is built from ops whose derivative
 /// is zero almost everywhere (`floor`, `round`), without losing precision:

@@ -63,6 +63,62 @@ impl LinearNodes {
     }
 }
 
+/// The nodes [`adapter`] added: the output and every new param by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterNodes {
+    /// The adapted layer's output `[..., out]`.
+    pub output: NodeId,
+    /// The adapter's params `(name, node)`, in PEFT's order.
+    pub params: Vec<(String, NodeId)>,
+}
+
+/// Wraps a linear layer with whichever adapter `adapter` is (e.g. one of a
+/// loaded [`crate::AdapterSet`]), using its hyper-parameters; the params'
+/// values are not set here (they are graph params: set them at run time,
+/// e.g. from [`crate::AdapterSet::tensors`]).
+pub fn adapter(
+    g: &mut Graph,
+    prefix: &str,
+    x: NodeId,
+    base: LinearNodes,
+    adapter: &crate::AnyAdapter,
+) -> Result<AdapterNodes> {
+    use crate::AnyAdapter as A;
+    let (output, ids) = match adapter {
+        A::Lora(a) => {
+            let n = lora(g, prefix, x, base, a.config())?;
+            (n.output, vec![n.lora_a, n.lora_b])
+        }
+        A::Dora(a) => {
+            let n = dora(g, prefix, x, base, a.lora().config())?;
+            (n.output, vec![n.lora_a, n.lora_b, n.magnitude])
+        }
+        A::Ia3(a) => {
+            let n = ia3(g, prefix, x, base, a.is_feedforward())?;
+            (n.output, vec![n.ia3_l])
+        }
+        A::AdaLora(a) => {
+            let n = adalora(g, prefix, x, base, a.config())?;
+            (n.output, vec![n.lora_a, n.lora_e, n.lora_b])
+        }
+        A::Oft(a) => {
+            let n = oft(g, prefix, x, base, a.config())?;
+            (n.output, vec![n.oft_r])
+        }
+    };
+    let params = ids
+        .into_iter()
+        .map(|id| {
+            let name = match &g.node(id).op {
+                rlx_ir::Op::Param { name } => name.clone(),
+                _ => unreachable!("builders return param nodes"),
+            };
+            (name, id)
+        })
+        .collect();
+    Ok(AdapterNodes { output, params })
+}
+
 /// `x @ weight^T + bias`, PyTorch's `F.linear`.
 pub fn linear(g: &mut Graph, x: NodeId, base: LinearNodes) -> Result<NodeId> {
     check_linear(g, x, base)?;

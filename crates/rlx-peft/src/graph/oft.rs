@@ -88,7 +88,11 @@ fn neumann(g: &mut Graph, q: NodeId, [rows, bs]: [usize; 2], terms: usize, dtype
     }
     let eye = constant(g, eye, &[bs, bs], dtype);
     let plus = |g: &mut Graph, r: NodeId, p: NodeId, alpha: f64| {
-        let t = if alpha == 1.0 { p } else { g.mul(p, g.constant(alpha, dtype)) };
+        let t = if alpha == 1.0 {
+            p
+        } else {
+            g.mul(p, g.constant(alpha, dtype))
+        };
         g.add(r, t)
     };
     let mut r = g.expand_(eye, &[rows, bs, bs]);
