@@ -87,6 +87,9 @@ impl AdapterSet {
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<AdapterSet> {
         let config = AdapterConfig::from_json(config_json)?;
         let tensors = read_tensors(safetensors)?;
+        if tensors.is_empty() {
+            return Err(PeftError::Safetensors("the file holds no tensors".into()));
+        }
         let by_module = group_by_module(&config.kind, &tensors)?;
         let mut modules = BTreeMap::new();
         for (module, parts) in &by_module {
