@@ -5,7 +5,7 @@ Re-run (torch env made by shared/ref/setup_torch.sh: torch + peft 0.21):
     ~/.cache/rlx-ref/torchenv/bin/python tools/gen_peft_fixtures.py
 Writes crates/rlx-peft/tests/fixtures/: one CASE.json per adapter type and, for every case, CASE/ holding what
 PEFT's save_pretrained() wrote (adapter_config.json + adapter_model.safetensors; the README it also writes is
-dropped). Deterministic: fixed seeds, one thread.
+dropped). Deterministic: fixed seeds, one thread, PYTHONHASHSEED=0 (the script re-executes itself with it).
 Tensors are float32 values written as JSON numbers (exact); the "f64" record holds y and the gradients of the same
 model and values run in float64.
 
@@ -25,11 +25,13 @@ adalora.json also records a rank-allocation run: SGD training steps on sum((y - 
 each (PEFT's documented loop: backward, optimizer.step, update_and_allocate), and per step the parameters and
 gradients the allocator saw, the budget, the importance EMAs and the rank pattern / masked lora_E it produced;
 the masked adapter is saved to adalora_masked/ and loaded back into a fresh base with PeftModel.from_pretrained
-(its outputs and ranknum are recorded).
+(its outputs and ranknum are recorded); "orth_reg" holds, in float64, the loss AdaLoraModel.forward returns
+(sum(y * cot) + orth_reg_weight * its orthogonal regulariser) and that loss's gradients.
 """
 import copy
 import json
 import os
+import sys
 
 import numpy as np
 import torch
@@ -164,8 +166,37 @@ def run_case(name, kind, cfg, seed, overrides, x, cot):
     rec["derived"] = derived(model, kind)
     rec["modules"], rec["y_merged"] = merged_weights(model, x)
     if kind == "adalora":
+        rec["orth_reg"] = adalora_orth_reg(model, x, cot)
         rec["allocation"] = adalora_allocation(model, x, cot)
     return rec
+
+
+class _Out:
+    pass
+
+
+def adalora_orth_reg(model, x, cot):
+    """AdaLoraModel.forward adds orth_reg_weight * mean ||P P^T - I||_F to an output's .loss: run it (float64)
+    with the Sequential's forward patched to return loss = sum(y * cot), and record the loss and its gradients."""
+    m = copy.deepcopy(model).double()
+    inner = m.base_model.model
+    plain_forward = inner.forward
+    c64 = cot.double()
+
+    def forward(xx):
+        o = _Out()
+        o.logits = plain_forward(xx)
+        o.loss = (o.logits * c64).sum()
+        return o
+
+    inner.forward = forward
+    xg = x.double().clone().requires_grad_(True)
+    out = m.base_model(xg)  # AdaLoraModel.forward: adds the regulariser to out.loss
+    plain = (out.logits * c64).sum()
+    out.loss.backward()
+    return {"orth_reg_weight": m.peft_config["default"].orth_reg_weight, "loss_total": float(out.loss),
+            "loss_plain": float(plain), "x_grad": T64(xg.grad),
+            "grads": {saved_key(n): T64(p.grad) for n, p in m.named_parameters() if p.grad is not None}}
 
 
 def adalora_allocation(model, x, cot):
@@ -209,6 +240,10 @@ def adalora_allocation(model, x, cot):
 
 
 def main():
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # PEFT keeps target_modules in a set: fix string hashing so the saved configs are byte-stable
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable] + sys.argv)
     torch.set_num_threads(1)
     os.makedirs(OUT, exist_ok=True)
     gen = torch.Generator().manual_seed(1)

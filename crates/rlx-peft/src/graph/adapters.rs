@@ -200,3 +200,37 @@ pub fn adalora(
         lora_b,
     })
 }
+
+/// AdaLoRA's orthogonal regulariser, the term `AdaLoraModel.forward` adds to
+/// the loss times `orth_reg_weight`: the mean over every module's `lora_A`
+/// and `lora_B` of `||A A^T - I||_F` and `||B^T B - I||_F` (a scalar).
+pub fn adalora_orth_reg(g: &mut Graph, adapters: &[AdaLoraNodes]) -> Result<NodeId> {
+    let Some(first) = adapters.first() else {
+        return Err(crate::error::invalid(
+            "adalora_orth_reg",
+            "needs at least one AdaLoRA module",
+        ));
+    };
+    let dtype = g.shape(first.lora_a).dtype();
+    let mut total: Option<NodeId> = None;
+    for n in adapters {
+        let at = g.transpose_(n.lora_a, &[1, 0]);
+        let bt = g.transpose_(n.lora_b, &[1, 0]);
+        for cov in [g.mm(n.lora_a, at), g.mm(bt, n.lora_b)] {
+            let r = g.shape(cov).static_dims().map_or(0, |d| d[0]);
+            let mut eye = vec![0.0f64; r * r];
+            (0..r).for_each(|i| eye[i * r + i] = 1.0);
+            let eye = super::constant(g, eye, &[r, r], dtype);
+            let diff = g.sub(cov, eye);
+            let sq = g.mul(diff, diff);
+            let sum = g.sum(sq, &[0, 1], false);
+            let fro = g.sqrt(sum);
+            total = Some(match total {
+                Some(t) => g.add(t, fro),
+                None => fro,
+            });
+        }
+    }
+    let total = total.expect("at least one module");
+    Ok(g.div(total, g.constant(2.0 * adapters.len() as f64, dtype)))
+}

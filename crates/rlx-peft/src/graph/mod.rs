@@ -40,12 +40,14 @@ mod adapters;
 mod detach;
 mod oft;
 
-pub use adapters::{adalora, dora, ia3, lora, AdaLoraNodes, DoraNodes, Ia3Nodes, LoraNodes};
+pub use adapters::{
+    adalora, adalora_orth_reg, dora, ia3, lora, AdaLoraNodes, DoraNodes, Ia3Nodes, LoraNodes,
+};
 pub use detach::detach;
 pub use oft::{oft, OftNodes};
 
 use crate::error::{PeftError, Result};
-use rlx_ir::{DType, Graph, GraphExt, NodeId, Shape};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// The base linear layer's nodes: `weight [out, in]`, optional `bias [out]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,4 +232,14 @@ pub(crate) fn param(
             builder: full,
             source,
         })
+}
+
+/// A constant tensor of `dtype` (f32 or f64) from f64 values.
+pub(crate) fn constant(g: &mut Graph, values: Vec<f64>, dims: &[usize], dtype: DType) -> NodeId {
+    let t = match dtype {
+        DType::F64 => HostTensor::from_vec(values, dims),
+        _ => HostTensor::from_vec(values.into_iter().map(|v| v as f32).collect(), dims),
+    }
+    .expect("value count matches dims");
+    g.constant_tensor(&t)
 }

@@ -1,9 +1,9 @@
 //! Graph builder for OFT with the Cayley-Neumann rotation (PEFT's default).
 
-use super::{check_linear, linear_unchecked, param, LinearNodes};
+use super::{check_linear, constant, linear_unchecked, param, LinearNodes};
 use crate::error::{PeftError, Result};
 use crate::oft::OftConfig;
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId};
+use rlx_ir::{DType, Graph, GraphExt, NodeId};
 
 /// The nodes [`oft`] added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,13 +110,4 @@ fn neumann(g: &mut Graph, q: NodeId, [rows, bs]: [usize; 2], terms: usize, dtype
         }
     }
     r
-}
-
-fn constant(g: &mut Graph, values: Vec<f64>, dims: &[usize], dtype: DType) -> NodeId {
-    let t = match dtype {
-        DType::F64 => HostTensor::from_vec(values, dims),
-        _ => HostTensor::from_vec(values.into_iter().map(|v| v as f32).collect(), dims),
-    }
-    .expect("value count matches dims");
-    g.constant_tensor(&t)
 }
