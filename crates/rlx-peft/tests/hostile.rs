@@ -300,3 +300,57 @@ fn mutated_files_and_configs_never_panic() {
     }
     assert!(loaded > 0, "some mutants (in tensor data) still load");
 }
+
+#[test]
+fn graph_builders_check_their_inputs() {
+    use rlx_ir::{DType, Dim, Graph, Shape};
+    use rlx_peft::graph::{self, LinearNodes};
+    let cfg = LoraConfig {
+        r: 2,
+        lora_alpha: 4.0,
+        use_rslora: false,
+    };
+    let mut g = Graph::new("errors");
+    let w = g.param("w", Shape::new(&[4, 8], DType::F32));
+    let b = g.param("b", Shape::new(&[4], DType::F32));
+    let bad_b = g.param("bad_b", Shape::new(&[5], DType::F32));
+    let x = g.input("x", Shape::new(&[2, 7], DType::F32));
+    let e = graph::lora(&mut g, "l", x, LinearNodes::new(w, Some(b)), &cfg).unwrap_err();
+    assert!(e.to_string().contains("expected [..., 8]"), "{e}");
+    let x64 = g.input("x64", Shape::new(&[2, 8], DType::F64));
+    let e = graph::lora(&mut g, "l", x64, LinearNodes::new(w, Some(b)), &cfg).unwrap_err();
+    assert!(matches!(e, PeftError::DType { .. }), "{e}");
+    let x = g.input("x8", Shape::new(&[2, 8], DType::F32));
+    let e = graph::lora(&mut g, "l", x, LinearNodes::new(w, Some(bad_b)), &cfg).unwrap_err();
+    assert_eq!(e.to_string(), "base bias: expected shape [4], given [5]");
+    // a second adapter under the same prefix would reuse the param names;
+    // the builder fails before adding any node
+    graph::lora(&mut g, "l", x, LinearNodes::new(w, Some(b)), &cfg).unwrap();
+    let e = graph::lora(&mut g, "l", x, LinearNodes::new(w, Some(b)), &cfg).unwrap_err();
+    assert!(
+        matches!(e, PeftError::Graph { ref builder, .. } if builder == "l.lora_A.weight"),
+        "{e}"
+    );
+    let len = g.len();
+    let e = graph::dora(&mut g, "l", x, LinearNodes::new(w, Some(b)), &cfg).unwrap_err();
+    assert!(e.to_string().contains("l.lora_A.weight"), "{e}");
+    assert_eq!(g.len(), len, "a failed builder adds nothing");
+    // symbolic leading dims are fine for every builder but OFT's
+    let xs = g.input(
+        "xs",
+        Shape::from_dims(vec![Dim::sym("batch"), Dim::Static(8)], DType::F32),
+    );
+    let y = graph::dora(&mut g, "d", xs, LinearNodes::new(w, Some(b)), &cfg)
+        .unwrap()
+        .output;
+    assert_eq!(g.shape(y).dims()[0], Dim::sym("batch"));
+    let oft = rlx_peft::OftConfig {
+        r: 2,
+        block_size: 4,
+        use_cayley_neumann: true,
+        num_cayley_neumann_terms: 5,
+        block_share: false,
+    };
+    let e = graph::oft(&mut g, "o", xs, LinearNodes::new(w, None), &oft).unwrap_err();
+    assert!(e.to_string().contains("static dims"), "{e}");
+}

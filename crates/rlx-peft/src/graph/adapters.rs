@@ -1,7 +1,9 @@
 //! Graph builders for the additive and rescaling adapters: LoRA / rsLoRA,
 //! DoRA, IA3 and AdaLoRA.
 
-use super::{check_linear, detach, linear_unchecked, matmul_t, param, LinearDims, LinearNodes};
+use super::{
+    check_free, check_linear, detach, linear_unchecked, matmul_t, param, LinearDims, LinearNodes,
+};
 use crate::adalora::{AdaLoraConfig, RANKNUM_EPS};
 use crate::error::Result;
 use crate::lora::LoraConfig;
@@ -28,6 +30,7 @@ pub fn lora(
 ) -> Result<LoraNodes> {
     config.check()?;
     let d = check_linear(g, x, base)?;
+    check_free(g, prefix, &["lora_A.weight", "lora_B.weight"])?;
     let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, ".weight")?;
     let y = linear_unchecked(g, x, base);
     let delta = lora_branch(g, x, lora_a, lora_b);
@@ -97,6 +100,8 @@ pub fn dora(
     config.check()?;
     let d = check_linear(g, x, base)?;
     let s = config.scaling();
+    let names = ["lora_A.weight", "lora_B.weight", "lora_magnitude_vector"];
+    check_free(g, prefix, &names)?;
     let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, ".weight")?;
     let magnitude = param(
         g,
@@ -151,6 +156,7 @@ pub fn ia3(
 ) -> Result<Ia3Nodes> {
     let d = check_linear(g, x, base)?;
     let shape = crate::Ia3Adapter::shape_for(is_feedforward, d.in_features, d.out_features);
+    check_free(g, prefix, &["ia3_l"])?;
     let ia3_l = param(g, prefix, "ia3_l", &shape, d.dtype)?;
     let n = shape[0] * shape[1];
     let l = g.reshape_(ia3_l, &[n as i64]);
@@ -186,6 +192,7 @@ pub fn adalora(
     config: &AdaLoraConfig,
 ) -> Result<AdaLoraNodes> {
     let d = check_linear(g, x, base)?;
+    check_free(g, prefix, &["lora_A", "lora_E", "lora_B"])?;
     let (lora_a, lora_b) = low_rank_params(g, prefix, d, config.r, "")?;
     let lora_e = param(g, prefix, "lora_E", &[config.r, 1], d.dtype)?;
     let ae = g.mul(lora_a, lora_e);

@@ -47,7 +47,7 @@ pub use detach::detach;
 pub use oft::{oft, OftNodes};
 
 use crate::error::{PeftError, Result};
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use rlx_ir::{DType, Dim, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// The base linear layer's nodes: `weight [out, in]`, optional `bias [out]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,10 +163,16 @@ fn static_dims(g: &Graph, id: NodeId, what: &str) -> Result<Vec<usize>> {
         })
 }
 
-/// Checks `x [..., in]`, `weight [out, in]`, `bias [out]`, one float dtype.
+/// Checks `x [..., in]` (leading dims may be symbolic), `weight [out, in]`,
+/// `bias [out]`, one float dtype.
 pub(crate) fn check_linear(g: &Graph, x: NodeId, base: LinearNodes) -> Result<LinearDims> {
     let wd = static_dims(g, base.weight, "base weight")?;
-    let xd = static_dims(g, x, "x")?;
+    if g.get(x).is_none() {
+        return Err(PeftError::Invalid {
+            what: "x".into(),
+            reason: format!("node {x} is not in graph {:?}", g.name()),
+        });
+    }
     let dtype = g.shape(base.weight).dtype();
     if wd.len() != 2 {
         return Err(PeftError::Invalid {
@@ -182,23 +188,20 @@ pub(crate) fn check_linear(g: &Graph, x: NodeId, base: LinearNodes) -> Result<Li
         });
     }
     let (out_f, in_f) = (wd[0], wd[1]);
-    if xd.last() != Some(&in_f) || g.shape(x).dtype() != dtype {
-        let mut expected = xd.clone();
-        match expected.last_mut() {
-            Some(l) => *l = in_f,
-            None => expected.push(in_f),
-        }
-        if g.shape(x).dtype() != dtype {
-            return Err(PeftError::DType {
-                what: "x".into(),
-                expected: dtype.to_string(),
-                given: g.shape(x).dtype().to_string(),
-            });
-        }
-        return Err(PeftError::Shape {
+    let xs = g.shape(x);
+    if xs.dtype() != dtype {
+        return Err(PeftError::DType {
             what: "x".into(),
-            expected,
-            given: xd,
+            expected: dtype.to_string(),
+            given: xs.dtype().to_string(),
+        });
+    }
+    if xs.dims().last() != Some(&Dim::Static(in_f)) {
+        return Err(PeftError::Invalid {
+            what: "x".into(),
+            reason: format!(
+                "expected [..., {in_f}] (the base weight is [{out_f}, {in_f}]), given {xs}"
+            ),
         });
     }
     if let Some(b) = base.bias {
@@ -216,6 +219,24 @@ pub(crate) fn check_linear(g: &Graph, x: NodeId, base: LinearNodes) -> Result<Li
         out_features: out_f,
         dtype,
     })
+}
+
+/// Errors if any `<prefix>.<name>` is taken, so a builder fails before it
+/// adds anything (the graph is append-only).
+pub(crate) fn check_free(g: &Graph, prefix: &str, names: &[&str]) -> Result<()> {
+    for name in names {
+        let full = format!("{prefix}.{name}");
+        if g.find_param(&full).is_some() {
+            return Err(PeftError::Graph {
+                source: rlx_ir::IrError::DuplicateName {
+                    kind: "param",
+                    name: full.clone(),
+                },
+                builder: full,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A new param `<prefix>.<name>`; a taken name is an error.

@@ -1,6 +1,6 @@
 //! Graph builder for OFT with the Cayley-Neumann rotation (PEFT's default).
 
-use super::{check_linear, constant, linear_unchecked, param, LinearNodes};
+use super::{check_free, check_linear, constant, linear_unchecked, param, LinearNodes};
 use crate::error::{PeftError, Result};
 use crate::oft::OftConfig;
 use rlx_ir::{DType, Graph, GraphExt, NodeId};
@@ -47,6 +47,7 @@ pub fn oft(
         });
     }
     let (bs, rows, n_el) = (config.block_size, config.weight_rows(), config.n_elements());
+    check_free(g, prefix, &["oft_R.weight"])?;
     let oft_r = param(g, prefix, "oft_R.weight", &[rows, n_el], d.dtype)?;
 
     // Q = S - S^T as one matmul with a constant ±1 placement matrix [n_el, bs*bs].
@@ -65,7 +66,10 @@ pub fn oft(
     let rotation = neumann(g, q, [rows, bs], config.num_cayley_neumann_terms, d.dtype);
 
     // x [N, r, bs] -> [r, N, bs] @ R [r, bs, bs] -> back to [..., in]
-    let xd = g.shape(x).static_dims().expect("checked static");
+    let xd = g.shape(x).static_dims().ok_or_else(|| PeftError::Invalid {
+        what: "x".into(),
+        reason: format!("the OFT graph needs static dims, given {}", g.shape(x)),
+    })?;
     let n: usize = xd[..xd.len() - 1].iter().product();
     let xb = g.reshape_(x, &[n as i64, config.r as i64, bs as i64]);
     let xt = g.transpose_(xb, &[1, 0, 2]);
