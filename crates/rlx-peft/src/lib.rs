@@ -50,6 +50,7 @@ mod load;
 mod lora;
 mod mat;
 mod oft;
+mod save;
 
 pub use adalora::{AdaLoraAdapter, AdaLoraConfig, RANKNUM_EPS};
 pub use allocator::{AllocatorConfig, RankAllocator, RankPattern, TripletMut};

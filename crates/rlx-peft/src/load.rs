@@ -64,9 +64,10 @@ impl Adapter for AnyAdapter {
 /// [`crate::graph`] builders use with prefix `base_model.model.<module>`).
 #[derive(Clone, Debug)]
 pub struct AdapterSet {
+    pub(crate) config_json: String,
     config: AdapterConfig,
     modules: BTreeMap<String, AnyAdapter>,
-    tensors: BTreeMap<String, HostTensor>,
+    pub(crate) tensors: BTreeMap<String, HostTensor>,
 }
 
 impl AdapterSet {
@@ -86,9 +87,36 @@ impl AdapterSet {
     /// From the config's text and the safetensors file's bytes.
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<AdapterSet> {
         let config = AdapterConfig::from_json(config_json)?;
-        let tensors = read_tensors(safetensors)?;
+        AdapterSet::build(config_json, config, read_tensors(safetensors)?)
+    }
+
+    /// From the config's text and f32 tensors under PEFT's keys, e.g. the
+    /// trained values of the params a [`crate::graph`] builder made (their
+    /// names are the keys when the prefix is `base_model.model.<module>`).
+    pub fn from_tensors(
+        config_json: &str,
+        tensors: BTreeMap<String, HostTensor>,
+    ) -> Result<AdapterSet> {
+        let config = AdapterConfig::from_json(config_json)?;
+        for (key, t) in &tensors {
+            if t.dtype() != rlx_ir::DType::F32 {
+                return Err(PeftError::DType {
+                    what: key.clone(),
+                    expected: "f32".into(),
+                    given: t.dtype().to_string(),
+                });
+            }
+        }
+        AdapterSet::build(config_json, config, tensors)
+    }
+
+    fn build(
+        config_json: &str,
+        config: AdapterConfig,
+        tensors: BTreeMap<String, HostTensor>,
+    ) -> Result<AdapterSet> {
         if tensors.is_empty() {
-            return Err(PeftError::Safetensors("the file holds no tensors".into()));
+            return Err(PeftError::Safetensors("no adapter tensors".into()));
         }
         let by_module = group_by_module(&config.kind, &tensors)?;
         let mut modules = BTreeMap::new();
@@ -96,10 +124,16 @@ impl AdapterSet {
             modules.insert(module.clone(), build(&config.kind, module, parts)?);
         }
         Ok(AdapterSet {
+            config_json: config_json.to_string(),
             config,
             modules,
             tensors,
         })
+    }
+
+    /// The text of `adapter_config.json`, as given.
+    pub fn config_json(&self) -> &str {
+        &self.config_json
     }
 
     /// The parsed config.

@@ -209,3 +209,31 @@ fn adalora_adapter_cut_by_rank_allocation_loads_like_peft() {
         &values(&alloc["masked_y_after_load"]),
     );
 }
+
+#[test]
+fn trained_values_round_trip_through_the_peft_format() {
+    let set = AdapterSet::load(fixtures().join("dora")).unwrap();
+    // new values for one tensor, as a training loop would produce
+    let mut tensors = set.tensors().clone();
+    let key = "base_model.model.0.lora_B.weight";
+    let t = &tensors[key];
+    let moved: Vec<f32> = t
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v * 1.5 + 0.125)
+        .collect();
+    tensors.insert(
+        key.into(),
+        rlx_ir::HostTensor::from_vec(moved, t.dims()).unwrap(),
+    );
+    let trained = AdapterSet::from_tensors(set.config_json(), tensors.clone()).unwrap();
+    let dir = std::env::temp_dir().join(format!("rlx_peft_roundtrip_{}", std::process::id()));
+    trained.save(&dir).unwrap();
+    let back = AdapterSet::load(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(back.tensors(), &tensors);
+    assert_eq!(back.config(), set.config());
+    assert_eq!(back.modules(), trained.modules());
+    assert_ne!(back.modules(), set.modules());
+}
