@@ -291,7 +291,8 @@ pub(crate) fn is_plain_name(s: &str) -> bool {
 
 /// PEFT's `get_pattern_key`: a pattern key applies to `module` when it is
 /// the whole name or a dot-separated suffix of it (keys are literal names
-/// here; a regular-expression key is `Unsupported`).
+/// here; a regular-expression key is `Unsupported`). When several keys
+/// match, the first in sorted order wins (PEFT: the first in the file).
 pub(crate) fn pattern_value<'a, T>(
     patterns: &'a BTreeMap<String, T>,
     module: &str,

@@ -14,26 +14,45 @@
 //! `adapter_model.safetensors`, so a loaded adapter's tensors
 //! ([`crate::AdapterSet::tensors`]) set the params by name.
 //!
+//! Dropout is not applied (PEFT's eval-mode forward); `lora_dropout` and
+//! OFT's `module_dropout` are for the caller to add if wanted.
+//!
+//! A LoRA training step: build, differentiate with respect to the adapter's
+//! params only, compile, set the frozen base and the adapter, run. After
+//! training, [`crate::AdapterSet::from_tensors`] + [`crate::AdapterSet::save`]
+//! write the params in PEFT's format.
+//!
 //! ```
-//! use rlx_ir::{DType, Graph, GraphExt, Shape};
+//! use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 //! use rlx_peft::graph::{self, LinearNodes};
 //! use rlx_peft::LoraConfig;
+//! use rlx_runtime::{Device, Session};
 //!
 //! let mut g = Graph::new("lora_linear");
 //! let x = g.input("x", Shape::new(&[2, 8], DType::F32));
 //! let w = g.param("lin.weight", Shape::new(&[4, 8], DType::F32));
 //! let b = g.param("lin.bias", Shape::new(&[4], DType::F32));
-//! let cfg = LoraConfig { r: 2, lora_alpha: 4.0, use_rslora: false };
-//! let lora = graph::lora(&mut g, "lin", x, LinearNodes::new(w, Some(b)), &cfg).unwrap();
-//! g.set_outputs(vec![lora.output]);
+//! let cfg = LoraConfig { r: 2, lora_alpha: 4.0, use_rslora: false }; // scaling 2
+//! let lora = graph::lora(&mut g, "lin", x, LinearNodes::new(w, Some(b)), &cfg)?;
 //! assert_eq!(g.shape(lora.output), &Shape::new(&[2, 4], DType::F32));
-//! assert_eq!(g.shape(lora.lora_a), &Shape::new(&[2, 8], DType::F32));
 //! assert!(g.find_param("lin.lora_B.weight").is_some());
-//! // Train only the adapter: differentiate wrt its params.
+//!
 //! let loss = g.sum(lora.output, &[0, 1], false);
 //! g.set_outputs(vec![loss]);
-//! let train = rlx_autodiff::grad_with_loss(&g, &[lora.lora_a, lora.lora_b]).unwrap();
-//! assert_eq!(train.outputs().len(), 3); // loss, dA, dB
+//! // outputs: loss, d loss / d lora_A, d loss / d lora_B
+//! let train = rlx_autodiff::grad_with_loss(&g, &[lora.lora_a, lora.lora_b])?;
+//! let mut exe = Session::new(Device::Cpu).try_compile(train)?;
+//! let t = |v: f32, d: &[usize]| HostTensor::from_vec(vec![v; d.iter().product()], d);
+//! exe.set_param_typed("lin.weight", &t(0.5, &[4, 8])?)?;
+//! exe.set_param_typed("lin.bias", &t(0.0, &[4])?)?;
+//! exe.set_param_typed("lin.lora_A.weight", &t(0.25, &[2, 8])?)?;
+//! exe.set_param_typed("lin.lora_B.weight", &t(0.0, &[4, 2])?)?; // PEFT's init: B = 0
+//! let out = exe.try_run_typed(&[("x", &t(1.0, &[2, 8])?)])?;
+//! assert_eq!(out[0].to_vec::<f32>()?, vec![32.0]); // B = 0: the base alone
+//! assert_eq!(out[1].to_vec::<f32>()?, vec![0.0; 16]); // no gradient into A yet
+//! // dB[o, k] = scaling * sum_n (x A^T)[n, k] = 2 * 2 * 2
+//! assert_eq!(out[2].to_vec::<f32>()?, vec![8.0; 8]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod adapters;
