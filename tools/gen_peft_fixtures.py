@@ -262,6 +262,8 @@ def main():
         ("oft", "oft", OFTConfig(r=2, oft_block_size=0, **common), 15, {"oft_R": (0.0, 0.2)}),
         ("oft_exact", "oft", OFTConfig(r=2, oft_block_size=0, use_cayley_neumann=False, **common), 16,
          {"oft_R": (0.0, 0.2)}),
+        ("oft_shared", "oft", OFTConfig(r=2, oft_block_size=0, block_share=True, num_cayley_neumann_terms=3,
+                                        **common), 17, {"oft_R": (0.0, 0.3)}),
     ]
     for name, kind, cfg, seed, ov in cases:
         rec = run_case(name, kind, cfg, seed, ov, x, cot)

@@ -137,6 +137,11 @@ fn oft_graph_matches_peft() {
 }
 
 #[test]
+fn oft_with_shared_blocks_and_three_neumann_terms_matches_peft() {
+    check("oft_shared");
+}
+
+#[test]
 fn oft_exact_cayley_graph_is_a_clear_error() {
     match run_case("oft_exact", DType::F32) {
         Err(PeftError::Unsupported(msg)) => assert!(msg.contains("use_cayley_neumann"), "{msg}"),

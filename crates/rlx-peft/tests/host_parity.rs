@@ -8,7 +8,7 @@ use common::{assert_close, base_linear, fixture, fixtures, tanh, tensor, vals, v
 use rlx_peft::{Adapter, AdapterSet, AnyAdapter, Linear};
 use serde_json::Value;
 
-const CASES: [&str; 7] = [
+const CASES: [&str; 8] = [
     "lora",
     "lora_rslora",
     "dora",
@@ -16,6 +16,7 @@ const CASES: [&str; 7] = [
     "adalora",
     "oft",
     "oft_exact",
+    "oft_shared",
 ];
 
 fn model_forward(set: &AdapterSet, case: &Value, x: &rlx_ir::HostTensor) -> Vec<f64> {
