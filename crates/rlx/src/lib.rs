@@ -82,6 +82,12 @@ pub use rlx_optim as optim;
 #[cfg(feature = "optim")]
 pub mod train;
 
+#[cfg(feature = "peft")]
+/// Parameter-efficient adaptation: LoRA / rsLoRA, DoRA, IA3, AdaLoRA (with
+/// its rank allocator) and OFT, as HuggingFace PEFT defines them — host
+/// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
+pub use rlx_peft as peft;
+
 #[cfg(feature = "rng")]
 /// Bit-exact reproductions of the numpy and PyTorch random streams
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
