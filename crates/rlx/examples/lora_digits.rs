@@ -189,7 +189,7 @@ pub fn run() -> rlx::Result<(f32, f32, f32, f32)> {
     base.set_param("fc2.bias", &[0.0; CLASSES])?;
     train(&mut base, train_a, 15, &mut rng, "pretrain")?;
     let pre_a = accuracy(base.params(), false, test_a)?;
-    let pre_b = accuracy(base.params(), false, &test_b)?;
+    let pre_b = accuracy(base.params(), false, test_b)?;
     println!(
         "pretrained: {:.2}% on digits 0-6, {:.2}% on all digits",
         pre_a * 100.0,
