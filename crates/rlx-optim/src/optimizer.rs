@@ -39,8 +39,8 @@ pub trait Optimizer {
     fn lr(&self) -> f64;
     /// Sets the learning rate (and the base rate an attached schedule scales).
     fn set_lr(&mut self, lr: f64);
-    /// Attaches a learning-rate schedule that scales the current base rate,
-    /// counted from iteration 0.
+    /// Attaches a learning-rate schedule that scales the current base rate;
+    /// its iteration 0 is the current iteration.
     fn set_schedule(&mut self, schedule: LrSchedule);
     /// Iterations ended so far.
     fn iteration(&self) -> u64;

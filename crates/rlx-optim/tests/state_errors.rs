@@ -144,6 +144,35 @@ fn stiefel_save_load_and_shape_errors() {
 }
 
 #[test]
+fn kron_with_a_singular_factor_is_an_error_that_changes_nothing() {
+    let mk = || {
+        KronPsgd::new(KronConfig {
+            update: PrecondUpdate::Probability(1.0),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let mut opt = mk();
+    let mut w = vec![0.5f64, -0.25, 1.0, 2.0, -1.5, 0.75];
+    opt.step("w", &[2, 3], &mut w, &[0.1, 0.2, -0.3, 0.4, 0.5, -0.6])
+        .unwrap();
+    opt.end_iteration();
+    let mut st = opt.save_state();
+    st.params
+        .get_mut("w")
+        .unwrap()
+        .buffers
+        .get_mut("Q1")
+        .unwrap()[4] = 0.0; // a diagonal entry
+    let mut bad = mk();
+    bad.load_state(&st).unwrap();
+    let before = (w.clone(), bad.save_state());
+    let e = bad.step("w", &[2, 3], &mut w, &[0.1; 6]).unwrap_err();
+    assert!(e.to_string().contains("singular"), "{e}");
+    assert_eq!((w, bad.save_state()), before);
+}
+
+#[test]
 fn step_all_steps_every_parameter() {
     let mut a = AdamW::with_lr(0.1).unwrap();
     let mut b = AdamW::with_lr(0.1).unwrap();
