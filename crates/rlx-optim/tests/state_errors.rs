@@ -173,6 +173,23 @@ fn kron_with_a_singular_factor_is_an_error_that_changes_nothing() {
 }
 
 #[test]
+fn orthonormalize_puts_a_matrix_on_the_stiefel_manifold() {
+    let mut w: Vec<f64> = (0..15).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+    Stiefel::orthonormalize(&[5, 3], &mut w).unwrap();
+    for a in 0..3 {
+        for b in 0..3 {
+            let dot: f64 = (0..5).map(|r| w[r * 3 + a] * w[r * 3 + b]).sum();
+            assert!(
+                (dot - if a == b { 1.0 } else { 0.0 }).abs() < 1e-14,
+                "{a} {b} {dot}"
+            );
+        }
+    }
+    assert!(Stiefel::orthonormalize(&[3, 5], &mut w).is_err());
+    assert!(Stiefel::orthonormalize(&[5, 2], &mut w).is_err());
+}
+
+#[test]
 fn step_all_steps_every_parameter() {
     let mut a = AdamW::with_lr(0.1).unwrap();
     let mut b = AdamW::with_lr(0.1).unwrap();
