@@ -8,6 +8,7 @@
 
 use crate::fft::{FftKind, FftNorm};
 use crate::ops::upsample::InterpMode;
+use crate::quant::QuantScheme;
 use std::fmt;
 
 /// Elementwise unary functions (activations included).
@@ -570,6 +571,24 @@ pub enum Op {
         /// Scaling convention.
         norm: FftNorm,
     },
+    // ── quantized weights (ops/quant.rs) ──
+    /// Block bytes (`U8`) of `scheme` -> the `F32` values they encode, with the
+    /// node's declared dims.
+    Dequantize {
+        /// The block format of the input bytes.
+        scheme: QuantScheme,
+    },
+    /// `y[.., N] = x[.., K] · Wᵀ` for an `[N, K]` weight stored as `scheme`'s
+    /// block bytes (`U8`), or as a plain f32 / f16 / bf16 tensor when `scheme`
+    /// is `None`. Composite: dequantize, transpose, matmul.
+    DequantMatMul {
+        /// The weight's block format; `None` for a plain float weight.
+        scheme: Option<QuantScheme>,
+        /// Output features (rows of `W`).
+        n: usize,
+        /// Input features (columns of `W`), a whole number of blocks.
+        k: usize,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -612,6 +631,8 @@ pub enum OpKind {
     Pool,
     Upsample,
     Fft,
+    Dequantize,
+    DequantMatMul,
 }
 
 impl OpKind {
@@ -626,6 +647,7 @@ impl OpKind {
                 | OpKind::GroupNorm
                 | OpKind::Attention
                 | OpKind::Rope
+                | OpKind::DequantMatMul
         )
     }
 }
@@ -670,6 +692,8 @@ impl Op {
             Op::Pool { .. } => OpKind::Pool,
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
+            Op::Dequantize { .. } => OpKind::Dequantize,
+            Op::DequantMatMul { .. } => OpKind::DequantMatMul,
         }
     }
 
@@ -773,6 +797,11 @@ impl Op {
                 align_corners,
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
+            Op::Dequantize { scheme } => format!("dequantize{{scheme={scheme}}}"),
+            Op::DequantMatMul { scheme, n, k } => format!(
+                "dequant_matmul{{scheme={}, n={n}, k={k}}}",
+                scheme.map_or("none", QuantScheme::name)
+            ),
         }
     }
 }

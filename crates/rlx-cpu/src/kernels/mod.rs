@@ -38,6 +38,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod movement;
 pub mod norm;
+pub mod quant_matmul;
 pub mod reduce;
 pub mod scalar;
 pub mod upsample;
@@ -283,6 +284,10 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             align_corners,
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+        Op::Dequantize { scheme } => quant_matmul::dequantize(*scheme, ins, out),
+        Op::DequantMatMul { scheme, n, k } => {
+            quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod movement;
 pub mod norm;
+pub mod quant;
 pub mod reduce;
 pub mod upsample;
 
@@ -67,6 +68,8 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Pool { window, .. } => conv::infer_pool(window, inputs),
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
+        Dequantize { scheme } => quant::infer_dequantize(*scheme, inputs, need(declared)?),
+        DequantMatMul { scheme, n, k } => quant::infer_dequant_matmul(*scheme, *n, *k, inputs),
     }
 }
 
@@ -81,6 +84,7 @@ pub fn needs_declared_shape(op: &Op) -> bool {
             | Op::Broadcast
             | Op::Iota { .. }
             | Op::Upsample { .. }
+            | Op::Dequantize { .. }
     ) || matches!(
         op,
         Op::Fft {
@@ -110,6 +114,9 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
             softcap,
         } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
+        Op::DequantMatMul { scheme, n, k } => {
+            quant::decompose_dequant_matmul(g, inputs, *scheme, *n, *k)?
+        }
         _ => return Ok(None),
     };
     Ok(Some(id))

@@ -1,0 +1,293 @@
+//! Weight rows of each GGUF block format decoded to ggml's integer form:
+//! the small integer quants `q` (i8), the integer scale and min of each
+//! group of 16 / 32 weights, and the float `d` / `dmin` of each block, so
+//! that a weight is `d * scale * q - dmin * min` (K-quants),
+//! `d * q + m` (Q4_1 / Q5_1) or `d * q` (the rest). The matmul then takes
+//! integer dot products of `q` with the quantized activations, as ggml's
+//! `vec_dot_*` do.
+// Index-for-index ports of ggml's block layouts (see rlx-gguf's codecs).
+#![allow(clippy::needless_range_loop)]
+
+use half::f16;
+use rlx_ir::quant::QuantScheme;
+
+/// The activation quantization a weight format is paired with (as in ggml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActQuant {
+    /// Q8_0 (32 values, f16 scale).
+    Q8_0,
+    /// Q8_1 (32 values, f16 scale and f16 `d * sum(q)`).
+    Q8_1,
+    /// Q8_K (256 values, f32 scale).
+    Q8K,
+}
+
+/// How a block's offset term is formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mins {
+    /// No offset (symmetric formats).
+    None,
+    /// `m * s_x` per block: Q4_1 / Q5_1 with Q8_1 activations.
+    Block,
+    /// `-dmin * d_x * sum_g min_g * sum(x_q in g)`: Q2_K / Q4_K / Q5_K.
+    Groups,
+}
+
+/// The decoding recipe of one block format.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// Weights per block.
+    pub block: usize,
+    /// Bytes per block.
+    pub block_bytes: usize,
+    /// Weights per scale group (16 or 32).
+    pub group: usize,
+    /// True when every group scale is 1 (the legacy formats and Q8_K).
+    pub unit_scales: bool,
+    /// The offset term.
+    pub mins: Mins,
+    /// The paired activation quantization.
+    pub act: ActQuant,
+    decode: DecodeBlock,
+}
+
+/// Decodes one block: fills `q` (block), `scale` and `min` (block / group);
+/// returns `(d, dmin)`.
+type DecodeBlock = fn(&[u8], &mut [i8], &mut [i32], &mut [i32]) -> (f32, f32);
+
+/// The layout of `scheme`, or `None` when the native kernel does not run it.
+pub fn layout(scheme: QuantScheme) -> Option<Layout> {
+    use ActQuant::*;
+    use QuantScheme::*;
+    let (group, unit, mins, act, decode): (usize, bool, Mins, ActQuant, DecodeBlock) = match scheme
+    {
+        GgufQ4_0 => (32, true, Mins::None, Q8_0, q4_0),
+        GgufQ4_1 => (32, true, Mins::Block, Q8_1, q4_1),
+        GgufQ5_0 => (32, true, Mins::None, Q8_0, q5_0),
+        GgufQ5_1 => (32, true, Mins::Block, Q8_1, q5_1),
+        GgufQ8_0 => (32, true, Mins::None, Q8_0, q8_0),
+        GgufQ2K => (16, false, Mins::Groups, Q8K, q2_k),
+        GgufQ3K => (16, false, Mins::None, Q8K, q3_k),
+        GgufQ4K => (32, false, Mins::Groups, Q8K, q4_k),
+        GgufQ5K => (32, false, Mins::Groups, Q8K, q5_k),
+        GgufQ6K => (16, false, Mins::None, Q8K, q6_k),
+        GgufQ8K => (32, true, Mins::None, Q8K, q8_k),
+        _ => return None,
+    };
+    Some(Layout {
+        block: scheme.block_size(),
+        block_bytes: scheme.gguf_block_bytes(),
+        group,
+        unit_scales: unit,
+        mins,
+        act,
+        decode,
+    })
+}
+
+/// One decoded weight row.
+#[derive(Default)]
+pub struct WeightRow {
+    /// Integer quants, one per weight.
+    pub q: Vec<i8>,
+    /// Integer scale per group.
+    pub scale: Vec<i32>,
+    /// Integer min per group (K-quants with mins).
+    pub min: Vec<i32>,
+    /// Float scale per block.
+    pub d: Vec<f32>,
+    /// Float min per block (`m` of Q4_1 / Q5_1, `dmin` of K-quants).
+    pub dmin: Vec<f32>,
+}
+
+impl WeightRow {
+    /// Decodes the `k` weights in `bytes` (one row of whole blocks).
+    #[inline(always)]
+    pub fn decode(&mut self, lay: &Layout, bytes: &[u8], k: usize) {
+        let (nb, ng) = (k / lay.block, k / lay.group);
+        let gpb = lay.block / lay.group;
+        self.q.resize(k, 0);
+        self.scale.resize(ng, 1);
+        self.min.resize(ng, 0);
+        self.d.resize(nb, 0.0);
+        self.dmin.resize(nb, 0.0);
+        for b in 0..nb {
+            let (d, dmin) = (lay.decode)(
+                &bytes[b * lay.block_bytes..(b + 1) * lay.block_bytes],
+                &mut self.q[b * lay.block..(b + 1) * lay.block],
+                &mut self.scale[b * gpb..(b + 1) * gpb],
+                &mut self.min[b * gpb..(b + 1) * gpb],
+            );
+            self.d[b] = d;
+            self.dmin[b] = dmin;
+        }
+    }
+}
+
+#[inline(always)]
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+}
+
+#[inline(always)]
+fn nibbles(qs: &[u8], offset: i8, q: &mut [i8]) {
+    let half = qs.len();
+    for j in 0..half {
+        q[j] = (qs[j] & 0xF) as i8 - offset;
+        q[j + half] = (qs[j] >> 4) as i8 - offset;
+    }
+}
+
+fn q4_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    nibbles(&b[2..18], 8, q);
+    (f16_at(b, 0), 0.0)
+}
+
+fn q4_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    nibbles(&b[4..20], 0, q);
+    (f16_at(b, 0), f16_at(b, 2))
+}
+
+/// Q5_0 / Q5_1 quants: nibbles plus the 5th bit from the 32-bit `qh`.
+#[inline(always)]
+fn fives(qh: u32, qs: &[u8], offset: i8, q: &mut [i8]) {
+    for j in 0..16 {
+        let h0 = (((qh >> j) << 4) & 0x10) as u8;
+        let h1 = ((qh >> (j + 12)) & 0x10) as u8;
+        q[j] = ((qs[j] & 0xF) | h0) as i8 - offset;
+        q[j + 16] = ((qs[j] >> 4) | h1) as i8 - offset;
+    }
+}
+
+fn q5_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    fives(
+        u32::from_le_bytes([b[2], b[3], b[4], b[5]]),
+        &b[6..22],
+        16,
+        q,
+    );
+    (f16_at(b, 0), 0.0)
+}
+
+fn q5_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    fives(
+        u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        &b[8..24],
+        0,
+        q,
+    );
+    (f16_at(b, 0), f16_at(b, 2))
+}
+
+fn q8_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    for j in 0..32 {
+        q[j] = b[2 + j] as i8;
+    }
+    (f16_at(b, 0), 0.0)
+}
+
+/// Q2_K: `scales[16] (min << 4 | scale), qs[64], d, dmin`; groups of 16.
+fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    let (sc, qs) = (&b[0..16], &b[16..80]);
+    for g in 0..16 {
+        scale[g] = i32::from(sc[g] & 0xF);
+        min[g] = i32::from(sc[g] >> 4);
+    }
+    for n in 0..2 {
+        for j in 0..4 {
+            for l in 0..32 {
+                q[n * 128 + j * 32 + l] = ((qs[n * 32 + l] >> (2 * j)) & 3) as i8;
+            }
+        }
+    }
+    (f16_at(b, 80), f16_at(b, 82))
+}
+
+/// Q3_K: `hmask[32], qs[64], scales[12] (16 signed 6-bit), d`; groups of 16.
+fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (hmask, qs, s) = (&b[0..32], &b[32..96], &b[96..108]);
+    for g in 0..16 {
+        let lo = if g < 8 { s[g] & 0xF } else { s[g - 8] >> 4 };
+        let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+        scale[g] = i32::from(lo | (hi << 4)) - 32;
+    }
+    for n in 0..2 {
+        for j in 0..4 {
+            let m = 1u8 << (n * 4 + j);
+            for l in 0..32 {
+                let low = ((qs[n * 32 + l] >> (2 * j)) & 3) as i8;
+                q[n * 128 + j * 32 + l] = low - if hmask[l] & m != 0 { 0 } else { 4 };
+            }
+        }
+    }
+    (f16_at(b, 108), 0.0)
+}
+
+/// The 6-bit scales and mins of Q4_K / Q5_K (8 groups of 32).
+#[inline(always)]
+fn scales_mins_k4(s: &[u8], scale: &mut [i32], min: &mut [i32]) {
+    for j in 0..8 {
+        let (sc, m) = if j < 4 {
+            (s[j] & 63, s[j + 4] & 63)
+        } else {
+            (
+                (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
+                (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+            )
+        };
+        scale[j] = i32::from(sc);
+        min[j] = i32::from(m);
+    }
+}
+
+/// Q4_K: `d, dmin, scales[12], qs[128]`; groups of 32.
+fn q4_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    scales_mins_k4(&b[4..16], scale, min);
+    for c in 0..4 {
+        nibbles(&b[16 + c * 32..48 + c * 32], 0, &mut q[c * 64..c * 64 + 64]);
+    }
+    (f16_at(b, 0), f16_at(b, 2))
+}
+
+/// Q5_K: `d, dmin, scales[12], qh[32], qs[128]`; groups of 32.
+fn q5_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    scales_mins_k4(&b[4..16], scale, min);
+    let (qh, qs) = (&b[16..48], &b[48..176]);
+    for c in 0..4 {
+        for l in 0..32 {
+            let x = qs[c * 32 + l];
+            let h1 = ((qh[l] >> (2 * c)) & 1) << 4;
+            let h2 = ((qh[l] >> (2 * c + 1)) & 1) << 4;
+            q[c * 64 + l] = ((x & 0xF) | h1) as i8;
+            q[c * 64 + 32 + l] = ((x >> 4) | h2) as i8;
+        }
+    }
+    (f16_at(b, 0), f16_at(b, 2))
+}
+
+/// Q6_K: `ql[128], qh[64], scales[16] (i8), d`; groups of 16.
+fn q6_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    for g in 0..16 {
+        scale[g] = i32::from(b[192 + g] as i8);
+    }
+    for n in 0..2 {
+        let ql = &b[n * 64..n * 64 + 64];
+        let qh = &b[128 + n * 32..128 + n * 32 + 32];
+        let y = &mut q[n * 128..n * 128 + 128];
+        for l in 0..32 {
+            y[l] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i8 - 32;
+            y[l + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
+            y[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
+            y[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
+        }
+    }
+    (f16_at(b, 208), 0.0)
+}
+
+/// Q8_K: `d (f32), qs[256], bsums[16]`; one scale.
+fn q8_k(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    for j in 0..256 {
+        q[j] = b[4 + j] as i8;
+    }
+    (f32::from_le_bytes([b[0], b[1], b[2], b[3]]), 0.0)
+}
