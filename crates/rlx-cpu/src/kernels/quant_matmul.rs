@@ -62,7 +62,8 @@ pub fn dequant_matmul(
         n,
         k,
     };
-    let threads = thread_budget();
+    let work = x.numel().saturating_mul(n);
+    let threads = thread_budget().min(work / GRAIN).max(1);
     mm.run(
         QuantIsa::best(),
         threads,
@@ -208,7 +209,9 @@ impl QuantMatMul {
     }
 
     /// Computes `out[M, N] = x[M, K] · Wᵀ` on `isa` (one of
-    /// [`QuantIsa::available`]) with at most `threads` threads.
+    /// [`QuantIsa::available`]) with `threads` threads (at most one per
+    /// output row); the op's kernel picks the count from `RLX_NUM_THREADS`
+    /// and the problem size.
     pub fn run(
         &self,
         isa: QuantIsa,
@@ -234,8 +237,7 @@ impl QuantMatMul {
             act,
             m,
         };
-        let work = m.saturating_mul(self.n).saturating_mul(self.k);
-        let t = threads.clamp(1, (work / GRAIN).max(1)).min(self.n);
+        let t = threads.clamp(1, self.n);
         if t <= 1 {
             let mut local = vec![0f32; m * self.n];
             run_rows(&job, isa, 0, self.n, &mut local);

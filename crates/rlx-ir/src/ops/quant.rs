@@ -76,7 +76,7 @@ pub(crate) fn infer_dequantize(
         .last()
         .ok_or_else(|| "dequantize to a scalar".to_string())?;
     let numel = static_numel(declared, "the declared shape")?;
-    let rows = if k == 0 { 0 } else { numel / k };
+    let rows = numel.checked_div(k).unwrap_or(0);
     check_block_bytes(scheme, inputs[0], rows, k)?;
     Ok(declared.clone())
 }
