@@ -48,30 +48,20 @@ pub struct Layout {
     pub mins: Mins,
     /// The paired activation quantization.
     pub act: ActQuant,
-    decode: DecodeBlock,
+    scheme: QuantScheme,
 }
-
-/// Decodes one block: fills `q` (block), `scale` and `min` (block / group);
-/// returns `(d, dmin)`.
-type DecodeBlock = fn(&[u8], &mut [i8], &mut [i32], &mut [i32]) -> (f32, f32);
 
 /// The layout of `scheme`, or `None` when the native kernel does not run it.
 pub fn layout(scheme: QuantScheme) -> Option<Layout> {
     use ActQuant::*;
     use QuantScheme::*;
-    let (group, unit, mins, act, decode): (usize, bool, Mins, ActQuant, DecodeBlock) = match scheme
-    {
-        GgufQ4_0 => (32, true, Mins::None, Q8_0, q4_0),
-        GgufQ4_1 => (32, true, Mins::Block, Q8_1, q4_1),
-        GgufQ5_0 => (32, true, Mins::None, Q8_0, q5_0),
-        GgufQ5_1 => (32, true, Mins::Block, Q8_1, q5_1),
-        GgufQ8_0 => (32, true, Mins::None, Q8_0, q8_0),
-        GgufQ2K => (16, false, Mins::Groups, Q8K, q2_k),
-        GgufQ3K => (16, false, Mins::None, Q8K, q3_k),
-        GgufQ4K => (32, false, Mins::Groups, Q8K, q4_k),
-        GgufQ5K => (32, false, Mins::Groups, Q8K, q5_k),
-        GgufQ6K => (16, false, Mins::None, Q8K, q6_k),
-        GgufQ8K => (32, true, Mins::None, Q8K, q8_k),
+    let (group, unit, mins, act) = match scheme {
+        GgufQ4_0 | GgufQ5_0 | GgufQ8_0 => (32, true, Mins::None, Q8_0),
+        GgufQ4_1 | GgufQ5_1 => (32, true, Mins::Block, Q8_1),
+        GgufQ2K => (16, false, Mins::Groups, Q8K),
+        GgufQ3K | GgufQ6K => (16, false, Mins::None, Q8K),
+        GgufQ4K | GgufQ5K => (32, false, Mins::Groups, Q8K),
+        GgufQ8K => (32, true, Mins::None, Q8K),
         _ => return None,
     };
     Some(Layout {
@@ -81,7 +71,7 @@ pub fn layout(scheme: QuantScheme) -> Option<Layout> {
         unit_scales: unit,
         mins,
         act,
-        decode,
+        scheme,
     })
 }
 
@@ -104,24 +94,62 @@ impl WeightRow {
     /// Decodes the `k` weights in `bytes` (one row of whole blocks).
     #[inline(always)]
     pub fn decode(&mut self, lay: &Layout, bytes: &[u8], k: usize) {
+        use QuantScheme::*;
         let (nb, ng) = (k / lay.block, k / lay.group);
-        let gpb = lay.block / lay.group;
         self.q.resize(k, 0);
         self.scale.resize(ng, 1);
         self.min.resize(ng, 0);
         self.d.resize(nb, 0.0);
         self.dmin.resize(nb, 0.0);
-        for b in 0..nb {
-            let (d, dmin) = (lay.decode)(
-                &bytes[b * lay.block_bytes..(b + 1) * lay.block_bytes],
-                &mut self.q[b * lay.block..(b + 1) * lay.block],
-                &mut self.scale[b * gpb..(b + 1) * gpb],
-                &mut self.min[b * gpb..(b + 1) * gpb],
-            );
-            self.d[b] = d;
-            self.dmin[b] = dmin;
+        // A direct call per format (not a function pointer), so each block
+        // decoder inlines and vectorizes with the caller's target features.
+        macro_rules! blocks {
+            ($f:ident) => {{
+                let (bs, bb, gpb) = (lay.block, lay.block_bytes, lay.block / lay.group);
+                let q = self.q.chunks_exact_mut(bs);
+                let sc = self.scale.chunks_exact_mut(gpb);
+                let mn = self.min.chunks_exact_mut(gpb);
+                let dd = self.d.iter_mut().zip(self.dmin.iter_mut());
+                for ((((b, q), sc), mn), (d, dmin)) in
+                    bytes.chunks_exact(bb).zip(q).zip(sc).zip(mn).zip(dd)
+                {
+                    (*d, *dmin) = $f(b, q, sc, mn);
+                }
+            }};
+        }
+        match lay.scheme {
+            GgufQ4_0 => blocks!(q4_0),
+            GgufQ4_1 => blocks!(q4_1),
+            GgufQ5_0 => blocks!(q5_0),
+            GgufQ5_1 => blocks!(q5_1),
+            GgufQ8_0 => blocks!(q8_0),
+            GgufQ2K => blocks!(q2_k),
+            GgufQ3K => blocks!(q3_k),
+            GgufQ4K => blocks!(q4_k),
+            GgufQ5K => blocks!(q5_k),
+            GgufQ6K => blocks!(q6_k),
+            _ => blocks!(q8_k),
         }
     }
+}
+
+/// `s` as a fixed-size array (its length is the block's, by construction),
+/// so the decoders index it without bounds checks.
+#[inline(always)]
+fn fixed<const N: usize>(s: &[u8]) -> &[u8; N] {
+    s.try_into().expect("a whole block")
+}
+
+#[inline(always)]
+fn fixed_mut<const N: usize>(s: &mut [i8]) -> &mut [i8; N] {
+    s.try_into().expect("a whole block")
+}
+
+/// Bytes read as the i8 quants they store.
+#[inline(always)]
+fn as_i8(b: &[u8]) -> &[i8] {
+    // SAFETY: u8 and i8 have the same size, alignment and validity.
+    unsafe { std::slice::from_raw_parts(b.as_ptr() as *const i8, b.len()) }
 }
 
 #[inline(always)]
@@ -138,12 +166,16 @@ fn nibbles(qs: &[u8], offset: i8, q: &mut [i8]) {
     }
 }
 
+#[inline(always)]
 fn q4_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 18], &mut [i8; 32]) = (fixed(b), fixed_mut(q));
     nibbles(&b[2..18], 8, q);
     (f16_at(b, 0), 0.0)
 }
 
+#[inline(always)]
 fn q4_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 20], &mut [i8; 32]) = (fixed(b), fixed_mut(q));
     nibbles(&b[4..20], 0, q);
     (f16_at(b, 0), f16_at(b, 2))
 }
@@ -159,7 +191,9 @@ fn fives(qh: u32, qs: &[u8], offset: i8, q: &mut [i8]) {
     }
 }
 
+#[inline(always)]
 fn q5_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 22], &mut [i8; 32]) = (fixed(b), fixed_mut(q));
     fives(
         u32::from_le_bytes([b[2], b[3], b[4], b[5]]),
         &b[6..22],
@@ -169,7 +203,9 @@ fn q5_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
     (f16_at(b, 0), 0.0)
 }
 
+#[inline(always)]
 fn q5_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 24], &mut [i8; 32]) = (fixed(b), fixed_mut(q));
     fives(
         u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
         &b[8..24],
@@ -179,15 +215,17 @@ fn q5_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
     (f16_at(b, 0), f16_at(b, 2))
 }
 
+#[inline(always)]
 fn q8_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
-    for j in 0..32 {
-        q[j] = b[2 + j] as i8;
-    }
+    let (b, q): (&[u8; 34], &mut [i8; 32]) = (fixed(b), fixed_mut(q));
+    q.copy_from_slice(as_i8(&b[2..34]));
     (f16_at(b, 0), 0.0)
 }
 
 /// Q2_K: `scales[16] (min << 4 | scale), qs[64], d, dmin`; groups of 16.
+#[inline(always)]
 fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 84], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     let (sc, qs) = (&b[0..16], &b[16..80]);
     for g in 0..16 {
         scale[g] = i32::from(sc[g] & 0xF);
@@ -204,7 +242,9 @@ fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
 }
 
 /// Q3_K: `hmask[32], qs[64], scales[12] (16 signed 6-bit), d`; groups of 16.
+#[inline(always)]
 fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 110], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     let (hmask, qs, s) = (&b[0..32], &b[32..96], &b[96..108]);
     for g in 0..16 {
         let lo = if g < 8 { s[g] & 0xF } else { s[g - 8] >> 4 };
@@ -241,7 +281,9 @@ fn scales_mins_k4(s: &[u8], scale: &mut [i32], min: &mut [i32]) {
 }
 
 /// Q4_K: `d, dmin, scales[12], qs[128]`; groups of 32.
+#[inline(always)]
 fn q4_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 144], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     scales_mins_k4(&b[4..16], scale, min);
     for c in 0..4 {
         nibbles(&b[16 + c * 32..48 + c * 32], 0, &mut q[c * 64..c * 64 + 64]);
@@ -250,7 +292,9 @@ fn q4_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
 }
 
 /// Q5_K: `d, dmin, scales[12], qh[32], qs[128]`; groups of 32.
+#[inline(always)]
 fn q5_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 176], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     scales_mins_k4(&b[4..16], scale, min);
     let (qh, qs) = (&b[16..48], &b[48..176]);
     for c in 0..4 {
@@ -266,7 +310,9 @@ fn q5_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
 }
 
 /// Q6_K: `ql[128], qh[64], scales[16] (i8), d`; groups of 16.
+#[inline(always)]
 fn q6_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) {
+    let (b, q): (&[u8; 210], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     for g in 0..16 {
         scale[g] = i32::from(b[192 + g] as i8);
     }
@@ -285,9 +331,9 @@ fn q6_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) 
 }
 
 /// Q8_K: `d (f32), qs[256], bsums[16]`; one scale.
+#[inline(always)]
 fn q8_k(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
-    for j in 0..256 {
-        q[j] = b[4 + j] as i8;
-    }
+    let (b, q): (&[u8; 292], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
+    q.copy_from_slice(as_i8(&b[4..260]));
     (f32::from_le_bytes([b[0], b[1], b[2], b[3]]), 0.0)
 }
