@@ -124,6 +124,18 @@ fn numpy_fixtures_match_ggml_math_on_every_isa_and_thread_count() {
                 if isa == QuantIsa::Scalar {
                     assert_eq!(y, single, "threads change no value");
                 }
+                // SIMD and scalar integer sums are exact; only the float
+                // accumulation order differs.
+                for i in 0..c.m * c.n {
+                    let err = (f64::from(y[i]) - f64::from(single[i])).abs();
+                    assert!(
+                        err <= 1e-6 * c.l1[i],
+                        "{} {isa:?} vs scalar, out {i}: {} vs {}",
+                        c.ty,
+                        y[i],
+                        single[i]
+                    );
+                }
             }
         }
     }
