@@ -183,13 +183,46 @@ fn q4_1(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
 /// Q5_0 / Q5_1 quants: nibbles plus the 5th bit from the 32-bit `qh`.
 #[inline(always)]
 fn fives(qh: u32, qs: &[u8], offset: i8, q: &mut [i8]) {
+    let (qs, q): (&[u8; 16], &mut [i8; 32]) = (qs.try_into().unwrap(), fixed_mut(q));
+    // Bit e of qh is the 5th bit of quant e: spread to bytes by table (as ggml).
+    let h: [u8; 32] = le_bytes_of([
+        BIT_TO_0X10[(qh & 0xFF) as usize],
+        BIT_TO_0X10[((qh >> 8) & 0xFF) as usize],
+        BIT_TO_0X10[((qh >> 16) & 0xFF) as usize],
+        BIT_TO_0X10[(qh >> 24) as usize],
+    ]);
     for j in 0..16 {
-        let h0 = (((qh >> j) << 4) & 0x10) as u8;
-        let h1 = ((qh >> (j + 12)) & 0x10) as u8;
-        q[j] = ((qs[j] & 0xF) | h0) as i8 - offset;
-        q[j + 16] = ((qs[j] >> 4) | h1) as i8 - offset;
+        q[j] = ((qs[j] & 0xF) | h[j]) as i8 - offset;
+        q[j + 16] = ((qs[j] >> 4) | h[j + 16]) as i8 - offset;
     }
 }
+
+/// Four little-endian u64 as their 32 bytes.
+#[inline(always)]
+fn le_bytes_of(v: [u64; 4]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (c, w) in out.chunks_exact_mut(8).zip(v) {
+        c.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// Byte `b` of each entry is 0x10 where bit `b` of the index is set.
+const BIT_TO_0X10: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut b = 0;
+        while b < 8 {
+            if (i >> b) & 1 == 1 {
+                t[i] |= 0x10 << (8 * b);
+            }
+            b += 1;
+        }
+        i += 1;
+    }
+    t
+};
 
 #[inline(always)]
 fn q5_0(b: &[u8], q: &mut [i8], _: &mut [i32], _: &mut [i32]) -> (f32, f32) {
@@ -231,10 +264,10 @@ fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
         scale[g] = i32::from(sc[g] & 0xF);
         min[g] = i32::from(sc[g] >> 4);
     }
-    for n in 0..2 {
-        for j in 0..4 {
-            for l in 0..32 {
-                q[n * 128 + j * 32 + l] = ((qs[n * 32 + l] >> (2 * j)) & 3) as i8;
+    for (qs, q) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)) {
+        for (j, q) in q.chunks_exact_mut(32).enumerate() {
+            for (o, &v) in q.iter_mut().zip(qs) {
+                *o = ((v >> (2 * j)) & 3) as i8;
             }
         }
     }
@@ -251,12 +284,13 @@ fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) 
         let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
         scale[g] = i32::from(lo | (hi << 4)) - 32;
     }
-    for n in 0..2 {
-        for j in 0..4 {
-            let m = 1u8 << (n * 4 + j);
-            for l in 0..32 {
-                let low = ((qs[n * 32 + l] >> (2 * j)) & 3) as i8;
-                q[n * 128 + j * 32 + l] = low - if hmask[l] & m != 0 { 0 } else { 4 };
+    for (n, (qs, q)) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)).enumerate() {
+        for (j, q) in q.chunks_exact_mut(32).enumerate() {
+            let bit = n * 4 + j;
+            for ((o, &v), &hm) in q.iter_mut().zip(qs).zip(hmask) {
+                // low 2 bits, minus 4 where the high-mask bit is clear
+                let low = ((v >> (2 * j)) & 3) as i8;
+                *o = low - (((!hm >> bit) & 1) << 2) as i8;
             }
         }
     }
@@ -297,13 +331,11 @@ fn q5_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
     let (b, q): (&[u8; 176], &mut [i8; 256]) = (fixed(b), fixed_mut(q));
     scales_mins_k4(&b[4..16], scale, min);
     let (qh, qs) = (&b[16..48], &b[48..176]);
-    for c in 0..4 {
-        for l in 0..32 {
-            let x = qs[c * 32 + l];
-            let h1 = ((qh[l] >> (2 * c)) & 1) << 4;
-            let h2 = ((qh[l] >> (2 * c + 1)) & 1) << 4;
-            q[c * 64 + l] = ((x & 0xF) | h1) as i8;
-            q[c * 64 + 32 + l] = ((x >> 4) | h2) as i8;
+    for (c, (qs, q)) in qs.chunks_exact(32).zip(q.chunks_exact_mut(64)).enumerate() {
+        let (lo, hi) = q.split_at_mut(32);
+        for (((o0, o1), &x), &h) in lo.iter_mut().zip(hi.iter_mut()).zip(qs).zip(qh) {
+            *o0 = ((x & 0xF) | (((h >> (2 * c)) & 1) << 4)) as i8;
+            *o1 = ((x >> 4) | (((h >> (2 * c + 1)) & 1) << 4)) as i8;
         }
     }
     (f16_at(b, 0), f16_at(b, 2))
