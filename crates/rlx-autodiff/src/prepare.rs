@@ -7,7 +7,9 @@ use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 /// True for composites differentiated through their decomposition (softmax
 /// and log-softmax have closed-form rules instead).
 fn decomposed_for_ad(op: &Op) -> bool {
-    op.kind().is_composite() && !matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
+    op.kind().is_composite()
+        && !matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
+        && !crate::rules::quant::kept_whole(op)
 }
 
 /// Verifies `g` and decomposes the composites that have no closed-form

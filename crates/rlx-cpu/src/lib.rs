@@ -29,8 +29,12 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn claims(&self, _op: &Op) -> bool {
-        true
+    fn claims(&self, op: &Op) -> bool {
+        // A weight format without a native quantized kernel runs decomposed.
+        match op {
+            Op::DequantMatMul { scheme, .. } => kernels::quant_matmul::supports(*scheme),
+            _ => true,
+        }
     }
 
     fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError> {

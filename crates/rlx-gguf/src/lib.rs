@@ -39,7 +39,6 @@
 pub mod codecs;
 mod error;
 mod parse;
-mod quant_scheme;
 mod reader;
 mod split;
 mod types;
@@ -51,8 +50,9 @@ pub use parse::{
     GgufContent, TensorInfo, DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION, KEY_ALIGNMENT,
     MAX_ARRAY_DEPTH, MAX_DIMS,
 };
-pub use quant_scheme::QuantScheme;
 pub use reader::{GgufFile, GgufReader};
+/// The IR's quantization scheme, re-exported from [`rlx_ir::quant`] where it lives.
+pub use rlx_ir::quant::QuantScheme;
 pub use split::{
     parse_shard_path, shard_path, GgufSplit, KEY_SPLIT_COUNT, KEY_SPLIT_NO, KEY_SPLIT_TENSORS_COUNT,
 };

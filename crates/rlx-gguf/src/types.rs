@@ -1,6 +1,6 @@
 //! [`GgmlType`]: the tensor element / block types a GGUF tensor can have.
 
-use crate::quant_scheme::QuantScheme;
+use rlx_ir::quant::QuantScheme;
 use rlx_ir::DType;
 use std::fmt;
 

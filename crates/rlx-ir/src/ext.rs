@@ -16,6 +16,7 @@ use crate::op::{
 };
 use crate::ops::normalize_axis;
 use crate::ops::upsample::InterpMode;
+use crate::quant::QuantScheme;
 use crate::{DType, Dim, Graph, NodeId, Op, Shape};
 
 /// A builder argument: a node, or a scalar literal materialised on use.
@@ -832,6 +833,30 @@ pub trait GraphExt {
             &[x],
             Some(Shape::from_dims(dims, DType::F32)),
         ))
+    }
+
+    /// `x[.., K] · Wᵀ` for an `[N, K]` weight `w` held as `scheme`'s block
+    /// bytes (`U8`; `None`: a plain f32 / f16 / bf16 `[N, K]` tensor).
+    ///
+    /// ```
+    /// use rlx_ir::{quant::QuantScheme, DType, Graph, GraphExt, Shape};
+    /// let mut g = Graph::new("qmm");
+    /// let x = g.input("x", Shape::new(&[1, 256], DType::F32));
+    /// let w = g.param("w", Shape::new(&[8 * 144], DType::U8)); // 8 rows of one Q4_K block
+    /// let y = g.dequant_matmul(x, w, Some(QuantScheme::GgufQ4K), 8, 256);
+    /// assert_eq!(g.shape(y), &Shape::new(&[1, 8], DType::F32));
+    /// ```
+    fn dequant_matmul(
+        &mut self,
+        x: NodeId,
+        w: NodeId,
+        scheme: Option<QuantScheme>,
+        n: usize,
+        k: usize,
+    ) -> NodeId {
+        ok(self
+            .graph_mut()
+            .try_node(Op::DequantMatMul { scheme, n, k }, &[x, w], None))
     }
 }
 

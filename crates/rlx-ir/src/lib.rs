@@ -32,6 +32,7 @@ mod host_tensor;
 mod inspect;
 pub mod op;
 pub mod ops;
+pub mod quant;
 mod shape;
 mod tick;
 mod verify;

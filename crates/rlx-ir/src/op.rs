@@ -10,6 +10,7 @@ use crate::fft::{FftKind, FftNorm};
 use crate::ops::region::region_text;
 pub use crate::ops::region::{ChainOperand, ChainStep};
 use crate::ops::upsample::InterpMode;
+use crate::quant::QuantScheme;
 use std::fmt;
 
 /// Elementwise unary functions (activations included).
@@ -585,6 +586,24 @@ pub enum Op {
         /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
         epilogue: Vec<ChainStep>,
     },
+    // ── quantized weights (ops/quant.rs) ──
+    /// Block bytes (`U8`) of `scheme` -> the `F32` values they encode, with the
+    /// node's declared dims.
+    Dequantize {
+        /// The block format of the input bytes.
+        scheme: QuantScheme,
+    },
+    /// `y[.., N] = x[.., K] · Wᵀ` for an `[N, K]` weight stored as `scheme`'s
+    /// block bytes (`U8`), or as a plain f32 / f16 / bf16 tensor when `scheme`
+    /// is `None`. Composite: dequantize, transpose, matmul.
+    DequantMatMul {
+        /// The weight's block format; `None` for a plain float weight.
+        scheme: Option<QuantScheme>,
+        /// Output features (rows of `W`).
+        n: usize,
+        /// Input features (columns of `W`), a whole number of blocks.
+        k: usize,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -629,6 +648,8 @@ pub enum OpKind {
     Fft,
     ElementwiseRegion,
     FusedMatMul,
+    Dequantize,
+    DequantMatMul,
 }
 
 impl OpKind {
@@ -645,6 +666,7 @@ impl OpKind {
                 | OpKind::Rope
                 | OpKind::ElementwiseRegion
                 | OpKind::FusedMatMul
+                | OpKind::DequantMatMul
         )
     }
 }
@@ -691,6 +713,8 @@ impl Op {
             Op::Fft { .. } => OpKind::Fft,
             Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
             Op::FusedMatMul { .. } => OpKind::FusedMatMul,
+            Op::Dequantize { .. } => OpKind::Dequantize,
+            Op::DequantMatMul { .. } => OpKind::DequantMatMul,
         }
     }
 
@@ -796,6 +820,11 @@ impl Op {
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
             Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
             Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
+            Op::Dequantize { scheme } => format!("dequantize{{scheme={scheme}}}"),
+            Op::DequantMatMul { scheme, n, k } => format!(
+                "dequant_matmul{{scheme={}, n={n}, k={k}}}",
+                scheme.map_or("none", QuantScheme::name)
+            ),
         }
     }
 }

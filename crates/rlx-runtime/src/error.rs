@@ -97,6 +97,9 @@ pub enum RuntimeError {
     /// An IR error.
     #[error(transparent)]
     Ir(#[from] IrError),
+    /// Weights could not be loaded (the message names the file and tensor).
+    #[error("{0}")]
+    Weights(String),
 }
 
 /// Result alias of this crate.

@@ -15,6 +15,7 @@ mod error;
 mod graph_devices;
 mod options;
 mod session;
+pub mod weights;
 
 pub use compiled::CompiledGraph;
 pub use devices::{
@@ -28,3 +29,4 @@ pub use options::CompileOptions;
 pub use rlx_compile::Precision;
 pub use rlx_driver::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};
 pub use session::Session;
+pub use weights::{BytesWeightLoader, TensorMeta, WeightError, WeightLoader};

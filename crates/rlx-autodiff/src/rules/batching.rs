@@ -146,6 +146,9 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
             let y = g.try_node(node.op.clone(), &inner, declared)?;
             reshape(g, y, &out_shape.static_dims().unwrap_or_default())?
         }
+        Op::DequantMatMul { .. } if super::quant::kept_whole(&node.op) => {
+            super::quant::batch_dequant_matmul(g, &node.op, ins, bat)?
+        }
         _ => {
             return Err(AutodiffError::MissingRule {
                 transform: "vmap",

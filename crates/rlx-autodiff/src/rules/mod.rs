@@ -11,6 +11,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod movement;
 pub mod norm;
+pub mod quant;
 pub mod reduce;
 
 use crate::emit::*;
@@ -61,6 +62,9 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         } => indexing::vjp_topk(g, *k, *axis, *largest, x[0], ct),
         Op::Softmax { axis } => Ok(vec![Some(norm::softmax_jac(g, *axis, y, ct)?)]),
         Op::LogSoftmax { axis } => Ok(vec![Some(norm::log_softmax_vjp(g, *axis, y, ct)?)]),
+        Op::DequantMatMul {
+            scheme: Some(_), ..
+        } => quant::vjp_dequant_matmul(g, &node.op, x[1], ct),
         _ => Err(missing(g, y, "vjp")),
     }
 }
@@ -186,6 +190,9 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
             }
             relinearize(g, node, &ins)?
         }
+        Op::DequantMatMul {
+            scheme: Some(_), ..
+        } => quant::jvp_dequant_matmul(g, &node.op, x[1], t[0].expect("tangent"))?,
         _ => return Err(missing(g, y, "jvp")),
     };
     Ok(Some(out))

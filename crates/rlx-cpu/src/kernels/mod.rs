@@ -38,6 +38,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod movement;
 pub mod norm;
+pub mod quant_matmul;
 pub mod reduce;
 pub mod region;
 pub mod scalar;
@@ -288,6 +289,10 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
         Op::FusedMatMul { epilogue } => {
             linalg::matmul(&ins[..2], out)?;
             region::epilogue(epilogue, &ins[2..], out)
+        }
+        Op::Dequantize { scheme } => quant_matmul::dequantize(*scheme, ins, out),
+        Op::DequantMatMul { scheme, n, k } => {
+            quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod movement;
 pub mod norm;
+pub mod quant;
 pub mod reduce;
 pub mod region;
 pub mod upsample;
@@ -70,6 +71,8 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
         ElementwiseRegion { steps } => region::infer_region(steps, inputs),
         FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
+        Dequantize { scheme } => quant::infer_dequantize(*scheme, inputs, need(declared)?),
+        DequantMatMul { scheme, n, k } => quant::infer_dequant_matmul(*scheme, *n, *k, inputs),
     }
 }
 
@@ -84,6 +87,7 @@ pub fn needs_declared_shape(op: &Op) -> bool {
             | Op::Broadcast
             | Op::Iota { .. }
             | Op::Upsample { .. }
+            | Op::Dequantize { .. }
     ) || matches!(
         op,
         Op::Fft {
@@ -116,6 +120,9 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
         Op::FusedMatMul { epilogue } => {
             region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
+        }
+        Op::DequantMatMul { scheme, n, k } => {
+            quant::decompose_dequant_matmul(g, inputs, *scheme, *n, *k)?
         }
         _ => return Ok(None),
     };

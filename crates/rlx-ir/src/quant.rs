@@ -1,8 +1,12 @@
-//! [`QuantScheme`]: the per-tensor quantization scheme the IR carries.
+//! Quantization metadata the IR carries: [`QuantScheme`] (how one tensor's
+//! bytes encode its values) and [`QuantMap`] (a graph-level annotation
+//! naming the scheme of each quantized param).
 //!
-//! This module depends on nothing else in the crate so that it can move into
-//! `rlx-ir` (as `rlx_ir::quant::QuantScheme`) unchanged.
+//! The block codecs themselves live in `rlx-gguf`; the IR only names the
+//! formats, so shape rules can check byte lengths (`Op::DequantMatMul`,
+//! `Op::Dequantize`) without depending on any codec.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How a quantized tensor's bytes encode its values.
@@ -11,7 +15,7 @@ use std::fmt;
 /// ggml's. Plain element types (F32, F16, BF16, ...) are dtypes, not schemes.
 ///
 /// ```
-/// use rlx_gguf::QuantScheme;
+/// use rlx_ir::quant::QuantScheme;
 /// let scheme = QuantScheme::GgufQ4K;
 /// assert!(scheme.is_gguf());
 /// assert_eq!(scheme.gguf_block_bytes(), 144);
@@ -162,6 +166,85 @@ impl QuantScheme {
     pub fn bits_per_weight(self) -> f64 {
         (self.gguf_block_bytes() * 8) as f64 / self.block_size() as f64
     }
+
+    /// Bytes of one row of `k` weights, or `None` when `k` is not a whole
+    /// number of blocks (or the size overflows).
+    pub fn row_bytes(self, k: usize) -> Option<usize> {
+        if !k.is_multiple_of(self.block_size()) {
+            return None;
+        }
+        (k / self.block_size()).checked_mul(self.gguf_block_bytes())
+    }
+}
+
+/// A graph-level annotation: the [`QuantScheme`] of each quantized param,
+/// by param name.
+///
+/// A loader that keeps weights quantized (e.g. GGUF blocks set as `U8`
+/// params of `Op::DequantMatMul`) records here which scheme each param
+/// holds, so tools downstream (exporters, inspectors, converters) can tell
+/// raw block bytes from ordinary `U8` data without parsing the ops. The map
+/// is metadata only: the ops carry the scheme they compute with, and a
+/// mismatch between the two is the annotator's bug, not a verify error.
+///
+/// ```
+/// use rlx_ir::quant::{QuantMap, QuantScheme};
+/// let mut map = QuantMap::new();
+/// map.insert("blk.0.attn_q.weight", QuantScheme::GgufQ4K);
+/// assert_eq!(map.get("blk.0.attn_q.weight"), Some(QuantScheme::GgufQ4K));
+/// assert_eq!(map.get("output_norm.weight"), None);
+/// assert_eq!(map.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuantMap {
+    schemes: BTreeMap<String, QuantScheme>,
+}
+
+impl QuantMap {
+    /// An empty map.
+    pub fn new() -> QuantMap {
+        QuantMap::default()
+    }
+
+    /// Records `scheme` for the param `name`; returns the scheme it replaces.
+    pub fn insert(&mut self, name: impl Into<String>, scheme: QuantScheme) -> Option<QuantScheme> {
+        self.schemes.insert(name.into(), scheme)
+    }
+
+    /// The scheme of the param `name`, if it is quantized.
+    pub fn get(&self, name: &str) -> Option<QuantScheme> {
+        self.schemes.get(name).copied()
+    }
+
+    /// Forgets the param `name`; returns its scheme.
+    pub fn remove(&mut self, name: &str) -> Option<QuantScheme> {
+        self.schemes.remove(name)
+    }
+
+    /// Number of quantized params.
+    pub fn len(&self) -> usize {
+        self.schemes.len()
+    }
+
+    /// True when no param is quantized.
+    pub fn is_empty(&self) -> bool {
+        self.schemes.is_empty()
+    }
+
+    /// (param name, scheme) pairs in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, QuantScheme)> {
+        self.schemes.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+}
+
+impl<S: Into<String>> FromIterator<(S, QuantScheme)> for QuantMap {
+    fn from_iter<I: IntoIterator<Item = (S, QuantScheme)>>(iter: I) -> QuantMap {
+        let mut map = QuantMap::new();
+        for (name, scheme) in iter {
+            map.insert(name, scheme);
+        }
+        map
+    }
 }
 
 impl fmt::Display for QuantScheme {
@@ -182,5 +265,19 @@ mod tests {
             assert_eq!(QuantScheme::from_name(row.2), Some(row.0));
         }
         assert_eq!(QuantScheme::GgufQ4K.bits_per_weight(), 4.5);
+        assert_eq!(QuantScheme::GgufQ4K.row_bytes(512), Some(288));
+        assert_eq!(QuantScheme::GgufQ4K.row_bytes(300), None);
+    }
+
+    #[test]
+    fn quant_map_collects_and_iterates_in_name_order() {
+        let map: QuantMap = [("b", QuantScheme::GgufQ8_0), ("a", QuantScheme::GgufQ6K)]
+            .into_iter()
+            .collect();
+        let pairs: Vec<_> = map.iter().collect();
+        assert_eq!(
+            pairs,
+            vec![("a", QuantScheme::GgufQ6K), ("b", QuantScheme::GgufQ8_0)]
+        );
     }
 }

@@ -1,0 +1,171 @@
+//! GEMV speed of the native quantized matmul against dequantize + f32 matmul.
+//!
+//!     cargo run --release -p rlx-cpu --example bench_qmatmul
+//!
+//! For Q4_1, Q8_0 and Q4_K weights at M = 1 (one token) and the shapes of
+//! a 2048-wide layer and SmolLM2-135M's MLP, prints GFLOP/s (2·M·N·K per
+//! run) of: the native kernel on the best instruction set with every core
+//! (`RLX_NUM_THREADS` caps it) and with one thread; the native kernel on
+//! the scalar path; dequantizing the whole weight (rlx-gguf) then the CPU
+//! backend's f32 matmul kernel; and the same f32 matmul alone on weights
+//! dequantized in advance. Median of several timed batches, in one run.
+
+use rlx_cpu::kernels::linalg::matmul;
+use rlx_cpu::kernels::quant_matmul::{QuantIsa, QuantMatMul};
+use rlx_cpu::kernels::{View, ViewMut};
+use rlx_gguf::{codecs, GgmlType};
+use rlx_ir::quant::QuantScheme;
+use rlx_ir::DType;
+use std::time::Instant;
+
+/// Median seconds per call of `f`, over batches of at least 50 ms.
+fn time(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut reps = 1;
+    loop {
+        let t = Instant::now();
+        for _ in 0..reps {
+            f();
+        }
+        if t.elapsed().as_secs_f64() > 0.05 {
+            break;
+        }
+        reps *= 2;
+    }
+    let mut runs: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            t.elapsed().as_secs_f64() / reps as f64
+        })
+        .collect();
+    runs.sort_by(f64::total_cmp);
+    runs[3]
+}
+
+fn bytes_of(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no invalid bit patterns and u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4) }
+}
+
+/// `x [1, K] · wdᵀ` with the backend's f32 matmul kernel (`wt` = `wdᵀ`, `[K, N]`).
+fn f32_matmul(x: &[f32], wt: &[f32], k: usize, n: usize, y: &mut [f32]) {
+    let (xd, wd, yd) = ([1, k], [k, n], [1, n]);
+    let ins = [
+        View {
+            dims: &xd,
+            dtype: DType::F32,
+            bytes: bytes_of(x),
+        },
+        View {
+            dims: &wd,
+            dtype: DType::F32,
+            bytes: bytes_of(wt),
+        },
+    ];
+    // SAFETY: as in bytes_of; the view is the only borrow of `y`.
+    let yb = unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut u8, y.len() * 4) };
+    let mut out = ViewMut {
+        dims: &yd,
+        dtype: DType::F32,
+        bytes: yb,
+    };
+    matmul(&ins, &mut out).unwrap();
+}
+
+fn main() {
+    // `--profile TYPE`: only the native kernel, one thread, for 3 s (for perf).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--profile") {
+        let scheme = QuantScheme::from_name(args.get(2).map_or("Q8_0", String::as_str)).unwrap();
+        let (n, k) = (2048, 2048);
+        let wf: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
+        let x: Vec<f32> = (0..k).map(|i| (i as f32 * 0.01).sin()).collect();
+        let mut y = vec![0f32; n];
+        let mm = QuantMatMul {
+            scheme: Some(scheme),
+            w_dtype: DType::U8,
+            n,
+            k,
+        };
+        let t = Instant::now();
+        let mut runs = 0;
+        while t.elapsed().as_secs_f64() < 3.0 {
+            mm.run(QuantIsa::best(), 1, &w, &x, &mut y).unwrap();
+            runs += 1;
+        }
+        let s = t.elapsed().as_secs_f64() / runs as f64;
+        println!(
+            "{scheme} {n}x{k}: {:.2} GFLOP/s",
+            2.0 * (n * k) as f64 / s / 1e9
+        );
+        return;
+    }
+    let threads = rlx_ir::env::var("RLX_NUM_THREADS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let best = QuantIsa::best();
+    println!("best ISA {best:?}, {threads} threads; GFLOP/s at M = 1 (higher is better)");
+    println!(
+        "{:<5} {:>5} {:>5} | {:>9} {:>9} {:>9} | {:>12} {:>10}",
+        "type", "N", "K", "native", "native 1t", "scalar 1t", "deq+T+f32 mm", "f32 mm"
+    );
+    let shapes: [(usize, usize); 3] = [(2048, 2048), (576, 1536), (1536, 576)];
+    for scheme in [
+        QuantScheme::GgufQ4_1,
+        QuantScheme::GgufQ8_0,
+        QuantScheme::GgufQ4K,
+    ] {
+        for (n, k) in shapes {
+            if !k.is_multiple_of(scheme.block_size()) {
+                continue;
+            }
+            let wf: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+                .collect();
+            let ty = GgmlType::from(scheme);
+            let w = codecs::quantize(ty, &wf).unwrap();
+            let x: Vec<f32> = (0..k).map(|i| (i as f32 * 0.01).sin()).collect();
+            let mut y = vec![0f32; n];
+            let mm = QuantMatMul {
+                scheme: Some(scheme),
+                w_dtype: DType::U8,
+                n,
+                k,
+            };
+            let flops = 2.0 * (n * k) as f64 / 1e9;
+            let native = time(|| mm.run(best, threads, &w, &x, &mut y).unwrap());
+            let native1 = time(|| mm.run(best, 1, &w, &x, &mut y).unwrap());
+            let scalar1 = time(|| mm.run(QuantIsa::Scalar, 1, &w, &x, &mut y).unwrap());
+            let transpose = |wd: &[f32]| {
+                let mut wt = vec![0f32; n * k];
+                for r in 0..n {
+                    for c in 0..k {
+                        wt[c * n + r] = wd[r * k + c];
+                    }
+                }
+                wt
+            };
+            let deq = time(|| {
+                let wd = codecs::dequantize(ty, &w, n * k).unwrap();
+                f32_matmul(&x, &transpose(&wd), k, n, &mut y);
+            });
+            let wt = transpose(&codecs::dequantize(ty, &w, n * k).unwrap());
+            let f32only = time(|| f32_matmul(&x, &wt, k, n, &mut y));
+            println!(
+                "{:<5} {n:>5} {k:>5} | {:>9.2} {:>9.2} {:>9.2} | {:>12.2} {:>10.2}",
+                scheme.name(),
+                flops / native,
+                flops / native1,
+                flops / scalar1,
+                flops / deq,
+                flops / f32only
+            );
+        }
+    }
+}

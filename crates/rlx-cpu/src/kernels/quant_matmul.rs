@@ -1,0 +1,408 @@
+//! Quantized-weight family: `dequantize` and the native `dequant_matmul`.
+//!
+//! `dequant_matmul` never dequantizes the whole weight. As ggml's CPU
+//! backend does, it quantizes each activation row per block (Q8_0 for
+//! Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the K-quants,
+//! with rlx-gguf's reference quantizers), decodes one weight row at a time
+//! to its integer quants and scales ([`decode`]), and forms ggml's block
+//! sums with integer dot products ([`dot`]: AVX-512 VNNI, AVX2 or scalar,
+//! chosen at run time). F32 / F16 / BF16 weights (`scheme: None`) are
+//! widened a row at a time and dotted in f32, without quantizing `x`.
+//! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
+//! cores), each decoding its own weight rows once for every activation row.
+//!
+//! Because activations are quantized, the result equals ggml's
+//! (`dequant(W) · dequant(q8(x))`), not `dequant(W) · x`; the two differ by
+//! the activation rounding (about 0.5% of the row's L1 magnitude at most).
+//!
+//! The crate depends on `rlx-gguf` for the activation quantizers and for
+//! `dequantize` (every GGUF block format), since rlx-gguf depends only on
+//! the IR.
+
+pub mod decode;
+pub mod dot;
+
+use super::{KernelResult, View, ViewMut};
+use decode::{layout, ActQuant, Layout, Mins, WeightRow};
+pub use dot::QuantIsa;
+use dot::{dot_f32, row_dot, RowDot};
+use half::{bf16, f16};
+use rlx_gguf::codecs;
+use rlx_gguf::GgmlType;
+use rlx_ir::quant::QuantScheme;
+use rlx_ir::DType;
+
+/// Multiply-adds below which one thread does the whole matmul.
+const GRAIN: usize = 1 << 18;
+
+/// Whether the native kernel runs weights of `scheme` (`None`: plain floats);
+/// other schemes run through the decomposition (`dequantize` + matmul).
+pub fn supports(scheme: Option<QuantScheme>) -> bool {
+    scheme.is_none_or(|s| layout(s).is_some())
+}
+
+/// `Op::Dequantize`: block bytes to f32 with rlx-gguf's codecs.
+pub fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    codecs::dequantize_into(GgmlType::from(scheme), ins[0].bytes, out.slice::<f32>())
+        .map_err(|e| e.to_string())
+}
+
+/// `Op::DequantMatMul`: `y[.., N] = x[.., K] · Wᵀ` (see the module docs).
+pub fn dequant_matmul(
+    scheme: Option<QuantScheme>,
+    n: usize,
+    k: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let (x, w) = (ins[0], ins[1]);
+    let mm = QuantMatMul {
+        scheme,
+        w_dtype: w.dtype,
+        n,
+        k,
+    };
+    let work = x.numel().saturating_mul(n);
+    let threads = thread_budget().min(work / GRAIN).max(1);
+    mm.run(
+        QuantIsa::best(),
+        threads,
+        w.bytes,
+        x.slice::<f32>(),
+        out.slice::<f32>(),
+    )
+}
+
+/// The worker threads `RLX_NUM_THREADS` allows (default: every core).
+fn thread_budget() -> usize {
+    rlx_ir::env::var("RLX_NUM_THREADS")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&t| t > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// One quantized matmul problem: `x[M, K] · Wᵀ` with `W` an `[N, K]` weight.
+#[derive(Clone, Copy, Debug)]
+pub struct QuantMatMul {
+    /// The weight's block format; `None` for a plain float weight.
+    pub scheme: Option<QuantScheme>,
+    /// The weight's dtype (`U8` for block bytes; F32 / F16 / BF16 otherwise).
+    pub w_dtype: DType,
+    /// Output features.
+    pub n: usize,
+    /// Input features.
+    pub k: usize,
+}
+
+/// Quantized activation rows.
+struct Act {
+    q: Vec<i8>,
+    /// Scale per block.
+    d: Vec<f32>,
+    /// Q8_1's `d * sum(q)` per block.
+    s: Vec<f32>,
+    /// Sum of the quants per weight group (for K-quant mins).
+    gsum: Vec<i32>,
+}
+
+/// Quantizes `x` (whole blocks) as `act` with rlx-gguf's reference codecs.
+fn quantize_act(act: ActQuant, x: &[f32], group: usize) -> Result<Act, String> {
+    let (ty, block, q_at) = match act {
+        ActQuant::Q8_0 => (GgmlType::Q8_0, 32, 2),
+        ActQuant::Q8_1 => (GgmlType::Q8_1, 32, 4),
+        ActQuant::Q8K => (GgmlType::Q8_K, 256, 4),
+    };
+    let bytes = codecs::quantize(ty, x).map_err(|e| e.to_string())?;
+    let blocks = x.len() / block;
+    let mut a = Act {
+        q: Vec::with_capacity(x.len()),
+        d: Vec::with_capacity(blocks),
+        s: Vec::new(),
+        gsum: Vec::with_capacity(x.len() / group),
+    };
+    for b in bytes.chunks_exact(ty.type_size()) {
+        let qs = &b[q_at..q_at + block];
+        a.q.extend(qs.iter().map(|&v| v as i8));
+        let f16_at = |at: usize| f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32();
+        match act {
+            ActQuant::Q8K => a.d.push(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ActQuant::Q8_0 => a.d.push(f16_at(0)),
+            ActQuant::Q8_1 => {
+                a.d.push(f16_at(0));
+                a.s.push(f16_at(2));
+            }
+        }
+    }
+    debug_assert_eq!(a.q.len(), x.len());
+    a.gsum.extend(
+        a.q.chunks_exact(group)
+            .map(|g| g.iter().map(|&v| i32::from(v)).sum::<i32>()),
+    );
+    Ok(a)
+}
+
+/// What the row workers share.
+struct Job<'a> {
+    mm: QuantMatMul,
+    lay: Option<Layout>,
+    w: &'a [u8],
+    x: &'a [f32],
+    act: Option<Act>,
+    m: usize,
+}
+
+impl QuantMatMul {
+    /// Checks the problem against the weight bytes and `x`; returns `M`.
+    fn check(&self, w: &[u8], x: &[f32], out: &[f32]) -> Result<usize, String> {
+        let (n, k) = (self.n, self.k);
+        if n == 0 || k == 0 || !x.len().is_multiple_of(k) {
+            return Err(format!(
+                "dequant_matmul: x has {} values, not rows of K = {k} (N = {n})",
+                x.len()
+            ));
+        }
+        let m = x.len() / k;
+        let row = match self.scheme {
+            Some(s) => {
+                if self.w_dtype != DType::U8 {
+                    return Err(format!(
+                        "dequant_matmul: {s} weights must be u8 bytes, given {}",
+                        self.w_dtype
+                    ));
+                }
+                if layout(s).is_none() {
+                    return Err(format!(
+                        "dequant_matmul: no native kernel for {s} weights (supported: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, Q8_K, F32, F16, BF16); it runs decomposed"
+                    ));
+                }
+                s.row_bytes(k).ok_or_else(|| {
+                    format!(
+                        "dequant_matmul: K = {k} is not a multiple of {s}'s block size {}",
+                        s.block_size()
+                    )
+                })?
+            }
+            None => match self.w_dtype {
+                DType::F32 => 4 * k,
+                DType::F16 | DType::BF16 => 2 * k,
+                d => {
+                    return Err(format!(
+                        "dequant_matmul: plain weights must be f32 / f16 / bf16, given {d}"
+                    ))
+                }
+            },
+        };
+        if row.checked_mul(n) != Some(w.len()) {
+            return Err(format!(
+                "dequant_matmul: [{n}, {k}] weights take {row} bytes a row, {} in all; given {} bytes",
+                row.saturating_mul(n),
+                w.len()
+            ));
+        }
+        if out.len() != m * n {
+            return Err(format!(
+                "dequant_matmul: output holds {} values, expected M * N = {m} * {n}",
+                out.len()
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Computes `out[M, N] = x[M, K] · Wᵀ` on `isa` (one of
+    /// [`QuantIsa::available`]) with `threads` threads (at most one per
+    /// output row); the op's kernel picks the count from `RLX_NUM_THREADS`
+    /// and the problem size.
+    pub fn run(
+        &self,
+        isa: QuantIsa,
+        threads: usize,
+        w: &[u8],
+        x: &[f32],
+        out: &mut [f32],
+    ) -> Result<(), String> {
+        if !QuantIsa::available().contains(&isa) {
+            return Err(format!("dequant_matmul: this CPU does not run {isa:?}"));
+        }
+        let m = self.check(w, x, out)?;
+        let lay = self.scheme.and_then(layout);
+        let act = match &lay {
+            Some(l) => Some(quantize_act(l.act, x, l.group)?),
+            None => None,
+        };
+        let job = Job {
+            mm: *self,
+            lay,
+            w,
+            x,
+            act,
+            m,
+        };
+        let t = threads.clamp(1, self.n);
+        if t <= 1 {
+            let mut local = vec![0f32; m * self.n];
+            run_rows(&job, isa, 0, self.n, &mut local);
+            scatter(out, &local, m, self.n, 0, self.n);
+            return Ok(());
+        }
+        let chunk = self.n.div_ceil(t);
+        let parts: Vec<(usize, usize, Vec<f32>)> = std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..self.n)
+                .step_by(chunk)
+                .map(|lo| {
+                    let hi = (lo + chunk).min(self.n);
+                    let job = &job;
+                    sc.spawn(move || {
+                        let mut local = vec![0f32; m * (hi - lo)];
+                        run_rows(job, isa, lo, hi, &mut local);
+                        (lo, hi, local)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a dequant_matmul worker panicked"))
+                .collect()
+        });
+        for (lo, hi, local) in parts {
+            scatter(out, &local, m, self.n, lo, hi);
+        }
+        Ok(())
+    }
+}
+
+/// Copies a worker's `[M, hi - lo]` block into columns `lo..hi` of `out [M, N]`.
+fn scatter(out: &mut [f32], local: &[f32], m: usize, n: usize, lo: usize, hi: usize) {
+    let w = hi - lo;
+    for i in 0..m {
+        out[i * n + lo..i * n + hi].copy_from_slice(&local[i * w..(i + 1) * w]);
+    }
+}
+
+/// Output rows `lo..hi` into `out [M, hi - lo]` on `isa`.
+fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `run` checked that the CPU runs `isa`.
+        QuantIsa::Avx2 => unsafe { rows_avx2(job, lo, hi, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        QuantIsa::Avx512Vnni => unsafe { rows_vnni(job, lo, hi, out) },
+        _ => rows_body(job, QuantIsa::Scalar, lo, hi, out),
+    }
+}
+
+// The row loop compiled for each instruction set, so the weight decoding
+// vectorizes with it too.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
+    rows_body(job, QuantIsa::Avx2, lo, hi, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
+unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
+    rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
+}
+
+#[inline(always)]
+fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
+    let (k, m, width) = (job.mm.k, job.m, hi - lo);
+    match (&job.lay, &job.act) {
+        (Some(lay), Some(act)) => {
+            let row_bytes = k / lay.block * lay.block_bytes;
+            let nb = k / lay.block;
+            let ng = k / lay.group;
+            let mut wr = WeightRow::default();
+            let mut bscale = vec![0f32; nb];
+            for (j, r) in (lo..hi).enumerate() {
+                wr.decode(lay, &job.w[r * row_bytes..(r + 1) * row_bytes], k);
+                for i in 0..m {
+                    let xd = &act.d[i * nb..(i + 1) * nb];
+                    for ((s, &dw), &dx) in bscale.iter_mut().zip(&wr.d).zip(xd) {
+                        *s = dw * dx;
+                    }
+                    let mut y = row_dot(
+                        isa,
+                        &RowDot {
+                            w: &wr.q,
+                            x: &act.q[i * k..(i + 1) * k],
+                            gscale: (!lay.unit_scales).then_some(&wr.scale[..]),
+                            group: lay.group,
+                            bscale: &bscale,
+                            block: lay.block,
+                        },
+                    );
+                    y += min_term(lay, &wr, act, i, nb, ng);
+                    out[i * width + j] = y;
+                }
+            }
+        }
+        _ => {
+            let mut wf = vec![0f32; k];
+            let bytes_per = job.mm.w_dtype.size_bytes();
+            for (j, r) in (lo..hi).enumerate() {
+                widen_row(
+                    job.mm.w_dtype,
+                    &job.w[r * k * bytes_per..(r + 1) * k * bytes_per],
+                    &mut wf,
+                );
+                for i in 0..m {
+                    out[i * width + j] = dot_f32(&wf, &job.x[i * k..(i + 1) * k]);
+                }
+            }
+        }
+    }
+}
+
+/// The offset part of one output: ggml's `m * s` (Q4_1 / Q5_1) or
+/// `-dmin * d_x * sum_g min_g * bsum_g` (Q2_K / Q4_K / Q5_K).
+#[inline(always)]
+fn min_term(lay: &Layout, wr: &WeightRow, act: &Act, i: usize, nb: usize, ng: usize) -> f32 {
+    match lay.mins {
+        Mins::None => 0.0,
+        Mins::Block => wr
+            .dmin
+            .iter()
+            .zip(&act.s[i * nb..(i + 1) * nb])
+            .map(|(&m, &s)| m * s)
+            .sum(),
+        Mins::Groups => {
+            let gpb = lay.block / lay.group;
+            let gsum = &act.gsum[i * ng..(i + 1) * ng];
+            let mut acc = 0f32;
+            for b in 0..nb {
+                let g = b * gpb..(b + 1) * gpb;
+                let isum: i32 = wr.min[g.clone()]
+                    .iter()
+                    .zip(&gsum[g])
+                    .map(|(&m, &s)| m * s)
+                    .sum();
+                acc -= act.d[i * nb + b] * wr.dmin[b] * isum as f32;
+            }
+            acc
+        }
+    }
+}
+
+/// One plain weight row (little-endian F32 / F16 / BF16 bytes) as f32.
+#[inline(always)]
+fn widen_row(dtype: DType, bytes: &[u8], out: &mut [f32]) {
+    match dtype {
+        DType::F16 => {
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                *o = f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32();
+            }
+        }
+        DType::BF16 => {
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                *o = bf16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32();
+            }
+        }
+        _ => {
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! safetensors loading: files written by the python `safetensors` package
+//! (tools/gen_safetensors_fixtures.py) read back value for value, a torch
+//! MLP reproduced from its stored f16 / bf16 weights, hostile files refused
+//! with errors naming the tensor / offsets, and a seeded mutation run.
+
+use rlx_driver::Device;
+use rlx_ir::op::UnaryOp;
+use rlx_ir::{DType, Graph, GraphExt, Shape};
+use rlx_runtime::{BytesWeightLoader, Session, WeightError, WeightLoader};
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/safetensors")
+        .join(name)
+}
+
+fn json(name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap()
+}
+
+fn dtype_of(torch: &str) -> DType {
+    match torch {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int8" => DType::I8,
+        "int16" => DType::I16,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "uint8" => DType::U8,
+        "bool" => DType::Bool,
+        d => panic!("unexpected dtype {d}"),
+    }
+}
+
+fn check_dtypes(loader: &BytesWeightLoader) {
+    let exp = json("dtypes.json");
+    let exp = exp.as_object().unwrap();
+    let mut want: Vec<String> = exp.keys().cloned().collect();
+    want.push("u16.refused".into());
+    want.sort();
+    assert_eq!(loader.names(), want);
+    for (name, e) in exp {
+        let dtype = dtype_of(e["dtype"].as_str().unwrap());
+        let dims: Vec<usize> = e["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
+        let meta = loader.meta(name).unwrap();
+        assert_eq!((meta.dtype, &meta.dims), (dtype, &dims), "{name}");
+        let t = loader.get(name).unwrap();
+        assert_eq!((t.dtype(), t.dims()), (dtype, &dims[..]), "{name}");
+        let values: Vec<f64> = e["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(t.to_f64_lossy(), values, "{name}");
+        if dtype.is_float() {
+            // f16 / bf16 / f64 -> f32 on load: every stored value is exact in f32
+            // except f64's, which round to nearest.
+            let f = loader.get_as(name, DType::F32).unwrap();
+            let got = f.to_vec::<f32>().unwrap();
+            let want: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+            assert_eq!(got, want, "{name} as f32");
+        }
+    }
+    let e = loader.get("u16.refused").unwrap_err();
+    assert!(matches!(e, WeightError::UnsupportedDType { .. }), "{e}");
+    assert!(
+        e.to_string().contains("u16.refused") && e.to_string().contains("U16"),
+        "{e}"
+    );
+    let e = loader.get("nope").unwrap_err().to_string();
+    assert!(
+        e.contains("no tensor \"nope\"") && e.contains("12 tensors"),
+        "{e}"
+    );
+    let e = loader
+        .get_as("i8.vector", DType::I32)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot convert i8 to i32"), "{e}");
+    assert_eq!(loader.file_metadata().unwrap()["origin"], "rlx-fixture");
+}
+
+#[test]
+fn every_dtype_reads_back_as_torch_wrote_it_mapped_and_owned() {
+    check_dtypes(&BytesWeightLoader::open(fixture("dtypes.safetensors")).unwrap());
+    let bytes = std::fs::read(fixture("dtypes.safetensors")).unwrap();
+    check_dtypes(&BytesWeightLoader::from_bytes(bytes).unwrap());
+}
+
+/// `y = fc2(relu(fc1(x)))` with f32 params named as torch names them.
+fn mlp() -> Graph {
+    let mut g = Graph::new("mlp");
+    let x = g.input("x", Shape::new(&[2, 4], DType::F32));
+    let mut h = x;
+    for (i, (o, k)) in [(5, 4), (3, 5)].into_iter().enumerate() {
+        let w = g.param(
+            &format!("fc{}.weight", i + 1),
+            Shape::new(&[o, k], DType::F32),
+        );
+        let b = g.param(&format!("fc{}.bias", i + 1), Shape::new(&[o], DType::F32));
+        let wt = g.transpose_(w, &[1, 0]);
+        let y = g.mm(h, wt);
+        h = g.add(y, b);
+        if i == 0 {
+            h = g.unary(UnaryOp::Relu, h);
+        }
+    }
+    g.set_outputs(vec![h]);
+    g
+}
+
+#[test]
+fn set_params_from_reproduces_the_torch_mlp() {
+    let loader = BytesWeightLoader::open(fixture("mlp.safetensors")).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(mlp()).unwrap();
+    c.set_params_from(&loader).unwrap();
+    let r = json("mlp.json");
+    let f = |k: &str| -> Vec<f32> {
+        r[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect()
+    };
+    let y = c.try_run(&[("x", &f("x"))]).unwrap().remove(0);
+    for (a, b) in y.iter().zip(f("y")) {
+        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs torch {b}");
+    }
+}
+
+#[test]
+fn set_params_from_changes_nothing_on_error() {
+    // The MLP's file without fc2.bias (the last param): the error names it
+    // and not even fc1.weight is set.
+    let mlp_file = BytesWeightLoader::open(fixture("mlp.safetensors")).unwrap();
+    let (mut header, mut data) = (Vec::new(), Vec::new());
+    for name in ["fc1.weight", "fc1.bias", "fc2.weight"] {
+        let (meta, bytes) = mlp_file.view(name).unwrap();
+        let st = match meta.dtype {
+            DType::F16 => "F16",
+            DType::BF16 => "BF16",
+            _ => "F32",
+        };
+        let (s, e) = (data.len(), data.len() + bytes.len());
+        header.push(format!(
+            r#""{name}":{{"dtype":"{st}","shape":{:?},"data_offsets":[{s},{e}]}}"#,
+            meta.dims
+        ));
+        data.extend_from_slice(bytes);
+    }
+    let partial =
+        BytesWeightLoader::from_bytes(file(&format!("{{{}}}", header.join(",")), &data)).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(mlp()).unwrap();
+    let e = c.set_params_from(&partial).unwrap_err().to_string();
+    assert!(
+        e.contains("param \"fc2.bias\"") && e.contains("no tensor"),
+        "{e}"
+    );
+    let e = c.try_run(&[("x", &[0f32; 8][..])]).unwrap_err().to_string();
+    assert!(
+        e.contains("\"fc1.weight\"") && e.contains("is not set"),
+        "{e}"
+    );
+
+    let loader = BytesWeightLoader::open(fixture("dtypes.safetensors")).unwrap();
+
+    // Wrong dims: named with both shapes.
+    let mut g = Graph::new("g");
+    let x = g.input("x", Shape::new(&[3], DType::F32));
+    let w = g.param("bf16.vector", Shape::new(&[3], DType::F32));
+    let y = g.add(x, w);
+    g.set_outputs(vec![y]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let e = c.set_params_from(&loader).unwrap_err().to_string();
+    assert!(e.contains("bf16.vector") && e.contains("[5]"), "{e}");
+}
+
+/// A safetensors file from a header JSON and a data section.
+fn file(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut f = (header.len() as u64).to_le_bytes().to_vec();
+    f.extend_from_slice(header.as_bytes());
+    f.extend_from_slice(data);
+    f
+}
+
+fn refused(bytes: Vec<u8>) -> String {
+    let e = BytesWeightLoader::from_bytes(bytes).unwrap_err();
+    assert!(matches!(e, WeightError::Malformed { .. }), "{e}");
+    e.to_string()
+}
+
+#[test]
+fn hostile_files_are_refused_naming_the_problem() {
+    let ok = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[8,12]}}"#;
+    assert!(BytesWeightLoader::from_bytes(file(ok, &[0; 12])).is_ok());
+
+    let e = refused(vec![1, 2, 3, 4, 5]);
+    assert!(
+        e.contains("5 bytes, shorter than the 8-byte header length"),
+        "{e}"
+    );
+
+    let mut past = file(ok, &[0; 12]);
+    past[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let e = refused(past);
+    assert!(
+        e.contains("header length 1099511627776") && e.contains("runs past the end"),
+        "{e}"
+    );
+
+    let mut truncated = file(ok, &[0; 12]);
+    truncated.truncate(30);
+    let e = refused(truncated);
+    assert!(e.contains("runs past the end"), "{e}");
+
+    let e = refused(file(ok, &[0; 10]));
+    assert!(
+        e.contains("tensor \"b\"") && e.contains("[8, 12] are out of range of the 10-byte"),
+        "{e}"
+    );
+
+    let overlap = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[4,8]}}"#;
+    let e = refused(file(overlap, &[0; 8]));
+    assert!(
+        e.contains("tensor \"b\"") && e.contains("overlaps the previous tensor"),
+        "{e}"
+    );
+
+    let gap = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"I8","shape":[4],"data_offsets":[10,14]}}"#;
+    let e = refused(file(gap, &[0; 14]));
+    assert!(e.contains("leaves a gap"), "{e}");
+
+    let size = r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#;
+    let e = refused(file(size, &[0; 8]));
+    assert!(
+        e.contains("tensor \"a\": F32 [3] needs 12 bytes") && e.contains("hold 8"),
+        "{e}"
+    );
+
+    let unknown = r#"{"a":{"dtype":"Q9","shape":[2],"data_offsets":[0,8]}}"#;
+    let e = refused(file(unknown, &[0; 8]));
+    assert!(e.contains("tensor \"a\": unknown dtype \"Q9\""), "{e}");
+
+    let huge = r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}}"#;
+    let e = refused(file(huge, &[0; 8]));
+    assert!(e.contains("tensor \"a\""), "{e}");
+
+    let e = refused(file("not json", &[]));
+    assert!(e.contains("header (bytes 8..16)"), "{e}");
+
+    let e = BytesWeightLoader::open("/nonexistent/weights.safetensors")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/nonexistent/weights.safetensors"), "{e}");
+}
+
+/// xorshift64 (no rand dependency).
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// A bounded, seeded fuzz run in the normal suite (the cargo-fuzz target in
+/// fuzz/ explores further: tools/fuzz_safetensors.sh): mutations of a valid
+/// file, loaded and, when they load, every tensor read and converted.
+#[test]
+fn five_thousand_mutations_never_panic() {
+    let base = std::fs::read(fixture("dtypes.safetensors")).unwrap();
+    let header_end = 8 + u64::from_le_bytes(base[..8].try_into().unwrap()) as usize;
+    let mut rng = Rng(0x5eed_cafe);
+    let mut loaded = 0;
+    for _ in 0..5000 {
+        let mut b = base.clone();
+        for _ in 0..1 + rng.below(3) {
+            let span = if rng.below(4) == 0 {
+                b.len()
+            } else {
+                header_end.min(b.len())
+            };
+            let at = rng.below(span as u64) as usize;
+            match rng.below(4) {
+                0 => b[at] ^= 1 << rng.below(8),
+                1 => b[at] = b"0123456789[],:\"{}"[rng.below(17) as usize],
+                2 => b.truncate(at),
+                _ => {
+                    b.remove(at);
+                }
+            }
+            if b.is_empty() {
+                break;
+            }
+        }
+        if let Ok(l) = BytesWeightLoader::from_bytes(b) {
+            loaded += 1;
+            for name in l.names() {
+                if let Ok(t) = l.get(&name) {
+                    assert_eq!(t.dims(), &l.meta(&name).unwrap().dims[..]);
+                    let _ = l.get_as(&name, DType::F32);
+                }
+            }
+        }
+    }
+    assert!(loaded > 0, "some mutants (e.g. data-byte flips) still load");
+}
