@@ -7,6 +7,7 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::upsample::InterpMode;
 use std::fmt;
 
@@ -570,6 +571,24 @@ pub enum Op {
         /// Scaling convention.
         norm: FftNorm,
     },
+    // ── control flow (sub-graphs; see `ops::control`) ──
+    /// Runs one of two branches on the operands; a tuple of the branch's results.
+    If(IfSpec),
+    /// Loops a body over a carry while a condition holds; a tuple of the final carry.
+    While(WhileSpec),
+    /// `jax.lax.scan`; a tuple of the final carry and the stacked per-step outputs.
+    Scan(ScanSpec),
+    /// A user function with optional user derivative rules; a tuple of its results.
+    CustomFn(CustomFnSpec),
+    /// Result `index` of a tuple op: `shape` read at byte `offset` of its buffer.
+    TupleGet {
+        /// Which result.
+        index: usize,
+        /// Its byte offset in the tuple.
+        offset: usize,
+        /// Its shape.
+        shape: crate::Shape,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -612,6 +631,11 @@ pub enum OpKind {
     Pool,
     Upsample,
     Fft,
+    If,
+    While,
+    Scan,
+    CustomFn,
+    TupleGet,
 }
 
 impl OpKind {
@@ -670,6 +694,11 @@ impl Op {
             Op::Pool { .. } => OpKind::Pool,
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
+            Op::If(_) => OpKind::If,
+            Op::While(_) => OpKind::While,
+            Op::Scan(_) => OpKind::Scan,
+            Op::CustomFn(_) => OpKind::CustomFn,
+            Op::TupleGet { .. } => OpKind::TupleGet,
         }
     }
 
@@ -773,6 +802,11 @@ impl Op {
                 align_corners,
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
+            Op::If(_)
+            | Op::While(_)
+            | Op::Scan(_)
+            | Op::CustomFn(_)
+            | Op::TupleGet { .. } => crate::ops::control::mnemonic(self),
         }
     }
 }

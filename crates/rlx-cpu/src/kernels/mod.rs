@@ -31,6 +31,7 @@ macro_rules! by_width {
 }
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -283,6 +284,10 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             align_corners,
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+        Op::TupleGet { offset, .. } => control::tuple_get(*offset, ins, out),
+        Op::If(_) | Op::While(_) | Op::Scan(_) | Op::CustomFn(_) => {
+            Err("a control op runs through its compiled sub-graphs (kernels::control::run)".into())
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! composite and the fallback for a backend without a native kernel.
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -67,6 +68,11 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Pool { window, .. } => conv::infer_pool(window, inputs),
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
+        If(s) => control::infer_if(s, inputs),
+        While(s) => control::infer_while(s, inputs),
+        Scan(s) => control::infer_scan(s, inputs),
+        CustomFn(s) => control::infer_custom_fn(s, inputs),
+        TupleGet { offset, shape, .. } => control::infer_tuple_get(*offset, shape, inputs),
     }
 }
 
