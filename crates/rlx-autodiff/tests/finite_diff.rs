@@ -478,3 +478,81 @@ fn conv_and_pool_decompositions_match_native() {
         }
     }
 }
+
+fn f64s(d: &[usize]) -> Shape {
+    Shape::new(d, DType::F64)
+}
+
+/// Step of a scan with carry `(h [3], w [3, 3])` over `x_t [3]`:
+/// `h' = tanh(h w + x_t)`, `y_t = h' * x_t`.
+fn scan_step() -> Graph {
+    let mut b = Graph::new("step");
+    let h = b.input("h", f64s(&[3]));
+    let w = b.input("w", f64s(&[3, 3]));
+    let x = b.input("x", f64s(&[3]));
+    let hw = b.mm(h, w);
+    let s = b.add(hw, x);
+    let h2 = b.tanh(s);
+    let y = b.mul(h2, x);
+    b.set_outputs(vec![h2, w, y]);
+    b
+}
+
+#[test]
+fn control_flow() {
+    use rlx_ir::ops::control::{try_custom_fn, try_if, try_tuple_op, CustomFnSpec, ScanSpec};
+    use std::sync::Arc;
+    for (reverse, checkpoint) in [(false, None), (true, None), (false, Some(2))] {
+        check(
+            &format!("scan_{reverse}_{checkpoint:?}"),
+            &[&[3], &[3, 3], &[4, 3]],
+            false,
+            |g, x| {
+                let spec = ScanSpec {
+                    body: Arc::new(scan_step()),
+                    num_carry: 2,
+                    length: 4,
+                    reverse,
+                    checkpoint,
+                };
+                let r = try_tuple_op(g, Op::Scan(spec), x).unwrap();
+                let h = g.reshape_(r[0], &[1, 3]);
+                g.concat_(&[h, r[2]], 0)
+            },
+        );
+    }
+    // The predicate is computed from the data, far from its boundary, so
+    // finite differences stay on one branch; both branches are exercised.
+    for bias in [5.0, -5.0] {
+        check(&format!("if_{bias}"), &[&[3], &[3]], false, |g, x| {
+            let s = g.sum(x[0], &[0], false);
+            let s = g.add(s, g.constant(bias, DType::F64));
+            let p = g.gt(s, g.constant(0.0, DType::F64));
+            let mut t = Graph::new("then");
+            let (a, b) = (t.input("a", f64s(&[3])), t.input("b", f64s(&[3])));
+            let sa = t.sin(a);
+            let r = t.mul(sa, b);
+            t.set_outputs(vec![r]);
+            let mut e = Graph::new("else");
+            let (a, b) = (e.input("a", f64s(&[3])), e.input("b", f64s(&[3])));
+            let eb = e.exp(b);
+            let r = e.mul(a, eb);
+            e.set_outputs(vec![r]);
+            try_if(g, p, t, e, &[x[0], x[1]]).unwrap()[0]
+        });
+    }
+    check("custom_fn_without_rules", &[&[4]], false, |g, x| {
+        let mut body = Graph::new("body");
+        let a = body.input("a", f64s(&[4]));
+        let t = body.tanh(a);
+        let r = body.mul(t, a);
+        body.set_outputs(vec![r]);
+        let spec = CustomFnSpec {
+            name: "xtanh".into(),
+            body: Arc::new(body),
+            vjp: None,
+            jvp: None,
+        };
+        try_custom_fn(g, spec, &[x[0]]).unwrap()[0]
+    });
+}

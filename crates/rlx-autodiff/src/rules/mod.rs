@@ -6,6 +6,7 @@
 //! rules already decomposed (`prepare_graph_for_ad`).
 
 pub mod batching;
+pub mod control;
 pub mod elementwise;
 pub mod indexing;
 pub mod linalg;
