@@ -41,6 +41,17 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
             Op::Conv { window, groups } => Some(ops::conv::decompose_conv(
                 &mut out, &inputs, window, *groups,
             )),
+            Op::ConvTranspose {
+                window,
+                output_padding,
+                groups,
+            } => Some(ops::conv::decompose_conv_transpose(
+                &mut out,
+                &inputs,
+                window,
+                output_padding,
+                *groups,
+            )),
             Op::Pool {
                 kind,
                 window,
@@ -65,7 +76,7 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
             _ => None,
         };
         let id = if let Some(r) = lowered {
-            // Conv, pooling and upsampling are differentiated through primitive forms.
+            // Conv, transposed conv, pooling and upsampling are differentiated through primitive forms.
             let first = out.len();
             let id = r?;
             for k in first..out.len() {

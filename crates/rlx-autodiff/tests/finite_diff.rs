@@ -556,3 +556,91 @@ fn control_flow() {
         try_custom_fn(g, spec, &[x[0]]).unwrap()[0]
     });
 }
+
+fn conv_transpose_node(
+    g: &mut Graph,
+    x: &[NodeId],
+    stride: usize,
+    pad: (usize, usize),
+    dil: usize,
+    op: usize,
+    groups: usize,
+) -> NodeId {
+    let spatial = g.shape(x[0]).rank() - 2;
+    let window = rlx_ir::op::Window {
+        kernel: vec![],
+        stride: vec![stride; spatial],
+        padding: vec![pad; spatial],
+        dilation: vec![dil; spatial],
+    };
+    g.try_node(
+        Op::ConvTranspose {
+            window,
+            output_padding: vec![op; spatial],
+            groups,
+        },
+        x,
+        None,
+    )
+    .unwrap()
+}
+
+/// Transposed convolution: gradients and tangents against finite
+/// differences, and its decomposition against the native kernel (which the
+/// numpy fixtures check).
+#[test]
+fn conv_transpose() {
+    check(
+        "conv_transpose2d_groups",
+        &[&[2, 4, 3, 4], &[4, 3, 2, 3], &[6]],
+        false,
+        |g, x| conv_transpose_node(g, x, 2, (1, 0), 1, 1, 2),
+    );
+    check(
+        "conv_transpose1d_dilated",
+        &[&[1, 2, 5], &[2, 3, 3]],
+        false,
+        |g, x| conv_transpose_node(g, x, 3, (2, 1), 2, 2, 1),
+    );
+    let shapes: [&[usize]; 3] = [&[2, 4, 3, 4], &[4, 3, 2, 3], &[6]];
+    let mut rng = Rng(11);
+    let mut inputs = Vec::new();
+    let (mut g, mut h) = (Graph::new("native"), Graph::new("lowered"));
+    let (mut gx, mut hx) = (Vec::new(), Vec::new());
+    for (i, s) in shapes.iter().enumerate() {
+        let name = format!("x{i}");
+        gx.push(g.input(&name, Shape::new(s, DType::F64)));
+        hx.push(h.input(&name, Shape::new(s, DType::F64)));
+        let v: Vec<f64> = (0..s.iter().product::<usize>())
+            .map(|_| rng.next())
+            .collect();
+        inputs.push((name, HostTensor::from_vec(v, s).unwrap()));
+    }
+    for (stride, pad, dil, op) in [(2, (1, 0), 1, 1), (1, (0, 0), 2, 0), (3, (2, 2), 1, 2)] {
+        let y = conv_transpose_node(&mut g, &gx, stride, pad, dil, op, 2);
+        let window = rlx_ir::op::Window {
+            kernel: vec![],
+            stride: vec![stride; 2],
+            padding: vec![pad; 2],
+            dilation: vec![dil; 2],
+        };
+        let hy = rlx_ir::ops::conv::decompose_conv_transpose(&mut h, &hx, &window, &[op, op], 2)
+            .unwrap();
+        assert_eq!(g.shape(y), h.shape(hy));
+        let mut o = g.outputs().to_vec();
+        o.push(y);
+        g.set_outputs(o);
+        let mut o = h.outputs().to_vec();
+        o.push(hy);
+        h.set_outputs(o);
+    }
+    let (a, l) = (run(&g, &inputs), run(&h, &inputs));
+    for (k, (p, q)) in a.iter().zip(&l).enumerate() {
+        for (u, v) in p.iter().zip(q) {
+            assert!(
+                (u - v).abs() < 1e-12,
+                "case {k}: native {u} vs decomposed {v}"
+            );
+        }
+    }
+}
