@@ -1,6 +1,6 @@
 //! Forward mode (`jvp`) and forward-over-reverse (`hvp`).
 
-use crate::emit::zeros;
+use crate::emit::{differentiable, zeros};
 use crate::prepare::{check_leaves, leaf_name, prepare};
 use crate::reverse::grad_with_loss;
 use crate::{rules, AutodiffError, Result};
@@ -41,7 +41,7 @@ pub fn jvp(g: &Graph, tangent_for: &[NodeId]) -> Result<Graph> {
         }
         let ts: Vec<Option<NodeId>> = node.inputs.iter().map(|i| tan[i.index()]).collect();
         let tuple = is_tuple_op(&node.op);
-        if ts.iter().all(Option::is_none) || !(tuple || node.shape.dtype().is_float()) {
+        if ts.iter().all(Option::is_none) || !(tuple || differentiable(node.shape.dtype())) {
             continue;
         }
         let first = out.len();

@@ -1,6 +1,6 @@
 //! Reverse mode: `grad_with_loss` and friends.
 
-use crate::emit::{add, add_opt, broadcast, dims, zeros};
+use crate::emit::{add, add_opt, broadcast, differentiable, dims, zeros};
 use crate::prepare::{check_leaves, prepare};
 use crate::{rules, AutodiffError, Result};
 use rlx_ir::ops::control::{is_tuple_op, result_shapes};
@@ -69,7 +69,7 @@ pub(crate) fn on_path(g: &Graph, from: &[NodeId], to: NodeId) -> Vec<bool> {
         fwd[f.index()] = true;
     }
     for id in g.ids() {
-        let carries = g.shape(id).dtype().is_float() || is_tuple_op(&g.node(id).op);
+        let carries = differentiable(g.shape(id).dtype()) || is_tuple_op(&g.node(id).op);
         if g.node(id).inputs.iter().any(|i| fwd[i.index()]) && carries {
             fwd[id.index()] = true;
         }

@@ -8,6 +8,7 @@
 pub mod batching;
 pub mod control;
 pub mod elementwise;
+pub mod fft;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
@@ -62,6 +63,7 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         } => indexing::vjp_topk(g, *k, *axis, *largest, x[0], ct),
         Op::Softmax { axis } => Ok(vec![Some(norm::softmax_jac(g, *axis, y, ct)?)]),
         Op::LogSoftmax { axis } => Ok(vec![Some(norm::log_softmax_vjp(g, *axis, y, ct)?)]),
+        Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
         _ => Err(missing(g, y, "vjp")),
     }
 }
@@ -115,7 +117,7 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
             broadcast(g, s, &dims(g, y)?)?
         }
         Op::Cast => {
-            if !(dtype(g, x[0]).is_float() && node.shape.dtype().is_float()) {
+            if !(differentiable(dtype(g, x[0])) && differentiable(node.shape.dtype())) {
                 return Ok(None);
             }
             cast(g, t[0].expect("tangent"), node.shape.dtype())?
