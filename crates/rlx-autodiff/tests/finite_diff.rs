@@ -30,15 +30,14 @@ fn run(g: &Graph, inputs: &[(String, HostTensor)]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
-/// gradient of every input and a jvp along a random direction.
-fn check(
+/// `loss = sum(f(x...) * r)` over f64 inputs `x0, x1, ...` with random `r`:
+/// the graph, its inputs and the node of `f`.
+fn weighted_loss(
     name: &str,
     shapes: &[&[usize]],
-    positive: bool,
+    rng: &mut Rng,
     f: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
-) {
-    let mut rng = Rng(name.len() as u64 * 7919 + 17);
+) -> (Graph, Vec<NodeId>, NodeId) {
     let mut g = Graph::new(name);
     let xs: Vec<NodeId> = shapes
         .iter()
@@ -54,6 +53,19 @@ fn check(
     let axes: Vec<i64> = (0..yd.len() as i64).collect();
     let loss = g.sum(w, &axes, false);
     g.set_outputs(vec![loss]);
+    (g, xs, y)
+}
+
+/// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
+/// gradient of every input and a jvp along a random direction.
+fn check(
+    name: &str,
+    shapes: &[&[usize]],
+    positive: bool,
+    f: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
+) {
+    let mut rng = Rng(name.len() as u64 * 7919 + 17);
+    let (g, xs, _) = weighted_loss(name, shapes, &mut rng, f);
 
     let vals: Vec<Vec<f64>> = shapes
         .iter()
@@ -641,6 +653,68 @@ fn conv_transpose() {
                 (u - v).abs() < 1e-12,
                 "case {k}: native {u} vs decomposed {v}"
             );
+        }
+    }
+}
+
+/// The closed-form reverse rules of the composites give the gradient of
+/// their decomposition (finite differences check both in `composites`).
+#[test]
+fn closed_form_vjps_match_the_decompositions() {
+    type Build = Box<dyn Fn(&mut Graph, &[NodeId]) -> NodeId>;
+    let cases: Vec<(&str, Vec<&[usize]>, Build)> = vec![
+        (
+            "layer_norm_affine",
+            vec![&[2, 3, 4], &[3, 4], &[3, 4]],
+            Box::new(|g, x| g.layer_norm_axis(x[0], 1, x[1], x[2], 1e-5)),
+        ),
+        (
+            "layer_norm_plain",
+            vec![&[3, 5]],
+            Box::new(|g, x| g.layer_norm_axis(x[0], 1, None, None, 1e-3)),
+        ),
+        (
+            "rms_norm_gamma",
+            vec![&[2, 3, 4], &[4]],
+            Box::new(|g, x| g.rms_norm(x[0], x[1], 1e-6)),
+        ),
+        (
+            "rms_norm_plain",
+            vec![&[4, 3]],
+            Box::new(|g, x| g.rms_norm(x[0], None, 1e-2)),
+        ),
+    ];
+    for (name, shapes, f) in cases {
+        let mut rng = Rng(name.len() as u64 + 101);
+        let (g, xs, y) = weighted_loss(name, &shapes, &mut rng, f);
+        let kind = g.node(y).op.kind();
+        let closed = grad_with_loss(&g, &xs).unwrap();
+        assert!(
+            closed.nodes().iter().any(|n| n.op.kind() == kind),
+            "{name}: the composite should stay whole under reverse mode"
+        );
+        let lowered = rlx_autodiff::prepare_graph_for_ad(&g).unwrap();
+        assert!(!lowered.nodes().iter().any(|n| n.op.kind() == kind));
+        let lx: Vec<NodeId> = lowered.inputs().iter().map(|(id, _, _)| *id).collect();
+        let decomposed = grad_with_loss(&lowered, &lx).unwrap();
+        let inputs: Vec<(String, HostTensor)> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v: Vec<f64> = (0..s.iter().product::<usize>())
+                    .map(|_| rng.next())
+                    .collect();
+                (format!("x{i}"), HostTensor::from_vec(v, s).unwrap())
+            })
+            .collect();
+        let (a, b) = (run(&closed, &inputs), run(&decomposed, &inputs));
+        for (k, (p, q)) in a.iter().zip(&b).enumerate() {
+            for (u, v) in p.iter().zip(q) {
+                assert!(
+                    (u - v).abs() <= 1e-12 * (1.0 + v.abs()),
+                    "{name}: output {k}: closed form {u} vs decomposition {v}"
+                );
+            }
         }
     }
 }

@@ -63,6 +63,8 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         } => indexing::vjp_topk(g, *k, *axis, *largest, x[0], ct),
         Op::Softmax { axis } => Ok(vec![Some(norm::softmax_jac(g, *axis, y, ct)?)]),
         Op::LogSoftmax { axis } => Ok(vec![Some(norm::log_softmax_vjp(g, *axis, y, ct)?)]),
+        Op::LayerNorm { axis, eps } => norm::layer_norm_vjp(g, *axis, *eps, x, ct),
+        Op::RmsNorm { eps } => norm::rms_norm_vjp(g, *eps, x, ct),
         Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
         _ => Err(missing(g, y, "vjp")),
     }
