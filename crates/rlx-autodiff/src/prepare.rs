@@ -6,11 +6,16 @@ use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 
 /// True for composites differentiated through their decomposition
 /// (softmax and log-softmax have closed-form rules instead; with
-/// `reverse`, so do the norms, whose closed-form vjp keeps less alive).
+/// `reverse`, so do the norms and attention, whose closed-form vjps keep
+/// less alive).
 fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
     op.kind().is_composite()
         && !matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
-        && !(reverse && matches!(op, Op::LayerNorm { .. } | Op::RmsNorm { .. }))
+        && !(reverse
+            && matches!(
+                op,
+                Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. }
+            ))
 }
 
 /// Verifies `g` and decomposes the composites that have no closed-form

@@ -306,6 +306,19 @@ fn indexing() {
     });
 }
 
+/// Grouped-query attention with an additive bias, a custom scale and soft-capping.
+fn attention_bias_gqa(g: &mut Graph, x: &[NodeId]) -> NodeId {
+    g.attention_with(
+        x[0],
+        x[1],
+        x[2],
+        MaskKind::Bias,
+        Some(x[3]),
+        Some(0.7),
+        Some(2.0),
+    )
+}
+
 #[test]
 fn composites() {
     check("softmax", &[&[3, 5]], false, |g, x| g.sm(x[0], 0));
@@ -336,17 +349,7 @@ fn composites() {
         "attention_bias_gqa",
         &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
         false,
-        |g, x| {
-            g.attention_with(
-                x[0],
-                x[1],
-                x[2],
-                MaskKind::Bias,
-                Some(x[3]),
-                Some(0.7),
-                Some(2.0),
-            )
-        },
+        attention_bias_gqa,
     );
     check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| {
         g.rope(x[0], x[1], x[2])
@@ -682,6 +685,32 @@ fn closed_form_vjps_match_the_decompositions() {
             "rms_norm_plain",
             vec![&[4, 3]],
             Box::new(|g, x| g.rms_norm(x[0], None, 1e-2)),
+        ),
+        (
+            "attention_causal",
+            vec![&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]],
+            Box::new(|g, x| g.attention_(x[0], x[1], x[2], MaskKind::Causal, None)),
+        ),
+        (
+            "attention_window",
+            vec![&[2, 4, 4], &[2, 4, 4], &[2, 4, 2]],
+            Box::new(|g, x| g.attention_(x[0], x[1], x[2], MaskKind::SlidingWindow(2), None)),
+        ),
+        (
+            "attention_bias_gqa_softcap",
+            vec![&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
+            Box::new(attention_bias_gqa),
+        ),
+        (
+            "attention_custom_mask",
+            vec![&[2, 3, 2], &[2, 4, 2], &[2, 4, 3]],
+            Box::new(|g, x| {
+                let keep = vec![
+                    true, false, true, true, false, true, true, false, true, true, true, false,
+                ];
+                let m = g.constant_tensor(&HostTensor::from_vec(keep, &[3, 4]).unwrap());
+                g.attention_with(x[0], x[1], x[2], MaskKind::Custom, Some(m), None, None)
+            }),
         ),
     ];
     for (name, shapes, f) in cases {

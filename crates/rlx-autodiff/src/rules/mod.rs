@@ -3,8 +3,10 @@
 //! `vjp` maps an output cotangent to one optional cotangent per input
 //! (`None` is a symbolic zero); `jvp` maps optional input tangents to the
 //! output tangent. Composites other than softmax / log-softmax reach these
-//! rules already decomposed (`prepare_graph_for_ad`).
+//! rules already decomposed (`prepare_graph_for_ad`), except that reverse
+//! mode keeps layer / rms norm and attention whole for their closed-form vjps.
 
+pub mod attention;
 pub mod batching;
 pub mod control;
 pub mod elementwise;
@@ -65,6 +67,11 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         Op::LogSoftmax { axis } => Ok(vec![Some(norm::log_softmax_vjp(g, *axis, y, ct)?)]),
         Op::LayerNorm { axis, eps } => norm::layer_norm_vjp(g, *axis, *eps, x, ct),
         Op::RmsNorm { eps } => norm::rms_norm_vjp(g, *eps, x, ct),
+        Op::Attention {
+            mask,
+            scale,
+            softcap,
+        } => attention::attention_vjp(g, *mask, *scale, *softcap, x, ct),
         Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
         _ => Err(missing(g, y, "vjp")),
     }
