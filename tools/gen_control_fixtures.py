@@ -4,7 +4,7 @@
 Writes ``crates/rlx-autodiff/tests/fixtures/control.json``; the Rust harness
 ``crates/rlx-autodiff/tests/control_jax.rs`` builds the same functions with
 ``If`` / ``While`` / ``Scan`` / ``CustomFn`` sub-graphs, applies the
-transform (``grad_with_loss``, ``jvp``, ``vmap``), runs it on the CPU and
+transform (``grad_with_loss``, ``jvp``, ``hvp``, ``vmap``), runs it on the CPU and
 compares with these values.
 
 Environment (numpy + JAX on the CPU, made by /work/shared/ref/setup.sh)::
@@ -101,6 +101,11 @@ prim, tan = jax.jvp(rnn, (h0, w, u, xs), tuple(tans))
 case("rnn_jvp", "rnn", "jvp",
      feeds + [tensor("tangent_" + n, t) for n, t in zip(["h0", "w", "u", "xs"], tans)],
      [(k, p) for k, p in enumerate(prim)] + [(3 + k, t) for k, t in enumerate(tan)])
+lossf = lambda *a: rnn(*a)[0]
+_, hv = jax.jvp(jax.grad(lossf, argnums=(0, 1, 2, 3)), (h0, w, u, xs), tuple(tans))
+case("rnn_hvp", "rnn", "hvp",
+     feeds + [tensor("tangent_" + n, t) for n, t in zip(["h0", "w", "u", "xs"], tans)],
+     [(k, h) for k, h in enumerate(hv)])
 B = 3
 bh0, bxs = grid(B, 4), grid(B, 6, 3)
 res = jax.vmap(rnn, in_axes=(0, None, None, 0))(bh0, w, u, bxs)
@@ -123,6 +128,10 @@ for p in (True, False):
     gx, gy = jax.grad(lambda x, y: cond_f(p, x, y)[0], argnums=(0, 1))(x, y)
     tag = "then" if p else "else"
     case(f"cond_grad_{tag}", "cond", "grad", pf, [(0, l), (1, gx), (2, gy), (3, r)])
+    lossf = lambda x, y: cond_f(p, x, y)[0]
+    _, hv = jax.jvp(jax.grad(lossf, argnums=(0, 1)), (x, y), (tx, ty))
+    case(f"cond_hvp_{tag}", "cond", "hvp",
+         pf + [tensor("tangent_x", tx), tensor("tangent_y", ty)], [(0, hv[0]), (1, hv[1])])
     prim, tan = jax.jvp(lambda x, y: cond_f(p, x, y), (x, y), (tx, ty))
     case(f"cond_jvp_{tag}", "cond", "jvp",
          pf + [tensor("tangent_x", tx), tensor("tangent_y", ty)],

@@ -1,10 +1,10 @@
-//! Control flow (`If`, `While`, `Scan`, `CustomFn`) under grad / jvp / vmap,
+//! Control flow (`If`, `While`, `Scan`, `CustomFn`) under grad / jvp / hvp / vmap,
 //! against JAX (`tests/fixtures/control.json`, written by
 //! `tools/gen_control_fixtures.py`, whose docstring defines each model).
 //! Float32 results are compared with the float64 references at
 //! `|got - want| <= 1e-4 (1 + |want|)`.
 
-use rlx_autodiff::{grad_with_loss, jvp, vmap, AutodiffError};
+use rlx_autodiff::{grad_with_loss, hvp, jvp, vmap, AutodiffError};
 use rlx_driver::Device;
 use rlx_ir::ops::control::{
     try_custom_fn, try_if, try_tuple_op, try_while, CustomFnSpec, ScanSpec,
@@ -204,6 +204,7 @@ fn transform(g: &Graph, case: &Value) -> Result<Graph, AutodiffError> {
     match case["transform"].as_str().unwrap() {
         "grad" => grad_with_loss(g, &floats(g)),
         "jvp" => jvp(g, &floats(g)),
+        "hvp" => hvp(g, &floats(g)),
         "vmap" => {
             let names: Vec<&str> = case["options"]["batched"]
                 .as_array()
@@ -305,12 +306,12 @@ fn check(prefix: &str) {
 }
 
 #[test]
-fn scan_rnn_grad_jvp_vmap_match_jax() {
+fn scan_rnn_grad_jvp_hvp_vmap_match_jax() {
     check("rnn_");
 }
 
 #[test]
-fn if_grad_jvp_vmap_match_jax_on_both_branches() {
+fn if_grad_jvp_hvp_vmap_match_jax_on_both_branches() {
     check("cond_");
 }
 

@@ -346,3 +346,55 @@ fn mismatched_signatures_are_errors_naming_the_op() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn control_flow_compiles_under_every_precision_and_decomposition_option() {
+    use rlx_runtime::{CompileOptions, Precision};
+    // then: softmax(x) * y (a composite inside a sub-graph); else: x - y.
+    let mut t = Graph::new("then");
+    let x = t.input("x", f32s(&[3]));
+    let y = t.input("y", f32s(&[3]));
+    let s = t.sm(x, 0);
+    let r = t.mul(s, y);
+    t.set_outputs(vec![r]);
+    let (_, e) = branches();
+    let mut g = Graph::new("if");
+    let p = g.input("p", Shape::scalar(DType::Bool));
+    let x = g.input("x", f32s(&[3]));
+    let y = g.input("y", f32s(&[3]));
+    let r = g.if_(p, t, e, &[x, y]);
+    let r2 = g.mul(r[0], g.constant(2.0, DType::F32));
+    g.set_outputs(vec![r2]);
+    let xv = [0.5f32, -1.0, 2.0];
+    let yv = [1.0f32, 2.0, 3.0];
+    let z: f32 = xv.iter().map(|v| v.exp()).sum();
+    let want: Vec<f32> = (0..3).map(|i| 2.0 * xv[i].exp() / z * yv[i]).collect();
+    for (prec, tol) in [
+        (Precision::F32, 1e-6),
+        (Precision::F16, 2e-2),
+        (Precision::BF16, 5e-2),
+    ] {
+        for decompose in [false, true] {
+            let opts = CompileOptions::default()
+                .precision(prec)
+                .decompose_composites(decompose);
+            let mut c = Session::new(Device::Cpu)
+                .try_compile_with(g.clone(), &opts)
+                .unwrap_or_else(|e| panic!("{prec:?} {decompose}: {e}"));
+            let (pt, xt, yt) = (
+                HostTensor::scalar(true),
+                HostTensor::from_slice(&xv, &[3]).unwrap(),
+                HostTensor::from_slice(&yv, &[3]).unwrap(),
+            );
+            let out = c
+                .try_run_typed(&[("p", &pt), ("x", &xt), ("y", &yt)])
+                .unwrap();
+            for (a, b) in out[0].to_f64_lossy().iter().zip(&want) {
+                assert!(
+                    (a - *b as f64).abs() < tol,
+                    "{prec:?} {decompose}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
