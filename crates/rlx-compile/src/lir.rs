@@ -194,10 +194,7 @@ mod tests {
         g.set_outputs(vec![c]);
         let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
         check_plan(&lir.graph, &lir.plan).unwrap();
-        let (sa, sy) = (
-            lir.plan.slots[a.index()].unwrap(),
-            lir.plan.slots[y.index()].unwrap(),
-        );
+        let (sa, sy) = (lir.plan.slots[a.index()].unwrap(), lir.plan.slots[y.index()].unwrap());
         assert!(sa.offset + sa.size <= sy.offset || sy.offset + sy.size <= sa.offset);
     }
 

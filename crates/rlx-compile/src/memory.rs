@@ -66,15 +66,8 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
     let mut release: Vec<Vec<usize>> = vec![Vec::new(); g.len() + 1];
     // Inputs are copied in before the first node runs, so they are live from
     // time 0: place them first, then every other node in schedule order.
-    let inputs = g
-        .ids()
-        .filter(|&i| matches!(g.node(i).op, Op::Input { .. }));
-    let others = g.ids().filter(|&i| {
-        !matches!(
-            g.node(i).op,
-            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
-        )
-    });
+    let inputs = g.ids().filter(|&i| matches!(g.node(i).op, Op::Input { .. }));
+    let others = g.ids().filter(|&i| !matches!(g.node(i).op, Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }));
     for id in inputs.chain(others) {
         let n = g.node(id);
         let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
@@ -178,11 +171,7 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
                     ));
                 }
                 // Inputs are written before the first node runs.
-                let def = if matches!(g.nodes()[i].op, Op::Input { .. }) {
-                    0
-                } else {
-                    i
-                };
+                let def = if matches!(g.nodes()[i].op, Op::Input { .. }) { 0 } else { i };
                 live.push((i, def, plan.last_use[i], *s));
             }
         }
