@@ -7,6 +7,8 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::region::region_text;
+pub use crate::ops::region::{ChainOperand, ChainStep};
 use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::upsample::InterpMode;
 use std::fmt;
@@ -571,6 +573,19 @@ pub enum Op {
         /// Scaling convention.
         norm: FftNorm,
     },
+    // ── fused ──
+    /// A fused chain of elementwise steps over broadcast inputs (see
+    /// [`crate::ops::region`]); its value is the last step.
+    ElementwiseRegion {
+        /// The steps, in order.
+        steps: Vec<ChainStep>,
+    },
+    /// `matmul(a, b)` followed by an elementwise epilogue computed before the
+    /// result is stored; inputs `a, b, extra...` (see [`crate::ops::region`]).
+    FusedMatMul {
+        /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
+        epilogue: Vec<ChainStep>,
+    },
     // ── control flow (sub-graphs; see `ops::control`) ──
     /// Runs one of two branches on the operands; a tuple of the branch's results.
     If(IfSpec),
@@ -631,6 +646,8 @@ pub enum OpKind {
     Pool,
     Upsample,
     Fft,
+    ElementwiseRegion,
+    FusedMatMul,
     If,
     While,
     Scan,
@@ -650,6 +667,8 @@ impl OpKind {
                 | OpKind::GroupNorm
                 | OpKind::Attention
                 | OpKind::Rope
+                | OpKind::ElementwiseRegion
+                | OpKind::FusedMatMul
         )
     }
 }
@@ -694,6 +713,8 @@ impl Op {
             Op::Pool { .. } => OpKind::Pool,
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
+            Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
+            Op::FusedMatMul { .. } => OpKind::FusedMatMul,
             Op::If(_) => OpKind::If,
             Op::While(_) => OpKind::While,
             Op::Scan(_) => OpKind::Scan,
@@ -802,6 +823,8 @@ impl Op {
                 align_corners,
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
+            Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
+            Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
             Op::If(_)
             | Op::While(_)
             | Op::Scan(_)

@@ -93,6 +93,10 @@ pub use rlx_ir::{
     verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
     OpKind, Shape, Tick, VerifyError,
 };
+pub use rlx_opt::{
+    inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, FusionOptions,
+    FusionReport, LirModule, MissReason, MissedFusion, Pass, PipelineInspect,
+};
 pub use rlx_runtime::{
     available_devices, device_chain_from_env, device_from_env, device_label, device_report,
     devices_for, fastest_device, fastest_device_for, is_available, parse_device, parse_device_list,
@@ -116,7 +120,8 @@ pub use rlx_runtime::{
 pub mod ops {
     pub use rlx_ir::fft::FftNorm;
     pub use rlx_ir::op::{
-        Activation, BinaryOp, CmpOp, MaskKind, PadMode, PoolKind, ReduceOp, UnaryOp,
+        Activation, BinaryOp, ChainOperand, ChainStep, CmpOp, MaskKind, PadMode, PoolKind,
+        ReduceOp, UnaryOp,
     };
     pub use rlx_ir::ops::upsample::InterpMode;
 }
@@ -130,6 +135,13 @@ pub mod ops {
 /// ```
 pub mod compile {
     pub use crate::{CompileOptions, Precision};
+    /// Pass-level precision (the session [`Precision`] until the AMP pass lands).
+    pub use rlx_opt::Precision as PassPrecision;
+    pub use rlx_opt::{
+        inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, Dispatch,
+        DispatchReport, FusionKind, FusionOptions, FusionReport, LirModule, MemoryReport,
+        MissReason, MissedFusion, Pass, PipelineInspect,
+    };
 }
 
 /// Star-import target covering everyday graph build → compile → run.
@@ -161,6 +173,7 @@ pub mod prelude {
         grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
         vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
     };
+    pub use crate::compile::{CompilePipeline, FusionReport, Pass};
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     pub use crate::{

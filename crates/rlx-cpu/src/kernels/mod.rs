@@ -40,6 +40,7 @@ pub mod linalg;
 pub mod movement;
 pub mod norm;
 pub mod reduce;
+pub mod region;
 pub mod scalar;
 pub mod upsample;
 
@@ -284,6 +285,11 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             align_corners,
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+        Op::ElementwiseRegion { steps } => region::region(steps, ins, out),
+        Op::FusedMatMul { epilogue } => {
+            linalg::matmul(&ins[..2], out)?;
+            region::epilogue(epilogue, &ins[2..], out)
+        }
         Op::TupleGet { offset, .. } => control::tuple_get(*offset, ins, out),
         Op::If(_) | Op::While(_) | Op::Scan(_) | Op::CustomFn(_) => {
             Err("a control op runs through its compiled sub-graphs (kernels::control::run)".into())

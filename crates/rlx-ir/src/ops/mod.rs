@@ -15,6 +15,7 @@ pub mod linalg;
 pub mod movement;
 pub mod norm;
 pub mod reduce;
+pub mod region;
 pub mod upsample;
 
 use crate::{Dim, Graph, IrError, Node, NodeId, Op, Shape};
@@ -68,6 +69,8 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Pool { window, .. } => conv::infer_pool(window, inputs),
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
+        ElementwiseRegion { steps } => region::infer_region(steps, inputs),
+        FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
         If(s) => control::infer_if(s, inputs),
         While(s) => control::infer_while(s, inputs),
         Scan(s) => control::infer_scan(s, inputs),
@@ -116,6 +119,10 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
             softcap,
         } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
+        Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
+        Op::FusedMatMul { epilogue } => {
+            region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
+        }
         _ => return Ok(None),
     };
     Ok(Some(id))
