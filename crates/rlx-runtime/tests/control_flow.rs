@@ -398,3 +398,30 @@ fn control_flow_compiles_under_every_precision_and_decomposition_option() {
         }
     }
 }
+
+#[test]
+fn control_flow_over_constants_folds_or_runs() {
+    // Every operand is a constant, so constant folding may evaluate the
+    // whole loop at compile time; either way the result is the same.
+    let mut cond = Graph::new("cond");
+    let c = cond.input("c", f32s(&[2]));
+    let s = cond.sum(c, &[0], false);
+    let t = cond.lt(s, cond.constant(50.0, DType::F32));
+    cond.set_outputs(vec![t]);
+    let mut body = Graph::new("body");
+    let c = body.input("c", f32s(&[2]));
+    let c2 = body.mul(c, body.constant(3.0, DType::F32));
+    body.set_outputs(vec![c2]);
+    let mut g = Graph::new("const_loop");
+    let x = g.input("x", f32s(&[2]));
+    let init = g.constant_tensor(&HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap());
+    let r = g.while_loop(cond, body, &[init]);
+    let y = g.add(r[0], x);
+    g.set_outputs(vec![y]);
+    let out = run(
+        g,
+        &[("x", HostTensor::from_slice(&[0.5f32, 0.25], &[2]).unwrap())],
+    );
+    // 3 -> 9 -> 27 -> 81 (sum of [27, 54] = 81 >= 50).
+    assert_eq!(vals(&out[0]), [27.5, 54.25]);
+}

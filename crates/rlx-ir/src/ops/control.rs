@@ -353,6 +353,10 @@ pub(crate) fn check_tuple_get(g: &Graph, id: NodeId) -> Option<String> {
         return None;
     };
     let src = g.get(*n.inputs.first()?)?;
+    if matches!(src.op, Op::Constant { .. }) && src.shape.dtype() == DType::U8 {
+        // A tuple folded to its bytes at compile time (`infer_tuple_get` checks the bounds).
+        return None;
+    }
     let Some(shapes) = result_shapes(&src.op) else {
         return Some(format!(
             "{}: input is {}, not a tuple op",
