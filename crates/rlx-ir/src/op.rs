@@ -7,9 +7,9 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::region::region_text;
 pub use crate::ops::region::{ChainOperand, ChainStep};
-use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::upsample::InterpMode;
 use std::fmt;
 
