@@ -488,3 +488,76 @@ pub fn try_custom_fn(
 ) -> Result<Vec<NodeId>, IrError> {
     try_tuple_op(g, Op::CustomFn(spec), operands)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{verify_all, GraphExt, Node, NodeOrigin};
+
+    fn unary(name: &str, f: impl FnOnce(&mut Graph, NodeId) -> NodeId) -> Graph {
+        let mut g = Graph::new(name);
+        let x = g.input("x", Shape::new(&[2], DType::F32));
+        let y = f(&mut g, x);
+        g.set_outputs(vec![y]);
+        g
+    }
+
+    #[test]
+    fn sub_graphs_print_nested_under_their_node() {
+        let mut g = Graph::new("g");
+        let p = g.input("p", Shape::scalar(DType::Bool));
+        let x = g.input("x", Shape::new(&[2], DType::F32));
+        let r = g.if_(
+            p,
+            unary("neg", |g, x| g.neg(x)),
+            unary("id", |_, x| x),
+            &[x],
+        );
+        g.set_outputs(r);
+        let want = "\
+graph \"g\" {
+  %0 = input \"p\" : bool[]
+  %1 = input \"x\" : f32[2]
+  %2 = if %0, %1 : u8[8]
+    then: graph \"neg\" {
+        %0 = input \"x\" : f32[2]
+        %1 = neg %0 : f32[2]
+        return %1
+      }
+    else: graph \"id\" {
+        %0 = input \"x\" : f32[2]
+        return %0
+      }
+  %3 = tuple_get{index=0, offset=0, shape=f32[2]} %2 : f32[2]
+  return %3
+}";
+        assert_eq!(g.to_string(), want);
+    }
+
+    #[test]
+    fn a_mismatched_branch_is_a_verify_error_naming_the_op() {
+        let mut g = Graph::new("g");
+        let p = g.input("p", Shape::scalar(DType::Bool));
+        let x = g.input("x", Shape::new(&[2], DType::F32));
+        let sum = unary("sum", |g, x| g.sum(x, &[0], true));
+        let spec = IfSpec {
+            then_branch: Arc::new(unary("neg", |g, x| g.neg(x))),
+            else_branch: Arc::new(sum),
+        };
+        // Bypass the builder's check, as a deserialiser or a buggy pass might.
+        let t = g.push_verified(Node {
+            op: Op::If(spec),
+            inputs: vec![p, x],
+            shape: Shape::new(&[8], DType::U8),
+            name: None,
+            origin: NodeOrigin::User,
+        });
+        g.set_outputs(vec![t]);
+        let errs = verify_all(&g);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(
+            errs[0].to_string(),
+            "%2: if: else-branch outputs vs then-branch outputs: expected (f32[2]), given (f32[1])"
+        );
+    }
+}
