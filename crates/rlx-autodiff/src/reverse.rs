@@ -104,6 +104,9 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
             dtype: loss_shape.dtype(),
         });
     }
+    let needed = on_path(&h, &wrt, loss);
+    // Scans on the path store their per-step carries in the forward pass.
+    let (h, stored_scans) = rules::control::store_scan_residuals(&h, &needed)?;
     let mut out = h.clone();
     let seed = if loss_shape.numel() == Some(1) {
         let one = out.scalar(1.0, loss_shape.dtype());
@@ -111,7 +114,6 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
     } else {
         out.try_input(D_OUTPUT, loss_shape.clone())?
     };
-    let needed = on_path(&h, &wrt, loss);
     let mut adj: Vec<Option<NodeId>> = vec![None; h.len()];
     adj[loss.index()] = Some(seed);
     let origin = NodeOrigin::Pass {
@@ -129,7 +131,12 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
             let Some(cts) = tuple_adj.remove(&id) else {
                 continue;
             };
-            rules::control::vjp(&mut out, node, id, &cts)?
+            match stored_scans.get(&id) {
+                Some(spec) => {
+                    rules::control::vjp_stored_scan(&mut out, spec, id, &node.inputs, &cts)?
+                }
+                None => rules::control::vjp(&mut out, node, id, &cts)?,
+            }
         } else {
             let Some(ct) = adj[id.index()] else {
                 continue;

@@ -361,7 +361,7 @@ fn reverse_mode_through_while_is_a_clear_error() {
 }
 
 #[test]
-fn the_reverse_of_an_if_is_an_if_and_checkpointing_stores_less() {
+fn the_reverse_of_an_if_is_an_if_and_scans_store_or_checkpoint_carries() {
     let g = cond();
     let ids: Vec<NodeId> = ["x", "y"]
         .iter()
@@ -374,13 +374,17 @@ fn the_reverse_of_an_if_is_an_if_and_checkpointing_stores_less() {
         .filter(|n| matches!(n.op, Op::If(_)))
         .count();
     assert_eq!(ifs, 2, "the primal If and its reverse If");
-    // Without checkpointing the residual scan stacks all 6 carries; with
+    // Without checkpointing the primal scan stacks all 6 carries (so there
+    // is one forward and one backward scan, no second forward pass); with
     // segments of 3 only the 2 segment-entry carries are stacked outside.
-    let stacked = |ck: Option<usize>| -> Vec<usize> {
+    let rnn_grad = |ck: Option<usize>| -> Graph {
         let g = rnn(false, ck);
         let ids: Vec<NodeId> = g.inputs().iter().map(|(id, _, _)| *id).collect();
-        let d = grad_with_loss(&g, &ids).unwrap();
-        d.nodes()
+        grad_with_loss(&g, &ids).unwrap()
+    };
+    let stacked = |ck: Option<usize>| -> Vec<usize> {
+        rnn_grad(ck)
+            .nodes()
             .iter()
             .filter_map(|n| match &n.op {
                 Op::TupleGet { shape, .. } if shape.rank() == 3 => shape.dim(0),
@@ -389,6 +393,9 @@ fn the_reverse_of_an_if_is_an_if_and_checkpointing_stores_less() {
             .collect()
     };
     assert!(stacked(None).contains(&6), "{:?}", stacked(None));
+    let d = rnn_grad(None);
+    let scans = d.nodes().iter().filter(|n| matches!(n.op, Op::Scan(_)));
+    assert_eq!(scans.count(), 2);
     let seg = stacked(Some(3));
     assert!(seg.contains(&2) && !seg.contains(&6), "{seg:?}");
 }

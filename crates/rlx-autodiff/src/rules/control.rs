@@ -15,10 +15,11 @@ use crate::subgraph::{build, float_mask, inline, jvp_graph, permute, pick, vjp_g
 use crate::{AutodiffError, Result};
 use rlx_ir::op::{CmpOp, ReduceOp};
 use rlx_ir::ops::control::{
-    signature, try_custom_fn, try_if, try_tuple_op, try_while, CustomFnSpec, IfSpec, ScanSpec,
-    WhileSpec,
+    signature, try_custom_fn, try_if, try_tuple_get, try_tuple_op, try_while, CustomFnSpec, IfSpec,
+    ScanSpec, WhileSpec,
 };
 use rlx_ir::{node_label, DType, Graph, Node, NodeId, Op, Shape};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 fn zeros_of(g: &mut Graph, s: &Shape) -> Result<NodeId> {
@@ -158,28 +159,99 @@ fn vjp_scan(
     if let Some(k) = s.checkpoint.filter(|&k| k < s.length) {
         return vjp_scan_segments(g, s, k, x, cts);
     }
-    let nc = s.num_carry;
-    let (bin, bout) = signature(&s.body);
-    let nx = bin.len() - nc;
-    let ny = bout.len() - nc;
-    let fc = float_mask(&bin[..nc]);
-    let fx = float_mask(&bin[nc..]);
-    let fy = float_mask(&bout[nc..]);
-    let (nfc, nfx) = (count(&fc), count(&fx));
     // Forward again, stacking each step's input carry (the residuals).
+    let ny = s.body.outputs().len() - s.num_carry;
+    let r = try_tuple_op(g, Op::Scan(with_residuals(s)?), x)?;
+    let stacked = r[s.num_carry + ny..].to_vec();
+    vjp_scan_from(g, s, x, cts, stacked)
+}
+
+/// `s` whose body also emits its input carry: the stacked per-step carries
+/// follow the original results (whose offsets do not move).
+fn with_residuals(s: &ScanSpec) -> Result<ScanSpec> {
+    let (bin, _) = signature(&s.body);
+    let nc = s.num_carry;
     let body = s.body.clone();
     let body_r = build("scan_residuals", &bin, |h, a| {
         let mut outs = inline(h, &body, a)?;
         outs.extend_from_slice(&a[..nc]);
         Ok(outs)
     })?;
-    let fwd = ScanSpec {
+    Ok(ScanSpec {
         body: Arc::new(body_r),
         checkpoint: None,
         ..s.clone()
-    };
-    let r = try_tuple_op(g, Op::Scan(fwd), x)?;
-    let stacked_carries = r[nc + ny..].to_vec();
+    })
+}
+
+/// Makes reverse mode store the per-step carries in the forward pass
+/// itself: every `needed` scan of `h` that is not checkpointed becomes its
+/// residual form (same node ids; its `TupleGet`s stay valid). Returns the
+/// new graph and the original spec of each rewritten scan, for
+/// [`vjp_stored_scan`].
+pub fn store_scan_residuals(
+    h: &Graph,
+    needed: &[bool],
+) -> Result<(Graph, HashMap<NodeId, ScanSpec>)> {
+    let mut out = Graph::new(h.name());
+    let mut specs = HashMap::new();
+    for id in h.ids() {
+        let n = h.node(id);
+        let node = match &n.op {
+            Op::Scan(s) if needed[id.index()] && s.checkpoint.is_none_or(|k| k >= s.length) => {
+                let op = Op::Scan(with_residuals(s)?);
+                let shapes: Vec<&Shape> = n.inputs.iter().map(|&i| out.shape(i)).collect();
+                let shape = rlx_ir::ops::infer_shape(&op, &shapes, None)
+                    .map_err(|e| AutodiffError::InvalidGraph(format!("residual scan: {e}")))?;
+                specs.insert(id, s.clone());
+                Node {
+                    op,
+                    shape,
+                    ..n.clone()
+                }
+            }
+            _ => n.clone(),
+        };
+        out.push_verified(node);
+    }
+    out.set_outputs(h.outputs().to_vec());
+    Ok((out, specs))
+}
+
+/// Reverse mode of the scan `s` (its original spec) whose node `tuple`
+/// was rewritten by [`store_scan_residuals`] and already holds the stacked carries.
+pub fn vjp_stored_scan(
+    g: &mut Graph,
+    s: &ScanSpec,
+    tuple: NodeId,
+    x: &[NodeId],
+    cts: &[Option<NodeId>],
+) -> Result<Vec<Option<NodeId>>> {
+    if cts.iter().all(Option::is_none) {
+        return Ok(vec![None; x.len()]);
+    }
+    let first = s.body.outputs().len();
+    let stacked = (first..first + s.num_carry)
+        .map(|k| try_tuple_get(g, tuple, k))
+        .collect::<Result<Vec<_>, _>>()?;
+    vjp_scan_from(g, s, x, cts, stacked)
+}
+
+/// The backward scan of `s` given the stacked per-step input carries.
+fn vjp_scan_from(
+    g: &mut Graph,
+    s: &ScanSpec,
+    x: &[NodeId],
+    cts: &[Option<NodeId>],
+    stacked_carries: Vec<NodeId>,
+) -> Result<Vec<Option<NodeId>>> {
+    let nc = s.num_carry;
+    let (bin, bout) = signature(&s.body);
+    let nx = bin.len() - nc;
+    let fc = float_mask(&bin[..nc]);
+    let fx = float_mask(&bin[nc..]);
+    let fy = float_mask(&bout[nc..]);
+    let (nfc, nfx) = (count(&fc), count(&fx));
     // Backward: a scan the other way whose carry is the carry cotangent.
     let v = vjp_graph(&s.body)?; // (c, x_t, ct_c', ct_y) -> (ct_c, ct_x_t)
     let nfy = count(&fy);
