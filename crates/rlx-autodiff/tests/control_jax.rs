@@ -485,3 +485,38 @@ fn transforms_compose_through_control_flow() {
         assert!((out[0][i] - want).abs() < 1e-5, "{} vs {want}", out[0][i]);
     }
 }
+
+#[test]
+fn vmap_of_custom_fn_keeps_the_user_rules() {
+    // Per-example clipped gradients: vmap(grad(clip_vjp)) row by row equals
+    // clip(3 x^2, -1, 1), and vmap(jvp(scaled_jvp)) equals 2 cos(x) t.
+    let b = 2;
+    let x: Vec<f32> = (0..b * 5).map(|i| i as f32 * 0.23 - 1.1).collect();
+    let g = clip_vjp();
+    let d = grad_with_loss(&g, &[g.find_input("x").unwrap()]).unwrap();
+    let v = vmap(&d, &["x"], b).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(v).unwrap();
+    let xt = HostTensor::from_slice(&x, &[b, 5]).unwrap();
+    let out = c.try_run_typed(&[("x", &xt)]).unwrap();
+    let got = out[1].to_f64_lossy();
+    for (i, &xi) in x.iter().enumerate() {
+        let want = (3.0 * xi as f64 * xi as f64).clamp(-1.0, 1.0);
+        assert!((got[i] - want).abs() < 1e-6, "{i}: {} vs {want}", got[i]);
+    }
+    let g = scaled_jvp();
+    let j = jvp(&g, &[g.find_input("x").unwrap()]).unwrap();
+    let v = vmap(&j, &["x", "tangent_x"], b).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(v).unwrap();
+    let x: Vec<f32> = (0..b * 4).map(|i| i as f32 * 0.3 - 1.0).collect();
+    let t: Vec<f32> = (0..b * 4).map(|i| 1.0 - i as f32 * 0.2).collect();
+    let (xt, tt) = (
+        HostTensor::from_slice(&x, &[b, 4]).unwrap(),
+        HostTensor::from_slice(&t, &[b, 4]).unwrap(),
+    );
+    let out = c.try_run_typed(&[("x", &xt), ("tangent_x", &tt)]).unwrap();
+    let got = out[1].to_f64_lossy();
+    for i in 0..b * 4 {
+        let want = 2.0 * (x[i] as f64).cos() * t[i] as f64;
+        assert!((got[i] - want).abs() < 1e-5, "{i}: {} vs {want}", got[i]);
+    }
+}
