@@ -13,8 +13,12 @@ Each run: 20 iterations of {g_w = grad(w); g_b = grad(b); opt.step() on both}; r
 every iteration, for float32 and float64 (everything in that dtype).
 
 torch_optim.json: torch.optim (single-tensor path, foreach=False) for SGD, Adam, AdamW, NAdam, RAdam, Adafactor.
-numpy_optim.json: numpy re-implementations (float64) of the optimizers torch does not have, each following the
-    authors' reference code named in its function's docstring.
+numpy_optim.json: numpy re-implementations (float64, tools/numpy_optim_ref.py) of the optimizers torch does not
+    have, each following the authors' reference code named in its docstring (Lion, QHAdamW, LAMB, Sophia-G, MARS,
+    Muon, SOAP, PSGD Kron, geoopt's Riemannian SGD / Adam on the Stiefel manifold); their gradient adds a drift
+    term (numpy_optim_ref.grad_of). torch.optim.Muon exists but orthogonalises in bfloat16, so Muon follows
+    Keller Jordan's code here. tools/crosscheck_optim_authors.py re-runs one case of each against the authors'
+    own code.
 schedules.json:   torch.optim.lr_scheduler learning rates (LinearLR, CosineAnnealingLR, StepLR, LambdaLR with the
     warm-up + cosine formula).
 clip.json:        torch.nn.utils.clip_grad_norm_ on fixed gradients (f32 and f64).

@@ -32,6 +32,19 @@
 //! `tools/gen_optim_fixtures.py` (torch for the torch optimizers, numpy
 //! re-implementations of the authors' code for the others).
 //!
+//! Where this crate departs from a reference, on purpose:
+//! - [`Muon`] runs Newton–Schulz in the parameter's precision (the reference
+//!   casts to bfloat16), and [`Soap`] computes its eigenbases in the
+//!   parameter's precision (the reference in float32);
+//! - [`KronPsgd`] draws its randomness from a documented counter-based
+//!   SplitMix64 stream (the reference uses Python's `random` and
+//!   `torch.randn`) and solves its triangular systems in the parameter's
+//!   precision (the reference in float32);
+//! - [`Lamb`] uses a trust ratio of 1 where a norm is zero (the reference
+//!   divides by zero);
+//! - [`NAdamW`] keeps torch's quirk of a float32 running product of the
+//!   momentum factors, also for `f64` parameters.
+//!
 //! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear
 //! warm-up, cosine, warm-up + cosine, step) and global-norm clipping
 //! ([`l2_norm`], [`global_grad_clip_scale`], [`clip_grad_norm`], as

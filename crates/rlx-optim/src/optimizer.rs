@@ -39,8 +39,8 @@ pub trait Optimizer {
     fn lr(&self) -> f64;
     /// Sets the learning rate (and the base rate an attached schedule scales).
     fn set_lr(&mut self, lr: f64);
-    /// Attaches a learning-rate schedule that scales the current base rate,
-    /// counted from iteration 0.
+    /// Attaches a learning-rate schedule that scales the current base rate;
+    /// its iteration 0 is the current iteration.
     fn set_schedule(&mut self, schedule: LrSchedule);
     /// Iterations ended so far.
     fn iteration(&self) -> u64;
@@ -103,7 +103,7 @@ impl Core {
     }
 
     pub fn end_iteration(&mut self) {
-        self.iteration += 1;
+        self.iteration = self.iteration.saturating_add(1);
         if let Some(s) = &self.schedule {
             self.lr = s.lr_at(self.base_lr, self.iteration - self.schedule_start);
         }
@@ -239,8 +239,19 @@ pub(crate) fn step_rule<R: Rule, T: Float>(
     grad: &[T],
 ) -> Result<()> {
     let lr = r.core().lr;
+    let prepared = r.core_mut().prepare(name, shape, param, grad)?;
+    if prepared.step == u64::MAX {
+        return Err(OptimError::BadState(format!(
+            "parameter `{name}`: step counter at its maximum"
+        )));
+    }
+    if param.is_empty() {
+        // Nothing to update; the step still counts.
+        prepared.step += 1;
+        return Ok(());
+    }
     // Take the state out so the rule can read `self` while mutating it.
-    let mut st = std::mem::take(r.core_mut().prepare(name, shape, param, grad)?);
+    let mut st = std::mem::take(prepared);
     st.step += 1;
     let res = r.update(lr, name, &mut st, param, grad);
     if res.is_err() {

@@ -144,6 +144,52 @@ fn stiefel_save_load_and_shape_errors() {
 }
 
 #[test]
+fn kron_with_a_singular_factor_is_an_error_that_changes_nothing() {
+    let mk = || {
+        KronPsgd::new(KronConfig {
+            update: PrecondUpdate::Probability(1.0),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let mut opt = mk();
+    let mut w = vec![0.5f64, -0.25, 1.0, 2.0, -1.5, 0.75];
+    opt.step("w", &[2, 3], &mut w, &[0.1, 0.2, -0.3, 0.4, 0.5, -0.6])
+        .unwrap();
+    opt.end_iteration();
+    let mut st = opt.save_state();
+    st.params
+        .get_mut("w")
+        .unwrap()
+        .buffers
+        .get_mut("Q1")
+        .unwrap()[4] = 0.0; // a diagonal entry
+    let mut bad = mk();
+    bad.load_state(&st).unwrap();
+    let before = (w.clone(), bad.save_state());
+    let e = bad.step("w", &[2, 3], &mut w, &[0.1; 6]).unwrap_err();
+    assert!(e.to_string().contains("singular"), "{e}");
+    assert_eq!((w, bad.save_state()), before);
+}
+
+#[test]
+fn orthonormalize_puts_a_matrix_on_the_stiefel_manifold() {
+    let mut w: Vec<f64> = (0..15).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+    Stiefel::orthonormalize(&[5, 3], &mut w).unwrap();
+    for a in 0..3 {
+        for b in 0..3 {
+            let dot: f64 = (0..5).map(|r| w[r * 3 + a] * w[r * 3 + b]).sum();
+            assert!(
+                (dot - if a == b { 1.0 } else { 0.0 }).abs() < 1e-14,
+                "{a} {b} {dot}"
+            );
+        }
+    }
+    assert!(Stiefel::orthonormalize(&[3, 5], &mut w).is_err());
+    assert!(Stiefel::orthonormalize(&[5, 2], &mut w).is_err());
+}
+
+#[test]
 fn step_all_steps_every_parameter() {
     let mut a = AdamW::with_lr(0.1).unwrap();
     let mut b = AdamW::with_lr(0.1).unwrap();

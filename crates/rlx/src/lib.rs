@@ -73,6 +73,21 @@ pub use rlx_runtime as runtime;
 /// GGUF v1 / v2 / v3 parser, writer, dequantize and quantize codecs.
 pub use rlx_gguf as gguf;
 
+#[cfg(feature = "optim")]
+/// Training-step optimizers (SGD, Adam family, Adafactor, LAMB, Lion, SOAP,
+/// Kron-PSGD, Muon, Sophia, MARS, Stiefel), learning-rate schedules and
+/// global-norm gradient clipping.
+pub use rlx_optim as optim;
+
+#[cfg(feature = "optim")]
+pub mod train;
+
+#[cfg(feature = "peft")]
+/// Parameter-efficient adaptation: LoRA / rsLoRA, DoRA, IA3, AdaLoRA (with
+/// its rank allocator) and OFT, as HuggingFace PEFT defines them — host
+/// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
+pub use rlx_peft as peft;
+
 #[cfg(feature = "rng")]
 /// Bit-exact reproductions of the numpy and PyTorch random streams
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
@@ -176,6 +191,11 @@ pub mod prelude {
     pub use crate::compile::{CompilePipeline, FusionReport, Pass};
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
+    #[cfg(feature = "optim")]
+    pub use crate::optim::{
+        global_grad_clip_scale, l2_norm, Adafactor, Adam, AdamW, KronPsgd, Lamb, Lion, Mars, Muon,
+        NAdamW, Optimizer, QHAdamW, RAdam, Sgd, Soap, Sophia, Stiefel,
+    };
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,

@@ -276,6 +276,28 @@ impl Rule for KronPsgd {
         for (d, &s) in shape.iter().enumerate() {
             specs.push((QS[d], if diag[d] { s } else { s * s }));
         }
+        let iteration = self.core.iteration();
+        let (do_update, balance) = self.draws(iteration);
+        // Inverses of the stored triangular factors, before anything changes:
+        // a singular factor (only a corrupted saved state has one) is an error
+        // that leaves the state as it was.
+        let fresh: Vec<bool> = (0..shape.len()).map(|d| !st.has::<T>(QS[d])).collect();
+        let mut invs: Vec<Option<Mat<T>>> = vec![None; shape.len()];
+        if do_update {
+            for (d, &s) in shape.iter().enumerate() {
+                if diag[d] || fresh[d] {
+                    continue;
+                }
+                if let Some(q) = T::bufs_ref(st).get(QS[d]).filter(|q| q.len() == s * s) {
+                    let inv = inv_upper(&Mat::from(s, s, q.clone())).ok_or_else(|| {
+                        OptimError::BadState(format!(
+                            "parameter `{name}`: Kron factor Q{d} is singular"
+                        ))
+                    })?;
+                    invs[d] = Some(inv);
+                }
+            }
+        }
         let mut bufs = st.take_all::<T>(&specs)?;
         let mut m = std::mem::take(&mut bufs[0]);
         let init = T::c(c.precond_init_scale.powf(1.0 / shape.len() as f64));
@@ -284,7 +306,7 @@ impl Rule for KronPsgd {
             .enumerate()
             .map(|(d, &s)| {
                 let mut data = std::mem::take(&mut bufs[d + 1]);
-                if st.step == 1 {
+                if fresh[d] {
                     data = if diag[d] {
                         vec![init; s]
                     } else {
@@ -298,9 +320,6 @@ impl Rule for KronPsgd {
                 }
             })
             .collect();
-        let iteration = self.core.iteration();
-        let (do_update, balance) = self.draws(iteration);
-
         let b1 = T::c(c.b1);
         for (mi, &g) in m.iter_mut().zip(grad) {
             *mi = *mi * b1 + T::c(1.0 - c.b1) * g;
@@ -314,8 +333,15 @@ impl Rule for KronPsgd {
                 .iter()
                 .fold(T::one(), |a, &x| a * x)
                 .powf(T::c(1.0 / qs.len() as f64));
-            for (q, &nrm) in qs.iter_mut().zip(&norms) {
-                q.scale(gm / nrm);
+            let scales: Vec<T> = norms.iter().map(|&nrm| gm / nrm).collect();
+            // (A zero or non-finite factor norm leaves the factors as they are.)
+            if scales.iter().all(|&k| k.is_finite() && k > T::zero()) {
+                for ((q, inv), &k) in qs.iter_mut().zip(invs.iter_mut()).zip(&scales) {
+                    q.scale(k);
+                    if let Some(inv) = inv {
+                        *inv = inv.scale(T::one() / k);
+                    }
+                }
             }
         }
 
@@ -330,11 +356,11 @@ impl Rule for KronPsgd {
                 match q {
                     Factor::Tri(qm) => {
                         a = mode_mul(&a, &shape, d, qm).0;
-                        let inv = inv_upper(qm).ok_or_else(|| {
-                            OptimError::BadState(format!(
-                                "parameter `{name}`: Kron factor Q{d} is singular"
-                            ))
-                        })?;
+                        // A fresh factor is `init * I` (possibly rebalanced: use its diagonal).
+                        let inv = match invs[d].take() {
+                            Some(inv) => inv,
+                            None => Mat::eye(qm.rows).scale(T::one() / qm.at(0, 0)),
+                        };
                         conj_b = mode_mul(&conj_b, &shape, d, &inv.t()).0;
                     }
                     Factor::Diag(qv) => {

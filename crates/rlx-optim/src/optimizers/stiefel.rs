@@ -102,6 +102,27 @@ impl Stiefel {
     }
 }
 
+impl Stiefel {
+    /// Moves a `[n, p]` matrix (`n >= p`) onto the manifold: the `Q` of its
+    /// QR factorisation with `diag(R) > 0` (a starting point for the optimizer).
+    pub fn orthonormalize<T: Float>(shape: &[usize], w: &mut [T]) -> Result<()> {
+        let ok = shape.len() == 2
+            && shape[0] >= shape[1]
+            && shape[0].checked_mul(shape[1]) == Some(w.len());
+        if !ok {
+            return Err(OptimError::UnsupportedShape {
+                name: "orthonormalize".into(),
+                optimizer: "Stiefel",
+                need: "a matrix [n, p] with n >= p holding n * p values",
+                shape: shape.to_vec(),
+            });
+        }
+        let (q, _) = qr(&Mat::from(shape[0], shape[1], w.to_vec()));
+        w.copy_from_slice(&q.data);
+        Ok(())
+    }
+}
+
 /// `u - x sym(x^T u)`.
 fn proju<T: Float>(x: &Mat<T>, u: &Mat<T>) -> Mat<T> {
     let xtu = x.t().mm(u);
