@@ -7,6 +7,7 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::region::region_text;
 pub use crate::ops::region::{ChainOperand, ChainStep};
 use crate::ops::upsample::InterpMode;
@@ -604,6 +605,24 @@ pub enum Op {
         /// Input features (columns of `W`), a whole number of blocks.
         k: usize,
     },
+    // ── control flow (sub-graphs; see `ops::control`) ──
+    /// Runs one of two branches on the operands; a tuple of the branch's results.
+    If(IfSpec),
+    /// Loops a body over a carry while a condition holds; a tuple of the final carry.
+    While(WhileSpec),
+    /// `jax.lax.scan`; a tuple of the final carry and the stacked per-step outputs.
+    Scan(ScanSpec),
+    /// A user function with optional user derivative rules; a tuple of its results.
+    CustomFn(CustomFnSpec),
+    /// Result `index` of a tuple op: `shape` read at byte `offset` of its buffer.
+    TupleGet {
+        /// Which result.
+        index: usize,
+        /// Its byte offset in the tuple.
+        offset: usize,
+        /// Its shape.
+        shape: crate::Shape,
+    },
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
@@ -650,6 +669,11 @@ pub enum OpKind {
     FusedMatMul,
     Dequantize,
     DequantMatMul,
+    If,
+    While,
+    Scan,
+    CustomFn,
+    TupleGet,
 }
 
 impl OpKind {
@@ -715,6 +739,11 @@ impl Op {
             Op::FusedMatMul { .. } => OpKind::FusedMatMul,
             Op::Dequantize { .. } => OpKind::Dequantize,
             Op::DequantMatMul { .. } => OpKind::DequantMatMul,
+            Op::If(_) => OpKind::If,
+            Op::While(_) => OpKind::While,
+            Op::Scan(_) => OpKind::Scan,
+            Op::CustomFn(_) => OpKind::CustomFn,
+            Op::TupleGet { .. } => OpKind::TupleGet,
         }
     }
 
@@ -825,6 +854,11 @@ impl Op {
                 "dequant_matmul{{scheme={}, n={n}, k={k}}}",
                 scheme.map_or("none", QuantScheme::name)
             ),
+            Op::If(_)
+            | Op::While(_)
+            | Op::Scan(_)
+            | Op::CustomFn(_)
+            | Op::TupleGet { .. } => crate::ops::control::mnemonic(self),
         }
     }
 }

@@ -31,6 +31,7 @@ macro_rules! by_width {
 }
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -293,6 +294,10 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
         Op::Dequantize { scheme } => quant_matmul::dequantize(*scheme, ins, out),
         Op::DequantMatMul { scheme, n, k } => {
             quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)
+        }
+        Op::TupleGet { offset, .. } => control::tuple_get(*offset, ins, out),
+        Op::If(_) | Op::While(_) | Op::Scan(_) | Op::CustomFn(_) => {
+            Err("a control op runs through its compiled sub-graphs (kernels::control::run)".into())
         }
     }
 }

@@ -6,6 +6,7 @@
 //! composite and the fallback for a backend without a native kernel.
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -73,6 +74,11 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
         Dequantize { scheme } => quant::infer_dequantize(*scheme, inputs, need(declared)?),
         DequantMatMul { scheme, n, k } => quant::infer_dequant_matmul(*scheme, *n, *k, inputs),
+        If(s) => control::infer_if(s, inputs),
+        While(s) => control::infer_while(s, inputs),
+        Scan(s) => control::infer_scan(s, inputs),
+        CustomFn(s) => control::infer_custom_fn(s, inputs),
+        TupleGet { offset, shape, .. } => control::infer_tuple_get(*offset, shape, inputs),
     }
 }
 
