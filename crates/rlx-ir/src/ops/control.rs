@@ -12,6 +12,23 @@
 //! carrying the result's index, byte offset and shape. The builders here
 //! ([`try_if`], [`try_while`], [`try_scan`], [`try_custom_fn`]) emit the op
 //! and its `TupleGet`s and return the result nodes.
+//!
+//! ```
+//! use rlx_ir::{DType, Graph, GraphExt, Shape};
+//! // A running sum: carry c, step x_t -> (c + x_t, c + x_t).
+//! let mut step = Graph::new("step");
+//! let c = step.input("c", Shape::new(&[2], DType::F32));
+//! let x = step.input("x_t", Shape::new(&[2], DType::F32));
+//! let s = step.add(c, x);
+//! step.set_outputs(vec![s, s]);
+//! let mut g = Graph::new("cumsum");
+//! let c0 = g.input("c0", Shape::new(&[2], DType::F32));
+//! let xs = g.input("xs", Shape::new(&[5, 2], DType::F32));
+//! let (last, ys) = g.scan(step, &[c0], &[xs]);
+//! g.set_outputs(vec![last[0], ys[0]]);
+//! assert!(rlx_ir::verify_all(&g).is_empty());
+//! assert_eq!(g.shape(ys[0]), &Shape::new(&[5, 2], DType::F32));
+//! ```
 
 use super::InferResult;
 use crate::{verify_all, DType, Graph, IrError, NodeId, Op, Shape};
