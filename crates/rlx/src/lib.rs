@@ -138,6 +138,10 @@ pub mod ops {
         Activation, BinaryOp, ChainOperand, ChainStep, CmpOp, MaskKind, PadMode, PoolKind,
         ReduceOp, UnaryOp,
     };
+    pub use rlx_ir::ops::control::{
+        try_custom_fn, try_if, try_scan, try_tuple_get, try_while, CustomFnSpec, IfSpec, ScanSpec,
+        WhileSpec, DEFAULT_MAX_ITERATIONS,
+    };
     pub use rlx_ir::ops::upsample::InterpMode;
 }
 
