@@ -9,14 +9,12 @@ use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 /// `reverse`, so do the norms and attention, whose closed-form vjps keep
 /// less alive).
 fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
-    op.kind().is_composite()
-        && !matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
-        && !(reverse
-            && matches!(
-                op,
-                Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. }
-            ))
-        && !crate::rules::quant::kept_whole(op)
+    let closed_form = match op {
+        Op::Softmax { .. } | Op::LogSoftmax { .. } => true,
+        Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. } => reverse,
+        _ => crate::rules::quant::kept_whole(op),
+    };
+    op.kind().is_composite() && !closed_form
 }
 
 /// Verifies `g` and decomposes the composites that have no closed-form
