@@ -34,6 +34,8 @@ pub mod attention;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
+pub mod gemm;
+pub mod gemv;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
