@@ -98,12 +98,16 @@ pub trait GemmFloat: Real {
     /// `c = a · b`: `a` is `m x k`, `b` is `k x n`, `c` is dense row-major
     /// `m x n`. Splits over `threads` threads when the product is large.
     fn gemm(a: Strided<Self>, b: Strided<Self>, c: &mut [Self], threads: usize);
+
+    /// `c += a · b`, shapes as in [`GemmFloat::gemm`].
+    fn gemm_add(a: Strided<Self>, b: Strided<Self>, c: &mut [Self], threads: usize);
 }
 
 fn faer_gemm<T: faer::traits::ComplexField + Real>(
     a: Strided<T>,
     b: Strided<T>,
     c: &mut [T],
+    accum: Accum,
     threads: usize,
 ) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
@@ -112,7 +116,9 @@ fn faer_gemm<T: faer::traits::ComplexField + Real>(
         return;
     }
     if k == 0 {
-        c.fill(T::ZERO);
+        if accum == Accum::Replace {
+            c.fill(T::ZERO);
+        }
         return;
     }
     let par = if threads > 1 && m * n * k >= GEMM_GRAIN {
@@ -121,7 +127,7 @@ fn faer_gemm<T: faer::traits::ComplexField + Real>(
         Par::Seq
     };
     let dst = MatMut::from_row_major_slice_mut(c, m, n);
-    matmul(dst, Accum::Replace, a.faer(), b.faer(), T::ONE, par);
+    matmul(dst, accum, a.faer(), b.faer(), T::ONE, par);
 }
 
 impl GemmFloat for f32 {
@@ -139,12 +145,19 @@ impl GemmFloat for f32 {
             gemv::vec_mat(&x, b, c, threads);
             return;
         }
-        faer_gemm(a, b, c, threads)
+        faer_gemm(a, b, c, Accum::Replace, threads)
+    }
+
+    fn gemm_add(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
+        faer_gemm(a, b, c, Accum::Add, threads)
     }
 }
 
 impl GemmFloat for f64 {
     fn gemm(a: Strided<f64>, b: Strided<f64>, c: &mut [f64], threads: usize) {
-        faer_gemm(a, b, c, threads)
+        faer_gemm(a, b, c, Accum::Replace, threads)
+    }
+    fn gemm_add(a: Strided<f64>, b: Strided<f64>, c: &mut [f64], threads: usize) {
+        faer_gemm(a, b, c, Accum::Add, threads)
     }
 }
