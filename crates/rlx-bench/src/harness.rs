@@ -1,6 +1,7 @@
 //! Timing: warm-up, repeated runs, order statistics.
 
 use crate::pattern::{BenchError, BenchmarkPattern};
+use rlx_ir::HostTensor;
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::time::{Duration, Instant};
 
@@ -101,7 +102,8 @@ pub struct PreparedPattern {
     name: String,
     compiled: CompiledGraph,
     params: Vec<(String, Vec<f32>)>,
-    inputs: Vec<(String, Vec<f32>)>,
+    /// Inputs as tensors, built once: a run then copies bytes, no conversion.
+    inputs: Vec<(String, HostTensor)>,
     /// Parameter name of gradient output `i + 1` (training patterns).
     grad_order: Vec<String>,
     sgd: Option<f32>,
@@ -137,11 +139,26 @@ impl PreparedPattern {
                     pattern: name.clone(),
                     source: Box::new(e),
                 })?;
+        let mut inputs = Vec::with_capacity(pattern.inputs.len());
+        for (n, v) in &pattern.inputs {
+            let dims = pattern
+                .graph
+                .inputs()
+                .iter()
+                .find(|i| i.1 == n)
+                .and_then(|i| i.2.static_dims())
+                .unwrap_or_else(|| vec![v.len()]);
+            let t = HostTensor::from_slice(v, &dims).map_err(|e| BenchError::Input {
+                pattern: name.clone(),
+                message: format!("input {n:?}: {e}"),
+            })?;
+            inputs.push((n.clone(), t));
+        }
         let mut prepared = PreparedPattern {
             name,
             compiled,
             params: pattern.params.clone(),
-            inputs: pattern.inputs.clone(),
+            inputs,
             grad_order,
             sgd: pattern.sgd,
         };
@@ -161,16 +178,14 @@ impl PreparedPattern {
         }
     }
 
-    /// One iteration: runs the graph; for a training pattern also applies
-    /// `p -= lr * grad` to every parameter. Returns the graph's outputs
-    /// (for training: the loss, then the gradients).
-    pub fn step(&mut self) -> Result<Vec<Vec<f32>>, BenchError> {
-        let inputs: Vec<(&str, &[f32])> = self
-            .inputs
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_slice()))
-            .collect();
-        let outs = self.compiled.try_run(&inputs);
+    /// One iteration: runs the graph (typed run on prebuilt input tensors);
+    /// for a training pattern also applies `p -= lr * grad` to every
+    /// parameter. Returns the graph's outputs (for training: the loss, then
+    /// the gradients).
+    pub fn step(&mut self) -> Result<Vec<HostTensor>, BenchError> {
+        let inputs: Vec<(&str, &HostTensor)> =
+            self.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let outs = self.compiled.try_run_typed(&inputs);
         let outs = outs.map_err(|e| self.runtime(e))?;
         let Some(lr) = self.sgd else {
             return Ok(outs);
@@ -183,8 +198,12 @@ impl PreparedPattern {
             });
         }
         for (pname, grad) in self.grad_order.iter().zip(&outs[1..]) {
+            let grad = grad.to_vec::<f32>().map_err(|e| BenchError::Input {
+                pattern: self.name.clone(),
+                message: format!("gradient of {pname:?}: {e}"),
+            })?;
             if let Some((_, p)) = self.params.iter_mut().find(|(n, _)| n == pname) {
-                p.iter_mut().zip(grad).for_each(|(w, g)| *w -= lr * g);
+                p.iter_mut().zip(&grad).for_each(|(w, g)| *w -= lr * g);
                 if let Err(e) = self.compiled.try_set_param(pname, p) {
                     return Err(self.runtime(e));
                 }

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod harness;
+pub mod kernel;
 mod pattern;
 pub mod patterns;
 pub mod reference;

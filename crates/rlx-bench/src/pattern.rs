@@ -22,6 +22,14 @@ pub enum BenchError {
         #[source]
         source: Box<rlx_runtime::RuntimeError>,
     },
+    /// An input or output tensor does not have the pattern's dims / dtype.
+    #[error("pattern {pattern}: {message}")]
+    Input {
+        /// The pattern.
+        pattern: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A training pattern's graph returned fewer gradients than it has parameters.
     #[error("pattern {pattern}: expected {expected} outputs (loss + gradients), got {got}")]
     Outputs {
