@@ -7,6 +7,7 @@
 //! `rlx_ir::ops::attention` (scale, softcap, mask, max-subtracted softmax,
 //! then · v), fully masked rows giving NaN as there.
 
+use super::fastexp::SoftmaxExp;
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::norm::{elems, elems_mut};
 use super::scalar::{nan_max, Real};
@@ -83,7 +84,7 @@ enum MaskData<'a, T> {
     Bias(&'a [T]),
 }
 
-fn attention_real<T: GemmFloat>(
+fn attention_real<T: GemmFloat + SoftmaxExp>(
     mask: MaskKind,
     scale: Option<f64>,
     softcap: Option<f64>,
@@ -182,30 +183,32 @@ fn attention_real<T: GemmFloat>(
                     continue;
                 }
                 let mut max = T::NEG_INFINITY;
-                for (j, x) in srow.iter_mut().enumerate().take(j1).skip(j0) {
-                    let keep = match data {
-                        MaskData::Keep(m) => m[rows[row] + j * key_stride] != 0,
-                        _ => true,
-                    };
-                    let mut y = T::NEG_INFINITY;
-                    if keep {
-                        y = *x * scale;
-                        if let Some(c) = cap {
-                            y = (y / c).tanh() * c;
+                if matches!(data, MaskData::None) && cap.is_none() {
+                    for x in &mut srow[j0..j1] {
+                        *x = *x * scale;
+                        max = nan_max(max, *x);
+                    }
+                } else {
+                    for (j, x) in srow.iter_mut().enumerate().take(j1).skip(j0) {
+                        let keep = match data {
+                            MaskData::Keep(m) => m[rows[row] + j * key_stride] != 0,
+                            _ => true,
+                        };
+                        let mut y = T::NEG_INFINITY;
+                        if keep {
+                            y = *x * scale;
+                            if let Some(c) = cap {
+                                y = (y / c).tanh() * c;
+                            }
                         }
+                        if let MaskData::Bias(m) = data {
+                            y = y + m[rows[row] + j * key_stride];
+                        }
+                        *x = y;
+                        max = nan_max(max, y);
                     }
-                    if let MaskData::Bias(m) = data {
-                        y = y + m[rows[row] + j * key_stride];
-                    }
-                    *x = y;
-                    max = nan_max(max, y);
                 }
-                let mut sum = 0f64;
-                for x in &mut srow[j0..j1] {
-                    *x = (*x - max).exp();
-                    sum += x.to_f64();
-                }
-                let den = T::from_f64(sum);
+                let den = T::from_f64(T::exp_shifted_sum(&mut srow[j0..j1], max));
                 srow[j0..j1].iter_mut().for_each(|x| *x = *x / den);
                 srow[..j0].fill(T::ZERO);
                 srow[j1..].fill(T::ZERO);
