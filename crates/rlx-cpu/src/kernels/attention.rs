@@ -184,9 +184,15 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                 }
                 let mut max = T::NEG_INFINITY;
                 if matches!(data, MaskData::None) && cap.is_none() {
+                    // Branch-free max (NaN tracked aside) so the loop vectorises.
+                    let mut nan = false;
                     for x in &mut srow[j0..j1] {
                         *x = *x * scale;
-                        max = nan_max(max, *x);
+                        nan |= x.is_nan();
+                        max = if *x > max { *x } else { max };
+                    }
+                    if nan {
+                        max = T::NAN;
                     }
                 } else {
                     for (j, x) in srow.iter_mut().enumerate().take(j1).skip(j0) {
@@ -208,8 +214,8 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                         max = nan_max(max, y);
                     }
                 }
-                let den = T::from_f64(T::exp_shifted_sum(&mut srow[j0..j1], max));
-                srow[j0..j1].iter_mut().for_each(|x| *x = *x / den);
+                let inv = T::from_f64(1.0 / T::exp_shifted_sum(&mut srow[j0..j1], max));
+                srow[j0..j1].iter_mut().for_each(|x| *x = *x * inv);
                 srow[..j0].fill(T::ZERO);
                 srow[j1..].fill(T::ZERO);
             }
