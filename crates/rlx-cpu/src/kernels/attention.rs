@@ -7,7 +7,7 @@
 //! `rlx_ir::ops::attention` (scale, softcap, mask, max-subtracted softmax,
 //! then · v), fully masked rows giving NaN as there.
 
-use super::fastexp::SoftmaxExp;
+use super::fastmath::SoftmaxExp;
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::norm::{elems, elems_mut};
 use super::scalar::{nan_max, Real};

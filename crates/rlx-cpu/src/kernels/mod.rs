@@ -33,7 +33,7 @@ macro_rules! by_width {
 pub mod attention;
 pub mod conv;
 pub mod elementwise;
-pub mod fastexp;
+pub mod fastmath;
 pub mod fft;
 pub mod gemm;
 pub mod gemv;
