@@ -1,33 +1,21 @@
 //! Attention family: fused scaled dot-product attention and rope.
 //!
-//! Attention runs one query row at a time with a score buffer of length Sk,
-//! so no [Sq, Sk] matrix is materialised. It matches the decomposition in
+//! Attention runs per (batch, head) and block of query rows: one GEMM for
+//! the block's scores, the masked softmax in place, one GEMM for `p · v`;
+//! the block bounds the score buffer (no full [Sq, Sk] matrix for long
+//! sequences). It matches the decomposition in
 //! `rlx_ir::ops::attention` (scale, softcap, mask, max-subtracted softmax,
 //! then · v), fully masked rows giving NaN as there.
 
+use super::fastmath::SoftmaxExp;
+use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::norm::{elems, elems_mut};
 use super::scalar::{nan_max, Real};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::with_real;
+use rayon::prelude::*;
 use rlx_ir::op::MaskKind;
 use rlx_ir::DType;
-
-/// Dot product with independent partial sums so the loop vectorises.
-fn dot<T: Real>(a: &[T], b: &[T]) -> T {
-    let mut acc = [T::ZERO; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail = ca.remainder().iter().zip(cb.remainder());
-    let mut s = tail.fold(T::ZERO, |s, (&x, &y)| s + x * y);
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] = acc[l] + x[l] * y[l];
-        }
-    }
-    for v in acc {
-        s = s + v;
-    }
-    s
-}
 
 /// Extents of one attention call, from validated q / k / v dims.
 struct Extents {
@@ -96,7 +84,7 @@ enum MaskData<'a, T> {
     Bias(&'a [T]),
 }
 
-fn attention_real<T: Real>(
+fn attention_real<T: GemmFloat + SoftmaxExp>(
     mask: MaskKind,
     scale: Option<f64>,
     softcap: Option<f64>,
@@ -161,52 +149,98 @@ fn attention_real<T: Real>(
     let cap = softcap.map(T::from_f64);
     let off = sk as i64 - sq as i64;
     let group = e.hq / e.hkv.max(1);
-    let mut s = vec![T::ZERO; sk];
-    for b in 0..e.batches {
+    // Each (batch, head) runs two GEMMs per block of query rows: scores =
+    // q_block · kᵀ (k read transposed in place), then out = p · v; the block
+    // bounds the score buffer to 64K entries.
+    let block = ((1usize << 16) / sk).clamp(1, sq);
+    let run_batch = |b: usize, ob: &mut [T], s: &mut [T], threads: usize| {
         let kb = (b / e.hq) * e.hkv + (b % e.hq) / group;
-        let ks = &k[kb * sk * d..(kb + 1) * sk * d];
-        let vs = &v[kb * sk * dv..(kb + 1) * sk * dv];
-        for i in 0..sq {
-            let row = b * sq + i;
-            let qi = &q[row * d..(row + 1) * d];
-            let orow = &mut o[row * dv..(row + 1) * dv];
-            let (j0, j1) = key_range(mask, i, sk, off);
-            if j0 >= j1 {
-                orow.fill(T::NAN);
-                continue;
-            }
-            let mut max = T::NEG_INFINITY;
-            for j in j0..j1 {
-                let keep = match data {
-                    MaskData::Keep(m) => m[rows[row] + j * key_stride] != 0,
-                    _ => true,
-                };
-                let mut x = T::NEG_INFINITY;
-                if keep {
-                    x = dot(qi, &ks[j * d..(j + 1) * d]) * scale;
-                    if let Some(c) = cap {
-                        x = (x / c).tanh() * c;
+        let kt = Strided {
+            data: k,
+            offset: kb * sk * d,
+            rows: d,
+            cols: sk,
+            row_stride: 1,
+            col_stride: d,
+        };
+        let vs = Strided::row_major(v, kb * sk * dv, sk, dv);
+        for i0 in (0..sq).step_by(block) {
+            let n = block.min(sq - i0);
+            let sb = &mut s[..n * sk];
+            T::gemm(
+                Strided::row_major(q, (b * sq + i0) * d, n, d),
+                kt,
+                sb,
+                threads,
+            );
+            let mut dead = Vec::new();
+            for (r, srow) in sb.chunks_mut(sk).enumerate() {
+                let (i, row) = (i0 + r, b * sq + i0 + r);
+                let (j0, j1) = key_range(mask, i, sk, off);
+                if j0 >= j1 {
+                    dead.push(r);
+                    srow.fill(T::ZERO);
+                    continue;
+                }
+                let mut max = T::NEG_INFINITY;
+                if matches!(data, MaskData::None) && cap.is_none() {
+                    // Branch-free max (NaN tracked aside) so the loop vectorises.
+                    let mut nan = false;
+                    for x in &mut srow[j0..j1] {
+                        *x = *x * scale;
+                        nan |= x.is_nan();
+                        max = if *x > max { *x } else { max };
+                    }
+                    if nan {
+                        max = T::NAN;
+                    }
+                } else {
+                    for (j, x) in srow.iter_mut().enumerate().take(j1).skip(j0) {
+                        let keep = match data {
+                            MaskData::Keep(m) => m[rows[row] + j * key_stride] != 0,
+                            _ => true,
+                        };
+                        let mut y = T::NEG_INFINITY;
+                        if keep {
+                            y = *x * scale;
+                            if let Some(c) = cap {
+                                y = (y / c).tanh() * c;
+                            }
+                        }
+                        if let MaskData::Bias(m) = data {
+                            y = y + m[rows[row] + j * key_stride];
+                        }
+                        *x = y;
+                        max = nan_max(max, y);
                     }
                 }
-                if let MaskData::Bias(m) = data {
-                    x = x + m[rows[row] + j * key_stride];
-                }
-                s[j] = x;
-                max = nan_max(max, x);
+                let inv = T::from_f64(1.0 / T::exp_shifted_sum(&mut srow[j0..j1], max));
+                srow[j0..j1].iter_mut().for_each(|x| *x = *x * inv);
+                srow[..j0].fill(T::ZERO);
+                srow[j1..].fill(T::ZERO);
             }
-            let mut sum = 0f64;
-            for x in &mut s[j0..j1] {
-                *x = (*x - max).exp();
-                sum += x.to_f64();
+            let p = Strided::row_major(&s[..n * sk], 0, n, sk);
+            T::gemm(p, vs, &mut ob[i0 * dv..(i0 + n) * dv], threads);
+            for r in dead {
+                ob[(i0 + r) * dv..(i0 + r + 1) * dv].fill(T::NAN);
             }
-            let den = T::from_f64(sum);
-            orow.fill(T::ZERO);
-            for j in j0..j1 {
-                let p = s[j] / den;
-                for (a, &w) in orow.iter_mut().zip(&vs[j * dv..(j + 1) * dv]) {
-                    *a = *a + p * w;
-                }
-            }
+        }
+    };
+    let threads = num_threads();
+    let work = e.batches * sq * sk * (d + dv);
+    if threads > 1 && e.batches > 1 && work >= GEMM_GRAIN {
+        // Heads split over threads, each GEMM on its own thread.
+        o.par_chunks_mut(sq * dv)
+            .enumerate()
+            .with_min_len(e.batches.div_ceil(threads))
+            .for_each_init(
+                || vec![T::ZERO; block * sk],
+                |s, (b, ob)| run_batch(b, ob, s, 1),
+            );
+    } else {
+        let mut s = vec![T::ZERO; block * sk];
+        for (b, ob) in o.chunks_mut(sq * dv).enumerate() {
+            run_batch(b, ob, &mut s, threads);
         }
     }
     Ok(())

@@ -1,10 +1,11 @@
 //! Convolution family: conv, transposed conv, pooling over the spatial dims
 //! of `[N, C, *sp]` tensors, for any number of spatial dims.
 //!
-//! Reference kernels: conv is im2col + GEMM, transposed conv is GEMM +
-//! col2im; the speed work replaces [`gemm_acc`], not this structure. All
+//! Conv is im2col + GEMM, transposed conv is GEMM + col2im, both on the
+//! shared float GEMM ([`super::gemm`]). All
 //! three walk one table of tap offsets ([`tap_offsets`]) built per call.
 
+use super::gemm::{num_threads, GemmFloat, Strided};
 use super::scalar::{nan_max, Int, Pod, Real};
 use super::{KernelResult, View, ViewMut};
 use crate::with_real;
@@ -89,7 +90,7 @@ fn tap_offsets(len: &[usize], k: &[usize], pos: &[usize], w: &Window) -> Vec<usi
 
 /// `c[i, j] += sum_p a[i * rs + p * cs] * b[p, j]` (`a` is m x k through
 /// strides `(rs, cs)`, `b` is k x n, `c` is m x n, both row-major).
-fn gemm_acc<T: Real>(
+fn gemm_acc<T: GemmFloat>(
     a: &[T],
     (rs, cs): (usize, usize),
     b: &[T],
@@ -98,15 +99,15 @@ fn gemm_acc<T: Real>(
     k: usize,
     n: usize,
 ) {
-    for i in 0..m {
-        let crow = &mut c[i * n..(i + 1) * n];
-        for p in 0..k {
-            let aip = a[i * rs + p * cs];
-            for (cv, &bv) in crow.iter_mut().zip(&b[p * n..(p + 1) * n]) {
-                *cv = *cv + aip * bv;
-            }
-        }
-    }
+    let a = Strided {
+        data: a,
+        offset: 0,
+        rows: m,
+        cols: k,
+        row_stride: rs,
+        col_stride: cs,
+    };
+    T::gemm_add(a, Strided::row_major(b, 0, k, n), c, num_threads());
 }
 
 /// Checked geometry of a conv / transposed conv call.
@@ -258,7 +259,7 @@ fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
     }
 }
 
-fn conv_real<T: Real>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
+fn conv_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
     let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
     let y = out.slice::<T>();
     fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
@@ -285,7 +286,7 @@ fn conv_real<T: Real>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
     }
 }
 
-fn conv_transpose_real<T: Real>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
+fn conv_transpose_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
     let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
     let y = out.slice::<T>();
     fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);

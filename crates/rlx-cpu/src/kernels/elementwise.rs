@@ -97,6 +97,10 @@ fn map<A: Pod, O: Pod>(x: &View, out: &mut ViewMut, f: impl Fn(A) -> O) {
 /// Elementwise unary op.
 pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
+    if u == UnaryOp::Gelu && x.dtype == DType::F32 && out.dtype == DType::F32 {
+        super::fastmath::gelu_f32(x.slice::<f32>(), out.slice::<f32>());
+        return Ok(());
+    }
     match x.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
             with_real!(x.dtype, ins, out, |i, o| {

@@ -1,26 +1,18 @@
-//! Linear algebra family: numpy matmul and dot_general (reference kernels;
-//! the speed work replaces the inner GEMM, not this structure).
+//! Linear algebra family: numpy matmul and dot_general.
+//!
+//! Float products run [`GemmFloat::gemm`] (faer, or our GEMV for one row)
+//! on strided views of the operands: batch slices, transposed and
+//! dot_general-permuted operands are read in place whenever each of the
+//! row / contracted / column axis groups collapses to one stride; only other
+//! layouts are copied first. Integer products keep a plain wrapping loop.
 
-use super::scalar::{Int, Pod, Real};
+use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
+use super::scalar::{Int, Pod};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::with_real;
+use rayon::prelude::*;
 use rlx_ir::op::DotDims;
 use rlx_ir::{contiguous_strides, DType};
-
-/// `c[m, n] = sum_k a[m, k] * b[k, n]` for floats.
-fn gemm_real<T: Real>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
-    c.iter_mut().for_each(|x| *x = T::ZERO);
-    for i in 0..m {
-        let crow = &mut c[i * n..(i + 1) * n];
-        for p in 0..k {
-            let aik = a[i * k + p];
-            let brow = &b[p * n..(p + 1) * n];
-            for (cv, &bv) in crow.iter_mut().zip(brow) {
-                *cv = *cv + aik * bv;
-            }
-        }
-    }
-}
 
 fn gemm_int<T: Int>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
     for i in 0..m {
@@ -32,6 +24,18 @@ fn gemm_int<T: Int>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize)
             c[i * n + j] = T::from_i64(acc);
         }
     }
+}
+
+/// The numpy broadcast of two batch shapes.
+fn broadcast_batch(ba: &[usize], bb: &[usize]) -> Vec<usize> {
+    let rank = ba.len().max(bb.len());
+    (0..rank)
+        .map(|i| {
+            let da = (i + ba.len()).checked_sub(rank).map_or(1, |j| ba[j]);
+            let db = (i + bb.len()).checked_sub(rank).map_or(1, |j| bb[j]);
+            da.max(db)
+        })
+        .collect()
 }
 
 /// Batched matmul over broadcast batch dims. `a_dims` / `b_dims` are rank >= 2.
@@ -47,14 +51,7 @@ fn batched<T: Pod>(
     let (m, k, n) = (a_dims[ra - 2], a_dims[ra - 1], b_dims[rb - 1]);
     let ba = &a_dims[..ra - 2];
     let bb = &b_dims[..rb - 2];
-    let rank = ba.len().max(bb.len());
-    let batch: Vec<usize> = (0..rank)
-        .map(|i| {
-            let da = (i + ba.len()).checked_sub(rank).map_or(1, |j| ba[j]);
-            let db = (i + bb.len()).checked_sub(rank).map_or(1, |j| bb[j]);
-            da.max(db)
-        })
-        .collect();
+    let batch = broadcast_batch(ba, bb);
     let sa = broadcast_strides(ba, &batch);
     let sb = broadcast_strides(bb, &batch);
     let mut offs_b = Vec::new();
@@ -129,7 +126,7 @@ pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
             Ok(())
         }
         d => with_real!(d, ins, out, |i, o| {
-            matmul_typed::<T>(&i[0], &i[1], o, gemm_real::<T>);
+            matmul_float::<T>(&i[0], &i[1], o);
             Ok(())
         }; T),
     }
@@ -145,20 +142,23 @@ pub fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     out
 }
 
-fn dot_general_typed<T: Pod + Default>(
-    d: &DotDims,
-    a: &View,
-    b: &View,
-    out: &mut ViewMut,
-    gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize),
-) {
+/// Free (neither batch nor contracted) axes of the lhs and the rhs.
+fn free_axes(d: &DotDims, lhs_rank: usize, rhs_rank: usize) -> (Vec<usize>, Vec<usize>) {
     let free = |rank: usize, batch: &[usize], contract: &[usize]| -> Vec<usize> {
         (0..rank)
             .filter(|i| !batch.contains(i) && !contract.contains(i))
             .collect()
     };
-    let fa = free(a.dims.len(), &d.lhs_batch, &d.lhs_contract);
-    let fb = free(b.dims.len(), &d.rhs_batch, &d.rhs_contract);
+    (
+        free(lhs_rank, &d.lhs_batch, &d.lhs_contract),
+        free(rhs_rank, &d.rhs_batch, &d.rhs_contract),
+    )
+}
+
+/// Both operands copied into `[batch, m, k]` and `[batch, k, n]` order, with
+/// `[batch, m, k, n]`.
+fn canonical_copies<T: Pod>(d: &DotDims, a: &View, b: &View) -> (Vec<T>, Vec<T>, [usize; 4]) {
+    let (fa, fb) = free_axes(d, a.dims.len(), b.dims.len());
     let pa: Vec<usize> = d
         .lhs_batch
         .iter()
@@ -174,14 +174,25 @@ fn dot_general_typed<T: Pod + Default>(
         .copied()
         .collect();
     let prod = |ax: &[usize], dims: &[usize]| ax.iter().map(|&i| dims[i]).product::<usize>();
-    let nb = prod(&d.lhs_batch, a.dims);
-    let (m, k, n) = (
+    let sizes = [
+        prod(&d.lhs_batch, a.dims),
         prod(&fa, a.dims),
         prod(&d.lhs_contract, a.dims),
         prod(&fb, b.dims),
-    );
+    ];
     let ta = permuted(a.slice::<T>(), a.dims, &pa);
     let tb = permuted(b.slice::<T>(), b.dims, &pb);
+    (ta, tb, sizes)
+}
+
+fn dot_general_typed<T: Pod + Default>(
+    d: &DotDims,
+    a: &View,
+    b: &View,
+    out: &mut ViewMut,
+    gemm: impl Fn(&[T], &[T], &mut [T], usize, usize, usize),
+) {
+    let (ta, tb, [nb, m, k, n]) = canonical_copies::<T>(d, a, b);
     batched(&ta, &[nb, m, k], &tb, &[nb, k, n], out.slice::<T>(), gemm);
 }
 
@@ -214,8 +225,141 @@ pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult
             Ok(())
         }
         dt => with_real!(dt, ins, out, |i, o| {
-            dot_general_typed::<T>(d, &i[0], &i[1], o, gemm_real::<T>);
+            dot_general_float::<T>(d, &i[0], &i[1], o);
             Ok(())
         }; T),
     }
+}
+
+/// Runs one GEMM per batch entry: entry `i` multiplies `a` at offset
+/// `a_offs[i]` by `b` at `b_offs[i]` into the `i`-th `m x n` block of `c`.
+/// Many small products split over threads by batch entry; large ones split
+/// inside the GEMM.
+fn gemm_batches<T: GemmFloat>(
+    a: Strided<T>,
+    a_offs: &[usize],
+    b: Strided<T>,
+    b_offs: &[usize],
+    c: &mut [T],
+) {
+    let mn = a.rows * b.cols;
+    if mn == 0 {
+        return;
+    }
+    let threads = num_threads();
+    let one = |(i, ci): (usize, &mut [T]), threads: usize| {
+        let ai = Strided {
+            offset: a_offs[i],
+            ..a
+        };
+        let bi = Strided {
+            offset: b_offs[i],
+            ..b
+        };
+        T::gemm(ai, bi, ci, threads)
+    };
+    let per = mn * a.cols;
+    let nb = a_offs.len();
+    if threads > 1 && nb > 1 && per < GEMM_GRAIN && per * nb >= GEMM_GRAIN {
+        c.par_chunks_mut(mn)
+            .enumerate()
+            .with_min_len(nb.div_ceil(threads))
+            .for_each(|x| one(x, 1));
+    } else {
+        c.chunks_mut(mn).enumerate().for_each(|x| one(x, threads));
+    }
+}
+
+/// numpy matmul of floats: batch dims broadcast; a rhs without batch dims
+/// folds the lhs batch into the rows of one GEMM.
+fn matmul_float<T: GemmFloat>(a: &View, b: &View, out: &mut ViewMut) {
+    let (ad, bd) = (matrix_dims(a.dims, true), matrix_dims(b.dims, false));
+    let (ra, rb) = (ad.len(), bd.len());
+    let (m, k, n) = (ad[ra - 2], ad[ra - 1], bd[rb - 1]);
+    let (ba, bb) = (&ad[..ra - 2], &bd[..rb - 2]);
+    let batch = broadcast_batch(ba, bb);
+    let nb: usize = batch.iter().product();
+    let (xa, xb, c) = (a.slice::<T>(), b.slice::<T>(), out.slice::<T>());
+    let rhs = Strided::row_major(xb, 0, k, n);
+    if bb.iter().product::<usize>() == 1 && ba.iter().product::<usize>() == nb {
+        // Every lhs matrix meets the same rhs: one (nb * m) x k GEMM.
+        gemm_batches(Strided::row_major(xa, 0, nb * m, k), &[0], rhs, &[0], c);
+        return;
+    }
+    let offsets = |dims: &[usize], size: usize| {
+        let mut offs = Vec::with_capacity(nb);
+        for_each_strided(&batch, &broadcast_strides(dims, &batch), 0, |_, p| {
+            offs.push(p as usize * size)
+        });
+        offs
+    };
+    let (oa, ob) = (offsets(ba, m * k), offsets(bb, k * n));
+    gemm_batches(Strided::row_major(xa, 0, m, k), &oa, rhs, &ob, c);
+}
+
+/// Size and stride of `axes` of a tensor (`dims`, element `strides`) read as
+/// one row-major index, or `None` when they do not collapse to one stride.
+fn merged_axis(axes: &[usize], dims: &[usize], strides: &[usize]) -> Option<(usize, usize)> {
+    let size = axes.iter().map(|&a| dims[a]).product();
+    let live: Vec<usize> = axes.iter().copied().filter(|&a| dims[a] != 1).collect();
+    let collapses = live
+        .windows(2)
+        .all(|w| strides[w[0]] == strides[w[1]] * dims[w[1]]);
+    collapses.then(|| (size, live.last().map_or(1, |&a| strides[a])))
+}
+
+/// Element offsets of each batch entry (row-major over `axes`).
+fn batch_offsets(axes: &[usize], dims: &[usize], strides: &[usize]) -> Vec<usize> {
+    let bdims: Vec<usize> = axes.iter().map(|&a| dims[a]).collect();
+    let bstr: Vec<isize> = axes.iter().map(|&a| strides[a] as isize).collect();
+    let mut offs = Vec::new();
+    for_each_strided(&bdims, &bstr, 0, |_, p| offs.push(p as usize));
+    offs
+}
+
+/// dot_general of floats, reading both operands in place when their axis
+/// groups collapse (always for plain and transposed matmuls).
+fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) {
+    let (fa, fb) = free_axes(d, a.dims.len(), b.dims.len());
+    let (sa, sb) = (contiguous_strides(a.dims), contiguous_strides(b.dims));
+    let groups = (
+        merged_axis(&fa, a.dims, &sa),
+        merged_axis(&d.lhs_contract, a.dims, &sa),
+        merged_axis(&d.rhs_contract, b.dims, &sb),
+        merged_axis(&fb, b.dims, &sb),
+    );
+    if let (Some((m, sm)), Some((k, sak)), Some((_, sbk)), Some((n, sn))) = groups {
+        let (xa, xb) = (a.slice::<T>(), b.slice::<T>());
+        let lhs = Strided {
+            data: xa,
+            offset: 0,
+            rows: m,
+            cols: k,
+            row_stride: sm,
+            col_stride: sak,
+        };
+        let rhs = Strided {
+            data: xb,
+            offset: 0,
+            rows: k,
+            cols: n,
+            row_stride: sbk,
+            col_stride: sn,
+        };
+        let oa = batch_offsets(&d.lhs_batch, a.dims, &sa);
+        let ob = batch_offsets(&d.rhs_batch, b.dims, &sb);
+        gemm_batches(lhs, &oa, rhs, &ob, out.slice::<T>());
+        return;
+    }
+    // Scattered axes: copy into [batch, m, k] x [batch, k, n] first.
+    let (ta, tb, [nb, m, k, n]) = canonical_copies::<T>(d, a, b);
+    let oa: Vec<usize> = (0..nb).map(|i| i * m * k).collect();
+    let ob: Vec<usize> = (0..nb).map(|i| i * k * n).collect();
+    gemm_batches(
+        Strided::row_major(&ta, 0, m, k),
+        &oa,
+        Strided::row_major(&tb, 0, k, n),
+        &ob,
+        out.slice::<T>(),
+    );
 }

@@ -1,0 +1,128 @@
+//! Runs every standard pattern at 1 and 2 threads and, where
+//! `tools/bench_ref.py` has a reference for it, the reference in a child
+//! process right after, printing a markdown table with the ratio
+//! RLX median / reference median (below 1: RLX is faster).
+//!
+//! ```text
+//! cargo run --release -p rlx-bench --example compare -- \
+//!     [--threads 1,2] [--only matmul] [--quick] [--no-ref] [--python PATH]
+//! ```
+//! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX).
+use rlx_bench::reference::{run_reference, ReferenceTiming};
+use rlx_bench::{kernel, patterns, run_benchmark, BenchConfig, BenchError, BenchResult};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let threads: Vec<usize> = value("--threads")
+        .unwrap_or_else(|| "1,2".into())
+        .split(',')
+        .map(|t| t.trim().parse())
+        .collect::<Result<_, _>>()?;
+    let only = value("--only");
+    let cfg = if args.iter().any(|a| a == "--quick") {
+        BenchConfig::quick()
+    } else {
+        BenchConfig::default()
+    };
+    let python = value("--python").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var("HOME").unwrap_or_default();
+        PathBuf::from(home).join(".cache/rlx-ref/venv/bin/python")
+    });
+    let use_ref = !args.iter().any(|a| a == "--no-ref") && python.exists();
+    let script = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tools/bench_ref.py"
+    ));
+
+    let mut refs: HashMap<(String, usize), Option<ReferenceTiming>> = HashMap::new();
+    let mut reference = |name: &str, t: usize| -> Result<Option<ReferenceTiming>, BenchError> {
+        if !use_ref {
+            return Ok(None);
+        }
+        let key = (name.to_string(), t);
+        if !refs.contains_key(&key) {
+            let r = run_reference(&python, &script, name, t)?;
+            refs.insert(key.clone(), r);
+        }
+        Ok(refs[&key].clone())
+    };
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+
+    println!(
+        "| pattern | threads | RLX median | RLX min | RLX p99 | GFLOP/s (median) | reference | ref median | ref min | RLX / ref (median) | RLX / ref (min) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for p in patterns::standard() {
+        if !wanted(&p.name) {
+            continue;
+        }
+        for &t in &threads {
+            rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
+            let r = run_benchmark(&p, &cfg)?;
+            row(&p.name, t, &r, reference(&p.name, t)?.as_ref());
+        }
+    }
+    // The matmul kernel alone, without the session's input / output copies.
+    for (m, k, n) in [
+        (512, 512, 512),
+        (1024, 1024, 1024),
+        (2048, 2048, 2048),
+        (1, 4096, 4096),
+    ] {
+        if !wanted(&kernel::kernel_name(m, k, n)) {
+            continue;
+        }
+        for &t in &threads {
+            rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
+            let r = kernel::matmul_kernel(m, k, n, &cfg)?;
+            let label = format!("{} (kernel only)", r.name);
+            row(&label, t, &r, reference(&r.name, t)?.as_ref());
+        }
+    }
+    Ok(())
+}
+
+/// One markdown table row: RLX's timing and, if any, the reference's.
+fn row(label: &str, threads: usize, r: &BenchResult, reference: Option<&ReferenceTiming>) {
+    let gf = if r.flops > 0.0 {
+        format!("{:.1}", r.gflops())
+    } else {
+        "-".into()
+    };
+    let ratio = |a: Duration, b: Duration| format!("{:.2}", a.as_secs_f64() / b.as_secs_f64());
+    let refcols = match reference {
+        Some(x) => [
+            x.library.clone(),
+            ms(x.median),
+            ms(x.min),
+            ratio(r.median, x.median),
+            ratio(r.min, x.min),
+        ]
+        .join(" | "),
+        None => "- | - | - | - | -".into(),
+    };
+    println!(
+        "| {label} | {threads} | {} | {} | {} | {gf} | {refcols} |",
+        ms(r.median),
+        ms(r.min),
+        ms(r.p99)
+    );
+}
+
+fn ms(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.3} ms", us / 1000.0)
+    }
+}

@@ -1,0 +1,253 @@
+//! Timing: warm-up, repeated runs, order statistics.
+
+use crate::pattern::{BenchError, BenchmarkPattern};
+use rlx_ir::HostTensor;
+use rlx_runtime::{CompiledGraph, Device, Session};
+use std::time::{Duration, Instant};
+
+/// How long to time a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BenchConfig {
+    /// Untimed runs first (first-touch of buffers, caches, thread pool start).
+    pub warmup: usize,
+    /// Timed runs at least.
+    pub min_runs: usize,
+    /// Keep timing until at least this much time has passed.
+    pub min_time: Duration,
+}
+
+impl BenchConfig {
+    /// A short run (2 warm-ups, >= 5 runs, >= 0.2 s) for smoke checks.
+    pub fn quick() -> BenchConfig {
+        BenchConfig {
+            warmup: 2,
+            min_runs: 5,
+            min_time: Duration::from_millis(200),
+        }
+    }
+}
+
+impl Default for BenchConfig {
+    /// 3 warm-ups, then >= 20 runs and >= 1 s.
+    fn default() -> BenchConfig {
+        BenchConfig {
+            warmup: 3,
+            min_runs: 20,
+            min_time: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Timing of one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchResult {
+    /// Pattern name.
+    pub name: String,
+    /// Timed runs.
+    pub runs: usize,
+    /// Fastest run.
+    pub min: Duration,
+    /// Median run.
+    pub median: Duration,
+    /// 99th-percentile run (nearest rank).
+    pub p99: Duration,
+    /// Floating-point operations of one run.
+    pub flops: f64,
+}
+
+impl BenchResult {
+    /// Order statistics of `samples` (which must not be empty).
+    pub fn from_samples(name: &str, flops: f64, mut samples: Vec<Duration>) -> BenchResult {
+        assert!(!samples.is_empty(), "no samples");
+        samples.sort();
+        let n = samples.len();
+        let rank = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        BenchResult {
+            name: name.to_string(),
+            runs: n,
+            min: samples[0],
+            median: samples[n / 2],
+            p99: rank(0.99),
+            flops,
+        }
+    }
+
+    /// GFLOP/s at the median time (0 when the pattern counts no flops).
+    pub fn gflops(&self) -> f64 {
+        self.flops / self.median.as_secs_f64() / 1e9
+    }
+}
+
+/// Runs `f` `cfg.warmup` times untimed, then times it until both
+/// `cfg.min_runs` runs and `cfg.min_time` have passed.
+pub fn time_iterations<E>(
+    cfg: &BenchConfig,
+    mut f: impl FnMut() -> Result<(), E>,
+) -> Result<Vec<Duration>, E> {
+    for _ in 0..cfg.warmup {
+        f()?;
+    }
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    while samples.len() < cfg.min_runs.max(1) || start.elapsed() < cfg.min_time {
+        let t = Instant::now();
+        f()?;
+        samples.push(t.elapsed());
+    }
+    Ok(samples)
+}
+
+/// A pattern compiled for the CPU with its parameters set, ready to step.
+pub struct PreparedPattern {
+    name: String,
+    compiled: CompiledGraph,
+    params: Vec<(String, Vec<f32>)>,
+    /// Inputs as tensors, built once: a run then copies bytes, no conversion.
+    inputs: Vec<(String, HostTensor)>,
+    /// Parameter name of gradient output `i + 1` (training patterns).
+    grad_order: Vec<String>,
+    sgd: Option<f32>,
+}
+
+impl PreparedPattern {
+    /// Compiles `pattern` (for a training pattern, its `grad_with_loss`
+    /// graph over every parameter) and sets its parameters.
+    pub fn new(pattern: &BenchmarkPattern) -> Result<PreparedPattern, BenchError> {
+        let name = pattern.name.clone();
+        let graph = match pattern.sgd {
+            Some(_) => {
+                let wrt: Vec<_> = pattern.graph.params().iter().map(|p| p.0).collect();
+                rlx_autodiff::grad_with_loss(&pattern.graph, &wrt).map_err(|e| {
+                    BenchError::Autodiff {
+                        pattern: name.clone(),
+                        message: e.to_string(),
+                    }
+                })?
+            }
+            None => pattern.graph.clone(),
+        };
+        let grad_order = pattern
+            .graph
+            .params()
+            .iter()
+            .map(|p| p.1.to_string())
+            .collect();
+        let compiled =
+            Session::new(Device::Cpu)
+                .try_compile(graph)
+                .map_err(|e| BenchError::Runtime {
+                    pattern: name.clone(),
+                    source: Box::new(e),
+                })?;
+        let mut inputs = Vec::with_capacity(pattern.inputs.len());
+        for (n, v) in &pattern.inputs {
+            let dims = pattern
+                .graph
+                .inputs()
+                .iter()
+                .find(|i| i.1 == n)
+                .and_then(|i| i.2.static_dims())
+                .unwrap_or_else(|| vec![v.len()]);
+            let t = HostTensor::from_slice(v, &dims).map_err(|e| BenchError::Input {
+                pattern: name.clone(),
+                message: format!("input {n:?}: {e}"),
+            })?;
+            inputs.push((n.clone(), t));
+        }
+        let mut prepared = PreparedPattern {
+            name,
+            compiled,
+            params: pattern.params.clone(),
+            inputs,
+            grad_order,
+            sgd: pattern.sgd,
+        };
+        for (n, v) in &prepared.params {
+            prepared
+                .compiled
+                .try_set_param(n, v)
+                .map_err(|e| prepared.runtime(e))?;
+        }
+        Ok(prepared)
+    }
+
+    fn runtime(&self, source: rlx_runtime::RuntimeError) -> BenchError {
+        BenchError::Runtime {
+            pattern: self.name.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// One iteration: runs the graph (typed run on prebuilt input tensors);
+    /// for a training pattern also applies `p -= lr * grad` to every
+    /// parameter. Returns the graph's outputs (for training: the loss, then
+    /// the gradients).
+    pub fn step(&mut self) -> Result<Vec<HostTensor>, BenchError> {
+        let inputs: Vec<(&str, &HostTensor)> =
+            self.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let outs = self.compiled.try_run_typed(&inputs);
+        let outs = outs.map_err(|e| self.runtime(e))?;
+        let Some(lr) = self.sgd else {
+            return Ok(outs);
+        };
+        if outs.len() != self.grad_order.len() + 1 {
+            return Err(BenchError::Outputs {
+                pattern: self.name.clone(),
+                expected: self.grad_order.len() + 1,
+                got: outs.len(),
+            });
+        }
+        for (pname, grad) in self.grad_order.iter().zip(&outs[1..]) {
+            let grad = grad.to_vec::<f32>().map_err(|e| BenchError::Input {
+                pattern: self.name.clone(),
+                message: format!("gradient of {pname:?}: {e}"),
+            })?;
+            if let Some((_, p)) = self.params.iter_mut().find(|(n, _)| n == pname) {
+                p.iter_mut().zip(&grad).for_each(|(w, g)| *w -= lr * g);
+                if let Err(e) = self.compiled.try_set_param(pname, p) {
+                    return Err(self.runtime(e));
+                }
+            }
+        }
+        Ok(outs)
+    }
+
+    /// Current parameter values (updated by training steps).
+    pub fn params(&self) -> &[(String, Vec<f32>)] {
+        &self.params
+    }
+}
+
+/// Compiles `pattern` for the CPU, sets its parameters, and times one
+/// iteration ([`PreparedPattern::step`]: a forward run; for a training
+/// pattern forward + backward and the SGD update of every parameter).
+pub fn run_benchmark(
+    pattern: &BenchmarkPattern,
+    cfg: &BenchConfig,
+) -> Result<BenchResult, BenchError> {
+    let mut prepared = PreparedPattern::new(pattern)?;
+    let samples = time_iterations(cfg, || prepared.step().map(drop))?;
+    Ok(BenchResult::from_samples(
+        &pattern.name,
+        pattern.flops,
+        samples,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_statistics() {
+        let ms = |v: u64| Duration::from_millis(v);
+        let r = BenchResult::from_samples("x", 2e9, (1..=100).rev().map(ms).collect());
+        assert_eq!(
+            (r.min, r.median, r.p99, r.runs),
+            (ms(1), ms(51), ms(99), 100)
+        );
+        assert!((r.gflops() - 2e9 / 0.051 / 1e9).abs() < 1e-9);
+        let one = BenchResult::from_samples("y", 0.0, vec![ms(7)]);
+        assert_eq!((one.min, one.median, one.p99), (ms(7), ms(7), ms(7)));
+    }
+}

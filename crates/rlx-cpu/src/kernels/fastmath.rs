@@ -1,0 +1,235 @@
+//! Vectorised f32 `exp` (softmax rows) and exact GELU.
+//!
+//! Softmax and GELU spend most of their time in `exp` / `erf` once the
+//! products around them run on a GEMM; libm is a call per element. Here `exp` is a
+//! Cody-Waite range reduction (`x = n ln2 + r`, `|r| <= ln2 / 2`), a degree-6
+//! Taylor polynomial for `e^r` (relative error below 2e-7) and `2^n` built in
+//! the exponent bits: straight-line code that the compiler vectorises, built
+//! once more with AVX2 + FMA enabled and picked at run time.
+
+use super::scalar::Real;
+
+/// Exact (erf) GELU of f32 values: `y = x * erfc(-x / sqrt 2) / 2`, with
+/// erfc from the Chebyshev fit of Numerical Recipes' `erfcc` (relative
+/// error below 1.2e-7 over the whole line, so the negative tail keeps its
+/// relative accuracy where `1 + erf` would cancel).
+pub fn gelu_f32(x: &[f32], y: &mut [f32]) {
+    assert_eq!(x.len(), y.len(), "gelu operand lengths");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA.
+        return unsafe { gelu_f32_avx2(x, y) };
+    }
+    gelu_f32_loop(x, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gelu_f32_avx2(x: &[f32], y: &mut [f32]) {
+    gelu_f32_loop(x, y)
+}
+
+#[inline(always)]
+fn gelu_f32_loop(x: &[f32], y: &mut [f32]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = 0.5 * v * erfc_f32(-v * std::f32::consts::FRAC_1_SQRT_2);
+    }
+}
+
+/// erfc for f32 (Numerical Recipes `erfcc`, fractional error < 1.2e-7).
+// The fit's coefficients are kept as published.
+#[allow(clippy::excessive_precision)]
+#[inline(always)]
+pub fn erfc_f32(z: f32) -> f32 {
+    let a = z.abs();
+    let t = 1.0 / (1.0 + 0.5 * a);
+    let p = 0.170_872_77;
+    let p = p * t - 0.822_152_23;
+    let p = p * t + 1.488_515_87;
+    let p = p * t - 1.135_203_98;
+    let p = p * t + 0.278_868_07;
+    let p = p * t - 0.186_288_06;
+    let p = p * t + 0.096_784_18;
+    let p = p * t + 0.374_091_96;
+    let p = p * t + 1.000_023_68;
+    let p = p * t - 1.265_512_23;
+    // a² split into hi + lo (exact with FMA) keeps the f32 rounding of a²
+    // out of the exponent, where it would cost ~1e-6 relative in the tail.
+    let hi = a * a;
+    let lo = a.mul_add(a, -hi);
+    // Beyond |z| = 10 erfc is 0 (or 2) in f32; selecting it also keeps
+    // inf - inf out of `lo`.
+    let ans = if a < 10.0 {
+        t * exp_f32(p - hi) * (1.0 - lo)
+    } else {
+        0.0
+    };
+    if z >= 0.0 {
+        ans
+    } else {
+        2.0 - ans
+    }
+}
+
+/// Softmax numerators: `x[i] = exp(x[i] - max)` in place, returning their sum
+/// in f64.
+pub trait SoftmaxExp: Real {
+    /// Replaces each `x` by `exp(x - max)` and returns the sum.
+    fn exp_shifted_sum(x: &mut [Self], max: Self) -> f64;
+}
+
+impl SoftmaxExp for f64 {
+    fn exp_shifted_sum(x: &mut [f64], max: f64) -> f64 {
+        x.iter_mut().fold(0.0, |s, v| {
+            *v = (*v - max).exp();
+            s + *v
+        })
+    }
+}
+
+impl SoftmaxExp for f32 {
+    fn exp_shifted_sum(x: &mut [f32], max: f32) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { exp_shifted_sum_avx2(x, max) };
+        }
+        exp_shifted_sum_f32(x, max)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_shifted_sum_avx2(x: &mut [f32], max: f32) -> f64 {
+    exp_shifted_sum_f32(x, max)
+}
+
+#[inline(always)]
+fn exp_shifted_sum_f32(x: &mut [f32], max: f32) -> f64 {
+    // Lane-wise partial sums keep the loop vectorisable.
+    let mut acc = [0f32; 16];
+    let mut chunks = x.chunks_exact_mut(16);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c.iter_mut()) {
+            *v = exp_f32(*v - max);
+            *a += *v;
+        }
+    }
+    let mut sum: f64 = acc.iter().map(|&a| a as f64).sum();
+    for v in chunks.into_remainder() {
+        *v = exp_f32(*v - max);
+        sum += *v as f64;
+    }
+    sum
+}
+
+/// `e^x` for f32 within 2e-7 relative error; 0 below -87 (where the true
+/// value is under 2e-38), +inf above 88.7, NaN for NaN.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    let xc = x.clamp(-87.0, 88.0);
+    let n = (xc * LOG2E).round_ties_even();
+    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let p = 1.0 / 720.0;
+    let p = p * r + 1.0 / 120.0;
+    let p = p * r + 1.0 / 24.0;
+    let p = p * r + 1.0 / 6.0;
+    let p = p * r + 0.5;
+    let p = p * r + 1.0;
+    let p = p * r + 1.0;
+    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let y = p * scale;
+    if x < -87.0 {
+        0.0
+    } else if x > 88.72 {
+        f32::INFINITY
+    } else {
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_f32_matches_f64_exp() {
+        let mut worst = 0f64;
+        let mut x = -87.0f32;
+        while x <= 88.0 {
+            let want = (x as f64).exp();
+            let got = exp_f32(x) as f64;
+            worst = worst.max((got - want).abs() / want);
+            x += 0.0137;
+        }
+        assert!(worst < 3e-7, "worst relative error {worst}");
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(-200.0), 0.0);
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(100.0), f32::INFINITY);
+        assert!(exp_f32(f32::NAN).is_nan());
+    }
+
+    /// erf of f64 by its Maclaurin series (|z| < 3) or the continued
+    /// fraction of erfc (larger |z|): an independent reference.
+    fn erfc_f64(z: f64) -> f64 {
+        if z.abs() < 3.0 {
+            let (mut term, mut sum, mut n) = (z, z, 0.0);
+            while term.abs() > 1e-18 {
+                n += 1.0;
+                term *= -z * z / n;
+                sum += term / (2.0 * n + 1.0);
+            }
+            return 1.0 - 2.0 / std::f64::consts::PI.sqrt() * sum;
+        }
+        let a = z.abs();
+        // Lentz-free backward evaluation of the continued fraction.
+        let mut f = 0.0;
+        for k in (1..200).rev() {
+            f = (k as f64 / 2.0) / (a + f);
+        }
+        let tail = (-a * a).exp() / std::f64::consts::PI.sqrt() / (a + f);
+        if z > 0.0 {
+            tail
+        } else {
+            2.0 - tail
+        }
+    }
+
+    #[test]
+    fn gelu_matches_f64_erfc() {
+        let x: Vec<f32> = (0..2001).map(|i| (i as f32 - 1000.0) * 0.0071).collect();
+        let mut y = vec![0f32; x.len()];
+        gelu_f32(&x, &mut y);
+        for (&v, &g) in x.iter().zip(&y) {
+            let w = 0.5 * v as f64 * erfc_f64(-(v as f64) / 2f64.sqrt());
+            // GELU's condition number in the tail is about 1 + x²: rounding
+            // x / sqrt 2 to f32 alone costs that many f32 epsilons.
+            let tol = 4e-7 * (1.0 + (v * v) as f64) * w.abs() + 1e-12;
+            assert!((g as f64 - w).abs() <= tol, "gelu({v}) = {g}, want {w}");
+        }
+        let mut z = [0f32; 3];
+        gelu_f32(&[f32::NAN, f32::INFINITY, -30.0], &mut z);
+        assert!(z[0].is_nan());
+        assert_eq!(&z[1..], &[f32::INFINITY, -0.0]);
+    }
+
+    #[test]
+    fn shifted_sum_matches_f64() {
+        let mut v: Vec<f32> = (0..37).map(|i| (i as f32 * 0.7).sin() * 5.0).collect();
+        v[3] = f32::NEG_INFINITY;
+        let max = 5.0f32;
+        // The shift is an f32 subtraction; exp itself is checked against f64.
+        let want: Vec<f64> = v.iter().map(|&x| ((x - max) as f64).exp()).collect();
+        let sum = f32::exp_shifted_sum(&mut v, max);
+        for (g, w) in v.iter().zip(&want) {
+            assert!((*g as f64 - w).abs() <= 3e-7 * w, "{g} vs {w}");
+        }
+        let ws: f64 = want.iter().sum();
+        assert!((sum - ws).abs() <= 1e-6 * ws, "{sum} vs {ws}");
+    }
+}

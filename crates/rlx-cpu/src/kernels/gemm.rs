@@ -1,0 +1,163 @@
+//! Float GEMM behind the matmul kernels.
+//!
+//! Products go to faer's packed SIMD GEMM (it picks AVX-512 / AVX2 kernels at
+//! run time), read in place through strided views, so transposed operands and
+//! batch slices are never copied. f32 products with one row (M = 1) use our
+//! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there.
+//!
+//! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
+//! available cores. Products below a grain stay on the calling thread: waking
+//! the pool costs tens of microseconds, more than a small product takes.
+
+use super::gemv;
+use super::scalar::Real;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+
+/// Multiply-adds below which a GEMM stays on the calling thread (about 20 µs
+/// of one core's work).
+pub const GEMM_GRAIN: usize = 1 << 21;
+
+/// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
+/// positive integer, else the available cores.
+pub fn num_threads() -> usize {
+    rlx_ir::env::var("RLX_NUM_THREADS")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A matrix read in place: element `(i, j)` is
+/// `data[offset + i * row_stride + j * col_stride]` (strides are elements, >= 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Strided<'a, T> {
+    /// The buffer the matrix lies in.
+    pub data: &'a [T],
+    /// Element offset of `(0, 0)`.
+    pub offset: usize,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Elements between rows.
+    pub row_stride: usize,
+    /// Elements between columns.
+    pub col_stride: usize,
+}
+
+impl<'a, T> Strided<'a, T> {
+    /// A dense row-major `rows x cols` matrix starting at `offset`.
+    pub fn row_major(data: &'a [T], offset: usize, rows: usize, cols: usize) -> Self {
+        Strided {
+            data,
+            offset,
+            rows,
+            cols,
+            row_stride: cols,
+            col_stride: 1,
+        }
+    }
+
+    /// One past the largest element offset the view reads (`offset` when empty).
+    fn end(&self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            return self.offset;
+        }
+        self.offset + (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride + 1
+    }
+
+    /// Panics unless every element the view names lies inside `data`: the
+    /// raw-pointer views below rely on it.
+    fn check(&self) {
+        assert!(
+            self.end() <= self.data.len(),
+            "strided view reads past its buffer ({} > {})",
+            self.end(),
+            self.data.len()
+        );
+    }
+
+    fn faer(&self) -> MatRef<'a, T> {
+        self.check();
+        // SAFETY: check() proved every (i, j) offset lies inside `data`, which
+        // outlives 'a; strides fit isize because they index a live allocation.
+        unsafe {
+            MatRef::from_raw_parts(
+                self.data.as_ptr().add(self.offset),
+                self.rows,
+                self.cols,
+                self.row_stride as isize,
+                self.col_stride as isize,
+            )
+        }
+    }
+}
+
+/// Float types with a fast GEMM.
+pub trait GemmFloat: Real {
+    /// `c = a · b`: `a` is `m x k`, `b` is `k x n`, `c` is dense row-major
+    /// `m x n`. Splits over `threads` threads when the product is large.
+    fn gemm(a: Strided<Self>, b: Strided<Self>, c: &mut [Self], threads: usize);
+
+    /// `c += a · b`, shapes as in [`GemmFloat::gemm`].
+    fn gemm_add(a: Strided<Self>, b: Strided<Self>, c: &mut [Self], threads: usize);
+}
+
+fn faer_gemm<T: faer::traits::ComplexField + Real>(
+    a: Strided<T>,
+    b: Strided<T>,
+    c: &mut [T],
+    accum: Accum,
+    threads: usize,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert!(b.rows == k && c.len() == m * n, "gemm operand shapes");
+    if m * n == 0 {
+        return;
+    }
+    if k == 0 {
+        if accum == Accum::Replace {
+            c.fill(T::ZERO);
+        }
+        return;
+    }
+    let par = if threads > 1 && m * n * k >= GEMM_GRAIN {
+        Par::rayon(threads)
+    } else {
+        Par::Seq
+    };
+    let dst = MatMut::from_row_major_slice_mut(c, m, n);
+    matmul(dst, accum, a.faer(), b.faer(), T::ONE, par);
+}
+
+impl GemmFloat for f32 {
+    fn gemm(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
+        if a.rows == 1 && b.rows > 0 && b.cols > 0 {
+            a.check();
+            b.check();
+            let x: std::borrow::Cow<[f32]> = if a.col_stride == 1 {
+                a.data[a.offset..a.offset + a.cols].into()
+            } else {
+                (0..a.cols)
+                    .map(|p| a.data[a.offset + p * a.col_stride])
+                    .collect()
+            };
+            gemv::vec_mat(&x, b, c, threads);
+            return;
+        }
+        faer_gemm(a, b, c, Accum::Replace, threads)
+    }
+
+    fn gemm_add(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
+        faer_gemm(a, b, c, Accum::Add, threads)
+    }
+}
+
+impl GemmFloat for f64 {
+    fn gemm(a: Strided<f64>, b: Strided<f64>, c: &mut [f64], threads: usize) {
+        faer_gemm(a, b, c, Accum::Replace, threads)
+    }
+    fn gemm_add(a: Strided<f64>, b: Strided<f64>, c: &mut [f64], threads: usize) {
+        faer_gemm(a, b, c, Accum::Add, threads)
+    }
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Reference timing of one rlx-bench pattern, for `rlx-bench`'s compare example.
+
+Run (the compare example spawns this itself):
+    ~/.cache/rlx-ref/venv/bin/python tools/bench_ref.py <pattern> [--threads N] [--min-time S]
+Env: ~/.cache/rlx-ref/venv (numpy, jax, threadpoolctl), made by shared/ref/setup.sh.
+
+The pattern names are rlx-bench's (crates/rlx-bench/src/patterns.rs), and each
+builds the same computation with the same shapes:
+  matmul_N, gemv_KxN, elementwise10_L          numpy (OpenBLAS), eager calls
+  matmul_gelu_MxKxN, ffn_SxHxI, attention_HxSxD,
+  bert_layer_SxHxNH, mlp_step_BxIxHxO          JAX jit on CPU (XLA)
+The process is pinned to the first N CPUs (sched_setaffinity) and the BLAS /
+XLA thread pools are sized to N before numpy / jax are imported. Timing matches
+rlx-bench: 3 warm-up calls, then runs until >= 20 runs and >= --min-time
+seconds; prints one JSON line with min / median / p99 seconds.
+Exit code 3: no reference for this pattern.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("pattern")
+ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--min-time", type=float, default=1.0)
+a = ap.parse_args()
+
+cpus = sorted(os.sched_getaffinity(0))[: max(1, a.threads)]
+os.sched_setaffinity(0, set(cpus))
+for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[v] = str(a.threads)
+os.environ.pop("OPENBLAS_CORETYPE", None)
+os.environ.pop("OPENBLAS_L2_SIZE", None)
+if a.threads == 1:
+    os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+import numpy as np  # noqa: E402
+
+
+def values(shape, seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, size=shape) * scale).astype(np.float32)
+
+
+def timeit(fn, sync=lambda r: r):
+    for _ in range(3):
+        sync(fn())
+    ts = []
+    end = time.perf_counter() + a.min_time
+    while len(ts) < 20 or time.perf_counter() < end:
+        t0 = time.perf_counter()
+        sync(fn())
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    n = len(ts)
+    return {"runs": n, "min_s": ts[0], "median_s": ts[n // 2],
+            "p99_s": ts[min(n, max(1, math.ceil(0.99 * n))) - 1]}
+
+
+def numpy_pattern(name):
+    if m := re.fullmatch(r"matmul_(\d+)", name):
+        n = int(m[1])
+        x, w, c = values((n, n), 1), values((n, n), 2), np.empty((n, n), np.float32)
+        return lambda: np.matmul(x, w, out=c)
+    if m := re.fullmatch(r"gemv_(\d+)x(\d+)", name):
+        k, n = int(m[1]), int(m[2])
+        x, w, c = values((1, k), 1), values((k, n), 2), np.empty((1, n), np.float32)
+        return lambda: np.matmul(x, w, out=c)
+    if m := re.fullmatch(r"elementwise10_(\d+)", name):
+        x = values((int(m[1]),), 1)
+
+        def chain():
+            h = x * np.float32(1.5)
+            h = h + np.float32(0.5)
+            h = np.tanh(h)
+            h = h * x
+            h = h - x
+            h = np.abs(h)
+            h = np.sqrt(h)
+            h = h + np.float32(1.0)
+            h = np.log(h)
+            return np.maximum(h, np.float32(0.0))
+        return chain
+    return None
+
+
+def jax_pattern(name):
+    import jax
+    import jax.numpy as jnp
+
+    def linear(p, x):
+        return x @ p[0] + p[1]
+
+    def lin_params(i, o, seed):
+        return (jnp.asarray(values((i, o), seed, 1 / math.sqrt(i))), jnp.zeros((o,), jnp.float32))
+
+    def ffn(p1, p2, x):
+        return linear(p2, jax.nn.gelu(linear(p1, x), approximate=False))
+
+    def attention(q, k, v):
+        s = jnp.einsum("hqd,hkd->hqk", q, k) / math.sqrt(q.shape[-1])
+        return jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), v)
+
+    def layer_norm(x, g, b, eps=1e-12):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + eps) * g + b
+
+    if m := re.fullmatch(r"matmul_gelu_(\d+)x(\d+)x(\d+)", name):
+        mm, k, n = map(int, m.groups())
+        x, w = jnp.asarray(values((mm, k), 1)), jnp.asarray(values((k, n), 2, 1 / math.sqrt(k)))
+        f = jax.jit(lambda x, w: jax.nn.gelu(x @ w, approximate=False))
+        return lambda: f(x, w)
+    if m := re.fullmatch(r"ffn_(\d+)x(\d+)x(\d+)", name):
+        s, h, i = map(int, m.groups())
+        x, p1, p2 = jnp.asarray(values((s, h), 1)), lin_params(h, i, 2), lin_params(i, h, 3)
+        f = jax.jit(ffn)
+        return lambda: f(p1, p2, x)
+    if m := re.fullmatch(r"attention_(\d+)x(\d+)x(\d+)", name):
+        h, s, d = map(int, m.groups())
+        q, k, v = (jnp.asarray(values((h, s, d), i)) for i in (1, 2, 3))
+        f = jax.jit(attention)
+        return lambda: f(q, k, v)
+    if m := re.fullmatch(r"bert_layer_(\d+)x(\d+)x(\d+)", name):
+        s, hd, nh = map(int, m.groups())
+        dh = hd // nh
+        x = jnp.asarray(values((s, hd), 1))
+        ps = {n: lin_params(hd, hd, 2 + i) for i, n in enumerate("qkvo")}
+        ln = [(jnp.ones((hd,), jnp.float32), jnp.zeros((hd,), jnp.float32)) for _ in range(2)]
+        p1, p2 = lin_params(hd, 4 * hd, 7), lin_params(4 * hd, hd, 8)
+
+        def layer(ps, ln, p1, p2, x):
+            heads = {n: linear(ps[n], x).reshape(s, nh, dh).transpose(1, 0, 2) for n in "qkv"}
+            att = attention(heads["q"], heads["k"], heads["v"]).transpose(1, 0, 2).reshape(s, hd)
+            h = layer_norm(linear(ps["o"], att) + x, *ln[0])
+            return layer_norm(ffn(p1, p2, h) + h, *ln[1])
+        f = jax.jit(layer)
+        return lambda: f(ps, ln, p1, p2, x)
+    if m := re.fullmatch(r"mlp_step_(\d+)x(\d+)x(\d+)x(\d+)", name):
+        b, di, dh, do = map(int, m.groups())
+        x = jnp.asarray(values((b, di), 1))
+        y = jnp.asarray(np.eye(do, dtype=np.float32)[[(r * 7 + 3) % do for r in range(b)]])
+        params = [lin_params(di, dh, 2), lin_params(dh, do, 3)]
+
+        def loss(params, x, y):
+            h = jax.nn.relu(linear(params[0], x))
+            z = linear(params[1], h)
+            return -jnp.sum(y * jax.nn.log_softmax(z, axis=-1)) / b
+
+        def step(params, x, y):
+            l, g = jax.value_and_grad(loss)(params, x, y)
+            return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, g), l
+        st = jax.jit(step, donate_argnums=0)
+        state = [jax.tree_util.tree_map(jnp.copy, params)]
+
+        def run():
+            state[0], l = st(state[0], x, y)
+            return state[0]
+        return run
+    return None
+
+
+def main():
+    fn = numpy_pattern(a.pattern)
+    if fn is not None:
+        from threadpoolctl import threadpool_info, threadpool_limits
+        blas = [d.get("internal_api") for d in threadpool_info()]
+        library = f"numpy {np.__version__} ({','.join(b for b in blas if b)})"
+        with threadpool_limits(limits=a.threads):
+            res = timeit(fn)
+    else:
+        fn = jax_pattern(a.pattern)
+        if fn is None:
+            print(f"no reference for {a.pattern}", file=sys.stderr)
+            sys.exit(3)
+        import jax
+        library = f"jax {jax.__version__} jit"
+        res = timeit(fn, jax.block_until_ready)
+    print(json.dumps({"pattern": a.pattern, "library": library, "threads": a.threads, **res}))
+
+
+if __name__ == "__main__":
+    main()
