@@ -265,14 +265,7 @@ fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
         min[g] = i32::from(sc[g] >> 4);
     }
     for (qs, q) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)) {
-        let (q0, rest) = q.split_at_mut(32);
-        let (q1, rest) = rest.split_at_mut(32);
-        let (q2, q3) = rest.split_at_mut(32);
-        // Constant shifts: x86 has no per-byte variable shift to vectorize with.
-        crumbs::<0>(qs, q0);
-        crumbs::<2>(qs, q1);
-        crumbs::<4>(qs, q2);
-        crumbs::<6>(qs, q3);
+        crumb_planes(qs, q);
     }
     (f16_at(b, 80), f16_at(b, 82))
 }
@@ -288,15 +281,9 @@ fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) 
         scale[g] = i32::from(lo | (hi << 4)) - 32;
     }
     for (n, (qs, q)) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)).enumerate() {
-        let (q0, rest) = q.split_at_mut(32);
-        let (q1, rest) = rest.split_at_mut(32);
-        let (q2, q3) = rest.split_at_mut(32);
-        crumbs::<0>(qs, q0);
-        crumbs::<2>(qs, q1);
-        crumbs::<4>(qs, q2);
-        crumbs::<6>(qs, q3);
+        crumb_planes(qs, q);
         // minus 4 where the quant's high-mask bit is clear
-        for (j, q) in [q0, q1, q2, q3].into_iter().enumerate() {
+        for (j, q) in q.chunks_exact_mut(32).enumerate() {
             let m = 1u8 << (n * 4 + j);
             for (o, &hm) in q.iter_mut().zip(hmask) {
                 *o -= i8::from(hm & m == 0) << 2;
@@ -304,6 +291,19 @@ fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) 
         }
     }
     (f16_at(b, 108), 0.0)
+}
+
+/// The four 2-bit planes of 32 bytes into 128 quants (plane `j` = bits `2j..2j+2`).
+/// Constant shifts: x86 has no per-byte variable shift to vectorize with.
+#[inline(always)]
+fn crumb_planes(qs: &[u8], q: &mut [i8]) {
+    let (q0, rest) = q.split_at_mut(32);
+    let (q1, rest) = rest.split_at_mut(32);
+    let (q2, q3) = rest.split_at_mut(32);
+    crumbs::<0>(qs, q0);
+    crumbs::<2>(qs, q1);
+    crumbs::<4>(qs, q2);
+    crumbs::<6>(qs, q3);
 }
 
 /// The 2-bit fields at bit `S` of 32 bytes.
