@@ -22,6 +22,12 @@ pub fn dtype(g: &Graph, x: NodeId) -> DType {
     g.shape(x).dtype()
 }
 
+/// True for dtypes that carry derivatives: real floats and C64 (whose
+/// cotangents follow JAX's convention, see `rules::fft`).
+pub fn differentiable(dt: DType) -> bool {
+    dt.is_float() || dt == DType::C64
+}
+
 /// Elementwise binary op (operands of one dtype, broadcast).
 pub fn bin(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId) -> Result<NodeId> {
     Ok(g.try_node(Op::Binary(op), &[a, b], None)?)

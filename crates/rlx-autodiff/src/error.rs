@@ -15,6 +15,16 @@ pub enum AutodiffError {
         /// The node label.
         node: String,
     },
+    /// A transform this op does not support by design (e.g. reverse mode through `While`).
+    #[error("{transform} of {node} is not supported: {reason}")]
+    Unsupported {
+        /// `vjp`, `jvp` or `vmap`.
+        transform: &'static str,
+        /// The node label.
+        node: String,
+        /// Why, and what to use instead.
+        reason: String,
+    },
     /// A `wrt` / tangent node that is not an input or param.
     #[error(
         "{node} is not an input or param leaf; transforms differentiate with respect to leaves"

@@ -1,10 +1,12 @@
 //! Forward mode (`jvp`) and forward-over-reverse (`hvp`).
 
-use crate::emit::zeros;
+use crate::emit::{differentiable, zeros};
 use crate::prepare::{check_leaves, leaf_name, prepare};
 use crate::reverse::grad_with_loss;
 use crate::{rules, AutodiffError, Result};
-use rlx_ir::{node_label, Graph, NodeId, NodeOrigin};
+use rlx_ir::ops::control::is_tuple_op;
+use rlx_ir::{node_label, Graph, NodeId, NodeOrigin, Op};
+use std::collections::HashMap;
 
 /// Prefix of the tangent inputs [`jvp`] adds.
 pub const TANGENT_PREFIX: &str = "tangent_";
@@ -24,17 +26,30 @@ pub fn jvp(g: &Graph, tangent_for: &[NodeId]) -> Result<Graph> {
         tan[w.index()] = Some(out.try_input(&name, h.shape(w).clone())?);
     }
     let origin = NodeOrigin::Pass { name: "jvp".into() };
+    // Tangents of tuple (control-flow) nodes, one per result.
+    let mut tuple_tan: HashMap<NodeId, Vec<Option<NodeId>>> = HashMap::new();
     for id in h.ids() {
         let node = h.node(id);
         if node.op.is_leaf() {
             continue;
         }
+        if let Op::TupleGet { index, .. } = node.op {
+            tan[id.index()] = tuple_tan
+                .get(&node.inputs[0])
+                .and_then(|t| t.get(index).copied().flatten());
+            continue;
+        }
         let ts: Vec<Option<NodeId>> = node.inputs.iter().map(|i| tan[i.index()]).collect();
-        if ts.iter().all(Option::is_none) || !node.shape.dtype().is_float() {
+        let tuple = is_tuple_op(&node.op);
+        if ts.iter().all(Option::is_none) || !(tuple || differentiable(node.shape.dtype())) {
             continue;
         }
         let first = out.len();
-        tan[id.index()] = rules::jvp(&mut out, node, id, &ts)?;
+        if tuple {
+            tuple_tan.insert(id, rules::control::jvp(&mut out, node, id, &ts)?);
+        } else {
+            tan[id.index()] = rules::jvp(&mut out, node, id, &ts)?;
+        }
         for k in first..out.len() {
             out.set_origin(NodeId(k as u32), origin.clone());
         }

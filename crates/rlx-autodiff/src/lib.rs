@@ -15,6 +15,7 @@ mod higher;
 mod prepare;
 mod reverse;
 pub mod rules;
+mod subgraph;
 mod vmap;
 
 pub use error::{AutodiffError, Result};

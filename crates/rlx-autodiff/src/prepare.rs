@@ -4,12 +4,19 @@
 use crate::{AutodiffError, Result};
 use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 
-/// True for composites differentiated through their decomposition (softmax
-/// and log-softmax have closed-form rules instead).
-fn decomposed_for_ad(op: &Op) -> bool {
-    op.kind().is_composite()
-        && !matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
-        && !crate::rules::quant::kept_whole(op)
+/// True for composites differentiated through their decomposition
+/// (softmax and log-softmax have closed-form rules instead; with
+/// `reverse`, so do the norms and attention, whose closed-form vjps keep
+/// less alive; block-quantized dequant_matmul has its own rules).
+fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
+    let closed_form = matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
+        || (reverse
+            && matches!(
+                op,
+                Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. }
+            ))
+        || crate::rules::quant::kept_whole(op);
+    op.kind().is_composite() && !closed_form
 }
 
 /// Verifies `g` and decomposes the composites that have no closed-form
@@ -17,6 +24,12 @@ fn decomposed_for_ad(op: &Op) -> bool {
 /// Inputs, params and outputs keep their order; returns the new graph and,
 /// per old node id, the node that now holds its value.
 pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
+    prepare_for(g, false)
+}
+
+/// [`prepare`] for reverse mode (`reverse`): composites with a closed-form
+/// vjp stay whole.
+pub(crate) fn prepare_for(g: &Graph, reverse: bool) -> Result<(Graph, Vec<NodeId>)> {
     let errors = verify_all(g);
     if !errors.is_empty() {
         let msg: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -43,6 +56,17 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
             Op::Conv { window, groups } => Some(ops::conv::decompose_conv(
                 &mut out, &inputs, window, *groups,
             )),
+            Op::ConvTranspose {
+                window,
+                output_padding,
+                groups,
+            } => Some(ops::conv::decompose_conv_transpose(
+                &mut out,
+                &inputs,
+                window,
+                output_padding,
+                *groups,
+            )),
             Op::Pool {
                 kind,
                 window,
@@ -67,7 +91,7 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
             _ => None,
         };
         let id = if let Some(r) = lowered {
-            // Conv, pooling and upsampling are differentiated through primitive forms.
+            // Conv, transposed conv, pooling and upsampling are differentiated through primitive forms.
             let first = out.len();
             let id = r?;
             for k in first..out.len() {
@@ -79,7 +103,7 @@ pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
                 );
             }
             id
-        } else if decomposed_for_ad(&n.op) {
+        } else if decomposed_for_ad(&n.op, reverse) {
             let first = out.len();
             let id = ops::decompose(&mut out, n, &inputs)?.expect("composites decompose");
             for k in first..out.len() {

@@ -1,9 +1,11 @@
 //! Reverse mode: `grad_with_loss` and friends.
 
-use crate::emit::{add, broadcast, dims, zeros};
-use crate::prepare::{check_leaves, prepare};
+use crate::emit::{add, add_opt, broadcast, differentiable, dims, zeros};
+use crate::prepare::{check_leaves, prepare_for};
 use crate::{rules, AutodiffError, Result};
-use rlx_ir::{node_label, Graph, NodeId, NodeOrigin, Shape};
+use rlx_ir::ops::control::{is_tuple_op, result_shapes};
+use rlx_ir::{node_label, Graph, NodeId, NodeOrigin, Op, Shape};
+use std::collections::HashMap;
 
 /// What [`grad_with_loss_opts`] does with a `wrt` the loss does not depend on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +69,8 @@ pub(crate) fn on_path(g: &Graph, from: &[NodeId], to: NodeId) -> Vec<bool> {
         fwd[f.index()] = true;
     }
     for id in g.ids() {
-        if g.node(id).inputs.iter().any(|i| fwd[i.index()]) && g.shape(id).dtype().is_float() {
+        let carries = differentiable(g.shape(id).dtype()) || is_tuple_op(&g.node(id).op);
+        if g.node(id).inputs.iter().any(|i| fwd[i.index()]) && carries {
             fwd[id.index()] = true;
         }
     }
@@ -86,7 +89,7 @@ pub(crate) fn on_path(g: &Graph, from: &[NodeId], to: NodeId) -> Vec<bool> {
 /// [`grad_with_loss`] with options.
 pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions) -> Result<Graph> {
     check_leaves(g, wrt)?;
-    let (h, map) = prepare(g)?;
+    let (h, map) = prepare_for(g, true)?;
     let wrt: Vec<NodeId> = wrt.iter().map(|w| map[w.index()]).collect();
     let Some(&loss) = h.outputs().first() else {
         return Err(AutodiffError::InvalidGraph(format!(
@@ -101,6 +104,9 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
             dtype: loss_shape.dtype(),
         });
     }
+    let needed = on_path(&h, &wrt, loss);
+    // Scans on the path store their per-step carries in the forward pass.
+    let (h, stored_scans) = rules::control::store_scan_residuals(&h, &needed)?;
     let mut out = h.clone();
     let seed = if loss_shape.numel() == Some(1) {
         let one = out.scalar(1.0, loss_shape.dtype());
@@ -108,22 +114,44 @@ pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions
     } else {
         out.try_input(D_OUTPUT, loss_shape.clone())?
     };
-    let needed = on_path(&h, &wrt, loss);
     let mut adj: Vec<Option<NodeId>> = vec![None; h.len()];
     adj[loss.index()] = Some(seed);
     let origin = NodeOrigin::Pass {
         name: "grad".into(),
     };
+    // Cotangents of tuple (control-flow) nodes, one per result.
+    let mut tuple_adj: HashMap<NodeId, Vec<Option<NodeId>>> = HashMap::new();
     for id in h.ids().rev() {
-        let (Some(ct), true) = (adj[id.index()], needed[id.index()]) else {
-            continue;
-        };
         let node = h.node(id);
-        if node.op.is_leaf() {
+        if !needed[id.index()] || node.op.is_leaf() {
             continue;
         }
         let first = out.len();
-        let cts = rules::vjp(&mut out, node, id, ct)?;
+        let cts = if is_tuple_op(&node.op) {
+            let Some(cts) = tuple_adj.remove(&id) else {
+                continue;
+            };
+            match stored_scans.get(&id) {
+                Some(spec) => {
+                    rules::control::vjp_stored_scan(&mut out, spec, id, &node.inputs, &cts)?
+                }
+                None => rules::control::vjp(&mut out, node, id, &cts)?,
+            }
+        } else {
+            let Some(ct) = adj[id.index()] else {
+                continue;
+            };
+            if let Op::TupleGet { index, .. } = node.op {
+                let t = node.inputs[0];
+                let n = result_shapes(&h.node(t).op).map_or(0, |r| r.len());
+                let slot = tuple_adj.entry(t).or_insert_with(|| vec![None; n]);
+                if let Some(s) = slot.get_mut(index) {
+                    *s = add_opt(&mut out, *s, Some(ct))?;
+                }
+                continue;
+            }
+            rules::vjp(&mut out, node, id, ct)?
+        };
         for (&inp, c) in node.inputs.iter().zip(cts) {
             if let (Some(c), true) = (c, needed[inp.index()]) {
                 adj[inp.index()] = Some(match adj[inp.index()] {

@@ -3,7 +3,9 @@
 use crate::emit::{dims, lift, transpose};
 use crate::prepare::prepare;
 use crate::{rules, AutodiffError, Result};
+use rlx_ir::ops::control::is_tuple_op;
 use rlx_ir::{Graph, NodeId, NodeOrigin, Op, Shape};
+use std::collections::HashMap;
 
 /// Batches the named inputs (or params) along a new leading axis of size
 /// `batch_size`; every output gains that leading axis.
@@ -43,7 +45,34 @@ pub fn vmap_axes(
     let origin = NodeOrigin::Pass {
         name: "vmap".into(),
     };
-    for n in h.nodes() {
+    // Batched results of tuple (control-flow) nodes.
+    let mut tuple_res: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+    for (i, n) in h.nodes().iter().enumerate() {
+        let here = NodeId(i as u32);
+        if let Some(bad) = n.inputs.iter().find(|i| tuple_res.contains_key(i)) {
+            let Op::TupleGet { index, .. } = n.op else {
+                return Err(AutodiffError::InvalidGraph(format!(
+                    "{} reads the tuple {bad} other than through tuple_get",
+                    n.op.mnemonic()
+                )));
+            };
+            map.push(tuple_res[bad][index]);
+            bat.push(true);
+            continue;
+        }
+        if is_tuple_op(&n.op) && n.inputs.iter().any(|i| bat[i.index()]) {
+            let ins: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
+            let flags: Vec<bool> = n.inputs.iter().map(|i| bat[i.index()]).collect();
+            let first = out.len();
+            let r = rules::control::batch(&mut out, n, &ins, &flags, b)?;
+            for k in first..out.len() {
+                out.set_origin(NodeId(k as u32), origin.clone());
+            }
+            map.push(r.first().copied().unwrap_or(NodeId(0)));
+            bat.push(true);
+            tuple_res.insert(here, r);
+            continue;
+        }
         let leaf_axis = match &n.op {
             Op::Input { name } | Op::Param { name } => {
                 in_axes.iter().find(|(m, _)| m == name).map(|&(_, a)| a)

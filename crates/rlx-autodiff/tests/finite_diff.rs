@@ -30,15 +30,14 @@ fn run(g: &Graph, inputs: &[(String, HostTensor)]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
-/// gradient of every input and a jvp along a random direction.
-fn check(
+/// `loss = sum(f(x...) * r)` over f64 inputs `x0, x1, ...` with random `r`:
+/// the graph, its inputs and the node of `f`.
+fn weighted_loss(
     name: &str,
     shapes: &[&[usize]],
-    positive: bool,
+    rng: &mut Rng,
     f: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
-) {
-    let mut rng = Rng(name.len() as u64 * 7919 + 17);
+) -> (Graph, Vec<NodeId>, NodeId) {
     let mut g = Graph::new(name);
     let xs: Vec<NodeId> = shapes
         .iter()
@@ -54,6 +53,19 @@ fn check(
     let axes: Vec<i64> = (0..yd.len() as i64).collect();
     let loss = g.sum(w, &axes, false);
     g.set_outputs(vec![loss]);
+    (g, xs, y)
+}
+
+/// Builds `loss = sum(f(x...) * r)` with fixed random `r`, then checks the
+/// gradient of every input and a jvp along a random direction.
+fn check(
+    name: &str,
+    shapes: &[&[usize]],
+    positive: bool,
+    f: impl Fn(&mut Graph, &[NodeId]) -> NodeId,
+) {
+    let mut rng = Rng(name.len() as u64 * 7919 + 17);
+    let (g, xs, _) = weighted_loss(name, shapes, &mut rng, f);
 
     let vals: Vec<Vec<f64>> = shapes
         .iter()
@@ -294,6 +306,19 @@ fn indexing() {
     });
 }
 
+/// Grouped-query attention with an additive bias, a custom scale and soft-capping.
+fn attention_bias_gqa(g: &mut Graph, x: &[NodeId]) -> NodeId {
+    g.attention_with(
+        x[0],
+        x[1],
+        x[2],
+        MaskKind::Bias,
+        Some(x[3]),
+        Some(0.7),
+        Some(2.0),
+    )
+}
+
 #[test]
 fn composites() {
     check("softmax", &[&[3, 5]], false, |g, x| g.sm(x[0], 0));
@@ -324,17 +349,7 @@ fn composites() {
         "attention_bias_gqa",
         &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
         false,
-        |g, x| {
-            g.attention_with(
-                x[0],
-                x[1],
-                x[2],
-                MaskKind::Bias,
-                Some(x[3]),
-                Some(0.7),
-                Some(2.0),
-            )
-        },
+        attention_bias_gqa,
     );
     check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| {
         g.rope(x[0], x[1], x[2])
@@ -475,6 +490,286 @@ fn conv_and_pool_decompositions_match_native() {
                 (u - v).abs() < 1e-12,
                 "output {k}: native {u} vs decomposed {v}"
             );
+        }
+    }
+}
+
+fn f64s(d: &[usize]) -> Shape {
+    Shape::new(d, DType::F64)
+}
+
+/// Step of a scan with carry `(h [3], w [3, 3])` over `x_t [3]`:
+/// `h' = tanh(h w + x_t)`, `y_t = h' * x_t`.
+fn scan_step() -> Graph {
+    let mut b = Graph::new("step");
+    let h = b.input("h", f64s(&[3]));
+    let w = b.input("w", f64s(&[3, 3]));
+    let x = b.input("x", f64s(&[3]));
+    let hw = b.mm(h, w);
+    let s = b.add(hw, x);
+    let h2 = b.tanh(s);
+    let y = b.mul(h2, x);
+    b.set_outputs(vec![h2, w, y]);
+    b
+}
+
+#[test]
+fn control_flow() {
+    use rlx_ir::ops::control::{try_custom_fn, try_if, try_tuple_op, CustomFnSpec, ScanSpec};
+    use std::sync::Arc;
+    for (reverse, checkpoint) in [
+        (false, None),
+        (true, None),
+        (false, Some(2)),
+        (true, Some(2)),
+    ] {
+        check(
+            &format!("scan_{reverse}_{checkpoint:?}"),
+            &[&[3], &[3, 3], &[4, 3]],
+            false,
+            |g, x| {
+                let spec = ScanSpec {
+                    body: Arc::new(scan_step()),
+                    num_carry: 2,
+                    length: 4,
+                    reverse,
+                    checkpoint,
+                };
+                let r = try_tuple_op(g, Op::Scan(spec), x).unwrap();
+                let h = g.reshape_(r[0], &[1, 3]);
+                g.concat_(&[h, r[2]], 0)
+            },
+        );
+    }
+    // An int scanned input and an int carry get no derivatives but steer the step.
+    check("scan_int_inputs", &[&[3], &[5, 3]], false, |g, x| {
+        let mut b = Graph::new("step");
+        let h = b.input("h", f64s(&[3]));
+        let i = b.input("i", Shape::scalar(DType::I64));
+        let xt = b.input("x", f64s(&[3]));
+        let k = b.input("k", Shape::scalar(DType::I64));
+        let kf = b.cast(k, DType::F64);
+        let hk = b.mul(h, kf);
+        let hk = b.mul(hk, b.constant(0.1, DType::F64));
+        let sx = b.sin(xt);
+        let h2 = b.add(hk, sx);
+        let i2 = b.add(i, b.constant(1.0, DType::I64));
+        b.set_outputs(vec![h2, i2, h2]);
+        let ks = g.constant_tensor(&HostTensor::from_vec(vec![3i64, -1, 2, 0, 5], &[5]).unwrap());
+        let i0 = g.scalar(0.0, DType::I64);
+        let (carry, ys) =
+            rlx_ir::ops::control::try_scan(g, b, &[x[0], i0], &[x[1], ks], false).unwrap();
+        let h = g.reshape_(carry[0], &[1, 3]);
+        g.concat_(&[h, ys[0]], 0)
+    });
+    // The predicate is computed from the data, far from its boundary, so
+    // finite differences stay on one branch; both branches are exercised.
+    for bias in [5.0, -5.0] {
+        check(&format!("if_{bias}"), &[&[3], &[3]], false, |g, x| {
+            let s = g.sum(x[0], &[0], false);
+            let s = g.add(s, g.constant(bias, DType::F64));
+            let p = g.gt(s, g.constant(0.0, DType::F64));
+            let mut t = Graph::new("then");
+            let (a, b) = (t.input("a", f64s(&[3])), t.input("b", f64s(&[3])));
+            let sa = t.sin(a);
+            let r = t.mul(sa, b);
+            t.set_outputs(vec![r]);
+            let mut e = Graph::new("else");
+            let (a, b) = (e.input("a", f64s(&[3])), e.input("b", f64s(&[3])));
+            let eb = e.exp(b);
+            let r = e.mul(a, eb);
+            e.set_outputs(vec![r]);
+            try_if(g, p, t, e, &[x[0], x[1]]).unwrap()[0]
+        });
+    }
+    check("custom_fn_without_rules", &[&[4]], false, |g, x| {
+        let mut body = Graph::new("body");
+        let a = body.input("a", f64s(&[4]));
+        let t = body.tanh(a);
+        let r = body.mul(t, a);
+        body.set_outputs(vec![r]);
+        let spec = CustomFnSpec {
+            name: "xtanh".into(),
+            body: Arc::new(body),
+            vjp: None,
+            jvp: None,
+        };
+        try_custom_fn(g, spec, &[x[0]]).unwrap()[0]
+    });
+}
+
+fn conv_transpose_node(
+    g: &mut Graph,
+    x: &[NodeId],
+    stride: usize,
+    pad: (usize, usize),
+    dil: usize,
+    op: usize,
+    groups: usize,
+) -> NodeId {
+    let spatial = g.shape(x[0]).rank() - 2;
+    let window = rlx_ir::op::Window {
+        kernel: vec![],
+        stride: vec![stride; spatial],
+        padding: vec![pad; spatial],
+        dilation: vec![dil; spatial],
+    };
+    g.try_node(
+        Op::ConvTranspose {
+            window,
+            output_padding: vec![op; spatial],
+            groups,
+        },
+        x,
+        None,
+    )
+    .unwrap()
+}
+
+/// Transposed convolution: gradients and tangents against finite
+/// differences, and its decomposition against the native kernel (which the
+/// numpy fixtures check).
+#[test]
+fn conv_transpose() {
+    check(
+        "conv_transpose2d_groups",
+        &[&[2, 4, 3, 4], &[4, 3, 2, 3], &[6]],
+        false,
+        |g, x| conv_transpose_node(g, x, 2, (1, 0), 1, 1, 2),
+    );
+    check(
+        "conv_transpose1d_dilated",
+        &[&[1, 2, 5], &[2, 3, 3]],
+        false,
+        |g, x| conv_transpose_node(g, x, 3, (2, 1), 2, 2, 1),
+    );
+    let shapes: [&[usize]; 3] = [&[2, 4, 3, 4], &[4, 3, 2, 3], &[6]];
+    let mut rng = Rng(11);
+    let mut inputs = Vec::new();
+    let (mut g, mut h) = (Graph::new("native"), Graph::new("lowered"));
+    let (mut gx, mut hx) = (Vec::new(), Vec::new());
+    for (i, s) in shapes.iter().enumerate() {
+        let name = format!("x{i}");
+        gx.push(g.input(&name, Shape::new(s, DType::F64)));
+        hx.push(h.input(&name, Shape::new(s, DType::F64)));
+        let v: Vec<f64> = (0..s.iter().product::<usize>())
+            .map(|_| rng.next())
+            .collect();
+        inputs.push((name, HostTensor::from_vec(v, s).unwrap()));
+    }
+    for (stride, pad, dil, op) in [(2, (1, 0), 1, 1), (1, (0, 0), 2, 0), (3, (2, 2), 1, 2)] {
+        let y = conv_transpose_node(&mut g, &gx, stride, pad, dil, op, 2);
+        let window = rlx_ir::op::Window {
+            kernel: vec![],
+            stride: vec![stride; 2],
+            padding: vec![pad; 2],
+            dilation: vec![dil; 2],
+        };
+        let hy = rlx_ir::ops::conv::decompose_conv_transpose(&mut h, &hx, &window, &[op, op], 2)
+            .unwrap();
+        assert_eq!(g.shape(y), h.shape(hy));
+        let mut o = g.outputs().to_vec();
+        o.push(y);
+        g.set_outputs(o);
+        let mut o = h.outputs().to_vec();
+        o.push(hy);
+        h.set_outputs(o);
+    }
+    let (a, l) = (run(&g, &inputs), run(&h, &inputs));
+    for (k, (p, q)) in a.iter().zip(&l).enumerate() {
+        for (u, v) in p.iter().zip(q) {
+            assert!(
+                (u - v).abs() < 1e-12,
+                "case {k}: native {u} vs decomposed {v}"
+            );
+        }
+    }
+}
+
+/// The closed-form reverse rules of the composites give the gradient of
+/// their decomposition (finite differences check both in `composites`).
+#[test]
+fn closed_form_vjps_match_the_decompositions() {
+    type Build = Box<dyn Fn(&mut Graph, &[NodeId]) -> NodeId>;
+    let cases: Vec<(&str, Vec<&[usize]>, Build)> = vec![
+        (
+            "layer_norm_affine",
+            vec![&[2, 3, 4], &[3, 4], &[3, 4]],
+            Box::new(|g, x| g.layer_norm_axis(x[0], 1, x[1], x[2], 1e-5)),
+        ),
+        (
+            "layer_norm_plain",
+            vec![&[3, 5]],
+            Box::new(|g, x| g.layer_norm_axis(x[0], 1, None, None, 1e-3)),
+        ),
+        (
+            "rms_norm_gamma",
+            vec![&[2, 3, 4], &[4]],
+            Box::new(|g, x| g.rms_norm(x[0], x[1], 1e-6)),
+        ),
+        (
+            "rms_norm_plain",
+            vec![&[4, 3]],
+            Box::new(|g, x| g.rms_norm(x[0], None, 1e-2)),
+        ),
+        (
+            "attention_causal",
+            vec![&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]],
+            Box::new(|g, x| g.attention_(x[0], x[1], x[2], MaskKind::Causal, None)),
+        ),
+        (
+            "attention_window",
+            vec![&[2, 4, 4], &[2, 4, 4], &[2, 4, 2]],
+            Box::new(|g, x| g.attention_(x[0], x[1], x[2], MaskKind::SlidingWindow(2), None)),
+        ),
+        (
+            "attention_bias_gqa_softcap",
+            vec![&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
+            Box::new(attention_bias_gqa),
+        ),
+        (
+            "attention_custom_mask",
+            vec![&[2, 3, 2], &[2, 4, 2], &[2, 4, 3]],
+            Box::new(|g, x| {
+                let keep = vec![
+                    true, false, true, true, false, true, true, false, true, true, true, false,
+                ];
+                let m = g.constant_tensor(&HostTensor::from_vec(keep, &[3, 4]).unwrap());
+                g.attention_with(x[0], x[1], x[2], MaskKind::Custom, Some(m), None, None)
+            }),
+        ),
+    ];
+    for (name, shapes, f) in cases {
+        let mut rng = Rng(name.len() as u64 + 101);
+        let (g, xs, y) = weighted_loss(name, &shapes, &mut rng, f);
+        let kind = g.node(y).op.kind();
+        let closed = grad_with_loss(&g, &xs).unwrap();
+        assert!(
+            closed.nodes().iter().any(|n| n.op.kind() == kind),
+            "{name}: the composite should stay whole under reverse mode"
+        );
+        let lowered = rlx_autodiff::prepare_graph_for_ad(&g).unwrap();
+        assert!(!lowered.nodes().iter().any(|n| n.op.kind() == kind));
+        let lx: Vec<NodeId> = lowered.inputs().iter().map(|(id, _, _)| *id).collect();
+        let decomposed = grad_with_loss(&lowered, &lx).unwrap();
+        let inputs: Vec<(String, HostTensor)> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v: Vec<f64> = (0..s.iter().product::<usize>())
+                    .map(|_| rng.next())
+                    .collect();
+                (format!("x{i}"), HostTensor::from_vec(v, s).unwrap())
+            })
+            .collect();
+        let (a, b) = (run(&closed, &inputs), run(&decomposed, &inputs));
+        for (k, (p, q)) in a.iter().zip(&b).enumerate() {
+            for (u, v) in p.iter().zip(q) {
+                assert!(
+                    (u - v).abs() <= 1e-12 * (1.0 + v.abs()),
+                    "{name}: output {k}: closed form {u} vs decomposition {v}"
+                );
+            }
         }
     }
 }

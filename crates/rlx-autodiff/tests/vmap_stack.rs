@@ -282,3 +282,25 @@ fn per_example_gradients() {
         }
     }
 }
+
+#[test]
+fn conv_transpose_with_batched_weight() {
+    let ct = |g: &mut Graph, x: &[NodeId]| {
+        let window = rlx_ir::op::Window {
+            kernel: vec![],
+            stride: vec![2, 1],
+            padding: vec![(1, 0), (0, 1)],
+            dilation: vec![1, 2],
+        };
+        let op = rlx_ir::Op::ConvTranspose {
+            window,
+            output_padding: vec![1, 0],
+            groups: 2,
+        };
+        vec![g.try_node(op, x, None).unwrap()]
+    };
+    let shapes: [&[usize]; 3] = [&[1, 4, 3, 3], &[4, 2, 2, 2], &[4]];
+    check("conv_transpose_w", &shapes, &[1], ct);
+    check("conv_transpose_xw", &shapes, &[0, 1], ct);
+    check("conv_transpose_xwb", &shapes, &[0, 1, 2], ct);
+}

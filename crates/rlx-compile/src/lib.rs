@@ -2,22 +2,50 @@
 //!
 //! The passes every backend needs before it can run a graph: decomposition
 //! of composites the target does not claim ([`passes::decompose`]),
-//! dead-code elimination ([`passes::dce`]), the session precision rewrite
-//! ([`passes::precision`]), and the liveness-based arena plan
-//! ([`memory`]). [`lower`] strings them together into a [`LirModule`]:
-//! MIR + buffer plan + schedule + I/O manifest.
+//! dead-code elimination ([`passes::dce`]), common-subexpression
+//! elimination ([`passes::cse`]), algebraic simplification
+//! ([`passes::simplify`]), constant folding ([`passes::fold`]), the session
+//! precision rewrite ([`passes::precision`]), and the liveness-based arena
+//! plan ([`memory`]). A [`CompilePipeline`] runs [`Pass`]es in order and
+//! records what each did; [`lower`] / [`lower_with`] build the standard
+//! pipeline and produce a [`LirModule`]: MIR + buffer plan + schedule + I/O
+//! manifest.
 //!
 //! Invariants: passes are graph -> graph and never mutate their input; every
 //! emitted graph verifies; the memory plan never overlaps two live buffers
 //! ([`memory::check_plan`] proves it).
 #![warn(missing_docs)]
 
+mod inspect;
 mod lir;
 pub mod memory;
 pub mod passes;
+mod pipeline;
+mod report;
 
-pub use lir::{lower, IoManifest, LirModule, LowerOptions, Precision};
+pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
+pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
+pub use passes::fold::{ConstEvaluator, FoldOptions};
+pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
+pub use report::{Dispatch, DispatchReport, MemoryReport};
+pub use rlx_fusion::{FusionKind, FusionOptions, FusionReport, MissReason, MissedFusion};
+
+/// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.
+pub(crate) fn verified(g: &rlx_ir::Graph) -> Result<(), CompileError> {
+    let errors = rlx_ir::verify_all(g);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(CompileError::Verify {
+        graph: g.name().to_string(),
+        errors: errors
+            .iter()
+            .map(|e| format!("  {e}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
+}
 
 /// An error raised by a pass or by lowering.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -38,6 +66,14 @@ pub enum CompileError {
         /// The IR error.
         #[source]
         source: rlx_ir::IrError,
+    },
+    /// Constant folding could not evaluate a constant sub-graph.
+    #[error("constant folding of graph \"{graph}\": {reason}")]
+    Fold {
+        /// Graph name.
+        graph: String,
+        /// What went wrong.
+        reason: String,
     },
     /// A shape is still symbolic where a static one is needed.
     #[error("{what}: shape {shape} has unbound symbols {symbols:?}; bind them (CompileOptions::bind_dim) before planning memory")]

@@ -2,9 +2,17 @@
 //! pipeline that produces it.
 
 use crate::memory::{check_plan, plan_memory, MemoryPlan};
-use crate::passes::{dce::dce, decompose::decompose_unclaimed, precision::lower_precision};
-use crate::CompileError;
-use rlx_ir::{verify_all, DType, Graph, NodeId, Op, Shape};
+use crate::passes::fold::{fold_constants, ConstEvaluator, FoldOptions};
+use crate::passes::{
+    cse::cse, dce::dce, decompose::decompose_unclaimed, precision::lower_precision,
+    simplify::simplify,
+};
+use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
+use crate::report::DispatchReport;
+use crate::{maybe_dump_pipeline, verified, CompileError};
+use rlx_fusion::{fuse_elementwise, fuse_matmul_epilogues, FusionOptions, FusionReport};
+use rlx_ir::{DType, Graph, NodeId, Op, Shape};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Session compute precision.
@@ -31,7 +39,7 @@ impl Precision {
 }
 
 /// What [`lower`] does.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LowerOptions {
     /// Session precision.
     pub precision: Precision,
@@ -43,6 +51,36 @@ pub struct LowerOptions {
     pub alignment: usize,
     /// Keep nodes no output depends on.
     pub keep_dead_code: bool,
+    /// Run algebraic simplification (on by default).
+    pub simplify: bool,
+    /// Run common-subexpression elimination (on by default).
+    pub cse: bool,
+    /// Fold constant sub-expressions when an evaluator is given (on by default).
+    pub fold_constants: bool,
+    /// Limits of constant folding.
+    pub fold: FoldOptions,
+    /// Keep a copy of the graph after every pass in [`LirModule::passes`].
+    pub keep_stages: bool,
+    /// What to fuse (when the target claims the fused ops).
+    pub fusion: FusionOptions,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions {
+            precision: Precision::F32,
+            decompose_composites: false,
+            bindings: HashMap::new(),
+            alignment: 0,
+            keep_dead_code: false,
+            simplify: true,
+            cse: true,
+            fold_constants: true,
+            fold: FoldOptions::default(),
+            keep_stages: false,
+            fusion: FusionOptions::default(),
+        }
+    }
 }
 
 /// The graph's calling convention.
@@ -70,47 +108,102 @@ pub struct LirModule {
     pub io: IoManifest,
     /// A stable hash of the graph text and the plan (a cache key).
     pub fingerprint: u64,
+    /// What each pass of the pipeline did, in order.
+    pub passes: Vec<PassRecord>,
+    /// What fusion did.
+    pub fusion: FusionReport,
+    /// How each op kind of the input graph runs on the target.
+    pub dispatch: DispatchReport,
 }
 
-fn verified(g: &Graph) -> Result<(), CompileError> {
-    let errors = verify_all(g);
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(CompileError::Verify {
-        graph: g.name().to_string(),
-        errors: errors
-            .iter()
-            .map(|e| format!("  {e}"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    })
-}
-
-/// Lowers MIR to LIR for a target that runs `claims` natively.
+/// Lowers MIR to LIR for a target that runs `claims` natively, without
+/// constant folding (see [`lower_with`]).
 pub fn lower(
     g: &Graph,
     claims: &dyn Fn(&Op) -> bool,
     opts: &LowerOptions,
 ) -> Result<LirModule, CompileError> {
+    lower_with(g, claims, opts, None)
+}
+
+/// Lowers MIR to LIR: verify -> bind dims -> precision -> decompose what the
+/// target does not claim -> simplify -> fold constants (with `evaluator`) ->
+/// simplify -> CSE -> DCE -> memory plan.
+pub fn lower_with(
+    input: &Graph,
+    claims: &dyn Fn(&Op) -> bool,
+    opts: &LowerOptions,
+    evaluator: Option<&dyn ConstEvaluator>,
+) -> Result<LirModule, CompileError> {
+    let g = input;
     verified(g)?;
-    let mut g = if opts.bindings.is_empty() {
-        g.clone()
-    } else {
-        g.bind_dims(&opts.bindings)
-            .map_err(|source| CompileError::Pass {
-                pass: "bind_dims",
-                source,
-            })?
-    };
+    let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
+    let dispatch = DispatchReport::of(g, claims, opts.decompose_composites);
+    let report = RefCell::new(FusionReport::default());
+    let report_slot = &report;
+    let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages || dump);
+    if !opts.bindings.is_empty() {
+        pipeline = pipeline.with_fn("bind_dims", |g| {
+            g.bind_dims(&opts.bindings)
+                .map_err(|source| CompileError::Pass {
+                    pass: "bind_dims",
+                    source,
+                })
+        });
+    }
     if let Some(dt) = opts.precision.compute_dtype() {
-        g = lower_precision(&g, dt)?;
+        pipeline = pipeline.with_fn("precision", move |g| lower_precision(g, dt));
     }
     let decompose_all = opts.decompose_composites;
-    g = decompose_unclaimed(&g, &|op| !decompose_all && claims(op))?;
-    if !opts.keep_dead_code {
-        g = dce(&g)?;
+    pipeline = pipeline.with_fn("decompose", move |g| {
+        decompose_unclaimed(g, &|op| !decompose_all && claims(op))
+    });
+    if opts.simplify {
+        pipeline = pipeline.with_fn("simplify", simplify);
     }
+    if let (true, Some(eval)) = (opts.fold_constants, evaluator) {
+        let fold = opts.fold;
+        pipeline = pipeline.with_fn("fold", move |g| fold_constants(g, eval, fold));
+        if opts.simplify {
+            pipeline = pipeline.with_fn("simplify", simplify);
+        }
+    }
+    if opts.cse {
+        pipeline = pipeline.with_fn("cse", cse);
+    }
+    if !opts.keep_dead_code {
+        pipeline = pipeline.with_fn("dce", dce);
+    }
+    let region_probe = Op::ElementwiseRegion { steps: Vec::new() };
+    if opts.fusion.elementwise && !opts.decompose_composites && claims(&region_probe) {
+        let min = opts.fusion.min_region_nodes;
+        pipeline = pipeline.with_fn("fuse_elementwise", move |g| {
+            let (fused, r) = fuse_elementwise(g, min).map_err(|source| CompileError::Pass {
+                pass: "fuse_elementwise",
+                source,
+            })?;
+            report_slot.borrow_mut().extend(r);
+            Ok(fused)
+        });
+    }
+    let matmul_probe = Op::FusedMatMul {
+        epilogue: Vec::new(),
+    };
+    if opts.fusion.matmul_epilogue && !opts.decompose_composites && claims(&matmul_probe) {
+        pipeline = pipeline.with_fn("fuse_matmul_epilogue", move |g| {
+            let (fused, r) = fuse_matmul_epilogues(g).map_err(|source| CompileError::Pass {
+                pass: "fuse_matmul_epilogue",
+                source,
+            })?;
+            report_slot.borrow_mut().extend(r);
+            Ok(fused)
+        });
+    }
+    let CompileResult {
+        graph: g,
+        records: passes,
+    } = pipeline.run(g)?;
+    drop(pipeline);
     verified(&g)?;
     let plan = plan_memory(
         &g,
@@ -143,13 +236,30 @@ pub fn lower(
             .collect(),
     };
     let fingerprint = fnv1a(format!("{g}\n{:?}", plan.slots).as_bytes());
-    Ok(LirModule {
+    let fusion = report.into_inner();
+    if rlx_ir::env::flag("RLX_FUSION_REPORT") {
+        eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
+    }
+    if rlx_ir::env::flag("RLX_DISPATCH_REPORT") {
+        eprintln!("[rlx] graph \"{}\" {dispatch}", g.name());
+    }
+    let lir = LirModule {
         graph: g,
         plan,
         schedule,
         io,
         fingerprint,
-    })
+        passes,
+        fusion,
+        dispatch,
+    };
+    if dump {
+        // A dump is a diagnostic: failing to write it must not fail the compile.
+        if let Err(e) = maybe_dump_pipeline(input, &lir) {
+            eprintln!("[rlx] RLX_IR_DUMP: could not write the pipeline dump: {e}");
+        }
+    }
+    Ok(lir)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -166,6 +276,14 @@ mod tests {
     use super::*;
     use rlx_ir::GraphExt;
 
+    /// These tests are about the planner: keep every node.
+    fn unfused() -> LowerOptions {
+        LowerOptions {
+            fusion: FusionOptions::disabled(),
+            ..LowerOptions::default()
+        }
+    }
+
     #[test]
     fn plan_reuses_dead_buffers_and_checks() {
         let mut g = Graph::new("chain");
@@ -175,7 +293,7 @@ mod tests {
             y = g.exp(y);
         }
         g.set_outputs(vec![y]);
-        let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
+        let lir = lower(&g, &|_| true, &unfused()).unwrap();
         // Each buffer is 1 KiB; a chain needs two live at a time.
         assert_eq!(lir.plan.total_buffer_bytes, 9 * 1024);
         assert_eq!(lir.plan.arena_bytes, 2 * 1024);
@@ -192,9 +310,12 @@ mod tests {
         let y = g.input("y", Shape::new(&[16], DType::F32));
         let c = g.add(b, y);
         g.set_outputs(vec![c]);
-        let lir = lower(&g, &|_| true, &LowerOptions::default()).unwrap();
+        let lir = lower(&g, &|_| true, &unfused()).unwrap();
         check_plan(&lir.graph, &lir.plan).unwrap();
-        let (sa, sy) = (lir.plan.slots[a.index()].unwrap(), lir.plan.slots[y.index()].unwrap());
+        let (sa, sy) = (
+            lir.plan.slots[a.index()].unwrap(),
+            lir.plan.slots[y.index()].unwrap(),
+        );
         assert!(sa.offset + sa.size <= sy.offset || sy.offset + sy.size <= sa.offset);
     }
 

@@ -4,6 +4,11 @@
 //! Every non-leaf node and every graph input gets a slot in one arena;
 //! params and constants live in their own buffers. A buffer is live from
 //! the node that defines it to its last consumer (outputs: to the end).
+//!
+//! Views: a reshape, and a slice that selects one contiguous byte range of
+//! its input (a narrow), take no bytes of their own. Their slot lies inside
+//! the buffer they view ([`MemoryPlan::view_of`]), that buffer stays live
+//! until the view's last use, and a backend skips running them.
 
 use crate::CompileError;
 use rlx_ir::{Graph, Op};
@@ -32,6 +37,50 @@ pub struct MemoryPlan {
     pub total_buffer_bytes: usize,
     /// The largest sum of simultaneously live buffers.
     pub peak_live_bytes: usize,
+    /// Per node id: the node owning the bytes this node views, for views
+    /// (reshape, contiguous narrow) that alias their input instead of copying.
+    pub view_of: Vec<Option<usize>>,
+}
+
+impl MemoryPlan {
+    /// True when node `id` is a view: its value is already in place, nothing runs.
+    pub fn is_view(&self, id: usize) -> bool {
+        self.view_of.get(id).is_some_and(Option::is_some)
+    }
+}
+
+/// The byte range (offset, length) of `n`'s input that `n` views, if `n` is a
+/// reshape or a slice of one contiguous range.
+fn view_range(g: &Graph, n: &rlx_ir::Node) -> Option<(usize, usize)> {
+    let bytes = n.shape.size_bytes()?;
+    match &n.op {
+        Op::Reshape => Some((0, bytes)),
+        Op::Slice(spec) => {
+            let in_dims = g.shape(n.inputs[0]).static_dims()?;
+            let out_dims = n.shape.static_dims()?;
+            let width = n.shape.dtype().size_bytes();
+            // Contiguous iff some axis k has step 1, every axis before k
+            // keeps one index and every axis after k is whole.
+            let r = in_dims.len();
+            let k = (0..r)
+                .find(|&i| out_dims[i] != in_dims[i] || spec.starts[i] != 0)
+                .unwrap_or(r.saturating_sub(1));
+            let whole_after = (k + 1..r).all(|i| spec.starts[i] == 0 && out_dims[i] == in_dims[i]);
+            let single_before = (0..k).all(|i| out_dims[i] == 1);
+            let unit_step = r == 0 || spec.steps[k] == 1 || out_dims[k] <= 1;
+            if !(whole_after && single_before && unit_step) {
+                return None;
+            }
+            let strides = rlx_ir::contiguous_strides(&in_dims);
+            let first: usize = if r == 0 {
+                0
+            } else {
+                (0..=k).map(|i| spec.starts[i] * strides[i]).sum()
+            };
+            Some((first * width, bytes))
+        }
+        _ => None,
+    }
 }
 
 fn round_up(n: usize, a: usize) -> usize {
@@ -66,10 +115,39 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
     let mut release: Vec<Vec<usize>> = vec![Vec::new(); g.len() + 1];
     // Inputs are copied in before the first node runs, so they are live from
     // time 0: place them first, then every other node in schedule order.
-    let inputs = g.ids().filter(|&i| matches!(g.node(i).op, Op::Input { .. }));
-    let others = g.ids().filter(|&i| !matches!(g.node(i).op, Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }));
+    let inputs = g
+        .ids()
+        .filter(|&i| matches!(g.node(i).op, Op::Input { .. }));
+    let others = g.ids().filter(|&i| {
+        !matches!(
+            g.node(i).op,
+            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
+        )
+    });
+    let mut view_of: Vec<Option<usize>> = vec![None; g.len()];
+    // When each owning buffer dies (views extend it).
+    let mut end: Vec<usize> = last_use.clone();
     for id in inputs.chain(others) {
         let n = g.node(id);
+        if let Some(view) = as_view(g, n, &slots, &view_of) {
+            let (owner, slot) = view;
+            slots[id.index()] = Some(slot);
+            view_of[id.index()] = Some(owner);
+            if last_use[id.index()] > end[owner] {
+                end[owner] = last_use[id.index()];
+                release[end[owner]].push(owner);
+            }
+            release_dead(
+                id.index(),
+                &mut release,
+                &end,
+                &slots,
+                &mut free,
+                &mut top,
+                &mut live_bytes,
+            );
+            continue;
+        }
         let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
             what: rlx_ir::node_label(g, id),
             shape: n.shape.clone(),
@@ -85,23 +163,68 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
         if matches!(n.op, Op::Input { .. }) {
             continue;
         }
-        // Buffers whose last reader is this node die now (after the output is
-        // placed, so an output never shares bytes with its own inputs).
-        for dead in std::mem::take(&mut release[id.index()]) {
-            if let Some(s) = slots[dead] {
-                give_back(&mut free, &mut top, s);
-                live_bytes -= s.size;
-            }
-        }
+        release_dead(
+            id.index(),
+            &mut release,
+            &end,
+            &slots,
+            &mut free,
+            &mut top,
+            &mut live_bytes,
+        );
     }
     Ok(MemoryPlan {
         slots,
-        last_use,
+        last_use: end,
         arena_bytes: top,
         alignment,
         total_buffer_bytes: total,
         peak_live_bytes: peak,
+        view_of,
     })
+}
+
+/// The owner and slot of `n` when it can view its input's bytes.
+fn as_view(
+    g: &Graph,
+    n: &rlx_ir::Node,
+    slots: &[Option<Slot>],
+    view_of: &[Option<usize>],
+) -> Option<(usize, Slot)> {
+    let (start, len) = view_range(g, n)?;
+    let input = n.inputs[0].index();
+    let base = slots[input]?; // params / constants own their buffers: copy those
+    let owner = view_of[input].unwrap_or(input);
+    Some((
+        owner,
+        Slot {
+            offset: base.offset + start,
+            size: len,
+        },
+    ))
+}
+
+/// Frees the buffers whose (possibly view-extended) life ends at node `t`;
+/// called after `t`'s output is placed, so an output never shares bytes with
+/// its own inputs.
+fn release_dead(
+    t: usize,
+    release: &mut [Vec<usize>],
+    end: &[usize],
+    slots: &[Option<Slot>],
+    free: &mut Vec<Slot>,
+    top: &mut usize,
+    live_bytes: &mut usize,
+) {
+    for dead in std::mem::take(&mut release[t]) {
+        if end[dead] != t {
+            continue; // a view extended it
+        }
+        if let Some(s) = slots[dead] {
+            give_back(free, top, s);
+            *live_bytes -= s.size;
+        }
+    }
 }
 
 fn take_best_fit(free: &mut Vec<Slot>, top: &mut usize, size: usize) -> usize {
@@ -162,6 +285,21 @@ fn give_back(free: &mut Vec<Slot>, top: &mut usize, s: Slot) {
 pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
     let mut live: Vec<(usize, usize, usize, Slot)> = Vec::new();
     for (i, s) in plan.slots.iter().enumerate() {
+        if let Some(owner) = plan.view_of.get(i).copied().flatten() {
+            // A view must lie inside its owner, which must outlive it.
+            let (Some(v), Some(o)) = (*s, plan.slots[owner]) else {
+                return Err(format!("view %{i} of %{owner} has no slot"));
+            };
+            if v.offset < o.offset || v.offset + v.size > o.offset + o.size {
+                return Err(format!(
+                    "view %{i} {v:?} is outside its owner %{owner} {o:?}"
+                ));
+            }
+            if plan.last_use[owner] < plan.last_use[i] {
+                return Err(format!("view %{i} outlives its owner %{owner}"));
+            }
+            continue;
+        }
         if let Some(s) = s {
             if s.size > 0 {
                 if s.offset + s.size > plan.arena_bytes {
@@ -171,7 +309,11 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
                     ));
                 }
                 // Inputs are written before the first node runs.
-                let def = if matches!(g.nodes()[i].op, Op::Input { .. }) { 0 } else { i };
+                let def = if matches!(g.nodes()[i].op, Op::Input { .. }) {
+                    0
+                } else {
+                    i
+                };
                 live.push((i, def, plan.last_use[i], *s));
             }
         }

@@ -2,7 +2,7 @@
 //! into the arena (or into param / constant buffers) as inputs and the
 //! node's planned slot as output.
 
-use crate::kernels::{run_node, View, ViewMut};
+use crate::kernels::{control, run_node, View, ViewMut};
 use rlx_compile::LirModule;
 use rlx_driver::{BackendError, Executable};
 use rlx_ir::{node_label, HostTensor, Op};
@@ -58,6 +58,8 @@ pub struct CpuExecutable {
     constants: Vec<AlignedBuf>,
     locs: Vec<Loc>,
     dims: Vec<Vec<usize>>,
+    /// Compiled sub-graphs of control-flow nodes, by node index.
+    control: Vec<Option<control::ControlProgram>>,
 }
 
 impl CpuExecutable {
@@ -67,8 +69,10 @@ impl CpuExecutable {
         let mut constants = Vec::new();
         let mut locs = Vec::with_capacity(g.len());
         let mut dims = Vec::with_capacity(g.len());
+        let mut programs = Vec::with_capacity(g.len());
         for id in g.ids() {
             let n = g.node(id);
+            programs.push(control::compile(&n.op)?);
             dims.push(n.shape.static_dims().ok_or_else(|| BackendError::Kernel {
                 node: node_label(g, id),
                 message: format!("shape {} is not static", n.shape),
@@ -100,6 +104,7 @@ impl CpuExecutable {
             constants,
             locs,
             dims,
+            control: programs,
             lir,
         })
     }
@@ -138,6 +143,9 @@ impl Executable for CpuExecutable {
         let base = self.arena.base();
         let g = &self.lir.graph;
         for &id in &self.lir.schedule {
+            if self.lir.plan.is_view(id.index()) {
+                continue; // a reshape / narrow whose bytes are already in place
+            }
             let n = g.node(id);
             let views: Vec<View> = n
                 .inputs
@@ -169,7 +177,11 @@ impl Executable for CpuExecutable {
                 dtype: n.shape.dtype(),
                 bytes: out_bytes,
             };
-            run_node(n, &views, &mut out).map_err(|message| BackendError::Kernel {
+            let result = match &mut self.control[id.index()] {
+                Some(prog) => control::run(&n.op, prog, &views, &mut out),
+                None => run_node(n, &views, &mut out),
+            };
+            result.map_err(|message| BackendError::Kernel {
                 node: node_label(g, id),
                 message,
             })?;

@@ -47,7 +47,20 @@ impl fmt::Display for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "graph \"{}\" {{", self.name())?;
         for id in self.ids() {
-            writeln!(f, "  {id} = {}", node_text(self.node(id)))?;
+            let n = self.node(id);
+            writeln!(f, "  {id} = {}", node_text(n))?;
+            // Sub-graphs of control ops print nested under their node.
+            for (role, sub) in crate::ops::control::subgraphs(&n.op) {
+                let text = sub.to_string();
+                for (i, line) in text.lines().enumerate() {
+                    let lead = if i == 0 {
+                        format!("{role}: ")
+                    } else {
+                        "  ".into()
+                    };
+                    writeln!(f, "    {lead}{line}")?;
+                }
+            }
         }
         let outs: Vec<String> = self.outputs().iter().map(ToString::to_string).collect();
         writeln!(f, "  return {}", outs.join(", "))?;

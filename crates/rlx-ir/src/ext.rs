@@ -858,6 +858,64 @@ pub trait GraphExt {
             .graph_mut()
             .try_node(Op::DequantMatMul { scheme, n, k }, &[x, w], None))
     }
+
+    /// `jax.lax.cond`: the results of `then_branch(operands)` when the bool
+    /// scalar `pred` holds, else of `else_branch(operands)` (only the taken
+    /// branch runs). Fallible form: [`crate::ops::control::try_if`].
+    fn if_(
+        &mut self,
+        pred: NodeId,
+        then_branch: Graph,
+        else_branch: Graph,
+        operands: &[NodeId],
+    ) -> Vec<NodeId> {
+        let g = self.graph_mut();
+        ok(crate::ops::control::try_if(
+            g,
+            pred,
+            then_branch,
+            else_branch,
+            operands,
+        ))
+    }
+
+    /// `jax.lax.while_loop` over the carry `init`; the final carry. More
+    /// than [`crate::ops::control::DEFAULT_MAX_ITERATIONS`] steps is a
+    /// run-time error.
+    fn while_loop(&mut self, cond: Graph, body: Graph, init: &[NodeId]) -> Vec<NodeId> {
+        let max = crate::ops::control::DEFAULT_MAX_ITERATIONS;
+        ok(crate::ops::control::try_while(
+            self.graph_mut(),
+            cond,
+            body,
+            init,
+            max,
+        ))
+    }
+
+    /// `jax.lax.scan(body, init, xs)`: `(final carry, stacked ys)`.
+    fn scan(&mut self, body: Graph, init: &[NodeId], xs: &[NodeId]) -> (Vec<NodeId>, Vec<NodeId>) {
+        ok(crate::ops::control::try_scan(
+            self.graph_mut(),
+            body,
+            init,
+            xs,
+            false,
+        ))
+    }
+
+    /// A user function with optional user vjp / jvp rules; its results.
+    fn custom_fn(
+        &mut self,
+        spec: crate::ops::control::CustomFnSpec,
+        operands: &[NodeId],
+    ) -> Vec<NodeId> {
+        ok(crate::ops::control::try_custom_fn(
+            self.graph_mut(),
+            spec,
+            operands,
+        ))
+    }
 }
 
 /// Python slice semantics: the first index and the length of `start:end:step` over `n`.

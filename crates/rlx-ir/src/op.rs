@@ -7,6 +7,9 @@
 //! `ops/<family>.rs`.
 
 use crate::fft::{FftKind, FftNorm};
+use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
+use crate::ops::region::region_text;
+pub use crate::ops::region::{ChainOperand, ChainStep};
 use crate::ops::upsample::InterpMode;
 use crate::quant::QuantScheme;
 use std::fmt;
@@ -571,6 +574,19 @@ pub enum Op {
         /// Scaling convention.
         norm: FftNorm,
     },
+    // ── fused ──
+    /// A fused chain of elementwise steps over broadcast inputs (see
+    /// [`crate::ops::region`]); its value is the last step.
+    ElementwiseRegion {
+        /// The steps, in order.
+        steps: Vec<ChainStep>,
+    },
+    /// `matmul(a, b)` followed by an elementwise epilogue computed before the
+    /// result is stored; inputs `a, b, extra...` (see [`crate::ops::region`]).
+    FusedMatMul {
+        /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
+        epilogue: Vec<ChainStep>,
+    },
     // ── quantized weights (ops/quant.rs) ──
     /// Block bytes (`U8`) of `scheme` -> the `F32` values they encode, with the
     /// node's declared dims.
@@ -588,6 +604,24 @@ pub enum Op {
         n: usize,
         /// Input features (columns of `W`), a whole number of blocks.
         k: usize,
+    },
+    // ── control flow (sub-graphs; see `ops::control`) ──
+    /// Runs one of two branches on the operands; a tuple of the branch's results.
+    If(IfSpec),
+    /// Loops a body over a carry while a condition holds; a tuple of the final carry.
+    While(WhileSpec),
+    /// `jax.lax.scan`; a tuple of the final carry and the stacked per-step outputs.
+    Scan(ScanSpec),
+    /// A user function with optional user derivative rules; a tuple of its results.
+    CustomFn(CustomFnSpec),
+    /// Result `index` of a tuple op: `shape` read at byte `offset` of its buffer.
+    TupleGet {
+        /// Which result.
+        index: usize,
+        /// Its byte offset in the tuple.
+        offset: usize,
+        /// Its shape.
+        shape: crate::Shape,
     },
 }
 
@@ -631,8 +665,15 @@ pub enum OpKind {
     Pool,
     Upsample,
     Fft,
+    ElementwiseRegion,
+    FusedMatMul,
     Dequantize,
     DequantMatMul,
+    If,
+    While,
+    Scan,
+    CustomFn,
+    TupleGet,
 }
 
 impl OpKind {
@@ -647,6 +688,8 @@ impl OpKind {
                 | OpKind::GroupNorm
                 | OpKind::Attention
                 | OpKind::Rope
+                | OpKind::ElementwiseRegion
+                | OpKind::FusedMatMul
                 | OpKind::DequantMatMul
         )
     }
@@ -692,8 +735,15 @@ impl Op {
             Op::Pool { .. } => OpKind::Pool,
             Op::Upsample { .. } => OpKind::Upsample,
             Op::Fft { .. } => OpKind::Fft,
+            Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
+            Op::FusedMatMul { .. } => OpKind::FusedMatMul,
             Op::Dequantize { .. } => OpKind::Dequantize,
             Op::DequantMatMul { .. } => OpKind::DequantMatMul,
+            Op::If(_) => OpKind::If,
+            Op::While(_) => OpKind::While,
+            Op::Scan(_) => OpKind::Scan,
+            Op::CustomFn(_) => OpKind::CustomFn,
+            Op::TupleGet { .. } => OpKind::TupleGet,
         }
     }
 
@@ -797,11 +847,18 @@ impl Op {
                 align_corners,
             } => format!("upsample{{mode={mode:?}, align_corners={align_corners}}}"),
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
+            Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
+            Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
             Op::Dequantize { scheme } => format!("dequantize{{scheme={scheme}}}"),
             Op::DequantMatMul { scheme, n, k } => format!(
                 "dequant_matmul{{scheme={}, n={n}, k={k}}}",
                 scheme.map_or("none", QuantScheme::name)
             ),
+            Op::If(_)
+            | Op::While(_)
+            | Op::Scan(_)
+            | Op::CustomFn(_)
+            | Op::TupleGet { .. } => crate::ops::control::mnemonic(self),
         }
     }
 }

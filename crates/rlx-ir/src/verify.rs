@@ -111,6 +111,9 @@ pub fn verify_shapes(g: &Graph) -> Vec<VerifyError> {
             )),
             Err(e) => errors.push(err(Some(id), format!("{}: {e}", n.op.mnemonic()))),
         }
+        if let Some(e) = ops::control::check_tuple_get(g, id) {
+            errors.push(err(Some(id), e));
+        }
     }
     errors
 }

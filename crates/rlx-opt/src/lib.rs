@@ -12,7 +12,10 @@ pub use rlx_autodiff::{
 /// Pass-level precision (the session precision enum until the AMP pass lands).
 pub use rlx_compile::Precision;
 pub use rlx_compile::{
-    check_plan, lower, passes, plan_memory, CompileError, IoManifest, LirModule, LowerOptions,
-    MemoryPlan, Slot,
+    check_plan, inspect_pipeline, lir_text, lower, lower_with, maybe_dump_pipeline, passes,
+    plan_memory, CompileError, CompilePipeline, CompileResult, ConstEvaluator, Dispatch,
+    DispatchReport, FnPass, FoldOptions, FusionKind, FusionOptions, FusionReport, IoManifest,
+    LirModule, LowerOptions, MemoryPlan, MemoryReport, MissReason, MissedFusion, Pass, PassRecord,
+    PipelineInspect, Slot,
 };
 pub use rlx_fusion as fusion;

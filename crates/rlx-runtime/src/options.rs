@@ -1,6 +1,6 @@
 //! [`CompileOptions`]: the typed source of truth for how a graph compiles.
 
-use rlx_compile::{LowerOptions, Precision};
+use rlx_compile::{FusionOptions, LowerOptions, Precision};
 use std::collections::HashMap;
 
 /// How [`crate::Session::compile_with`] compiles a graph.
@@ -10,7 +10,7 @@ use std::collections::HashMap;
 /// let opts = CompileOptions::default().precision(Precision::F16).bind_dim("batch", 8);
 /// assert_eq!(opts.precision, Precision::F16);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CompileOptions {
     /// Session precision (F32 I/O either way).
     pub precision: Precision,
@@ -22,6 +22,34 @@ pub struct CompileOptions {
     pub alignment: usize,
     /// Keep nodes no output depends on.
     pub keep_dead_code: bool,
+    /// Algebraic simplification (on by default).
+    pub simplify: bool,
+    /// Common-subexpression elimination (on by default).
+    pub cse: bool,
+    /// Constant folding, evaluated on the session's device (on by default).
+    pub fold_constants: bool,
+    /// Keep the graph after every pass (see `CompiledGraph::lir().passes`).
+    pub keep_stages: bool,
+    /// What to fuse (elementwise regions, ...).
+    pub fusion: FusionOptions,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        let lower = LowerOptions::default();
+        CompileOptions {
+            precision: lower.precision,
+            decompose_composites: lower.decompose_composites,
+            dim_bindings: HashMap::new(),
+            alignment: lower.alignment,
+            keep_dead_code: lower.keep_dead_code,
+            simplify: lower.simplify,
+            cse: lower.cse,
+            fold_constants: lower.fold_constants,
+            keep_stages: lower.keep_stages,
+            fusion: lower.fusion,
+        }
+    }
 }
 
 impl CompileOptions {
@@ -49,6 +77,47 @@ impl CompileOptions {
         self
     }
 
+    /// Turns algebraic simplification on or off.
+    pub fn simplify(mut self, on: bool) -> Self {
+        self.simplify = on;
+        self
+    }
+
+    /// Turns common-subexpression elimination on or off.
+    pub fn cse(mut self, on: bool) -> Self {
+        self.cse = on;
+        self
+    }
+
+    /// Turns constant folding on or off.
+    pub fn fold_constants(mut self, on: bool) -> Self {
+        self.fold_constants = on;
+        self
+    }
+
+    /// Turns fusion on (default options) or off.
+    pub fn fusion(mut self, on: bool) -> Self {
+        self.fusion = if on {
+            FusionOptions::default()
+        } else {
+            FusionOptions::disabled()
+        };
+        self
+    }
+
+    /// Turns every optimising pass (simplify, CSE, folding, DCE, fusion) on or off.
+    pub fn optimize(self, on: bool) -> Self {
+        let mut o = self.simplify(on).cse(on).fold_constants(on).fusion(on);
+        o.keep_dead_code = !on;
+        o
+    }
+
+    /// Keeps the graph after every pass for inspection.
+    pub fn keep_stages(mut self, on: bool) -> Self {
+        self.keep_stages = on;
+        self
+    }
+
     pub(crate) fn lower_options(&self) -> LowerOptions {
         LowerOptions {
             precision: self.precision,
@@ -56,6 +125,12 @@ impl CompileOptions {
             bindings: self.dim_bindings.clone(),
             alignment: self.alignment,
             keep_dead_code: self.keep_dead_code,
+            simplify: self.simplify,
+            cse: self.cse,
+            fold_constants: self.fold_constants,
+            keep_stages: self.keep_stages,
+            fusion: self.fusion.clone(),
+            ..LowerOptions::default()
         }
     }
 }

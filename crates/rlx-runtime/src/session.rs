@@ -1,9 +1,9 @@
 //! [`Session`]: a device plus the compile entry points.
 
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
-use rlx_compile::lower;
-use rlx_driver::{registry, Device};
-use rlx_ir::Graph;
+use rlx_compile::{lower, lower_with, ConstEvaluator, LowerOptions};
+use rlx_driver::{registry, Backend, Device};
+use rlx_ir::{Graph, HostTensor};
 
 /// Compiles graphs for one device.
 ///
@@ -59,8 +59,32 @@ impl Session {
                 device: self.device,
                 reason: devices::unavailable_reason(self.device),
             })?;
-        let lir = lower(&graph, &|op| backend.claims(op), &opts.lower_options())?;
+        let evaluator = BackendEvaluator(backend.as_ref());
+        let lir = lower_with(
+            &graph,
+            &|op| backend.claims(op),
+            &opts.lower_options(),
+            Some(&evaluator),
+        )?;
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::new(self.device, exec))
+    }
+}
+
+/// Constant folding's evaluator: runs the constant sub-graph on the same
+/// backend, so folded values are bit-identical to what the kernels would
+/// compute at run time.
+struct BackendEvaluator<'a>(&'a dyn Backend);
+
+impl ConstEvaluator for BackendEvaluator<'_> {
+    fn evaluate(&self, g: &Graph) -> std::result::Result<Vec<HostTensor>, String> {
+        let backend = self.0;
+        let opts = LowerOptions {
+            fold_constants: false,
+            ..LowerOptions::default()
+        };
+        let lir = lower(g, &|op| backend.claims(op), &opts).map_err(|e| e.to_string())?;
+        let mut exec = backend.compile(lir).map_err(|e| e.to_string())?;
+        exec.run(&[]).map_err(|e| e.to_string())
     }
 }

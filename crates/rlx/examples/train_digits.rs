@@ -1,19 +1,21 @@
 //! Trains an MLP classifier on the scikit-learn *digits* data set (1,797
 //! 8x8 images, committed under `examples/data/digits/` with its licence)
-//! with `grad_with_loss` and plain SGD, and reports the test accuracy.
+//! with a [`TrainStep`] (`grad_with_loss` + Adam with a cosine schedule and
+//! gradient clipping), and reports the test accuracy.
 //!
 //! `cargo run -p rlx --example train_digits`
 use flate2::read::GzDecoder;
-use rlx::autodiff::grad_with_loss;
+use rlx::optim::{AdamConfig, LrSchedule};
 use rlx::prelude::*;
+use rlx::train::TrainStep;
 use std::io::Read;
 use std::time::Instant;
 
 const HIDDEN: usize = 128;
 const CLASSES: usize = 10;
 const BATCH: usize = 32;
-const EPOCHS: usize = 40;
-const LR: f32 = 0.2;
+const EPOCHS: usize = 30;
+const LR: f64 = 3e-3;
 
 /// A tiny deterministic generator (splitmix64) for the shuffle and the init.
 struct Rng(u64);
@@ -93,9 +95,9 @@ fn predict_graph(n: usize) -> Graph {
     g
 }
 
-fn accuracy(params: &[(&str, Vec<f32>)], data: &[(Vec<f32>, usize)]) -> rlx::Result<f32> {
+fn accuracy<O: Optimizer>(trainer: &TrainStep<O>, data: &[(Vec<f32>, usize)]) -> rlx::Result<f32> {
     let mut c = Session::new(Device::Cpu).try_compile(predict_graph(data.len()))?;
-    for (n, v) in params {
+    for (n, _, v) in trainer.params() {
         c.try_set_param(n, v)?;
     }
     let x: Vec<f32> = data.iter().flat_map(|(p, _)| p.iter().copied()).collect();
@@ -114,31 +116,36 @@ pub fn main() -> rlx::Result<()> {
     rng.shuffle(&mut data);
     let (train, test) = data.split_at(data.len() * 4 / 5);
     println!(
-        "digits: {} train / {} test images, MLP 64-{HIDDEN}-{CLASSES}, SGD lr {LR}, batch {BATCH}",
+        "digits: {} train / {} test images, MLP 64-{HIDDEN}-{CLASSES}, Adam lr {LR} (cosine), batch {BATCH}",
         train.len(),
         test.len()
     );
 
-    let g = loss_graph();
-    let wrt: Vec<NodeId> = g.params().iter().map(|p| p.0).collect();
-    let mut step = Session::new(Device::Cpu).try_compile(grad_with_loss(&g, &wrt)?)?;
+    let batches = train.len() / BATCH;
+    let mut adam = Adam::new(AdamConfig {
+        lr: LR,
+        ..AdamConfig::default()
+    })?;
+    adam.set_schedule(LrSchedule::Cosine {
+        t_max: (EPOCHS * batches) as u64,
+        eta_min: LR / 20.0,
+    });
+    let mut trainer =
+        TrainStep::new(&loss_graph(), &["w1", "b1", "w2", "b2"], adam)?.clip_grad_norm(5.0);
     let init = |rng: &mut Rng, fan_in: usize, n: usize| -> Vec<f32> {
         (0..n)
             .map(|_| rng.uniform((1.0 / fan_in as f32).sqrt()))
             .collect()
     };
-    let mut params: Vec<(&str, Vec<f32>)> = vec![
-        ("w1", init(&mut rng, 64, 64 * HIDDEN)),
-        ("b1", vec![0.0; HIDDEN]),
-        ("w2", init(&mut rng, HIDDEN, HIDDEN * CLASSES)),
-        ("b2", vec![0.0; CLASSES]),
-    ];
+    trainer.set_param("w1", &init(&mut rng, 64, 64 * HIDDEN))?;
+    trainer.set_param("b1", &[0.0; HIDDEN])?;
+    trainer.set_param("w2", &init(&mut rng, HIDDEN, HIDDEN * CLASSES))?;
+    trainer.set_param("b2", &[0.0; CLASSES])?;
     let mut order: Vec<usize> = (0..train.len()).collect();
     let start = Instant::now();
     for epoch in 1..=EPOCHS {
         rng.shuffle(&mut order);
         let mut total = 0.0;
-        let batches = train.len() / BATCH;
         for b in 0..batches {
             let idx = &order[b * BATCH..(b + 1) * BATCH];
             let x: Vec<f32> = idx
@@ -149,17 +156,10 @@ pub fn main() -> rlx::Result<()> {
             for (r, &i) in idx.iter().enumerate() {
                 y[r * CLASSES + train[i].1] = 1.0;
             }
-            for (n, v) in &params {
-                step.try_set_param(n, v)?;
-            }
-            let out = step.try_run(&[("x", &x), ("y", &y)])?;
-            total += out[0][0];
-            for ((_, p), grad) in params.iter_mut().zip(&out[1..]) {
-                p.iter_mut().zip(grad).for_each(|(w, g)| *w -= LR * g);
-            }
+            total += trainer.step(&[("x", &x), ("y", &y)])?.loss;
         }
         if epoch % 5 == 0 || epoch == 1 {
-            let acc = accuracy(&params, test)?;
+            let acc = accuracy(&trainer, test)?;
             println!(
                 "epoch {epoch:>2}/{EPOCHS}  loss {:.4}  test accuracy {:.2}%  ({:.1}s)",
                 total / batches as f32,
@@ -173,7 +173,7 @@ pub fn main() -> rlx::Result<()> {
             );
         }
     }
-    let acc = accuracy(&params, test)?;
+    let acc = accuracy(&trainer, test)?;
     println!(
         "final test accuracy: {:.2}% ({} images)",
         acc * 100.0,

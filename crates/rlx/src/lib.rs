@@ -73,6 +73,21 @@ pub use rlx_runtime as runtime;
 /// GGUF v1 / v2 / v3 parser, writer, dequantize and quantize codecs.
 pub use rlx_gguf as gguf;
 
+#[cfg(feature = "optim")]
+/// Training-step optimizers (SGD, Adam family, Adafactor, LAMB, Lion, SOAP,
+/// Kron-PSGD, Muon, Sophia, MARS, Stiefel), learning-rate schedules and
+/// global-norm gradient clipping.
+pub use rlx_optim as optim;
+
+#[cfg(feature = "optim")]
+pub mod train;
+
+#[cfg(feature = "peft")]
+/// Parameter-efficient adaptation: LoRA / rsLoRA, DoRA, IA3, AdaLoRA (with
+/// its rank allocator) and OFT, as HuggingFace PEFT defines them — host
+/// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
+pub use rlx_peft as peft;
+
 #[cfg(feature = "rng")]
 /// Bit-exact reproductions of the numpy and PyTorch random streams
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
@@ -92,6 +107,10 @@ pub use rlx_ir::{
     inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all,
     verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
     OpKind, Shape, Tick, VerifyError,
+};
+pub use rlx_opt::{
+    inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, FusionOptions,
+    FusionReport, LirModule, MissReason, MissedFusion, Pass, PipelineInspect,
 };
 pub use rlx_runtime::{
     available_devices, device_chain_from_env, device_from_env, device_label, device_report,
@@ -116,7 +135,12 @@ pub use rlx_runtime::{
 pub mod ops {
     pub use rlx_ir::fft::FftNorm;
     pub use rlx_ir::op::{
-        Activation, BinaryOp, CmpOp, MaskKind, PadMode, PoolKind, ReduceOp, UnaryOp,
+        Activation, BinaryOp, ChainOperand, ChainStep, CmpOp, MaskKind, PadMode, PoolKind,
+        ReduceOp, UnaryOp,
+    };
+    pub use rlx_ir::ops::control::{
+        try_custom_fn, try_if, try_scan, try_tuple_get, try_while, CustomFnSpec, IfSpec, ScanSpec,
+        WhileSpec, DEFAULT_MAX_ITERATIONS,
     };
     pub use rlx_ir::ops::upsample::InterpMode;
 }
@@ -130,6 +154,13 @@ pub mod ops {
 /// ```
 pub mod compile {
     pub use crate::{CompileOptions, Precision};
+    /// Pass-level precision (the session [`Precision`] until the AMP pass lands).
+    pub use rlx_opt::Precision as PassPrecision;
+    pub use rlx_opt::{
+        inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, Dispatch,
+        DispatchReport, FusionKind, FusionOptions, FusionReport, LirModule, MemoryReport,
+        MissReason, MissedFusion, Pass, PipelineInspect,
+    };
 }
 
 /// Star-import target covering everyday graph build → compile → run.
@@ -161,8 +192,14 @@ pub mod prelude {
         grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
         vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
     };
+    pub use crate::compile::{CompilePipeline, FusionReport, Pass};
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
+    #[cfg(feature = "optim")]
+    pub use crate::optim::{
+        global_grad_clip_scale, l2_norm, Adafactor, Adam, AdamW, KronPsgd, Lamb, Lion, Mars, Muon,
+        NAdamW, Optimizer, QHAdamW, RAdam, Sgd, Soap, Sophia, Stiefel,
+    };
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,

@@ -236,7 +236,7 @@ pub fn vjp_select(g: &mut Graph, inputs: &[NodeId], ct: NodeId) -> Result<Vec<Op
 /// Reverse mode of a cast: only float -> float carries a gradient.
 pub fn vjp_cast(g: &mut Graph, x: NodeId, ct: NodeId) -> Result<Vec<Option<NodeId>>> {
     let (from, to) = (dtype(g, x), dtype(g, ct));
-    if from.is_float() && to.is_float() {
+    if differentiable(from) && differentiable(to) {
         Ok(vec![Some(cast(g, ct, from)?)])
     } else {
         Ok(vec![None])

@@ -3,10 +3,14 @@
 //! `vjp` maps an output cotangent to one optional cotangent per input
 //! (`None` is a symbolic zero); `jvp` maps optional input tangents to the
 //! output tangent. Composites other than softmax / log-softmax reach these
-//! rules already decomposed (`prepare_graph_for_ad`).
+//! rules already decomposed (`prepare_graph_for_ad`), except that reverse
+//! mode keeps layer / rms norm and attention whole for their closed-form vjps.
 
+pub mod attention;
 pub mod batching;
+pub mod control;
 pub mod elementwise;
+pub mod fft;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
@@ -65,6 +69,14 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         Op::DequantMatMul {
             scheme: Some(_), ..
         } => quant::vjp_dequant_matmul(g, &node.op, x[1], ct),
+        Op::LayerNorm { axis, eps } => norm::layer_norm_vjp(g, *axis, *eps, x, ct),
+        Op::RmsNorm { eps } => norm::rms_norm_vjp(g, *eps, x, ct),
+        Op::Attention {
+            mask,
+            scale,
+            softcap,
+        } => attention::attention_vjp(g, *mask, *scale, *softcap, x, ct),
+        Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
         _ => Err(missing(g, y, "vjp")),
     }
 }
@@ -118,7 +130,7 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
             broadcast(g, s, &dims(g, y)?)?
         }
         Op::Cast => {
-            if !(dtype(g, x[0]).is_float() && node.shape.dtype().is_float()) {
+            if !(differentiable(dtype(g, x[0])) && differentiable(node.shape.dtype())) {
                 return Ok(None);
             }
             cast(g, t[0].expect("tangent"), node.shape.dtype())?

@@ -1,8 +1,11 @@
 //! Graph -> graph passes.
 
+pub mod cse;
 pub mod dce;
 pub mod decompose;
+pub mod fold;
 pub mod precision;
+pub mod simplify;
 
 use rlx_ir::{Graph, IrError, Node, NodeId};
 
@@ -12,4 +15,9 @@ pub(crate) fn copy_node(out: &mut Graph, n: &Node, map: &[NodeId]) -> Result<Nod
     let mut node = n.clone();
     node.inputs = inputs;
     Ok(out.push_verified(node))
+}
+
+/// Wraps an IR error raised while rebuilding a node in `pass`.
+pub(crate) fn pass_error(pass: &'static str) -> impl Fn(IrError) -> crate::CompileError {
+    move |source| crate::CompileError::Pass { pass, source }
 }

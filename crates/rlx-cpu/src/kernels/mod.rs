@@ -31,6 +31,7 @@ macro_rules! by_width {
 }
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -40,6 +41,7 @@ pub mod movement;
 pub mod norm;
 pub mod quant_matmul;
 pub mod reduce;
+pub mod region;
 pub mod scalar;
 pub mod upsample;
 
@@ -284,9 +286,18 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             align_corners,
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
+        Op::ElementwiseRegion { steps } => region::region(steps, ins, out),
+        Op::FusedMatMul { epilogue } => {
+            linalg::matmul(&ins[..2], out)?;
+            region::epilogue(epilogue, &ins[2..], out)
+        }
         Op::Dequantize { scheme } => quant_matmul::dequantize(*scheme, ins, out),
         Op::DequantMatMul { scheme, n, k } => {
             quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)
+        }
+        Op::TupleGet { offset, .. } => control::tuple_get(*offset, ins, out),
+        Op::If(_) | Op::While(_) | Op::Scan(_) | Op::CustomFn(_) => {
+            Err("a control op runs through its compiled sub-graphs (kernels::control::run)".into())
         }
     }
 }

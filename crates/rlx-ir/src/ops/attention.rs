@@ -104,6 +104,22 @@ fn repeat_heads(g: &mut Graph, x: NodeId, groups: usize) -> Result<NodeId, IrErr
     reshape(g, b, &out)
 }
 
+/// The intermediate values of the attention decomposition that a reverse
+/// rule needs (see [`attention_parts`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionParts {
+    /// k with its heads repeated to q's (GQA), `[.., H, Sk, D]`.
+    pub k: NodeId,
+    /// v likewise, `[.., H, Sk, Dv]`.
+    pub v: NodeId,
+    /// The score scale used.
+    pub scale: f64,
+    /// `tanh(scores / cap)` when soft-capping.
+    pub capped: Option<NodeId>,
+    /// The probabilities `softmax(scores)`, `[.., H, Sq, Sk]`.
+    pub probs: NodeId,
+}
+
 pub(crate) fn decompose_attention(
     g: &mut Graph,
     inputs: &[NodeId],
@@ -111,6 +127,19 @@ pub(crate) fn decompose_attention(
     scale: Option<f64>,
     softcap: Option<f64>,
 ) -> Result<NodeId, IrError> {
+    let p = attention_parts(g, inputs, mask, scale, softcap)?;
+    g.try_node(Op::MatMul, &[p.probs, p.v], None)
+}
+
+/// The attention decomposition up to the probabilities (`probs @ v` is
+/// the output).
+pub fn attention_parts(
+    g: &mut Graph,
+    inputs: &[NodeId],
+    mask: MaskKind,
+    scale: Option<f64>,
+    softcap: Option<f64>,
+) -> Result<AttentionParts, IrError> {
     let (q, mut k, mut v) = (inputs[0], inputs[1], inputs[2]);
     let qd = static_dims(g, q, "attention")?;
     let kd = static_dims(g, k, "attention")?;
@@ -128,10 +157,12 @@ pub(crate) fn decompose_attention(
     let scale = scale.unwrap_or(1.0 / (qd[r - 1] as f64).sqrt());
     let sc = scalar(g, scale, dt);
     s = bin(g, BinaryOp::Mul, s, sc)?;
+    let mut capped = None;
     if let Some(cap) = softcap {
         let c = scalar(g, cap, dt);
         let t = bin(g, BinaryOp::Div, s, c)?;
         let t = un(g, UnaryOp::Tanh, t)?;
+        capped = Some(t);
         s = bin(g, BinaryOp::Mul, t, c)?;
     }
     let (sq, sk) = (qd[r - 2], kd[r - 2]);
@@ -176,8 +207,14 @@ pub(crate) fn decompose_attention(
     if mask == MaskKind::Bias {
         s = bin(g, BinaryOp::Add, s, inputs[3])?;
     }
-    let p = super::norm::decompose_softmax(g, s, r - 1, false)?;
-    g.try_node(Op::MatMul, &[p, v], None)
+    let probs = super::norm::decompose_softmax(g, s, r - 1, false)?;
+    Ok(AttentionParts {
+        k,
+        v,
+        scale,
+        capped,
+        probs,
+    })
 }
 
 pub(crate) fn decompose_rope(

@@ -340,3 +340,101 @@ pub fn decompose_pool(
     };
     super::emit::bin(g, BinaryOp::Div, y, c)
 }
+
+/// Transposed convolution as primitives: the input is dilated by the
+/// stride (zeros between elements), padded by `dilation * (k - 1)` (plus
+/// `output_padding` at the end), convolved at stride 1 with the flipped
+/// weight regrouped to `[O, C/groups, *k]`, and cropped by the padding.
+pub fn decompose_conv_transpose(
+    g: &mut crate::Graph,
+    inputs: &[crate::NodeId],
+    w: &Window,
+    output_padding: &[usize],
+    groups: usize,
+) -> Result<crate::NodeId, crate::IrError> {
+    use crate::op::{PadMode, SliceSpec};
+    use crate::{Op, Shape};
+    let (x, wt) = (inputs[0], inputs[1]);
+    let xd = super::emit::static_dims(g, x, "conv_transpose")?;
+    let wd = super::emit::static_dims(g, wt, "conv_transpose")?;
+    let dt = g.shape(x).dtype();
+    let spatial = xd.len() - 2;
+    let kernel = wd[2..].to_vec();
+    let (c, og) = (xd[1], wd[1]);
+    // Dilate each spatial axis by its stride: [.., n, ..] -> [.., (n-1)s+1, ..].
+    let mut xs = x;
+    for i in 0..spatial {
+        let s = w.stride[i];
+        if s == 1 {
+            continue;
+        }
+        let mut d = super::emit::static_dims(g, xs, "conv_transpose")?;
+        let n = d[2 + i];
+        d.insert(3 + i, 1);
+        let e = super::emit::reshape(g, xs, &d)?;
+        let mut pads = vec![(0, 0); d.len()];
+        pads[3 + i] = (0, s - 1);
+        let e = g.try_node(
+            Op::Pad {
+                pads,
+                mode: PadMode::Constant(0.0),
+            },
+            &[e],
+            None,
+        )?;
+        d.remove(3 + i);
+        d[2 + i] = n * s;
+        let e = super::emit::reshape(g, e, &d)?;
+        xs = super::emit_more::narrow(g, e, 2 + i, 0, (n - 1) * s + 1)?;
+    }
+    let mut pads = vec![(0, 0), (0, 0)];
+    pads.extend((0..spatial).map(|i| {
+        let edge = w.dilation[i] * (kernel[i] - 1);
+        (edge, edge + output_padding[i])
+    }));
+    let xp = g.try_node(
+        Op::Pad {
+            pads,
+            mode: PadMode::Constant(0.0),
+        },
+        &[xs],
+        None,
+    )?;
+    // w [C, O/g, *k] -> [g, C/g, O/g, *k] -> [g, O/g, C/g, *k] -> [O, C/g, *k], flipped.
+    let mut gd = vec![groups, c / groups, og];
+    gd.extend_from_slice(&kernel);
+    let wg = super::emit::reshape(g, wt, &gd)?;
+    let mut perm = vec![0, 2, 1];
+    perm.extend(3..3 + spatial);
+    let wg = g.try_node(Op::Transpose { perm }, &[wg], None)?;
+    let mut od = vec![og * groups, c / groups];
+    od.extend_from_slice(&kernel);
+    let wo = super::emit::reshape(g, wg, &od)?;
+    let mut starts = vec![0, 0];
+    starts.extend(kernel.iter().map(|&k| k - 1));
+    let mut steps = vec![1, 1];
+    steps.extend(std::iter::repeat_n(-1, spatial));
+    let wf = g.try_node(
+        Op::Slice(SliceSpec { starts, steps }),
+        &[wo],
+        Some(Shape::new(&od, dt)),
+    )?;
+    let inner = Window {
+        kernel: kernel.clone(),
+        stride: vec![1; spatial],
+        padding: vec![(0, 0); spatial],
+        dilation: w.dilation.clone(),
+    };
+    let mut conv_in = vec![xp, wf];
+    conv_in.extend(inputs.get(2).copied());
+    let mut y = decompose_conv(g, &conv_in, &inner, groups)?;
+    for i in 0..spatial {
+        let (lo, hi) = w.padding[i];
+        if lo == 0 && hi == 0 {
+            continue;
+        }
+        let full = super::emit::static_dims(g, y, "conv_transpose")?[2 + i];
+        y = super::emit_more::narrow(g, y, 2 + i, lo, full - hi)?;
+    }
+    Ok(y)
+}

@@ -6,6 +6,7 @@
 //! composite and the fallback for a backend without a native kernel.
 
 pub mod attention;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
@@ -15,6 +16,7 @@ pub mod movement;
 pub mod norm;
 pub mod quant;
 pub mod reduce;
+pub mod region;
 pub mod upsample;
 
 use crate::{Dim, Graph, IrError, Node, NodeId, Op, Shape};
@@ -68,8 +70,15 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Pool { window, .. } => conv::infer_pool(window, inputs),
         Upsample { .. } => upsample::infer_upsample(inputs, need(declared)?),
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
+        ElementwiseRegion { steps } => region::infer_region(steps, inputs),
+        FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
         Dequantize { scheme } => quant::infer_dequantize(*scheme, inputs, need(declared)?),
         DequantMatMul { scheme, n, k } => quant::infer_dequant_matmul(*scheme, *n, *k, inputs),
+        If(s) => control::infer_if(s, inputs),
+        While(s) => control::infer_while(s, inputs),
+        Scan(s) => control::infer_scan(s, inputs),
+        CustomFn(s) => control::infer_custom_fn(s, inputs),
+        TupleGet { offset, shape, .. } => control::infer_tuple_get(*offset, shape, inputs),
     }
 }
 
@@ -114,6 +123,10 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
             softcap,
         } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
+        Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
+        Op::FusedMatMul { epilogue } => {
+            region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
+        }
         Op::DequantMatMul { scheme, n, k } => {
             quant::decompose_dequant_matmul(g, inputs, *scheme, *n, *k)?
         }

@@ -1,0 +1,225 @@
+//! Fused elementwise regions: the steps run tile by tile over the output,
+//! so intermediates live in a few cache-sized scratch tiles instead of
+//! whole buffers. Each step calls the same elementwise kernel as its
+//! unfused node, on a 1-D tile, so the result is bit-identical to running
+//! the steps as separate nodes.
+
+use super::{elementwise, KernelResult, View, ViewMut};
+use rlx_ir::op::{ChainOperand, ChainStep};
+use rlx_ir::DType;
+
+/// Elements per tile: small enough that a tile per step stays in L1/L2.
+const TILE: usize = 1024;
+
+/// Walks an input broadcast to the output dims, one element at a time.
+struct BroadcastCursor {
+    dims: Vec<usize>,
+    strides: Vec<isize>,
+    idx: Vec<usize>,
+    off: isize,
+}
+
+impl BroadcastCursor {
+    fn new(in_dims: &[usize], out_dims: &[usize]) -> Self {
+        BroadcastCursor {
+            dims: out_dims.to_vec(),
+            strides: super::broadcast_strides(in_dims, out_dims),
+            idx: vec![0; out_dims.len()],
+            off: 0,
+        }
+    }
+
+    /// The current element offset, then advance.
+    fn next(&mut self) -> usize {
+        let here = self.off as usize;
+        for ax in (0..self.dims.len()).rev() {
+            self.idx[ax] += 1;
+            self.off += self.strides[ax];
+            if self.idx[ax] < self.dims[ax] {
+                return here;
+            }
+            self.off -= self.strides[ax] * self.dims[ax] as isize;
+            self.idx[ax] = 0;
+        }
+        here
+    }
+}
+
+/// An 8-byte aligned scratch tile.
+struct Scratch(Vec<u64>);
+
+impl Scratch {
+    fn new(width: usize) -> Self {
+        Scratch(vec![0; (TILE * width).div_ceil(8)])
+    }
+    fn bytes(&self, len: usize) -> &[u8] {
+        // SAFETY: u64 has no padding; any byte view of it is valid.
+        let all =
+            unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 8) };
+        &all[..len]
+    }
+    fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: as above, and the borrow is unique.
+        let all = unsafe {
+            std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len() * 8)
+        };
+        &mut all[..len]
+    }
+}
+
+fn step_dtype(step: &ChainStep, inputs: &[DType], steps: &[DType]) -> DType {
+    let of = |o: ChainOperand| match o {
+        ChainOperand::Input(i) => inputs[i],
+        ChainOperand::Step(j) => steps[j],
+    };
+    match *step {
+        ChainStep::Unary(_, x) => of(x),
+        ChainStep::Binary(_, a, _) => of(a),
+        ChainStep::Compare(..) => DType::Bool,
+        ChainStep::Select(_, a, _) => of(a),
+        ChainStep::Cast(_, to) => to,
+    }
+}
+
+fn run_step(step: &ChainStep, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    match *step {
+        ChainStep::Unary(u, _) => elementwise::unary(u, ins, out),
+        ChainStep::Binary(b, _, _) => elementwise::binary(b, ins, out),
+        ChainStep::Compare(c, _, _) => elementwise::compare(c, ins, out),
+        ChainStep::Select(..) => elementwise::select(ins, out),
+        ChainStep::Cast(..) => elementwise::cast(ins, out),
+    }
+}
+
+/// Where a region input's tile comes from.
+enum Source {
+    /// Already at the output dims: read in place.
+    Direct,
+    /// Broadcast: gathered per tile.
+    Gather(BroadcastCursor, Scratch),
+    /// The output buffer itself (an epilogue's input): copied out per tile
+    /// before the tile is overwritten.
+    Output(Scratch),
+}
+
+/// Runs an `Op::ElementwiseRegion`.
+pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
+    run_region(steps, ins, false, out)
+}
+
+/// Runs `steps` over `out` in place: region input 0 is `out`'s current
+/// value (e.g. a matmul result), inputs `1..` are `extra`.
+pub fn epilogue(steps: &[ChainStep], extra: &[View], out: &mut ViewMut) -> KernelResult {
+    run_region(steps, extra, true, out)
+}
+
+fn run_region(
+    steps: &[ChainStep],
+    ins: &[View],
+    out_is_input0: bool,
+    out: &mut ViewMut,
+) -> KernelResult {
+    let out_dims = out.dims.to_vec();
+    let n: usize = out_dims.iter().product();
+    let lead = usize::from(out_is_input0);
+    let in_dtypes: Vec<DType> = (0..lead)
+        .map(|_| out.dtype)
+        .chain(ins.iter().map(|v| v.dtype))
+        .collect();
+    let mut dtypes: Vec<DType> = Vec::with_capacity(steps.len());
+    for s in steps {
+        let d = step_dtype(s, &in_dtypes, &dtypes);
+        dtypes.push(d);
+    }
+    if dtypes.last() != Some(&out.dtype) {
+        return Err(format!(
+            "region result is {:?} but the output is {}",
+            dtypes.last(),
+            out.dtype
+        ));
+    }
+    let mut sources: Vec<Source> = (0..lead)
+        .map(|_| Source::Output(Scratch::new(out.dtype.size_bytes())))
+        .chain(ins.iter().map(|v| {
+            if v.dims == out_dims.as_slice() {
+                Source::Direct
+            } else {
+                Source::Gather(
+                    BroadcastCursor::new(v.dims, &out_dims),
+                    Scratch::new(v.dtype.size_bytes()),
+                )
+            }
+        }))
+        .collect();
+    let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
+        .iter()
+        .map(|d| Scratch::new(d.size_bytes()))
+        .collect();
+
+    let mut start = 0;
+    while start < n {
+        let len = TILE.min(n - start);
+        let tile_dims = [len];
+        for (i, src) in sources.iter_mut().enumerate() {
+            let w = in_dtypes[i].size_bytes();
+            match src {
+                Source::Direct => {}
+                Source::Gather(cur, buf) => {
+                    gather(&ins[i - lead], cur, buf.bytes_mut(len * w), len)
+                }
+                Source::Output(buf) => buf
+                    .bytes_mut(len * w)
+                    .copy_from_slice(&out.bytes[start * w..(start + len) * w]),
+            }
+        }
+        for (k, step) in steps.iter().enumerate() {
+            // A step reads only inputs and earlier steps, so its own tile is free to write.
+            let (earlier, own) = step_tiles.split_at_mut(k);
+            let operand_views: Vec<View> = step
+                .operands()
+                .iter()
+                .map(|o| match *o {
+                    ChainOperand::Input(i) => {
+                        let w = in_dtypes[i].size_bytes();
+                        View {
+                            dims: &tile_dims,
+                            dtype: in_dtypes[i],
+                            bytes: match &sources[i] {
+                                Source::Direct => {
+                                    &ins[i - lead].bytes[start * w..(start + len) * w]
+                                }
+                                Source::Gather(_, buf) | Source::Output(buf) => buf.bytes(len * w),
+                            },
+                        }
+                    }
+                    ChainOperand::Step(j) => View {
+                        dims: &tile_dims,
+                        dtype: dtypes[j],
+                        bytes: earlier[j].bytes(len * dtypes[j].size_bytes()),
+                    },
+                })
+                .collect();
+            let w = dtypes[k].size_bytes();
+            let bytes = match own.first_mut() {
+                Some(tile) => tile.bytes_mut(len * w),
+                None => &mut out.bytes[start * w..(start + len) * w],
+            };
+            let mut o = ViewMut {
+                dims: &tile_dims,
+                dtype: dtypes[k],
+                bytes,
+            };
+            run_step(step, &operand_views, &mut o)?;
+        }
+        start += len;
+    }
+    Ok(())
+}
+
+fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
+    let w = v.dtype.size_bytes();
+    for k in 0..len {
+        let p = cur.next();
+        dst[k * w..(k + 1) * w].copy_from_slice(&v.bytes[p * w..(p + 1) * w]);
+    }
+}

@@ -1,0 +1,134 @@
+//! What fusion did: [`FusionReport`] lists the fused regions and the
+//! fusions that were possible in shape but did not happen, each with a
+//! [`MissReason`] and a hint.
+
+use rlx_ir::NodeId;
+use std::fmt;
+
+/// Why a producer was not fused into its consumer's region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MissReason {
+    /// The value has more than one consumer, so it must be materialised.
+    MultipleConsumers,
+    /// The value is a graph output, so it must be materialised.
+    GraphOutput,
+    /// The value is smaller than the region and broadcast into it; fusing
+    /// would recompute it once per output element.
+    BroadcastProducer,
+    /// The target does not run this kind of fused op natively.
+    TargetUnsupported,
+    /// Fusion of this kind is switched off in [`crate::FusionOptions`].
+    Disabled,
+}
+
+impl MissReason {
+    /// What a user can do about it.
+    pub fn hint(self) -> &'static str {
+        match self {
+            MissReason::MultipleConsumers => {
+                "the value is read twice; recomputing it in each reader is not done for you"
+            }
+            MissReason::GraphOutput => "drop it from the outputs if it is not needed",
+            MissReason::BroadcastProducer => {
+                "compute it at its own size (it is cheaper than inside the broadcast region)"
+            }
+            MissReason::TargetUnsupported => "the backend would decompose the fused op again",
+            MissReason::Disabled => "enable it in FusionOptions",
+        }
+    }
+}
+
+/// A fusion that did not happen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MissedFusion {
+    /// The producer (id in the graph fusion ran on).
+    pub producer: NodeId,
+    /// Its op mnemonic.
+    pub op: String,
+    /// The region root it could have joined (id in the graph fusion ran on).
+    pub consumer: NodeId,
+    /// Why it did not.
+    pub reason: MissReason,
+}
+
+/// What kind of fused op a region became.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FusionKind {
+    /// `Op::ElementwiseRegion`.
+    Elementwise,
+    /// `Op::FusedMatMul`: a matmul with an elementwise epilogue.
+    MatMulEpilogue,
+}
+
+/// One fused region.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FusedRegion {
+    /// What it became.
+    pub kind: FusionKind,
+    /// The original nodes, in id order (the last is the region's root).
+    pub nodes: Vec<NodeId>,
+    /// Their op mnemonics.
+    pub ops: Vec<String>,
+    /// The fused node in the output graph.
+    pub fused: NodeId,
+}
+
+/// The fusions of one compile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FusionReport {
+    /// Fused elementwise regions.
+    pub regions: Vec<FusedRegion>,
+    /// Fusions that did not happen.
+    pub missed: Vec<MissedFusion>,
+}
+
+impl FusionReport {
+    /// Number of nodes the regions replaced (minus the fused nodes that replace them).
+    pub fn nodes_saved(&self) -> usize {
+        self.regions.iter().map(|r| r.nodes.len() - 1).sum()
+    }
+
+    /// The regions of one kind.
+    pub fn of_kind(&self, kind: FusionKind) -> Vec<&FusedRegion> {
+        self.regions.iter().filter(|r| r.kind == kind).collect()
+    }
+
+    /// Appends a later pass's report.
+    pub fn extend(&mut self, other: FusionReport) {
+        self.regions.extend(other.regions);
+        self.missed.extend(other.missed);
+    }
+}
+
+impl fmt::Display for FusionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "fusion: {} region(s), {} node(s) saved, {} missed",
+            self.regions.len(),
+            self.nodes_saved(),
+            self.missed.len()
+        )?;
+        for r in &self.regions {
+            writeln!(
+                f,
+                "  fused {} -> {}: {}",
+                r.nodes.len(),
+                r.fused,
+                r.ops.join(" -> ")
+            )?;
+        }
+        for m in &self.missed {
+            writeln!(
+                f,
+                "  missed {} {} into region at {}: {:?} ({})",
+                m.producer,
+                m.op,
+                m.consumer,
+                m.reason,
+                m.reason.hint()
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Reference trajectories for crates/rlx-optim (tests/fixtures/*.json).
+
+Re-run (needs the torch env of /work/shared/ref/setup_torch.sh, which also has numpy):
+    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py
+
+Problem (identical in torch, numpy and the Rust tests): two parameters, "w" of shape [3, 4] and "b" of shape
+[5], initial values INIT below; the gradient is a fixed function of the parameter, computed elementwise in the
+parameter's dtype with this exact operation order:
+    g = h * (p - t) + c * ((p * p) * p)          (h, t per element, c = 0.1)
+Each run: 20 iterations of {g_w = grad(w); g_b = grad(b); opt.step() on both}; runs with maximize=True are given
+-g instead (an exact negation), so that they too converge. Recorded: the parameters after
+every iteration, for float32 and float64 (everything in that dtype).
+
+torch_optim.json: torch.optim (single-tensor path, foreach=False) for SGD, Adam, AdamW, NAdam, RAdam, Adafactor.
+numpy_optim.json: numpy re-implementations (float64, tools/numpy_optim_ref.py) of the optimizers torch does not
+    have, each following the authors' reference code named in its docstring (Lion, QHAdamW, LAMB, Sophia-G, MARS,
+    Muon, SOAP, PSGD Kron, geoopt's Riemannian SGD / Adam on the Stiefel manifold); their gradient adds a drift
+    term (numpy_optim_ref.grad_of). torch.optim.Muon exists but orthogonalises in bfloat16, so Muon follows
+    Keller Jordan's code here. tools/crosscheck_optim_authors.py re-runs one case of each against the authors'
+    own code.
+schedules.json:   torch.optim.lr_scheduler learning rates (LinearLR, CosineAnnealingLR, StepLR, LambdaLR with the
+    warm-up + cosine formula).
+clip.json:        torch.nn.utils.clip_grad_norm_ on fixed gradients (f32 and f64).
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "crates", "rlx-optim", "tests", "fixtures")
+STEPS = 20
+C = 0.1
+
+
+def _vals(n, a, b, k):
+    return [round(a * math.sin(k * i + 0.3) + b, 3) for i in range(n)]
+
+
+INIT = {"w": _vals(12, 0.8, 0.1, 1.7), "b": _vals(5, 0.6, -0.2, 2.3)}
+H = {"w": [round(0.5 + 0.25 * i, 3) for i in range(12)], "b": [round(1.5 - 0.2 * i, 3) for i in range(5)]}
+# targets at least 0.8 away from the start, so that no gradient element passes through zero within 20 steps
+# (near a zero the Adam-type updates m / sqrt(v) amplify the 1-ulp differences of torch's float32 sqrt, which
+# is not correctly rounded, into differences above 1e-6)
+T = {n: [round(x + (0.8 + 0.1 * (i % 3)) * (1 if i % 2 else -1), 3) for i, x in enumerate(INIT[n])] for n in INIT}
+SHAPES = {"w": [3, 4], "b": [5]}
+NAMES = ["w", "b"]
+
+
+def problem():
+    return {"init": INIT, "h": H, "t": T, "c": C, "shapes": SHAPES, "order": NAMES, "steps": STEPS,
+            "grad": "g = h * (p - t) + c * ((p * p) * p), elementwise in the parameter dtype"}
+
+
+def flat(d):
+    return [x for n in NAMES for x in d[n]]
+
+
+def num(x, dt):
+    # float32 values are written with the shortest repr that reads back to the same float32
+    return float(str(np.float32(x))) if dt == "f32" else float(x)
+
+
+# ----------------------------------------------------------------------------------------------- torch
+
+def torch_grad(p, name):
+    h = torch.tensor(H[name], dtype=torch.float64).to(p.dtype).reshape(p.shape)
+    t = torch.tensor(T[name], dtype=torch.float64).to(p.dtype).reshape(p.shape)
+    return h * (p - t) + C * ((p * p) * p)
+
+
+def torch_configs():
+    O = torch.optim
+    fe = dict(foreach=False)
+    return [
+        ("sgd", "Sgd", O.SGD, dict(lr=0.02)),
+        ("sgd_momentum", "Sgd", O.SGD, dict(lr=0.02, momentum=0.9)),
+        ("sgd_nesterov_wd", "Sgd", O.SGD, dict(lr=0.02, momentum=0.9, nesterov=True, weight_decay=0.1)),
+        ("sgd_dampening_maximize", "Sgd", O.SGD, dict(lr=0.02, momentum=0.8, dampening=0.3, maximize=True)),
+        ("adam", "Adam", O.Adam, dict(lr=0.02)),
+        ("adam_amsgrad", "Adam", O.Adam, dict(lr=0.02, amsgrad=True, betas=(0.8, 0.99))),
+        ("adam_l2_maximize", "Adam", O.Adam, dict(lr=0.02, weight_decay=0.1, maximize=True)),
+        ("adamw", "AdamW", O.AdamW, dict(lr=0.02, weight_decay=0.1)),
+        ("adamw_amsgrad", "AdamW", O.AdamW, dict(lr=0.02, weight_decay=0.1, amsgrad=True, eps=1e-6)),
+        ("nadam", "NAdamW", O.NAdam, dict(lr=0.02)),
+        ("nadam_l2", "NAdamW", O.NAdam, dict(lr=0.02, weight_decay=0.1)),
+        ("nadamw", "NAdamW", O.NAdam, dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True)),
+        ("radam", "RAdam", O.RAdam, dict(lr=0.02)),
+        ("radam_fast_beta2", "RAdam", O.RAdam, dict(lr=0.02, betas=(0.9, 0.9), weight_decay=0.05)),
+        ("radam_decoupled_wd", "RAdam", O.RAdam,
+         dict(lr=0.02, betas=(0.9, 0.8), weight_decay=0.1, decoupled_weight_decay=True)),
+        ("adafactor", "Adafactor", O.Adafactor, dict(lr=0.02)),
+        ("adafactor_wd_maximize", "Adafactor", O.Adafactor, dict(lr=0.02, weight_decay=0.1, maximize=True)),
+        ("adafactor_eps_d", "Adafactor", O.Adafactor, dict(lr=0.2, eps=(1e-6, 1e-2), d=2.0, beta2_decay=-0.5)),
+    ], fe
+
+
+def torch_run(cls, kw, fe, dtype):
+    ps = {n: torch.tensor(INIT[n], dtype=torch.float64).to(dtype).reshape(SHAPES[n]) for n in NAMES}
+    opt = cls([ps[n] for n in NAMES], **kw, **fe)
+    traj = []
+    for _ in range(STEPS):
+        with torch.no_grad():
+            for n in NAMES:
+                g = torch_grad(ps[n], n)
+                # maximize runs are given -g, so that they also descend (exact negation)
+                ps[n].grad = -g if kw.get("maximize") else g
+            opt.step()
+        traj.append(flat({n: ps[n].reshape(-1).tolist() for n in NAMES}))
+    return traj
+
+
+def gen_torch():
+    configs, fe = torch_configs()
+    runs = []
+    for name, rust, cls, kw in configs:
+        ent = {"name": name, "optimizer": rust, "torch": f"torch.optim.{cls.__name__}", "kwargs": kw}
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            ent[dt] = [[num(x, dt) for x in row] for row in torch_run(cls, kw, fe, tdt)]
+        runs.append(ent)
+        print(f"torch {name:28s} p[0]: {INIT['w'][0]} -> {ent['f64'][-1][0]:.6f}")
+    return {"torch_version": torch.__version__, "problem": problem(), "runs": runs}
+
+
+def gen_schedules():
+    S = torch.optim.lr_scheduler
+    base = 0.1
+    n = 30
+    cases = [
+        ("constant", {"kind": "constant"}, lambda o: S.ConstantLR(o, factor=1.0, total_iters=0)),
+        ("linear_warmup", {"kind": "linear", "start_factor": 0.1, "end_factor": 1.0, "total_iters": 8},
+         lambda o: S.LinearLR(o, start_factor=0.1, end_factor=1.0, total_iters=8)),
+        ("linear_decay", {"kind": "linear", "start_factor": 1.0, "end_factor": 0.25, "total_iters": 12},
+         lambda o: S.LinearLR(o, start_factor=1.0, end_factor=0.25, total_iters=12)),
+        ("cosine", {"kind": "cosine", "t_max": 25, "eta_min": 0.001},
+         lambda o: S.CosineAnnealingLR(o, T_max=25, eta_min=0.001)),
+        ("step", {"kind": "step", "step_size": 7, "gamma": 0.5}, lambda o: S.StepLR(o, step_size=7, gamma=0.5)),
+        ("warmup_cosine", {"kind": "warmup_cosine", "warmup": 5, "total": 25, "min_factor": 0.1},
+         lambda o: S.LambdaLR(o, lambda t: t / 5 if t < 5 else
+                              0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, (t - 5) / 20))))),
+    ]
+    out = []
+    for name, spec, make in cases:
+        p = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([p], lr=base)
+        sch = make(opt)
+        lrs = []
+        for _ in range(n):
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sch.step()
+        out.append({"name": name, "schedule": spec, "base_lr": base, "lrs": lrs})
+    return {"torch_version": torch.__version__, "note": "lrs[t] = lr in force after t scheduler.step() calls",
+            "cases": out}
+
+
+def gen_clip():
+    rng = np.random.default_rng(7)
+    shapes = [[3, 4], [5], [2, 3]]
+    cases = []
+    for scale, max_norm in [(1.0, 1.0), (0.05, 1.0), (3.0, 0.5)]:
+        gs = [np.round(rng.standard_normal(s) * scale, 4) for s in shapes]
+        ent = {"max_norm": max_norm, "grads": [g.reshape(-1).tolist() for g in gs]}
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            ps = [torch.zeros(s, dtype=tdt) for s in shapes]
+            for p, g in zip(ps, gs):
+                p.grad = torch.tensor(g, dtype=tdt)
+            total = torch.nn.utils.clip_grad_norm_(ps, max_norm, foreach=False)
+            ent[dt] = {"total_norm": num(float(total), dt),
+                       "clipped": [[num(x, dt) for x in p.grad.reshape(-1).tolist()] for p in ps]}
+        cases.append(ent)
+    return {"torch_version": torch.__version__, "shapes": shapes, "cases": cases}
+
+
+def dump(obj, fname):
+    path = os.path.join(OUT, fname)
+    with open(path, "w") as fh:
+        json.dump(obj, fh, separators=(",", ":"))
+    print("wrote", os.path.relpath(path), os.path.getsize(path), "bytes")
+
+
+def main():
+    torch.set_num_threads(1)
+    os.makedirs(OUT, exist_ok=True)
+    only = sys.argv[1:]
+    if not only or "torch" in only:
+        dump(gen_torch(), "torch_optim.json")
+    if not only or "schedules" in only:
+        dump(gen_schedules(), "schedules.json")
+    if not only or "clip" in only:
+        dump(gen_clip(), "clip.json")
+    if not only or "numpy" in only:
+        import numpy_optim_ref
+        dump(numpy_optim_ref.gen(problem()), "numpy_optim.json")
+
+
+if __name__ == "__main__":
+    main()
