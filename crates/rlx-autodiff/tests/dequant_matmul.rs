@@ -138,3 +138,15 @@ fn a_plain_float_weight_is_differentiated_through_the_decomposition() {
         }
     }
 }
+
+#[test]
+fn vmap_over_quantized_weight_bytes_is_a_named_missing_rule() {
+    // Per-example quantized weights: an input of block bytes, batched.
+    let mut g = Graph::new("qw");
+    let x = g.input("x", Shape::new(&[1, K], DType::F32));
+    let w = g.input("w", Shape::new(&[N * 210], DType::U8));
+    let y = g.dequant_matmul(x, w, Some(QuantScheme::GgufQ6K), N, K);
+    g.set_outputs(vec![y]);
+    let e = vmap(&g, &["w"], 2).unwrap_err().to_string();
+    assert!(e.contains("vmap") && e.contains("quantized weights"), "{e}");
+}
