@@ -7,15 +7,13 @@ use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 /// True for composites differentiated through their decomposition
 /// (softmax and log-softmax have closed-form rules instead; with
 /// `reverse`, so do the norms and attention, whose closed-form vjps keep
-/// less alive; block-quantized dequant_matmul has its own rules).
+/// less alive).
 fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
-    let closed_form = matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
-        || (reverse
-            && matches!(
-                op,
-                Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. }
-            ))
-        || crate::rules::quant::kept_whole(op);
+    let closed_form = match op {
+        Op::Softmax { .. } | Op::LogSoftmax { .. } => true,
+        Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. } => reverse,
+        _ => crate::rules::quant::kept_whole(op),
+    };
     op.kind().is_composite() && !closed_form
 }
 
