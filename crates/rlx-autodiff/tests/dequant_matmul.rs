@@ -110,3 +110,43 @@ fn jvp_wrt_x_is_the_op_applied_to_the_tangent() {
     let want = run(graph(m, w.len(), false), &w, &t).remove(0);
     assert_eq!(out[1], want);
 }
+
+#[test]
+fn a_plain_float_weight_is_differentiated_through_the_decomposition() {
+    // scheme None: y = x · Wᵀ with an f32 W; d sum(y) / dW[j, t] = sum_i x[i, t].
+    let (m, n, k) = (2, 3, 4);
+    let mut g = Graph::new("plain");
+    let x = g.input("x", Shape::new(&[m, k], DType::F32));
+    let w = g.param("w", Shape::new(&[n, k], DType::F32));
+    let y = g.dequant_matmul(x, w, None, n, k);
+    let s = g.sum(y, &[0, 1], false);
+    g.set_outputs(vec![s]);
+    let d = grad_with_loss(&g, &[x, w]).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(d).unwrap();
+    let wv: Vec<f32> = (0..n * k).map(|i| i as f32 * 0.5 - 1.0).collect();
+    c.try_set_param("w", &wv).unwrap();
+    let xv: Vec<f32> = (0..m * k).map(|i| (i as f32).cos()).collect();
+    let out = c.try_run(&[("x", &xv[..])]).unwrap();
+    for t in 0..k {
+        let dx: f32 = (0..n).map(|j| wv[j * k + t]).sum();
+        let dw: f32 = (0..m).map(|i| xv[i * k + t]).sum();
+        for i in 0..m {
+            assert!((out[1][i * k + t] - dx).abs() < 1e-5, "dx");
+        }
+        for j in 0..n {
+            assert!((out[2][j * k + t] - dw).abs() < 1e-5, "dw");
+        }
+    }
+}
+
+#[test]
+fn vmap_over_quantized_weight_bytes_is_a_named_missing_rule() {
+    // Per-example quantized weights: an input of block bytes, batched.
+    let mut g = Graph::new("qw");
+    let x = g.input("x", Shape::new(&[1, K], DType::F32));
+    let w = g.input("w", Shape::new(&[N * 210], DType::U8));
+    let y = g.dequant_matmul(x, w, Some(QuantScheme::GgufQ6K), N, K);
+    g.set_outputs(vec![y]);
+    let e = vmap(&g, &["w"], 2).unwrap_err().to_string();
+    assert!(e.contains("vmap") && e.contains("quantized weights"), "{e}");
+}

@@ -4,14 +4,15 @@
 //!
 //! For Q4_1, Q8_0 and Q4_K weights at M = 1 (one token) and the shapes of
 //! a 2048-wide layer and SmolLM2-135M's MLP, prints GFLOP/s (2·M·N·K per
-//! run) of: the native kernel on the best instruction set with every core
-//! (`RLX_NUM_THREADS` caps it) and with one thread; the native kernel on
+//! run) of: the native kernel on the best instruction set with the op's
+//! thread count (one per 2^20 multiply-adds, capped by `RLX_NUM_THREADS` /
+//! the cores) and with one thread; the native kernel on
 //! the scalar path; dequantizing the whole weight (rlx-gguf) then the CPU
 //! backend's f32 matmul kernel; and the same f32 matmul alone on weights
 //! dequantized in advance. Median of several timed batches, in one run.
 
 use rlx_cpu::kernels::linalg::matmul;
-use rlx_cpu::kernels::quant_matmul::{QuantIsa, QuantMatMul};
+use rlx_cpu::kernels::quant_matmul::{default_threads, QuantIsa, QuantMatMul};
 use rlx_cpu::kernels::{View, ViewMut};
 use rlx_gguf::{codecs, GgmlType};
 use rlx_ir::quant::QuantScheme;
@@ -139,7 +140,8 @@ fn main() {
                 k,
             };
             let flops = 2.0 * (n * k) as f64 / 1e9;
-            let native = time(|| mm.run(best, threads, &w, &x, &mut y).unwrap());
+            let t = default_threads(1, n, k);
+            let native = time(|| mm.run(best, t, &w, &x, &mut y).unwrap());
             let native1 = time(|| mm.run(best, 1, &w, &x, &mut y).unwrap());
             let scalar1 = time(|| mm.run(QuantIsa::Scalar, 1, &w, &x, &mut y).unwrap());
             let transpose = |wd: &[f32]| {

@@ -32,8 +32,9 @@ use rlx_gguf::GgmlType;
 use rlx_ir::quant::QuantScheme;
 use rlx_ir::DType;
 
-/// Multiply-adds below which one thread does the whole matmul.
-const GRAIN: usize = 1 << 18;
+/// Multiply-adds per thread below which another thread does not pay: about
+/// 50-100 us of work at GEMV speed, several times a scoped thread's start.
+const GRAIN: usize = 1 << 20;
 
 /// Whether the native kernel runs weights of `scheme` (`None`: plain floats);
 /// other schemes run through the decomposition (`dequantize` + matmul).
@@ -62,8 +63,7 @@ pub fn dequant_matmul(
         n,
         k,
     };
-    let work = x.numel().saturating_mul(n);
-    let threads = thread_budget().min(work / GRAIN).max(1);
+    let threads = default_threads(x.numel() / k.max(1), n, k);
     mm.run(
         QuantIsa::best(),
         threads,
@@ -71,6 +71,14 @@ pub fn dequant_matmul(
         x.slice::<f32>(),
         out.slice::<f32>(),
     )
+}
+
+/// The threads the op uses for an `[M, K] x [N, K]ᵀ` problem: one per
+/// 2^20 multiply-adds, at most what `RLX_NUM_THREADS` allows (default:
+/// every core).
+pub fn default_threads(m: usize, n: usize, k: usize) -> usize {
+    let work = m.saturating_mul(n).saturating_mul(k);
+    thread_budget().min(work / GRAIN).max(1)
 }
 
 /// The worker threads `RLX_NUM_THREADS` allows (default: every core).

@@ -265,11 +265,7 @@ fn q2_k(b: &[u8], q: &mut [i8], scale: &mut [i32], min: &mut [i32]) -> (f32, f32
         min[g] = i32::from(sc[g] >> 4);
     }
     for (qs, q) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)) {
-        for (j, q) in q.chunks_exact_mut(32).enumerate() {
-            for (o, &v) in q.iter_mut().zip(qs) {
-                *o = ((v >> (2 * j)) & 3) as i8;
-            }
-        }
+        crumb_planes(qs, q);
     }
     (f16_at(b, 80), f16_at(b, 82))
 }
@@ -285,16 +281,41 @@ fn q3_k(b: &[u8], q: &mut [i8], scale: &mut [i32], _: &mut [i32]) -> (f32, f32) 
         scale[g] = i32::from(lo | (hi << 4)) - 32;
     }
     for (n, (qs, q)) in qs.chunks_exact(32).zip(q.chunks_exact_mut(128)).enumerate() {
+        crumb_planes(qs, q);
+        // minus 4 where the quant's high-mask bit is clear
         for (j, q) in q.chunks_exact_mut(32).enumerate() {
-            let bit = n * 4 + j;
-            for ((o, &v), &hm) in q.iter_mut().zip(qs).zip(hmask) {
-                // low 2 bits, minus 4 where the high-mask bit is clear
-                let low = ((v >> (2 * j)) & 3) as i8;
-                *o = low - (((!hm >> bit) & 1) << 2) as i8;
+            let m = 1u8 << (n * 4 + j);
+            for (o, &hm) in q.iter_mut().zip(hmask) {
+                *o -= i8::from(hm & m == 0) << 2;
             }
         }
     }
     (f16_at(b, 108), 0.0)
+}
+
+/// The four 2-bit planes of 32 bytes into 128 quants (plane `j` = bits `2j..2j+2`).
+/// Constant shifts: x86 has no per-byte variable shift to vectorize with.
+#[inline(always)]
+fn crumb_planes(qs: &[u8], q: &mut [i8]) {
+    let (q0, rest) = q.split_at_mut(32);
+    let (q1, rest) = rest.split_at_mut(32);
+    let (q2, q3) = rest.split_at_mut(32);
+    crumbs::<0>(qs, q0);
+    crumbs::<2>(qs, q1);
+    crumbs::<4>(qs, q2);
+    crumbs::<6>(qs, q3);
+}
+
+/// The 2-bit fields at bit `S` of 32 bytes.
+#[inline(always)]
+fn crumbs<const S: u32>(qs: &[u8], q: &mut [i8]) {
+    let (qs, q): (&[u8; 32], &mut [i8; 32]) = (qs.try_into().unwrap(), fixed_mut(q));
+    // As one u64 per 8 bytes: a shift and mask of the whole word (SWAR).
+    for (o, i) in q.chunks_exact_mut(8).zip(qs.chunks_exact(8)) {
+        let w = u64::from_le_bytes(i.try_into().unwrap());
+        let c = (w >> S) & 0x0303_0303_0303_0303;
+        o.copy_from_slice(as_i8(&c.to_le_bytes()));
+    }
 }
 
 /// The 6-bit scales and mins of Q4_K / Q5_K (8 groups of 32).
