@@ -3,7 +3,7 @@
 //! and the memory it saves. Finite-difference checks of the same rule are
 //! in `finite_diff.rs` (`convolution_and_pooling`).
 
-use rlx_autodiff::{grad_with_loss, prepare_graph_for_ad};
+use rlx_autodiff::{grad_with_loss, hvp, nth_order_grad, prepare_graph_for_ad, HigherOrderOptions};
 use rlx_driver::Device;
 use rlx_ir::op::Window;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Op, Shape};
@@ -163,17 +163,61 @@ fn closed_form_matches_im2col_gradient() {
         let closed = run(&mut compile(&grad_graph(&g)), &inputs);
         let lowered = prepare_graph_for_ad(&g).unwrap();
         let im2col = run(&mut compile(&grad_graph(&lowered)), &inputs);
-        assert_eq!(closed.len(), im2col.len());
-        for (k, (a, b)) in closed.iter().zip(&im2col).enumerate() {
-            assert_eq!(a.len(), b.len(), "{}: output {k}", case.name);
-            for (j, (p, q)) in a.iter().zip(b).enumerate() {
-                assert!(
-                    (p - q).abs() <= 1e-12 * (1.0 + q.abs()),
-                    "{}: output {k}[{j}]: closed form {p}, im2col {q}",
-                    case.name
-                );
-            }
+        assert_close(case.name, &closed, &im2col);
+    }
+}
+
+/// Every output of `closed` equals `im2col`'s to 1e-12 (relative).
+fn assert_close(name: &str, closed: &[Vec<f64>], im2col: &[Vec<f64>]) {
+    assert_eq!(closed.len(), im2col.len(), "{name}: outputs");
+    for (k, (a, b)) in closed.iter().zip(im2col).enumerate() {
+        assert_eq!(a.len(), b.len(), "{name}: output {k}");
+        for (j, (p, q)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (p - q).abs() <= 1e-12 * (1.0 + q.abs()),
+                "{name}: output {k}[{j}]: closed form {p}, im2col {q}"
+            );
         }
+    }
+}
+
+/// Second order through the rule (forward or reverse mode over the
+/// gradient graph's conv_transpose and swapped conv) equals the im2col
+/// path's: Hessian-vector products and `d/dx sum(dL/dx)`.
+#[test]
+fn hessian_vector_product_matches_im2col() {
+    for case in cases().into_iter().take(3) {
+        let g = case.graph();
+        let mut inputs = case.inputs();
+        let tangents: Vec<_> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, (n, t))| {
+                let name: &'static str = match *n {
+                    "x" => "tangent_x",
+                    "w" => "tangent_w",
+                    _ => "tangent_b",
+                };
+                (name, tensor(11 + k as u64, t.dims()))
+            })
+            .collect();
+        inputs.extend(tangents);
+        let h = |g: &Graph| {
+            let wrt: Vec<_> = ["x", "w", "b"]
+                .iter()
+                .filter_map(|n| g.find_input(n))
+                .collect();
+            let d = hvp(g, &wrt).unwrap_or_else(|e| panic!("{}: {e}", g.name()));
+            run(&mut compile(&d), &inputs)
+        };
+        let lowered = prepare_graph_for_ad(&g).unwrap();
+        assert_close(case.name, &h(&g), &h(&lowered));
+        let second = |g: &Graph| {
+            let d = nth_order_grad(g, "x", 2, &HigherOrderOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", g.name()));
+            run(&mut compile(&d), &case.inputs())
+        };
+        assert_close(case.name, &second(&g), &second(&lowered));
     }
 }
 
