@@ -21,13 +21,11 @@ pub(crate) enum Mode {
 /// `mode`, so do the norms and attention, whose closed-form vjps keep
 /// less alive).
 fn decomposed_for_ad(op: &Op, mode: Mode) -> bool {
-    let closed_form = matches!(op, Op::Softmax { .. } | Op::LogSoftmax { .. })
-        || crate::rules::quant::kept_whole(op)
-        || (mode == Mode::Reverse
-            && matches!(
-                op,
-                Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. }
-            ));
+    let closed_form = match op {
+        Op::Softmax { .. } | Op::LogSoftmax { .. } => true,
+        Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. } => mode == Mode::Reverse,
+        _ => crate::rules::quant::kept_whole(op),
+    };
     op.kind().is_composite() && !closed_form
 }
 

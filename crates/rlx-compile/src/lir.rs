@@ -2,6 +2,7 @@
 //! pipeline that produces it.
 
 use crate::memory::{check_plan, plan_memory, MemoryPlan};
+use crate::passes::amp::{auto_mixed_precision, PrecisionPolicy};
 use crate::passes::fold::{fold_constants, ConstEvaluator, FoldOptions};
 use crate::passes::{
     cse::cse, dce::dce, decompose::decompose_unclaimed, precision::lower_precision,
@@ -63,6 +64,8 @@ pub struct LowerOptions {
     pub keep_stages: bool,
     /// What to fuse (when the target claims the fused ops).
     pub fusion: FusionOptions,
+    /// Automatic mixed precision (applies when `precision` is F32).
+    pub precision_policy: PrecisionPolicy,
 }
 
 impl Default for LowerOptions {
@@ -79,6 +82,7 @@ impl Default for LowerOptions {
             fold: FoldOptions::default(),
             keep_stages: false,
             fusion: FusionOptions::default(),
+            precision_policy: PrecisionPolicy::AlwaysF32,
         }
     }
 }
@@ -153,6 +157,9 @@ pub fn lower_with(
     }
     if let Some(dt) = opts.precision.compute_dtype() {
         pipeline = pipeline.with_fn("precision", move |g| lower_precision(g, dt));
+    } else if opts.precision_policy.low_dtype().is_some() {
+        let policy = &opts.precision_policy;
+        pipeline = pipeline.with_fn("amp", move |g| auto_mixed_precision(g, policy));
     }
     let decompose_all = opts.decompose_composites;
     pipeline = pipeline.with_fn("decompose", move |g| {

@@ -9,8 +9,10 @@ pub use rlx_autodiff::{
     grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
     vmap, vmap_axes, AutodiffError, GradWithLossOptions, HigherOrderOptions,
 };
-/// Pass-level precision (the session precision enum until the AMP pass lands).
-pub use rlx_compile::Precision;
+/// Pass-level precision: the class the AMP pass gives each op (distinct from
+/// the session [`rlx_compile::Precision`]).
+pub use rlx_compile::PassPrecision as Precision;
+pub use rlx_compile::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use rlx_compile::{
     check_plan, inspect_pipeline, lir_text, lower, lower_with, maybe_dump_pipeline, passes,
     plan_memory, CompileError, CompilePipeline, CompileResult, ConstEvaluator, Dispatch,

@@ -1,6 +1,6 @@
 //! [`CompileOptions`]: the typed source of truth for how a graph compiles.
 
-use rlx_compile::{FusionOptions, LowerOptions, Precision};
+use rlx_compile::{FusionOptions, LowerOptions, Precision, PrecisionPolicy};
 use std::collections::HashMap;
 
 /// How [`crate::Session::compile_with`] compiles a graph.
@@ -32,6 +32,8 @@ pub struct CompileOptions {
     pub keep_stages: bool,
     /// What to fuse (elementwise regions, ...).
     pub fusion: FusionOptions,
+    /// Automatic mixed precision for F32 graphs (with `precision` F32).
+    pub precision_policy: PrecisionPolicy,
 }
 
 impl Default for CompileOptions {
@@ -48,6 +50,7 @@ impl Default for CompileOptions {
             fold_constants: lower.fold_constants,
             keep_stages: lower.keep_stages,
             fusion: lower.fusion,
+            precision_policy: lower.precision_policy,
         }
     }
 }
@@ -95,6 +98,12 @@ impl CompileOptions {
         self
     }
 
+    /// Sets the automatic-mixed-precision policy (graph I/O stays F32).
+    pub fn precision_policy(mut self, policy: PrecisionPolicy) -> Self {
+        self.precision_policy = policy;
+        self
+    }
+
     /// Turns fusion on (default options) or off.
     pub fn fusion(mut self, on: bool) -> Self {
         self.fusion = if on {
@@ -130,6 +139,7 @@ impl CompileOptions {
             fold_constants: self.fold_constants,
             keep_stages: self.keep_stages,
             fusion: self.fusion.clone(),
+            precision_policy: self.precision_policy.clone(),
             ..LowerOptions::default()
         }
     }

@@ -165,3 +165,75 @@ fn half_precision_sessions_stay_within_1e2_of_f32() {
         );
     }
 }
+
+#[test]
+fn auto_mixed_precision_casts_only_at_class_boundaries() {
+    use rlx_compile::PrecisionPolicy;
+    use rlx_ir::{Op, OpKind};
+    let opts = CompileOptions::default()
+        .fusion(false)
+        .precision_policy(PrecisionPolicy::AutoMixed);
+    let c = compile(&opts);
+    let g = &c.lir().graph;
+    for id in g.ids() {
+        let n = g.node(id);
+        match n.op.kind() {
+            OpKind::MatMul | OpKind::Attention => {
+                assert_eq!(n.shape.dtype(), DType::F16, "{}", rlx_ir::node_label(g, id))
+            }
+            OpKind::LayerNorm | OpKind::Softmax | OpKind::Reduce => {
+                assert_eq!(n.shape.dtype(), DType::F32, "{}", rlx_ir::node_label(g, id))
+            }
+            _ => {}
+        }
+        if matches!(n.op, Op::Cast) {
+            let src = g.node(n.inputs[0]);
+            assert_ne!(
+                src.shape.dtype(),
+                n.shape.dtype(),
+                "a cast that changes nothing"
+            );
+            assert!(
+                !matches!(src.op, Op::Cast),
+                "cast of a cast at {}",
+                rlx_ir::node_label(g, id)
+            );
+        }
+    }
+    // Six linear layers, each: x and w into F16, the F16 product back to F32
+    // for the bias add that follows... at most three casts per linear plus
+    // the attention's q / k / v / output.
+    let casts = g
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.op, Op::Cast))
+        .count();
+    assert!(casts <= 6 * 3 + 4, "{casts} casts");
+    assert_eq!(c.output_shapes()[0].dtype(), DType::F32);
+}
+
+#[test]
+fn auto_mixed_precision_stays_within_1e2_of_f32() {
+    use rlx_compile::PrecisionPolicy;
+    let x = input();
+    let reference = compile(&CompileOptions::default()).run(&[("x", &x)]);
+    let scale = reference[0].iter().map(|v| v.abs()).fold(0.0f32, f32::max);
+    for (policy, tol) in [
+        (PrecisionPolicy::AutoMixedConservative, 1e-2),
+        (PrecisionPolicy::AutoMixed, 1e-2),
+        (PrecisionPolicy::AutoMixedBf16, 3e-2),
+    ] {
+        let got =
+            compile(&CompileOptions::default().precision_policy(policy.clone())).run(&[("x", &x)]);
+        let worst = got[0]
+            .iter()
+            .zip(&reference[0])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst <= tol * scale,
+            "{policy:?}: max error {worst} vs scale {scale}"
+        );
+        assert!(worst > 0.0, "{policy:?} changed nothing");
+    }
+}

@@ -154,8 +154,9 @@ pub mod ops {
 /// ```
 pub mod compile {
     pub use crate::{CompileOptions, Precision};
-    /// Pass-level precision (the session [`Precision`] until the AMP pass lands).
+    /// Pass-level precision: the class the AMP pass gives each op.
     pub use rlx_opt::Precision as PassPrecision;
+    pub use rlx_opt::PrecisionPolicy;
     pub use rlx_opt::{
         inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, Dispatch,
         DispatchReport, FusionKind, FusionOptions, FusionReport, LirModule, MemoryReport,
@@ -192,7 +193,7 @@ pub mod prelude {
         grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
         vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
     };
-    pub use crate::compile::{CompilePipeline, FusionReport, Pass};
+    pub use crate::compile::{CompilePipeline, FusionReport, Pass, PrecisionPolicy};
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     #[cfg(feature = "optim")]

@@ -1,5 +1,6 @@
 //! Graph -> graph passes.
 
+pub mod amp;
 pub mod cse;
 pub mod dce;
 pub mod decompose;
