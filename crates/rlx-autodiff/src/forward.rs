@@ -1,7 +1,7 @@
 //! Forward mode (`jvp`) and forward-over-reverse (`hvp`).
 
 use crate::emit::{differentiable, zeros};
-use crate::prepare::{check_leaves, leaf_name, prepare};
+use crate::prepare::{check_leaves, leaf_name, prepare_for, Mode};
 use crate::reverse::grad_with_loss;
 use crate::{rules, AutodiffError, Result};
 use rlx_ir::ops::control::is_tuple_op;
@@ -17,7 +17,7 @@ pub const TANGENT_PREFIX: &str = "tangent_";
 /// materialised except for an output that depends on no tangent.
 pub fn jvp(g: &Graph, tangent_for: &[NodeId]) -> Result<Graph> {
     check_leaves(g, tangent_for)?;
-    let (h, map) = prepare(g)?;
+    let (h, map) = prepare_for(g, Mode::Forward)?;
     let mut out = h.clone();
     let mut tan: Vec<Option<NodeId>> = vec![None; h.len()];
     for &w in tangent_for {

@@ -4,14 +4,26 @@
 use crate::{AutodiffError, Result};
 use rlx_ir::{node_label, ops, verify_all, Graph, NodeId, NodeOrigin, Op};
 
+/// The transform a graph is prepared for: it decides which ops with
+/// closed-form rules stay whole.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
+    /// `jvp`: conv stays whole (its tangent is two convs).
+    Forward,
+    /// `grad`: conv, the norms and attention stay whole.
+    Reverse,
+    /// `vmap` and [`prepare`]: everything lowers.
+    Batch,
+}
+
 /// True for composites differentiated through their decomposition
-/// (softmax and log-softmax have closed-form rules instead; with
-/// `reverse`, so do the norms and attention, whose closed-form vjps keep
+/// (softmax and log-softmax have closed-form rules instead; in reverse
+/// `mode`, so do the norms and attention, whose closed-form vjps keep
 /// less alive).
-fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
+fn decomposed_for_ad(op: &Op, mode: Mode) -> bool {
     let closed_form = match op {
         Op::Softmax { .. } | Op::LogSoftmax { .. } => true,
-        Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. } => reverse,
+        Op::LayerNorm { .. } | Op::RmsNorm { .. } | Op::Attention { .. } => mode == Mode::Reverse,
         _ => crate::rules::quant::kept_whole(op),
     };
     op.kind().is_composite() && !closed_form
@@ -22,12 +34,12 @@ fn decomposed_for_ad(op: &Op, reverse: bool) -> bool {
 /// Inputs, params and outputs keep their order; returns the new graph and,
 /// per old node id, the node that now holds its value.
 pub fn prepare(g: &Graph) -> Result<(Graph, Vec<NodeId>)> {
-    prepare_for(g, false)
+    prepare_for(g, Mode::Batch)
 }
 
-/// [`prepare`] for reverse mode (`reverse`): composites with a closed-form
-/// vjp stay whole.
-pub(crate) fn prepare_for(g: &Graph, reverse: bool) -> Result<(Graph, Vec<NodeId>)> {
+/// [`prepare`] for one transform: ops with a closed-form rule in that
+/// `mode` stay whole (conv in reverse / forward mode: no im2col matrix).
+pub(crate) fn prepare_for(g: &Graph, mode: Mode) -> Result<(Graph, Vec<NodeId>)> {
     let errors = verify_all(g);
     if !errors.is_empty() {
         let msg: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -51,7 +63,7 @@ pub(crate) fn prepare_for(g: &Graph, reverse: bool) -> Result<(Graph, Vec<NodeId
     for n in g.nodes() {
         let inputs: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
         let lowered = match &n.op {
-            Op::Conv { window, groups } => Some(ops::conv::decompose_conv(
+            Op::Conv { window, groups } if mode == Mode::Batch => Some(ops::conv::decompose_conv(
                 &mut out, &inputs, window, *groups,
             )),
             Op::ConvTranspose {
@@ -89,7 +101,7 @@ pub(crate) fn prepare_for(g: &Graph, reverse: bool) -> Result<(Graph, Vec<NodeId
             _ => None,
         };
         let id = if let Some(r) = lowered {
-            // Conv, transposed conv, pooling and upsampling are differentiated through primitive forms.
+            // Transposed conv, pooling, upsampling (conv under vmap) lower to primitives.
             let first = out.len();
             let id = r?;
             for k in first..out.len() {
@@ -101,7 +113,7 @@ pub(crate) fn prepare_for(g: &Graph, reverse: bool) -> Result<(Graph, Vec<NodeId
                 );
             }
             id
-        } else if decomposed_for_ad(&n.op, reverse) {
+        } else if decomposed_for_ad(&n.op, mode) {
             let first = out.len();
             let id = ops::decompose(&mut out, n, &inputs)?.expect("composites decompose");
             for k in first..out.len() {

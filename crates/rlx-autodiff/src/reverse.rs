@@ -1,7 +1,7 @@
 //! Reverse mode: `grad_with_loss` and friends.
 
 use crate::emit::{add, add_opt, broadcast, differentiable, dims, zeros};
-use crate::prepare::{check_leaves, prepare_for};
+use crate::prepare::{check_leaves, prepare_for, Mode};
 use crate::{rules, AutodiffError, Result};
 use rlx_ir::ops::control::{is_tuple_op, result_shapes};
 use rlx_ir::{node_label, Graph, NodeId, NodeOrigin, Op, Shape};
@@ -89,7 +89,7 @@ pub(crate) fn on_path(g: &Graph, from: &[NodeId], to: NodeId) -> Vec<bool> {
 /// [`grad_with_loss`] with options.
 pub fn grad_with_loss_opts(g: &Graph, wrt: &[NodeId], opts: &GradWithLossOptions) -> Result<Graph> {
     check_leaves(g, wrt)?;
-    let (h, map) = prepare_for(g, true)?;
+    let (h, map) = prepare_for(g, Mode::Reverse)?;
     let wrt: Vec<NodeId> = wrt.iter().map(|w| map[w.index()]).collect();
     let Some(&loss) = h.outputs().first() else {
         return Err(AutodiffError::InvalidGraph(format!(

@@ -387,6 +387,25 @@ fn convolution_and_pooling() {
     check("conv1d", &[&[2, 3, 9], &[4, 3, 3]], false, |g, x| {
         g.conv1d(x[0], x[1], None, 2, 1, 1, 1)
     });
+    // Stride 2, dilation 2, groups 2, bias, odd sizes (closed-form vjp).
+    let odd = |rank: usize| Window {
+        kernel: vec![],
+        stride: vec![2; rank],
+        padding: vec![(2, 1); rank],
+        dilation: vec![2; rank],
+    };
+    check(
+        "conv1d_s2_d2_g2",
+        &[&[3, 4, 11], &[6, 2, 3], &[6]],
+        false,
+        |g, x| g.conv(x[0], x[1], Some(x[2]), odd(1), 2),
+    );
+    check(
+        "conv2d_s2_d2_g2",
+        &[&[1, 4, 9, 7], &[2, 2, 3, 2], &[2]],
+        false,
+        |g, x| g.conv(x[0], x[1], Some(x[2]), odd(2), 2),
+    );
     let pw = |k: usize| Window {
         kernel: vec![k; 2],
         stride: vec![2; 2],

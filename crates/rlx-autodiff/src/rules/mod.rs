@@ -5,10 +5,12 @@
 //! output tangent. Composites other than softmax / log-softmax reach these
 //! rules already decomposed (`prepare_graph_for_ad`), except that reverse
 //! mode keeps layer / rms norm and attention whole for their closed-form vjps.
+//! Conv reaches reverse and forward mode whole (vmap lowers it to im2col).
 
 pub mod attention;
 pub mod batching;
 pub mod control;
+pub mod conv;
 pub mod elementwise;
 pub mod fft;
 pub mod indexing;
@@ -76,6 +78,7 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
             scale,
             softcap,
         } => attention::attention_vjp(g, *mask, *scale, *softcap, x, ct),
+        Op::Conv { window, groups } => conv::conv_vjp(g, window, *groups, x, ct),
         Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
         _ => Err(missing(g, y, "vjp")),
     }
