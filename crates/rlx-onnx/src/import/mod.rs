@@ -1,0 +1,478 @@
+//! ONNX graph -> RLX [`Graph`].
+//!
+//! Nodes are visited in a topological order (checked: a cycle or a dangling
+//! name is an error). Each op type has an importer in one of the family
+//! modules; a node whose inputs are all constants is folded at import (the
+//! importer runs on a scratch graph of constants, compiled and run on the
+//! CPU backend), so shape subgraphs (`Shape -> Gather -> Concat -> Reshape`)
+//! become constants whenever the input shapes are known. Unsupported op
+//! types are reported all at once before anything is built.
+
+/// Declares a family's op table: `OPS` (the names) and `lookup` (name -> importer).
+macro_rules! op_table {
+    ($($name:literal => $f:expr),* $(,)?) => {
+        pub(super) const OPS: &[&str] = &[$($name),*];
+        pub(super) fn lookup(op: &str) -> Option<super::ImportFn> {
+            let f: super::ImportFn = match op {
+                $($name => $f,)*
+                _ => return None,
+            };
+            Some(f)
+        }
+    };
+}
+
+mod attrs;
+mod elementwise;
+mod indexing;
+mod linalg;
+mod movement;
+mod nn;
+mod norm;
+mod quant;
+mod reduce;
+mod resize;
+
+pub(crate) use attrs::NodeCx;
+
+use crate::model::{tensor_info, TensorInfo};
+use crate::proto::{GraphProto, ModelProto, NodeProto};
+use crate::tensor::tensor_from_proto;
+use crate::{OnnxError, Result, UnsupportedNode};
+use rlx_ir::{Dim, Graph, HostTensor, NodeId, Op, Shape};
+use rlx_runtime::Session;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::rc::Rc;
+
+/// What the importer produces.
+#[derive(Debug)]
+pub struct Imported {
+    /// The RLX graph (outputs in ONNX output order).
+    pub graph: Graph,
+    /// Graph inputs (initializers excluded), in ONNX order.
+    pub inputs: Vec<TensorInfo>,
+    /// Graph outputs with the dims RLX inferred.
+    pub outputs: Vec<TensorInfo>,
+    /// ONNX op type -> node count.
+    pub op_counts: BTreeMap<String, usize>,
+    /// Nodes folded to constants at import.
+    pub folded: usize,
+}
+
+/// How to import.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Sizes for symbolic input dims (`dim_param` names, or `<input>:<axis>`).
+    pub dim_bindings: HashMap<String, usize>,
+    /// Graph inputs imported as these constant values instead (used to
+    /// specialise on inputs a shape computation needs).
+    pub input_values: HashMap<String, HostTensor>,
+}
+
+/// The largest folded constant, in bytes; bigger results stay in the graph.
+const MAX_FOLD_BYTES: usize = 64 << 20;
+
+/// A value of the ONNX graph: its node, and its data when known at import.
+#[derive(Clone, Debug)]
+pub(crate) struct Value {
+    pub node: NodeId,
+    pub konst: Option<Rc<HostTensor>>,
+}
+
+/// An importer: reads the node's inputs / attributes from the context and
+/// returns one node per ONNX output it produces.
+pub(crate) type ImportFn = fn(&mut NodeCx) -> Result<Vec<NodeId>>;
+
+/// The importer of an op type of the default domain.
+pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
+    elementwise::lookup(op_type)
+        .or_else(|| linalg::lookup(op_type))
+        .or_else(|| nn::lookup(op_type))
+        .or_else(|| norm::lookup(op_type))
+        .or_else(|| reduce::lookup(op_type))
+        .or_else(|| movement::lookup(op_type))
+        .or_else(|| indexing::lookup(op_type))
+        .or_else(|| quant::lookup(op_type))
+        .or_else(|| resize::lookup(op_type))
+}
+
+/// Every op type of the default domain the importer knows (sorted).
+pub fn supported_ops() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = [
+        elementwise::OPS,
+        linalg::OPS,
+        nn::OPS,
+        norm::OPS,
+        reduce::OPS,
+        movement::OPS,
+        indexing::OPS,
+        quant::OPS,
+        resize::OPS,
+    ]
+    .concat();
+    all.sort_unstable();
+    all
+}
+
+pub(crate) fn node_label(n: &NodeProto, index: usize) -> String {
+    match n.name.as_deref() {
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => format!("#{index}"),
+    }
+}
+
+fn is_default_domain(n: &NodeProto) -> bool {
+    matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
+}
+
+/// Every node whose op the importer does not know, all at once.
+pub fn unsupported_nodes(g: &GraphProto) -> Vec<UnsupportedNode> {
+    g.node
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let op = n.op_type.clone().unwrap_or_default();
+            let known = is_default_domain(n) && importer(&op).is_some();
+            (!known).then(|| UnsupportedNode {
+                op_type: if is_default_domain(n) {
+                    op.clone()
+                } else {
+                    format!("{}::{op}", n.domain.as_deref().unwrap_or_default())
+                },
+                node: node_label(n, i),
+                reason: if is_default_domain(n) {
+                    "no importer for this op type".into()
+                } else {
+                    "custom-domain ops are not supported".into()
+                },
+            })
+        })
+        .collect()
+}
+
+/// Node indices in a topological order; a cycle or an undefined input name is an error.
+fn topo_order(g: &GraphProto, known: &HashSet<String>) -> Result<Vec<usize>> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in g.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            if known.contains(o) || producer.insert(o, i).is_some() {
+                return Err(OnnxError::Invalid(format!(
+                    "value \"{o}\" is defined twice (node {})",
+                    node_label(n, i)
+                )));
+            }
+        }
+    }
+    let mut indegree = vec![0usize; g.node.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
+    for (i, n) in g.node.iter().enumerate() {
+        for name in n.input.iter().filter(|s| !s.is_empty()) {
+            if let Some(&p) = producer.get(name.as_str()) {
+                indegree[i] += 1;
+                users[p].push(i);
+            } else if !known.contains(name) {
+                return Err(OnnxError::Invalid(format!(
+                    "node {} ({}) reads \"{name}\", which no node, initializer or graph input defines",
+                    node_label(n, i),
+                    n.op_type.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..g.node.len())
+        .filter(|&i| indegree[i] == 0)
+        .rev()
+        .collect();
+    let mut order = Vec::with_capacity(g.node.len());
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for &u in users[i].iter().rev() {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    if order.len() != g.node.len() {
+        let stuck: Vec<String> = (0..g.node.len())
+            .filter(|&i| indegree[i] > 0)
+            .take(8)
+            .map(|i| node_label(&g.node[i], i))
+            .collect();
+        return Err(OnnxError::Invalid(format!(
+            "the graph has a cycle through nodes {stuck:?}"
+        )));
+    }
+    Ok(order)
+}
+
+/// Imports a model's main graph.
+pub fn import_model(
+    model: &ModelProto,
+    base_dir: Option<&Path>,
+    opts: &ImportOptions,
+) -> Result<Imported> {
+    let g = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Invalid("the model has no graph".into()))?;
+    let unsupported = unsupported_nodes(g);
+    if !unsupported.is_empty() {
+        return Err(OnnxError::Unsupported(unsupported));
+    }
+    let opset = crate::model::model_info(model).default_opset();
+    let name = g.name.clone().unwrap_or_else(|| "onnx".into());
+    let mut out = Graph::new(name);
+    let mut values: HashMap<String, Value> = HashMap::new();
+
+    for t in &g.initializer {
+        let name = t.name.clone().unwrap_or_default();
+        let host = tensor_from_proto(t, base_dir)?;
+        let node = out.constant_tensor(&host);
+        if values
+            .insert(
+                name.clone(),
+                Value {
+                    node,
+                    konst: Some(Rc::new(host)),
+                },
+            )
+            .is_some()
+        {
+            return Err(OnnxError::Invalid(format!(
+                "initializer \"{name}\" is defined twice"
+            )));
+        }
+    }
+    let mut inputs = Vec::new();
+    for v in &g.input {
+        let vname = v.name.clone().unwrap_or_default();
+        if values.contains_key(&vname) {
+            continue; // an initializer listed as an input: its value is the default
+        }
+        let mut info = tensor_info(v)?;
+        info.dims = info
+            .dims
+            .iter()
+            .map(|d| d.bind(&opts.dim_bindings))
+            .collect();
+        let node = if let Some(t) = opts.input_values.get(&vname) {
+            if t.dtype() != info.dtype || !dims_match(&info.dims, t.dims()) {
+                return Err(OnnxError::Invalid(format!(
+                    "value for input \"{vname}\" is {:?} {:?}, the input is {} {:?}",
+                    t.dtype(),
+                    t.dims(),
+                    info.dtype,
+                    info.dims
+                )));
+            }
+            let node = out.constant_tensor(t);
+            values.insert(
+                vname.clone(),
+                Value {
+                    node,
+                    konst: Some(Rc::new(t.clone())),
+                },
+            );
+            node
+        } else {
+            let node = out.try_input(&vname, Shape::from_dims(info.dims.clone(), info.dtype))?;
+            values.insert(vname.clone(), Value { node, konst: None });
+            node
+        };
+        let _ = node;
+        inputs.push(info);
+    }
+
+    let known: HashSet<String> = values.keys().cloned().collect();
+    let order = topo_order(g, &known)?;
+    let mut op_counts = BTreeMap::new();
+    let mut folded = 0;
+    for i in order {
+        let n = &g.node[i];
+        *op_counts
+            .entry(n.op_type.clone().unwrap_or_default())
+            .or_insert(0) += 1;
+        let f = importer(n.op_type.as_deref().unwrap_or_default()).expect("pre-scanned");
+        let ins: Vec<Option<Value>> = n
+            .input
+            .iter()
+            .map(|s| (!s.is_empty()).then(|| values[s.as_str()].clone()))
+            .collect();
+        let (produced, was_folded) = import_node(&mut out, n, i, opset, &ins, f)?;
+        folded += was_folded as usize;
+        let wanted: Vec<(usize, &String)> = n
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| !o.is_empty())
+            .collect();
+        for (k, oname) in wanted {
+            let v = produced
+                .get(k)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| OnnxError::Node {
+                    node: node_label(n, i),
+                    op_type: n.op_type.clone().unwrap_or_default(),
+                    reason: format!("output {k} (\"{oname}\") is not supported"),
+                })?;
+            out.set_name(v.node, oname.clone());
+            values.insert(oname.clone(), v);
+        }
+    }
+
+    let mut outs = Vec::new();
+    let mut out_infos = Vec::new();
+    for v in &g.output {
+        let vname = v.name.clone().unwrap_or_default();
+        let val = values.get(&vname).ok_or_else(|| {
+            OnnxError::Invalid(format!("graph output \"{vname}\" is never defined"))
+        })?;
+        let mut id = val.node;
+        // Cast to the declared element type when the IR computed another.
+        if let Ok(declared) = tensor_info(v) {
+            if declared.dtype != out.shape(id).dtype() {
+                let s = out.shape(id).with_dtype(declared.dtype);
+                id = out.try_node(Op::Cast, &[id], Some(s))?;
+            }
+        }
+        let s = out.shape(id).clone();
+        out_infos.push(TensorInfo {
+            name: vname,
+            dtype: s.dtype(),
+            dims: s.dims().to_vec(),
+        });
+        outs.push(id);
+    }
+    out.set_outputs(outs);
+    Ok(Imported {
+        graph: out,
+        inputs,
+        outputs: out_infos,
+        op_counts,
+        folded,
+    })
+}
+
+fn dims_match(dims: &[Dim], given: &[usize]) -> bool {
+    dims.len() == given.len()
+        && dims
+            .iter()
+            .zip(given)
+            .all(|(d, &g)| d.as_static().is_none_or(|s| s == g))
+}
+
+/// Imports one node; folds it to constants when every input is constant.
+fn import_node(
+    g: &mut Graph,
+    n: &NodeProto,
+    index: usize,
+    opset: i64,
+    ins: &[Option<Value>],
+    f: ImportFn,
+) -> Result<(Vec<Option<Value>>, bool)> {
+    let all_const = ins
+        .iter()
+        .all(|v| v.as_ref().is_none_or(|v| v.konst.is_some()));
+    if all_const {
+        if let Some(vals) = fold_node(n, index, opset, ins, f)? {
+            let out = vals
+                .into_iter()
+                .map(|t| {
+                    let node = g.constant_tensor(&t);
+                    Some(Value {
+                        node,
+                        konst: Some(Rc::new(t)),
+                    })
+                })
+                .collect();
+            return Ok((out, true));
+        }
+    }
+    let mut cx = NodeCx::new(g, n, index, opset, ins);
+    let ids = f(&mut cx)?;
+    Ok((
+        ids.into_iter()
+            .map(|node| {
+                Some(Value {
+                    node,
+                    konst: const_of(g, node),
+                })
+            })
+            .collect(),
+        false,
+    ))
+}
+
+/// The data of a constant node.
+fn const_of(g: &Graph, id: NodeId) -> Option<Rc<HostTensor>> {
+    let n = g.node(id);
+    match &n.op {
+        Op::Constant { bytes } => {
+            let dims = n.shape.static_dims()?;
+            HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone())
+                .ok()
+                .map(Rc::new)
+        }
+        _ => None,
+    }
+}
+
+/// Evaluates a node of constant inputs on a scratch graph; `None` when the
+/// result is too large to keep as a constant.
+fn fold_node(
+    n: &NodeProto,
+    index: usize,
+    opset: i64,
+    ins: &[Option<Value>],
+    f: ImportFn,
+) -> Result<Option<Vec<HostTensor>>> {
+    let mut scratch = Graph::new("fold");
+    let local: Vec<Option<Value>> = ins
+        .iter()
+        .map(|v| {
+            v.as_ref().map(|v| {
+                let t = v.konst.clone().expect("all constant");
+                Value {
+                    node: scratch.constant_tensor(&t),
+                    konst: Some(t),
+                }
+            })
+        })
+        .collect();
+    let mut cx = NodeCx::new(&mut scratch, n, index, opset, &local);
+    let ids = f(&mut cx)?;
+    let mut bytes = 0usize;
+    for &id in &ids {
+        match scratch.shape(id).size_bytes() {
+            Some(b) => bytes = bytes.saturating_add(b),
+            None => return Ok(None),
+        }
+    }
+    if bytes > MAX_FOLD_BYTES {
+        return Ok(None);
+    }
+    if let Some(all) = ids
+        .iter()
+        .map(|&id| const_of(&scratch, id))
+        .collect::<Option<Vec<_>>>()
+    {
+        return Ok(Some(all.into_iter().map(|t| (*t).clone()).collect()));
+    }
+    // Zero-element results need no kernel.
+    if ids.iter().all(|&id| scratch.shape(id).numel() == Some(0)) {
+        return Ok(Some(
+            ids.iter()
+                .map(|&id| {
+                    let s = scratch.shape(id);
+                    HostTensor::zeros(s.dtype(), &s.static_dims().unwrap_or_default())
+                })
+                .collect(),
+        ));
+    }
+    scratch.set_outputs(ids);
+    let mut c = Session::new(rlx_driver::Device::Cpu).try_compile(scratch)?;
+    Ok(Some(c.try_run_typed(&[])?))
+}

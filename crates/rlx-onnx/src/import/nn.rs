@@ -1,0 +1,289 @@
+//! Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
+//! LpPool, the global pools.
+
+use super::NodeCx;
+use crate::Result;
+use rlx_ir::op::{BinaryOp as B, PoolKind, ReduceOp, UnaryOp as U, Window};
+use rlx_ir::{NodeId, Op};
+
+op_table! {
+    "Conv" => conv,
+    "ConvTranspose" => conv_transpose,
+    "MaxPool" => |cx| pool(cx, PoolKind::Max),
+    "AveragePool" => |cx| pool(cx, PoolKind::Avg),
+    "LpPool" => lp_pool,
+    "GlobalAveragePool" => |cx| global_pool(cx, ReduceOp::Mean),
+    "GlobalMaxPool" => |cx| global_pool(cx, ReduceOp::Max),
+    "GlobalLpPool" => global_lp_pool,
+}
+
+/// Per-spatial-dim list attribute with a default.
+fn per_dim(cx: &NodeCx, name: &str, n: usize, default: usize) -> Result<Vec<usize>> {
+    match cx.attr_ints(name) {
+        Some(v) if v.len() == n && v.iter().all(|&d| d >= 0) => {
+            Ok(v.iter().map(|&d| d as usize).collect())
+        }
+        Some(v) => Err(cx.err(format!(
+            "attribute {name}={v:?} needs {n} non-negative entries"
+        ))),
+        None => Ok(vec![default; n]),
+    }
+}
+
+/// (before, after) padding from `pads` / `auto_pad` for input sizes `sizes`.
+pub(super) fn resolve_pads(
+    cx: &NodeCx,
+    sizes: &[usize],
+    kernel: &[usize],
+    stride: &[usize],
+    dilation: &[usize],
+) -> Result<Vec<(usize, usize)>> {
+    let n = sizes.len();
+    let auto = cx.attr_s("auto_pad", "NOTSET");
+    match auto.as_str() {
+        "NOTSET" => {
+            let p = match cx.attr_ints("pads") {
+                Some(p) if p.len() == 2 * n && p.iter().all(|&d| d >= 0) => p,
+                Some(p) => {
+                    return Err(cx.err(format!("pads={p:?} needs {} non-negative entries", 2 * n)))
+                }
+                None => vec![0; 2 * n],
+            };
+            Ok((0..n).map(|i| (p[i] as usize, p[n + i] as usize)).collect())
+        }
+        "VALID" => Ok(vec![(0, 0); n]),
+        "SAME_UPPER" | "SAME_LOWER" => Ok((0..n)
+            .map(|i| {
+                let out = sizes[i].div_ceil(stride[i]);
+                let span = dilation[i] * (kernel[i] - 1) + 1;
+                let total = ((out - 1) * stride[i] + span).saturating_sub(sizes[i]);
+                let small = total / 2;
+                if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                }
+            })
+            .collect()),
+        other => Err(cx.err(format!("unknown auto_pad \"{other}\""))),
+    }
+}
+
+fn conv(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, w) = (cx.x(0)?, cx.x(1)?);
+    let xd = cx.static_dims(x, "Conv")?;
+    let wd = cx.static_dims(w, "Conv weight")?;
+    if xd.len() < 3 || wd.len() != xd.len() {
+        return Err(cx.err(format!(
+            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [O, C/g, *k]"
+        )));
+    }
+    let n = xd.len() - 2;
+    let kernel = wd[2..].to_vec();
+    let stride = per_dim(cx, "strides", n, 1)?;
+    let dilation = per_dim(cx, "dilations", n, 1)?;
+    let padding = resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
+    let groups = cx.attr_i("group", 1).max(1) as usize;
+    let window = Window {
+        kernel: vec![],
+        stride,
+        padding,
+        dilation,
+    };
+    let mut ins = vec![x, w];
+    ins.extend(cx.opt(2));
+    Ok(vec![cx.node(Op::Conv { window, groups }, &ins, None)?])
+}
+
+fn conv_transpose(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, w) = (cx.x(0)?, cx.x(1)?);
+    let xd = cx.static_dims(x, "ConvTranspose")?;
+    let wd = cx.static_dims(w, "ConvTranspose weight")?;
+    if xd.len() < 3 || wd.len() != xd.len() {
+        return Err(cx.err(format!(
+            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [C, O/g, *k]"
+        )));
+    }
+    let n = xd.len() - 2;
+    let kernel = wd[2..].to_vec();
+    let stride = per_dim(cx, "strides", n, 1)?;
+    let dilation = per_dim(cx, "dilations", n, 1)?;
+    let mut output_padding = per_dim(cx, "output_padding", n, 0)?;
+    let groups = cx.attr_i("group", 1).max(1) as usize;
+    let auto = cx.attr_s("auto_pad", "NOTSET");
+    let padding = if let Some(os) = cx.attr_ints("output_shape") {
+        let os: Vec<usize> = os
+            .iter()
+            .rev()
+            .take(n)
+            .rev()
+            .map(|&d| d.max(0) as usize)
+            .collect();
+        let mut pads = Vec::new();
+        for i in 0..n {
+            let full =
+                stride[i] * (xd[2 + i] - 1) + output_padding[i] + (kernel[i] - 1) * dilation[i] + 1;
+            if full < os[i] {
+                // A larger output than the full transposed conv: extra output padding.
+                output_padding[i] += os[i] - full;
+                pads.push((0, 0));
+                continue;
+            }
+            let total = full - os[i];
+            let small = total / 2;
+            pads.push(if auto == "SAME_LOWER" {
+                (total - small, small)
+            } else {
+                (small, total - small)
+            });
+        }
+        pads
+    } else if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+        (0..n)
+            .map(|i| {
+                let full = stride[i] * (xd[2 + i] - 1)
+                    + output_padding[i]
+                    + (kernel[i] - 1) * dilation[i]
+                    + 1;
+                let total = full.saturating_sub(xd[2 + i] * stride[i]);
+                let small = total / 2;
+                if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                }
+            })
+            .collect()
+    } else {
+        resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?
+    };
+    let window = Window {
+        kernel: vec![],
+        stride,
+        padding,
+        dilation,
+    };
+    let mut ins = vec![x, w];
+    ins.extend(cx.opt(2));
+    Ok(vec![cx.node(
+        Op::ConvTranspose {
+            window,
+            output_padding,
+            groups,
+        },
+        &ins,
+        None,
+    )?])
+}
+
+fn pool(cx: &mut NodeCx, kind: PoolKind) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let xd = cx.static_dims(x, "pooling")?;
+    if xd.len() < 3 {
+        return Err(cx.err(format!("x {xd:?} must be [N, C, *sp]")));
+    }
+    let n = xd.len() - 2;
+    let kernel = per_dim(cx, "kernel_shape", n, 0)?;
+    if kernel.contains(&0) {
+        return Err(cx.err("kernel_shape is required"));
+    }
+    let stride = per_dim(cx, "strides", n, 1)?;
+    let dilation = per_dim(cx, "dilations", n, 1)?;
+    let mut padding = resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
+    if cx.attr_i("ceil_mode", 0) != 0 {
+        // Ceil mode: pad the end so a last partial window exists, unless it
+        // would start entirely in the padding.
+        for i in 0..n {
+            let (lo, hi) = padding[i];
+            let span = dilation[i] * (kernel[i] - 1) + 1;
+            let padded = xd[2 + i] + lo + hi;
+            if padded < span {
+                continue;
+            }
+            let mut out = (padded - span).div_ceil(stride[i]) + 1;
+            if (out - 1) * stride[i] >= xd[2 + i] + lo {
+                out -= 1;
+            }
+            let need = ((out - 1) * stride[i] + span).saturating_sub(padded);
+            padding[i].1 += need;
+        }
+    }
+    let count_include_pad = cx.attr_i("count_include_pad", 0) != 0;
+    let window = Window {
+        kernel,
+        stride,
+        padding,
+        dilation,
+    };
+    let y = cx.node(
+        Op::Pool {
+            kind,
+            window,
+            count_include_pad,
+        },
+        &[x],
+        None,
+    )?;
+    let mut outs = vec![y];
+    if cx.wants_output(1) {
+        return Err(cx.unsupported("the Indices output of MaxPool needs an argmax-pooling IR op"));
+    }
+    outs.truncate(1);
+    Ok(outs)
+}
+
+fn global_pool(cx: &mut NodeCx, op: ReduceOp) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let axes: Vec<usize> = (2..cx.rank(x)).collect();
+    Ok(vec![cx.reduce(op, x, axes, true)?])
+}
+
+/// `(sum |x|^p)^(1/p)` over `axes` (keeping them).
+fn lp_reduce(cx: &mut NodeCx, x: NodeId, axes: Vec<usize>, p: f64) -> Result<NodeId> {
+    let a = cx.un(U::Abs, x)?;
+    let ap = cx.bin_scalar(B::Pow, a, p)?;
+    let s = cx.reduce(ReduceOp::Sum, ap, axes, true)?;
+    cx.bin_scalar(B::Pow, s, 1.0 / p)
+}
+
+fn global_lp_pool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let p = cx.attr_i("p", 2) as f64;
+    let axes: Vec<usize> = (2..cx.rank(x)).collect();
+    Ok(vec![lp_reduce(cx, x, axes, p)?])
+}
+
+/// LpPool as a sum pool of `|x|^p` (average pool times the window size).
+fn lp_pool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let xd = cx.static_dims(x, "LpPool")?;
+    let n = xd.len().saturating_sub(2);
+    let p = cx.attr_i("p", 2) as f64;
+    let kernel = per_dim(cx, "kernel_shape", n, 0)?;
+    if kernel.contains(&0) {
+        return Err(cx.err("kernel_shape is required"));
+    }
+    let stride = per_dim(cx, "strides", n, 1)?;
+    let dilation = per_dim(cx, "dilations", n, 1)?;
+    let padding = resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
+    let size: usize = kernel.iter().product();
+    let a = cx.un(U::Abs, x)?;
+    let ap = cx.bin_scalar(B::Pow, a, p)?;
+    let window = Window {
+        kernel,
+        stride,
+        padding,
+        dilation,
+    };
+    let avg = cx.node(
+        Op::Pool {
+            kind: PoolKind::Avg,
+            window,
+            count_include_pad: true,
+        },
+        &[ap],
+        None,
+    )?;
+    let s = cx.bin_scalar(B::Mul, avg, size as f64)?;
+    Ok(vec![cx.bin_scalar(B::Pow, s, 1.0 / p)?])
+}
