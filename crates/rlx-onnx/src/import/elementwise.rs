@@ -33,17 +33,17 @@ op_table! {
     "Not" => |cx| unary(cx, U::Not),
     "BitwiseNot" => |cx| unary(cx, U::Not),
     "Tan" => tan,
-    "Gelu" => gelu,
-    "LeakyRelu" => leaky_relu,
+    "Gelu" => |cx| activation(cx, gelu),
+    "LeakyRelu" => |cx| activation(cx, leaky_relu),
     "PRelu" => prelu,
-    "Elu" => elu,
-    "Selu" => selu,
-    "Celu" => celu,
-    "ThresholdedRelu" => thresholded_relu,
-    "HardSigmoid" => hard_sigmoid,
-    "HardSwish" => hard_swish,
-    "Softsign" => softsign,
-    "Mish" => mish,
+    "Elu" => |cx| activation(cx, elu),
+    "Selu" => |cx| activation(cx, selu),
+    "Celu" => |cx| activation(cx, celu),
+    "ThresholdedRelu" => |cx| activation(cx, thresholded_relu),
+    "HardSigmoid" => |cx| activation(cx, hard_sigmoid),
+    "HardSwish" => |cx| activation(cx, hard_swish),
+    "Softsign" => |cx| activation(cx, softsign),
+    "Mish" => |cx| activation(cx, mish),
     "Clip" => clip,
     "Min" => |cx| variadic(cx, B::Min),
     "Max" => |cx| variadic(cx, B::Max),
@@ -67,6 +67,22 @@ op_table! {
     "CastLike" => cast_like,
     "Identity" => |cx| Ok(vec![cx.x(0)?]),
     "Dropout" => dropout,
+}
+
+/// An activation computed in f32 for f16 / bf16 inputs (as the reference
+/// does), rounded back once at the end.
+fn activation(
+    cx: &mut NodeCx,
+    f: fn(&mut NodeCx, NodeId) -> Result<NodeId>,
+) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let dt = cx.dtype(x);
+    if matches!(dt, DType::F16 | DType::BF16) {
+        let xw = cx.cast(x, DType::F32)?;
+        let y = f(cx, xw)?;
+        return Ok(vec![cx.cast(y, dt)?]);
+    }
+    Ok(vec![f(cx, x)?])
 }
 
 fn unary(cx: &mut NodeCx, op: U) -> Result<Vec<NodeId>> {
@@ -155,22 +171,20 @@ fn tan(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     Ok(vec![cx.bin(B::Div, s, c)?])
 }
 
-fn gelu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn gelu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let op = match cx.attr_s("approximate", "none").as_str() {
         "none" => U::Gelu,
         "tanh" => U::GeluApprox,
         other => return Err(cx.err(format!("unknown approximate=\"{other}\""))),
     };
-    Ok(vec![cx.un(op, x)?])
+    cx.un(op, x)
 }
 
-fn leaky_relu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn leaky_relu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let alpha = cx.attr_f("alpha", 0.01);
     let neg = cmp_scalar(cx, CmpOp::Lt, x, 0.0)?;
     let ax = cx.bin_scalar(B::Mul, x, alpha)?;
-    Ok(vec![select(cx, neg, ax, x)?])
+    select(cx, neg, ax, x)
 }
 
 fn prelu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
@@ -190,41 +204,37 @@ fn expm1_scaled(cx: &mut NodeCx, x: NodeId, alpha: f64) -> Result<NodeId> {
     cx.bin_scalar(B::Mul, e1, alpha)
 }
 
-fn elu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn elu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let alpha = cx.attr_f("alpha", 1.0);
     let neg = cmp_scalar(cx, CmpOp::Lt, x, 0.0)?;
     let e = expm1_scaled(cx, x, alpha)?;
-    Ok(vec![select(cx, neg, e, x)?])
+    select(cx, neg, e, x)
 }
 
-fn selu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn selu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let alpha = cx.attr_f("alpha", 1.673_263_192_176_818_8);
     let gamma = cx.attr_f("gamma", 1.050_701_022_148_132_3);
     let neg = cmp_scalar(cx, CmpOp::Le, x, 0.0)?;
     let e = expm1_scaled(cx, x, alpha)?;
     let y = select(cx, neg, e, x)?;
-    Ok(vec![cx.bin_scalar(B::Mul, y, gamma)?])
+    cx.bin_scalar(B::Mul, y, gamma)
 }
 
-fn celu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn celu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let alpha = cx.attr_f("alpha", 1.0);
     let xa = cx.bin_scalar(B::Div, x, alpha)?;
     let e = expm1_scaled(cx, xa, alpha)?;
     let zero = cx.scalar(0.0, cx.dtype(x));
     let lo = cx.bin(B::Min, e, zero)?;
     let hi = cx.bin(B::Max, x, zero)?;
-    Ok(vec![cx.bin(B::Add, hi, lo)?])
+    cx.bin(B::Add, hi, lo)
 }
 
-fn thresholded_relu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn thresholded_relu(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let alpha = cx.attr_f("alpha", 1.0);
     let keep = cmp_scalar(cx, CmpOp::Gt, x, alpha)?;
     let zero = cx.scalar(0.0, cx.dtype(x));
-    Ok(vec![select(cx, keep, x, zero)?])
+    select(cx, keep, x, zero)
 }
 
 /// `max(0, min(1, alpha * x + beta))`.
@@ -235,30 +245,26 @@ fn hard_sigmoid_of(cx: &mut NodeCx, x: NodeId, alpha: f64, beta: f64) -> Result<
     cx.bin_scalar(B::Max, y, 0.0)
 }
 
-fn hard_sigmoid(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn hard_sigmoid(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let (alpha, beta) = (cx.attr_f("alpha", 0.2), cx.attr_f("beta", 0.5));
-    Ok(vec![hard_sigmoid_of(cx, x, alpha, beta)?])
+    hard_sigmoid_of(cx, x, alpha, beta)
 }
 
-fn hard_swish(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn hard_swish(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let h = hard_sigmoid_of(cx, x, 1.0 / 6.0, 0.5)?;
-    Ok(vec![cx.bin(B::Mul, x, h)?])
+    cx.bin(B::Mul, x, h)
 }
 
-fn softsign(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn softsign(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let a = cx.un(U::Abs, x)?;
     let d = cx.bin_scalar(B::Add, a, 1.0)?;
-    Ok(vec![cx.bin(B::Div, x, d)?])
+    cx.bin(B::Div, x, d)
 }
 
-fn mish(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
+fn mish(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let sp = cx.un(U::Softplus, x)?;
     let t = cx.un(U::Tanh, sp)?;
-    Ok(vec![cx.bin(B::Mul, x, t)?])
+    cx.bin(B::Mul, x, t)
 }
 
 fn clip(cx: &mut NodeCx) -> Result<Vec<NodeId>> {

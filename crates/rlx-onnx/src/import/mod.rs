@@ -373,11 +373,13 @@ fn import_node(
     ins: &[Option<Value>],
     f: ImportFn,
 ) -> Result<(Vec<Option<Value>>, bool)> {
+    let free = value_free_inputs(n.op_type.as_deref().unwrap_or_default());
     let all_const = ins
         .iter()
-        .all(|v| v.as_ref().is_none_or(|v| v.konst.is_some()));
+        .enumerate()
+        .all(|(k, v)| free.contains(&k) || v.as_ref().is_none_or(|v| v.konst.is_some()));
     if all_const {
-        if let Some(vals) = fold_node(n, index, opset, ins, f)? {
+        if let Some(vals) = fold_node(g, n, index, opset, ins, f)? {
             let out = vals
                 .into_iter()
                 .map(|t| {
@@ -406,6 +408,16 @@ fn import_node(
     ))
 }
 
+/// Inputs whose values an op never reads (only their dtype / dims): a node
+/// is still folded when these are run-time values.
+fn value_free_inputs(op_type: &str) -> &'static [usize] {
+    match op_type {
+        "CastLike" => &[1],
+        "Shape" | "Size" | "EyeLike" => &[0],
+        _ => &[],
+    }
+}
+
 /// The data of a constant node.
 fn const_of(g: &Graph, id: NodeId) -> Option<Rc<HostTensor>> {
     let n = g.node(id);
@@ -423,6 +435,7 @@ fn const_of(g: &Graph, id: NodeId) -> Option<Rc<HostTensor>> {
 /// Evaluates a node of constant inputs on a scratch graph; `None` when the
 /// result is too large to keep as a constant.
 fn fold_node(
+    g: &Graph,
     n: &NodeProto,
     index: usize,
     opset: i64,
@@ -430,18 +443,28 @@ fn fold_node(
     f: ImportFn,
 ) -> Result<Option<Vec<HostTensor>>> {
     let mut scratch = Graph::new("fold");
-    let local: Vec<Option<Value>> = ins
-        .iter()
-        .map(|v| {
-            v.as_ref().map(|v| {
-                let t = v.konst.clone().expect("all constant");
-                Value {
-                    node: scratch.constant_tensor(&t),
-                    konst: Some(t),
+    let mut local: Vec<Option<Value>> = Vec::with_capacity(ins.len());
+    for v in ins {
+        let Some(v) = v else {
+            local.push(None);
+            continue;
+        };
+        // A value-free run-time input stands in as zeros of its shape.
+        let t = match &v.konst {
+            Some(t) => t.clone(),
+            None => {
+                let s = g.shape(v.node);
+                match s.static_dims().map(|d| (s.dtype(), d)) {
+                    Some((dt, dims)) => Rc::new(HostTensor::zeros(dt, &dims)),
+                    None => return Ok(None),
                 }
-            })
-        })
-        .collect();
+            }
+        };
+        local.push(Some(Value {
+            node: scratch.constant_tensor(&t),
+            konst: Some(t),
+        }));
+    }
     let mut cx = NodeCx::new(&mut scratch, n, index, opset, &local);
     let ids = f(&mut cx)?;
     let mut bytes = 0usize;

@@ -403,6 +403,11 @@ fn space_to_depth(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         return Err(cx.err("input must be 4-d"));
     };
     let y = cx.reshape_static(x, &[n, c, h / b, b, w / b, b])?;
-    let y = cx.transpose(y, vec![0, 3, 5, 1, 2, 4])?;
+    let perm = if cx.attr_s("mode", "DCR") == "CRD" {
+        vec![0, 1, 3, 5, 2, 4]
+    } else {
+        vec![0, 3, 5, 1, 2, 4]
+    };
+    let y = cx.transpose(y, perm)?;
     Ok(vec![cx.reshape_static(y, &[n, c * b * b, h / b, w / b])?])
 }

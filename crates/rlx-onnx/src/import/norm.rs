@@ -200,6 +200,10 @@ fn lp_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         let s = cx.reduce(ReduceOp::Sum, sq, vec![axis], true)?;
         cx.un(U::Sqrt, s)?
     };
+    // A zero norm leaves the (zero) slice as it is.
+    let zero = super::elementwise::cmp_scalar(cx, rlx_ir::op::CmpOp::Eq, norm, 0.0)?;
+    let one = cx.scalar(1.0, cx.dtype(norm));
+    let norm = super::elementwise::select(cx, zero, one, norm)?;
     Ok(vec![cx.bin(B::Div, x, norm)?])
 }
 

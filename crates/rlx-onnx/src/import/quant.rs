@@ -46,6 +46,14 @@ fn along_axis(cx: &mut NodeCx, p: NodeId, rank: usize, axis: usize) -> Result<No
     cx.reshape(p, dims)
 }
 
+/// The quantisation axis; only checked when the scale is per-axis.
+fn quant_axis(cx: &NodeCx, rank: usize, scale: NodeId) -> Result<usize> {
+    if cx.shape(scale).numel() == Some(1) {
+        return Ok(0);
+    }
+    cx.axis(cx.attr_i("axis", 1), rank)
+}
+
 /// `saturate(round(v) + zp)` cast to `to` (v and zp float of one dtype).
 fn requantize(cx: &mut NodeCx, v: NodeId, zp: Option<NodeId>, to: DType) -> Result<NodeId> {
     let mut y = cx.un(U::Round, v)?;
@@ -77,11 +85,7 @@ fn quantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         return Err(cx.unsupported(format!("quantising to {to}")));
     }
     let r = cx.rank(x);
-    let axis = if r == 0 {
-        0
-    } else {
-        cx.axis(cx.attr_i("axis", 1), r)?
-    };
+    let axis = quant_axis(cx, r, scale)?;
     let work = DType::F32;
     let xf = cx.cast(x, work)?;
     let s = cx.cast(scale, work)?;
@@ -130,11 +134,7 @@ fn dequantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         return Err(cx.unsupported("blocked quantisation (block_size > 0)"));
     }
     let r = cx.rank(x);
-    let axis = if r == 0 {
-        0
-    } else {
-        cx.axis(cx.attr_i("axis", 1), r)?
-    };
+    let axis = quant_axis(cx, r, scale)?;
     let zp = cx.opt(2);
     Ok(vec![dequantize(cx, x, scale, zp, axis)?])
 }

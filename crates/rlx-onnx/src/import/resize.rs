@@ -31,18 +31,24 @@ struct Settings {
 
 /// The source coordinate of output index `x` on one axis.
 fn source_coord(s: &Settings, x: f64, scale: f64, inp: usize, out: usize, roi: (f64, f64)) -> f64 {
-    let (inp_f, out_f) = (inp as f64, out as f64);
+    // ONNX maps with the unrounded resized length `scale * input`.
+    let inp_f = inp as f64;
+    let out_f = if s.coord == "tf_crop_and_resize" {
+        out as f64
+    } else {
+        scale * inp_f
+    };
     match s.coord.as_str() {
         "asymmetric" => x / scale,
         "align_corners" => {
-            if out == 1 {
+            if out_f <= 1.0 {
                 0.0
             } else {
                 x * (inp_f - 1.0) / (out_f - 1.0)
             }
         }
         "pytorch_half_pixel" => {
-            if out > 1 {
+            if out_f > 1.0 {
                 (x + 0.5) / scale - 0.5
             } else {
                 0.0
@@ -50,7 +56,7 @@ fn source_coord(s: &Settings, x: f64, scale: f64, inp: usize, out: usize, roi: (
         }
         "tf_half_pixel_for_nn" => (x + 0.5) / scale,
         "half_pixel_symmetric" => {
-            let adjustment = out_f / (scale * inp_f);
+            let adjustment = out as f64 / (scale * inp_f);
             let center = inp_f / 2.0;
             let offset = center * (1.0 - adjustment);
             offset + (x + 0.5) / scale - 0.5
