@@ -9,10 +9,17 @@
 //! runner does (`np.testing.assert_allclose` at the case's rtol / atol,
 //! default 1e-3 / 1e-7; dtype and dims must match exactly).
 
-use rlx_ir::{DType, HostTensor};
-use rlx_onnx::{read_tensor_file, Device, OnnxError, OnnxModel};
+use rlx_onnx::conformance::{run_case_on, Outcome};
+use rlx_onnx::Device;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+struct CaseResult {
+    name: String,
+    op: String,
+    outcome: Outcome,
+    detail: String,
+}
 
 /// The ops the project's ONNX issue lists as the required coverage.
 const LISTED: &str = "Add Sub Mul Div Pow Neg Abs Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Elu Selu \
@@ -23,150 +30,6 @@ Softmax LogSoftmax ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL2 
 Flatten Squeeze Unsqueeze Transpose Concat Split Slice Gather GatherElements GatherND ScatterElements ScatterND \
 Expand Tile Pad Resize Shape Size ConstantOfShape Constant Range Identity Dropout TopK Einsum QuantizeLinear \
 DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul QLinearConv";
-
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Outcome {
-    Pass,
-    Fail,
-    Unsupported,
-}
-
-struct CaseResult {
-    name: String,
-    op: String,
-    outcome: Outcome,
-    detail: String,
-}
-
-fn tolerance(dir: &Path) -> (f64, f64) {
-    std::fs::read_to_string(dir.join("tolerance.txt"))
-        .ok()
-        .and_then(|s| {
-            let v: Vec<f64> = s
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            (v.len() == 2).then(|| (v[0], v[1]))
-        })
-        .unwrap_or((1e-3, 1e-7))
-}
-
-fn is_unsupported(e: &OnnxError) -> bool {
-    match e {
-        OnnxError::Unsupported(_) | OnnxError::UnsupportedDType { .. } => true,
-        OnnxError::Invalid(m) => m.contains("not a plain tensor"),
-        _ => false,
-    }
-}
-
-/// `assert_allclose`: |a - e| <= atol + rtol * |e|, NaNs equal, infinities equal.
-fn compare(got: &HostTensor, want: &HostTensor, rtol: f64, atol: f64) -> Result<(), String> {
-    if got.dtype() != want.dtype() {
-        return Err(format!(
-            "dtype {} vs expected {}",
-            got.dtype(),
-            want.dtype()
-        ));
-    }
-    if got.dims() != want.dims() {
-        return Err(format!(
-            "dims {:?} vs expected {:?}",
-            got.dims(),
-            want.dims()
-        ));
-    }
-    let (a, e) = (values(got), values(want));
-    let exact = !want.dtype().is_float() && want.dtype() != DType::C64;
-    let mut worst: Option<(usize, f64, f64)> = None;
-    let mut bad = 0usize;
-    for (i, (&x, &y)) in a.iter().zip(&e).enumerate() {
-        let ok = if x.is_nan() || y.is_nan() {
-            x.is_nan() && y.is_nan()
-        } else if x.is_infinite() || y.is_infinite() {
-            x == y
-        } else if exact {
-            x == y
-        } else {
-            (x - y).abs() <= atol + rtol * y.abs()
-        };
-        if !ok {
-            bad += 1;
-            if worst.is_none_or(|(_, wx, wy)| (x - y).abs() > (wx - wy).abs()) {
-                worst = Some((i, x, y));
-            }
-        }
-    }
-    match worst {
-        None => Ok(()),
-        Some((i, x, y)) => Err(format!(
-            "{bad}/{} values differ; worst at {i}: got {x}, expected {y}",
-            a.len()
-        )),
-    }
-}
-
-fn values(t: &HostTensor) -> Vec<f64> {
-    match t.dtype() {
-        DType::I64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::C64 => t
-            .to_vec::<rlx_ir::Complex32>()
-            .unwrap()
-            .into_iter()
-            .flat_map(|c| [c.re as f64, c.im as f64])
-            .collect(),
-        _ => t.to_f64_lossy(),
-    }
-}
-
-fn run_case(dir: &Path) -> (Outcome, String) {
-    let (rtol, atol) = tolerance(dir);
-    let data = dir.join("test_data_set_0");
-    if !data.is_dir() {
-        return (
-            Outcome::Unsupported,
-            "inputs / outputs are not plain tensors".into(),
-        );
-    }
-    let mut model = match OnnxModel::load(dir.join("model.onnx"), Device::Cpu) {
-        Ok(m) => m,
-        Err(e) if is_unsupported(&e) => return (Outcome::Unsupported, e.to_string()),
-        Err(e) => return (Outcome::Fail, format!("load: {e}")),
-    };
-    let names: Vec<String> = model.inputs().iter().map(|i| i.name.clone()).collect();
-    let mut inputs = Vec::new();
-    for (j, name) in names.iter().enumerate() {
-        match read_tensor_file(data.join(format!("input_{j}.pb"))) {
-            Ok((_, t)) => inputs.push((name.clone(), t)),
-            Err(e) if is_unsupported(&e) => return (Outcome::Unsupported, e.to_string()),
-            Err(e) => return (Outcome::Fail, format!("input {j}: {e}")),
-        }
-    }
-    let mut expected = Vec::new();
-    for j in 0..model.outputs().len() {
-        match read_tensor_file(data.join(format!("output_{j}.pb"))) {
-            Ok((_, t)) => expected.push(t),
-            Err(e) if is_unsupported(&e) => return (Outcome::Unsupported, e.to_string()),
-            Err(e) => return (Outcome::Fail, format!("output {j}: {e}")),
-        }
-    }
-    let feed: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let outs = match model.run(&feed) {
-        Ok(o) => o,
-        Err(e) if is_unsupported(&e) => return (Outcome::Unsupported, e.to_string()),
-        Err(e) => return (Outcome::Fail, format!("run: {e}")),
-    };
-    for (j, (got, want)) in outs.iter().zip(&expected).enumerate() {
-        if let Err(m) = compare(got, want, rtol, atol) {
-            return (Outcome::Fail, format!("output {j}: {m}"));
-        }
-    }
-    (Outcome::Pass, String::new())
-}
 
 /// The op a case tests: its single node's op, or (for `_expanded` cases) the
 /// op of the case it expands.
@@ -225,14 +88,15 @@ fn main() {
     let mut results = Vec::new();
     for c in &cases {
         let name = c.file_name().unwrap().to_string_lossy().to_string();
-        let (outcome, detail) = std::panic::catch_unwind(|| run_case(c)).unwrap_or_else(|p| {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            (Outcome::Fail, format!("PANIC: {msg}"))
-        });
+        let (outcome, detail) = std::panic::catch_unwind(|| run_case_on(Device::Cpu, c))
+            .unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                (Outcome::Fail, format!("PANIC: {msg}"))
+            });
         if std::env::var_os("CONFORMANCE_VERBOSE").is_some() {
             eprintln!("{name}: {outcome:?} {detail}");
         }

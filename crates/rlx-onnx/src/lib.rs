@@ -21,6 +21,7 @@
 //! anything is allocated: a hostile file is an [`OnnxError`], never a panic.
 #![warn(missing_docs)]
 
+pub mod conformance;
 mod error;
 pub mod import;
 mod model;
