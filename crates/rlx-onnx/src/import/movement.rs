@@ -287,7 +287,12 @@ fn tile(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         .zip(&reps)
         .flat_map(|(&n, &r)| [r as usize, n])
         .collect();
-    let out: Vec<usize> = d.iter().zip(&reps).map(|(&n, &r)| n * r as usize).collect();
+    let out = d
+        .iter()
+        .zip(&reps)
+        .map(|(&n, &r)| n.checked_mul(r as usize))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| cx.err(format!("repeats {reps:?} overflow")))?;
     let y = cx.reshape_static(x, &inter)?;
     let y = cx.broadcast(y, big.iter().map(|&n| Dim::Static(n)).collect())?;
     Ok(vec![cx.reshape_static(y, &out)?])

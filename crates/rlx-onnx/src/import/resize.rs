@@ -284,6 +284,10 @@ fn run(
     } else {
         return Err(cx.err("one of scales / sizes is required"));
     }
+    // Bound the per-axis tap tables a hostile size could blow up.
+    if let Some(&big) = out.iter().find(|&&n| n > 1 << 26) {
+        return Err(cx.err(format!("output size {big} exceeds the limit {}", 1 << 26)));
+    }
     let roi = roi.unwrap_or_default();
     let mut y = x;
     for (i, &a) in axes.iter().enumerate() {
