@@ -25,6 +25,7 @@ pub mod conformance;
 mod error;
 pub mod import;
 mod model;
+pub mod narrow;
 mod onnx_model;
 pub mod proto;
 pub mod tensor;

@@ -47,8 +47,11 @@ impl ModelInfo {
 pub struct TensorInfo {
     /// The name.
     pub name: String,
-    /// Its dtype.
+    /// Its RLX dtype (for ONNX types RLX keeps wider, the storage dtype: see
+    /// [`crate::narrow`]).
     pub dtype: DType,
+    /// The ONNX element type (`TensorProto.DataType`).
+    pub elem_type: i32,
     /// Its dims: static sizes or named symbols (`dim_param`); an unnamed
     /// unknown dim gets the symbol `<name>:<axis>`.
     pub dims: Vec<Dim>,
@@ -113,7 +116,8 @@ pub(crate) fn tensor_info(v: &ValueInfoProto) -> Result<TensorInfo> {
         }
         None => return Err(OnnxError::Invalid(format!("{what} has no type"))),
     };
-    let dtype = dtype_of(tensor.elem_type.unwrap_or(0), &what)?;
+    let elem_type = tensor.elem_type.unwrap_or(0);
+    let dtype = dtype_of(elem_type, &what)?;
     let shape = tensor
         .shape
         .as_ref()
@@ -135,5 +139,10 @@ pub(crate) fn tensor_info(v: &ValueInfoProto) -> Result<TensorInfo> {
             _ => Dim::sym(format!("{name}:{i}")),
         });
     }
-    Ok(TensorInfo { name, dtype, dims })
+    Ok(TensorInfo {
+        name,
+        dtype,
+        elem_type,
+        dims,
+    })
 }

@@ -29,6 +29,9 @@ pub fn dtype_of(elem_type: i32, what: &str) -> Result<DType> {
         Some(DataType::Uint32) => DType::U32,
         Some(DataType::Bfloat16) => DType::BF16,
         Some(DataType::Complex64) => DType::C64,
+        _ if crate::narrow::storage_dtype(elem_type).is_some() => {
+            crate::narrow::storage_dtype(elem_type).expect("checked")
+        }
         _ => {
             return Err(OnnxError::UnsupportedDType {
                 what: what.to_string(),
@@ -210,6 +213,11 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Hos
         });
     }
     let (dims, numel) = checked_dims(&t.dims, dtype.size_bytes(), &name)?;
+    let elem_type = t.data_type.unwrap_or(0);
+    if crate::narrow::storage_dtype(elem_type).is_some() {
+        let bytes = narrow_storage(t, elem_type, numel, base_dir, &name)?;
+        return Ok(HostTensor::from_bytes(dtype, &dims, bytes)?);
+    }
     let size = numel * dtype.size_bytes();
     let external =
         t.data_location == Some(crate::proto::tensor_proto::DataLocation::External as i32);
@@ -234,6 +242,91 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Hos
         typed_bytes(t, dtype, numel, &name)?
     };
     Ok(HostTensor::from_bytes(dtype, &dims, bytes)?)
+}
+
+/// The storage bytes of a tensor of a type RLX keeps wider (see [`crate::narrow`]).
+fn narrow_storage(
+    t: &TensorProto,
+    elem_type: i32,
+    numel: usize,
+    base_dir: Option<&Path>,
+    name: &str,
+) -> Result<Vec<u8>> {
+    use crate::narrow::{packed_int, unpack, MiniFloat};
+    let bad = |reason: String| OnnxError::Tensor {
+        name: name.to_string(),
+        reason,
+    };
+    // (bits per element in the file, signed) and the file's byte count.
+    let (bits, signed) = match (MiniFloat::of(elem_type), packed_int(elem_type)) {
+        (Some(f), _) => (if f.bits() == 4 { 4 } else { 8 }, false),
+        (None, Some(p)) => p,
+        _ if elem_type == DataType::Uint16 as i32 => (16, false),
+        _ => (64, false),
+    };
+    let file_bytes = (numel * bits as usize).div_ceil(8);
+    let external =
+        t.data_location == Some(crate::proto::tensor_proto::DataLocation::External as i32);
+    let raw: Vec<u8> = if external {
+        external_bytes(t, base_dir, file_bytes, name)?
+    } else if let Some(raw) = &t.raw_data {
+        if raw.len() != file_bytes {
+            return Err(bad(format!(
+                "raw_data holds {} bytes, {numel} elements need {file_bytes}",
+                raw.len()
+            )));
+        }
+        raw.clone()
+    } else if bits == 64 {
+        if t.uint64_data.len() != numel {
+            return Err(bad(format!(
+                "uint64_data holds {} values, the dims need {numel}",
+                t.uint64_data.len()
+            )));
+        }
+        return Ok(t.uint64_data.iter().flat_map(|v| v.to_le_bytes()).collect());
+    } else if t.int32_data.len() == numel {
+        // One element per int32.
+        return Ok(match bits {
+            16 => t
+                .int32_data
+                .iter()
+                .flat_map(|&v| (v as u16 as i32).to_le_bytes())
+                .collect(),
+            8 => t.int32_data.iter().map(|&v| v as u8).collect(),
+            _ => {
+                let mask = (1i32 << bits) - 1;
+                let sign = 1i32 << (bits - 1);
+                t.int32_data
+                    .iter()
+                    .map(|&v| {
+                        let v = v & mask;
+                        (if signed && v & sign != 0 {
+                            v - (1 << bits)
+                        } else {
+                            v
+                        }) as u8
+                    })
+                    .collect()
+            }
+        });
+    } else if t.int32_data.len() == file_bytes {
+        t.int32_data.iter().map(|&v| v as u8).collect()
+    } else {
+        return Err(bad(format!(
+            "int32_data holds {} values, the dims need {numel}",
+            t.int32_data.len()
+        )));
+    };
+    Ok(match bits {
+        64 => raw,
+        16 => raw
+            .chunks_exact(2)
+            .flat_map(|c| i32::from(u16::from_le_bytes([c[0], c[1]])).to_le_bytes())
+            .collect(),
+        8 => raw,
+        b => unpack(&raw, numel, b, signed),
+    })
 }
 
 /// Decodes serialized `TensorProto` bytes (an ONNX test's `input_0.pb`).

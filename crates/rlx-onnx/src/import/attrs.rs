@@ -17,6 +17,9 @@ pub(crate) struct NodeCx<'a> {
     /// The default-domain opset version.
     pub opset: i64,
     ins: &'a [Option<Value>],
+    /// ONNX element types of the outputs, for importers that produce narrow
+    /// values (empty: none / the pass-through rule).
+    pub out_tags: Vec<Option<i32>>,
 }
 
 impl<'a> NodeCx<'a> {
@@ -33,6 +36,7 @@ impl<'a> NodeCx<'a> {
             index,
             opset,
             ins,
+            out_tags: Vec::new(),
         }
     }
 
@@ -83,6 +87,11 @@ impl<'a> NodeCx<'a> {
     pub fn x(&self, i: usize) -> Result<NodeId> {
         self.opt(i)
             .ok_or_else(|| self.err(format!("required input {i} is missing")))
+    }
+
+    /// The narrow ONNX element type of input `i`, if it has one.
+    pub fn tag(&self, i: usize) -> Option<i32> {
+        self.ins.get(i).and_then(|v| v.as_ref()).and_then(|v| v.tag)
     }
 
     /// Constant data of input `i`, if known at import.

@@ -1,7 +1,6 @@
 //! Elementwise ops: arithmetic, activations, comparisons, logic, casts.
 
 use super::NodeCx;
-use crate::tensor::dtype_of;
 use crate::Result;
 use rlx_ir::op::{BinaryOp as B, CmpOp, UnaryOp as U};
 use rlx_ir::{DType, NodeId, Op};
@@ -31,7 +30,7 @@ op_table! {
     "Round" => |cx| unary(cx, U::Round),
     "Sign" => |cx| unary(cx, U::Sign),
     "Not" => |cx| unary(cx, U::Not),
-    "BitwiseNot" => |cx| unary(cx, U::Not),
+    "BitwiseNot" => bitwise_not,
     "Tan" => tan,
     "Gelu" => |cx| activation(cx, gelu),
     "LeakyRelu" => |cx| activation(cx, leaky_relu),
@@ -63,8 +62,6 @@ op_table! {
     "BitwiseXor" => |cx| binary(cx, B::Xor),
     "IsNaN" => is_nan,
     "IsInf" => is_inf,
-    "Cast" => cast,
-    "CastLike" => cast_like,
     "Identity" => |cx| Ok(vec![cx.x(0)?]),
     "Dropout" => dropout,
 }
@@ -93,6 +90,15 @@ fn unary(cx: &mut NodeCx, op: U) -> Result<Vec<NodeId>> {
 fn binary(cx: &mut NodeCx, op: B) -> Result<Vec<NodeId>> {
     let (a, b) = (cx.x(0)?, cx.x(1)?);
     Ok(vec![cx.bin(op, a, b)?])
+}
+
+/// Bitwise not; UINT16 lives in I32 storage, so it flips the low 16 bits.
+fn bitwise_not(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    if cx.tag(0) == Some(crate::proto::tensor_proto::DataType::Uint16 as i32) {
+        return Ok(vec![cx.bin_scalar(B::Xor, x, 65535.0)?]);
+    }
+    Ok(vec![cx.un(U::Not, x)?])
 }
 
 fn compare(cx: &mut NodeCx, op: CmpOp) -> Result<Vec<NodeId>> {
@@ -323,13 +329,6 @@ fn is_inf(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     Ok(vec![out])
 }
 
-fn cast(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let x = cx.x(0)?;
-    let to = dtype_of(cx.attr_i("to", 0) as i32, "Cast to")
-        .map_err(|e| cx.unsupported(e.to_string()))?;
-    Ok(vec![cast_to(cx, x, to)?])
-}
-
 /// Cast with ONNX semantics where they differ from a plain convert:
 /// float -> bool is `x != 0` (NaN is true).
 pub(super) fn cast_to(cx: &mut NodeCx, x: NodeId, to: DType) -> Result<NodeId> {
@@ -337,12 +336,6 @@ pub(super) fn cast_to(cx: &mut NodeCx, x: NodeId, to: DType) -> Result<NodeId> {
         return cmp_scalar(cx, CmpOp::Ne, x, 0.0);
     }
     cx.cast(x, to)
-}
-
-fn cast_like(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let (x, like) = (cx.x(0)?, cx.x(1)?);
-    let to = cx.dtype(like);
-    Ok(vec![cast_to(cx, x, to)?])
 }
 
 fn dropout(cx: &mut NodeCx) -> Result<Vec<NodeId>> {

@@ -23,6 +23,7 @@ macro_rules! op_table {
 }
 
 mod attrs;
+mod cast;
 mod elementwise;
 mod indexing;
 mod linalg;
@@ -78,7 +79,40 @@ const MAX_FOLD_BYTES: usize = 64 << 20;
 pub(crate) struct Value {
     pub node: NodeId,
     pub konst: Option<Rc<HostTensor>>,
+    /// The ONNX element type when it is a narrow one (see [`crate::narrow`]).
+    pub tag: Option<i32>,
 }
+
+fn narrow_tag(elem_type: i32) -> Option<i32> {
+    crate::narrow::is_tracked(elem_type).then_some(elem_type)
+}
+
+/// Ops that only move data: a narrow input type carries to every output.
+const PASS_THROUGH: &[&str] = &[
+    "Identity",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Concat",
+    "Split",
+    "Slice",
+    "Gather",
+    "Expand",
+    "Tile",
+    "Dropout",
+];
+
+/// Ops that understand narrow types themselves.
+const NARROW_AWARE: &[&str] = &[
+    "Cast",
+    "CastLike",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "Shape",
+    "Size",
+];
 
 /// An importer: reads the node's inputs / attributes from the context and
 /// returns one node per ONNX output it produces.
@@ -87,6 +121,7 @@ pub(crate) type ImportFn = fn(&mut NodeCx) -> Result<Vec<NodeId>>;
 /// The importer of an op type of the default domain.
 pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
     elementwise::lookup(op_type)
+        .or_else(|| cast::lookup(op_type))
         .or_else(|| linalg::lookup(op_type))
         .or_else(|| nn::lookup(op_type))
         .or_else(|| norm::lookup(op_type))
@@ -101,6 +136,7 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
 pub fn supported_ops() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = [
         elementwise::OPS,
+        cast::OPS,
         linalg::OPS,
         nn::OPS,
         norm::OPS,
@@ -236,6 +272,7 @@ pub fn import_model(
                 Value {
                     node,
                     konst: Some(Rc::new(host)),
+                    tag: narrow_tag(t.data_type.unwrap_or(0)),
                 },
             )
             .is_some()
@@ -273,12 +310,20 @@ pub fn import_model(
                 Value {
                     node,
                     konst: Some(Rc::new(t.clone())),
+                    tag: narrow_tag(info.elem_type),
                 },
             );
             node
         } else {
             let node = out.try_input(&vname, Shape::from_dims(info.dims.clone(), info.dtype))?;
-            values.insert(vname.clone(), Value { node, konst: None });
+            values.insert(
+                vname.clone(),
+                Value {
+                    node,
+                    konst: None,
+                    tag: narrow_tag(info.elem_type),
+                },
+            );
             node
         };
         let _ = node;
@@ -331,8 +376,12 @@ pub fn import_model(
             OnnxError::Invalid(format!("graph output \"{vname}\" is never defined"))
         })?;
         let mut id = val.node;
+        let mut elem_type = val
+            .tag
+            .unwrap_or(crate::tensor::elem_type_of(out.shape(id).dtype()));
         // Cast to the declared element type when the IR computed another.
         if let Ok(declared) = tensor_info(v) {
+            elem_type = declared.elem_type;
             if declared.dtype != out.shape(id).dtype() {
                 let s = out.shape(id).with_dtype(declared.dtype);
                 id = out.try_node(Op::Cast, &[id], Some(s))?;
@@ -342,6 +391,7 @@ pub fn import_model(
         out_infos.push(TensorInfo {
             name: vname,
             dtype: s.dtype(),
+            elem_type,
             dims: s.dims().to_vec(),
         });
         outs.push(id);
@@ -373,20 +423,49 @@ fn import_node(
     ins: &[Option<Value>],
     f: ImportFn,
 ) -> Result<(Vec<Option<Value>>, bool)> {
-    let free = value_free_inputs(n.op_type.as_deref().unwrap_or_default());
+    let op = n.op_type.as_deref().unwrap_or_default();
+    if let Some(t) = ins
+        .iter()
+        .flatten()
+        .find_map(|v| v.tag.filter(|&t| crate::narrow::is_narrow(t)))
+    {
+        if !PASS_THROUGH.contains(&op) && !NARROW_AWARE.contains(&op) {
+            let name = crate::proto::tensor_proto::DataType::try_from(t)
+                .map_or("?".into(), |d| d.as_str_name().to_string());
+            return Err(OnnxError::Unsupported(vec![UnsupportedNode {
+                op_type: op.to_string(),
+                node: node_label(n, index),
+                reason: format!(
+                    "{op} on {name} values: RLX has no {name} dtype (only casts, (de)quantisation and data movement take them)"
+                ),
+            }]));
+        }
+    }
+    let free = value_free_inputs(op);
     let all_const = ins
         .iter()
         .enumerate()
         .all(|(k, v)| free.contains(&k) || v.as_ref().is_none_or(|v| v.konst.is_some()));
+    let tags_of = |set: Vec<Option<i32>>, k: usize| -> Option<i32> {
+        if !set.is_empty() {
+            return set.get(k).copied().flatten();
+        }
+        if PASS_THROUGH.contains(&op) {
+            return ins.first().cloned().flatten().and_then(|v| v.tag);
+        }
+        None
+    };
     if all_const {
-        if let Some(vals) = fold_node(g, n, index, opset, ins, f)? {
+        if let Some((vals, set)) = fold_node(g, n, index, opset, ins, f)? {
             let out = vals
                 .into_iter()
-                .map(|t| {
+                .enumerate()
+                .map(|(k, t)| {
                     let node = g.constant_tensor(&t);
                     Some(Value {
                         node,
                         konst: Some(Rc::new(t)),
+                        tag: tags_of(set.clone(), k),
                     })
                 })
                 .collect();
@@ -395,12 +474,15 @@ fn import_node(
     }
     let mut cx = NodeCx::new(g, n, index, opset, ins);
     let ids = f(&mut cx)?;
+    let set = std::mem::take(&mut cx.out_tags);
     Ok((
         ids.into_iter()
-            .map(|node| {
+            .enumerate()
+            .map(|(k, node)| {
                 Some(Value {
                     node,
                     konst: const_of(g, node),
+                    tag: tags_of(set.clone(), k),
                 })
             })
             .collect(),
@@ -441,7 +523,7 @@ fn fold_node(
     opset: i64,
     ins: &[Option<Value>],
     f: ImportFn,
-) -> Result<Option<Vec<HostTensor>>> {
+) -> Result<Option<(Vec<HostTensor>, Vec<Option<i32>>)>> {
     let mut scratch = Graph::new("fold");
     let mut local: Vec<Option<Value>> = Vec::with_capacity(ins.len());
     for v in ins {
@@ -463,10 +545,12 @@ fn fold_node(
         local.push(Some(Value {
             node: scratch.constant_tensor(&t),
             konst: Some(t),
+            tag: v.tag,
         }));
     }
     let mut cx = NodeCx::new(&mut scratch, n, index, opset, &local);
     let ids = f(&mut cx)?;
+    let tags = std::mem::take(&mut cx.out_tags);
     let mut bytes = 0usize;
     for &id in &ids {
         match scratch.shape(id).size_bytes() {
@@ -482,20 +566,23 @@ fn fold_node(
         .map(|&id| const_of(&scratch, id))
         .collect::<Option<Vec<_>>>()
     {
-        return Ok(Some(all.into_iter().map(|t| (*t).clone()).collect()));
+        return Ok(Some((
+            all.into_iter().map(|t| (*t).clone()).collect(),
+            tags,
+        )));
     }
     // Zero-element results need no kernel.
     if ids.iter().all(|&id| scratch.shape(id).numel() == Some(0)) {
-        return Ok(Some(
-            ids.iter()
-                .map(|&id| {
-                    let s = scratch.shape(id);
-                    HostTensor::zeros(s.dtype(), &s.static_dims().unwrap_or_default())
-                })
-                .collect(),
-        ));
+        let zeros = ids
+            .iter()
+            .map(|&id| {
+                let s = scratch.shape(id);
+                HostTensor::zeros(s.dtype(), &s.static_dims().unwrap_or_default())
+            })
+            .collect();
+        return Ok(Some((zeros, tags)));
     }
     scratch.set_outputs(ids);
     let mut c = Session::new(rlx_driver::Device::Cpu).try_compile(scratch)?;
-    Ok(Some(c.try_run_typed(&[])?))
+    Ok(Some((c.try_run_typed(&[])?, tags)))
 }

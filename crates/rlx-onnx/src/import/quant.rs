@@ -3,8 +3,11 @@
 //! are exact (I32 matmul, F64 conv); requantisation rounds half to even
 //! and saturates, as ONNX specifies.
 
+use super::cast::packed_range;
 use super::NodeCx;
-use crate::tensor::dtype_of;
+use crate::narrow::{packed_int, storage_dtype, MiniFloat};
+use crate::proto::tensor_proto::DataType;
+use crate::tensor::{dtype_of, elem_type_of};
 use crate::Result;
 use rlx_ir::op::{BinaryOp as B, ReduceOp, UnaryOp as U};
 use rlx_ir::{DType, Dim, NodeId, Op};
@@ -56,11 +59,23 @@ fn quant_axis(cx: &NodeCx, rank: usize, scale: NodeId) -> Result<usize> {
 
 /// `saturate(round(v) + zp)` cast to `to` (v and zp float of one dtype).
 fn requantize(cx: &mut NodeCx, v: NodeId, zp: Option<NodeId>, to: DType) -> Result<NodeId> {
+    let range = int_range(to).unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+    requantize_in(cx, v, zp, range, to)
+}
+
+/// `clamp(round(v) + zp, lo, hi)` cast to the storage dtype `to`.
+fn requantize_in(
+    cx: &mut NodeCx,
+    v: NodeId,
+    zp: Option<NodeId>,
+    (lo, hi): (f64, f64),
+    to: DType,
+) -> Result<NodeId> {
     let mut y = cx.un(U::Round, v)?;
     if let Some(z) = zp {
         y = cx.bin(B::Add, y, z)?;
     }
-    if let Some((lo, hi)) = int_range(to) {
+    if lo.is_finite() {
         y = cx.bin_scalar(B::Max, y, lo)?;
         y = cx.bin_scalar(B::Min, y, hi)?;
     }
@@ -74,16 +89,10 @@ fn quantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         return Err(cx.unsupported("blocked quantisation (block_size > 0)"));
     }
     let to = match zp {
-        Some(z) => cx.dtype(z),
-        None if cx.has_attr("output_dtype") => {
-            dtype_of(cx.attr_i("output_dtype", 2) as i32, "QuantizeLinear output")
-                .map_err(|e| cx.unsupported(e.to_string()))?
-        }
-        None => DType::U8,
+        Some(z) => cx.tag(2).unwrap_or_else(|| elem_type_of(cx.dtype(z))),
+        None if cx.has_attr("output_dtype") => cx.attr_i("output_dtype", 2) as i32,
+        None => DataType::Uint8 as i32,
     };
-    if int_range(to).is_none() {
-        return Err(cx.unsupported(format!("quantising to {to}")));
-    }
     let r = cx.rank(x);
     let axis = quant_axis(cx, r, scale)?;
     let work = DType::F32;
@@ -93,12 +102,35 @@ fn quantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let v = cx.bin(B::Div, xf, s)?;
     let z = match zp {
         Some(z) => {
+            let z = super::cast::decode(cx, z, cx.tag(2))?;
             let z = cx.cast(z, work)?;
             Some(along_axis(cx, z, r, axis)?)
         }
         None => None,
     };
-    Ok(vec![requantize(cx, v, z, to)?])
+    if MiniFloat::of(to).is_some() {
+        let v = match z {
+            Some(z) => cx.bin(B::Add, v, z)?,
+            None => v,
+        };
+        return Ok(vec![super::cast::cast_to_elem(cx, v, to)?]);
+    }
+    let (range, storage) = if let Some((bits, signed)) = packed_int(to) {
+        cx.out_tags = vec![Some(to)];
+        (
+            packed_range(bits, signed),
+            storage_dtype(to).expect("packed"),
+        )
+    } else {
+        let d = dtype_of(to, "QuantizeLinear output").map_err(|e| cx.unsupported(e.to_string()))?;
+        let range = if to == DataType::Uint16 as i32 {
+            (0.0, 65535.0)
+        } else {
+            int_range(d).ok_or_else(|| cx.unsupported(format!("quantising to {d}")))?
+        };
+        (range, d)
+    };
+    Ok(vec![requantize_in(cx, v, z, range, storage)?])
 }
 
 /// `(x - zp) * scale` in the scale's dtype, per tensor or per `axis`.
@@ -135,7 +167,11 @@ fn dequantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     }
     let r = cx.rank(x);
     let axis = quant_axis(cx, r, scale)?;
-    let zp = cx.opt(2);
+    let zp = match cx.opt(2) {
+        Some(z) => Some(super::cast::decode(cx, z, cx.tag(2))?),
+        None => None,
+    };
+    let x = super::cast::decode(cx, x, cx.tag(0))?;
     Ok(vec![dequantize(cx, x, scale, zp, axis)?])
 }
 
