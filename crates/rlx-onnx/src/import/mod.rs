@@ -27,6 +27,8 @@ mod cast;
 mod elementwise;
 mod indexing;
 mod linalg;
+mod loss;
+mod math;
 mod movement;
 mod nn;
 mod norm;
@@ -123,6 +125,8 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
     elementwise::lookup(op_type)
         .or_else(|| cast::lookup(op_type))
         .or_else(|| linalg::lookup(op_type))
+        .or_else(|| loss::lookup(op_type))
+        .or_else(|| math::lookup(op_type))
         .or_else(|| nn::lookup(op_type))
         .or_else(|| norm::lookup(op_type))
         .or_else(|| reduce::lookup(op_type))
@@ -138,6 +142,8 @@ pub fn supported_ops() -> Vec<&'static str> {
         elementwise::OPS,
         cast::OPS,
         linalg::OPS,
+        loss::OPS,
+        math::OPS,
         nn::OPS,
         norm::OPS,
         reduce::OPS,

@@ -12,6 +12,7 @@ op_table! {
     "InstanceNormalization" => instance_norm,
     "LayerNormalization" => layer_norm,
     "GroupNormalization" => group_norm,
+    "RMSNormalization" => rms_norm,
     "Softmax" => |cx| softmax(cx, false),
     "LogSoftmax" => |cx| softmax(cx, true),
     "Hardmax" => hardmax,
@@ -222,4 +223,24 @@ fn mvn(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let sd = cx.un(U::Sqrt, var)?;
     let sde = cx.bin_scalar(B::Add, sd, 1e-9)?;
     Ok(vec![cx.bin(B::Div, c, sde)?])
+}
+
+fn rms_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, scale) = (cx.x(0)?, cx.x(1)?);
+    let r = cx.rank(x);
+    let axis = cx.axis(cx.attr_i("axis", -1), r)?;
+    let eps = cx.attr_f("epsilon", 1e-5);
+    let dt = cx.dtype(x);
+    let xs = if cx.attr_i("stash_type", 1) == 1 {
+        cx.cast(x, rlx_ir::DType::F32)?
+    } else {
+        x
+    };
+    let sq = cx.bin(B::Mul, xs, xs)?;
+    let ms = cx.reduce(ReduceOp::Mean, sq, (axis..r).collect(), true)?;
+    let ms = cx.bin_scalar(B::Add, ms, eps)?;
+    let inv = cx.un(U::Rsqrt, ms)?;
+    let n = cx.bin(B::Mul, xs, inv)?;
+    let n = cx.cast(n, dt)?;
+    Ok(vec![cx.bin(B::Mul, n, scale)?])
 }
