@@ -114,14 +114,17 @@ fn shrink(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 fn bit_shift(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let (x, mut y) = (cx.x(0)?, cx.x(1)?);
     let dt = cx.dtype(x);
+    // Arithmetic right shift of signed values: a count past width - 2 (or a
+    // negative one) fills with the sign, without overflowing 2^y.
+    let mut sign_fill = None;
     if dt.is_signed_int() && cx.attr_s("direction", "") == "RIGHT" {
-        // Arithmetic shift: an out-of-range count fills with the sign.
-        let top = (dt.size_bytes() * 8 - 1) as f64;
+        let top = (dt.size_bytes() * 8 - 2) as f64;
         let neg = cmp_scalar(cx, CmpOp::Lt, y, 0.0)?;
         let wide = cmp_scalar(cx, CmpOp::Gt, y, top)?;
         let bad = cx.bin(B::Or, neg, wide)?;
         let t = cx.scalar(top, cx.dtype(y));
         y = select(cx, bad, t, y)?;
+        sign_fill = Some(bad);
     }
     let two = cx.scalar(2.0, cx.dtype(y));
     let p = cx.bin(B::Pow, two, y)?;
@@ -130,6 +133,12 @@ fn bit_shift(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         "RIGHT" => cx.bin(B::Div, x, p)?,
         other => return Err(cx.err(format!("unknown direction \"{other}\""))),
     };
+    if let Some(bad) = sign_fill {
+        let xn = cmp_scalar(cx, CmpOp::Lt, x, 0.0)?;
+        let (m1, z) = (cx.scalar(-1.0, dt), cx.scalar(0.0, dt));
+        let fill = select(cx, xn, m1, z)?;
+        out = select(cx, bad, fill, out)?;
+    }
     // UINT16 lives in I32 storage: wrap at 16 bits.
     if cx.tag(0) == Some(crate::proto::tensor_proto::DataType::Uint16 as i32) {
         out = cx.bin_scalar(B::And, out, 65535.0)?;
