@@ -22,6 +22,7 @@ macro_rules! op_table {
     };
 }
 
+mod attention;
 mod attrs;
 mod cast;
 mod elementwise;
@@ -123,6 +124,7 @@ pub(crate) type ImportFn = fn(&mut NodeCx) -> Result<Vec<NodeId>>;
 /// The importer of an op type of the default domain.
 pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
     elementwise::lookup(op_type)
+        .or_else(|| attention::lookup(op_type))
         .or_else(|| cast::lookup(op_type))
         .or_else(|| linalg::lookup(op_type))
         .or_else(|| loss::lookup(op_type))
@@ -140,6 +142,7 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
 pub fn supported_ops() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = [
         elementwise::OPS,
+        attention::OPS,
         cast::OPS,
         linalg::OPS,
         loss::OPS,
