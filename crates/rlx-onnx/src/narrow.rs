@@ -115,7 +115,7 @@ impl MiniFloat {
         } else {
             (1.0 + frac) * 2f64.powi(e as i32 - self.bias)
         };
-        (sign * v as f32) as f32
+        sign * v as f32
     }
 
     /// The largest finite positive code.

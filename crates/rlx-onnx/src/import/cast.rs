@@ -47,7 +47,7 @@ fn encode_minifloat(cx: &mut NodeCx, x: NodeId, f: MiniFloat, saturate: bool) ->
     let mut gt = Vec::new();
     let mut ge = Vec::new();
     let mut push = |mid: f64, upper_code: usize| {
-        if upper_code % 2 == 0 {
+        if upper_code.is_multiple_of(2) {
             ge.push(mid)
         } else {
             gt.push(mid)

@@ -523,6 +523,9 @@ fn const_of(g: &Graph, id: NodeId) -> Option<Rc<HostTensor>> {
     }
 }
 
+/// Folded outputs and their narrow ONNX types.
+type Folded = (Vec<HostTensor>, Vec<Option<i32>>);
+
 /// Evaluates a node of constant inputs on a scratch graph; `None` when the
 /// result is too large to keep as a constant.
 fn fold_node(
@@ -532,7 +535,7 @@ fn fold_node(
     opset: i64,
     ins: &[Option<Value>],
     f: ImportFn,
-) -> Result<Option<(Vec<HostTensor>, Vec<Option<i32>>)>> {
+) -> Result<Option<Folded>> {
     let mut scratch = Graph::new("fold");
     let mut local: Vec<Option<Value>> = Vec::with_capacity(ins.len());
     for v in ins {

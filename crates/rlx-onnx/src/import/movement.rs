@@ -59,7 +59,9 @@ fn reshape_dims(cx: &NodeCx, input: &[Dim], target: &[i64], allow_zero: bool) ->
         }
         let rest_in: usize = input.iter().filter_map(Dim::as_static).product();
         let inferred = match syms_in.as_slice() {
-            [] if rest_out != 0 && rest_in % rest_out == 0 => Dim::Static(rest_in / rest_out),
+            [] if rest_out != 0 && rest_in.is_multiple_of(rest_out) => {
+                Dim::Static(rest_in / rest_out)
+            }
             [s] if rest_out == rest_in => (*s).clone(),
             _ => return Err(cx.err(format!("cannot infer -1 in {target:?} from {input:?}"))),
         };

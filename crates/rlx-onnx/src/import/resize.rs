@@ -27,6 +27,7 @@ struct Settings {
     nearest: String,
     cubic_a: f64,
     exclude_outside: bool,
+    extrapolation: f64,
 }
 
 /// The source coordinate of output index `x` on one axis.
@@ -163,7 +164,6 @@ fn resize_axis(
     scale: f64,
     roi: (f64, f64),
     s: &Settings,
-    extrapolation: f64,
 ) -> Result<NodeId> {
     let dims = cx.static_dims(x, "Resize")?;
     let inp = dims[axis];
@@ -197,7 +197,7 @@ fn resize_axis(
         let m: Vec<u8> = inside.iter().map(|&v| v as u8).collect();
         let m = HostTensor::from_bytes(DType::Bool, &wshape, m).expect("mask");
         let m = cx.constant(&m);
-        let e = cx.scalar(extrapolation, dt);
+        let e = cx.scalar(s.extrapolation, dt);
         y = select(cx, m, y, e)?;
     }
     Ok(y)
@@ -225,6 +225,7 @@ fn settings(cx: &NodeCx) -> Result<Settings> {
         },
         cubic_a: cx.attr_f("cubic_coeff_a", -0.75),
         exclude_outside: cx.attr_i("exclude_outside", 0) != 0,
+        extrapolation: cx.attr_f("extrapolation_value", 0.0),
     })
 }
 
@@ -299,8 +300,7 @@ fn run(
         } else {
             (0.0, 1.0)
         };
-        let e = cx.attr_f("extrapolation_value", 0.0);
-        y = resize_axis(cx, y, a, out[a], sc[a], r_lo_hi, &s, e)?;
+        y = resize_axis(cx, y, a, out[a], sc[a], r_lo_hi, &s)?;
     }
     Ok(vec![y])
 }
