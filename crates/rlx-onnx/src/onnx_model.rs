@@ -1,6 +1,6 @@
 //! [`OnnxModel`]: load, inspect, compile and run an ONNX model.
 
-use crate::import::{import_model, unsupported_nodes, ImportOptions, Imported};
+use crate::import::{checked_graph, import_model, ImportOptions, Imported};
 use crate::model::{decode_model, model_info, read_model, tensor_info, ModelInfo, TensorInfo};
 use crate::proto::ModelProto;
 use crate::{OnnxError, Result};
@@ -124,14 +124,7 @@ impl OnnxModel {
         device: Device,
         options: OnnxOptions,
     ) -> Result<OnnxModel> {
-        let g = proto
-            .graph
-            .as_ref()
-            .ok_or_else(|| OnnxError::Invalid("the model has no graph".into()))?;
-        let unsupported = unsupported_nodes(g);
-        if !unsupported.is_empty() {
-            return Err(OnnxError::Unsupported(unsupported));
-        }
+        let g = checked_graph(&proto)?;
         let inits: BTreeSet<&str> = g
             .initializer
             .iter()

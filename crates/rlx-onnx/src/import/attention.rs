@@ -9,7 +9,7 @@ use super::elementwise::{cmp_scalar, select};
 use super::NodeCx;
 use crate::Result;
 use rlx_ir::op::{BinaryOp as B, CmpOp, PadMode, ReduceOp, UnaryOp as U};
-use rlx_ir::{DType, Dim, NodeId, Op, Shape};
+use rlx_ir::{DType, Dim, NodeId, Op};
 
 op_table! {
     "Attention" => attention,
@@ -183,26 +183,7 @@ fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Resul
         right = if right < 0 { 0 } else { right.min(0) };
     }
     if left >= 0 || right >= 0 {
-        let sh = Shape::new(&[s, t], DType::I64);
-        let rows = cx.node(
-            Op::Iota {
-                axis: 0,
-                start: past_len as f64,
-                step: 1.0,
-            },
-            &[],
-            Some(sh.clone()),
-        )?;
-        let cols = cx.node(
-            Op::Iota {
-                axis: 1,
-                start: 0.0,
-                step: 1.0,
-            },
-            &[],
-            Some(sh),
-        )?;
-        let diff = cx.bin(B::Sub, cols, rows)?;
+        let diff = super::indexing::col_minus_row(cx, s, t, past_len)?;
         let mut hidden: Option<NodeId> = None;
         for (limit, op) in [(right, CmpOp::Gt), (-left, CmpOp::Lt)] {
             if (op == CmpOp::Gt && right < 0) || (op == CmpOp::Lt && left < 0) {

@@ -351,26 +351,7 @@ fn trilu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         Some(_) => cx.const_ints(1, "k")?.first().copied().unwrap_or(0),
         None => 0,
     };
-    let s = Shape::new(&d[r - 2..], DType::I64);
-    let rows = cx.node(
-        Op::Iota {
-            axis: 0,
-            start: 0.0,
-            step: 1.0,
-        },
-        &[],
-        Some(s.clone()),
-    )?;
-    let cols = cx.node(
-        Op::Iota {
-            axis: 1,
-            start: 0.0,
-            step: 1.0,
-        },
-        &[],
-        Some(s),
-    )?;
-    let diff = cx.bin(B::Sub, cols, rows)?;
+    let diff = col_minus_row(cx, d[r - 2], d[r - 1], 0)?;
     let op = if cx.attr_i("upper", 1) != 0 {
         CmpOp::Ge
     } else {
@@ -394,17 +375,29 @@ fn eye_like(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         cx.dtype(x)
     };
     let k = cx.attr_i("k", 0);
-    let s = Shape::new(&d, DType::I64);
-    let rows = cx.node(
+    let diff = col_minus_row(cx, d[0], d[1], 0)?;
+    let hit = cmp_scalar(cx, CmpOp::Eq, diff, k as f64)?;
+    Ok(vec![cx.cast(hit, dt)?])
+}
+
+/// `col - (row + row_start)` over an `[rows, cols]` I64 grid.
+pub(super) fn col_minus_row(
+    cx: &mut NodeCx,
+    rows: usize,
+    cols: usize,
+    row_start: usize,
+) -> Result<NodeId> {
+    let s = Shape::new(&[rows, cols], DType::I64);
+    let r = cx.node(
         Op::Iota {
             axis: 0,
-            start: 0.0,
+            start: row_start as f64,
             step: 1.0,
         },
         &[],
         Some(s.clone()),
     )?;
-    let cols = cx.node(
+    let c = cx.node(
         Op::Iota {
             axis: 1,
             start: 0.0,
@@ -413,7 +406,5 @@ fn eye_like(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         &[],
         Some(s),
     )?;
-    let diff = cx.bin(B::Sub, cols, rows)?;
-    let hit = cmp_scalar(cx, CmpOp::Eq, diff, k as f64)?;
-    Ok(vec![cx.cast(hit, dt)?])
+    cx.bin(B::Sub, c, r)
 }

@@ -196,6 +196,20 @@ pub fn unsupported_nodes(g: &GraphProto) -> Vec<UnsupportedNode> {
         .collect()
 }
 
+/// The model's graph, if every node's op type has an importer (else all
+/// unsupported nodes at once).
+pub(crate) fn checked_graph(model: &ModelProto) -> Result<&GraphProto> {
+    let g = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| OnnxError::Invalid("the model has no graph".into()))?;
+    let unsupported = unsupported_nodes(g);
+    if !unsupported.is_empty() {
+        return Err(OnnxError::Unsupported(unsupported));
+    }
+    Ok(g)
+}
+
 /// Node indices in a topological order; a cycle or an undefined input name is an error.
 fn topo_order(g: &GraphProto, known: &HashSet<String>) -> Result<Vec<usize>> {
     let mut producer: HashMap<&str, usize> = HashMap::new();
@@ -258,14 +272,7 @@ pub fn import_model(
     base_dir: Option<&Path>,
     opts: &ImportOptions,
 ) -> Result<Imported> {
-    let g = model
-        .graph
-        .as_ref()
-        .ok_or_else(|| OnnxError::Invalid("the model has no graph".into()))?;
-    let unsupported = unsupported_nodes(g);
-    if !unsupported.is_empty() {
-        return Err(OnnxError::Unsupported(unsupported));
-    }
+    let g = checked_graph(model)?;
     let opset = crate::model::model_info(model).default_opset();
     let name = g.name.clone().unwrap_or_else(|| "onnx".into());
     let mut out = Graph::new(name);

@@ -69,21 +69,49 @@ pub(super) fn resolve_pads(
     }
 }
 
-fn conv(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+/// The shared geometry of Conv / ConvTranspose.
+struct ConvGeometry {
+    x: NodeId,
+    w: NodeId,
+    xd: Vec<usize>,
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    dilation: Vec<usize>,
+    groups: usize,
+}
+
+fn conv_geometry(cx: &NodeCx) -> Result<ConvGeometry> {
     let (x, w) = (cx.x(0)?, cx.x(1)?);
-    let xd = cx.static_dims(x, "Conv")?;
-    let wd = cx.static_dims(w, "Conv weight")?;
+    let xd = cx.static_dims(x, cx.op_type())?;
+    let wd = cx.static_dims(w, "the weight")?;
     if xd.len() < 3 || wd.len() != xd.len() {
         return Err(cx.err(format!(
-            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [O, C/g, *k]"
+            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [O|C, C/g|O/g, *k]"
         )));
     }
     let n = xd.len() - 2;
-    let kernel = wd[2..].to_vec();
-    let stride = per_dim(cx, "strides", n, 1)?;
-    let dilation = per_dim(cx, "dilations", n, 1)?;
+    Ok(ConvGeometry {
+        x,
+        w,
+        kernel: wd[2..].to_vec(),
+        stride: per_dim(cx, "strides", n, 1)?,
+        dilation: per_dim(cx, "dilations", n, 1)?,
+        groups: cx.attr_i("group", 1).max(1) as usize,
+        xd,
+    })
+}
+
+fn conv(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let ConvGeometry {
+        x,
+        w,
+        xd,
+        kernel,
+        stride,
+        dilation,
+        groups,
+    } = conv_geometry(cx)?;
     let padding = resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
-    let groups = cx.attr_i("group", 1).max(1) as usize;
     let window = Window {
         kernel: vec![],
         stride,
@@ -96,20 +124,17 @@ fn conv(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 }
 
 fn conv_transpose(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let (x, w) = (cx.x(0)?, cx.x(1)?);
-    let xd = cx.static_dims(x, "ConvTranspose")?;
-    let wd = cx.static_dims(w, "ConvTranspose weight")?;
-    if xd.len() < 3 || wd.len() != xd.len() {
-        return Err(cx.err(format!(
-            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [C, O/g, *k]"
-        )));
-    }
+    let ConvGeometry {
+        x,
+        w,
+        xd,
+        kernel,
+        stride,
+        dilation,
+        groups,
+    } = conv_geometry(cx)?;
     let n = xd.len() - 2;
-    let kernel = wd[2..].to_vec();
-    let stride = per_dim(cx, "strides", n, 1)?;
-    let dilation = per_dim(cx, "dilations", n, 1)?;
     let mut output_padding = per_dim(cx, "output_padding", n, 0)?;
-    let groups = cx.attr_i("group", 1).max(1) as usize;
     let auto = cx.attr_s("auto_pad", "NOTSET");
     let padding = if let Some(os) = cx.attr_ints("output_shape") {
         let os: Vec<usize> = os

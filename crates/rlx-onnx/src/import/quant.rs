@@ -278,17 +278,42 @@ fn requantize_product(
     requantize(cx, v, z, to)
 }
 
+/// The eight leading inputs of QLinearMatMul / QLinearConv.
+struct QLinear {
+    a: NodeId,
+    sa: NodeId,
+    za: Option<NodeId>,
+    b: NodeId,
+    sb: NodeId,
+    zb: Option<NodeId>,
+    sy: NodeId,
+    zy: Option<NodeId>,
+}
+
+fn qlinear_inputs(cx: &NodeCx) -> Result<QLinear> {
+    Ok(QLinear {
+        a: cx.x(0)?,
+        sa: cx.x(1)?,
+        za: cx.opt(2),
+        b: cx.x(3)?,
+        sb: cx.x(4)?,
+        zb: cx.opt(5),
+        sy: cx.x(6)?,
+        zy: cx.opt(7),
+    })
+}
+
 fn qlinear_matmul(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let (a, sa, za, b, sb, zb, sy) = (
-        cx.x(0)?,
-        cx.x(1)?,
-        cx.opt(2),
-        cx.x(3)?,
-        cx.x(4)?,
-        cx.opt(5),
-        cx.x(6)?,
-    );
-    let zy = cx.opt(7);
+    let QLinear {
+        a,
+        sa,
+        za,
+        b,
+        sb,
+        zb,
+        sy,
+        zy,
+    } = qlinear_inputs(cx)?;
     let to = zy.map_or(DType::U8, |z| cx.dtype(z));
     let (ra, rb) = (cx.rank(a), cx.rank(b));
     let ac = centered(cx, a, za, ra.saturating_sub(2), DType::I32)?;
@@ -301,16 +326,16 @@ fn qlinear_matmul(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 }
 
 fn qlinear_conv(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let (x, sx, zx, w, sw, zw, sy) = (
-        cx.x(0)?,
-        cx.x(1)?,
-        cx.opt(2),
-        cx.x(3)?,
-        cx.x(4)?,
-        cx.opt(5),
-        cx.x(6)?,
-    );
-    let zy = cx.opt(7);
+    let QLinear {
+        a: x,
+        sa: sx,
+        za: zx,
+        b: w,
+        sb: sw,
+        zb: zw,
+        sy,
+        zy,
+    } = qlinear_inputs(cx)?;
     let bias = cx.opt(8);
     let to = zy.map_or(DType::U8, |z| cx.dtype(z));
     let xc = centered(cx, x, zx, 1, DType::F64)?;
