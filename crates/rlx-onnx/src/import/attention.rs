@@ -1,4 +1,4 @@
-//! Attention (opset 23): 3-d or 4-d Q / K / V, grouped heads, scale,
+//! Attention and RotaryEmbedding. Attention (opset 23): 3-d or 4-d Q / K / V, grouped heads, scale,
 //! soft-cap, boolean or additive masks (shorter masks padded as masked),
 //! causal masking aligned after the past, past / present key-value caches,
 //! and the `qk_matmul_output` output. Composed in the reference's order:
@@ -13,6 +13,7 @@ use rlx_ir::{DType, Dim, NodeId, Op};
 
 op_table! {
     "Attention" => attention,
+    "RotaryEmbedding" => rotary_embedding,
 }
 
 /// `[B, S, H*D]` -> `[B, H, S, D]`.
@@ -205,4 +206,83 @@ fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Resul
         });
     }
     Ok(bias)
+}
+
+/// RotaryEmbedding (opset 23): rotates the first `rotary_embedding_dim`
+/// features of each head by the cached angles (halves, or interleaved pairs).
+fn rotary_embedding(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, cos_cache, sin_cache) = (cx.x(0)?, cx.x(1)?, cx.x(2)?);
+    let xd = cx.static_dims(x, "RotaryEmbedding")?;
+    // Work in [B, S, H, D].
+    let y = match xd.len() {
+        4 => cx.transpose(x, vec![0, 2, 1, 3])?,
+        3 => {
+            let h = cx.attr_i("num_heads", 0).max(0) as usize;
+            if h == 0 || xd[2] % h != 0 {
+                return Err(cx.err(format!("num_heads {h} does not divide {}", xd[2])));
+            }
+            cx.reshape_static(x, &[xd[0], xd[1], h, xd[2] / h])?
+        }
+        _ => return Err(cx.err("input must be 3-d or 4-d")),
+    };
+    let yd = cx.static_dims(y, "RotaryEmbedding")?;
+    let d = yd[3];
+    let rot = match cx.attr_i("rotary_embedding_dim", 0) {
+        0 => d,
+        r => r.max(0) as usize,
+    };
+    if rot > d || rot % 2 != 0 {
+        return Err(cx.err(format!(
+            "rotary_embedding_dim {rot} does not fit head size {d}"
+        )));
+    }
+    let (mut cos, mut sin) = (cos_cache, sin_cache);
+    if let Some(pos) = cx.opt(3) {
+        cos = cx.node(Op::Gather { axis: 0 }, &[cos, pos], None)?;
+        sin = cx.node(Op::Gather { axis: 0 }, &[sin, pos], None)?;
+    }
+    // [B, S, rot/2] -> [B, S, 1, rot/2], sliced to the rotated half-width.
+    let cd = cx.static_dims(cos, "cos_cache")?;
+    let half = rot / 2;
+    let cos = cx.slice_axis(cos, cd.len() - 1, 0, half, 1)?;
+    let sin = cx.slice_axis(sin, cd.len() - 1, 0, half, 1)?;
+    let cos = cx.reshape_static(cos, &[yd[0], yd[1], 1, half])?;
+    let sin = cx.reshape_static(sin, &[yd[0], yd[1], 1, half])?;
+    let xr = cx.slice_axis(y, 3, 0, rot, 1)?;
+    let interleaved = cx.attr_i("interleaved", 0) != 0;
+    let (x1, x2) = if interleaved {
+        (
+            cx.slice_axis(xr, 3, 0, half, 2)?,
+            cx.slice_axis(xr, 3, 1, half, 2)?,
+        )
+    } else {
+        (
+            cx.slice_axis(xr, 3, 0, half, 1)?,
+            cx.slice_axis(xr, 3, half, half, 1)?,
+        )
+    };
+    let (c1, s2) = (cx.bin(B::Mul, cos, x1)?, cx.bin(B::Mul, sin, x2)?);
+    let real = cx.bin(B::Sub, c1, s2)?;
+    let (s1, c2) = (cx.bin(B::Mul, sin, x1)?, cx.bin(B::Mul, cos, x2)?);
+    let imag = cx.bin(B::Add, s1, c2)?;
+    let rotated = if interleaved {
+        let pair = [yd[0], yd[1], yd[2], half, 1];
+        let r = cx.reshape_static(real, &pair)?;
+        let i = cx.reshape_static(imag, &pair)?;
+        let both = cx.node(Op::Concat { axis: 4 }, &[r, i], None)?;
+        cx.reshape_static(both, &[yd[0], yd[1], yd[2], rot])?
+    } else {
+        cx.node(Op::Concat { axis: 3 }, &[real, imag], None)?
+    };
+    let out = if rot < d {
+        let rest = cx.slice_axis(y, 3, rot, d - rot, 1)?;
+        cx.node(Op::Concat { axis: 3 }, &[rotated, rest], None)?
+    } else {
+        rotated
+    };
+    let out = match xd.len() {
+        4 => cx.transpose(out, vec![0, 2, 1, 3])?,
+        _ => cx.reshape_static(out, &xd)?,
+    };
+    Ok(vec![out])
 }
