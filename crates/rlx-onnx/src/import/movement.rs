@@ -1,5 +1,6 @@
 //! Data movement: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat,
-//! Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth.
+//! Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Compress,
+//! ReverseSequence, CenterCropPad.
 
 use super::NodeCx;
 use crate::Result;
@@ -21,6 +22,9 @@ op_table! {
     "Pad" => pad,
     "DepthToSpace" => depth_to_space,
     "SpaceToDepth" => space_to_depth,
+    "Compress" => compress,
+    "ReverseSequence" => reverse_sequence,
+    "CenterCropPad" => center_crop_pad,
 }
 
 /// Target dims of an ONNX Reshape (`0` copies, `-1` infers).
@@ -417,4 +421,100 @@ fn space_to_depth(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     };
     let y = cx.transpose(y, perm)?;
     Ok(vec![cx.reshape_static(y, &[n, c * b * b, h / b, w / b])?])
+}
+
+/// Compress: the slices where a (constant) condition holds.
+fn compress(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let cond = cx.const_ints(1, "condition")?;
+    let (x, axis) = match cx.has_attr("axis") {
+        true => (x, cx.axis(cx.attr_i("axis", 0), cx.rank(x))?),
+        false => {
+            let n: usize = cx.static_dims(x, "Compress")?.iter().product();
+            (cx.reshape_static(x, &[n])?, 0)
+        }
+    };
+    let n = cx.static_dims(x, "Compress")?[axis];
+    let picks: Vec<i64> = (0..cond.len().min(n))
+        .filter(|&i| cond[i] != 0)
+        .map(|i| i as i64)
+        .collect();
+    let idx = cx.i64s(&picks);
+    Ok(vec![cx.node(Op::Gather { axis }, &[x, idx], None)?])
+}
+
+/// ReverseSequence: reverses the first `len[b]` steps of each batch entry.
+fn reverse_sequence(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let d = cx.static_dims(x, "ReverseSequence")?;
+    let lens = cx.const_ints(1, "sequence_lens")?;
+    let r = d.len();
+    let bax = cx.axis(cx.attr_i("batch_axis", 1), r)?;
+    let tax = cx.axis(cx.attr_i("time_axis", 0), r)?;
+    let (nb, nt) = (d[bax], d[tax]);
+    if lens.len() != nb {
+        return Err(cx.err(format!("{} sequence lengths for batch {nb}", lens.len())));
+    }
+    // Index along the time axis for every (time, batch), broadcast over the rest.
+    let mut small = vec![1usize; r];
+    small[tax] = nt;
+    small[bax] = nb;
+    let mut idx = vec![0i64; nt * nb];
+    for t in 0..nt {
+        for (b, &len) in lens.iter().enumerate() {
+            let len = len.clamp(0, nt as i64);
+            let src = if (t as i64) < len {
+                len - 1 - t as i64
+            } else {
+                t as i64
+            };
+            let at = if tax < bax { t * nb + b } else { b * nt + t };
+            idx[at] = src;
+        }
+    }
+    let t = rlx_ir::HostTensor::from_vec(idx, &small).map_err(|e| cx.err(e.to_string()))?;
+    let idx = cx.constant(&t);
+    let idx = cx.broadcast(idx, d.iter().map(|&n| Dim::Static(n)).collect())?;
+    Ok(vec![cx.node(
+        Op::GatherElements { axis: tax },
+        &[x, idx],
+        None,
+    )?])
+}
+
+/// CenterCropPad: crops or zero-pads each listed axis around its centre.
+fn center_crop_pad(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let mut x = cx.x(0)?;
+    let target = cx.const_ints(1, "shape")?;
+    let r = cx.rank(x);
+    let axes = match cx.attr_ints("axes") {
+        Some(a) => a
+            .iter()
+            .map(|&a| cx.axis(a, r))
+            .collect::<Result<Vec<_>>>()?,
+        None => (0..r).collect(),
+    };
+    if axes.len() != target.len() {
+        return Err(cx.err(format!("shape {target:?} does not match axes {axes:?}")));
+    }
+    for (&a, &want) in axes.iter().zip(&target) {
+        let n = cx.static_dims(x, "CenterCropPad")?[a];
+        let want = want.max(0) as usize;
+        if want < n {
+            x = cx.slice_axis(x, a, (n - want) / 2, want, 1)?;
+        } else if want > n {
+            let mut pads = vec![(0, 0); r];
+            let lo = (want - n) / 2;
+            pads[a] = (lo, want - n - lo);
+            x = cx.node(
+                Op::Pad {
+                    pads,
+                    mode: PadMode::Constant(0.0),
+                },
+                &[x],
+                None,
+            )?;
+        }
+    }
+    Ok(vec![x])
 }
