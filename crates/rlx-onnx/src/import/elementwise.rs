@@ -43,6 +43,8 @@ op_table! {
     "HardSwish" => |cx| activation(cx, hard_swish),
     "Softsign" => |cx| activation(cx, softsign),
     "Mish" => |cx| activation(cx, mish),
+    "Swish" => |cx| activation(cx, swish),
+    "SwiGLU" => swiglu,
     "Clip" => clip,
     "Min" => |cx| variadic(cx, B::Min),
     "Max" => |cx| variadic(cx, B::Max),
@@ -265,6 +267,21 @@ fn softsign(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
     let a = cx.un(U::Abs, x)?;
     let d = cx.bin_scalar(B::Add, a, 1.0)?;
     cx.bin(B::Div, x, d)
+}
+
+/// `x * sigmoid(alpha * x)`.
+fn swish(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
+    let alpha = cx.attr_f("alpha", 1.0);
+    let ax = cx.bin_scalar(B::Mul, x, alpha)?;
+    let s = cx.un(U::Sigmoid, ax)?;
+    cx.bin(B::Mul, x, s)
+}
+
+/// `swish(a) * b`, in f32 for half inputs.
+fn swiglu(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let g = activation(cx, swish)?[0];
+    let b = cx.x(1)?;
+    Ok(vec![cx.bin(B::Mul, g, b)?])
 }
 
 fn mish(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {

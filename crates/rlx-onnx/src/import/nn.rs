@@ -1,5 +1,5 @@
 //! Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
-//! LpPool, the global pools.
+//! LpPool, the global pools, CausalConvWithState.
 
 use super::NodeCx;
 use crate::Result;
@@ -15,6 +15,7 @@ op_table! {
     "GlobalAveragePool" => |cx| global_pool(cx, ReduceOp::Mean),
     "GlobalMaxPool" => |cx| global_pool(cx, ReduceOp::Max),
     "GlobalLpPool" => global_lp_pool,
+    "CausalConvWithState" => causal_conv_with_state,
 }
 
 /// Per-spatial-dim list attribute with a default.
@@ -311,4 +312,66 @@ fn lp_pool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     )?;
     let s = cx.bin_scalar(B::Mul, avg, size as f64)?;
     Ok(vec![cx.bin_scalar(B::Pow, s, 1.0 / p)?])
+}
+
+/// CausalConvWithState: a depthwise causal conv1d over `[past_state | input]`
+/// (zeros without a past), an optional SiLU, and the last `K - 1` steps as
+/// the new state.
+fn causal_conv_with_state(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, w) = (cx.x(0)?, cx.x(1)?);
+    let xd = cx.static_dims(x, "CausalConvWithState")?;
+    let wd = cx.static_dims(w, "the weight")?;
+    if xd.len() != 3 || wd.len() != 3 {
+        return Err(cx.err(format!(
+            "input {xd:?} / weight {wd:?} must be [B, C, L] / [C, 1, K]"
+        )));
+    }
+    let k1 = wd[2].saturating_sub(1);
+    let past = match cx.opt(3) {
+        Some(p) => p,
+        None => {
+            let z = cx.scalar(0.0, cx.dtype(x));
+            cx.broadcast(
+                z,
+                [xd[0], xd[1], k1]
+                    .iter()
+                    .map(|&n| rlx_ir::Dim::Static(n))
+                    .collect(),
+            )?
+        }
+    };
+    let padded = if k1 == 0 {
+        x
+    } else {
+        cx.node(Op::Concat { axis: 2 }, &[past, x], None)?
+    };
+    let window = Window {
+        kernel: vec![],
+        stride: vec![1],
+        padding: vec![(0, 0)],
+        dilation: vec![1],
+    };
+    let mut ins = vec![padded, w];
+    ins.extend(cx.opt(2));
+    let mut y = cx.node(
+        Op::Conv {
+            window,
+            groups: xd[1],
+        },
+        &ins,
+        None,
+    )?;
+    match cx.attr_s("activation", "").as_str() {
+        "silu" | "swish" => {
+            let dt = cx.dtype(y);
+            let yf = cx.cast(y, rlx_ir::DType::F32)?;
+            let s = cx.un(U::Silu, yf)?;
+            y = cx.cast(s, dt)?;
+        }
+        "" | "none" => {}
+        other => return Err(cx.unsupported(format!("activation \"{other}\""))),
+    }
+    let total = xd[2] + k1;
+    let state = cx.slice_axis(padded, 2, total - k1, k1, 1)?;
+    Ok(vec![y, state])
 }
