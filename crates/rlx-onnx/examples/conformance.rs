@@ -145,10 +145,19 @@ fn report(results: &[CaseResult]) -> String {
         count(&all, Outcome::Unsupported)
     ));
     s.push_str(&format!(
-        "- cases whose op is in the issue's list: **{p_list} / {n_list} pass ({})**, {} fail, {} unsupported\n\n",
+        "- cases whose op is in the issue's list: **{p_list} / {n_list} pass ({})**, {} fail, {} unsupported\n",
         rate(p_list, n_list),
         count(&in_list, Outcome::Fail),
         count(&in_list, Outcome::Unsupported)
+    ));
+    let plain = |r: &CaseResult| {
+        !r.detail.contains("not plain tensors") && !r.detail.contains("not a plain tensor")
+    };
+    let n_plain = results.iter().filter(|r| plain(r)).count();
+    let p_plain = count(&plain, Outcome::Pass);
+    s.push_str(&format!(
+        "- plain-tensor cases (sequence / optional / map I/O excluded; onnxruntime 1.32 passes 1,566 of its 1,870, 83.7%): **{p_plain} / {n_plain} pass ({})**\n\n",
+        rate(p_plain, n_plain)
     ));
     s.push_str("| op | listed | cases | pass | fail | unsupported | rate |\n|---|---|---|---|---|---|---|\n");
     for (op, [p, f, u]) in &per_op {
