@@ -199,6 +199,16 @@ impl<'a> NodeCx<'a> {
         self.attr(name).map(|a| a.floats.clone())
     }
 
+    /// String-list attribute, if present.
+    pub fn attr_strings(&self, name: &str) -> Option<Vec<String>> {
+        self.attr(name).map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+    }
+
     /// Tensor attribute, if present.
     pub fn attr_t(&self, name: &str) -> Result<Option<HostTensor>> {
         match self.attr(name) {

@@ -34,6 +34,7 @@ mod movement;
 mod nn;
 mod norm;
 mod quant;
+mod recurrent;
 mod reduce;
 mod resize;
 
@@ -135,6 +136,7 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
         .or_else(|| movement::lookup(op_type))
         .or_else(|| indexing::lookup(op_type))
         .or_else(|| quant::lookup(op_type))
+        .or_else(|| recurrent::lookup(op_type))
         .or_else(|| resize::lookup(op_type))
 }
 
@@ -153,6 +155,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         movement::OPS,
         indexing::OPS,
         quant::OPS,
+        recurrent::OPS,
         resize::OPS,
     ]
     .concat();
