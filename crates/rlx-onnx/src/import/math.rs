@@ -1,5 +1,5 @@
 //! More elementwise math composed from IR primitives: inverse and
-//! hyperbolic trigonometry, Shrink, BitShift, CumProd, LRN.
+//! hyperbolic trigonometry, Shrink, BitShift, CumProd, LRN, DFT.
 
 use super::elementwise::{cmp_scalar, select};
 use super::NodeCx;
@@ -20,6 +20,7 @@ op_table! {
     "BitShift" => bit_shift,
     "CumProd" => cumprod,
     "LRN" => lrn,
+    "DFT" => dft,
 }
 
 fn unary(cx: &mut NodeCx, f: fn(&mut NodeCx, NodeId) -> Result<NodeId>) -> Result<Vec<NodeId>> {
@@ -231,4 +232,97 @@ fn lrn(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let s = cx.bin_scalar(B::Add, s, bias)?;
     let d = cx.bin_scalar(B::Pow, s, beta)?;
     Ok(vec![cx.bin(B::Div, x, d)?])
+}
+
+/// DFT along one axis of `x [.., n, 1|2]` (real or complex pairs) through the
+/// IR's complex FFT; output `[.., m, 2]`.
+fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    use rlx_ir::fft::{FftKind, FftNorm};
+    use rlx_ir::{Complex32, DType, HostTensor};
+    let x = cx.x(0)?;
+    let xd = cx.static_dims(x, "DFT")?;
+    let r = xd.len();
+    let inverse = cx.attr_i("inverse", 0) != 0;
+    let onesided = cx.attr_i("onesided", 0) != 0;
+    if inverse && onesided {
+        return Err(cx.unsupported("inverse one-sided DFT (irfft output layout)"));
+    }
+    let axis = if cx.opset >= 20 {
+        match cx.opt(2) {
+            Some(_) => cx.const_ints(2, "axis")?.first().copied().unwrap_or(-2),
+            None => -2,
+        }
+    } else {
+        cx.attr_i("axis", 1)
+    };
+    // The axis counts over the signal dims (the trailing 1|2 excluded).
+    let axis = cx.axis(if axis < 0 { axis - 1 } else { axis }, r)?;
+    if axis == r - 1 {
+        return Err(cx.err("the axis is the real / imaginary axis"));
+    }
+    let dt = cx.dtype(x);
+    let xf = cx.cast(x, DType::F32)?;
+    let re = cx.slice_axis(xf, r - 1, 0, 1, 1)?;
+    let mut c = cx.cast(re, DType::C64)?;
+    if xd[r - 1] == 2 {
+        let im = cx.slice_axis(xf, r - 1, 1, 1, 1)?;
+        let im = cx.cast(im, DType::C64)?;
+        let i = cx.constant(&HostTensor::scalar(Complex32::new(0.0, 1.0)));
+        let im = cx.bin(B::Mul, im, i)?;
+        c = cx.bin(B::Add, c, im)?;
+    }
+    // Signal axis last: [.., 1] -> move `axis` to the end.
+    let mut perm: Vec<usize> = (0..r).filter(|&a| a != axis).collect();
+    perm.push(axis);
+    let ct = cx.transpose(c, perm.clone())?;
+    let n = xd[axis];
+    let len = match cx.opt(1) {
+        Some(_) => cx
+            .const_ints(1, "dft_length")?
+            .first()
+            .copied()
+            .unwrap_or(n as i64)
+            .max(1) as usize,
+        None => n,
+    };
+    let ct = if len < n {
+        cx.slice_axis(ct, r - 1, 0, len, 1)?
+    } else if len > n {
+        let mut pads = vec![(0, 0); r];
+        pads[r - 1] = (0, len - n);
+        cx.node(
+            Op::Pad {
+                pads,
+                mode: PadMode::Constant(0.0),
+            },
+            &[ct],
+            None,
+        )?
+    } else {
+        ct
+    };
+    let kind = if inverse { FftKind::Ifft } else { FftKind::Fft };
+    let mut f = cx.node(
+        Op::Fft {
+            kind,
+            norm: FftNorm::Backward,
+        },
+        &[ct],
+        None,
+    )?;
+    if onesided {
+        f = cx.slice_axis(f, r - 1, 0, len / 2 + 1, 1)?;
+    }
+    // Back to the original axis order, then [.., m, 1] complex -> [.., m, 2].
+    let mut inv = vec![0; r];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    let f = cx.transpose(f, inv)?;
+    let re = cx.cast(f, DType::F32)?;
+    let mi = cx.constant(&HostTensor::scalar(Complex32::new(0.0, -1.0)));
+    let fi = cx.bin(B::Mul, f, mi)?;
+    let im = cx.cast(fi, DType::F32)?;
+    let out = cx.node(Op::Concat { axis: r - 1 }, &[re, im], None)?;
+    Ok(vec![cx.cast(out, dt)?])
 }
