@@ -1,6 +1,6 @@
 //! Indexing and tensor creation: Gather, GatherElements, GatherND,
 //! ScatterElements, ScatterND, TopK, Range, Shape, Size, ConstantOfShape,
-//! Constant, OneHot, NonZero, Trilu, EyeLike.
+//! Constant, OneHot, NonZero, Trilu, EyeLike, AffineGrid.
 
 use super::elementwise::{cmp_scalar, select};
 use super::NodeCx;
@@ -26,6 +26,7 @@ op_table! {
     "NonZero" => non_zero,
     "Trilu" => trilu,
     "EyeLike" => eye_like,
+    "AffineGrid" => affine_grid,
 }
 
 fn gather(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
@@ -407,4 +408,56 @@ pub(super) fn col_minus_row(
         Some(s),
     )?;
     cx.bin(B::Sub, c, r)
+}
+
+/// AffineGrid: `theta [N, k, k+1]` applied to the normalised base grid of
+/// `size` (2-d `[N, C, H, W]` or 3-d `[N, C, D, H, W]`); output `[N, *sp, k]`.
+fn affine_grid(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let theta = cx.x(0)?;
+    let size = cx.const_ints(1, "size")?;
+    let align = cx.attr_i("align_corners", 0) != 0;
+    let k = size.len().saturating_sub(2);
+    if !(2..=3).contains(&k) || size.iter().any(|&d| d <= 0) {
+        return Err(cx.err(format!(
+            "size {size:?} must be [N, C, H, W] or [N, C, D, H, W]"
+        )));
+    }
+    let sp: Vec<usize> = size[2..].iter().map(|&d| d as usize).collect();
+    let n = size[0] as usize;
+    let coord = |i: usize, len: usize| -> f64 {
+        if align {
+            if len == 1 {
+                0.0
+            } else {
+                -1.0 + 2.0 * i as f64 / (len - 1) as f64
+            }
+        } else {
+            (2 * i + 1) as f64 / len as f64 - 1.0
+        }
+    };
+    // Base grid rows (x, y[, z], 1) in row-major order of the spatial dims
+    // (x runs along the last one).
+    let total: usize = sp.iter().product();
+    let mut base = Vec::with_capacity(total * (k + 1));
+    for flat in 0..total {
+        let mut rem = flat;
+        let mut idx = vec![0; k];
+        for a in (0..k).rev() {
+            idx[a] = rem % sp[a];
+            rem /= sp[a];
+        }
+        for a in (0..k).rev() {
+            base.push(coord(idx[a], sp[a]) as f32);
+        }
+        base.push(1.0);
+    }
+    let b = cx
+        .constant(&HostTensor::from_vec(base, &[total, k + 1]).map_err(|e| cx.err(e.to_string()))?);
+    let b = cx.cast(b, cx.dtype(theta))?;
+    let tt = cx.transpose(theta, vec![0, 2, 1])?;
+    let g = cx.node(Op::MatMul, &[b, tt], None)?;
+    let mut out = vec![n];
+    out.extend(&sp);
+    out.push(k);
+    Ok(vec![cx.reshape_static(g, &out)?])
 }

@@ -174,29 +174,71 @@ fn is_default_domain(n: &NodeProto) -> bool {
     matches!(n.domain.as_deref(), None | Some("") | Some("ai.onnx"))
 }
 
-/// Every node whose op the importer does not know, all at once.
+/// Every node whose op the importer does not know, all at once (the
+/// branches of `If` nodes included).
 pub fn unsupported_nodes(g: &GraphProto) -> Vec<UnsupportedNode> {
-    g.node
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| {
-            let op = n.op_type.clone().unwrap_or_default();
-            let known = is_default_domain(n) && importer(&op).is_some();
-            (!known).then(|| UnsupportedNode {
-                op_type: if is_default_domain(n) {
-                    op.clone()
-                } else {
-                    format!("{}::{op}", n.domain.as_deref().unwrap_or_default())
-                },
-                node: node_label(n, i),
-                reason: if is_default_domain(n) {
-                    "no importer for this op type".into()
-                } else {
-                    "custom-domain ops are not supported".into()
-                },
-            })
-        })
-        .collect()
+    let mut out = Vec::new();
+    for (i, n) in g.node.iter().enumerate() {
+        let op = n.op_type.clone().unwrap_or_default();
+        if is_default_domain(n) && op == "If" {
+            for b in branches(n) {
+                out.extend(unsupported_nodes(b));
+            }
+            continue;
+        }
+        if is_default_domain(n) && importer(&op).is_some() {
+            continue;
+        }
+        out.push(UnsupportedNode {
+            op_type: if is_default_domain(n) {
+                op.clone()
+            } else {
+                format!("{}::{op}", n.domain.as_deref().unwrap_or_default())
+            },
+            node: node_label(n, i),
+            reason: if !is_default_domain(n) {
+                "custom-domain ops are not supported".into()
+            } else if op == "Loop" || op == "Scan" {
+                "control flow with a run-time trip count needs IR while / scan ops".into()
+            } else {
+                "no importer for this op type".into()
+            },
+        });
+    }
+    out
+}
+
+/// The subgraphs of a node (`If` branches).
+fn branches(n: &NodeProto) -> impl Iterator<Item = &GraphProto> {
+    n.attribute.iter().filter_map(|a| a.g.as_ref())
+}
+
+/// Every value a node reads: its inputs, and the outer values its subgraphs use.
+fn node_reads(n: &NodeProto) -> Vec<String> {
+    let mut reads: Vec<String> = n.input.clone();
+    for b in branches(n) {
+        let mut inner: HashSet<String> = b
+            .initializer
+            .iter()
+            .filter_map(|t| t.name.clone())
+            .collect();
+        inner.extend(b.input.iter().filter_map(|v| v.name.clone()));
+        for m in &b.node {
+            for r in node_reads(m) {
+                if !r.is_empty() && !inner.contains(&r) {
+                    reads.push(r);
+                }
+            }
+            inner.extend(m.output.iter().cloned());
+        }
+        reads.extend(
+            b.output
+                .iter()
+                .filter_map(|o| o.name.clone())
+                .filter(|o| !inner.contains(o)),
+        );
+    }
+    reads
 }
 
 /// The model's graph, if every node's op type has an importer (else all
@@ -229,7 +271,7 @@ fn topo_order(g: &GraphProto, known: &HashSet<String>) -> Result<Vec<usize>> {
     let mut indegree = vec![0usize; g.node.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
     for (i, n) in g.node.iter().enumerate() {
-        for name in n.input.iter().filter(|s| !s.is_empty()) {
+        for name in node_reads(n).iter().filter(|s| !s.is_empty()) {
             if let Some(&p) = producer.get(name.as_str()) {
                 indegree[i] += 1;
                 users[p].push(i);
@@ -267,6 +309,118 @@ fn topo_order(g: &GraphProto, known: &HashSet<String>) -> Result<Vec<usize>> {
         )));
     }
     Ok(order)
+}
+
+/// Counters kept while importing.
+#[derive(Default)]
+struct Stats {
+    op_counts: BTreeMap<String, usize>,
+    folded: usize,
+}
+
+/// Imports the nodes of `g` (the main graph or a taken `If` branch) into `out`.
+fn import_nodes(
+    out: &mut Graph,
+    g: &GraphProto,
+    values: &mut HashMap<String, Value>,
+    opset: i64,
+    stats: &mut Stats,
+) -> Result<()> {
+    let known: HashSet<String> = values.keys().cloned().collect();
+    let order = topo_order(g, &known)?;
+    for i in order {
+        let n = &g.node[i];
+        *stats
+            .op_counts
+            .entry(n.op_type.clone().unwrap_or_default())
+            .or_insert(0) += 1;
+        if n.op_type.as_deref() == Some("If") {
+            inline_if(out, n, i, values, opset, stats)?;
+            continue;
+        }
+        let f = importer(n.op_type.as_deref().unwrap_or_default()).expect("pre-scanned");
+        let ins: Vec<Option<Value>> = n
+            .input
+            .iter()
+            .map(|s| (!s.is_empty()).then(|| values[s.as_str()].clone()))
+            .collect();
+        let (produced, was_folded) = import_node(out, n, i, opset, &ins, f)?;
+        stats.folded += was_folded as usize;
+        for (k, oname) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+            let v = produced
+                .get(k)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| OnnxError::Node {
+                    node: node_label(n, i),
+                    op_type: n.op_type.clone().unwrap_or_default(),
+                    reason: format!("output {k} (\"{oname}\") is not supported"),
+                })?;
+            out.set_name(v.node, oname.clone());
+            values.insert(oname.clone(), v);
+        }
+    }
+    Ok(())
+}
+
+/// `If` with a condition known at import: the taken branch is imported in
+/// place (its nodes see the outer values), its outputs become the node's.
+fn inline_if(
+    out: &mut Graph,
+    n: &NodeProto,
+    index: usize,
+    values: &mut HashMap<String, Value>,
+    opset: i64,
+    stats: &mut Stats,
+) -> Result<()> {
+    let cond_name = n.input.first().cloned().unwrap_or_default();
+    let cond = values
+        .get(&cond_name)
+        .and_then(|v| v.konst.clone())
+        .ok_or_else(|| OnnxError::NeedsValue {
+            value: cond_name.clone(),
+            node: node_label(n, index),
+            what: "If condition".into(),
+        })?;
+    let taken = if cond.to_f64_lossy().first().copied().unwrap_or(0.0) != 0.0 {
+        "then_branch"
+    } else {
+        "else_branch"
+    };
+    let branch = n
+        .attribute
+        .iter()
+        .find(|a| a.name.as_deref() == Some(taken))
+        .and_then(|a| a.g.as_ref())
+        .ok_or_else(|| {
+            OnnxError::Invalid(format!("If node {} has no {taken}", node_label(n, index)))
+        })?;
+    for t in &branch.initializer {
+        let host = tensor_from_proto(t, None)?;
+        let node = out.constant_tensor(&host);
+        let name = t.name.clone().unwrap_or_default();
+        values.insert(
+            name,
+            Value {
+                node,
+                konst: Some(Rc::new(host)),
+                tag: narrow_tag(t.data_type.unwrap_or(0)),
+            },
+        );
+    }
+    import_nodes(out, branch, values, opset, stats)?;
+    for (k, oname) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+        let inner = branch
+            .output
+            .get(k)
+            .and_then(|o| o.name.clone())
+            .unwrap_or_default();
+        let v = values.get(&inner).cloned().ok_or_else(|| {
+            OnnxError::Invalid(format!("If branch output \"{inner}\" is never defined"))
+        })?;
+        values.insert(oname.clone(), v);
+    }
+    Ok(())
 }
 
 /// Imports a model's main graph.
@@ -349,43 +503,9 @@ pub fn import_model(
         inputs.push(info);
     }
 
-    let known: HashSet<String> = values.keys().cloned().collect();
-    let order = topo_order(g, &known)?;
-    let mut op_counts = BTreeMap::new();
-    let mut folded = 0;
-    for i in order {
-        let n = &g.node[i];
-        *op_counts
-            .entry(n.op_type.clone().unwrap_or_default())
-            .or_insert(0) += 1;
-        let f = importer(n.op_type.as_deref().unwrap_or_default()).expect("pre-scanned");
-        let ins: Vec<Option<Value>> = n
-            .input
-            .iter()
-            .map(|s| (!s.is_empty()).then(|| values[s.as_str()].clone()))
-            .collect();
-        let (produced, was_folded) = import_node(&mut out, n, i, opset, &ins, f)?;
-        folded += was_folded as usize;
-        let wanted: Vec<(usize, &String)> = n
-            .output
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| !o.is_empty())
-            .collect();
-        for (k, oname) in wanted {
-            let v = produced
-                .get(k)
-                .cloned()
-                .flatten()
-                .ok_or_else(|| OnnxError::Node {
-                    node: node_label(n, i),
-                    op_type: n.op_type.clone().unwrap_or_default(),
-                    reason: format!("output {k} (\"{oname}\") is not supported"),
-                })?;
-            out.set_name(v.node, oname.clone());
-            values.insert(oname.clone(), v);
-        }
-    }
+    let mut stats = Stats::default();
+    import_nodes(&mut out, g, &mut values, opset, &mut stats)?;
+    let Stats { op_counts, folded } = stats;
 
     let mut outs = Vec::new();
     let mut out_infos = Vec::new();
