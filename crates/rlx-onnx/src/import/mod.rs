@@ -26,6 +26,7 @@ mod attention;
 mod attrs;
 mod cast;
 mod elementwise;
+mod grid_sample;
 mod indexing;
 mod linalg;
 mod loss;
@@ -127,6 +128,7 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
     elementwise::lookup(op_type)
         .or_else(|| attention::lookup(op_type))
         .or_else(|| cast::lookup(op_type))
+        .or_else(|| grid_sample::lookup(op_type))
         .or_else(|| linalg::lookup(op_type))
         .or_else(|| loss::lookup(op_type))
         .or_else(|| math::lookup(op_type))
@@ -146,6 +148,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         elementwise::OPS,
         attention::OPS,
         cast::OPS,
+        grid_sample::OPS,
         linalg::OPS,
         loss::OPS,
         math::OPS,
