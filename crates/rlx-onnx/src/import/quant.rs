@@ -41,12 +41,42 @@ fn along_axis(cx: &mut NodeCx, p: NodeId, rank: usize, axis: usize) -> Result<No
     if s.rank() == 0 || s.dims() == [Dim::Static(1)] && rank != 1 {
         return cx.reshape(p, vec![]);
     }
+    if s.rank() == rank && rank > 1 {
+        return Ok(p); // already expanded blocks
+    }
     if s.rank() != 1 {
-        return Err(cx.unsupported(format!("blocked quantisation parameters {s}")));
+        return Err(cx.err(format!("quantisation parameter {s} for rank {rank}")));
     }
     let mut dims = vec![Dim::Static(1); rank];
     dims[axis] = s.dims()[0].clone();
     cx.reshape(p, dims)
+}
+
+/// Blocked quantisation: a parameter with `ceil(n / block)` entries along
+/// `axis` repeated `block` times (cut to `n`), matching `x` in shape.
+fn expand_blocks(cx: &mut NodeCx, p: NodeId, x: NodeId, axis: usize) -> Result<NodeId> {
+    let block = cx.attr_i("block_size", 0);
+    if block <= 0 {
+        return Ok(p);
+    }
+    let block = block as usize;
+    let xd = cx.static_dims(x, "blocked quantisation")?;
+    let pd = cx.static_dims(p, "blocked quantisation parameter")?;
+    if pd.len() != xd.len() || pd[axis] * block < xd[axis] {
+        return Err(cx.err(format!(
+            "parameter {pd:?} does not block {xd:?} by {block} on axis {axis}"
+        )));
+    }
+    let mut inter = pd.clone();
+    inter.insert(axis + 1, 1);
+    let y = cx.reshape_static(p, &inter)?;
+    let mut big = pd.clone();
+    big.insert(axis + 1, block);
+    let y = cx.broadcast(y, big.iter().map(|&n| Dim::Static(n)).collect())?;
+    let mut flat = pd.clone();
+    flat[axis] *= block;
+    let y = cx.reshape_static(y, &flat)?;
+    cx.slice_axis(y, axis, 0, xd[axis], 1)
 }
 
 /// The quantisation axis; only checked when the scale is per-axis.
@@ -85,9 +115,6 @@ fn requantize_in(
 fn quantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let (x, scale) = (cx.x(0)?, cx.x(1)?);
     let zp = cx.opt(2);
-    if cx.attr_i("block_size", 0) > 0 {
-        return Err(cx.unsupported("blocked quantisation (block_size > 0)"));
-    }
     let to = match zp {
         Some(z) => cx.tag(2).unwrap_or_else(|| elem_type_of(cx.dtype(z))),
         None if cx.has_attr("output_dtype") => cx.attr_i("output_dtype", 2) as i32,
@@ -95,6 +122,11 @@ fn quantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     };
     let r = cx.rank(x);
     let axis = quant_axis(cx, r, scale)?;
+    let scale = expand_blocks(cx, scale, x, axis)?;
+    let zp = match zp {
+        Some(z) => Some(expand_blocks(cx, z, x, axis)?),
+        None => None,
+    };
     let work = DType::F32;
     let xf = cx.cast(x, work)?;
     let s = cx.cast(scale, work)?;
@@ -162,13 +194,14 @@ fn dequantize(
 
 fn dequantize_linear(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let (x, scale) = (cx.x(0)?, cx.x(1)?);
-    if cx.attr_i("block_size", 0) > 0 {
-        return Err(cx.unsupported("blocked quantisation (block_size > 0)"));
-    }
     let r = cx.rank(x);
     let axis = quant_axis(cx, r, scale)?;
+    let scale = expand_blocks(cx, scale, x, axis)?;
     let zp = match cx.opt(2) {
-        Some(z) => Some(super::cast::decode(cx, z, cx.tag(2))?),
+        Some(z) => {
+            let z = super::cast::decode(cx, z, cx.tag(2))?;
+            Some(expand_blocks(cx, z, x, axis)?)
+        }
         None => None,
     };
     let x = super::cast::decode(cx, x, cx.tag(0))?;
