@@ -1,10 +1,10 @@
 //! Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
-//! LpPool, the global pools, CausalConvWithState.
+//! LpPool, the global pools, MaxUnpool, CausalConvWithState.
 
 use super::NodeCx;
 use crate::Result;
 use rlx_ir::op::{BinaryOp as B, PoolKind, ReduceOp, UnaryOp as U, Window};
-use rlx_ir::{NodeId, Op};
+use rlx_ir::{DType, NodeId, Op};
 
 op_table! {
     "Conv" => conv,
@@ -16,6 +16,7 @@ op_table! {
     "GlobalMaxPool" => |cx| global_pool(cx, ReduceOp::Max),
     "GlobalLpPool" => global_lp_pool,
     "CausalConvWithState" => causal_conv_with_state,
+    "MaxUnpool" => max_unpool,
 }
 
 /// Per-spatial-dim list attribute with a default.
@@ -241,6 +242,11 @@ fn pool(cx: &mut NodeCx, kind: PoolKind) -> Result<Vec<NodeId>> {
         padding,
         dilation,
     };
+    let indices = if kind == PoolKind::Max && cx.wants_output(1) {
+        Some(max_pool_indices(cx, x, &window)?)
+    } else {
+        None
+    };
     let y = cx.node(
         Op::Pool {
             kind,
@@ -250,12 +256,98 @@ fn pool(cx: &mut NodeCx, kind: PoolKind) -> Result<Vec<NodeId>> {
         &[x],
         None,
     )?;
-    let mut outs = vec![y];
-    if cx.wants_output(1) {
-        return Err(cx.unsupported("the Indices output of MaxPool needs an argmax-pooling IR op"));
+    Ok(std::iter::once(y).chain(indices).collect())
+}
+
+/// The flat input index of each window's maximum (MaxPool's `Indices`):
+/// the window's taps stacked on a new leading axis, argmax over it, mapped
+/// back to `((n * C + c) * H + h) * W + w` (column-major spatial order with
+/// `storage_order = 1`).
+fn max_pool_indices(cx: &mut NodeCx, x: NodeId, w: &Window) -> Result<NodeId> {
+    let xd = cx.static_dims(x, "MaxPool")?;
+    let k = xd.len() - 2;
+    let padded = cx.node(
+        Op::Pad {
+            pads: [vec![(0, 0), (0, 0)], w.padding.clone()].concat(),
+            mode: rlx_ir::op::PadMode::Constant(f64::NEG_INFINITY),
+        },
+        &[x],
+        None,
+    )?;
+    let pd = cx.static_dims(padded, "MaxPool")?;
+    let out: Vec<usize> = (0..k)
+        .map(|d| (pd[2 + d] - (w.dilation[d] * (w.kernel[d] - 1) + 1)) / w.stride[d] + 1)
+        .collect();
+    let taps: usize = w.kernel.iter().product();
+    let kstrides = rlx_ir::contiguous_strides(&w.kernel);
+    let mut slices = Vec::with_capacity(taps);
+    let mut one = xd[..2].to_vec();
+    one.extend(&out);
+    let mut stacked_dims = vec![1];
+    stacked_dims.extend(&one);
+    for t in 0..taps {
+        let mut y = padded;
+        for d in 0..k {
+            let o = (t / kstrides[d]) % w.kernel[d];
+            y = cx.slice_axis(y, 2 + d, o * w.dilation[d], out[d], w.stride[d] as i64)?;
+        }
+        slices.push(cx.reshape_static(y, &stacked_dims)?);
     }
-    outs.truncate(1);
-    Ok(outs)
+    let stacked = if taps == 1 {
+        slices[0]
+    } else {
+        cx.node(Op::Concat { axis: 0 }, &slices, None)?
+    };
+    let best = cx.node(
+        Op::ArgReduce {
+            op: rlx_ir::op::ArgReduceOp::ArgMax,
+            axis: 0,
+            keep_dim: false,
+        },
+        &[stacked],
+        None,
+    )?;
+    let shape = rlx_ir::Shape::new(&one, DType::I64);
+    let iota = |cx: &mut NodeCx, axis: usize| -> Result<NodeId> {
+        cx.node(
+            Op::Iota {
+                axis,
+                start: 0.0,
+                step: 1.0,
+            },
+            &[],
+            Some(shape.clone()),
+        )
+    };
+    let col_major = cx.attr_i("storage_order", 0) != 0;
+    // Spatial position of the maximum per dim.
+    let mut pos = Vec::with_capacity(k);
+    for d in 0..k {
+        let q = cx.bin_scalar(B::Div, best, kstrides[d] as f64)?;
+        let o = cx.bin_scalar(B::Mod, q, w.kernel[d] as f64)?;
+        let o = cx.bin_scalar(B::Mul, o, w.dilation[d] as f64)?;
+        let i = iota(cx, 2 + d)?;
+        let i = cx.bin_scalar(B::Mul, i, w.stride[d] as f64)?;
+        let p = cx.bin(B::Add, i, o)?;
+        pos.push(cx.bin_scalar(B::Sub, p, w.padding[d].0 as f64)?);
+    }
+    let order: Vec<usize> = if col_major {
+        (0..k).rev().collect()
+    } else {
+        (0..k).collect()
+    };
+    let sp = &xd[2..];
+    let mut flat = {
+        let n = iota(cx, 0)?;
+        let n = cx.bin_scalar(B::Mul, n, xd[1] as f64)?;
+        let c = iota(cx, 1)?;
+        cx.bin(B::Add, n, c)?
+    };
+    for &d in &order {
+        flat = cx.bin_scalar(B::Mul, flat, sp[d] as f64)?;
+        flat = cx.bin(B::Add, flat, pos[d])?;
+    }
+    Ok(flat)
 }
 
 fn global_pool(cx: &mut NodeCx, op: ReduceOp) -> Result<Vec<NodeId>> {
@@ -374,4 +466,60 @@ fn causal_conv_with_state(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let total = xd[2] + k1;
     let state = cx.slice_axis(padded, 2, total - k1, k1, 1)?;
     Ok(vec![y, state])
+}
+
+/// MaxUnpool: scatters `X` to the flat positions `I` (as MaxPool's Indices
+/// give them) of a zero tensor of the unpooled shape.
+fn max_unpool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (x, idx) = (cx.x(0)?, cx.x(1)?);
+    let xd = cx.static_dims(x, "MaxUnpool")?;
+    let k = xd.len().saturating_sub(2);
+    // The shape MaxPool ran on (what the indices address).
+    let kernel = per_dim(cx, "kernel_shape", k, 0)?;
+    let stride = per_dim(cx, "strides", k, 1)?;
+    let pads = cx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let mut pooled = xd[..2].to_vec();
+    for d in 0..k {
+        let full = (xd[2 + d] - 1) * stride[d] + kernel[d];
+        pooled.push(full.saturating_sub((pads[d] + pads[k + d]).max(0) as usize));
+    }
+    let out: Vec<usize> = match cx.opt(2) {
+        Some(_) => cx
+            .const_ints(2, "output_shape")?
+            .iter()
+            .map(|&d| d.max(0) as usize)
+            .collect(),
+        None => pooled.clone(),
+    };
+    if out.len() != pooled.len() {
+        return Err(cx.err(format!(
+            "output_shape {out:?} does not match rank {}",
+            pooled.len()
+        )));
+    }
+    let total: usize = out.iter().product();
+    let numel: usize = xd.iter().product();
+    let zero = cx.scalar(0.0, cx.dtype(x));
+    let base = cx.broadcast(zero, vec![rlx_ir::Dim::Static(total)])?;
+    let xf = cx.reshape_static(x, &[numel])?;
+    let mut i = cx.cast(idx, DType::I64)?;
+    if out != pooled {
+        // Re-address each index from the pooled-input shape to `output_shape`.
+        let ps = rlx_ir::contiguous_strides(&pooled);
+        let os = rlx_ir::contiguous_strides(&out);
+        let mut flat: Option<NodeId> = None;
+        for d in 0..pooled.len() {
+            let q = cx.bin_scalar(B::Div, i, ps[d] as f64)?;
+            let c = cx.bin_scalar(B::Mod, q, pooled[d] as f64)?;
+            let t = cx.bin_scalar(B::Mul, c, os[d] as f64)?;
+            flat = Some(match flat {
+                Some(f) => cx.bin(B::Add, f, t)?,
+                None => t,
+            });
+        }
+        i = flat.expect("rank >= 1");
+    }
+    let i = cx.reshape_static(i, &[numel])?;
+    let y = cx.node(Op::ScatterAdd { axis: 0 }, &[base, i, xf], None)?;
+    Ok(vec![cx.reshape_static(y, &out)?])
 }
