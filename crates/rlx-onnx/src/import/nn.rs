@@ -322,8 +322,8 @@ fn max_pool_indices(cx: &mut NodeCx, x: NodeId, w: &Window) -> Result<NodeId> {
     let col_major = cx.attr_i("storage_order", 0) != 0;
     // Spatial position of the maximum per dim.
     let mut pos = Vec::with_capacity(k);
-    for d in 0..k {
-        let q = cx.bin_scalar(B::Div, best, kstrides[d] as f64)?;
+    for (d, &ks) in kstrides.iter().enumerate() {
+        let q = cx.bin_scalar(B::Div, best, ks as f64)?;
         let o = cx.bin_scalar(B::Mod, q, w.kernel[d] as f64)?;
         let o = cx.bin_scalar(B::Mul, o, w.dilation[d] as f64)?;
         let i = iota(cx, 2 + d)?;
