@@ -142,7 +142,8 @@ pub(crate) fn importer(op_type: &str) -> Option<ImportFn> {
         .or_else(|| resize::lookup(op_type))
 }
 
-/// Every op type of the default domain the importer knows (sorted).
+/// Every op type of the default domain the importer knows (sorted; `If`
+/// needs a condition known at import).
 pub fn supported_ops() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = [
         elementwise::OPS,
@@ -162,6 +163,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         resize::OPS,
     ]
     .concat();
+    all.push("If");
     all.sort_unstable();
     all
 }
