@@ -70,3 +70,15 @@ fn bound_dims_import_statically() {
     let out = g.outputs()[0];
     assert_eq!(g.shape(out).static_dims(), Some(vec![2, 2, 2]));
 }
+
+#[test]
+fn shape_subgraphs_stay_symbolic_without_bindings() {
+    let m = OnnxModel::from_bytes(&bytes(&dynamic_model()), Device::Cpu).unwrap();
+    let imported = m.import().unwrap();
+    let out = imported.graph.outputs()[0];
+    assert_eq!(
+        imported.graph.shape(out).dims(),
+        &[Dim::sym("batch"), Dim::Static(2), Dim::Static(2)]
+    );
+    assert_eq!(imported.outputs[0].dims[0], Dim::sym("batch"));
+}

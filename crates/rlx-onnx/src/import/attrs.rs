@@ -94,6 +94,27 @@ impl<'a> NodeCx<'a> {
         self.ins.get(i).and_then(|v| v.as_ref()).and_then(|v| v.tag)
     }
 
+    /// Input `i` as a shape value (constant integers or symbolic dims).
+    pub fn shape_value(&self, i: usize) -> Option<super::symbolic::SymShape> {
+        self.ins
+            .get(i)
+            .and_then(|v| v.as_ref())
+            .and_then(super::symbolic::shape_value)
+    }
+
+    /// Input `i` as shape entries that must be known (as integers or dim
+    /// symbols) at import.
+    pub fn shape_ints(&self, i: usize, what: &str) -> Result<Vec<super::symbolic::SymInt>> {
+        match self.shape_value(i) {
+            Some(s) => Ok(s.items),
+            None => Err(OnnxError::NeedsValue {
+                value: self.node.input.get(i).cloned().unwrap_or_default(),
+                node: node_label(self.node, self.index),
+                what: format!("{} {what}", self.op_type()),
+            }),
+        }
+    }
+
     /// Constant data of input `i`, if known at import.
     pub fn konst(&self, i: usize) -> Option<&HostTensor> {
         self.ins

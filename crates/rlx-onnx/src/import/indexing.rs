@@ -3,6 +3,7 @@
 //! Constant, OneHot, NonZero, Trilu, EyeLike, AffineGrid.
 
 use super::elementwise::{cmp_scalar, select};
+use super::symbolic::SymInt;
 use super::NodeCx;
 use crate::tensor::{checked_dims, dtype_of};
 use crate::Result;
@@ -224,6 +225,29 @@ fn topk(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 fn range(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let dt = cx.dtype(cx.x(0)?);
     let start = cx.const_f64s(0, "start")?.first().copied().unwrap_or(0.0);
+    // A symbolic limit counts 0, 1, .. up to a dim symbol.
+    if let Some(SymInt::Sym(sym)) = cx
+        .shape_value(1)
+        .filter(|s| s.scalar)
+        .and_then(|s| s.items.first().cloned())
+    {
+        let delta = cx.const_f64s(2, "delta")?.first().copied().unwrap_or(0.0);
+        if start != 0.0 || delta != 1.0 {
+            return Err(cx.err(format!(
+                "Range({start}, {sym}, {delta}) over a symbolic dim needs start 0 and delta 1"
+            )));
+        }
+        let shape = Shape::from_dims(vec![Dim::sym(sym)], dt);
+        return Ok(vec![cx.node(
+            Op::Iota {
+                axis: 0,
+                start: 0.0,
+                step: 1.0,
+            },
+            &[],
+            Some(shape),
+        )?]);
+    }
     let limit = cx.const_f64s(1, "limit")?.first().copied().unwrap_or(0.0);
     let delta = cx.const_f64s(2, "delta")?.first().copied().unwrap_or(0.0);
     if delta == 0.0 {
@@ -261,17 +285,30 @@ fn size(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 }
 
 fn constant_of_shape(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    let dims = cx.const_ints(0, "shape")?;
+    let items = cx.shape_ints(0, "shape")?;
     let value = cx
         .attr_t("value")?
         .unwrap_or_else(|| HostTensor::scalar(0f32));
-    let (dims, _) = checked_dims(&dims, value.dtype().size_bytes(), "ConstantOfShape")?;
     let v = value.reshape(&[]).map_err(|e| cx.err(e.to_string()))?;
+    let dims: Vec<Dim> = match items
+        .iter()
+        .map(|i| match i {
+            SymInt::Int(v) => Some(*v),
+            SymInt::Sym(_) => None,
+        })
+        .collect::<Option<Vec<i64>>>()
+    {
+        Some(ints) => {
+            let (d, _) = checked_dims(&ints, v.dtype().size_bytes(), "ConstantOfShape")?;
+            d.into_iter().map(Dim::Static).collect()
+        }
+        None => items
+            .iter()
+            .map(|i| i.dim().unwrap_or(Dim::Static(0)))
+            .collect(),
+    };
     let s = cx.constant(&v);
-    Ok(vec![cx.broadcast(
-        s,
-        dims.iter().map(|&d| Dim::Static(d)).collect(),
-    )?])
+    Ok(vec![cx.broadcast(s, dims)?])
 }
 
 fn constant(cx: &mut NodeCx) -> Result<Vec<NodeId>> {

@@ -38,6 +38,7 @@ mod quant;
 mod recurrent;
 mod reduce;
 mod resize;
+mod symbolic;
 
 pub(crate) use attrs::NodeCx;
 
@@ -86,6 +87,8 @@ pub(crate) struct Value {
     pub konst: Option<Rc<HostTensor>>,
     /// The ONNX element type when it is a narrow one (see [`crate::narrow`]).
     pub tag: Option<i32>,
+    /// A shape value over symbolic dims (see [`symbolic`]); `node` is then a placeholder.
+    pub sym: Option<Rc<symbolic::SymShape>>,
 }
 
 fn narrow_tag(elem_type: i32) -> Option<i32> {
@@ -410,6 +413,7 @@ fn inline_if(
                 node,
                 konst: Some(Rc::new(host)),
                 tag: narrow_tag(t.data_type.unwrap_or(0)),
+                sym: None,
             },
         );
     }
@@ -451,6 +455,7 @@ pub fn import_model(
                     node,
                     konst: Some(Rc::new(host)),
                     tag: narrow_tag(t.data_type.unwrap_or(0)),
+                    sym: None,
                 },
             )
             .is_some()
@@ -489,6 +494,7 @@ pub fn import_model(
                     node,
                     konst: Some(Rc::new(t.clone())),
                     tag: narrow_tag(info.elem_type),
+                    sym: None,
                 },
             );
             node
@@ -500,6 +506,7 @@ pub fn import_model(
                     node,
                     konst: None,
                     tag: narrow_tag(info.elem_type),
+                    sym: None,
                 },
             );
             node
@@ -585,6 +592,16 @@ fn import_node(
             }]));
         }
     }
+    if let Some(shape) = symbolic::eval(g, n, index, ins)? {
+        return Ok((vec![Some(symbolic_value(g, shape))], false));
+    }
+    for (k, v) in ins.iter().enumerate() {
+        if let Some(s) = v.as_ref().and_then(|v| v.sym.as_ref()) {
+            if !symbolic::CONSUMERS.contains(&(op, k)) {
+                return Err(symbolic::needs_binding(n, index, s));
+            }
+        }
+    }
     let free = value_free_inputs(op);
     let all_const = ins
         .iter()
@@ -610,6 +627,7 @@ fn import_node(
                         node,
                         konst: Some(Rc::new(t)),
                         tag: tags_of(set.clone(), k),
+                        sym: None,
                     })
                 })
                 .collect();
@@ -627,11 +645,46 @@ fn import_node(
                     node,
                     konst: const_of(g, node),
                     tag: tags_of(set.clone(), k),
+                    sym: None,
                 })
             })
             .collect(),
         false,
     ))
+}
+
+/// A shape value: a constant when every entry is known, else a symbolic
+/// value over a placeholder node.
+fn symbolic_value(g: &mut Graph, s: symbolic::SymShape) -> Value {
+    let known: Option<Vec<i64>> = s
+        .items
+        .iter()
+        .map(|i| match i {
+            symbolic::SymInt::Int(v) => Some(*v),
+            symbolic::SymInt::Sym(_) => None,
+        })
+        .collect();
+    let dims: Vec<usize> = if s.scalar {
+        vec![]
+    } else {
+        vec![s.items.len()]
+    };
+    if let Some(v) = known {
+        let t = HostTensor::from_vec(v, &dims).expect("shape value");
+        return Value {
+            node: g.constant_tensor(&t),
+            konst: Some(Rc::new(t)),
+            tag: None,
+            sym: None,
+        };
+    }
+    let placeholder = g.constant_tensor(&HostTensor::zeros(rlx_ir::DType::I64, &dims));
+    Value {
+        node: placeholder,
+        konst: None,
+        tag: None,
+        sym: Some(Rc::new(s)),
+    }
 }
 
 /// Inputs whose values an op never reads (only their dtype / dims): a node
@@ -693,6 +746,7 @@ fn fold_node(
             node: scratch.constant_tensor(&t),
             konst: Some(t),
             tag: v.tag,
+            sym: None,
         }));
     }
     let mut cx = NodeCx::new(&mut scratch, n, index, opset, &local);

@@ -2,6 +2,7 @@
 //! Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Compress,
 //! ReverseSequence, CenterCropPad.
 
+use super::symbolic::SymInt;
 use super::NodeCx;
 use crate::Result;
 use rlx_ir::op::PadMode;
@@ -27,20 +28,27 @@ op_table! {
     "CenterCropPad" => center_crop_pad,
 }
 
-/// Target dims of an ONNX Reshape (`0` copies, `-1` infers).
-fn reshape_dims(cx: &NodeCx, input: &[Dim], target: &[i64], allow_zero: bool) -> Result<Vec<Dim>> {
+/// Target dims of an ONNX Reshape (`0` copies, `-1` infers; entries may be
+/// dim symbols).
+fn reshape_dims(
+    cx: &NodeCx,
+    input: &[Dim],
+    target: &[SymInt],
+    allow_zero: bool,
+) -> Result<Vec<Dim>> {
     let mut out: Vec<Option<Dim>> = Vec::with_capacity(target.len());
     let mut hole = None;
-    for (i, &t) in target.iter().enumerate() {
+    for (i, t) in target.iter().enumerate() {
         out.push(match t {
-            0 if !allow_zero => Some(input.get(i).cloned().ok_or_else(|| {
+            SymInt::Sym(s) => Some(Dim::sym(s.clone())),
+            SymInt::Int(0) if !allow_zero => Some(input.get(i).cloned().ok_or_else(|| {
                 cx.err(format!("shape {target:?}: 0 at {i} beyond the input rank"))
             })?),
-            -1 if hole.is_none() => {
+            SymInt::Int(-1) if hole.is_none() => {
                 hole = Some(i);
                 None
             }
-            t if t >= 0 => Some(Dim::Static(t as usize)),
+            SymInt::Int(t) if *t >= 0 => Some(Dim::Static(*t as usize)),
             _ => return Err(cx.err(format!("invalid shape {target:?}"))),
         });
     }
@@ -76,10 +84,14 @@ fn reshape_dims(cx: &NodeCx, input: &[Dim], target: &[i64], allow_zero: bool) ->
 
 fn reshape(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let x = cx.x(0)?;
-    let target = if cx.opset < 5 {
-        cx.attr_ints("shape").unwrap_or_default()
+    let target: Vec<SymInt> = if cx.opset < 5 {
+        cx.attr_ints("shape")
+            .unwrap_or_default()
+            .into_iter()
+            .map(SymInt::Int)
+            .collect()
     } else {
-        cx.const_ints(1, "shape")?
+        cx.shape_ints(1, "shape")?
     };
     let dims = reshape_dims(
         cx,
@@ -232,6 +244,9 @@ fn split(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 
 fn slice(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let mut x = cx.x(0)?;
+    if let Some(y) = symbolic_full_slice(cx, x)? {
+        return Ok(vec![y]);
+    }
     let r = cx.rank(x);
     let (starts, ends, axes, steps) = if cx.opset < 10 {
         (
@@ -268,12 +283,47 @@ fn slice(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     Ok(vec![x])
 }
 
+/// `x[.., 0:d, ..]` where `d` is the axis' own dim symbol: the identity.
+fn symbolic_full_slice(cx: &NodeCx, x: NodeId) -> Result<Option<NodeId>> {
+    let Some(ends) = cx
+        .shape_value(2)
+        .filter(|e| e.items.iter().any(|i| matches!(i, SymInt::Sym(_))))
+    else {
+        return Ok(None);
+    };
+    let starts = cx.const_ints(1, "starts")?;
+    let r = cx.rank(x);
+    let n = ends.items.len();
+    let axes = cx
+        .opt_const_ints(3, "axes")?
+        .unwrap_or_else(|| (0..n as i64).collect());
+    let steps = cx.opt_const_ints(4, "steps")?.unwrap_or_else(|| vec![1; n]);
+    if starts.len() != n || axes.len() != n || steps.len() != n {
+        return Err(cx.err("starts, ends, axes and steps differ in length"));
+    }
+    let dims = cx.shape(x).dims().to_vec();
+    for (i, e) in ends.items.iter().enumerate() {
+        let a = cx.axis(axes[i], r)?;
+        let full = match e {
+            SymInt::Sym(s) => dims[a] == Dim::sym(s.clone()),
+            SymInt::Int(v) => *v >= i64::MAX / 2 || dims[a].as_static() == Some(*v as usize),
+        };
+        if starts[i] != 0 || steps[i] != 1 || !full {
+            return Err(cx.err(format!(
+                "slicing {} to the symbolic end {e:?} needs the dims bound",
+                cx.shape(x)
+            )));
+        }
+    }
+    Ok(Some(x))
+}
+
 fn expand(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let x = cx.x(0)?;
-    let shape = cx.const_ints(1, "shape")?;
+    let shape = cx.shape_ints(1, "shape")?;
     let want: Vec<Dim> = shape
         .iter()
-        .map(|&d| Dim::Static(d.max(0) as usize))
+        .map(|d| d.dim().unwrap_or(Dim::Static(0)))
         .collect();
     let dims = broadcast_dims(cx.shape(x).dims(), &want).map_err(|e| cx.err(e))?;
     Ok(vec![cx.broadcast(x, dims)?])
