@@ -286,6 +286,19 @@ impl<'a> NodeCx<'a> {
         self.g.constant_tensor(&t)
     }
 
+    /// `0, 1, 2, ..` along `axis` of an I64 tensor of `dims`.
+    pub fn iota_i64(&mut self, dims: &[usize], axis: usize) -> Result<NodeId> {
+        self.node(
+            Op::Iota {
+                axis,
+                start: 0.0,
+                step: 1.0,
+            },
+            &[],
+            Some(Shape::new(dims, DType::I64)),
+        )
+    }
+
     /// Converts to `dtype` (no node when already of that dtype).
     pub fn cast(&mut self, x: NodeId, dtype: DType) -> Result<NodeId> {
         if self.dtype(x) == dtype {

@@ -341,15 +341,7 @@ fn one_hot(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let dn = cx.scalar(depth as f64, DType::I64);
     let i = wrap_negative(cx, idx, dn)?;
     let i = cx.reshape_static(i, &udims)?;
-    let iota = cx.node(
-        Op::Iota {
-            axis,
-            start: 0.0,
-            step: 1.0,
-        },
-        &[],
-        Some(Shape::new(&dims, DType::I64)),
-    )?;
+    let iota = cx.iota_i64(&dims, axis)?;
     let hit = cx.node(Op::Compare(CmpOp::Eq), &[iota, i], None)?;
     let off = cx.slice_axis(values, 0, 0, 1, 1)?;
     let on = cx.slice_axis(values, 0, 1, 1, 1)?;

@@ -176,15 +176,7 @@ fn hardmax(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         &[x],
         None,
     )?;
-    let iota = cx.node(
-        Op::Iota {
-            axis,
-            start: 0.0,
-            step: 1.0,
-        },
-        &[],
-        Some(rlx_ir::Shape::new(&dims, rlx_ir::DType::I64)),
-    )?;
+    let iota = cx.iota_i64(&dims, axis)?;
     let hit = cx.node(Op::Compare(CmpOp::Eq), &[iota, am], None)?;
     Ok(vec![cx.cast(hit, cx.dtype(x))?])
 }
