@@ -1,5 +1,5 @@
 //! Convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
-//! LpPool, the global pools, MaxUnpool, CausalConvWithState.
+//! LpPool, the global pools, MaxUnpool, Col2Im, CausalConvWithState.
 
 use super::NodeCx;
 use crate::Result;
@@ -17,6 +17,7 @@ op_table! {
     "GlobalLpPool" => global_lp_pool,
     "CausalConvWithState" => causal_conv_with_state,
     "MaxUnpool" => max_unpool,
+    "Col2Im" => col2im,
 }
 
 /// Per-spatial-dim list attribute with a default.
@@ -522,4 +523,94 @@ fn max_unpool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let i = cx.reshape_static(i, &[numel])?;
     let y = cx.node(Op::ScatterAdd { axis: 0 }, &[base, i, xf], None)?;
     Ok(vec![cx.reshape_static(y, &out)?])
+}
+
+/// Col2Im: sums the columns `[N, C * prod(block), L]` back into an image
+/// of `image_shape`: a scatter-add into the padded image at constant
+/// positions, then the padding is cut.
+fn col2im(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let x = cx.x(0)?;
+    let xd = cx.static_dims(x, "Col2Im")?;
+    let image: Vec<usize> = cx
+        .const_ints(1, "image_shape")?
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect();
+    let block: Vec<usize> = cx
+        .const_ints(2, "block_shape")?
+        .iter()
+        .map(|&d| d.max(1) as usize)
+        .collect();
+    let k = image.len();
+    if block.len() != k || xd.len() != 3 {
+        return Err(cx.err(format!(
+            "input {xd:?}, image {image:?}, block {block:?} do not match"
+        )));
+    }
+    let stride = per_dim(cx, "strides", k, 1)?;
+    let dilation = per_dim(cx, "dilations", k, 1)?;
+    let pads = match cx.attr_ints("pads") {
+        Some(p) if p.len() == 2 * k => p.iter().map(|&v| v.max(0) as usize).collect(),
+        _ => vec![0; 2 * k],
+    };
+    let padded: Vec<usize> = (0..k).map(|d| image[d] + pads[d] + pads[k + d]).collect();
+    let blocks: Vec<usize> = (0..k)
+        .map(|d| {
+            let span = dilation[d] * (block[d] - 1) + 1;
+            padded[d].checked_sub(span).map_or(0, |r| r / stride[d] + 1)
+        })
+        .collect();
+    let kn: usize = block.iter().product();
+    let ln: usize = blocks.iter().product();
+    if xd[2] != ln || xd[1] % kn != 0 {
+        return Err(cx.err(format!("input {xd:?} does not hold {kn} x {ln} columns")));
+    }
+    let c = xd[1] / kn;
+    let (ks, ls, ps) = (
+        rlx_ir::contiguous_strides(&block),
+        rlx_ir::contiguous_strides(&blocks),
+        rlx_ir::contiguous_strides(&padded),
+    );
+    let mut idx = Vec::with_capacity(kn * ln);
+    for kf in 0..kn {
+        for lf in 0..ln {
+            let mut flat = 0;
+            for d in 0..k {
+                let (ki, li) = ((kf / ks[d]) % block[d], (lf / ls[d]) % blocks[d]);
+                flat += (li * stride[d] + ki * dilation[d]) * ps[d];
+            }
+            idx.push(flat as i64);
+        }
+    }
+    let total: usize = padded.iter().product();
+    let n = xd[0];
+    let idx = cx.constant(
+        &rlx_ir::HostTensor::from_vec(idx, &[1, 1, kn * ln]).map_err(|e| cx.err(e.to_string()))?,
+    );
+    let idx = cx.broadcast(
+        idx,
+        [n, c, kn * ln]
+            .iter()
+            .map(|&d| rlx_ir::Dim::Static(d))
+            .collect(),
+    )?;
+    let upd = cx.reshape_static(x, &[n, c, kn * ln])?;
+    let zero = cx.scalar(0.0, cx.dtype(x));
+    let base = cx.broadcast(
+        zero,
+        [n, c, total]
+            .iter()
+            .map(|&d| rlx_ir::Dim::Static(d))
+            .collect(),
+    )?;
+    let y = cx.node(Op::ScatterAdd { axis: 2 }, &[base, idx, upd], None)?;
+    let mut dims = vec![n, c];
+    dims.extend(&padded);
+    let mut y = cx.reshape_static(y, &dims)?;
+    for d in 0..k {
+        if pads[d] > 0 || pads[k + d] > 0 {
+            y = cx.slice_axis(y, 2 + d, pads[d], image[d], 1)?;
+        }
+    }
+    Ok(vec![y])
 }
