@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | FLOAT8E4M3FN / E4M3FNUZ / E5M2 / E5M2FNUZ | `U8` | the 8-bit code |
 //! | FLOAT4E2M1 | `U8` | the 4-bit code (unpacked) |
+//! | FLOAT8E8M0 | `U8` | the exponent code |
 //! | INT4 / INT2 | `I8` | the value (unpacked) |
 //! | UINT4 / UINT2 | `U8` | the value (unpacked) |
 //! | UINT16 | `I32` | the value (arithmetic does not wrap at 16 bits) |
@@ -159,6 +160,20 @@ pub fn packed_int(elem_type: i32) -> Option<(u32, bool)> {
     })
 }
 
+/// FLOAT8E8M0: an exponent-only scale format, `2^(code - 127)`, code 255 NaN.
+pub fn is_e8m0(elem_type: i32) -> bool {
+    elem_type == DataType::Float8e8m0 as i32
+}
+
+/// The value of an E8M0 code.
+pub fn e8m0_decode(code: u32) -> f32 {
+    if code == 255 {
+        f32::NAN
+    } else {
+        2f64.powi(code as i32 - 127) as f32
+    }
+}
+
 /// True for ONNX types the importer tracks: narrow ones, and UINT16 /
 /// UINT64 (whose storage is a wider signed type).
 pub fn is_tracked(elem_type: i32) -> bool {
@@ -170,12 +185,12 @@ pub fn is_tracked(elem_type: i32) -> bool {
 /// True for ONNX types whose stored element is not the value in the storage
 /// dtype's own sense (mini floats, packed integers): the importer tags them.
 pub fn is_narrow(elem_type: i32) -> bool {
-    MiniFloat::of(elem_type).is_some() || packed_int(elem_type).is_some()
+    MiniFloat::of(elem_type).is_some() || packed_int(elem_type).is_some() || is_e8m0(elem_type)
 }
 
 /// The storage dtype of a narrow / unsigned-wide ONNX type.
 pub fn storage_dtype(elem_type: i32) -> Option<DType> {
-    if MiniFloat::of(elem_type).is_some() {
+    if MiniFloat::of(elem_type).is_some() || is_e8m0(elem_type) {
         return Some(DType::U8);
     }
     if let Some((_, signed)) = packed_int(elem_type) {

@@ -261,6 +261,7 @@ fn narrow_storage(
     let (bits, signed) = match (MiniFloat::of(elem_type), packed_int(elem_type)) {
         (Some(f), _) => (if f.bits() == 4 { 4 } else { 8 }, false),
         (None, Some(p)) => p,
+        _ if crate::narrow::is_e8m0(elem_type) => (8, false),
         _ if elem_type == DataType::Uint16 as i32 => (16, false),
         _ => (64, false),
     };

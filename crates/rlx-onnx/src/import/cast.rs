@@ -20,10 +20,14 @@ op_table! {
 /// Decodes a narrow value (storage dtype) to a plain one: mini floats to
 /// F32, packed integers stay in their (already exact) storage.
 pub(super) fn decode(cx: &mut NodeCx, x: NodeId, tag: Option<i32>) -> Result<NodeId> {
-    let Some(f) = tag.and_then(MiniFloat::of) else {
-        return Ok(x);
+    let table: Vec<f32> = match tag {
+        Some(t) if crate::narrow::is_e8m0(t) => (0..256).map(crate::narrow::e8m0_decode).collect(),
+        Some(t) => match MiniFloat::of(t) {
+            Some(f) => (0..1u32 << f.bits()).map(|c| f.decode(c)).collect(),
+            None => return Ok(x),
+        },
+        None => return Ok(x),
     };
-    let table: Vec<f32> = (0..1u32 << f.bits()).map(|c| f.decode(c)).collect();
     let n = table.len();
     let t = HostTensor::from_vec(table, &[n]).expect("1-d");
     let t = cx.constant(&t);
@@ -101,6 +105,40 @@ fn encode_minifloat(cx: &mut NodeCx, x: NodeId, f: MiniFloat, saturate: bool) ->
     cx.cast(code, DType::U8)
 }
 
+/// Encodes as E8M0 codes (U8) with `round_mode` up / down / nearest;
+/// past `2^127` saturates to the largest code or gives NaN (255).
+fn encode_e8m0(cx: &mut NodeCx, x: NodeId) -> Result<NodeId> {
+    let x = cx.cast(x, DType::F32)?;
+    let v: Vec<f64> = (0..255).map(|c| 2f64.powi(c - 127)).collect();
+    let (thresholds, op): (Vec<f64>, CmpOp) = match cx.attr_s("round_mode", "up").as_str() {
+        "up" => (v[..254].to_vec(), CmpOp::Gt),
+        "down" => (v[1..].to_vec(), CmpOp::Ge),
+        "nearest" => (
+            v.windows(2).map(|w| (w[0] + w[1]) / 2.0).collect(),
+            CmpOp::Ge,
+        ),
+        other => return Err(cx.err(format!("unknown round_mode \"{other}\""))),
+    };
+    let x64 = cx.cast(x, DType::F64)?;
+    let mut dims = cx.shape(x64).dims().to_vec();
+    let r = dims.len();
+    dims.push(Dim::Static(1));
+    let xe = cx.reshape(x64, dims)?;
+    let n = thresholds.len();
+    let t = cx.constant(&HostTensor::from_vec(thresholds, &[n]).expect("1-d"));
+    let hit = cx.node(Op::Compare(op), &[xe, t], None)?;
+    let code = cx.reduce(ReduceOp::Sum, hit, vec![r], false)?;
+    let mut code = cx.cast(code, DType::I64)?;
+    let bad_code = cx.scalar(255.0, DType::I64);
+    if cx.attr_i("saturate", 1) == 0 {
+        let over = cmp_scalar(cx, CmpOp::Gt, x64, v[254])?;
+        code = select(cx, over, bad_code, code)?;
+    }
+    let nan = cx.node(Op::Compare(CmpOp::Ne), &[x, x], None)?;
+    code = select(cx, nan, bad_code, code)?;
+    cx.cast(code, DType::U8)
+}
+
 /// The value range of a packed integer type.
 pub(super) fn packed_range(bits: u32, signed: bool) -> (f64, f64) {
     if signed {
@@ -116,6 +154,10 @@ pub(super) fn packed_range(bits: u32, signed: bool) -> (f64, f64) {
 /// Casts `x` (a plain value) to the ONNX element type `to`; sets the
 /// output tag when `to` is narrow.
 pub(super) fn cast_to_elem(cx: &mut NodeCx, x: NodeId, to: i32) -> Result<NodeId> {
+    if crate::narrow::is_e8m0(to) {
+        cx.out_tags = vec![Some(to)];
+        return encode_e8m0(cx, x);
+    }
     if let Some(f) = MiniFloat::of(to) {
         let saturate = cx.attr_i("saturate", 1) != 0;
         cx.out_tags = vec![Some(to)];
