@@ -1,6 +1,6 @@
 //! Indexing and tensor creation: Gather, GatherElements, GatherND,
 //! ScatterElements, ScatterND, TopK, Range, Shape, Size, ConstantOfShape,
-//! Constant, OneHot, NonZero, Trilu, EyeLike, AffineGrid.
+//! Constant, OneHot, NonZero, Trilu, EyeLike, AffineGrid, TensorScatter.
 
 use super::elementwise::{cmp_scalar, select};
 use super::symbolic::SymInt;
@@ -28,6 +28,7 @@ op_table! {
     "Trilu" => trilu,
     "EyeLike" => eye_like,
     "AffineGrid" => affine_grid,
+    "TensorScatter" => tensor_scatter,
 }
 
 fn gather(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
@@ -489,4 +490,37 @@ fn affine_grid(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     out.extend(&sp);
     out.push(k);
     Ok(vec![cx.reshape_static(g, &out)?])
+}
+
+/// TensorScatter (KV-cache write): `update [B, .., U, ..]` written into
+/// `past_cache` at `write_indices[b] + u` along `axis` (wrapping in
+/// circular mode).
+fn tensor_scatter(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    let (cache, upd) = (cx.x(0)?, cx.x(1)?);
+    let cd = cx.static_dims(cache, "TensorScatter")?;
+    let ud = cx.static_dims(upd, "TensorScatter update")?;
+    let r = cd.len();
+    let axis = cx.axis(cx.attr_i("axis", -2), r)?;
+    if ud.len() != r || axis == 0 {
+        return Err(cx.err(format!(
+            "cache {cd:?} / update {ud:?} / axis {axis} do not match"
+        )));
+    }
+    let pos = cx.iota_i64(&ud, axis)?;
+    let pos = match cx.opt(2) {
+        Some(w) => {
+            let w = cx.cast(w, DType::I64)?;
+            let mut wd = vec![1; r];
+            wd[0] = cd[0];
+            let w = cx.reshape_static(w, &wd)?;
+            cx.bin(B::Add, pos, w)?
+        }
+        None => pos,
+    };
+    let pos = if cx.attr_s("mode", "linear") == "circular" {
+        cx.bin_scalar(B::Mod, pos, cd[axis] as f64)?
+    } else {
+        pos
+    };
+    Ok(vec![scatter_apply(cx, cache, pos, upd, axis)?])
 }
