@@ -357,8 +357,13 @@ pub(super) fn cast_to(cx: &mut NodeCx, x: NodeId, to: DType) -> Result<NodeId> {
 
 fn dropout(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let x = cx.x(0)?;
+    // Training with ratio 0 keeps everything: deterministic.
+    let ratio = match cx.opt(1) {
+        Some(_) => cx.const_f64s(1, "ratio")?.first().copied().unwrap_or(0.5),
+        None => 0.5,
+    };
     if let Some(t) = cx.konst(2) {
-        if t.to_f64_lossy().first().copied().unwrap_or(0.0) != 0.0 {
+        if t.to_f64_lossy().first().copied().unwrap_or(0.0) != 0.0 && ratio != 0.0 {
             return Err(
                 cx.unsupported("training_mode=true (random masks) is not supported at inference")
             );

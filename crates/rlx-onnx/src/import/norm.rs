@@ -29,9 +29,6 @@ fn per_channel(cx: &mut NodeCx, v: NodeId, rank: usize) -> Result<NodeId> {
 
 fn batch_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let x = cx.x(0)?;
-    if cx.attr_i("training_mode", 0) != 0 || (cx.n_outputs() > 1 && cx.wants_output(1)) {
-        return Err(cx.unsupported("training-mode BatchNormalization (running statistics outputs)"));
-    }
     let eps = cx.attr_f("epsilon", 1e-5);
     let r = cx.rank(x);
     let dt = cx.dtype(x);
@@ -41,13 +38,35 @@ fn batch_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         let v = cx.cast(v, dt)?;
         p.push(per_channel(cx, v, r)?);
     }
-    let (scale, bias, mean, var) = (p[0], p[1], p[2], p[3]);
+    let (scale, bias, mut mean, mut var) = (p[0], p[1], p[2], p[3]);
+    let training = cx.attr_i("training_mode", 0) != 0;
+    let mut running = Vec::new();
+    if training {
+        // Batch statistics normalise; the running ones are updated with momentum.
+        let axes: Vec<usize> = (0..r).filter(|&a| a != 1).collect();
+        let bm = cx.reduce(ReduceOp::Mean, x, axes.clone(), true)?;
+        let c = cx.bin(B::Sub, x, bm)?;
+        let sq = cx.bin(B::Mul, c, c)?;
+        let bv = cx.reduce(ReduceOp::Mean, sq, axes, true)?;
+        let momentum = cx.attr_f("momentum", 0.9);
+        for (run, batch) in [(mean, bm), (var, bv)] {
+            let a = cx.bin_scalar(B::Mul, run, momentum)?;
+            let b = cx.bin_scalar(B::Mul, batch, 1.0 - momentum)?;
+            let u = cx.bin(B::Add, a, b)?;
+            let c = cx.static_dims(x, "BatchNormalization")?[1];
+            running.push(cx.reshape_static(u, &[c])?);
+        }
+        (mean, var) = (bm, bv);
+    } else if cx.n_outputs() > 1 && cx.wants_output(1) {
+        return Err(cx.err("running statistics outputs need training_mode=1"));
+    }
     let ve = cx.bin_scalar(B::Add, var, eps)?;
     let inv = cx.un(U::Rsqrt, ve)?;
     let c = cx.bin(B::Sub, x, mean)?;
     let n = cx.bin(B::Mul, c, inv)?;
     let s = cx.bin(B::Mul, n, scale)?;
-    Ok(vec![cx.bin(B::Add, s, bias)?])
+    let y = cx.bin(B::Add, s, bias)?;
+    Ok(std::iter::once(y).chain(running).collect())
 }
 
 fn instance_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
