@@ -236,3 +236,16 @@ fn mutated_models_never_panic() {
         }
     }
 }
+
+/// Inputs the fuzzer found (crates/rlx-onnx/fuzz): each must be an error or
+/// a clean import, never a panic.
+#[test]
+fn fuzzer_findings_do_not_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let b = std::fs::read(e.unwrap().path()).unwrap();
+        if let Ok(m) = OnnxModel::from_bytes(&b, Device::Cpu) {
+            let _ = m.import();
+        }
+    }
+}

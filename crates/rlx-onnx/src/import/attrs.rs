@@ -379,6 +379,9 @@ impl<'a> NodeCx<'a> {
     ) -> Result<NodeId> {
         let s = self.shape(x);
         let r = s.rank();
+        if axis >= r {
+            return Err(self.err(format!("axis {axis} is out of range for {s}")));
+        }
         let mut starts = vec![0; r];
         let mut steps = vec![1; r];
         let mut dims = s.dims().to_vec();
