@@ -52,6 +52,14 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     }
     let (q, k, v) = (cx.x(0)?, cx.x(1)?, cx.x(2)?);
     let dt = cx.dtype(q);
+    for v in [q, k, v] {
+        if !(3..=4).contains(&cx.rank(v)) {
+            return Err(cx.err(format!(
+                "Q, K, V must be 3-d or 4-d, one is {}",
+                cx.shape(v)
+            )));
+        }
+    }
     let three_d = cx.rank(q) == 3;
     let (q, k, v) = if three_d {
         let qh = cx.attr_i("q_num_heads", 0).max(0) as usize;
@@ -243,6 +251,9 @@ fn rotary_embedding(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     }
     // [B, S, rot/2] -> [B, S, 1, rot/2], sliced to the rotated half-width.
     let cd = cx.static_dims(cos, "cos_cache")?;
+    if cd.is_empty() || cx.rank(sin) != cd.len() {
+        return Err(cx.err("cos_cache / sin_cache ranks do not match"));
+    }
     let half = rot / 2;
     let cos = cx.slice_axis(cos, cd.len() - 1, 0, half, 1)?;
     let sin = cx.slice_axis(sin, cd.len() - 1, 0, half, 1)?;

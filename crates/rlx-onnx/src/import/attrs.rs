@@ -247,7 +247,7 @@ impl<'a> NodeCx<'a> {
     /// An axis attribute / value normalised against `rank`.
     pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
         let r = rank as i64;
-        if axis < -r || axis >= r.max(1) {
+        if axis < -r || axis >= r {
             return Err(self.err(format!("axis {axis} is out of range for rank {rank}")));
         }
         Ok(if axis < 0 {

@@ -52,6 +52,9 @@ fn expand_ellipsis(
             .ok_or_else(|| format!("term \"{term}\" has more letters than rank {rank}"))?;
         let (pre, post) = term.split_once("...").expect("contains");
         let mut out: Vec<char> = pre.chars().collect();
+        if n > ell.len() {
+            return Err(format!("term \"{term}\": {n} ellipsis dims"));
+        }
         out.extend(&ell[ell.len() - n..]);
         out.extend(post.chars());
         Ok(out)
@@ -103,7 +106,7 @@ fn einsum(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         let x = cx.x(i)?;
         let s = expand_ellipsis(t, cx.rank(x), &ell).map_err(|e| cx.err(e))?;
         if t.contains("...") {
-            max_ell = max_ell.max(cx.rank(x) + 3 - t.len());
+            max_ell = max_ell.max((cx.rank(x) + 3).saturating_sub(t.len()));
         }
         let mut seen = s.clone();
         seen.sort_unstable();
@@ -133,7 +136,7 @@ fn einsum(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
                 .filter(|c| c.is_ascii_lowercase() && all.iter().filter(|d| *d == c).count() == 1)
                 .collect();
             once.sort_unstable();
-            let mut o: Vec<char> = ell[ell.len() - max_ell..].to_vec();
+            let mut o: Vec<char> = ell[ell.len() - max_ell.min(ell.len())..].to_vec();
             o.extend(once);
             o
         }

@@ -207,7 +207,10 @@ fn lrn(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         cx.attr_f("beta", 0.75),
         cx.attr_f("bias", 1.0),
     );
-    let c = cx.static_dims(x, "LRN")?[1];
+    let c = *cx
+        .static_dims(x, "LRN")?
+        .get(1)
+        .ok_or_else(|| cx.err("input must have a channel axis"))?;
     let sq = cx.bin(B::Mul, x, x)?;
     let (lo, hi) = ((size - 1) / 2, size - 1 - (size - 1) / 2);
     let mut pads = vec![(0, 0); cx.rank(x)];

@@ -58,8 +58,8 @@ pub(super) fn resolve_pads(
         "SAME_UPPER" | "SAME_LOWER" => Ok((0..n)
             .map(|i| {
                 let out = sizes[i].div_ceil(stride[i]);
-                let span = dilation[i] * (kernel[i] - 1) + 1;
-                let total = ((out - 1) * stride[i] + span).saturating_sub(sizes[i]);
+                let span = dilation[i] * kernel[i].saturating_sub(1) + 1;
+                let total = (out.saturating_sub(1) * stride[i] + span).saturating_sub(sizes[i]);
                 let small = total / 2;
                 if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -149,8 +149,10 @@ fn conv_transpose(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
             .collect();
         let mut pads = Vec::new();
         for i in 0..n {
-            let full =
-                stride[i] * (xd[2 + i] - 1) + output_padding[i] + (kernel[i] - 1) * dilation[i] + 1;
+            let full = stride[i] * xd[2 + i].saturating_sub(1)
+                + output_padding[i]
+                + kernel[i].saturating_sub(1) * dilation[i]
+                + 1;
             if full < os[i] {
                 // A larger output than the full transposed conv: extra output padding.
                 output_padding[i] += os[i] - full;
@@ -169,9 +171,9 @@ fn conv_transpose(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     } else if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
         (0..n)
             .map(|i| {
-                let full = stride[i] * (xd[2 + i] - 1)
+                let full = stride[i] * xd[2 + i].saturating_sub(1)
                     + output_padding[i]
-                    + (kernel[i] - 1) * dilation[i]
+                    + kernel[i].saturating_sub(1) * dilation[i]
                     + 1;
                 let total = full.saturating_sub(xd[2 + i] * stride[i]);
                 let small = total / 2;
@@ -277,8 +279,12 @@ fn max_pool_indices(cx: &mut NodeCx, x: NodeId, w: &Window) -> Result<NodeId> {
     )?;
     let pd = cx.static_dims(padded, "MaxPool")?;
     let out: Vec<usize> = (0..k)
-        .map(|d| (pd[2 + d] - (w.dilation[d] * (w.kernel[d] - 1) + 1)) / w.stride[d] + 1)
-        .collect();
+        .map(|d| {
+            let span = w.dilation[d] * w.kernel[d].saturating_sub(1) + 1;
+            pd[2 + d].checked_sub(span).map(|r| r / w.stride[d] + 1)
+        })
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| cx.err("the window exceeds the padded input"))?;
     let taps: usize = w.kernel.iter().product();
     let kstrides = rlx_ir::contiguous_strides(&w.kernel);
     let mut slices = Vec::with_capacity(taps);
@@ -376,7 +382,10 @@ fn global_lp_pool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 fn lp_pool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let x = cx.x(0)?;
     let xd = cx.static_dims(x, "LpPool")?;
-    let n = xd.len().saturating_sub(2);
+    if xd.len() < 3 {
+        return Err(cx.err(format!("x {xd:?} must be [N, C, *sp]")));
+    }
+    let n = xd.len() - 2;
     let p = cx.attr_i("p", 2) as f64;
     let kernel = per_dim(cx, "kernel_shape", n, 0)?;
     if kernel.contains(&0) {
@@ -478,10 +487,16 @@ fn max_unpool(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     // The shape MaxPool ran on (what the indices address).
     let kernel = per_dim(cx, "kernel_shape", k, 0)?;
     let stride = per_dim(cx, "strides", k, 1)?;
-    let pads = cx.attr_ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let pads = cx
+        .attr_ints("pads")
+        .filter(|p| p.len() == 2 * k)
+        .unwrap_or_else(|| vec![0; 2 * k]);
+    if xd.len() < 3 || kernel.len() != k {
+        return Err(cx.err(format!("X {xd:?} must be [N, C, *sp]")));
+    }
     let mut pooled = xd[..2].to_vec();
     for d in 0..k {
-        let full = (xd[2 + d] - 1) * stride[d] + kernel[d];
+        let full = xd[2 + d].saturating_sub(1) * stride[d] + kernel[d];
         pooled.push(full.saturating_sub((pads[d] + pads[k + d]).max(0) as usize));
     }
     let out: Vec<usize> = match cx.opt(2) {

@@ -53,7 +53,10 @@ fn batch_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
             let a = cx.bin_scalar(B::Mul, run, momentum)?;
             let b = cx.bin_scalar(B::Mul, batch, 1.0 - momentum)?;
             let u = cx.bin(B::Add, a, b)?;
-            let c = cx.static_dims(x, "BatchNormalization")?[1];
+            let c = *cx
+                .static_dims(x, "BatchNormalization")?
+                .get(1)
+                .ok_or_else(|| cx.err("input must have a channel axis"))?;
             running.push(cx.reshape_static(u, &[c])?);
         }
         (mean, var) = (bm, bv);

@@ -118,9 +118,12 @@ fn recurrent(cx: &mut NodeCx, cell: Cell) -> Result<Vec<NodeId>> {
         x = cx.transpose(x, vec![1, 0, 2])?;
     }
     let xd = cx.static_dims(x, cx.op_type())?;
+    let wd = cx.static_dims(w, "W")?;
+    if xd.len() != 3 || wd.len() != 3 || cx.rank(r) != 3 {
+        return Err(cx.err(format!("X {xd:?} and W {wd:?} must be 3-d")));
+    }
     let (seq, batch) = (xd[0], xd[1]);
     let h = cx.attr_i("hidden_size", 0).max(0) as usize;
-    let wd = cx.static_dims(w, "W")?;
     let h = if h == 0 { wd[1] / cell.gates() } else { h };
     let g = cell.gates();
     let direction = cx.attr_s("direction", "forward");
