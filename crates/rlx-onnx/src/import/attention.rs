@@ -129,7 +129,7 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let p = match bias {
         Some(b) => {
             // Rows whose every key is masked attend to nothing.
-            let row_max = cx.reduce(ReduceOp::Max, b, vec![cx.rank(b) - 1], true)?;
+            let row_max = cx.reduce(ReduceOp::Max, b, vec![cx.rank(b).saturating_sub(1)], true)?;
             let all = cmp_scalar(cx, CmpOp::Eq, row_max, f64::NEG_INFINITY)?;
             let zero = cx.scalar(0.0, DType::F32);
             select(cx, all, zero, p)?
@@ -170,7 +170,10 @@ fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Resul
         };
         // A mask shorter than the keys leaves the rest masked.
         let md = cx.static_dims(m, "attn_mask")?;
-        let last = md.len() - 1;
+        let last = md
+            .len()
+            .checked_sub(1)
+            .ok_or_else(|| cx.err("attn_mask must have rank >= 1"))?;
         if md[last] < t {
             let mut pads = vec![(0, 0); md.len()];
             pads[last] = (0, t - md[last]);

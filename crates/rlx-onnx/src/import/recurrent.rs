@@ -100,7 +100,10 @@ fn apply(cx: &mut NodeCx, a: &Act, x: NodeId) -> Result<NodeId> {
 
 /// `x[.., i*h .. (i+1)*h]` on the last axis.
 fn part(cx: &mut NodeCx, x: NodeId, i: usize, h: usize) -> Result<NodeId> {
-    let last = cx.rank(x) - 1;
+    let last = cx
+        .rank(x)
+        .checked_sub(1)
+        .ok_or_else(|| cx.err("a gate tensor is a scalar"))?;
     cx.slice_axis(x, last, i * h, h, 1)
 }
 
