@@ -139,6 +139,7 @@ pub(crate) fn tensor_info(v: &ValueInfoProto) -> Result<TensorInfo> {
             _ => Dim::sym(format!("{name}:{i}")),
         });
     }
+    crate::import::check_size(&dims).map_err(|e| OnnxError::Invalid(format!("{what}: {e}")))?;
     Ok(TensorInfo {
         name,
         dtype,

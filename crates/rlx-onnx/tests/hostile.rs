@@ -249,3 +249,27 @@ fn fuzzer_findings_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn absurd_input_dims_are_rejected() {
+    let m = model(
+        vec![node("Relu", "r", &["x"], &["y"])],
+        vec![value("x", &[Ok(1 << 40), Ok(1 << 40)])],
+        vec![value("y", &[Ok(1), Ok(1)])],
+        vec![],
+    );
+    let e = load(&m).unwrap_err();
+    assert!(matches!(&e, OnnxError::Invalid(s) if s.contains("exceed")), "{e}");
+}
+
+#[test]
+fn absurd_expand_target_is_an_error() {
+    let m = model(
+        vec![node("Expand", "e", &["x", "shape"], &["y"])],
+        vec![value("x", &[Ok(1)])],
+        vec![value("y", &[Ok(1)])],
+        vec![i64_tensor("shape", &[3], &[1 << 30, 1 << 30, 1 << 30])],
+    );
+    let e = load(&m).unwrap().import().unwrap_err();
+    assert!(e.to_string().contains("exceed"), "{e}");
+}

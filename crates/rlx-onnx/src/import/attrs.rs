@@ -8,6 +8,23 @@ use crate::tensor::{tensor_from_proto, to_i64s};
 use crate::{OnnxError, Result};
 use rlx_ir::{DType, Dim, Graph, HostTensor, NodeId, Op, Shape};
 
+/// The most elements a shape built at import may have (2^40).
+pub(crate) const MAX_ELEMENTS: u64 = 1 << 40;
+
+/// Checks that the static part of `dims` stays within [`MAX_ELEMENTS`].
+pub(crate) fn check_size(dims: &[Dim]) -> std::result::Result<(), String> {
+    let mut n: u64 = 1;
+    for d in dims {
+        if let Some(v) = d.as_static() {
+            n = n
+                .checked_mul(v as u64)
+                .filter(|&n| n <= MAX_ELEMENTS)
+                .ok_or_else(|| format!("dims {dims:?} exceed {MAX_ELEMENTS} elements"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The importer's view of one node.
 pub(crate) struct NodeCx<'a> {
     /// The graph being built.
@@ -257,8 +274,12 @@ impl<'a> NodeCx<'a> {
         })
     }
 
-    /// Builds an IR node, naming this ONNX node on error.
+    /// Builds an IR node, naming this ONNX node on error. A declared shape
+    /// (one computed from data) must stay within [`MAX_ELEMENTS`].
     pub fn node(&mut self, op: Op, inputs: &[NodeId], declared: Option<Shape>) -> Result<NodeId> {
+        if let Some(s) = &declared {
+            check_size(s.dims()).map_err(|e| self.err(e))?;
+        }
         let label = node_label(self.node, self.index);
         let op_type = self.op_type().to_string();
         self.g

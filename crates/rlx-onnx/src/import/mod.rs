@@ -40,7 +40,7 @@ mod reduce;
 mod resize;
 mod symbolic;
 
-pub(crate) use attrs::NodeCx;
+pub(crate) use attrs::{check_size, NodeCx};
 
 use crate::model::{tensor_info, TensorInfo};
 use crate::proto::{GraphProto, ModelProto, NodeProto};
