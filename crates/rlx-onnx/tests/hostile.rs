@@ -259,7 +259,10 @@ fn absurd_input_dims_are_rejected() {
         vec![],
     );
     let e = load(&m).unwrap_err();
-    assert!(matches!(&e, OnnxError::Invalid(s) if s.contains("exceed")), "{e}");
+    assert!(
+        matches!(&e, OnnxError::Invalid(s) if s.contains("exceed")),
+        "{e}"
+    );
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let (q, k, v) = (cx.x(0)?, cx.x(1)?, cx.x(2)?);
     let dt = cx.dtype(q);
     for v in [q, k, v] {
-        if !(3..=4).contains(&cx.rank(v)) {
+        if !(3..=4).contains(&cx.rank(v)) || cx.rank(v) != cx.rank(q) {
             return Err(cx.err(format!(
                 "Q, K, V must be 3-d or 4-d, one is {}",
                 cx.shape(v)
