@@ -55,7 +55,7 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     for v in [q, k, v] {
         if !(3..=4).contains(&cx.rank(v)) || cx.rank(v) != cx.rank(q) {
             return Err(cx.err(format!(
-                "Q, K, V must be 3-d or 4-d, one is {}",
+                "Q, K, V must all be 3-d or all 4-d, one is {}",
                 cx.shape(v)
             )));
         }
