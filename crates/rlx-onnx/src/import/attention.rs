@@ -75,7 +75,10 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let (mut k, mut v) = (k, v);
     let mut past_len = 0;
     if let (Some(pk), Some(pv)) = (cx.opt(4), cx.opt(5)) {
-        past_len = cx.static_dims(pk, "past_key")?[2];
+        past_len = *cx
+            .static_dims(pk, "past_key")?
+            .get(2)
+            .ok_or_else(|| cx.err("past_key must be 4-d"))?;
         k = cx.node(Op::Concat { axis: 2 }, &[pk, k], None)?;
         v = cx.node(Op::Concat { axis: 2 }, &[pv, v], None)?;
     }
