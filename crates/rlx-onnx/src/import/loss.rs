@@ -38,6 +38,13 @@ fn nll(cx: &mut NodeCx, log_prob: NodeId) -> Result<NodeId> {
         }
         None => labels,
     };
+    if cx.rank(safe) == 0 || cx.rank(log_prob) != cx.rank(safe) + 1 {
+        return Err(cx.err(format!(
+            "labels {} do not match scores {}",
+            cx.shape(safe),
+            cx.shape(log_prob)
+        )));
+    }
     let mut udims = cx.shape(safe).dims().to_vec();
     udims.insert(1, Dim::Static(1));
     let idx = cx.reshape(safe, udims)?;

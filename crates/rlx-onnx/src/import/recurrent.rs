@@ -110,6 +110,9 @@ fn part(cx: &mut NodeCx, x: NodeId, i: usize, h: usize) -> Result<NodeId> {
 /// Direction `d` of a `[D, ..]` tensor, without the leading axis.
 fn dir(cx: &mut NodeCx, x: NodeId, d: usize) -> Result<NodeId> {
     let dims = cx.static_dims(x, "recurrent weights")?;
+    if dims.is_empty() {
+        return Err(cx.err("recurrent weights must have a direction axis"));
+    }
     let s = cx.slice_axis(x, 0, d, 1, 1)?;
     cx.reshape_static(s, &dims[1..])
 }
