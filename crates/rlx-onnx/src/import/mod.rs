@@ -635,7 +635,7 @@ fn import_node(
         }
     }
     let mut cx = NodeCx::new(g, n, index, opset, ins);
-    let ids = f(&mut cx)?;
+    let ids = run_importer(f, &mut cx)?;
     let set = std::mem::take(&mut cx.out_tags);
     Ok((
         ids.into_iter()
@@ -651,6 +651,22 @@ fn import_node(
             .collect(),
         false,
     ))
+}
+
+/// Runs an importer; a panic (a bug, never expected) becomes an error
+/// naming the node instead of unwinding into the caller.
+fn run_importer(f: ImportFn, cx: &mut NodeCx) -> Result<Vec<NodeId>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(cx))) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(cx.err(format!("internal error while importing: {msg}")))
+        }
+    }
 }
 
 /// A shape value: a constant when every entry is known, else a symbolic
@@ -750,7 +766,7 @@ fn fold_node(
         }));
     }
     let mut cx = NodeCx::new(&mut scratch, n, index, opset, &local);
-    let ids = f(&mut cx)?;
+    let ids = run_importer(f, &mut cx)?;
     let tags = std::mem::take(&mut cx.out_tags);
     let mut bytes = 0usize;
     for &id in &ids {

@@ -202,7 +202,7 @@ fn concat(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let kept: Vec<NodeId> = xs
         .iter()
         .copied()
-        .filter(|&x| cx.shape(x).dims()[axis] != Dim::Static(0))
+        .filter(|&x| cx.shape(x).dims().get(axis) != Some(&Dim::Static(0)))
         .collect();
     match kept.as_slice() {
         [] => Ok(vec![cx.node(Op::Concat { axis }, &xs, None)?]),
