@@ -22,12 +22,14 @@ op_table! {
 
 /// Per-spatial-dim list attribute with a default.
 fn per_dim(cx: &NodeCx, name: &str, n: usize, default: usize) -> Result<Vec<usize>> {
+    // Strides and dilations divide: they must be positive.
+    let min = i64::from(matches!(name, "strides" | "dilations"));
     match cx.attr_ints(name) {
-        Some(v) if v.len() == n && v.iter().all(|&d| d >= 0) => {
+        Some(v) if v.len() == n && v.iter().all(|&d| d >= min) => {
             Ok(v.iter().map(|&d| d as usize).collect())
         }
         Some(v) => Err(cx.err(format!(
-            "attribute {name}={v:?} needs {n} non-negative entries"
+            "attribute {name}={v:?} needs {n} entries of at least {min}"
         ))),
         None => Ok(vec![default; n]),
     }

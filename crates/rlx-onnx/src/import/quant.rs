@@ -259,7 +259,7 @@ fn conv_f64(cx: &mut NodeCx, x: NodeId, w: NodeId) -> Result<NodeId> {
     let n = xd.len().saturating_sub(2);
     let ints = |name: &str, d: usize| -> Vec<usize> {
         cx.attr_ints(name).map_or(vec![d; n], |v| {
-            v.iter().map(|&x| x.max(0) as usize).collect()
+            v.iter().map(|&x| x.max(1) as usize).collect()
         })
     };
     let stride = ints("strides", 1);
