@@ -80,6 +80,9 @@ fn instance_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         .get(1)
         .copied()
         .unwrap_or(0);
+    if c == 0 {
+        return Err(cx.err("input must have a non-empty channel axis"));
+    }
     Ok(vec![cx.node(
         Op::GroupNorm { groups: c, eps },
         &[x, s, b],
