@@ -44,7 +44,7 @@ fn along_axis(cx: &mut NodeCx, p: NodeId, rank: usize, axis: usize) -> Result<No
     if s.rank() == rank && rank > 1 {
         return Ok(p); // already expanded blocks
     }
-    if s.rank() != 1 {
+    if s.rank() != 1 || axis >= rank {
         return Err(cx.err(format!("quantisation parameter {s} for rank {rank}")));
     }
     let mut dims = vec![Dim::Static(1); rank];
