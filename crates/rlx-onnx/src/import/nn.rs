@@ -21,7 +21,7 @@ op_table! {
 }
 
 /// Per-spatial-dim list attribute with a default.
-fn per_dim(cx: &NodeCx, name: &str, n: usize, default: usize) -> Result<Vec<usize>> {
+pub(super) fn per_dim(cx: &NodeCx, name: &str, n: usize, default: usize) -> Result<Vec<usize>> {
     // Strides and dilations divide: they must be positive.
     let min = i64::from(matches!(name, "strides" | "dilations"));
     match cx.attr_ints(name) {

@@ -256,14 +256,14 @@ fn matmul_integer(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 fn conv_f64(cx: &mut NodeCx, x: NodeId, w: NodeId) -> Result<NodeId> {
     let xd = cx.static_dims(x, "conv")?;
     let wd = cx.static_dims(w, "conv weight")?;
-    let n = xd.len().saturating_sub(2);
-    let ints = |name: &str, d: usize| -> Vec<usize> {
-        cx.attr_ints(name).map_or(vec![d; n], |v| {
-            v.iter().map(|&x| x.max(1) as usize).collect()
-        })
-    };
-    let stride = ints("strides", 1);
-    let dilation = ints("dilations", 1);
+    if xd.len() < 3 || wd.len() != xd.len() {
+        return Err(cx.err(format!(
+            "x {xd:?} and w {wd:?} must be [N, C, *sp] and [O, C/g, *k]"
+        )));
+    }
+    let n = xd.len() - 2;
+    let stride = super::nn::per_dim(cx, "strides", n, 1)?;
+    let dilation = super::nn::per_dim(cx, "dilations", n, 1)?;
     let kernel = wd[2..].to_vec();
     let padding = super::nn::resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
     let groups = cx.attr_i("group", 1).max(1) as usize;
