@@ -1,0 +1,149 @@
+//! Decoding a `ModelProto` and describing it: metadata, opsets, signatures.
+
+use crate::proto::{tensor_shape_proto::dimension, type_proto, ModelProto, ValueInfoProto};
+use crate::tensor::dtype_of;
+use crate::{OnnxError, Result};
+use prost::Message;
+use rlx_ir::{DType, Dim};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Model-level facts of an ONNX file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelInfo {
+    /// The ONNX IR version of the file.
+    pub ir_version: i64,
+    /// Operator sets: domain (`""` is the default `ai.onnx`) -> version.
+    pub opsets: BTreeMap<String, i64>,
+    /// Producer name.
+    pub producer_name: String,
+    /// Producer version.
+    pub producer_version: String,
+    /// Model domain.
+    pub domain: String,
+    /// Model version.
+    pub model_version: i64,
+    /// Documentation string.
+    pub doc_string: String,
+    /// Graph name.
+    pub graph_name: String,
+    /// `metadata_props` key -> value.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl ModelInfo {
+    /// The version of the default (`ai.onnx`) operator set.
+    pub fn default_opset(&self) -> i64 {
+        self.opsets
+            .get("")
+            .or_else(|| self.opsets.get("ai.onnx"))
+            .copied()
+            .unwrap_or(1)
+    }
+}
+
+/// The signature of one graph input or output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorInfo {
+    /// The name.
+    pub name: String,
+    /// Its RLX dtype (for ONNX types RLX keeps wider, the storage dtype: see
+    /// [`crate::narrow`]).
+    pub dtype: DType,
+    /// The ONNX element type (`TensorProto.DataType`).
+    pub elem_type: i32,
+    /// Its dims: static sizes or named symbols (`dim_param`); an unnamed
+    /// unknown dim gets the symbol `<name>:<axis>`.
+    pub dims: Vec<Dim>,
+}
+
+/// Decodes a model, mapping prost's error to [`OnnxError::Decode`].
+pub(crate) fn decode_model(bytes: &[u8]) -> Result<ModelProto> {
+    ModelProto::decode(bytes).map_err(|e| OnnxError::Decode {
+        what: "ModelProto".into(),
+        message: e.to_string(),
+    })
+}
+
+/// Reads a model file.
+pub(crate) fn read_model(path: &Path) -> Result<ModelProto> {
+    let bytes = std::fs::read(path).map_err(|e| OnnxError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    decode_model(&bytes)
+}
+
+pub(crate) fn model_info(m: &ModelProto) -> ModelInfo {
+    let opsets = m
+        .opset_import
+        .iter()
+        .map(|o| (o.domain.clone().unwrap_or_default(), o.version.unwrap_or(1)))
+        .collect();
+    let g = m.graph.as_ref();
+    ModelInfo {
+        ir_version: m.ir_version.unwrap_or(0),
+        opsets,
+        producer_name: m.producer_name.clone().unwrap_or_default(),
+        producer_version: m.producer_version.clone().unwrap_or_default(),
+        domain: m.domain.clone().unwrap_or_default(),
+        model_version: m.model_version.unwrap_or(0),
+        doc_string: m.doc_string.clone().unwrap_or_default(),
+        graph_name: g.and_then(|g| g.name.clone()).unwrap_or_default(),
+        metadata: m
+            .metadata_props
+            .iter()
+            .map(|p| {
+                (
+                    p.key.clone().unwrap_or_default(),
+                    p.value.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The tensor signature of a `ValueInfoProto`.
+pub(crate) fn tensor_info(v: &ValueInfoProto) -> Result<TensorInfo> {
+    let name = v.name.clone().unwrap_or_default();
+    let what = format!("value \"{name}\"");
+    let tensor = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(t)) => t,
+        Some(_) => {
+            return Err(OnnxError::Invalid(format!(
+                "{what} is not a plain tensor (sequence / map / optional / sparse values are not supported)"
+            )))
+        }
+        None => return Err(OnnxError::Invalid(format!("{what} has no type"))),
+    };
+    let elem_type = tensor.elem_type.unwrap_or(0);
+    let dtype = dtype_of(elem_type, &what)?;
+    let shape = tensor
+        .shape
+        .as_ref()
+        .ok_or_else(|| OnnxError::Invalid(format!("{what} has no shape (its rank is unknown)")))?;
+    if shape.dim.len() > crate::tensor::MAX_RANK {
+        return Err(OnnxError::Invalid(format!(
+            "{what} has rank {}",
+            shape.dim.len()
+        )));
+    }
+    let mut dims = Vec::with_capacity(shape.dim.len());
+    for (i, d) in shape.dim.iter().enumerate() {
+        dims.push(match &d.value {
+            Some(dimension::Value::DimValue(n)) if *n >= 0 => Dim::Static(*n as usize),
+            Some(dimension::Value::DimValue(n)) => {
+                return Err(OnnxError::Invalid(format!("{what} has negative dim {n}")))
+            }
+            Some(dimension::Value::DimParam(p)) if !p.is_empty() => Dim::sym(p.clone()),
+            _ => Dim::sym(format!("{name}:{i}")),
+        });
+    }
+    crate::import::check_size(&dims).map_err(|e| OnnxError::Invalid(format!("{what}: {e}")))?;
+    Ok(TensorInfo {
+        name,
+        dtype,
+        elem_type,
+        dims,
+    })
+}
