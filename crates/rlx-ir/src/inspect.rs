@@ -109,3 +109,58 @@ fn lcs_table(a: &[String], b: &[String]) -> Vec<Vec<usize>> {
     }
     t
 }
+
+/// The textual HIR followed by block counts.
+pub fn inspect_hir(h: &crate::HirModule) -> String {
+    format!("{h}\n{}", inspect_hir_stats(h))
+}
+
+/// Value, block and output counts of a HIR module, per block kind.
+pub fn inspect_hir_stats(h: &crate::HirModule) -> String {
+    let counts = h.op_counts();
+    let blocks: usize = counts.values().sum();
+    let mut s = format!(
+        "# {} values ({} inputs, {} blocks), {} outputs\n",
+        h.nodes().len(),
+        h.nodes().len() - blocks,
+        blocks,
+        h.outputs().len()
+    );
+    for (k, n) in counts {
+        s.push_str(&format!("#   {k}: {n}\n"));
+    }
+    s
+}
+
+/// The textual MIR followed by node counts per op kind.
+pub fn inspect_mir(m: &crate::MirModule) -> String {
+    inspect_graph(m.graph())
+}
+
+/// Node counts, parameter count and bytes, and the summed bytes of every
+/// static non-leaf value (what an arena without reuse would need).
+pub fn inspect_mir_stats(m: &crate::MirModule) -> String {
+    let g = m.graph();
+    let params = g.params();
+    let param_bytes: usize = params.iter().filter_map(|p| p.2.size_bytes()).sum();
+    let value_bytes: usize = g
+        .nodes()
+        .iter()
+        .filter(|n| !n.op.is_leaf())
+        .filter_map(|n| n.shape.size_bytes())
+        .sum();
+    let mut s = format!(
+        "# {} nodes, {} params ({param_bytes} bytes), {value_bytes} bytes of intermediate values\n",
+        g.len(),
+        params.len()
+    );
+    for (k, n) in op_histogram(g) {
+        s.push_str(&format!("#   {k:?}: {n}\n"));
+    }
+    s
+}
+
+/// What a pass changed between two MIR modules (see [`inspect_graph_diff`]).
+pub fn inspect_mir_diff(before: &crate::MirModule, after: &crate::MirModule) -> String {
+    inspect_graph_diff(before.graph(), after.graph())
+}

@@ -28,12 +28,14 @@ pub mod env;
 mod error;
 mod ext;
 mod graph;
+mod hir;
 mod host_tensor;
 mod inspect;
 pub mod op;
 pub mod ops;
 pub mod quant;
 mod shape;
+mod stage;
 mod tick;
 mod verify;
 
@@ -48,10 +50,15 @@ pub use element::{from_le_bytes, scalar_constant_bytes, to_le_bytes, Element};
 pub use error::IrError;
 pub use ext::{python_slice, GraphExt, Operand};
 pub use graph::{Graph, Node, NodeId};
+pub use hir::{HirDef, HirModule, HirNode, HirOp, HirValue, MlpActivation};
 pub use host_tensor::HostTensor;
-pub use inspect::{inspect_graph, inspect_graph_diff, node_label, op_histogram, NodeOrigin};
+pub use inspect::{
+    inspect_graph, inspect_graph_diff, inspect_hir, inspect_hir_stats, inspect_mir,
+    inspect_mir_diff, inspect_mir_stats, node_label, op_histogram, NodeOrigin,
+};
 pub use op::{Op, OpKind};
 pub use shape::{contiguous_strides, Dim, Shape};
+pub use stage::{GraphModule, GraphStage, MirModule, StageKind};
 pub use tick::Tick;
 pub use verify::{verify, verify_all, verify_shapes, VerifyError};
 
