@@ -22,6 +22,7 @@ pub mod memory;
 pub mod passes;
 mod pipeline;
 mod report;
+mod stage;
 
 pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
 pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
@@ -31,6 +32,7 @@ pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
 pub use report::{Dispatch, DispatchReport, MemoryReport};
 pub use rlx_fusion::{FusionKind, FusionOptions, FusionReport, MissReason, MissedFusion};
+pub use stage::{fingerprint, inspect_lir};
 
 /// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.
 pub(crate) fn verified(g: &rlx_ir::Graph) -> Result<(), CompileError> {

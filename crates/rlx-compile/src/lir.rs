@@ -242,7 +242,7 @@ pub fn lower_with(
             .map(|&o| (o, g.shape(o).clone()))
             .collect(),
     };
-    let fingerprint = fnv1a(format!("{g}\n{:?}", plan.slots).as_bytes());
+    let fingerprint = crate::stage::fingerprint(&g, &plan);
     let fusion = report.into_inner();
     if rlx_ir::env::flag("RLX_FUSION_REPORT") {
         eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
@@ -267,15 +267,6 @@ pub fn lower_with(
         }
     }
     Ok(lir)
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 #[cfg(test)]
