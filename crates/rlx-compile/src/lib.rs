@@ -23,6 +23,7 @@ pub mod passes;
 mod pipeline;
 mod report;
 mod stage;
+mod target;
 
 pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
 pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
@@ -33,6 +34,10 @@ pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
 pub use report::{Dispatch, DispatchReport, MemoryReport};
 pub use rlx_fusion::{FusionKind, FusionOptions, FusionReport, MissReason, MissedFusion};
 pub use stage::{fingerprint, inspect_lir};
+pub use target::{
+    fusion_passes, fusion_passes_for_supported, supported_for_target, supports_op, DispatchPolicy,
+    FusionPass, FusionTarget,
+};
 
 /// `Ok` when `g` verifies, else a [`CompileError::Verify`] listing every problem.
 pub(crate) fn verified(g: &rlx_ir::Graph) -> Result<(), CompileError> {

@@ -20,4 +20,8 @@ pub use rlx_compile::{
     LirModule, LowerOptions, MemoryPlan, MemoryReport, MissReason, MissedFusion, Pass, PassRecord,
     PipelineInspect, Slot,
 };
+pub use rlx_compile::{
+    fingerprint, fusion_passes, fusion_passes_for_supported, inspect_lir, supported_for_target,
+    supports_op, DispatchPolicy, FusionPass, FusionTarget,
+};
 pub use rlx_fusion as fusion;

@@ -100,6 +100,34 @@ pub enum RuntimeError {
     /// Weights could not be loaded (the message names the file and tensor).
     #[error("{0}")]
     Weights(String),
+    /// `DispatchPolicy::ErrorOnUnsupported`: these ops would not run natively.
+    #[error("graph \"{graph}\": ops without a native kernel on {device} under DispatchPolicy::ErrorOnUnsupported: {kinds}")]
+    NotNative {
+        /// Graph name.
+        graph: String,
+        /// The device.
+        device: Device,
+        /// `Kind (decomposed x2), ...`.
+        kinds: String,
+    },
+    /// `assert_fusion_clean`: fusion missed opportunities.
+    #[error("graph \"{graph}\": assert_fusion_clean, but fusion missed {count}:\n{report}")]
+    FusionNotClean {
+        /// Graph name.
+        graph: String,
+        /// Number of misses.
+        count: usize,
+        /// The fusion report.
+        report: String,
+    },
+    /// An environment variable overlaying `CompileOptions` has a bad value.
+    #[error("environment variable {name}: {reason}")]
+    Env {
+        /// The variable.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// Result alias of this crate.

@@ -28,5 +28,5 @@ pub use graph_devices::GraphDevices;
 pub use options::CompileOptions;
 pub use rlx_compile::Precision;
 pub use rlx_driver::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};
-pub use session::Session;
+pub use session::{fusion_target, Session};
 pub use weights::{BytesWeightLoader, TensorMeta, WeightError, WeightLoader};

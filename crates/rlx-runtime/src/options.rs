@@ -1,6 +1,7 @@
 //! [`CompileOptions`]: the typed source of truth for how a graph compiles.
 
-use rlx_compile::{FusionOptions, LowerOptions, Precision, PrecisionPolicy};
+use crate::{Result, RuntimeError};
+use rlx_compile::{DispatchPolicy, FusionOptions, LowerOptions, Precision, PrecisionPolicy};
 use std::collections::HashMap;
 
 /// How [`crate::Session::compile_with`] compiles a graph.
@@ -34,6 +35,10 @@ pub struct CompileOptions {
     pub fusion: FusionOptions,
     /// Automatic mixed precision for F32 graphs (with `precision` F32).
     pub precision_policy: PrecisionPolicy,
+    /// What to do with ops the backend has no native kernel for.
+    pub dispatch: DispatchPolicy,
+    /// Fail the compile when the fusion report lists a missed fusion.
+    pub assert_fusion_clean: bool,
 }
 
 impl Default for CompileOptions {
@@ -51,6 +56,8 @@ impl Default for CompileOptions {
             keep_stages: lower.keep_stages,
             fusion: lower.fusion,
             precision_policy: lower.precision_policy,
+            dispatch: DispatchPolicy::default(),
+            assert_fusion_clean: false,
         }
     }
 }
@@ -127,10 +134,64 @@ impl CompileOptions {
         self
     }
 
+    /// Turns dead-code elimination on (default) or off.
+    pub fn dce(mut self, on: bool) -> Self {
+        self.keep_dead_code = !on;
+        self
+    }
+
+    /// Sets the kernel dispatch policy.
+    pub fn dispatch(mut self, policy: DispatchPolicy) -> Self {
+        self.dispatch = policy;
+        self
+    }
+
+    /// Makes a missed fusion a compile error (`RuntimeError::FusionNotClean`).
+    pub fn assert_fusion_clean(mut self, on: bool) -> Self {
+        self.assert_fusion_clean = on;
+        self
+    }
+
+    /// These options with the environment laid over them (the one place the
+    /// compile reads it): `RLX_DISPATCH_POLICY` (`native-first`,
+    /// `decompose-all`, `error-on-unsupported`), `RLX_ASSERT_FUSION_CLEAN=1`,
+    /// `RLX_NO_DCE=1`, `RLX_NO_FUSION=1`, `RLX_ARENA_ALIGN=<bytes>`.
+    pub fn with_env_overlay(mut self) -> Result<Self> {
+        use rlx_ir::env;
+        if let Some(v) = env::var("RLX_DISPATCH_POLICY") {
+            self.dispatch = v.parse().map_err(|reason| RuntimeError::Env {
+                name: "RLX_DISPATCH_POLICY".into(),
+                reason,
+            })?;
+        }
+        if env::flag("RLX_ASSERT_FUSION_CLEAN") {
+            self.assert_fusion_clean = true;
+        }
+        if env::flag("RLX_NO_DCE") {
+            self.keep_dead_code = true;
+        }
+        if env::flag("RLX_NO_FUSION") {
+            self.fusion = FusionOptions::disabled();
+        }
+        if let Some(v) = env::var("RLX_ARENA_ALIGN") {
+            self.alignment = match v.trim().parse::<usize>() {
+                Ok(n) if n.is_power_of_two() => n,
+                _ => {
+                    return Err(RuntimeError::Env {
+                        name: "RLX_ARENA_ALIGN".into(),
+                        reason: format!("\"{v}\" is not a power of two"),
+                    })
+                }
+            };
+        }
+        Ok(self)
+    }
+
     pub(crate) fn lower_options(&self) -> LowerOptions {
         LowerOptions {
             precision: self.precision,
-            decompose_composites: self.decompose_composites,
+            decompose_composites: self.decompose_composites
+                || self.dispatch == DispatchPolicy::DecomposeAll,
             bindings: self.dim_bindings.clone(),
             alignment: self.alignment,
             keep_dead_code: self.keep_dead_code,

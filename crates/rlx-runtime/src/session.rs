@@ -1,7 +1,10 @@
 //! [`Session`]: a device plus the compile entry points.
 
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
-use rlx_compile::{lower, lower_with, ConstEvaluator, LowerOptions};
+use rlx_compile::{
+    lower, lower_with, ConstEvaluator, Dispatch, DispatchPolicy, FusionTarget, LirModule,
+    LowerOptions,
+};
 use rlx_driver::{registry, Backend, Device};
 use rlx_ir::{Graph, HostTensor};
 
@@ -54,11 +57,8 @@ impl Session {
 
     /// Compiles with `opts`.
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
-        let backend =
-            registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
-                device: self.device,
-                reason: devices::unavailable_reason(self.device),
-            })?;
+        let backend = backend_of(self.device)?;
+        let opts = opts.clone().with_env_overlay()?;
         let evaluator = BackendEvaluator(backend.as_ref());
         let lir = lower_with(
             &graph,
@@ -66,9 +66,55 @@ impl Session {
             &opts.lower_options(),
             Some(&evaluator),
         )?;
+        check_policies(&lir, &opts, self.device)?;
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::new(self.device, exec))
     }
+}
+
+/// Enforces `DispatchPolicy::ErrorOnUnsupported` and `assert_fusion_clean`.
+fn check_policies(lir: &LirModule, opts: &CompileOptions, device: Device) -> Result<()> {
+    let graph = || lir.graph.name().to_string();
+    if opts.dispatch == DispatchPolicy::ErrorOnUnsupported {
+        let not_native: Vec<String> = lir
+            .dispatch
+            .kinds
+            .iter()
+            .filter(|(_, (d, _))| *d != Dispatch::Native)
+            .map(|(k, (d, n))| format!("{k:?} ({d:?} x{n})"))
+            .collect();
+        if !not_native.is_empty() {
+            return Err(RuntimeError::NotNative {
+                graph: graph(),
+                device,
+                kinds: not_native.join(", "),
+            });
+        }
+    }
+    if opts.assert_fusion_clean && !lir.fusion.missed.is_empty() {
+        return Err(RuntimeError::FusionNotClean {
+            graph: graph(),
+            count: lir.fusion.missed.len(),
+            report: lir.fusion.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn backend_of(device: Device) -> Result<std::sync::Arc<dyn Backend>> {
+    devices::ensure_builtin_backends();
+    registry::backend_for(device).ok_or_else(|| RuntimeError::DeviceUnavailable {
+        device,
+        reason: devices::unavailable_reason(device),
+    })
+}
+
+/// The passes' view of `device`'s backend: the ops it claims natively.
+pub fn fusion_target(device: Device) -> Result<FusionTarget> {
+    let backend = backend_of(device)?;
+    Ok(FusionTarget::new(backend.name(), move |op| {
+        backend.claims(op)
+    }))
 }
 
 /// Constant folding's evaluator: runs the constant sub-graph on the same
