@@ -30,6 +30,10 @@ pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision}
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
+pub use passes::quantize::{
+    insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
+    QuantRole, TensorStats,
+};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};
 pub use report::{Dispatch, DispatchReport, MemoryReport};
 pub use rlx_fusion::{FusionKind, FusionOptions, FusionReport, MissReason, MissedFusion};
@@ -81,6 +85,12 @@ pub enum CompileError {
         /// Graph name.
         graph: String,
         /// What went wrong.
+        reason: String,
+    },
+    /// Post-training quantisation: bad or missing calibration data.
+    #[error("calibration: {reason}")]
+    Calibration {
+        /// What is wrong, naming the node.
         reason: String,
     },
     /// A shape is still symbolic where a static one is needed.

@@ -24,4 +24,8 @@ pub use rlx_compile::{
     fingerprint, fusion_passes, fusion_passes_for_supported, inspect_lir, supported_for_target,
     supports_op, DispatchPolicy, FusionPass, FusionTarget,
 };
+pub use rlx_compile::{
+    insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
+    QuantRole, TensorStats,
+};
 pub use rlx_fusion as fusion;

@@ -9,6 +9,7 @@
 //! panicking forms panic with that same message.
 #![warn(missing_docs)]
 
+mod calibrate;
 mod compiled;
 pub mod devices;
 mod error;
@@ -17,6 +18,7 @@ mod options;
 mod session;
 pub mod weights;
 
+pub use calibrate::collect_calibration;
 pub use compiled::CompiledGraph;
 pub use devices::{
     available_devices, device_chain_from_env, device_from_env, device_report, devices_for,

@@ -6,6 +6,7 @@ pub mod dce;
 pub mod decompose;
 pub mod fold;
 pub mod precision;
+pub mod quantize;
 pub mod simplify;
 
 use rlx_ir::{Graph, IrError, Node, NodeId};
