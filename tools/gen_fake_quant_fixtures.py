@@ -7,6 +7,8 @@ Writes ``crates/rlx-runtime/tests/fixtures/fake_quant.json``, read by
 * ``matmul_*``: ``fq(x) @ fq(w)`` for one matmul, calibrated on ``x`` itself,
   in each mode (symmetric / asymmetric activations and weights, weights per
   tensor or per output channel);
+* ``conv``: ``fq(x)`` (asymmetric, per tensor) and ``fq(w)`` (symmetric, per
+  output channel = axis 0) of a 2-d convolution's inputs;
 * ``mlp``: ``relu(x @ w1 + b1) @ w2 + b2`` calibrated on four sample inputs,
   evaluated on a fifth, with and without fake-quant.
 
@@ -85,6 +87,18 @@ def matmul_case(act, wmode, per_channel):
     }
 
 
+def conv_case():
+    x = F(rng.standard_normal((1, 2, 5, 5)))
+    w = F(0.4 * rng.standard_normal((3, 2, 3, 3)))
+    axes = (1, 2, 3)
+    return {
+        "name": "conv", "activations": "asymmetric", "weights": "symmetric", "per_channel": True,
+        "x": t(x), "w": t(w),
+        "x_fq": t(fq_tensor(x, "asymmetric")),
+        "w_fq": t(fq(w, w.min(axes), w.max(axes), "symmetric", axis=0)),
+    }
+
+
 def mlp_case():
     w1 = F(0.3 * rng.standard_normal((16, 32)))
     b1 = F(0.1 * rng.standard_normal(32))
@@ -117,6 +131,7 @@ if __name__ == "__main__":
         matmul_case("asymmetric", "symmetric", True),
         matmul_case("symmetric", "asymmetric", True),
     ]
+    cases.append(conv_case())
     cases.append(mlp_case())
     OUT.write_text(json.dumps({"cases": cases}) + "\n")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")

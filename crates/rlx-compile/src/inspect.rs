@@ -13,6 +13,8 @@ use std::path::PathBuf;
 /// Every stage of one compile and its reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineInspect {
+    /// The HIR text, when the compile started from a [`rlx_ir::HirModule`].
+    pub hir: Option<String>,
     /// (stage name, graph): `input`, then one per pass.
     pub stages: Vec<(String, Graph)>,
     /// The LIR: final graph with each value's arena slot.
@@ -36,6 +38,7 @@ impl PipelineInspect {
             }
         }
         PipelineInspect {
+            hir: None,
             stages,
             lir_text: lir_text(lir),
             fusion: lir.fusion.clone(),
@@ -47,6 +50,9 @@ impl PipelineInspect {
 
 impl fmt::Display for PipelineInspect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(hir) = &self.hir {
+            writeln!(f, "== hir ==\n{hir}")?;
+        }
         for (name, g) in &self.stages {
             writeln!(f, "== {name} ({} nodes) ==\n{g}", g.len())?;
         }
@@ -94,6 +100,23 @@ pub fn inspect_pipeline(
     };
     let lir = lower_with(g, claims, &opts, evaluator)?;
     Ok(PipelineInspect::of(g, &lir))
+}
+
+/// [`inspect_pipeline`] from HIR: HIR -> MIR (the `input` stage) ->
+/// every pass -> LIR.
+pub fn inspect_hir_pipeline(
+    hir: &rlx_ir::HirModule,
+    claims: &dyn Fn(&Op) -> bool,
+    opts: &LowerOptions,
+    evaluator: Option<&dyn ConstEvaluator>,
+) -> Result<PipelineInspect, CompileError> {
+    let mir = hir.lower().map_err(|source| CompileError::Pass {
+        pass: "lower_hir",
+        source,
+    })?;
+    let mut inspect = inspect_pipeline(mir.graph(), claims, opts, evaluator)?;
+    inspect.hir = Some(hir.to_string());
+    Ok(inspect)
 }
 
 /// When `RLX_IR_DUMP` names a directory, writes `<graph>.<NN>.<stage>.txt`

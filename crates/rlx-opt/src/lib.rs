@@ -21,8 +21,8 @@ pub use rlx_compile::{
     PipelineInspect, Slot,
 };
 pub use rlx_compile::{
-    fingerprint, fusion_passes, fusion_passes_for_supported, inspect_lir, supported_for_target,
-    supports_op, DispatchPolicy, FusionPass, FusionTarget,
+    fingerprint, fusion_passes, fusion_passes_for_supported, inspect_hir_pipeline, inspect_lir,
+    supported_for_target, supports_op, DispatchPolicy, FusionPass, FusionTarget,
 };
 pub use rlx_compile::{
     insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,

@@ -34,11 +34,12 @@ pub fn collect_calibration(
         compiled.try_set_param(name, values)?;
     }
     let dims = |v| g.shape(v).static_dims().unwrap_or_default();
+    let axis_of = |role: &QuantRole| match role {
+        QuantRole::Weight { axis } => Some(*axis),
+        QuantRole::Activation => None,
+    };
     for (v, role) in &targets {
-        let axis = match role {
-            QuantRole::Weight { axis } => Some(*axis),
-            QuantRole::Activation => None,
-        };
+        let axis = axis_of(role);
         match &g.node(*v).op {
             Op::Param { name } => {
                 let (_, values) = params.iter().find(|(n, _)| n == name).ok_or_else(|| {
@@ -57,14 +58,18 @@ pub fn collect_calibration(
     }
     for sample in samples {
         let out = compiled.try_run(sample)?;
-        for (&v, values) in exposed.iter().zip(&out[first_extra..]) {
-            record.observe(v, values, &dims(v), None)?;
-        }
-        for (v, _) in &targets {
-            if let Op::Input { name } = &g.node(*v).op {
-                if let Some((_, values)) = sample.iter().find(|(n, _)| n == name) {
-                    record.observe(*v, values, &dims(*v), None)?;
-                }
+        let mut computed = out[first_extra..].iter();
+        for (v, role) in &targets {
+            let values = match &g.node(*v).op {
+                Op::Input { name } => sample
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, values)| *values),
+                op if !op.is_leaf() => computed.next().map(|v| v.as_slice()),
+                _ => None,
+            };
+            if let Some(values) = values {
+                record.observe(*v, values, &dims(*v), axis_of(role))?;
             }
         }
         record.runs += 1;

@@ -57,7 +57,10 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn single_matmul_fake_quant_matches_numpy_in_every_mode() {
     let s = Session::new(Device::Cpu);
-    for c in cases().iter().filter(|c| c["name"] != "mlp") {
+    for c in cases()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("matmul"))
+    {
         let mut g = Graph::new("mm");
         let x = g.input("x", Shape::new(&dims(&c["x"]), DType::F32));
         let w = g.param("w", Shape::new(&dims(&c["w"]), DType::F32));
@@ -77,6 +80,51 @@ fn single_matmul_fake_quant_matches_numpy_in_every_mode() {
         plain.set_param("w", &wv);
         let f32_out = plain.run(&[("x", &xv)]).remove(0);
         assert!(max_abs_diff(&f32_out, &want) > 1e-4, "{}", c["name"]);
+    }
+}
+
+fn conv_graph(w_as_input: bool) -> Graph {
+    let mut g = Graph::new("conv");
+    let x = g.input("x", Shape::new(&[1, 2, 5, 5], DType::F32));
+    let ws = Shape::new(&[3, 2, 3, 3], DType::F32);
+    let w = if w_as_input {
+        g.input("w", ws)
+    } else {
+        g.param("w", ws)
+    };
+    let y = GraphExt::conv2d(&mut g, x, w, None, [1, 1], [1, 1]);
+    g.set_outputs(vec![y]);
+    g
+}
+
+#[test]
+fn conv_weights_quantize_per_output_channel_as_numpy_does() {
+    let c = cases().into_iter().find(|c| c["name"] == "conv").unwrap();
+    let s = Session::new(Device::Cpu);
+    let (x, w) = (floats(&c["x"]), floats(&c["w"]));
+    // The conv run on numpy's fake-quantized tensors.
+    let (x_fq, w_fq) = (floats(&c["x_fq"]), floats(&c["w_fq"]));
+    let want = s
+        .compile_with(conv_graph(true), &CompileOptions::default())
+        .run(&[("x", &x_fq), ("w", &w_fq)])
+        .remove(0);
+    // Weight as a param (stats from its value) and as an input (stats from the sample).
+    for w_as_input in [false, true] {
+        let g = conv_graph(w_as_input);
+        let (params, sample): (Vec<(&str, &[f32])>, _) = if w_as_input {
+            (vec![], vec![("x", x.as_slice()), ("w", w.as_slice())])
+        } else {
+            (vec![("w", w.as_slice())], vec![("x", x.as_slice())])
+        };
+        let record = collect_calibration(&s, &g, &params, std::slice::from_ref(&sample)).unwrap();
+        let q = insert_fake_quant(&g, &record, &config(&c)).unwrap();
+        let mut compiled = s.compile_with(q, &CompileOptions::default());
+        for (n, v) in &params {
+            compiled.set_param(n, v);
+        }
+        let got = compiled.run(&sample).remove(0);
+        let d = max_abs_diff(&got, &want);
+        assert!(d <= 1e-5, "w as input {w_as_input}: max diff {d}");
     }
 }
 

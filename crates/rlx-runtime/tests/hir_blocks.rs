@@ -192,3 +192,40 @@ fn decoder_block_matches_numpy() {
         assert_close(&got, &want, 2e-5, &format!("hir decoder {opts:?}"));
     }
 }
+
+#[test]
+fn inspect_hir_pipeline_shows_every_stage_of_the_encoder_layer() {
+    let c = case("encoder_block");
+    let hir = encoder_hir(&c);
+    let inspect = rlx_compile::inspect_hir_pipeline(
+        &hir,
+        &|_| true,
+        &rlx_compile::LowerOptions::default(),
+        None,
+    )
+    .unwrap();
+    let text = inspect.to_string();
+    let order = [
+        "== hir ==",
+        "encoder_block{heads=4, ffn=32, eps=1e-12} %x, %mask",
+        "== input (",
+        "== fuse_matmul_epilogue (",
+        "== lir ==",
+        "lir \"bert_layer\" (arena ",
+    ];
+    let mut at = 0;
+    for needle in order {
+        let found = text[at..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing after byte {at}:\n{text}"));
+        at += found + needle.len();
+    }
+    assert_eq!(
+        inspect
+            .fusion
+            .of_kind(rlx_compile::FusionKind::MatMulEpilogue)
+            .len(),
+        6
+    );
+    assert!(inspect.memory.arena_bytes > 0);
+}
