@@ -136,7 +136,7 @@ pub use rlx_runtime::{
     resolve_device, resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph,
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
-pub use rlx_runtime::{BytesWeightLoader, WeightLoader};
+pub use rlx_runtime::{BytesWeightLoader, DynamicGraph, WeightLoader};
 
 /// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
 /// `g.reduce`, `g.attention_kind` take as their first argument.
