@@ -1,9 +1,15 @@
 //! [`DynamicGraph`]: a graph with symbolic dims (`batch`, `seq`, ...) that
-//! runs on inputs of any size. Each run reads the symbol sizes off its
-//! inputs; the first run of a binding compiles and plans the graph for it,
-//! later runs of the same binding reuse that plan from a small MRU cache.
+//! runs on inputs of any size. The graph-level passes (precision, decompose,
+//! simplify, constant folding, CSE, DCE) run once, on the symbolic graph.
+//! Each run reads the symbol sizes off its inputs; the first run of a
+//! binding binds the optimised graph, fuses it (fusion decides on concrete
+//! sizes), plans its memory and builds its executable; later runs of the
+//! same binding reuse that plan from a small MRU cache.
 
-use crate::{CompileOptions, CompiledGraph, Result, RuntimeError, Session};
+use crate::{CompileOptions, CompiledGraph, Precision, Result, RuntimeError, Session};
+use rlx_compile::FusionOptions;
+use rlx_compile::OptimizedGraph;
+use rlx_compile::PrecisionPolicy;
 use rlx_ir::{Dim, Graph, HostTensor, Shape};
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,6 +41,7 @@ pub const DEFAULT_PLAN_CACHE: usize = 8;
 pub struct DynamicGraph {
     session: Session,
     graph: Graph,
+    optimized: OptimizedGraph,
     opts: CompileOptions,
     /// (binding, compiled), most recently used last.
     cache: Vec<(BTreeMap<String, usize>, CompiledGraph)>,
@@ -61,8 +68,14 @@ impl Session {
                 }
             }
         }
+        let once = CompileOptions {
+            fusion: FusionOptions::disabled(),
+            ..opts.clone()
+        };
+        let optimized = self.optimize(&graph, &once)?;
         Ok(DynamicGraph {
             session: self.clone(),
+            optimized,
             graph,
             opts: opts.clone(),
             cache: Vec::new(),
@@ -81,13 +94,19 @@ impl DynamicGraph {
         self
     }
 
-    /// The symbolic graph.
+    /// The symbolic graph as given.
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
 
-    /// How many times the graph was compiled (one per new binding, plus
-    /// recompiles of bindings that fell out of the cache).
+    /// The symbolic graph after the graph-level passes (run once).
+    pub fn optimized(&self) -> &Graph {
+        &self.optimized.graph
+    }
+
+    /// How many plans were built (one per new binding, plus re-plans of
+    /// bindings that fell out of the cache); the graph-level passes ran once
+    /// regardless.
     pub fn compile_count(&self) -> usize {
         self.compiles
     }
@@ -95,6 +114,12 @@ impl DynamicGraph {
     /// The bindings compiled now, least recently used first.
     pub fn cached_bindings(&self) -> Vec<BTreeMap<String, usize>> {
         self.cache.iter().map(|(b, _)| b.clone()).collect()
+    }
+
+    /// The compiled plans with their bindings, least recently used first
+    /// (for inspection: `lir()` of each shows its fusion and memory plan).
+    pub fn cached(&self) -> impl Iterator<Item = (&BTreeMap<String, usize>, &CompiledGraph)> {
+        self.cache.iter().map(|(b, c)| (b, c))
     }
 
     /// Sets a param of any dtype; its dims must fit the param's shape (a
@@ -186,11 +211,20 @@ impl DynamicGraph {
     }
 
     fn compile(&mut self, binding: &BTreeMap<String, usize>) -> Result<CompiledGraph> {
-        let mut opts = self.opts.clone();
-        for (sym, &size) in binding {
-            opts = opts.bind_dim(sym, size);
-        }
-        let mut compiled = self.session.try_compile_with(self.graph.clone(), &opts)?;
+        let bindings: HashMap<String, usize> =
+            binding.iter().map(|(k, &v)| (k.clone(), v)).collect();
+        let bound = self.optimized.graph.bind_dims(&bindings)?;
+        // What ran once is not repeated: only fusion and the plan are per binding.
+        let per_binding = CompileOptions {
+            precision: Precision::F32,
+            precision_policy: PrecisionPolicy::AlwaysF32,
+            simplify: false,
+            cse: false,
+            fold_constants: false,
+            dim_bindings: HashMap::new(),
+            ..self.opts.clone()
+        };
+        let mut compiled = self.session.try_compile_with(bound, &per_binding)?;
         for (name, value) in &self.params {
             compiled.set_param_typed(name, value)?;
         }

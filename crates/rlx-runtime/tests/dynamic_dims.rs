@@ -3,7 +3,7 @@
 //! against a host-side f64 computation of the same MLP.
 
 use rlx_driver::Device;
-use rlx_ir::{DType, Dim, Graph, GraphExt, HostTensor, Shape};
+use rlx_ir::{DType, Dim, Graph, GraphExt, HostTensor, OpKind, Shape};
 use rlx_runtime::{CompileOptions, RuntimeError, Session};
 
 const IN: usize = 3;
@@ -184,4 +184,67 @@ fn a_symbol_no_input_determines_is_an_error_unless_bound() {
         .unwrap();
     let out = d.run_typed(&[("x", &t(vec![0.5, -1.0], &[2]))]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![6.5, 5.0]);
+}
+
+/// softmax(tanh(x @ w + b) * 0.5) over the last axis, x: [seq, IN].
+#[test]
+fn a_dynamic_seq_graph_is_optimised_once_and_runs_at_several_lengths() {
+    let mut g = Graph::new("dyn_seq");
+    let x = g.input(
+        "x",
+        Shape::from_dims(vec![Dim::sym("seq"), Dim::Static(IN)], DType::F32),
+    );
+    let w = g.param("w", Shape::new(&[IN, OUT], DType::F32));
+    let b = g.param("b", Shape::new(&[OUT], DType::F32));
+    let h = g.mm(x, w);
+    let h = g.add(h, b);
+    let h = g.tanh(h);
+    let h = g.mul(h, g.constant(0.5, DType::F32));
+    let y = g.sm(h, -1);
+    g.set_outputs(vec![y]);
+    let mut d = Session::new(Device::Cpu)
+        .compile_dynamic(g, &CompileOptions::default())
+        .unwrap();
+    // The graph-level passes ran on the symbolic graph (the softmax stays
+    // whole, nothing is bound yet) ...
+    let text = d.optimized().to_string();
+    assert!(text.contains("f32[seq,2]"), "still symbolic: {text}");
+    let (w, b) = (values(IN * OUT, 1.0), values(OUT, 2.0));
+    d.set_param_typed("w", &t(w.clone(), &[IN, OUT])).unwrap();
+    d.set_param_typed("b", &t(b.clone(), &[OUT])).unwrap();
+    for seq in [1, 4, 9, 4] {
+        let x = values(seq * IN, seq as f32 * 0.1);
+        let out = d.run_typed(&[("x", &t(x.clone(), &[seq, IN]))]).unwrap();
+        let got = out[0].to_vec::<f32>().unwrap();
+        for r in 0..seq {
+            let z: Vec<f64> = (0..OUT)
+                .map(|o| {
+                    let mut acc = b[o] as f64;
+                    for i in 0..IN {
+                        acc += x[r * IN + i] as f64 * w[i * OUT + o] as f64;
+                    }
+                    acc.tanh() * 0.5
+                })
+                .collect();
+            let m = z.iter().cloned().fold(f64::MIN, f64::max);
+            let s: f64 = z.iter().map(|v| (v - m).exp()).sum();
+            for o in 0..OUT {
+                let want = (z[o] - m).exp() / s;
+                let got = got[r * OUT + o] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-6,
+                    "seq {seq} [{r},{o}]: {got} vs {want}"
+                );
+            }
+        }
+    }
+    assert_eq!(d.compile_count(), 3);
+    // ... and each binding's plan fused the matmul's bias / tanh / scale tail.
+    for (binding, compiled) in d.cached() {
+        let g = &compiled.lir().graph;
+        assert!(
+            g.ids().any(|i| g.node(i).op.kind() == OpKind::FusedMatMul),
+            "{binding:?}: {g}"
+        );
+    }
 }
