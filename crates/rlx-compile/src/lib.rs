@@ -28,7 +28,10 @@ mod target;
 pub use inspect::{
     inspect_hir_pipeline, inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect,
 };
-pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
+pub use lir::{
+    lower, lower_with, optimize_with, plan_optimized, IoManifest, LirModule, LowerOptions,
+    OptimizedGraph, Precision,
+};
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};

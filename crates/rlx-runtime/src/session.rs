@@ -2,8 +2,8 @@
 
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
 use rlx_compile::{
-    lower, lower_with, ConstEvaluator, Dispatch, DispatchPolicy, FusionTarget, LirModule,
-    LowerOptions,
+    lower, lower_with, optimize_with, ConstEvaluator, Dispatch, DispatchPolicy, FusionTarget,
+    LirModule, LowerOptions, OptimizedGraph,
 };
 use rlx_driver::{registry, Backend, Device};
 use rlx_ir::{Graph, HostTensor};
@@ -57,7 +57,7 @@ impl Session {
 
     /// Compiles with `opts`.
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
-        let backend = backend_of(self.device)?;
+        let backend = self.backend()?;
         let opts = opts.clone().with_env_overlay()?;
         let evaluator = BackendEvaluator(backend.as_ref());
         let lir = lower_with(
@@ -69,6 +69,24 @@ impl Session {
         check_policies(&lir, &opts, self.device)?;
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::new(self.device, exec))
+    }
+
+    /// Runs every pass on `graph` without planning (dims not bound in
+    /// `opts` stay symbolic): the once-per-graph half of a dynamic compile.
+    pub(crate) fn optimize(&self, graph: &Graph, opts: &CompileOptions) -> Result<OptimizedGraph> {
+        let backend = self.backend()?;
+        let opts = opts.clone().with_env_overlay()?;
+        let evaluator = BackendEvaluator(backend.as_ref());
+        Ok(optimize_with(
+            graph,
+            &|op| backend.claims(op),
+            &opts.lower_options(),
+            Some(&evaluator),
+        )?)
+    }
+
+    fn backend(&self) -> Result<std::sync::Arc<dyn Backend>> {
+        backend_of(self.device)
     }
 }
 
