@@ -170,3 +170,34 @@ fn graph_module_holds_any_stage() {
     let diff = inspect_mir_diff(&empty, &mir);
     assert!(diff.contains("+ attention{mask=None"), "{diff}");
 }
+
+#[test]
+fn blocks_lower_with_a_symbolic_sequence_length() {
+    use rlx_ir::Dim;
+    let mut h = HirModule::new("dyn");
+    let shape = Shape::from_dims(vec![Dim::sym("seq"), Dim::Static(8)], DType::F32);
+    let x = h.input("x", shape.clone()).unwrap();
+    let y = h
+        .push(
+            "layer0",
+            HirOp::DecoderBlock {
+                x,
+                heads: 2,
+                ffn: 12,
+                eps: 1e-6,
+            },
+        )
+        .unwrap();
+    h.set_outputs(vec![y]);
+    let mir = h.lower().unwrap();
+    assert!(rlx_ir::verify_all(mir.graph()).is_empty());
+    assert_eq!(mir.graph().shape(mir.graph().outputs()[0]), &shape);
+    let bound = mir
+        .graph()
+        .bind_dims(&[("seq".to_string(), 5)].into())
+        .unwrap();
+    assert_eq!(
+        bound.shape(bound.outputs()[0]),
+        &Shape::new(&[5, 8], DType::F32)
+    );
+}

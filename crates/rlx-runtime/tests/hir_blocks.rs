@@ -229,3 +229,54 @@ fn inspect_hir_pipeline_shows_every_stage_of_the_encoder_layer() {
     );
     assert!(inspect.memory.arena_bytes > 0);
 }
+
+#[test]
+fn dynamic_decoder_block_runs_at_several_sequence_lengths() {
+    use rlx_ir::{Dim, HostTensor};
+    let c = case("decoder_block");
+    let x_t = tensor(&c["inputs"]["x"]);
+    let (b, s, hd) = (x_t.shape[0], x_t.shape[1], x_t.shape[2]);
+    let mut h = HirModule::new("llama_dyn");
+    let shape = Shape::from_dims(vec![b.into(), Dim::sym("seq"), hd.into()], DType::F32);
+    let x = h.input("x", shape).unwrap();
+    let y = h
+        .push(
+            "layer0",
+            HirOp::DecoderBlock {
+                x,
+                heads: c["heads"].as_u64().unwrap() as usize,
+                ffn: c["ffn"].as_u64().unwrap() as usize,
+                eps: c["eps"].as_f64().unwrap(),
+            },
+        )
+        .unwrap();
+    h.set_outputs(vec![y]);
+    let mut dynamic = Session::new(Device::Cpu)
+        .compile_dynamic(h.lower().unwrap().into_graph(), &CompileOptions::default())
+        .unwrap();
+    for (name, t) in c["params"].as_object().unwrap() {
+        let t = tensor(t);
+        let value = HostTensor::from_slice(&t.data, &t.shape).unwrap();
+        dynamic.set_param_typed(name, &value).unwrap();
+    }
+    let want = tensor(&c["output"]);
+    // Causal attention: the first `len` positions see only themselves, so
+    // a prefix of the input gives the same prefix of the numpy output.
+    for len in [s, 2, 4, 1] {
+        let prefix: Vec<f32> = (0..b)
+            .flat_map(|i| x_t.data[i * s * hd..(i * s + len) * hd].to_vec())
+            .collect();
+        let input = HostTensor::from_slice(&prefix, &[b, len, hd]).unwrap();
+        let got: Vec<f32> = dynamic.run_typed(&[("x", &input)]).unwrap()[0]
+            .to_vec()
+            .unwrap();
+        let want_prefix = Tensor {
+            shape: vec![b, len, hd],
+            data: (0..b)
+                .flat_map(|i| want.data[i * s * hd..(i * s + len) * hd].to_vec())
+                .collect(),
+        };
+        assert_close(&got, &want_prefix, 2e-5, &format!("seq {len}"));
+    }
+    assert_eq!(dynamic.compile_count(), 4);
+}
