@@ -24,6 +24,25 @@ fn encoder() -> HirModule {
     h
 }
 
+/// A decoder block (2 heads, FFN 12) over an input of `shape`.
+fn decoder(name: &str, shape: Shape) -> HirModule {
+    let mut h = HirModule::new(name);
+    let x = h.input("x", shape).unwrap();
+    let y = h
+        .push(
+            "layer0",
+            HirOp::DecoderBlock {
+                x,
+                heads: 2,
+                ffn: 12,
+                eps: 1e-6,
+            },
+        )
+        .unwrap();
+    h.set_outputs(vec![y]);
+    h
+}
+
 #[test]
 fn hir_text_is_golden() {
     let want = r#"hir "enc" {
@@ -45,20 +64,7 @@ fn encoder_block_lowers_to_the_golden_mir() {
 
 #[test]
 fn decoder_block_lowers_to_the_golden_mir() {
-    let mut h = HirModule::new("dec");
-    let x = h.input("x", Shape::new(&[1, 4, 8], DType::F32)).unwrap();
-    let y = h
-        .push(
-            "layer0",
-            HirOp::DecoderBlock {
-                x,
-                heads: 2,
-                ffn: 12,
-                eps: 1e-6,
-            },
-        )
-        .unwrap();
-    h.set_outputs(vec![y]);
+    let h = decoder("dec", Shape::new(&[1, 4, 8], DType::F32));
     let want = include_str!("golden/decoder_block.mir");
     assert_eq!(h.lower().unwrap().to_string(), want.trim_end());
 }
@@ -174,21 +180,8 @@ fn graph_module_holds_any_stage() {
 #[test]
 fn blocks_lower_with_a_symbolic_sequence_length() {
     use rlx_ir::Dim;
-    let mut h = HirModule::new("dyn");
     let shape = Shape::from_dims(vec![Dim::sym("seq"), Dim::Static(8)], DType::F32);
-    let x = h.input("x", shape.clone()).unwrap();
-    let y = h
-        .push(
-            "layer0",
-            HirOp::DecoderBlock {
-                x,
-                heads: 2,
-                ffn: 12,
-                eps: 1e-6,
-            },
-        )
-        .unwrap();
-    h.set_outputs(vec![y]);
+    let h = decoder("dyn", shape.clone());
     let mir = h.lower().unwrap();
     assert!(rlx_ir::verify_all(mir.graph()).is_empty());
     assert_eq!(mir.graph().shape(mir.graph().outputs()[0]), &shape);

@@ -164,12 +164,10 @@ fn encoder_block_matches_numpy_and_the_hand_built_layer() {
     assert_eq!(lowered.lir().fingerprint, hand.lir().fingerprint);
 }
 
-#[test]
-fn decoder_block_matches_numpy() {
-    let c = case("decoder_block");
-    let x_t = tensor(&c["inputs"]["x"]);
+/// The fixture's decoder layer over an input of `shape`.
+fn decoder_hir(c: &Value, shape: Shape) -> HirModule {
     let mut h = HirModule::new("llama_layer");
-    let x = h.input("x", shape(&x_t)).unwrap();
+    let x = h.input("x", shape).unwrap();
     let y = h
         .push(
             "layer0",
@@ -182,7 +180,14 @@ fn decoder_block_matches_numpy() {
         )
         .unwrap();
     h.set_outputs(vec![y]);
-    let graph = h.lower().unwrap().into_graph();
+    h
+}
+
+#[test]
+fn decoder_block_matches_numpy() {
+    let c = case("decoder_block");
+    let x_t = tensor(&c["inputs"]["x"]);
+    let graph = decoder_hir(&c, shape(&x_t)).lower().unwrap().into_graph();
     let want = tensor(&c["output"]);
     for opts in [
         CompileOptions::default(),
@@ -236,21 +241,8 @@ fn dynamic_decoder_block_runs_at_several_sequence_lengths() {
     let c = case("decoder_block");
     let x_t = tensor(&c["inputs"]["x"]);
     let (b, s, hd) = (x_t.shape[0], x_t.shape[1], x_t.shape[2]);
-    let mut h = HirModule::new("llama_dyn");
     let shape = Shape::from_dims(vec![b.into(), Dim::sym("seq"), hd.into()], DType::F32);
-    let x = h.input("x", shape).unwrap();
-    let y = h
-        .push(
-            "layer0",
-            HirOp::DecoderBlock {
-                x,
-                heads: c["heads"].as_u64().unwrap() as usize,
-                ffn: c["ffn"].as_u64().unwrap() as usize,
-                eps: c["eps"].as_f64().unwrap(),
-            },
-        )
-        .unwrap();
-    h.set_outputs(vec![y]);
+    let h = decoder_hir(&c, shape);
     let mut dynamic = Session::new(Device::Cpu)
         .compile_dynamic(h.lower().unwrap().into_graph(), &CompileOptions::default())
         .unwrap();
