@@ -46,16 +46,39 @@ fn equal_compiles_agree_and_any_change_differs() {
     assert_ne!(a, b);
 }
 
+fn sample_key() -> u64 {
+    let values: Vec<f32> = (0..16).map(|i| i as f32 * 0.5).collect();
+    key(&scaled(&values, "g"))
+}
+
+/// Prints the key when run as the child of the test below.
+#[test]
+fn fingerprint_child() {
+    if std::env::var_os("RLX_FINGERPRINT_CHILD").is_some() {
+        println!("fingerprint={:016x}", sample_key());
+    }
+}
+
 #[test]
 fn fingerprint_is_stable_across_processes() {
-    // FNV-1a of the text, plan and constant bytes: no per-process seed. If the
-    // textual IR format changes on purpose, update this value (old caches are
-    // then invalid, as they should be).
-    let values: Vec<f32> = (0..16).map(|i| i as f32 * 0.5).collect();
-    assert_eq!(
-        format!("{:016x}", key(&scaled(&values, "g"))),
-        "3bbe72fbc886fe69"
-    );
+    // FNV-1a of the text, plan and constant bytes: no per-process seed, so
+    // a fresh process computes the same key.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "fingerprint_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RLX_FINGERPRINT_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let child = stdout
+        .lines()
+        .find_map(|l| l.split("fingerprint=").nth(1))
+        .unwrap_or_else(|| panic!("no key from the child:\n{stdout}"));
+    assert_eq!(child, format!("{:016x}", sample_key()));
 }
 
 #[test]
