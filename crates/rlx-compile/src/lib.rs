@@ -25,7 +25,7 @@ mod report;
 
 pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
 pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
-pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
+pub use memory::{check_plan, plan_memory, plan_memory_with, runs_in_place, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use pipeline::{CompilePipeline, CompileResult, FnPass, Pass, PassRecord};

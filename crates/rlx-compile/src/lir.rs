@@ -181,6 +181,54 @@ pub fn lower_with(
     if !opts.keep_dead_code {
         pipeline = pipeline.with_fn("dce", dce);
     }
+    // Pattern fusions first: they need the primitives the region pass swallows;
+    // gated matmuls before shared-input stacking, which would take their matmuls.
+    let patterns: [(&str, bool, Op, FusionFn); 4] = [
+        (
+            "fuse_attention",
+            opts.fusion.attention,
+            Op::Attention {
+                mask: rlx_ir::op::MaskKind::None,
+                scale: None,
+                softcap: None,
+            },
+            rlx_fusion::fuse_attention,
+        ),
+        (
+            "fuse_add_norm",
+            opts.fusion.add_norm,
+            Op::AddNorm {
+                axis: 0,
+                eps: 0.0,
+                rms: false,
+                keep_sum: false,
+            },
+            rlx_fusion::fuse_add_norm,
+        ),
+        (
+            "fuse_gated_matmul",
+            opts.fusion.gated_matmul,
+            Op::GatedMatMul {
+                act: rlx_ir::op::UnaryOp::Silu,
+            },
+            rlx_fusion::fuse_gated_matmul,
+        ),
+        (
+            "fuse_shared_input",
+            opts.fusion.shared_input,
+            Op::MatMul,
+            rlx_fusion::fuse_shared_input_matmuls,
+        ),
+    ];
+    for (pass, on, probe, fuse) in patterns {
+        if on && !opts.decompose_composites && claims(&probe) {
+            pipeline = pipeline.with_fn(pass, move |g| {
+                let (fused, r) = fuse(g).map_err(|source| CompileError::Pass { pass, source })?;
+                report_slot.borrow_mut().extend(r);
+                Ok(fused)
+            });
+        }
+    }
     let region_probe = Op::ElementwiseRegion { steps: Vec::new() };
     if opts.fusion.elementwise && !opts.decompose_composites && claims(&region_probe) {
         let min = opts.fusion.min_region_nodes;
@@ -268,6 +316,9 @@ pub fn lower_with(
     }
     Ok(lir)
 }
+
+/// A fusion pass: graph -> fused graph and its report.
+type FusionFn = fn(&Graph) -> Result<(Graph, FusionReport), rlx_ir::IrError>;
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
