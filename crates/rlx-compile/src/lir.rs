@@ -352,10 +352,14 @@ mod tests {
         }
         g.set_outputs(vec![y]);
         let lir = lower(&g, &|_| true, &unfused()).unwrap();
-        // Each buffer is 1 KiB; a chain needs two live at a time.
+        // Each buffer is 1 KiB; each exp overwrites its dying input in place.
         assert_eq!(lir.plan.total_buffer_bytes, 9 * 1024);
-        assert_eq!(lir.plan.arena_bytes, 2 * 1024);
+        assert_eq!(lir.plan.arena_bytes, 1024);
         check_plan(&lir.graph, &lir.plan).unwrap();
+        // Without in-place reuse a chain needs two live at a time.
+        let apart = crate::memory::plan_memory_with(&lir.graph, 64, false).unwrap();
+        assert_eq!(apart.arena_bytes, 2 * 1024);
+        check_plan(&lir.graph, &apart).unwrap();
     }
 
     #[test]
