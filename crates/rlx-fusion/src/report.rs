@@ -46,7 +46,7 @@ impl MissReason {
                 "compute the norm's parameters before the value it normalises"
             }
             MissReason::ParamWeights => {
-                "bind the weights as constants (constant folding concatenates them once)"
+                "bind the weights as constants: they are then stacked once, at compile time"
             }
             MissReason::ShapeMismatch => "give the operands one shape / dtype and a constant scale",
         }

@@ -22,7 +22,8 @@ fn weight_of(g: &Graph, m: NodeId) -> Option<NodeId> {
     }
     let (x, w) = (n.inputs[0], n.inputs[1]);
     let leaf = matches!(g.node(w).op, Op::Constant { .. } | Op::Param { .. });
-    (leaf && g.shape(w).rank() == 2 && g.shape(x).rank() >= 2).then_some(w)
+    let x_static = g.shape(x).static_dims().is_some();
+    (leaf && x_static && g.shape(w).rank() == 2 && g.shape(x).rank() >= 2).then_some(w)
 }
 
 /// Fuses groups of matmuls sharing their left operand.

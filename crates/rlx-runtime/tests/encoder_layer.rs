@@ -182,6 +182,14 @@ fn half_precision_sessions_stay_within_1e2_of_f32() {
     let reference = compile(&CompileOptions::default()).run(&[("x", &x)]);
     for p in [Precision::F16, Precision::BF16] {
         let got = compile(&CompileOptions::default().precision(p)).run(&[("x", &x)]);
+        // The fused kernels (add + norm, epilogues) widen and round exactly
+        // as the unfused nodes do, in half precision too.
+        let unfused = compile(&CompileOptions::default().precision(p).fusion(false));
+        assert_eq!(
+            got,
+            { unfused }.run(&[("x", &x)]),
+            "{p:?}: fused != unfused"
+        );
         let scale = reference[0].iter().map(|v| v.abs()).fold(0.0f32, f32::max);
         let worst = got[0]
             .iter()

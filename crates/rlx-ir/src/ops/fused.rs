@@ -106,3 +106,46 @@ pub fn decompose_gated_matmul(
     let a = un(g, act, gate)?;
     bin(g, BinaryOp::Mul, a, up)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::op::UnaryOp;
+    use crate::{DType, Graph, Op, Shape};
+
+    #[test]
+    fn bad_operands_are_errors_naming_them() {
+        let mut g = Graph::new("g");
+        let a = g.input("a", Shape::new(&[2, 4], DType::F32));
+        let b = g.input("b", Shape::new(&[2, 3], DType::F32));
+        let gamma = g.input("gamma", Shape::new(&[3], DType::F32));
+        let add_norm = |axis, rms| Op::AddNorm {
+            axis,
+            eps: 1e-5,
+            rms,
+            keep_sum: false,
+        };
+        let e = g.try_node(add_norm(1, false), &[a, b], None).unwrap_err();
+        assert!(e.to_string().contains("one shape"), "{e}");
+        let e = g.try_node(add_norm(0, true), &[a, a], None).unwrap_err();
+        assert!(e.to_string().contains("last axis"), "{e}");
+        let e = g
+            .try_node(add_norm(1, false), &[a, a, gamma], None)
+            .unwrap_err();
+        assert!(e.to_string().contains("gamma"), "{e}");
+        let kept = Op::AddNorm {
+            axis: 1,
+            eps: 1e-5,
+            rms: false,
+            keep_sum: true,
+        };
+        let s = g.try_node(kept, &[a, a], None).unwrap();
+        assert_eq!(g.shape(s), &Shape::new(&[2, 2, 4], DType::F32));
+        let w = g.input("w", Shape::new(&[4, 5], DType::F32));
+        let u = g.input("u", Shape::new(&[4, 6], DType::F32));
+        let op = Op::GatedMatMul { act: UnaryOp::Silu };
+        let e = g.try_node(op.clone(), &[a, w, u], None).unwrap_err();
+        assert!(e.to_string().contains("differ"), "{e}");
+        let y = g.try_node(op, &[a, w, w], None).unwrap();
+        assert_eq!(g.shape(y), &Shape::new(&[2, 5], DType::F32));
+    }
+}
