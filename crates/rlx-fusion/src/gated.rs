@@ -36,7 +36,7 @@ pub fn fuse_gated_matmul(g: &Graph) -> Result<(Graph, FusionReport), IrError> {
     let mut plans: Vec<Plan> = Vec::new();
     for mul in g.ids() {
         let n = g.node(mul);
-        if !matches!(n.op, Op::Binary(BinaryOp::Mul)) || n.shape.static_dims().is_none() {
+        if !matches!(n.op, Op::Binary(BinaryOp::Mul)) {
             continue;
         }
         let (l, r) = (n.inputs[0], n.inputs[1]);
