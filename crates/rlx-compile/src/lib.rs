@@ -32,7 +32,7 @@ pub use lir::{
     lower, lower_with, optimize_with, plan_optimized, IoManifest, LirModule, LowerOptions,
     OptimizedGraph, Precision,
 };
-pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
+pub use memory::{check_plan, plan_memory, plan_memory_with, runs_in_place, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use passes::quantize::{

@@ -207,6 +207,54 @@ pub fn optimize_with(
     if !opts.keep_dead_code {
         pipeline = pipeline.with_fn("dce", dce);
     }
+    // Pattern fusions first: they need the primitives the region pass swallows;
+    // gated matmuls before shared-input stacking, which would take their matmuls.
+    let patterns: [(&str, bool, Op, FusionFn); 4] = [
+        (
+            "fuse_attention",
+            opts.fusion.attention,
+            Op::Attention {
+                mask: rlx_ir::op::MaskKind::None,
+                scale: None,
+                softcap: None,
+            },
+            rlx_fusion::fuse_attention,
+        ),
+        (
+            "fuse_add_norm",
+            opts.fusion.add_norm,
+            Op::AddNorm {
+                axis: 0,
+                eps: 0.0,
+                rms: false,
+                keep_sum: false,
+            },
+            rlx_fusion::fuse_add_norm,
+        ),
+        (
+            "fuse_gated_matmul",
+            opts.fusion.gated_matmul,
+            Op::GatedMatMul {
+                act: rlx_ir::op::UnaryOp::Silu,
+            },
+            rlx_fusion::fuse_gated_matmul,
+        ),
+        (
+            "fuse_shared_input",
+            opts.fusion.shared_input,
+            Op::MatMul,
+            rlx_fusion::fuse_shared_input_matmuls,
+        ),
+    ];
+    for (pass, on, probe, fuse) in patterns {
+        if on && !opts.decompose_composites && claims(&probe) {
+            pipeline = pipeline.with_fn(pass, move |g| {
+                let (fused, r) = fuse(g).map_err(|source| CompileError::Pass { pass, source })?;
+                report_slot.borrow_mut().extend(r);
+                Ok(fused)
+            });
+        }
+    }
     let region_probe = Op::ElementwiseRegion { steps: Vec::new() };
     if opts.fusion.elementwise && !opts.decompose_composites && claims(&region_probe) {
         let min = opts.fusion.min_region_nodes;
@@ -323,6 +371,9 @@ pub fn plan_optimized(
     Ok(lir)
 }
 
+/// A fusion pass: graph -> fused graph and its report.
+type FusionFn = fn(&Graph) -> Result<(Graph, FusionReport), rlx_ir::IrError>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,10 +397,14 @@ mod tests {
         }
         g.set_outputs(vec![y]);
         let lir = lower(&g, &|_| true, &unfused()).unwrap();
-        // Each buffer is 1 KiB; a chain needs two live at a time.
+        // Each buffer is 1 KiB; each exp overwrites its dying input in place.
         assert_eq!(lir.plan.total_buffer_bytes, 9 * 1024);
-        assert_eq!(lir.plan.arena_bytes, 2 * 1024);
+        assert_eq!(lir.plan.arena_bytes, 1024);
         check_plan(&lir.graph, &lir.plan).unwrap();
+        // Without in-place reuse a chain needs two live at a time.
+        let apart = crate::memory::plan_memory_with(&lir.graph, 64, false).unwrap();
+        assert_eq!(apart.arena_bytes, 2 * 1024);
+        check_plan(&lir.graph, &apart).unwrap();
     }
 
     #[test]

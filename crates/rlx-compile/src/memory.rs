@@ -9,6 +9,12 @@
 //! its input (a narrow), take no bytes of their own. Their slot lies inside
 //! the buffer they view ([`MemoryPlan::view_of`]), that buffer stays live
 //! until the view's last use, and a backend skips running them.
+//!
+//! In-place reuse: an elementwise node (unary, binary, select, or a fused
+//! region) one of whose inputs has the node's exact shape and dies at the
+//! node writes its result over that input's bytes ([`MemoryPlan::in_place`])
+//! instead of taking a new slot; a backend then reads that input tile by
+//! tile before overwriting it.
 
 use crate::CompileError;
 use rlx_ir::{Graph, Op};
@@ -40,6 +46,8 @@ pub struct MemoryPlan {
     /// Per node id: the node owning the bytes this node views, for views
     /// (reshape, contiguous narrow) that alias their input instead of copying.
     pub view_of: Vec<Option<usize>>,
+    /// Per node id: the input node whose bytes this node overwrites in place.
+    pub in_place: Vec<Option<usize>>,
 }
 
 impl MemoryPlan {
@@ -47,6 +55,63 @@ impl MemoryPlan {
     pub fn is_view(&self, id: usize) -> bool {
         self.view_of.get(id).is_some_and(Option::is_some)
     }
+
+    /// The input node whose buffer node `id` overwrites, if it runs in place.
+    pub fn in_place_of(&self, id: usize) -> Option<usize> {
+        self.in_place.get(id).copied().flatten()
+    }
+
+    /// Bytes that in-place nodes did not need of their own.
+    pub fn in_place_bytes(&self) -> usize {
+        (0..self.slots.len())
+            .filter(|&i| self.in_place_of(i).is_some())
+            .filter_map(|i| self.slots[i].map(|s| s.size))
+            .sum()
+    }
+}
+
+/// True for the ops a backend can run over one of their own inputs'
+/// bytes: elementwise ops that read each input element before writing the
+/// output element at the same index, and a residual add + norm (row by row).
+pub fn runs_in_place(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Select
+            | Op::ElementwiseRegion { .. }
+            | Op::AddNorm {
+                keep_sum: false,
+                ..
+            }
+    )
+}
+
+/// The input of `id` whose buffer `id` may overwrite: same shape, owned
+/// (not a view, param or constant), dying at `id` (`end` counts views), and
+/// not also read at `id` through a view.
+fn in_place_candidate(
+    g: &Graph,
+    id: rlx_ir::NodeId,
+    slots: &[Option<Slot>],
+    view_of: &[Option<usize>],
+    end: &[usize],
+    handed_over: &[bool],
+) -> Option<usize> {
+    let n = g.node(id);
+    if !runs_in_place(&n.op) {
+        return None;
+    }
+    n.inputs.iter().map(|i| i.index()).find(|&a| {
+        slots[a].is_some()
+            && view_of[a].is_none()
+            && !handed_over[a]
+            && end[a] == id.index()
+            && g.nodes()[a].shape == n.shape
+            && n.inputs
+                .iter()
+                .all(|j| j.index() == a || view_of[j.index()] != Some(a))
+    })
 }
 
 /// The byte range (offset, length) of `n`'s input that `n` views, if `n` is a
@@ -101,15 +166,24 @@ pub fn last_uses(g: &Graph) -> Vec<usize> {
     last
 }
 
-/// Plans the arena of `g` (whose shapes must be static).
+/// Plans the arena of `g` (whose shapes must be static), with in-place reuse.
 pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileError> {
+    plan_memory_with(g, alignment, true)
+}
+
+/// Plans the arena of `g`; `in_place` allows elementwise nodes to overwrite
+/// a dying input (off: every node gets a slot of its own).
+pub fn plan_memory_with(
+    g: &Graph,
+    alignment: usize,
+    in_place: bool,
+) -> Result<MemoryPlan, CompileError> {
+    let allow_in_place = in_place;
     let alignment = alignment.max(8).next_power_of_two();
     let last_use = last_uses(g);
     let mut slots = vec![None; g.len()];
     // Free blocks, sorted by offset, coalesced.
-    let mut free: Vec<Slot> = Vec::new();
-    let mut top = 0usize;
-    let mut live_bytes = 0usize;
+    let mut space = FreeSpace::default();
     let (mut total, mut peak) = (0usize, 0usize);
     // Buffers to release after each node index.
     let mut release: Vec<Vec<usize>> = vec![Vec::new(); g.len() + 1];
@@ -125,6 +199,9 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
         )
     });
     let mut view_of: Vec<Option<usize>> = vec![None; g.len()];
+    let mut in_place: Vec<Option<usize>> = vec![None; g.len()];
+    // Buffers whose bytes an in-place node took over (not freed at their death).
+    let mut handed_over = vec![false; g.len()];
     // When each owning buffer dies (views extend it).
     let mut end: Vec<usize> = last_use.clone();
     for id in inputs.chain(others) {
@@ -142,23 +219,36 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
                 &mut release,
                 &end,
                 &slots,
-                &mut free,
-                &mut top,
-                &mut live_bytes,
+                &handed_over,
+                &mut space,
             );
             continue;
         }
-        let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
-            what: rlx_ir::node_label(g, id),
-            shape: n.shape.clone(),
-            symbols: n.shape.symbols().map(str::to_string).collect(),
-        })?;
-        let size = round_up(bytes, alignment);
-        let offset = take_best_fit(&mut free, &mut top, size);
-        slots[id.index()] = Some(Slot { offset, size });
-        total += size;
-        live_bytes += size;
-        peak = peak.max(live_bytes);
+        let candidate = allow_in_place
+            .then(|| in_place_candidate(g, id, &slots, &view_of, &end, &handed_over))
+            .flatten();
+        let slot = match candidate {
+            // The node takes over the dying input's bytes: nothing new is live.
+            Some(a) => {
+                in_place[id.index()] = Some(a);
+                handed_over[a] = true;
+                slots[a].expect("a candidate has a slot")
+            }
+            None => {
+                let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
+                    what: rlx_ir::node_label(g, id),
+                    shape: n.shape.clone(),
+                    symbols: n.shape.symbols().map(str::to_string).collect(),
+                })?;
+                let size = round_up(bytes, alignment);
+                let offset = take_best_fit(&mut space.free, &mut space.top, size);
+                space.live += size;
+                peak = peak.max(space.live);
+                Slot { offset, size }
+            }
+        };
+        slots[id.index()] = Some(slot);
+        total += slot.size;
         release[last_use[id.index()]].push(id.index());
         if matches!(n.op, Op::Input { .. }) {
             continue;
@@ -168,19 +258,19 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
             &mut release,
             &end,
             &slots,
-            &mut free,
-            &mut top,
-            &mut live_bytes,
+            &handed_over,
+            &mut space,
         );
     }
     Ok(MemoryPlan {
         slots,
         last_use: end,
-        arena_bytes: top,
+        arena_bytes: space.top,
         alignment,
         total_buffer_bytes: total,
         peak_live_bytes: peak,
         view_of,
+        in_place,
     })
 }
 
@@ -212,19 +302,27 @@ fn release_dead(
     release: &mut [Vec<usize>],
     end: &[usize],
     slots: &[Option<Slot>],
-    free: &mut Vec<Slot>,
-    top: &mut usize,
-    live_bytes: &mut usize,
+    handed_over: &[bool],
+    space: &mut FreeSpace,
 ) {
     for dead in std::mem::take(&mut release[t]) {
-        if end[dead] != t {
-            continue; // a view extended it
+        if end[dead] != t || handed_over[dead] {
+            continue; // a view extended it, or an in-place node took its bytes
         }
         if let Some(s) = slots[dead] {
-            give_back(free, top, s);
-            *live_bytes -= s.size;
+            give_back(&mut space.free, &mut space.top, s);
+            space.live -= s.size;
         }
     }
+}
+
+/// The planner's free blocks (sorted by offset, coalesced), the arena's
+/// current top and the bytes now live.
+#[derive(Default)]
+struct FreeSpace {
+    free: Vec<Slot>,
+    top: usize,
+    live: usize,
 }
 
 fn take_best_fit(free: &mut Vec<Slot>, top: &mut usize, size: usize) -> usize {
@@ -281,8 +379,31 @@ fn give_back(free: &mut Vec<Slot>, top: &mut usize, s: Slot) {
 }
 
 /// Proves that no two buffers that are live at the same time share bytes,
-/// and that every slot lies inside the arena.
+/// and that every slot lies inside the arena. The one exception, an
+/// in-place node sharing its input's bytes, is checked to be legal: an
+/// elementwise op, the input of its exact shape and slot, dying at it and
+/// not read there through a view.
 pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
+    for (b, a) in (0..plan.slots.len()).filter_map(|b| Some((b, plan.in_place_of(b)?))) {
+        let (nb, na) = (&g.nodes()[b], &g.nodes()[a]);
+        let legal = runs_in_place(&nb.op)
+            && nb.inputs.iter().any(|i| i.index() == a)
+            && na.shape == nb.shape
+            && plan.slots[a].is_some()
+            && plan.slots[a] == plan.slots[b]
+            && plan.view_of[a].is_none()
+            && plan.last_use[a] == b
+            && nb
+                .inputs
+                .iter()
+                .all(|j| j.index() == a || plan.view_of[j.index()] != Some(a));
+        if !legal {
+            return Err(format!(
+                "node %{b} ({}) may not overwrite %{a} in place",
+                nb.op.mnemonic()
+            ));
+        }
+    }
     let mut live: Vec<(usize, usize, usize, Slot)> = Vec::new();
     for (i, s) in plan.slots.iter().enumerate() {
         if let Some(owner) = plan.view_of.get(i).copied().flatten() {
@@ -324,7 +445,8 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
             // buffer whose last use is strictly before the node.
             let overlap_time = ib <= ea && ia <= eb;
             let overlap_bytes = sa.offset < sb.offset + sb.size && sb.offset < sa.offset + sa.size;
-            if overlap_time && overlap_bytes {
+            let handover = plan.in_place_of(nb) == Some(na) || plan.in_place_of(na) == Some(nb);
+            if overlap_time && overlap_bytes && !handover {
                 return Err(format!(
                     "nodes %{na} (live {ia}..={ea}, {sa:?}) and %{nb} (live {ib}..={eb}, {sb:?}) overlap in graph \"{}\"",
                     g.name()

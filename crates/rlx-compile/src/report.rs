@@ -72,6 +72,8 @@ pub struct MemoryReport {
     pub total_buffer_bytes: usize,
     /// Largest sum of simultaneously live buffers (a lower bound for any plan).
     pub peak_live_bytes: usize,
+    /// Bytes of buffers written in place over a dying input (no slot of their own).
+    pub in_place_bytes: usize,
 }
 
 impl MemoryReport {
@@ -81,6 +83,7 @@ impl MemoryReport {
             arena_bytes: plan.arena_bytes,
             total_buffer_bytes: plan.total_buffer_bytes,
             peak_live_bytes: plan.peak_live_bytes,
+            in_place_bytes: plan.in_place_bytes(),
         }
     }
 }
@@ -96,12 +99,13 @@ impl fmt::Display for MemoryReport {
         };
         writeln!(
             f,
-            "memory: arena {} B ({:.1}% of {} B in all buffers), peak live {} B ({:.1}%)",
+            "memory: arena {} B ({:.1}% of {} B in all buffers), peak live {} B ({:.1}%), {} B written in place",
             self.arena_bytes,
             pct(self.arena_bytes),
             self.total_buffer_bytes,
             self.peak_live_bytes,
-            pct(self.peak_live_bytes)
+            pct(self.peak_live_bytes),
+            self.in_place_bytes
         )
     }
 }

@@ -2,7 +2,7 @@
 //! into the arena (or into param / constant buffers) as inputs and the
 //! node's planned slot as output.
 
-use crate::kernels::{control, run_node, View, ViewMut};
+use crate::kernels::{self, control, run_node, View, ViewMut};
 use rlx_compile::LirModule;
 use rlx_driver::{BackendError, Executable};
 use rlx_ir::{node_label, HostTensor, Op};
@@ -147,24 +147,30 @@ impl Executable for CpuExecutable {
                 continue; // a reshape / narrow whose bytes are already in place
             }
             let n = g.node(id);
-            let views: Vec<View> = n
+            // An input the node overwrites in place is read through its output.
+            let alias = self.lir.plan.in_place_of(id.index());
+            let views: Vec<Option<View>> = n
                 .inputs
                 .iter()
                 .map(|&i| {
+                    if alias == Some(i.index()) {
+                        return None;
+                    }
                     let bytes = match self.locs[i.index()] {
                         // SAFETY: the slot lies inside the arena (check_plan), and the
-                        // planner never lets a live input share bytes with this output.
+                        // planner never lets a live input share bytes with this output
+                        // (an input overwritten in place is not viewed: see `alias`).
                         Loc::Arena { offset, len } => unsafe {
                             std::slice::from_raw_parts(base.add(offset) as *const u8, len)
                         },
                         Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
                         Loc::Constant(c) => self.constants[c].bytes(),
                     };
-                    View {
+                    Some(View {
                         dims: &self.dims[i.index()],
                         dtype: g.shape(i).dtype(),
                         bytes,
-                    }
+                    })
                 })
                 .collect();
             let Loc::Arena { offset, len } = self.locs[id.index()] else {
@@ -177,9 +183,14 @@ impl Executable for CpuExecutable {
                 dtype: n.shape.dtype(),
                 bytes: out_bytes,
             };
-            let result = match &mut self.control[id.index()] {
-                Some(prog) => control::run(&n.op, prog, &views, &mut out),
-                None => run_node(n, &views, &mut out),
+            let result = if alias.is_some() {
+                kernels::run_in_place(n, &views, &mut out)
+            } else {
+                let views: Vec<View> = views.into_iter().flatten().collect();
+                match &mut self.control[id.index()] {
+                    Some(prog) => control::run(&n.op, prog, &views, &mut out),
+                    None => run_node(n, &views, &mut out),
+                }
             };
             result.map_err(|message| BackendError::Kernel {
                 node: node_label(g, id),

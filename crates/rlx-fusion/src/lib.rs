@@ -2,19 +2,34 @@
 //!
 //! Graph -> graph passes that fuse MIR into larger ops a backend runs in one
 //! go, and the [`FusionReport`] that says what fused and what did not.
-//! Today: elementwise regions ([`fuse_elementwise`], `Op::ElementwiseRegion`)
-//! and matmul epilogues ([`fuse_matmul_epilogues`], `Op::FusedMatMul`).
+//! Today: attention blocks written out of primitives ([`fuse_attention`],
+//! `Op::Attention`), residual add + norm ([`fuse_add_norm`], `Op::AddNorm`),
+//! gated MLPs ([`fuse_gated_matmul`], `Op::GatedMatMul`), shared-input
+//! matmuls over constant weights ([`fuse_shared_input_matmuls`], Q / K / V
+//! as one matmul over stacked weights), elementwise
+//! regions ([`fuse_elementwise`], `Op::ElementwiseRegion`) and matmul
+//! epilogues ([`fuse_matmul_epilogues`], `Op::FusedMatMul`), run in that
+//! order (the pattern passes need the primitives the region pass swallows).
 //! The pipeline in `rlx-compile` runs them when the target claims the fused
 //! op; a target that does not gets nothing to decompose again.
 #![warn(missing_docs)]
 
+mod add_norm;
+mod attention;
 mod elementwise;
+mod gated;
 mod matmul;
 mod report;
+mod shared_input;
+mod uses;
 
+pub use add_norm::fuse_add_norm;
+pub use attention::fuse_attention;
 pub use elementwise::fuse_elementwise;
+pub use gated::fuse_gated_matmul;
 pub use matmul::fuse_matmul_epilogues;
 pub use report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
+pub use shared_input::fuse_shared_input_matmuls;
 
 /// What fusion does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +40,14 @@ pub struct FusionOptions {
     pub min_region_nodes: usize,
     /// Fold elementwise tails (bias, activation, residual) into matmuls.
     pub matmul_epilogue: bool,
+    /// Fuse residual adds into the layer / rms norms that read them.
+    pub add_norm: bool,
+    /// Fuse `act(x @ w_gate) * (x @ w_up)` into one gated matmul.
+    pub gated_matmul: bool,
+    /// Replace attention blocks written out of primitives by `Op::Attention`.
+    pub attention: bool,
+    /// Stack the constant weights of matmuls sharing an input (Q / K / V).
+    pub shared_input: bool,
 }
 
 impl Default for FusionOptions {
@@ -33,6 +56,10 @@ impl Default for FusionOptions {
             elementwise: true,
             min_region_nodes: 2,
             matmul_epilogue: true,
+            add_norm: true,
+            gated_matmul: true,
+            attention: true,
+            shared_input: true,
         }
     }
 }
@@ -43,6 +70,10 @@ impl FusionOptions {
         FusionOptions {
             elementwise: false,
             matmul_epilogue: false,
+            add_norm: false,
+            gated_matmul: false,
+            attention: false,
+            shared_input: false,
             ..FusionOptions::default()
         }
     }

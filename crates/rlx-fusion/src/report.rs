@@ -19,6 +19,14 @@ pub enum MissReason {
     TargetUnsupported,
     /// Fusion of this kind is switched off in [`crate::FusionOptions`].
     Disabled,
+    /// The fused op would have to run where one of its operands is not yet
+    /// computed (e.g. a norm's gamma computed after the residual's other readers).
+    OperandOrder,
+    /// The weights are params: concatenating them would copy them on every run.
+    ParamWeights,
+    /// The operands differ in a way the fused op does not express (shapes,
+    /// dtypes, a non-constant scale).
+    ShapeMismatch,
 }
 
 impl MissReason {
@@ -34,6 +42,13 @@ impl MissReason {
             }
             MissReason::TargetUnsupported => "the backend would decompose the fused op again",
             MissReason::Disabled => "enable it in FusionOptions",
+            MissReason::OperandOrder => {
+                "compute the norm's parameters before the value it normalises"
+            }
+            MissReason::ParamWeights => {
+                "bind the weights as constants: they are then stacked once, at compile time"
+            }
+            MissReason::ShapeMismatch => "give the operands one shape / dtype and a constant scale",
         }
     }
 }
@@ -58,6 +73,14 @@ pub enum FusionKind {
     Elementwise,
     /// `Op::FusedMatMul`: a matmul with an elementwise epilogue.
     MatMulEpilogue,
+    /// `Op::AddNorm`: a residual add and the layer / rms norm of the sum.
+    AddNorm,
+    /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)` (SwiGLU / GeGLU).
+    GatedMatMul,
+    /// `Op::Attention`: `softmax(q @ kᵀ * scale (+ bias)) @ v` recognised.
+    Attention,
+    /// Matmuls sharing one input (Q / K / V) as one matmul over stacked weights.
+    SharedInput,
 }
 
 /// One fused region.
@@ -71,6 +94,23 @@ pub struct FusedRegion {
     pub ops: Vec<String>,
     /// The fused node in the output graph.
     pub fused: NodeId,
+}
+
+/// The region record of `nodes` (old ids, any order) fused into `fused`.
+pub(crate) fn region_of(
+    g: &rlx_ir::Graph,
+    kind: FusionKind,
+    nodes: impl IntoIterator<Item = NodeId>,
+    fused: NodeId,
+) -> FusedRegion {
+    let mut nodes: Vec<NodeId> = nodes.into_iter().collect();
+    nodes.sort();
+    FusedRegion {
+        kind,
+        ops: nodes.iter().map(|&n| g.node(n).op.mnemonic()).collect(),
+        nodes,
+        fused,
+    }
 }
 
 /// The fusions of one compile.

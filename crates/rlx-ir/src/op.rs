@@ -587,6 +587,25 @@ pub enum Op {
         /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
         epilogue: Vec<ChainStep>,
     },
+    /// Residual add + norm in one pass over each row: inputs `a, b [, gamma
+    /// [, beta]]` (see [`crate::ops::fused`]); the norm of `a + b`, or with
+    /// `keep_sum` the `[2, ..]` stack of the sum and the norm.
+    AddNorm {
+        /// First normalised axis (the last for an RMS norm).
+        axis: usize,
+        /// Epsilon added to the variance / mean square.
+        eps: f64,
+        /// RMS norm instead of layer norm.
+        rms: bool,
+        /// Also write the sum (it has other readers).
+        keep_sum: bool,
+    },
+    /// Gated matmul (SwiGLU with `Silu`, GeGLU with `Gelu`): inputs
+    /// `x, w_gate, w_up`; `act(x @ w_gate) * (x @ w_up)`.
+    GatedMatMul {
+        /// The gate's activation.
+        act: UnaryOp,
+    },
     // ── quantized weights (ops/quant.rs) ──
     /// Block bytes (`U8`) of `scheme` -> the `F32` values they encode, with the
     /// node's declared dims.
@@ -667,6 +686,8 @@ pub enum OpKind {
     Fft,
     ElementwiseRegion,
     FusedMatMul,
+    AddNorm,
+    GatedMatMul,
     Dequantize,
     DequantMatMul,
     If,
@@ -690,6 +711,8 @@ impl OpKind {
                 | OpKind::Rope
                 | OpKind::ElementwiseRegion
                 | OpKind::FusedMatMul
+                | OpKind::AddNorm
+                | OpKind::GatedMatMul
                 | OpKind::DequantMatMul
         )
     }
@@ -737,6 +760,8 @@ impl Op {
             Op::Fft { .. } => OpKind::Fft,
             Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
             Op::FusedMatMul { .. } => OpKind::FusedMatMul,
+            Op::AddNorm { .. } => OpKind::AddNorm,
+            Op::GatedMatMul { .. } => OpKind::GatedMatMul,
             Op::Dequantize { .. } => OpKind::Dequantize,
             Op::DequantMatMul { .. } => OpKind::DequantMatMul,
             Op::If(_) => OpKind::If,
@@ -849,6 +874,16 @@ impl Op {
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
             Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
             Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
+            Op::AddNorm {
+                axis,
+                eps,
+                rms,
+                keep_sum,
+            } => format!(
+                "add+{}{{axis={axis}, eps={eps:e}, keep_sum={keep_sum}}}",
+                if *rms { "rms_norm" } else { "layer_norm" }
+            ),
+            Op::GatedMatMul { act } => format!("gated_matmul{{act={}}}", act.name()),
             Op::Dequantize { scheme } => format!("dequantize{{scheme={scheme}}}"),
             Op::DequantMatMul { scheme, n, k } => format!(
                 "dequant_matmul{{scheme={}, n={n}, k={k}}}",

@@ -102,3 +102,59 @@ fn a_view_keeps_its_owner_alive() {
         assert!((got as f64 - want).abs() < 1e-4, "{i}: {got} vs {want}");
     }
 }
+
+/// `a = exp(x); b = tanh(a); c = a * b`: `b` cannot overwrite `a` (the mul
+/// still reads it), `c` may overwrite `a` or `b` (both die there).
+fn in_place_graph() -> Graph {
+    let mut g = Graph::new("in_place");
+    let x = g.input("x", Shape::new(&[64], DType::F32));
+    let a = g.exp(x);
+    let b = g.tanh(a);
+    let c = g.mul(a, b);
+    g.set_outputs(vec![c]);
+    g
+}
+
+#[test]
+fn in_place_reuse_only_over_dying_inputs_and_the_checker_rejects_the_rest() {
+    let opts = CompileOptions::default().fusion(false);
+    let mut compiled = Session::new(Device::Cpu).compile_with(in_place_graph(), &opts);
+    let lir = compiled.lir().clone();
+    check_plan(&lir.graph, &lir.plan).unwrap();
+    let (a, b, c) = (1usize, 2usize, 3usize);
+    assert!(matches!(lir.graph.node(NodeId(c as u32)).op, Op::Binary(_)));
+    // exp overwrites the dying input x; tanh cannot take a; mul takes a.
+    assert_eq!(lir.plan.in_place_of(a), Some(0));
+    assert_eq!(lir.plan.in_place_of(b), None);
+    assert_eq!(lir.plan.in_place_of(c), Some(a));
+    let x: Vec<f32> = (0..64).map(|i| i as f32 / 32.0 - 1.0).collect();
+    let out = compiled.run(&[("x", &x)]);
+    for (i, &v) in x.iter().enumerate() {
+        let e = (v as f64).exp();
+        let want = e * e.tanh();
+        assert!(
+            (out[0][i] as f64 - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{i}"
+        );
+    }
+    // A plan that lets tanh overwrite a (still read by the mul) is rejected.
+    let mut bad = lir.plan.clone();
+    bad.slots[b] = bad.slots[a];
+    bad.in_place[b] = Some(a);
+    let e = check_plan(&lir.graph, &bad).unwrap_err();
+    assert!(e.contains("in place"), "{e}");
+    // So is an in-place claim on an op that is not elementwise.
+    let mut g = Graph::new("mm");
+    let x = g.input("x", Shape::new(&[4, 4], DType::F32));
+    let e = g.exp(x);
+    let m = g.mm(e, e);
+    g.set_outputs(vec![m]);
+    let lir = Session::new(Device::Cpu)
+        .compile_with(g, &opts)
+        .lir()
+        .clone();
+    let mut bad = lir.plan.clone();
+    bad.slots[m.index()] = bad.slots[e.index()];
+    bad.in_place[m.index()] = Some(e.index());
+    assert!(check_plan(&lir.graph, &bad).is_err());
+}

@@ -9,6 +9,9 @@ use rlx_driver::Device;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use rlx_runtime::{CompileOptions, Session};
 
+mod common;
+use common::values;
+
 /// One step of a random program: an op code and two operand picks.
 type Step = (u8, usize, usize);
 
@@ -151,4 +154,177 @@ fn planted_work_is_removed() {
     let (_, before) = run(&g, &CompileOptions::default().optimize(false));
     let (_, after) = run(&g, &CompileOptions::default());
     assert!(after + 12 <= before, "only {before} -> {after} nodes");
+}
+
+const T: usize = 4;
+const D: usize = 8;
+
+/// A random transformer-ish program over `[T, D]` values: residual adds
+/// into layer / rms norms (whose sums later steps may read again), gated
+/// MLP products, attention blocks written out of primitives and matmuls
+/// sharing an input, mixed with plain elementwise steps.
+fn build_blocks(steps: &[Step]) -> Graph {
+    let mut g = Graph::new("blocks");
+    let x = g.input("x", Shape::new(&[T, D], DType::F32));
+    let y = g.input("y", Shape::new(&[T, D], DType::F32));
+    let mut pool = vec![x, y];
+    let mut seed = 0u64;
+    let mut constant = |g: &mut Graph, dims: &[usize], scale: f32| {
+        seed += 1;
+        let n = dims.iter().product();
+        g.constant_tensor(&HostTensor::from_vec(values(n, seed, scale), dims).unwrap())
+    };
+    for &(op, i, j) in steps {
+        let a = pool[i % pool.len()];
+        let b = pool[j % pool.len()];
+        match op % 8 {
+            0 => {
+                let s = g.add(a, b);
+                let gamma = constant(&mut g, &[D], 1.0);
+                let beta = constant(&mut g, &[D], 0.5);
+                let n = g.ln(s, gamma, beta, 1e-5);
+                pool.extend([s, n]);
+            }
+            1 => {
+                let s = g.add(a, b);
+                let gamma = constant(&mut g, &[D], 1.0);
+                let n = g.rms_norm(s, gamma, 1e-6);
+                pool.extend([s, n]);
+            }
+            2 | 3 => {
+                let wg = constant(&mut g, &[D, D], 0.4);
+                let wu = constant(&mut g, &[D, D], 0.4);
+                let gate = g.mm(a, wg);
+                let gate = if op % 8 == 2 {
+                    g.silu(gate)
+                } else {
+                    g.gelu(gate)
+                };
+                let up = g.mm(a, wu);
+                pool.push(g.mul(gate, up));
+            }
+            4 => {
+                let kt = g.transpose_(b, &[1, 0]);
+                let s = g.mm(a, kt);
+                let s = g.mul(s, 0.35);
+                let s = if j % 2 == 0 {
+                    let mask = constant(&mut g, &[T, T], 2.0);
+                    g.add(s, mask)
+                } else {
+                    s
+                };
+                let p = g.sm(s, -1);
+                pool.push(g.mm(p, a));
+            }
+            5 => {
+                let w1 = constant(&mut g, &[D, D], 0.4);
+                let w2 = constant(&mut g, &[D, D], 0.4);
+                let w3 = constant(&mut g, &[D, D], 0.4);
+                pool.extend([g.mm(a, w1), g.mm(a, w2), g.mm(a, w3)]);
+            }
+            6 => pool.push(g.tanh(a)),
+            _ => pool.push(g.mul(a, b)),
+        }
+    }
+    let n = pool.len();
+    g.set_outputs(vec![pool[n / 2], pool[n - 2], pool[n - 1]]);
+    g
+}
+
+fn run_blocks(g: &Graph, opts: &CompileOptions) -> Vec<Vec<f32>> {
+    let mut c = Session::new(Device::Cpu)
+        .try_compile_with(g.clone(), opts)
+        .unwrap_or_else(|e| panic!("compile failed: {e}\n{g}"));
+    let plan = &c.lir().plan;
+    rlx_compile::check_plan(&c.lir().graph, plan).unwrap();
+    let (x, y) = (values(T * D, 101, 1.0), values(T * D, 202, 1.0));
+    c.try_run(&[("x", &x), ("y", &y)]).unwrap()
+}
+
+fn within(x: &[Vec<f32>], y: &[Vec<f32>], tol: f32) -> bool {
+    x.len() == y.len()
+        && x.iter().zip(y).all(|(p, q)| {
+            p.len() == q.len()
+                && p.iter()
+                    .zip(q)
+                    .all(|(u, v)| (u - v).abs() <= tol * (1.0 + v.abs()))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Each pattern fusion alone, then all passes: add + norm, gated matmul
+    /// and shared-input matmuls are bit-exact; attention recognition swaps
+    /// the unfused softmax for the fused kernel's and stays within 1e-5.
+    #[test]
+    fn pattern_fusions_preserve_numerics(steps in prop::collection::vec((0u8..8, 0usize..64, 0usize..64), 1..10)) {
+        let g = build_blocks(&steps);
+        let off = CompileOptions::default().optimize(false);
+        let reference = run_blocks(&g, &off);
+        let none = rlx_compile::FusionOptions::disabled();
+        let alone = |f: fn(&mut rlx_compile::FusionOptions)| {
+            let mut o = off.clone();
+            let mut fo = none.clone();
+            f(&mut fo);
+            o.fusion = fo;
+            o
+        };
+        let exact = [
+            ("add_norm", alone(|f| f.add_norm = true)),
+            ("gated_matmul", alone(|f| f.gated_matmul = true)),
+            ("shared_input", alone(|f| f.shared_input = true)),
+        ];
+        for (name, opts) in exact {
+            let out = run_blocks(&g, &opts);
+            prop_assert!(same_bits(&reference, &out), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
+        }
+        for (name, opts) in [("attention", alone(|f| f.attention = true)), ("all", CompileOptions::default())] {
+            let out = run_blocks(&g, &opts);
+            prop_assert!(within(&reference, &out, 1e-5), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
+        }
+    }
+}
+
+#[test]
+fn every_pattern_fuses_in_a_planted_program() {
+    // One of each pattern step; the report must show each fusion kind.
+    let steps: Vec<Step> = vec![
+        (0, 0, 1),
+        (1, 2, 1),
+        (2, 0, 0),
+        (3, 1, 1),
+        (4, 0, 0),
+        (4, 1, 1),
+        (5, 0, 0),
+        (6, 2, 0),
+        (7, 3, 4),
+    ];
+    let mut g = build_blocks(&steps);
+    // Every value no step reads is an output, so no pattern is dead code.
+    let mut read = vec![false; g.len()];
+    for n in g.nodes() {
+        n.inputs.iter().for_each(|i| read[i.index()] = true);
+    }
+    let sinks = g
+        .ids()
+        .filter(|&i| !read[i.index()] && !g.node(i).op.is_leaf())
+        .collect();
+    g.set_outputs(sinks);
+    let c = Session::new(Device::Cpu).compile(g.clone());
+    let report = &c.lir().fusion;
+    use rlx_compile::FusionKind::*;
+    for kind in [AddNorm, GatedMatMul, Attention, SharedInput] {
+        assert!(
+            !report.of_kind(kind).is_empty(),
+            "no {kind:?}:\n{report}\n{g}"
+        );
+    }
+    assert!(report.missed.is_empty(), "{report}");
+    let off = CompileOptions::default().optimize(false);
+    assert!(within(
+        &run_blocks(&g, &off),
+        &run_blocks(&g, &CompileOptions::default()),
+        1e-5
+    ));
 }

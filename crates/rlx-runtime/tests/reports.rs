@@ -47,6 +47,10 @@ fn inspect_pipeline_lists_every_stage_and_the_reports() {
             "simplify",
             "cse",
             "dce",
+            "fuse_attention",
+            "fuse_add_norm",
+            "fuse_gated_matmul",
+            "fuse_shared_input",
             "fuse_elementwise",
             "fuse_matmul_epilogue"
         ]

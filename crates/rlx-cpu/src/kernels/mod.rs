@@ -36,6 +36,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod fastmath;
 pub mod fft;
+pub mod fused;
 pub mod gemm;
 pub mod gemv;
 pub mod indexing;
@@ -51,6 +52,25 @@ pub mod upsample;
 use half::{bf16, f16};
 use rlx_ir::{DType, Node, Op};
 pub use scalar::{Int, Pod, Real};
+
+/// Runs `node` over its output's current bytes: the inputs given as `None`
+/// are the buffer the memory plan lets it overwrite (see
+/// `rlx_compile::MemoryPlan::in_place`).
+pub fn run_in_place(node: &Node, ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+    if let Op::AddNorm {
+        axis,
+        eps,
+        rms,
+        keep_sum,
+    } = node.op
+    {
+        return fused::add_norm_in_place(axis, eps, rms, keep_sum, ins, out);
+    }
+    match region::steps_of_op(&node.op, ins.len()) {
+        Some(steps) => region::in_place(&steps, ins, out),
+        None => Err(format!("{} cannot run in place", node.op.mnemonic())),
+    }
+}
 
 /// A kernel failure; the executor adds the node label.
 pub type KernelResult = Result<(), String>;
@@ -294,6 +314,13 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             linalg::matmul(&ins[..2], out)?;
             region::epilogue(epilogue, &ins[2..], out)
         }
+        Op::AddNorm {
+            axis,
+            eps,
+            rms,
+            keep_sum,
+        } => fused::add_norm(*axis, *eps, *rms, *keep_sum, ins, out),
+        Op::GatedMatMul { act } => fused::gated_matmul(*act, ins, out),
         Op::Dequantize { scheme } => quant_matmul::dequantize(*scheme, ins, out),
         Op::DequantMatMul { scheme, n, k } => {
             quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)

@@ -104,27 +104,48 @@ enum Source {
 
 /// Runs an `Op::ElementwiseRegion`.
 pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
-    run_region(steps, ins, false, out)
+    let ins: Vec<Option<View>> = ins.iter().copied().map(Some).collect();
+    run_region(steps, &ins, out)
 }
 
 /// Runs `steps` over `out` in place: region input 0 is `out`'s current
 /// value (e.g. a matmul result), inputs `1..` are `extra`.
 pub fn epilogue(steps: &[ChainStep], extra: &[View], out: &mut ViewMut) -> KernelResult {
-    run_region(steps, extra, true, out)
+    let ins: Vec<Option<View>> = std::iter::once(None)
+        .chain(extra.iter().copied().map(Some))
+        .collect();
+    run_region(steps, &ins, out)
 }
 
-fn run_region(
-    steps: &[ChainStep],
-    ins: &[View],
-    out_is_input0: bool,
-    out: &mut ViewMut,
-) -> KernelResult {
+/// Runs `steps` where the inputs given as `None` are `out`'s current value
+/// (a buffer the memory plan lets the region overwrite in place: it has
+/// the output's dims and dtype, and this is its last reader). Each tile of
+/// such an input is copied out before the tile is overwritten.
+pub fn in_place(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+    run_region(steps, ins, out)
+}
+
+/// The one-step region of a lone elementwise op over its inputs, if it is one.
+pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
+    use rlx_ir::Op;
+    let i = ChainOperand::Input;
+    let step = match *op {
+        Op::Unary(u) if arity == 1 => ChainStep::Unary(u, i(0)),
+        Op::Binary(b) if arity == 2 => ChainStep::Binary(b, i(0), i(1)),
+        Op::Compare(c) if arity == 2 => ChainStep::Compare(c, i(0), i(1)),
+        Op::Select if arity == 3 => ChainStep::Select(i(0), i(1), i(2)),
+        Op::ElementwiseRegion { ref steps } => return Some(steps.clone()),
+        _ => return None,
+    };
+    Some(vec![step])
+}
+
+fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
     let out_dims = out.dims.to_vec();
     let n: usize = out_dims.iter().product();
-    let lead = usize::from(out_is_input0);
-    let in_dtypes: Vec<DType> = (0..lead)
-        .map(|_| out.dtype)
-        .chain(ins.iter().map(|v| v.dtype))
+    let in_dtypes: Vec<DType> = ins
+        .iter()
+        .map(|v| v.as_ref().map_or(out.dtype, |v| v.dtype))
         .collect();
     let mut dtypes: Vec<DType> = Vec::with_capacity(steps.len());
     for s in steps {
@@ -138,18 +159,16 @@ fn run_region(
             out.dtype
         ));
     }
-    let mut sources: Vec<Source> = (0..lead)
-        .map(|_| Source::Output(Scratch::new(out.dtype.size_bytes())))
-        .chain(ins.iter().map(|v| {
-            if v.dims == out_dims.as_slice() {
-                Source::Direct
-            } else {
-                Source::Gather(
-                    BroadcastCursor::new(v.dims, &out_dims),
-                    Scratch::new(v.dtype.size_bytes()),
-                )
-            }
-        }))
+    let mut sources: Vec<Source> = ins
+        .iter()
+        .map(|v| match v {
+            None => Source::Output(Scratch::new(out.dtype.size_bytes())),
+            Some(v) if v.dims == out_dims.as_slice() => Source::Direct,
+            Some(v) => Source::Gather(
+                BroadcastCursor::new(v.dims, &out_dims),
+                Scratch::new(v.dtype.size_bytes()),
+            ),
+        })
         .collect();
     let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
         .iter()
@@ -165,7 +184,8 @@ fn run_region(
             match src {
                 Source::Direct => {}
                 Source::Gather(cur, buf) => {
-                    gather(&ins[i - lead], cur, buf.bytes_mut(len * w), len)
+                    let v = ins[i].as_ref().expect("a gathered input is given");
+                    gather(v, cur, buf.bytes_mut(len * w), len)
                 }
                 Source::Output(buf) => buf
                     .bytes_mut(len * w)
@@ -186,7 +206,8 @@ fn run_region(
                             dtype: in_dtypes[i],
                             bytes: match &sources[i] {
                                 Source::Direct => {
-                                    &ins[i - lead].bytes[start * w..(start + len) * w]
+                                    let v = ins[i].as_ref().expect("a direct input is given");
+                                    &v.bytes[start * w..(start + len) * w]
                                 }
                                 Source::Gather(_, buf) | Source::Output(buf) => buf.bytes(len * w),
                             },

@@ -10,6 +10,7 @@ pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod fft;
+pub mod fused;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
@@ -72,6 +73,13 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
         ElementwiseRegion { steps } => region::infer_region(steps, inputs),
         FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
+        AddNorm {
+            axis,
+            rms,
+            keep_sum,
+            ..
+        } => fused::infer_add_norm(*axis, *rms, *keep_sum, inputs),
+        GatedMatMul { act } => fused::infer_gated_matmul(*act, inputs),
         Dequantize { scheme } => quant::infer_dequantize(*scheme, inputs, need(declared)?),
         DequantMatMul { scheme, n, k } => quant::infer_dequant_matmul(*scheme, *n, *k, inputs),
         If(s) => control::infer_if(s, inputs),
@@ -127,6 +135,13 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         Op::FusedMatMul { epilogue } => {
             region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
         }
+        Op::AddNorm {
+            axis,
+            eps,
+            rms,
+            keep_sum,
+        } => fused::decompose_add_norm(g, inputs, *axis, *eps, *rms, *keep_sum)?,
+        Op::GatedMatMul { act } => fused::decompose_gated_matmul(g, inputs, *act)?,
         Op::DequantMatMul { scheme, n, k } => {
             quant::decompose_dequant_matmul(g, inputs, *scheme, *n, *k)?
         }
