@@ -360,3 +360,26 @@ fn gguf_py_reads_our_files_as_we_wrote_them() {
         }
     }
 }
+
+#[test]
+fn file_conversion_writes_the_committed_bytes_and_reports_the_file_size() {
+    let cases = json("cases.json");
+    let case = &cases["cases"][0];
+    let out = std::env::temp_dir().join(format!("rlx_convert_{}.gguf", std::process::id()));
+    let report = converter(case)
+        .convert_file(fixture("source.safetensors"), &out)
+        .unwrap();
+    let written = std::fs::read(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    assert!(written == read("rust_q8_0.gguf"));
+    assert_eq!(report.file_bytes, Some(written.len() as u64));
+    let onnx_case = &cases["cases"][4];
+    let report = converter(onnx_case)
+        .convert_file(fixture("source.onnx"), &out)
+        .unwrap();
+    std::fs::remove_file(&out).unwrap();
+    assert_eq!(
+        report.bytes_after(),
+        onnx_case["bytes_after"].as_u64().unwrap()
+    );
+}
