@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Check that gguf-py reads a file written by rlx-gguf with the metadata and tensors we meant.
 
-Setup: see tools/gen_gguf_fixtures.py (venv ~/.cache/rlx-ref/gguf with numpy + gguf==0.19.0).
+Setup: a venv with numpy + gguf==0.19.0 (~/.cache/rlx-ref/venv, or see tools/gen_gguf_fixtures.py).
 Run (from the repository root):
     cargo run -p rlx-gguf --example write_fixture        # (re)writes the committed fixture
-    ~/.cache/rlx-ref/gguf/bin/python tools/check_gguf_roundtrip.py \
+    ~/.cache/rlx-ref/venv/bin/python tools/check_gguf_roundtrip.py \
         [crates/rlx-gguf/tests/fixtures/rust_written.gguf]
+
+On success it records what it checked next to the file, in <file>.gguf_py_check.txt (size and
+FNV-1a 64 of the file, key and tensor counts, the types whose bytes / dequantization matched);
+crates/rlx-gguf/tests/writer.rs asserts that record describes the committed file.
 
 The expected content mirrors crates/rlx-gguf/tests/common/rust_fixture.rs. Checks:
   - every metadata key, its GGUF value type (incl. nested array element types) and value;
@@ -139,7 +143,7 @@ def main():
         if got.tobytes() != np.ascontiguousarray(want).reshape(-1).tobytes():
             fail(f"{name}: data differs")
     xq = source(512).reshape(2, 256)
-    n_quant = n_dequant = 0
+    quant_equal, dequant_equal = [], []
     for name in QUANTIZED:
         qt = Q[name]
         t = tensors[f"q.{name}"]
@@ -154,7 +158,7 @@ def main():
         if ref_q is not None:
             if ref_q.tobytes() != raw.tobytes():
                 fail(f"q.{name}: our bytes differ from gguf.quants.quantize")
-            n_quant += 1
+            quant_equal.append(name)
         try:
             ref_dq = dequantize(raw, qt).astype(np.float32).reshape(2, 256)
         except NotImplementedError:
@@ -162,11 +166,29 @@ def main():
         if ref_dq is not None:
             if ref_dq.view(np.uint32).tobytes() != ours_dq.view(np.uint32).tobytes():
                 fail(f"dq.{name}: gguf-py dequantizes our q.{name} differently")
-            n_dequant += 1
+            dequant_equal.append(name)
     if len(tensors) != len(plain) + 2 * len(QUANTIZED):
         fail(f"{len(tensors)} tensors")
     print(f"OK: {PATH}: {len(fields)} keys, {len(tensors)} tensors; quantized bytes equal gguf-py for "
-          f"{n_quant} types, gguf-py dequantizes our blocks bit-identically for {n_dequant} types")
+          f"{len(quant_equal)} types, gguf-py dequantizes our blocks bit-identically for "
+          f"{len(dequant_equal)} types")
+    write_record(len(fields), len(tensors), quant_equal, dequant_equal)
+
+
+def fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def write_record(n_keys, n_tensors, quant_equal, dequant_equal):
+    data = open(PATH, "rb").read()
+    lines = [f"bytes={len(data)}", f"fnv1a64={fnv1a64(data):016x}", f"keys={n_keys}",
+             f"tensors={n_tensors}", f"quantized_equal={','.join(quant_equal)}",
+             f"dequantized_equal={','.join(dequant_equal)}"]
+    with open(PATH[:-len(".gguf")] + ".gguf_py_check.txt", "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,59 @@ fn committed_rust_fixture_matches_the_writer() {
     assert_bytes_eq("rust_written.gguf", &bytes, &committed);
 }
 
+fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// tools/check_gguf_roundtrip.py records, after gguf-py read the file with
+/// the metadata and tensors we meant, which file it checked and what
+/// matched: that record must describe the committed file (which the writer
+/// reproduces, above), and every block type gguf-py can quantize (listed by
+/// gguf-py in codecs.gguf) must be among those whose bytes matched.
+#[test]
+fn gguf_py_checked_the_committed_rust_fixture() {
+    let committed = std::fs::read(fixture("rust_written.gguf")).unwrap();
+    let record = std::fs::read_to_string(fixture("rust_written.gguf_py_check.txt")).unwrap();
+    let field = |key: &str| -> &str {
+        record
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("{key} missing from the gguf-py record"))
+    };
+    assert_eq!(field("bytes"), committed.len().to_string());
+    assert_eq!(field("fnv1a64"), format!("{:016x}", fnv1a64(&committed)));
+    let r = GgufReader::new(&committed[..]).unwrap();
+    assert_eq!(field("keys"), r.metadata().len().to_string());
+    assert_eq!(field("tensors"), r.tensors().len().to_string());
+    let quantized: Vec<&str> = field("quantized_equal").split(',').collect();
+    let dequantized: Vec<&str> = field("dequantized_equal").split(',').collect();
+    let gguf_py = common::open("codecs.gguf");
+    let listed = |key: &str| -> Vec<String> {
+        let a = gguf_py.metadata().get_array(key).unwrap();
+        a.as_strings()
+            .unwrap()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for ty in listed("fixture.quantized_by_gguf_py") {
+        let block = GgmlType::from_name(&ty).unwrap().block_size() > 1;
+        assert!(
+            !block || quantized.contains(&ty.as_str()),
+            "{ty} not checked by gguf-py"
+        );
+    }
+    for ty in listed("fixture.dequantized_by_gguf_py") {
+        let ours = r.tensor_info(&format!("q.{ty}")).is_some();
+        assert!(
+            !ours || dequantized.contains(&ty.as_str()),
+            "{ty} not dequantized by gguf-py"
+        );
+    }
+}
+
 #[test]
 fn written_files_read_back_identically_in_every_version() {
     let w = rust_fixture::build();
