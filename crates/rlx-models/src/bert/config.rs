@@ -78,7 +78,7 @@ impl BertConfig {
             type_vocab_size: size("type_vocab_size")?,
             layer_norm_eps: v["layer_norm_eps"].as_f64().unwrap_or(1e-12),
         };
-        if cfg.hidden_size % cfg.num_attention_heads != 0 {
+        if !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads) {
             return Err(bad(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 cfg.hidden_size, cfg.num_attention_heads
