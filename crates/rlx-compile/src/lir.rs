@@ -130,15 +130,41 @@ pub fn lower(
     lower_with(g, claims, opts, None)
 }
 
+/// The optimised MIR of [`optimize_with`], before binding and planning.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizedGraph {
+    /// The graph after every pass (symbolic dims stay symbolic unless bound).
+    pub graph: Graph,
+    /// What each pass did, in order.
+    pub passes: Vec<PassRecord>,
+    /// What fusion did.
+    pub fusion: FusionReport,
+    /// How each op kind of the input graph runs on the target.
+    pub dispatch: DispatchReport,
+}
+
 /// Lowers MIR to LIR: verify -> bind dims -> precision -> decompose what the
 /// target does not claim -> simplify -> fold constants (with `evaluator`) ->
-/// simplify -> CSE -> DCE -> memory plan.
+/// simplify -> CSE -> DCE -> fusion -> memory plan.
 pub fn lower_with(
     input: &Graph,
     claims: &dyn Fn(&Op) -> bool,
     opts: &LowerOptions,
     evaluator: Option<&dyn ConstEvaluator>,
 ) -> Result<LirModule, CompileError> {
+    let optimized = optimize_with(input, claims, opts, evaluator)?;
+    plan_optimized(input, optimized, &HashMap::new(), opts.alignment)
+}
+
+/// Every pass of [`lower_with`] but no memory plan: dims not in
+/// `opts.bindings` stay symbolic, so a dynamic graph is optimised once and
+/// then planned per binding with [`plan_optimized`].
+pub fn optimize_with(
+    input: &Graph,
+    claims: &dyn Fn(&Op) -> bool,
+    opts: &LowerOptions,
+    evaluator: Option<&dyn ConstEvaluator>,
+) -> Result<OptimizedGraph, CompileError> {
     let g = input;
     verified(g)?;
     let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
@@ -211,15 +237,44 @@ pub fn lower_with(
         records: passes,
     } = pipeline.run(g)?;
     drop(pipeline);
+    Ok(OptimizedGraph {
+        graph: g,
+        passes,
+        fusion: report.into_inner(),
+        dispatch,
+    })
+}
+
+/// Binds the remaining symbolic dims of an optimised graph (`bindings`;
+/// empty when it is already static), plans its memory and builds the LIR.
+/// `input` is the graph before the passes (for `RLX_IR_DUMP`).
+pub fn plan_optimized(
+    input: &Graph,
+    optimized: OptimizedGraph,
+    bindings: &HashMap<String, usize>,
+    alignment: usize,
+) -> Result<LirModule, CompileError> {
+    let OptimizedGraph {
+        graph: mut g,
+        mut passes,
+        fusion,
+        dispatch,
+    } = optimized;
+    if !bindings.is_empty() {
+        let bound = CompilePipeline::new()
+            .with_fn("bind_dims", |g| {
+                g.bind_dims(bindings).map_err(|source| CompileError::Pass {
+                    pass: "bind_dims",
+                    source,
+                })
+            })
+            .run(&g)?;
+        g = bound.graph;
+        passes.extend(bound.records);
+    }
     verified(&g)?;
-    let plan = plan_memory(
-        &g,
-        if opts.alignment == 0 {
-            64
-        } else {
-            opts.alignment
-        },
-    )?;
+    let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
+    let plan = plan_memory(&g, if alignment == 0 { 64 } else { alignment })?;
     check_plan(&g, &plan).map_err(|e| CompileError::Verify {
         graph: g.name().into(),
         errors: e,
@@ -243,7 +298,6 @@ pub fn lower_with(
             .collect(),
     };
     let fingerprint = fnv1a(format!("{g}\n{:?}", plan.slots).as_bytes());
-    let fusion = report.into_inner();
     if rlx_ir::env::flag("RLX_FUSION_REPORT") {
         eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
     }

@@ -1,12 +1,14 @@
 //! Real ONNX models on RLX against onnxruntime.
 //!
 //! ```text
-//! ~/.cache/rlx-ref/venv/bin/python tools/gen_onnx_model_refs.py   # onnxruntime outputs
+//! tools/fetch_models.sh                                # models into $RLX_MODELS
 //! cargo run --release -p rlx-onnx --example model_parity [REF_DIR]
 //! ```
 //!
-//! For every `<model>.<case>.json` in REF_DIR (default
-//! `~/.cache/rlx-ref/out/onnx_models`): runs the model on the CPU device and
+//! For every `<model>.<case>.json` in REF_DIR (default the committed
+//! `crates/rlx-onnx/tests/fixtures/models`, written by
+//! `tools/gen_onnx_model_refs.py`): runs `$RLX_MODELS/onnx/<model>` (default
+//! `~/.cache/rlx-models`) on the CPU device and
 //! prints, per output, the cosine similarity and the max |difference| to
 //! onnxruntime. Exits 1 when any cosine is below 0.99999.
 
@@ -37,9 +39,11 @@ fn main() {
     let dir = std::env::args()
         .nth(1)
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/rlx-ref/out/onnx_models")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/models"));
+    let models_dir = std::env::var("RLX_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/rlx-models"))
+        .join("onnx");
     let mut manifests: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e} (run tools/gen_onnx_model_refs.py)", dir.display()))
         .map(|e| e.unwrap().path())
@@ -51,7 +55,10 @@ fn main() {
     println!("| model.case | output | cosine | max abs diff |\n|---|---|---|---|");
     for m in manifests {
         let man: Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
-        let path = man["model"].as_str().unwrap().to_string();
+        let path = models_dir
+            .join(man["model"].as_str().unwrap())
+            .to_string_lossy()
+            .to_string();
         let model = models.entry(path.clone()).or_insert_with(|| {
             OnnxModel::load(&path, Device::Cpu).unwrap_or_else(|e| panic!("{path}: {e}"))
         });

@@ -80,6 +80,28 @@ pub enum RuntimeError {
         /// The given dims.
         given: Vec<usize>,
     },
+    /// A symbolic dim the inputs of one run give two sizes.
+    #[error("dim \"{symbol}\" is {first} from {first_from} but {second} from {second_from}")]
+    DimConflict {
+        /// The symbol.
+        symbol: String,
+        /// The first size seen.
+        first: usize,
+        /// Where it came from (`input "x"`, or a fixed binding).
+        first_from: String,
+        /// The conflicting size.
+        second: usize,
+        /// Where that came from.
+        second_from: String,
+    },
+    /// A symbolic dim that no input determines and no binding fixes.
+    #[error(
+        "dim \"{symbol}\" is not determined by any input; fix it with CompileOptions::bind_dim"
+    )]
+    UnboundDim {
+        /// The symbol.
+        symbol: String,
+    },
     /// The device cannot be used.
     #[error("device {device} is not available: {reason}")]
     DeviceUnavailable {

@@ -11,6 +11,7 @@
 
 mod compiled;
 pub mod devices;
+mod dynamic;
 mod error;
 mod graph_devices;
 mod options;
@@ -23,6 +24,7 @@ pub use devices::{
     fastest_device, fastest_device_for, is_available, resolve_device, resolve_device_chain,
     run_with_fallback, DeviceFallbackError,
 };
+pub use dynamic::{DynamicGraph, DEFAULT_PLAN_CACHE};
 pub use error::{Result, RuntimeError};
 pub use graph_devices::GraphDevices;
 pub use options::CompileOptions;

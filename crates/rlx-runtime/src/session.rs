@@ -1,7 +1,7 @@
 //! [`Session`]: a device plus the compile entry points.
 
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
-use rlx_compile::{lower, lower_with, ConstEvaluator, LowerOptions};
+use rlx_compile::{lower, lower_with, optimize_with, ConstEvaluator, LowerOptions, OptimizedGraph};
 use rlx_driver::{registry, Backend, Device};
 use rlx_ir::{Graph, HostTensor};
 
@@ -54,11 +54,7 @@ impl Session {
 
     /// Compiles with `opts`.
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
-        let backend =
-            registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
-                device: self.device,
-                reason: devices::unavailable_reason(self.device),
-            })?;
+        let backend = self.backend()?;
         let evaluator = BackendEvaluator(backend.as_ref());
         let lir = lower_with(
             &graph,
@@ -68,6 +64,26 @@ impl Session {
         )?;
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::new(self.device, exec))
+    }
+
+    /// Runs every pass on `graph` without planning (dims not bound in
+    /// `opts` stay symbolic): the once-per-graph half of a dynamic compile.
+    pub(crate) fn optimize(&self, graph: &Graph, opts: &CompileOptions) -> Result<OptimizedGraph> {
+        let backend = self.backend()?;
+        let evaluator = BackendEvaluator(backend.as_ref());
+        Ok(optimize_with(
+            graph,
+            &|op| backend.claims(op),
+            &opts.lower_options(),
+            Some(&evaluator),
+        )?)
+    }
+
+    fn backend(&self) -> Result<std::sync::Arc<dyn Backend>> {
+        registry::backend_for(self.device).ok_or_else(|| RuntimeError::DeviceUnavailable {
+            device: self.device,
+            reason: devices::unavailable_reason(self.device),
+        })
     }
 }
 

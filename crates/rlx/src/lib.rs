@@ -88,6 +88,23 @@ pub mod train;
 /// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
 pub use rlx_peft as peft;
 
+#[cfg(feature = "onnx")]
+/// ONNX `.onnx` import: `OnnxModel::load(path, Device)`, run over named
+/// typed tensors on RLX's own compiler and kernels (no ONNX Runtime underneath).
+pub use rlx_onnx as onnx;
+
+#[cfg(feature = "bench")]
+/// Benchmark harness: `BenchmarkPattern`, `run_benchmark` (warm-up, N runs,
+/// min / median / p99) and the patterns the `compare` example runs next to
+/// their references.
+pub use rlx_bench as bench;
+
+/// Weight quantization schemes: `QuantScheme` (GGUF block types and more)
+/// and `QuantMap` (scheme per tensor name).
+pub mod quant {
+    pub use rlx_ir::quant::{QuantMap, QuantScheme};
+}
+
 #[cfg(feature = "rng")]
 /// Bit-exact reproductions of the numpy and PyTorch random streams
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
@@ -103,6 +120,7 @@ pub use rlx_driver::Device;
 pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
+pub use rlx_ir::quant::QuantScheme;
 pub use rlx_ir::{
     inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all,
     verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
@@ -118,6 +136,7 @@ pub use rlx_runtime::{
     resolve_device, resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph,
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
+pub use rlx_runtime::{BytesWeightLoader, DynamicGraph, WeightLoader};
 
 /// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
 /// `g.reduce`, `g.attention_kind` take as their first argument.
@@ -210,6 +229,7 @@ pub mod prelude {
         HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
         Tick, VerifyError,
     };
+    pub use crate::{BytesWeightLoader, QuantScheme, WeightLoader};
 }
 
 /// Registers optional backends and companion custom-op crates at startup.
