@@ -8,7 +8,10 @@ Run:
         [--onnx ~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx]
 Env: ~/.cache/rlx-ref/venv (onnxruntime, tokenizers, numpy), made by shared/ref/setup.sh.
 
-The fp32 ONNX graph is built from the same model.safetensors (no torch) by
+The fp32 ONNX graph is built from the same model.safetensors (no torch):
+tools/fetch_models.sh writes $RLX_MODELS/onnx/all-MiniLM-L6-v2-fp32.onnx with
+tools/export_minilm_onnx.py (used by default when present); the reference env's copy
+~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx was made by
     ~/.cache/rlx-ref/venv/bin/python shared/ref/export_minilm_onnx.py \
         --model-dir $RLX_MODELS/all-MiniLM-L6-v2 --out ~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx
 (HF BertModel eval math + mean pooling + L2 normalisation in plain opset-17 ops).
@@ -44,7 +47,9 @@ def main():
     ap = argparse.ArgumentParser()
     models = os.environ.get("RLX_MODELS", os.path.join(HOME, ".cache/rlx-models"))
     ap.add_argument("--model-dir", default=os.path.join(models, "all-MiniLM-L6-v2"))
-    ap.add_argument("--onnx", default=os.path.join(HOME, ".cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"))
+    fetched = os.path.join(models, "onnx/all-MiniLM-L6-v2-fp32.onnx")
+    ap.add_argument("--onnx", default=fetched if os.path.isfile(fetched) else
+                    os.path.join(HOME, ".cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "../crates/rlx-models/tests/fixtures/minilm_refs.json"))
     a = ap.parse_args()
