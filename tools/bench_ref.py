@@ -10,6 +10,9 @@ builds the same computation with the same shapes:
   matmul_N, gemv_KxN, elementwise10_L          numpy (OpenBLAS), eager calls
   matmul_gelu_MxKxN, ffn_SxHxI, attention_HxSxD,
   bert_layer_SxHxNH, mlp_step_BxIxHxO          JAX jit on CPU (XLA)
+  minilm_l6_bB_sS                               ONNX Runtime (CPU EP, intra-op threads N)
+                                                on the fp32 all-MiniLM-L6-v2 export
+                                                (--onnx; made by shared/ref/export_minilm_onnx.py)
 The process is pinned to the first N CPUs (sched_setaffinity) and the BLAS /
 XLA thread pools are sized to N before numpy / jax are imported. Timing matches
 rlx-bench: 3 warm-up calls, then runs until >= 20 runs and >= --min-time
@@ -28,6 +31,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("pattern")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--min-time", type=float, default=1.0)
+ap.add_argument("--onnx", default=os.path.expanduser(
+    "~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"))
 a = ap.parse_args()
 
 cpus = sorted(os.sched_getaffinity(0))[: max(1, a.threads)]
@@ -165,9 +170,29 @@ def jax_pattern(name):
     return None
 
 
+def ort_pattern(name):
+    m = re.fullmatch(r"minilm_l6_b(\d+)_s(\d+)", name)
+    if not m:
+        return None
+    import onnxruntime as ort
+    b, s = int(m[1]), int(m[2])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = a.threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(a.onnx, opts, providers=["CPUExecutionProvider"])
+    # Same ids as rlx-bench's MiniLM rows: (i * 7919) % 29000 + 1000, no padding.
+    ids = ((np.arange(b * s, dtype=np.int64) * 7919) % 29000 + 1000).reshape(b, s)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    return f"onnxruntime {ort.__version__}", lambda: sess.run(None, feed)
+
+
 def main():
     fn = numpy_pattern(a.pattern)
-    if fn is not None:
+    ort_ref = ort_pattern(a.pattern) if fn is None else None
+    if ort_ref is not None:
+        library, fn = ort_ref
+        res = timeit(fn)
+    elif fn is not None:
         from threadpoolctl import threadpool_info, threadpool_limits
         blas = [d.get("internal_api") for d in threadpool_info()]
         library = f"numpy {np.__version__} ({','.join(b for b in blas if b)})"

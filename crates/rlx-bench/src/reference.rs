@@ -34,6 +34,18 @@ pub fn run_reference(
     pattern: &str,
     threads: usize,
 ) -> Result<Option<ReferenceTiming>, BenchError> {
+    run_reference_with(python, script, pattern, threads, &[])
+}
+
+/// [`run_reference`] with extra arguments for the script (e.g.
+/// `["--onnx", path]`).
+pub fn run_reference_with(
+    python: &Path,
+    script: &Path,
+    pattern: &str,
+    threads: usize,
+    extra: &[String],
+) -> Result<Option<ReferenceTiming>, BenchError> {
     let fail = |message: String| BenchError::Reference {
         pattern: pattern.to_string(),
         message,
@@ -43,6 +55,7 @@ pub fn run_reference(
         .arg(pattern)
         .arg("--threads")
         .arg(threads.to_string())
+        .args(extra)
         .output()
         .map_err(|e| fail(format!("cannot run {}: {e}", python.display())))?;
     if out.status.code() == Some(3) {

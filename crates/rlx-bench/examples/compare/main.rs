@@ -7,8 +7,12 @@
 //! cargo run --release -p rlx-bench --example compare -- \
 //!     [--threads 1,2] [--only matmul] [--quick] [--no-ref] [--python PATH]
 //! ```
-//! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX).
-use rlx_bench::reference::{run_reference, ReferenceTiming};
+//! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
+//! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
+//! (the fp32 export ONNX Runtime and the ONNX import path run).
+mod minilm;
+
+use rlx_bench::reference::{run_reference_with, ReferenceTiming};
 use rlx_bench::{kernel, patterns, run_benchmark, BenchConfig, BenchError, BenchResult};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,6 +47,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "/../../tools/bench_ref.py"
     ));
 
+    let minilm_paths = minilm::paths(value("--onnx").map(PathBuf::from));
+    // The MiniLM reference runs the same export the ONNX import path reads.
+    let extra: Vec<String> = match &minilm_paths {
+        Ok((_, onnx)) => vec!["--onnx".into(), onnx.display().to_string()],
+        Err(_) => Vec::new(),
+    };
     let mut refs: HashMap<(String, usize), Option<ReferenceTiming>> = HashMap::new();
     let mut reference = |name: &str, t: usize| -> Result<Option<ReferenceTiming>, BenchError> {
         if !use_ref {
@@ -50,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let key = (name.to_string(), t);
         if !refs.contains_key(&key) {
-            let r = run_reference(&python, &script, name, t)?;
+            let r = run_reference_with(&python, &script, name, t, &extra)?;
             refs.insert(key.clone(), r);
         }
         Ok(refs[&key].clone())
@@ -71,6 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row(&p.name, t, &r, reference(&p.name, t)?.as_ref());
         }
     }
+    minilm::rows(minilm_paths, &threads, &cfg, &wanted, &mut reference, row)?;
     // The matmul kernel alone, without the session's input / output copies.
     for (m, k, n) in [
         (512, 512, 512),
