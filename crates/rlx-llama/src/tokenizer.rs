@@ -17,6 +17,9 @@ use std::collections::HashMap;
 /// ggml token types that are matched whole in text (control, user-defined).
 const SPECIAL_TYPES: [i64; 2] = [3, 4];
 
+/// The symbol of a byte the vocabulary has no token for (never merges).
+const NO_TOKEN: u32 = u32::MAX;
+
 /// GPT-2's split pattern without its `\s+(?!\S)` lookahead, which
 /// [`pieces`] applies by hand (the `regex` crate has no lookaround).
 const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
@@ -28,7 +31,9 @@ pub struct Tokenizer {
     ids: HashMap<String, u32>,
     /// `(left, right) -> (rank, merged)`.
     merges: HashMap<(u32, u32), (u32, u32)>,
-    byte_ids: [u32; 256],
+    /// Each byte's token; `None` for a byte the vocabulary lacks.
+    byte_ids: [Option<u32>; 256],
+    unknown: Option<u32>,
     char_bytes: HashMap<char, u8>,
     specials: Vec<(String, u32)>,
     split_digits: bool,
@@ -89,11 +94,10 @@ impl Tokenizer {
             )));
         }
         let (byte_chars, char_bytes) = byte_alphabet();
-        let mut byte_ids = [0u32; 256];
+        // Some vocabularies (SmolLM2's) lack a few control bytes.
+        let mut byte_ids = [None; 256];
         for (b, c) in byte_chars.iter().enumerate() {
-            byte_ids[b] = *ids.get(&c.to_string()).ok_or_else(|| {
-                LlamaError::Tokenizer(format!("no token for byte {b:#04x} ({c:?})"))
-            })?;
+            byte_ids[b] = ids.get(&c.to_string()).copied();
         }
         let mut merges = HashMap::new();
         for (rank, m) in strings(meta, "tokenizer.ggml.merges")?.iter().enumerate() {
@@ -135,6 +139,7 @@ impl Tokenizer {
         Ok(Tokenizer {
             bos: special_id("tokenizer.ggml.bos_token_id")?,
             eos: special_id("tokenizer.ggml.eos_token_id")?,
+            unknown: special_id("tokenizer.ggml.unknown_token_id")?,
             tokens,
             ids,
             merges,
@@ -229,9 +234,13 @@ impl Tokenizer {
         }
     }
 
-    /// Merges one piece's byte symbols by rank and appends the ids.
+    /// Merges one piece's byte symbols by rank and appends the ids; a byte
+    /// without a token becomes the unknown token, or is dropped without one.
     fn bpe(&self, bytes: &[u8], out: &mut Vec<u32>) {
-        let mut syms: Vec<u32> = bytes.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        let mut syms: Vec<u32> = bytes
+            .iter()
+            .map(|&b| self.byte_ids[b as usize].unwrap_or(NO_TOKEN))
+            .collect();
         loop {
             let best = syms
                 .windows(2)
@@ -242,7 +251,12 @@ impl Tokenizer {
             syms[i] = merged;
             syms.remove(i + 1);
         }
-        out.extend(syms);
+        for s in syms {
+            match s {
+                NO_TOKEN => out.extend(self.unknown),
+                id => out.push(id),
+            }
+        }
     }
 }
 
