@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! RLX_NUM_THREADS=2 cargo run --release -p rlx-llama --example generate -- \
-//!     --prompt "The capital of France is" -n 64 [--chat] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
+//!     --prompt "The capital of France is" -n 64 [--chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
 //!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 32]
 //! ```
 //! The model defaults to `$RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf`
@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-const USAGE: &str = "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat] \
+const USAGE: &str = "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat] [--ignore-eos] \
 [--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N]";
 
 struct Args {
@@ -25,6 +25,7 @@ struct Args {
     prompt: String,
     n: usize,
     chat: bool,
+    ignore_eos: bool,
     sampler: SamplerConfig,
     opts: LlamaOptions,
 }
@@ -45,6 +46,7 @@ fn parse() -> Result<Args, String> {
         prompt: "The capital of France is".into(),
         n: 64,
         chat: false,
+        ignore_eos: false,
         sampler: SamplerConfig::greedy(),
         opts: LlamaOptions::default(),
     };
@@ -57,6 +59,7 @@ fn parse() -> Result<Args, String> {
             "--prompt" => a.prompt = value()?,
             "-n" | "--tokens" => a.n = num(value()?)? as usize,
             "--chat" => a.chat = true,
+            "--ignore-eos" => a.ignore_eos = true,
             "--temperature" => a.sampler.temperature = num(value()?)?,
             "--top-k" => a.sampler.top_k = num(value()?)? as usize,
             "--top-p" => a.sampler.top_p = num(value()?)?,
@@ -119,7 +122,10 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let opts = GenerateOptions {
         max_tokens: a.n,
         sampler: a.sampler,
-        stop: tokenizer.eos().into_iter().collect(),
+        stop: match a.ignore_eos {
+            true => Vec::new(),
+            false => tokenizer.eos().into_iter().collect(),
+        },
     };
     print!("{}", a.prompt);
     let mut out = Vec::new();
