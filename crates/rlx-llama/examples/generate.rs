@@ -17,7 +17,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-const USAGE: &str = "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat] [--ignore-eos] \
+const USAGE: &str =
+    "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat] [--ignore-eos] \
 [--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N]";
 
 struct Args {

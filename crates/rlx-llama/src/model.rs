@@ -109,7 +109,8 @@ impl LlamaModel {
     /// Runs `tokens` after the ones in `cache`, appends their keys / values
     /// to it and returns their logits, `tokens.len()` rows of `vocab_size`.
     ///
-    /// Nothing changes in `cache` on error.
+    /// Unknown ids and a full cache are rejected before anything runs; a
+    /// runtime failure part-way keeps the chunks already run in `cache`.
     pub fn forward(&mut self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
         cache.check_room(tokens.len())?;
         if let Some(&id) = tokens
