@@ -9,17 +9,18 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn model_path() -> PathBuf {
-    let root = std::env::var_os("RLX_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/rlx-models")
-        });
-    let path = root.join("gguf/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let Some(root) = std::env::var_os("RLX_MODELS") else {
+        panic!(
+            "RLX_MODELS is not set: run tools/fetch_models.sh and export RLX_MODELS=<the directory \
+             it prints> (tools/test.sh does both); the test reads \
+             $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+        )
+    };
+    let path = PathBuf::from(root).join("gguf/SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(
         path.exists(),
-        "model file {} is missing (RLX_MODELS={:?}): run tools/fetch_models.sh",
-        path.display(),
-        std::env::var_os("RLX_MODELS")
+        "model file {} is missing: run tools/fetch_models.sh",
+        path.display()
     );
     path
 }
@@ -87,10 +88,17 @@ fn greedy_f32_weights_matches_numpy() {
 
 /// The quantized model (activations rounded per block as ggml does) fed the
 /// reference continuation (teacher forcing): at each position its top token
-/// should be the reference's next token. Free-running greedy decoding is not
-/// compared token for token: one activation-rounding flip (a 1e-7 input
-/// difference crossing a rounding boundary) moves a Q8 value by a whole step,
-/// so the continuation can branch where the reference's top-2 gap is small.
+/// should be the reference's next token, and always among its top 5.
+///
+/// Free-running greedy decoding is not compared token for token: on this
+/// model ggml's activation-quantized math is chaotic at the 0.1-0.4 logit
+/// level. Scaling the embedding table by `1 + 1e-7 * noise` moves the numpy
+/// q8 reference's last-position logits of the chat prompt "What is the
+/// capital of France?" by up to 0.4 and swaps its top two tokens ("The" /
+/// "L"), while the exact (f64, unquantized activations) logits do not move in
+/// the fourth decimal. RLX's own f32 summation order (chunked prefill vs
+/// token by token) shifts them the same way. The exact path is checked
+/// token for token by `greedy_f32_weights_matches_numpy`.
 #[test]
 #[ignore = "needs model files: tools/fetch_models.sh"]
 fn quantized_predicts_the_ggml_math_continuation() {
@@ -121,6 +129,8 @@ fn quantized_predicts_the_ggml_math_continuation() {
             want.len()
         );
         assert_eq!(top5, want.len(), "{:?}", p["text"]);
-        assert!(top1 * 10 >= want.len() * 9, "{:?}: top-1 {top1}", p["text"]);
+        // Observed: 33-34 of 36 (x86-64 with AVX-512 VNNI); the bound leaves
+        // room for other summation orders.
+        assert!(top1 * 10 >= want.len() * 8, "{:?}: top-1 {top1}", p["text"]);
     }
 }
