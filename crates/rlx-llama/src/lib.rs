@@ -19,6 +19,8 @@
 
 pub mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod generate;
 pub mod graph;
 pub mod kv_cache;
