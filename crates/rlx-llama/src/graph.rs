@@ -1,0 +1,124 @@
+//! The llama step graph: `S` new tokens attend to a KV cache of `C` slots.
+//!
+//! Inputs (all f32): `x [S, dim]` (the token embeddings), `cos` / `sin`
+//! `[S, head_dim/2]` (RoPE angles of the tokens' positions), `mask
+//! [S, C+S]` (an additive bias: 0 for a key the query sees, a large
+//! negative number otherwise) and per layer `k_cache.L` / `v_cache.L`
+//! `[n_kv_heads, C, head_dim]`. Outputs: `logits [S, vocab]`, then per layer
+//! the new keys and values `[n_kv_heads, S, head_dim]` (after RoPE), which
+//! the caller writes into its cache.
+//!
+//! Per block: `x += Wo · attn(rope(Wq·n), rope(Wk·n), Wv·n)` with
+//! `n = rmsnorm(x) * attn_norm`, grouped-query heads (query head `h` reads
+//! kv head `h / (n_heads / n_kv_heads)`); `x += Wdown · (silu(Wgate·n2) *
+//! (Wup·n2))` with `n2 = rmsnorm(x) * ffn_norm`; then `logits =
+//! Wout · (rmsnorm(x) * output_norm)`. RoPE rotates adjacent pairs
+//! (`x[2i], x[2i+1]`), llama.cpp's "normal" mode for GGUF llama weights.
+
+use crate::config::LlamaConfig;
+use crate::weights::{LlamaWeights, MatWeight};
+use rlx_ir::op::MaskKind;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+
+/// The name of layer `l`'s cache input (`"k"` or `"v"`).
+pub fn cache_input(kind: &str, l: usize) -> String {
+    format!("{kind}_cache.{l}")
+}
+
+/// A step graph and the params it needs, by name.
+pub struct StepGraph<'w> {
+    /// The graph (see the module docs for its inputs and outputs).
+    pub graph: Graph,
+    /// `(param name, value)` for every param of `graph`.
+    pub params: Vec<(String, &'w HostTensor)>,
+}
+
+struct Builder<'a, 'w> {
+    g: Graph,
+    params: Vec<(String, &'w HostTensor)>,
+    cfg: &'a LlamaConfig,
+}
+
+impl<'w> Builder<'_, 'w> {
+    fn param(&mut self, name: String, value: &'w HostTensor) -> NodeId {
+        let id = self.g.param(&name, value.shape());
+        self.params.push((name, value));
+        id
+    }
+
+    fn matmul(&mut self, x: NodeId, name: String, w: &'w MatWeight) -> NodeId {
+        let wid = self.param(name, &w.data);
+        self.g.dequant_matmul(x, wid, w.scheme, w.n, w.k)
+    }
+
+    fn rms_norm(&mut self, x: NodeId, name: String, gain: &'w HostTensor) -> NodeId {
+        let gid = self.param(name, gain);
+        self.g.rms_norm(x, gid, self.cfg.rms_eps)
+    }
+
+    /// `[S, heads * hd] -> [heads, S, hd]`.
+    fn split_heads(&mut self, x: NodeId, s: usize, heads: usize) -> NodeId {
+        let hd = self.cfg.head_dim as i64;
+        let r = self.g.reshape_(x, &[s as i64, heads as i64, hd]);
+        self.g.transpose_(r, &[1, 0, 2])
+    }
+}
+
+/// Builds the step graph for `seq` new tokens and a cache of `ctx` slots.
+pub fn build_step_graph<'w>(
+    cfg: &LlamaConfig,
+    w: &'w LlamaWeights,
+    seq: usize,
+    ctx: usize,
+) -> StepGraph<'w> {
+    let mut b = Builder {
+        g: Graph::new(format!("llama_step_s{seq}_c{ctx}")),
+        params: Vec::new(),
+        cfg,
+    };
+    let (hd, nh, nkv) = (cfg.head_dim, cfg.n_heads, cfg.n_kv_heads);
+    let f32s = |dims: &[usize]| Shape::new(dims, DType::F32);
+    let mut x = b.g.input("x", f32s(&[seq, cfg.dim]));
+    let cos = b.g.input("cos", f32s(&[seq, hd / 2]));
+    let sin = b.g.input("sin", f32s(&[seq, hd / 2]));
+    let mask = b.g.input("mask", f32s(&[seq, ctx + seq]));
+    let mut kv_out = Vec::with_capacity(2 * cfg.n_layers);
+    for (l, lw) in w.layers.iter().enumerate() {
+        let p = |t: &str| format!("blk.{l}.{t}");
+        let k_cache = b.g.input(&cache_input("k", l), f32s(&[nkv, ctx, hd]));
+        let v_cache = b.g.input(&cache_input("v", l), f32s(&[nkv, ctx, hd]));
+        let h = b.rms_norm(x, p("attn_norm"), &lw.attn_norm);
+        let q = b.matmul(h, p("attn_q"), &lw.wq);
+        let k = b.matmul(h, p("attn_k"), &lw.wk);
+        let v = b.matmul(h, p("attn_v"), &lw.wv);
+        let q = b.split_heads(q, seq, nh);
+        let k = b.split_heads(k, seq, nkv);
+        let v = b.split_heads(v, seq, nkv);
+        let q = b.g.rope_interleaved(q, cos, sin);
+        let k = b.g.rope_interleaved(k, cos, sin);
+        let k_all = b.g.concat_(&[k_cache, k], 1);
+        let v_all = b.g.concat_(&[v_cache, v], 1);
+        let a = b.g.attention_(q, k_all, v_all, MaskKind::Bias, Some(mask));
+        let a = b.g.transpose_(a, &[1, 0, 2]);
+        let a = b.g.reshape_(a, &[seq as i64, cfg.dim as i64]);
+        let o = b.matmul(a, p("attn_output"), &lw.wo);
+        x = b.g.add(x, o);
+        let h = b.rms_norm(x, p("ffn_norm"), &lw.ffn_norm);
+        let gate = b.matmul(h, p("ffn_gate"), &lw.w_gate);
+        let up = b.matmul(h, p("ffn_up"), &lw.w_up);
+        let gate = b.g.silu(gate);
+        let act = b.g.mul(gate, up);
+        let down = b.matmul(act, p("ffn_down"), &lw.w_down);
+        x = b.g.add(x, down);
+        kv_out.extend([k, v]);
+    }
+    let h = b.rms_norm(x, "output_norm".into(), &w.output_norm);
+    let logits = b.matmul(h, "output".into(), &w.output);
+    let mut outputs = vec![logits];
+    outputs.extend(kv_out);
+    b.g.set_outputs(outputs);
+    StepGraph {
+        graph: b.g,
+        params: b.params,
+    }
+}

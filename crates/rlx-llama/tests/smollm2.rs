@@ -1,0 +1,136 @@
+//! SmolLM2-135M-Instruct (Q4_1 GGUF) against `tools/gen_llama_fixtures.py`:
+//! prompt ids by HF `tokenizers`, greedy continuations by a float64 numpy
+//! forward on the dequantized weights ("exact") and with ggml's activation
+//! quantization ("q8"). Needs the model file: `tools/fetch_models.sh`.
+
+use rlx_gguf::GgufReader;
+use rlx_llama::{generate, GenerateOptions, LlamaModel, LlamaOptions, Tokenizer, WeightMode};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn model_path() -> PathBuf {
+    let Some(root) = std::env::var_os("RLX_MODELS") else {
+        panic!(
+            "RLX_MODELS is not set: run tools/fetch_models.sh and export RLX_MODELS=<the directory \
+             it prints> (tools/test.sh does both); the test reads \
+             $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+        )
+    };
+    let path = PathBuf::from(root).join("gguf/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        path.exists(),
+        "model file {} is missing: run tools/fetch_models.sh",
+        path.display()
+    );
+    path
+}
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/smollm2.json")).expect("fixture JSON")
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn tokenizer_ids_match_hf_tokenizers() {
+    let r = GgufReader::open(model_path()).unwrap();
+    let tk = Tokenizer::from_gguf(r.metadata()).unwrap();
+    for p in fixture()["prompts"].as_array().unwrap() {
+        let text = p["text"].as_str().unwrap();
+        assert_eq!(tk.encode(text, true), ids(&p["ids"]), "{text:?}");
+        assert_eq!(tk.decode(&ids(&p["ids"])), text);
+    }
+    // llama.cpp's ids for the first prompt (shared/ref/smollm2_ref.py).
+    assert_eq!(
+        tk.encode("The capital of France is", true),
+        [504, 3575, 282, 4649, 314]
+    );
+}
+
+/// Greedy continuations of every fixture prompt, and the reference ones.
+fn greedy_runs(mode: WeightMode, key: &str) -> Vec<(String, Vec<u32>, Vec<u32>)> {
+    let r = GgufReader::open(model_path()).unwrap();
+    let opts = LlamaOptions {
+        weights: mode,
+        context: 128,
+        prefill_chunk: 16,
+    };
+    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    let fx = fixture();
+    let mut runs = Vec::new();
+    for p in fx["prompts"].as_array().unwrap() {
+        let want = ids(&p[key]["greedy"]);
+        assert!(want.len() >= 32);
+        let opts = GenerateOptions {
+            max_tokens: want.len(),
+            ..GenerateOptions::default()
+        };
+        let got = generate(&mut m, &ids(&p["ids"]), &opts, |_| {}).unwrap();
+        runs.push((p["text"].as_str().unwrap().to_string(), got.tokens, want));
+    }
+    runs
+}
+
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn greedy_f32_weights_matches_numpy() {
+    for (text, got, want) in greedy_runs(WeightMode::F32, "exact") {
+        assert_eq!(got, want, "continuation of {text:?}");
+    }
+}
+
+/// The quantized model (activations rounded per block as ggml does) fed the
+/// reference continuation (teacher forcing): at each position its top token
+/// should be the reference's next token, and always among its top 5.
+///
+/// Free-running greedy decoding is not compared token for token: on this
+/// model ggml's activation-quantized math is chaotic at the 0.1-0.4 logit
+/// level. Scaling the embedding table by `1 + 1e-7 * noise` moves the numpy
+/// q8 reference's last-position logits of the chat prompt "What is the
+/// capital of France?" by up to 0.4 and swaps its top two tokens ("The" /
+/// "L"), while the exact (f64, unquantized activations) logits do not move in
+/// the fourth decimal. RLX's own f32 summation order (chunked prefill vs
+/// token by token) shifts them the same way. The exact path is checked
+/// token for token by `greedy_f32_weights_matches_numpy`.
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn quantized_predicts_the_ggml_math_continuation() {
+    let r = GgufReader::open(model_path()).unwrap();
+    let opts = LlamaOptions {
+        weights: WeightMode::Quantized,
+        context: 128,
+        prefill_chunk: 16,
+    };
+    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    let vocab = m.config().vocab_size;
+    for p in fixture()["prompts"].as_array().unwrap() {
+        let prompt = ids(&p["ids"]);
+        let want = ids(&p["q8"]["greedy"]);
+        let mut seq = prompt.clone();
+        seq.extend(&want[..want.len() - 1]);
+        let logits = m.forward(&seq, &mut m.new_cache()).unwrap();
+        let (mut top1, mut top5) = (0, 0);
+        for (i, &t) in want.iter().enumerate() {
+            let row = &logits[(prompt.len() - 1 + i) * vocab..][..vocab];
+            let above = row.iter().filter(|&&v| v > row[t as usize]).count();
+            top1 += (above == 0) as usize;
+            top5 += (above < 5) as usize;
+        }
+        eprintln!(
+            "{:?}: top-1 {top1}, top-5 {top5} of {}",
+            p["text"],
+            want.len()
+        );
+        assert_eq!(top5, want.len(), "{:?}", p["text"]);
+        // Observed: 33-34 of 36 (x86-64 with AVX-512 VNNI); the bound leaves
+        // room for other summation orders.
+        assert!(top1 * 10 >= want.len() * 8, "{:?}: top-1 {top1}", p["text"]);
+    }
+}

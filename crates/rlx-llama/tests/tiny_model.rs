@@ -1,0 +1,309 @@
+//! A random 2-layer llama GGUF (Q8_0 / Q4_1 / F16 / F32 tensors, GQA 4/2,
+//! a trained ~330-token byte-level BPE) against numpy and HF `tokenizers`
+//! references from `tools/gen_llama_fixtures.py`.
+
+use rlx_gguf::{GgufReader, GgufWriter};
+use rlx_llama::{
+    generate, GenerateOptions, LlamaConfig, LlamaError, LlamaModel, LlamaOptions, SamplerConfig,
+    Tokenizer, WeightMode,
+};
+use serde_json::Value as Json;
+
+const GGUF: &[u8] = include_bytes!("fixtures/tiny_llama.gguf");
+
+fn fixture() -> Json {
+    serde_json::from_str(include_str!("fixtures/tiny_llama.json")).expect("fixture JSON")
+}
+
+fn ids(v: &Json) -> Vec<u32> {
+    v.as_array()
+        .expect("an id array")
+        .iter()
+        .map(|x| x.as_u64().expect("an id") as u32)
+        .collect()
+}
+
+fn model(mode: WeightMode, prefill_chunk: usize) -> LlamaModel {
+    let r = GgufReader::new(GGUF).expect("tiny GGUF parses");
+    let opts = LlamaOptions {
+        weights: mode,
+        context: 64,
+        prefill_chunk,
+    };
+    LlamaModel::from_reader(&r, opts).expect("tiny model loads")
+}
+
+/// Max |a - b| over the rows, relative to the row's max |b|.
+fn max_rel_err(got: &[f32], want: &Json, vocab: usize) -> f64 {
+    let want: Vec<Vec<f64>> = want
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(got.len(), want.len() * vocab);
+    let mut worst: f64 = 0.0;
+    for (row, w) in got.chunks(vocab).zip(&want) {
+        let scale = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        for (g, w) in row.iter().zip(w) {
+            worst = worst.max((*g as f64 - w).abs() / scale);
+        }
+    }
+    worst
+}
+
+fn greedy(m: &mut LlamaModel, prompt: &[u32], n: usize) -> Vec<u32> {
+    let opts = GenerateOptions {
+        max_tokens: n,
+        ..GenerateOptions::default()
+    };
+    generate(m, prompt, &opts, |_| {})
+        .expect("generates")
+        .tokens
+}
+
+#[test]
+fn config_from_metadata() {
+    let r = GgufReader::new(GGUF).unwrap();
+    let c = LlamaConfig::from_gguf(r.metadata()).unwrap();
+    assert_eq!(
+        (
+            c.n_layers,
+            c.dim,
+            c.ffn_dim,
+            c.n_heads,
+            c.n_kv_heads,
+            c.head_dim
+        ),
+        (2, 64, 128, 4, 2, 16)
+    );
+    assert_eq!(c.rope_base, 10000.0);
+}
+
+#[test]
+fn f32_logits_and_greedy_match_numpy() {
+    let fx = fixture();
+    let prompt = ids(&fx["prompt"]);
+    // Chunks of 3 cover a padded last chunk; 1 is the decode path throughout.
+    for chunk in [1, 3, 16] {
+        let mut m = model(WeightMode::F32, chunk);
+        let vocab = m.config().vocab_size;
+        let mut cache = m.new_cache();
+        let logits = m.forward(&prompt, &mut cache).unwrap();
+        let err = max_rel_err(&logits, &fx["exact"]["logits"], vocab);
+        assert!(err < 1e-4, "chunk {chunk}: relative logit error {err}");
+        assert_eq!(cache.len(), prompt.len());
+        assert_eq!(
+            greedy(&mut m, &prompt, 20),
+            ids(&fx["exact"]["greedy"]),
+            "chunk {chunk}"
+        );
+    }
+}
+
+#[test]
+fn quantized_logits_and_greedy_match_numpy_ggml_math() {
+    let fx = fixture();
+    let prompt = ids(&fx["prompt"]);
+    let mut m = model(WeightMode::Quantized, 4);
+    let vocab = m.config().vocab_size;
+    let logits = m.forward(&prompt, &mut m.new_cache()).unwrap();
+    let err = max_rel_err(&logits, &fx["q8"]["logits"], vocab);
+    assert!(
+        err < 1e-4,
+        "relative logit error {err} against ggml's activation-quantized math"
+    );
+    // The exact reference differs by the activation rounding only.
+    let err = max_rel_err(&logits, &fx["exact"]["logits"], vocab);
+    assert!(err > 1e-6 && err < 5e-2, "quantized vs exact: {err}");
+    assert_eq!(greedy(&mut m, &prompt, 20), ids(&fx["q8"]["greedy"]));
+}
+
+#[test]
+fn kv_cache_decode_equals_full_recompute() {
+    let fx = fixture();
+    let mut seq = ids(&fx["prompt"]);
+    seq.extend(ids(&fx["exact"]["greedy"]));
+    let mut m = model(WeightMode::F32, 32);
+    let vocab = m.config().vocab_size;
+    let full = m.forward(&seq, &mut m.new_cache()).unwrap();
+    let mut cache = m.new_cache();
+    let mut stepwise = Vec::new();
+    for &t in &seq {
+        stepwise.extend(m.forward(&[t], &mut cache).unwrap());
+    }
+    assert_eq!(full.len(), seq.len() * vocab);
+    let worst = full
+        .iter()
+        .zip(&stepwise)
+        .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+    assert!(worst < 1e-4, "decode vs recompute: {worst}");
+    // And each position's argmax is the next greedy token of the reference.
+    let prompt_len = ids(&fx["prompt"]).len();
+    for (i, want) in ids(&fx["exact"]["greedy"]).iter().enumerate() {
+        let row = &stepwise[(prompt_len - 1 + i) * vocab..][..vocab];
+        assert_eq!(rlx_llama::sampler::argmax(row), *want, "position {i}");
+    }
+}
+
+#[test]
+fn sampling_matches_numpy() {
+    let fx = fixture();
+    let s = &fx["sampled"];
+    let prompt = ids(&fx["prompt"]);
+    let mut m = model(WeightMode::F32, 8);
+    let opts = GenerateOptions {
+        max_tokens: 20,
+        sampler: SamplerConfig {
+            temperature: s["temperature"].as_f64().unwrap(),
+            top_k: s["top_k"].as_u64().unwrap() as usize,
+            top_p: s["top_p"].as_f64().unwrap(),
+            seed: s["seed"].as_u64().unwrap() as u32,
+        },
+        stop: vec![],
+    };
+    let got = generate(&mut m, &prompt, &opts, |_| {}).unwrap();
+    assert_eq!(got.tokens, ids(&s["tokens"]));
+}
+
+#[test]
+fn tokenizer_matches_hf_tokenizers() {
+    let r = GgufReader::new(GGUF).unwrap();
+    let tk = Tokenizer::from_gguf(r.metadata()).unwrap();
+    for case in fixture()["tokenizer_cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let want = ids(&case["ids"]);
+        assert_eq!(tk.encode(text, true), want, "{text:?}");
+        assert_eq!(tk.decode(&want), text);
+    }
+    assert_eq!(tk.eos(), Some(2));
+    // Without special parsing, "<|im_end|>" is plain text.
+    assert_ne!(tk.encode("<|im_end|>", false), vec![2]);
+}
+
+/// The tiny file rewritten with `edit` applied to its metadata and tensors.
+fn rewritten(edit: impl Fn(&str, &mut Vec<u64>) -> bool, drop_key: Option<&str>) -> Vec<u8> {
+    let r = GgufReader::new(GGUF).unwrap();
+    let mut w = GgufWriter::new();
+    for (k, v) in r.metadata().iter() {
+        if Some(k) != drop_key && k != "general.alignment" {
+            w.add_metadata(k, v.clone()).unwrap();
+        }
+    }
+    for t in r.tensors() {
+        let mut dims = t.dims().to_vec();
+        if !edit(t.name(), &mut dims) {
+            continue;
+        }
+        let data = r.tensor_data(t.name()).unwrap().to_vec();
+        let data = if dims == t.dims() {
+            data
+        } else {
+            let ty = t.ggml_type();
+            let n: u64 = dims.iter().product();
+            let bytes = (n as usize / ty.block_size()) * ty.type_size();
+            vec![0u8; bytes]
+        };
+        w.add_tensor_bytes(t.name(), &dims, t.ggml_type(), data)
+            .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+fn load_err(bytes: &[u8]) -> LlamaError {
+    let r = GgufReader::new(bytes).unwrap();
+    let opts = LlamaOptions {
+        context: 64,
+        ..LlamaOptions::default()
+    };
+    match LlamaModel::from_reader(&r, opts) {
+        Ok(_) => panic!("a broken model loaded"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn missing_metadata_names_the_key() {
+    let e = load_err(&rewritten(|_, _| true, Some("llama.block_count")));
+    assert!(e.to_string().contains("llama.block_count"), "{e}");
+    let bytes = rewritten(|_, _| true, Some("tokenizer.ggml.merges"));
+    let r = GgufReader::new(&bytes[..]).unwrap();
+    let e = Tokenizer::from_gguf(r.metadata()).unwrap_err();
+    assert!(e.to_string().contains("tokenizer.ggml.merges"), "{e}");
+}
+
+#[test]
+fn bad_tensors_name_the_tensor_and_shapes() {
+    let e = load_err(&rewritten(|n, _| n != "blk.1.ffn_up.weight", None));
+    assert!(
+        matches!(&e, LlamaError::MissingTensor { name } if name == "blk.1.ffn_up.weight"),
+        "{e}"
+    );
+    let e = load_err(&rewritten(
+        |n, dims| {
+            if n == "blk.0.attn_k.weight" {
+                dims[1] = 64; // [32, 64] -> [64, 64]
+            }
+            true
+        },
+        None,
+    ));
+    match &e {
+        LlamaError::TensorShape {
+            name,
+            expected,
+            given,
+        } => {
+            assert_eq!(name, "blk.0.attn_k.weight");
+            assert_eq!(
+                (expected.as_slice(), given.as_slice()),
+                (&[32, 64][..], &[64, 64][..])
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.contains("[32, 64]") && msg.contains("[64, 64]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn bad_settings_and_ids_are_errors() {
+    let r = GgufReader::new(GGUF).unwrap();
+    let too_long = LlamaOptions {
+        context: 100_000,
+        ..LlamaOptions::default()
+    };
+    assert!(matches!(
+        LlamaModel::from_reader(&r, too_long),
+        Err(LlamaError::BadSetting {
+            name: "context",
+            ..
+        })
+    ));
+    let mut m = model(WeightMode::Quantized, 4);
+    let mut cache = m.new_cache();
+    assert!(matches!(
+        m.forward(&[5, 100_000], &mut cache),
+        Err(LlamaError::TokenOutOfRange { id: 100_000, .. })
+    ));
+    assert!(cache.is_empty(), "a failed forward changed the cache");
+    let long = vec![5u32; 65];
+    assert!(matches!(
+        m.forward(&long, &mut cache),
+        Err(LlamaError::ContextFull { capacity: 64, .. })
+    ));
+    let bad = SamplerConfig {
+        top_p: 0.0,
+        ..SamplerConfig::greedy()
+    };
+    assert!(rlx_llama::Sampler::new(bad).is_err());
+}
