@@ -88,6 +88,21 @@ pub mod train;
 /// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
 pub use rlx_peft as peft;
 
+#[cfg(feature = "gguf-convert")]
+/// safetensors / ONNX -> GGUF conversion with per-tensor quantization and a
+/// report of sizes and cosines.
+pub use rlx_gguf_convert as gguf_convert;
+
+#[cfg(feature = "models")]
+/// Encoder models built with the graph API from safetensors weights
+/// (`models::bert`: BERT / all-MiniLM-L6-v2, WordPiece tokenizer).
+pub use rlx_models as models;
+
+#[cfg(feature = "llama")]
+/// llama-family GGUF models (SmolLM2 and others): config from metadata,
+/// quantized weights, KV cache, BPE tokenizer, sampling and generation.
+pub use rlx_llama as llama;
+
 #[cfg(feature = "onnx")]
 /// ONNX `.onnx` import: `OnnxModel::load(path, Device)`, run over named
 /// typed tensors on RLX's own compiler and kernels (no ONNX Runtime underneath).
@@ -125,6 +140,14 @@ pub use rlx_ir::{
     inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all,
     verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
     OpKind, Shape, Tick, VerifyError,
+};
+pub use rlx_ir::{
+    inspect_hir, inspect_hir_stats, inspect_mir, inspect_mir_diff, inspect_mir_stats, GraphModule,
+    GraphStage, HirModule, HirOp, MirModule,
+};
+pub use rlx_opt::{
+    fusion_passes, fusion_passes_for_supported, inspect_lir, supported_for_target, supports_op,
+    CalibrationRecord, FusionTarget, PrecisionPolicy,
 };
 pub use rlx_opt::{
     inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, FusionOptions,
@@ -177,10 +200,16 @@ pub mod compile {
     pub use rlx_opt::Precision as PassPrecision;
     pub use rlx_opt::PrecisionPolicy;
     pub use rlx_opt::{
+        fingerprint, fusion_passes, fusion_passes_for_supported, insert_fake_quant,
+        inspect_hir_pipeline, inspect_lir, supported_for_target, supports_op, CalibrationRecord,
+        DispatchPolicy, FusionTarget, QuantConfig, QuantMode, TensorStats,
+    };
+    pub use rlx_opt::{
         inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, Dispatch,
         DispatchReport, FusionKind, FusionOptions, FusionReport, LirModule, MemoryReport,
         MissReason, MissedFusion, Pass, PipelineInspect,
     };
+    pub use rlx_runtime::{collect_calibration, fusion_target};
 }
 
 /// Star-import target covering everyday graph build → compile → run.
@@ -214,6 +243,11 @@ pub mod prelude {
     };
     pub use crate::compile::{CompilePipeline, FusionReport, Pass, PrecisionPolicy};
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
+    #[cfg(feature = "llama")]
+    pub use crate::llama::{
+        generate, GenerateOptions, KvCache, LlamaConfig, LlamaModel, LlamaOptions, Sampler,
+        SamplerConfig, Tokenizer, WeightMode,
+    };
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     #[cfg(feature = "optim")]
     pub use crate::optim::{
@@ -229,7 +263,7 @@ pub mod prelude {
         HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
         Tick, VerifyError,
     };
-    pub use crate::{BytesWeightLoader, QuantScheme, WeightLoader};
+    pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
 }
 
 /// Registers optional backends and companion custom-op crates at startup.
