@@ -4,10 +4,12 @@
 
 use crate::kernels::{self, control, run_node, View, ViewMut};
 use rlx_compile::LirModule;
-use rlx_driver::{BackendError, Executable};
+use rlx_driver::{BackendError, Executable, SharedParam};
 use rlx_ir::{node_label, HostTensor, Op};
+use std::sync::Arc;
 
 /// A 64-byte aligned byte buffer.
+#[derive(Clone)]
 struct AlignedBuf {
     blocks: Vec<Block>,
     len: usize,
@@ -54,7 +56,9 @@ enum Loc {
 pub struct CpuExecutable {
     lir: LirModule,
     arena: AlignedBuf,
-    params: Vec<Option<AlignedBuf>>,
+    /// Reference counted so executables can share weights (see
+    /// [`Executable::set_param_shared`]).
+    params: Vec<Option<Arc<AlignedBuf>>>,
     constants: Vec<AlignedBuf>,
     locs: Vec<Loc>,
     dims: Vec<Vec<usize>>,
@@ -124,7 +128,56 @@ impl Executable for CpuExecutable {
             .params
             .get_mut(index)
             .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
-        *slot = Some(AlignedBuf::from_bytes(value.bytes()));
+        *slot = Some(Arc::new(AlignedBuf::from_bytes(value.bytes())));
+        Ok(())
+    }
+
+    fn share_param(&self, index: usize) -> Option<SharedParam> {
+        let buf: Arc<AlignedBuf> = self.params.get(index)?.clone()?;
+        Some(SharedParam(buf))
+    }
+
+    fn set_param_shared(&mut self, index: usize, shared: &SharedParam) -> Result<(), BackendError> {
+        let buf = Arc::clone(&shared.0)
+            .downcast::<AlignedBuf>()
+            .map_err(|_| BackendError::Signature("shared param is not a CPU buffer".into()))?;
+        let len = self.lir.io.params.get(index).and_then(|p| p.2.size_bytes());
+        if len != Some(buf.len) {
+            return Err(BackendError::Signature(format!(
+                "shared param of {} bytes for param index {index} of {len:?} bytes",
+                buf.len
+            )));
+        }
+        self.params[index] = Some(buf);
+        Ok(())
+    }
+
+    fn write_param_bytes(
+        &mut self,
+        index: usize,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), BackendError> {
+        let name = |i: usize| self.lir.io.params.get(i).map(|p| p.1.clone());
+        let Some(Some(buf)) = self.params.get(index) else {
+            return Err(BackendError::Signature(format!(
+                "param {:?} (index {index}) is not set",
+                name(index)
+            )));
+        };
+        if offset
+            .checked_add(bytes.len())
+            .is_none_or(|end| end > buf.len)
+        {
+            return Err(BackendError::Signature(format!(
+                "write of {} bytes at byte {offset} past the end of param {:?} ({} bytes)",
+                bytes.len(),
+                name(index),
+                buf.len
+            )));
+        }
+        let buf = self.params[index].as_mut().expect("checked above");
+        Arc::make_mut(buf).bytes_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }
 

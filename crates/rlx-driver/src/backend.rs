@@ -51,4 +51,47 @@ pub trait Executable: Send {
     fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError>;
     /// The LIR it was compiled from.
     fn lir(&self) -> &LirModule;
+    /// A handle on param `index`'s uploaded storage that another executable
+    /// of the same backend can adopt without a copy; `None` when it is not
+    /// set or the backend does not share params.
+    fn share_param(&self, _index: usize) -> Option<SharedParam> {
+        None
+    }
+    /// Makes param `index` read `shared` (from [`Executable::share_param`]
+    /// of an executable of the same backend, with the same dtype and dims:
+    /// the runtime checks them) instead of its own copy.
+    fn set_param_shared(
+        &mut self,
+        _index: usize,
+        _shared: &SharedParam,
+    ) -> Result<(), BackendError> {
+        Err(BackendError::Signature(
+            "this backend does not share params between executables".into(),
+        ))
+    }
+    /// Overwrites `bytes.len()` bytes of param `index` from byte `offset` in
+    /// place (the rest is kept): persistent state such as a KV cache that
+    /// each run extends by a few rows. A param shared with another
+    /// executable is copied first, so the other one keeps its bytes.
+    fn write_param_bytes(
+        &mut self,
+        _index: usize,
+        _offset: usize,
+        _bytes: &[u8],
+    ) -> Result<(), BackendError> {
+        Err(BackendError::Signature(
+            "this backend does not write params in place".into(),
+        ))
+    }
+}
+
+/// A backend's param storage, shared between executables (reference
+/// counted; the backend downcasts it to its own buffer type).
+#[derive(Clone)]
+pub struct SharedParam(pub std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for SharedParam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedParam")
+    }
 }

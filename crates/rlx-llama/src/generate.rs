@@ -73,12 +73,10 @@ pub fn generate(
     let mut sampler = Sampler::new(opts.sampler)?;
     let mut cache = model.new_cache();
     cache.check_room(prompt.len() + opts.max_tokens.saturating_sub(1))?;
-    let vocab = model.config().vocab_size;
     let t0 = Instant::now();
-    let logits = model.forward(prompt, &mut cache)?;
+    let mut last = model.forward_last(prompt, &mut cache)?;
     let prefill_time = t0.elapsed();
     let mut tokens = Vec::with_capacity(opts.max_tokens);
-    let mut last = logits[logits.len() - vocab..].to_vec();
     let mut decode_time = Duration::ZERO;
     let mut decode_steps = 0;
     while tokens.len() < opts.max_tokens {
@@ -89,7 +87,7 @@ pub fn generate(
             break;
         }
         let t = Instant::now();
-        last = model.forward(&[next], &mut cache)?;
+        last = model.forward_last(&[next], &mut cache)?;
         decode_time += t.elapsed();
         decode_steps += 1;
     }

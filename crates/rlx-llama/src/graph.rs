@@ -1,12 +1,16 @@
-//! The llama step graph: `S` new tokens attend to a KV cache of `C` slots.
+//! The llama step graph: `S` new tokens attend to a KV cache of `C` slots
+//! held as params (persistent state the caller extends in place with
+//! `CompiledGraph::write_param_bytes`, one row per layer per token).
 //!
 //! Inputs (all f32): `x [S, dim]` (the token embeddings), `cos` / `sin`
-//! `[S, head_dim/2]` (RoPE angles of the tokens' positions), `mask
+//! `[S, head_dim/2]` (RoPE angles of the tokens' positions) and `mask
 //! [S, C+S]` (an additive bias: 0 for a key the query sees, a large
-//! negative number otherwise) and per layer `k_cache.L` / `v_cache.L`
-//! `[n_kv_heads, C, head_dim]`. Outputs: `logits [S, vocab]`, then per layer
-//! the new keys and values `[n_kv_heads, S, head_dim]` (after RoPE), which
-//! the caller writes into its cache.
+//! negative number otherwise; columns `..C` are the cache slots, `C..` the
+//! new tokens). Params: the weights, and per layer `k_cache.L` /
+//! `v_cache.L` `[n_kv_heads, C, head_dim]`. Outputs: `logits` (`[S, vocab]`,
+//! or `[1, vocab]` for the last row only with [`LogitRows::Last`]), then
+//! per layer the new keys and values `[n_kv_heads, S, head_dim]` (after
+//! RoPE), which the caller writes into its cache.
 //!
 //! Per block: `x += Wo · attn(rope(Wq·n), rope(Wk·n), Wv·n)` with
 //! `n = rmsnorm(x) * attn_norm`, grouped-query heads (query head `h` reads
@@ -14,15 +18,42 @@
 //! (Wup·n2))` with `n2 = rmsnorm(x) * ffn_norm`; then `logits =
 //! Wout · (rmsnorm(x) * output_norm)`. RoPE rotates adjacent pairs
 //! (`x[2i], x[2i+1]`), llama.cpp's "normal" mode for GGUF llama weights.
+//!
+//! Attention never copies the cache: the scores against the cache params
+//! and against the new keys are two batched products (`DotGeneral`, one
+//! batch entry per kv head, its query heads stacked as rows), concatenated
+//! (a few KB), masked and soft-maxed together, and the probabilities split
+//! again for the two value products.
 
 use crate::config::LlamaConfig;
 use crate::weights::{LlamaWeights, MatWeight};
-use rlx_ir::op::MaskKind;
+use rlx_ir::op::DotDims;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
-/// The name of layer `l`'s cache input (`"k"` or `"v"`).
-pub fn cache_input(kind: &str, l: usize) -> String {
+/// The name of layer `l`'s cache param (`kind` is `"k"` or `"v"`).
+pub fn cache_param(kind: &str, l: usize) -> String {
     format!("{kind}_cache.{l}")
+}
+
+/// Which rows' logits a step graph outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogitRows {
+    /// Every row (`[S, vocab]`).
+    All,
+    /// The last row only (`[1, vocab]`): a prefill chunk whose last token
+    /// is the last row skips the LM head for the others.
+    Last,
+}
+
+/// Batched product over axis 0 contracting `lhs` axis 2 with `rhs` axis
+/// `rhs_contract`.
+fn batched(lhs_contract: usize, rhs_contract: usize) -> DotDims {
+    DotDims {
+        lhs_batch: vec![0],
+        rhs_batch: vec![0],
+        lhs_contract: vec![lhs_contract],
+        rhs_contract: vec![rhs_contract],
+    }
 }
 
 /// A step graph and the params it needs, by name.
@@ -56,6 +87,44 @@ impl<'w> Builder<'_, 'w> {
         self.g.rms_norm(x, gid, self.cfg.rms_eps)
     }
 
+    /// Grouped-query attention of `q [nh, S, hd]` over the cache params
+    /// (`[nkv, C, hd]`) and the new `k`, `v` (`[nkv, S, hd]`).
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &mut self,
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        k_cache: NodeId,
+        v_cache: NodeId,
+        mask: NodeId,
+        seq: usize,
+        ctx: usize,
+    ) -> NodeId {
+        let (hd, nh, nkv) = (self.cfg.head_dim, self.cfg.n_heads, self.cfg.n_kv_heads);
+        let group = nh / nkv;
+        let g = &mut self.g;
+        let q = g.mul(q, (1.0 / (hd as f64).sqrt()) as f32);
+        // Query head h = kv * group + i: rows (i, s) of kv head `kv`.
+        let q = g.reshape_(q, &[nkv as i64, (group * seq) as i64, hd as i64]);
+        let s_cache = g.dot_general(q, k_cache, batched(2, 2));
+        let s_new = g.dot_general(q, k, batched(2, 2));
+        let scores = g.concat_(&[s_cache, s_new], 2);
+        let width = (ctx + seq) as i64;
+        let scores = g.reshape_(scores, &[nkv as i64, group as i64, seq as i64, width]);
+        let scores = g.add(scores, mask);
+        let p = g.sm(scores, 3);
+        let p = g.reshape_(p, &[nkv as i64, (group * seq) as i64, width]);
+        let p_cache = g.narrow_(p, 2, 0, ctx);
+        let p_new = g.narrow_(p, 2, ctx, seq);
+        let o_cache = g.dot_general(p_cache, v_cache, batched(2, 1));
+        let o_new = g.dot_general(p_new, v, batched(2, 1));
+        let o = g.add(o_cache, o_new);
+        let o = g.reshape_(o, &[nh as i64, seq as i64, hd as i64]);
+        let o = g.transpose_(o, &[1, 0, 2]);
+        g.reshape_(o, &[seq as i64, self.cfg.dim as i64])
+    }
+
     /// `[S, heads * hd] -> [heads, S, hd]`.
     fn split_heads(&mut self, x: NodeId, s: usize, heads: usize) -> NodeId {
         let hd = self.cfg.head_dim as i64;
@@ -65,11 +134,14 @@ impl<'w> Builder<'_, 'w> {
 }
 
 /// Builds the step graph for `seq` new tokens and a cache of `ctx` slots.
+/// The cache params are not in [`StepGraph::params`] (the caller sets and
+/// extends them).
 pub fn build_step_graph<'w>(
     cfg: &LlamaConfig,
     w: &'w LlamaWeights,
     seq: usize,
     ctx: usize,
+    rows: LogitRows,
 ) -> StepGraph<'w> {
     let mut b = Builder {
         g: Graph::new(format!("llama_step_s{seq}_c{ctx}")),
@@ -85,8 +157,8 @@ pub fn build_step_graph<'w>(
     let mut kv_out = Vec::with_capacity(2 * cfg.n_layers);
     for (l, lw) in w.layers.iter().enumerate() {
         let p = |t: &str| format!("blk.{l}.{t}");
-        let k_cache = b.g.input(&cache_input("k", l), f32s(&[nkv, ctx, hd]));
-        let v_cache = b.g.input(&cache_input("v", l), f32s(&[nkv, ctx, hd]));
+        let k_cache = b.g.param(&cache_param("k", l), f32s(&[nkv, ctx, hd]));
+        let v_cache = b.g.param(&cache_param("v", l), f32s(&[nkv, ctx, hd]));
         let h = b.rms_norm(x, p("attn_norm"), &lw.attn_norm);
         let q = b.matmul(h, p("attn_q"), &lw.wq);
         let k = b.matmul(h, p("attn_k"), &lw.wk);
@@ -96,11 +168,7 @@ pub fn build_step_graph<'w>(
         let v = b.split_heads(v, seq, nkv);
         let q = b.g.rope_interleaved(q, cos, sin);
         let k = b.g.rope_interleaved(k, cos, sin);
-        let k_all = b.g.concat_(&[k_cache, k], 1);
-        let v_all = b.g.concat_(&[v_cache, v], 1);
-        let a = b.g.attention_(q, k_all, v_all, MaskKind::Bias, Some(mask));
-        let a = b.g.transpose_(a, &[1, 0, 2]);
-        let a = b.g.reshape_(a, &[seq as i64, cfg.dim as i64]);
+        let a = b.attention(q, k, v, k_cache, v_cache, mask, seq, ctx);
         let o = b.matmul(a, p("attn_output"), &lw.wo);
         x = b.g.add(x, o);
         let h = b.rms_norm(x, p("ffn_norm"), &lw.ffn_norm);
@@ -111,6 +179,9 @@ pub fn build_step_graph<'w>(
         let down = b.matmul(act, p("ffn_down"), &lw.w_down);
         x = b.g.add(x, down);
         kv_out.extend([k, v]);
+    }
+    if rows == LogitRows::Last {
+        x = b.g.narrow_(x, 0, seq - 1, 1);
     }
     let h = b.rms_norm(x, "output_norm".into(), &w.output_norm);
     let logits = b.matmul(h, "output".into(), &w.output);

@@ -1,13 +1,26 @@
 //! [`KvCache`]: the keys and values of the tokens seen so far, per layer,
 //! in the `[n_kv_heads, capacity, head_dim]` layout the step graph reads.
+//!
+//! The host copy is the reference: each compiled step graph keeps its own
+//! cache params and copies in only the rows it has not seen yet (tracked
+//! by the cache's [`KvCache::id`], which changes whenever rows are
+//! forgotten or the cache is cloned).
 
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
 use rlx_ir::{DType, HostTensor};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A fresh cache identity.
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 /// Per-layer key / value buffers with a fill length.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct KvCache {
+    id: u64,
     capacity: usize,
     len: usize,
     n_kv_heads: usize,
@@ -26,6 +39,7 @@ impl KvCache {
                 .collect()
         };
         KvCache {
+            id: next_id(),
             capacity,
             len: 0,
             n_kv_heads: config.n_kv_heads,
@@ -33,6 +47,12 @@ impl KvCache {
             keys: zeros(),
             values: zeros(),
         }
+    }
+
+    /// This cache's identity: rows `..len` with the same id never change,
+    /// so a graph that copied them in keeps them.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Positions filled.
@@ -52,12 +72,15 @@ impl KvCache {
 
     /// Forgets every position (the buffers are reused).
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.truncate(0);
     }
 
     /// Drops the positions from `len` on (e.g. to re-run a shared prefix).
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        if len < self.len {
+            self.len = len;
+            self.id = next_id();
+        }
     }
 
     /// Layer `l`'s keys (`[n_kv_heads, capacity, head_dim]`; rows past
@@ -83,10 +106,17 @@ impl KvCache {
         Ok(())
     }
 
-    /// Writes the first `count` of the `s` positions of `k` / `v`
-    /// (`[n_kv_heads, s, head_dim]` f32) for layer `l` after the filled ones.
-    /// Call [`Self::advance`] once every layer is written.
-    pub(crate) fn write(&mut self, l: usize, k: &HostTensor, v: &HostTensor, count: usize) {
+    /// Writes positions `skip .. skip + count` of the `s` positions of `k` /
+    /// `v` (`[n_kv_heads, s, head_dim]` f32) for layer `l` after the filled
+    /// ones. Call [`Self::advance`] once every layer is written.
+    pub(crate) fn write(
+        &mut self,
+        l: usize,
+        k: &HostTensor,
+        v: &HostTensor,
+        skip: usize,
+        count: usize,
+    ) {
         let (len, cap, nkv, hd) = (self.len, self.capacity, self.n_kv_heads, self.head_dim);
         for (dst, src) in [(&mut self.keys[l], k), (&mut self.values[l], v)] {
             let s = src.dims()[1];
@@ -94,7 +124,7 @@ impl KvCache {
             let mut bytes =
                 std::mem::replace(dst, HostTensor::zeros(DType::F32, &[0])).into_bytes();
             for h in 0..nkv {
-                let from = &src.bytes()[h * s * row..][..count * row];
+                let from = &src.bytes()[(h * s + skip) * row..][..count * row];
                 bytes[(h * cap + len) * row..][..count * row].copy_from_slice(from);
             }
             *dst = HostTensor::from_bytes(DType::F32, &[nkv, cap, hd], bytes)
@@ -102,8 +132,34 @@ impl KvCache {
         }
     }
 
+    /// The byte ranges of positions `from..to` in a layer's key or value
+    /// buffer (one per kv head).
+    pub(crate) fn row_bytes(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> {
+        let (cap, row) = (self.capacity, self.head_dim * 4);
+        (0..self.n_kv_heads).map(move |h| (h * cap + from) * row..(h * cap + to) * row)
+    }
+
     /// Marks `count` more positions filled.
     pub(crate) fn advance(&mut self, count: usize) {
         self.len += count;
+    }
+}
+
+impl Clone for KvCache {
+    /// A copy with its own identity (the two may diverge).
+    fn clone(&self) -> Self {
+        KvCache {
+            id: next_id(),
+            capacity: self.capacity,
+            len: self.len,
+            n_kv_heads: self.n_kv_heads,
+            head_dim: self.head_dim,
+            keys: self.keys.clone(),
+            values: self.values.clone(),
+        }
     }
 }

@@ -4,11 +4,11 @@
 
 use crate::config::LlamaConfig;
 use crate::error::{LlamaError, Result};
-use crate::graph::{build_step_graph, cache_input};
+use crate::graph::{build_step_graph, cache_param, LogitRows};
 use crate::kv_cache::KvCache;
-use crate::weights::{LlamaWeights, WeightMode};
+use crate::weights::{embed_into, LlamaWeights, MatWeight, WeightMode};
 use rlx_gguf::GgufReader;
-use rlx_ir::HostTensor;
+use rlx_ir::{DType, HostTensor};
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::path::Path;
 
@@ -39,14 +39,49 @@ impl Default for LlamaOptions {
     }
 }
 
-/// A llama model compiled for the CPU: one graph for single-token decode
-/// steps and one for prefill chunks, each compiled once.
+/// One compiled step graph and how much of which cache its cache params
+/// hold.
+struct Step {
+    seq: usize,
+    graph: CompiledGraph,
+    /// `(cache id, rows)`: rows `..rows` of that [`KvCache`] are copied in.
+    synced: (u64, usize),
+}
+
+impl Step {
+    /// Copies the rows of `cache` this graph has not seen into its params.
+    fn sync(&mut self, cache: &KvCache, n_layers: usize) -> Result<()> {
+        if self.synced.0 != cache.id() {
+            self.synced = (cache.id(), 0);
+        }
+        let from = self.synced.1.min(cache.len());
+        for l in 0..n_layers {
+            for (kind, t) in [("k", cache.keys(l)), ("v", cache.values(l))] {
+                let name = cache_param(kind, l);
+                for r in cache.row_bytes(from, cache.len()) {
+                    let offset = r.start;
+                    self.graph.write_param_bytes(&name, offset, &t.bytes()[r])?;
+                }
+            }
+        }
+        self.synced.1 = cache.len();
+        Ok(())
+    }
+}
+
+/// A llama model compiled for the CPU: a graph for single-token decode
+/// steps and, for prompts, one per kind of prefill chunk (last-row logits
+/// for generation, every row's for [`LlamaModel::forward`]), each compiled
+/// once. The graphs share one copy of the weights; each keeps its own KV
+/// cache params, extended in place row by row.
 pub struct LlamaModel {
     config: LlamaConfig,
-    weights: LlamaWeights,
+    /// The embedding table, looked up on the host.
+    embedding: MatWeight,
     context: usize,
-    decode: CompiledGraph,
-    prefill: Option<(usize, CompiledGraph)>,
+    decode: Step,
+    /// `(last-row logits, every row's logits)` chunk graphs.
+    prefill: Option<(Step, Step)>,
 }
 
 impl LlamaModel {
@@ -77,14 +112,20 @@ impl LlamaModel {
             });
         }
         let weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
-        let decode = compile(&config, &weights, 1, opts.context)?;
+        let ctx = opts.context;
+        let decode = compile(&config, &weights, 1, ctx, LogitRows::All, None)?;
         let prefill = match opts.prefill_chunk {
             1 => None,
-            p => Some((p, compile(&config, &weights, p, opts.context)?)),
+            p => {
+                let from = Some(&decode.graph);
+                let last = compile(&config, &weights, p, ctx, LogitRows::Last, from)?;
+                let all = compile(&config, &weights, p, ctx, LogitRows::All, from)?;
+                Some((last, all))
+            }
         };
         Ok(LlamaModel {
             config,
-            weights,
+            embedding: weights.token_embd,
             context: opts.context,
             decode,
             prefill,
@@ -94,11 +135,6 @@ impl LlamaModel {
     /// The model's hyper-parameters.
     pub fn config(&self) -> &LlamaConfig {
         &self.config
-    }
-
-    /// The loaded tensors.
-    pub fn weights(&self) -> &LlamaWeights {
-        &self.weights
     }
 
     /// An empty KV cache sized for this model's context.
@@ -112,6 +148,17 @@ impl LlamaModel {
     /// Unknown ids and a full cache are rejected before anything runs; a
     /// runtime failure part-way keeps the chunks already run in `cache`.
     pub fn forward(&mut self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
+        self.run(tokens, cache, LogitRows::All)
+    }
+
+    /// As [`Self::forward`], returning the last token's logits only
+    /// (`vocab_size` values): a prompt's chunks skip the LM head for every
+    /// other row.
+    pub fn forward_last(&mut self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
+        self.run(tokens, cache, LogitRows::Last)
+    }
+
+    fn run(&mut self, tokens: &[u32], cache: &mut KvCache, rows: LogitRows) -> Result<Vec<f32>> {
         cache.check_room(tokens.len())?;
         if let Some(&id) = tokens
             .iter()
@@ -122,79 +169,132 @@ impl LlamaModel {
                 vocab: self.config.vocab_size,
             });
         }
-        let mut logits = Vec::with_capacity(tokens.len() * self.config.vocab_size);
+        if tokens.is_empty() && rows == LogitRows::Last {
+            return Err(LlamaError::BadSetting {
+                name: "tokens",
+                expected: "at least one token",
+                given: "no tokens".into(),
+            });
+        }
+        let vocab = self.config.vocab_size;
+        let mut logits = Vec::new();
         let mut rest = tokens;
         while !rest.is_empty() {
+            // The first chunk takes the remainder, so the last token of the
+            // last chunk is its last row.
             let seq = match &self.prefill {
-                Some((p, _)) if rest.len() > 1 => *p,
+                Some((p, _)) if rest.len() > 1 => p.seq,
                 _ => 1,
             };
-            let n = rest.len().min(seq);
-            logits.extend(self.step(&rest[..n], seq, cache)?);
+            let n = match rest.len() % seq {
+                0 => seq,
+                r => r,
+            };
+            let last = n == rest.len();
+            let step = match (&mut self.prefill, seq, rows, last) {
+                (_, 1, ..) => &mut self.decode,
+                (Some((p, _)), _, LogitRows::Last, _) => p,
+                (Some((_, p)), _, LogitRows::All, _) => p,
+                (None, ..) => unreachable!("seq > 1 only with prefill graphs"),
+            };
+            let out = step_run(&self.config, &self.embedding, step, &rest[..n], cache)?;
+            match rows {
+                LogitRows::All => logits.extend(&out[(out.len() - n * vocab)..]),
+                LogitRows::Last if last => logits = out[out.len() - vocab..].to_vec(),
+                LogitRows::Last => {}
+            }
             rest = &rest[n..];
         }
         Ok(logits)
     }
-
-    /// One run of the `seq`-token graph on `tokens` (at most `seq`, padded).
-    fn step(&mut self, tokens: &[u32], seq: usize, cache: &mut KvCache) -> Result<Vec<f32>> {
-        let cfg = &self.config;
-        let (dim, half, ctx, pos) = (cfg.dim, cfg.head_dim / 2, self.context, cache.len());
-        let mut x = vec![0f32; seq * dim];
-        for (i, &t) in tokens.iter().enumerate() {
-            self.weights.embed_into(t, &mut x[i * dim..][..dim])?;
-        }
-        let (mut cos, mut sin) = (vec![0f32; seq * half], vec![0f32; seq * half]);
-        for i in 0..seq {
-            for j in 0..half {
-                let freq = cfg.rope_base.powf(-2.0 * j as f64 / cfg.head_dim as f64);
-                let angle = (pos + i) as f64 * freq;
-                cos[i * half + j] = angle.cos() as f32;
-                sin[i * half + j] = angle.sin() as f32;
-            }
-        }
-        let width = ctx + seq;
-        let mut mask = vec![MASKED; seq * width];
-        for i in 0..seq {
-            mask[i * width..][..pos].fill(0.0);
-            mask[i * width + ctx..][..=i].fill(0.0);
-        }
-        let t = |v: Vec<f32>, dims: &[usize]| HostTensor::from_vec(v, dims);
-        let named = [
-            ("x", t(x, &[seq, dim])?),
-            ("cos", t(cos, &[seq, half])?),
-            ("sin", t(sin, &[seq, half])?),
-            ("mask", t(mask, &[seq, width])?),
-        ];
-        let cache_names: Vec<(String, String)> = (0..cfg.n_layers)
-            .map(|l| (cache_input("k", l), cache_input("v", l)))
-            .collect();
-        let mut inputs: Vec<(&str, &HostTensor)> = named.iter().map(|(n, v)| (*n, v)).collect();
-        for (l, (kn, vn)) in cache_names.iter().enumerate() {
-            inputs.push((kn, cache.keys(l)));
-            inputs.push((vn, cache.values(l)));
-        }
-        let graph = match &mut self.prefill {
-            Some((p, g)) if *p == seq => g,
-            _ => &mut self.decode,
-        };
-        let outs = graph.try_run_typed(&inputs)?;
-        for l in 0..cfg.n_layers {
-            cache.write(l, &outs[1 + 2 * l], &outs[2 + 2 * l], tokens.len());
-        }
-        cache.advance(tokens.len());
-        let mut logits = outs[0].to_vec::<f32>()?;
-        logits.truncate(tokens.len() * cfg.vocab_size);
-        Ok(logits)
-    }
 }
 
-/// Builds, compiles and loads the `seq`-token step graph.
-fn compile(cfg: &LlamaConfig, w: &LlamaWeights, seq: usize, ctx: usize) -> Result<CompiledGraph> {
-    let step = build_step_graph(cfg, w, seq, ctx);
-    let mut compiled = Session::new(Device::Cpu).try_compile(step.graph)?;
-    for (name, value) in step.params {
-        compiled.set_param_typed(&name, value)?;
+/// One run of `step`'s graph on `tokens` (at most `step.seq`; a shorter
+/// chunk is padded at the front, so the tokens are the last rows): syncs
+/// the cache params, runs, and appends the new keys / values to `cache`
+/// and the graph. Returns the graph's logits.
+fn step_run(
+    cfg: &LlamaConfig,
+    embedding: &MatWeight,
+    step: &mut Step,
+    tokens: &[u32],
+    cache: &mut KvCache,
+) -> Result<Vec<f32>> {
+    let seq = step.seq;
+    let pad = seq - tokens.len();
+    let (dim, half, ctx, pos) = (cfg.dim, cfg.head_dim / 2, cache.capacity(), cache.len());
+    let mut x = vec![0f32; seq * dim];
+    for (i, &t) in tokens.iter().enumerate() {
+        embed_into(embedding, t, &mut x[(pad + i) * dim..][..dim])?;
     }
-    Ok(compiled)
+    let (mut cos, mut sin) = (vec![0f32; seq * half], vec![0f32; seq * half]);
+    for i in 0..tokens.len() {
+        for j in 0..half {
+            let freq = cfg.rope_base.powf(-2.0 * j as f64 / cfg.head_dim as f64);
+            let angle = (pos + i) as f64 * freq;
+            cos[(pad + i) * half + j] = angle.cos() as f32;
+            sin[(pad + i) * half + j] = angle.sin() as f32;
+        }
+    }
+    // Row r sees the filled cache slots and the new tokens up to itself; a
+    // padding row sees only itself (its output is never used).
+    let width = ctx + seq;
+    let mut mask = vec![MASKED; seq * width];
+    for r in 0..seq {
+        let row = &mut mask[r * width..][..width];
+        if r < pad {
+            row[ctx + r] = 0.0;
+        } else {
+            row[..pos].fill(0.0);
+            row[ctx + pad..=ctx + r].fill(0.0);
+        }
+    }
+    let t = |v: Vec<f32>, dims: &[usize]| HostTensor::from_vec(v, dims);
+    let named = [
+        ("x", t(x, &[seq, dim])?),
+        ("cos", t(cos, &[seq, half])?),
+        ("sin", t(sin, &[seq, half])?),
+        ("mask", t(mask, &[seq, width])?),
+    ];
+    let inputs: Vec<(&str, &HostTensor)> = named.iter().map(|(n, v)| (*n, v)).collect();
+    step.sync(cache, cfg.n_layers)?;
+    let outs = step.graph.try_run_typed(&inputs)?;
+    for l in 0..cfg.n_layers {
+        cache.write(l, &outs[1 + 2 * l], &outs[2 + 2 * l], pad, tokens.len());
+    }
+    cache.advance(tokens.len());
+    step.sync(cache, cfg.n_layers)?;
+    Ok(outs[0].to_vec::<f32>()?)
+}
+
+/// Builds, compiles and loads a `seq`-token step graph with zeroed cache
+/// params; its weights are `share`'s when given (compiled from the same
+/// weights), else uploaded.
+fn compile(
+    cfg: &LlamaConfig,
+    w: &LlamaWeights,
+    seq: usize,
+    ctx: usize,
+    rows: LogitRows,
+    share: Option<&CompiledGraph>,
+) -> Result<Step> {
+    let step = build_step_graph(cfg, w, seq, ctx, rows);
+    let mut graph = Session::new(Device::Cpu).try_compile(step.graph)?;
+    for (name, value) in step.params {
+        match share {
+            Some(other) => graph.share_param_from(&name, other, &name)?,
+            None => graph.set_param_typed(&name, value)?,
+        }
+    }
+    let zeros = HostTensor::zeros(DType::F32, &[cfg.n_kv_heads, ctx, cfg.head_dim]);
+    for l in 0..cfg.n_layers {
+        for kind in ["k", "v"] {
+            graph.set_param_typed(&cache_param(kind, l), &zeros)?;
+        }
+    }
+    Ok(Step {
+        seq,
+        graph,
+        synced: (0, 0),
+    })
 }

@@ -119,23 +119,27 @@ impl LlamaWeights {
 
     /// The f32 embedding of token `id` written into `out` (`dim` values).
     pub fn embed_into(&self, id: u32, out: &mut [f32]) -> Result<()> {
-        let e = &self.token_embd;
-        if id as usize >= e.n {
-            return Err(LlamaError::TokenOutOfRange { id, vocab: e.n });
-        }
-        let row = e.data.bytes().len() / e.n;
-        let bytes = &e.data.bytes()[id as usize * row..][..row];
-        let ty = match e.scheme {
-            Some(s) => GgmlType::from(s),
-            None => match e.data.dtype() {
-                DType::F16 => GgmlType::F16,
-                DType::BF16 => GgmlType::BF16,
-                _ => GgmlType::F32,
-            },
-        };
-        codecs::dequantize_into(ty, bytes, out)?;
-        Ok(())
+        embed_into(&self.token_embd, id, out)
     }
+}
+
+/// Row `id` of the embedding table `e` decoded into `out` (`e.k` values).
+pub fn embed_into(e: &MatWeight, id: u32, out: &mut [f32]) -> Result<()> {
+    if id as usize >= e.n {
+        return Err(LlamaError::TokenOutOfRange { id, vocab: e.n });
+    }
+    let row = e.data.bytes().len() / e.n;
+    let bytes = &e.data.bytes()[id as usize * row..][..row];
+    let ty = match e.scheme {
+        Some(s) => GgmlType::from(s),
+        None => match e.data.dtype() {
+            DType::F16 => GgmlType::F16,
+            DType::BF16 => GgmlType::BF16,
+            _ => GgmlType::F32,
+        },
+    };
+    codecs::dequantize_into(ty, bytes, out)?;
+    Ok(())
 }
 
 fn info<'a, D: AsRef<[u8]>>(r: &'a GgufReader<D>, name: &str) -> Result<&'a rlx_gguf::TensorInfo> {

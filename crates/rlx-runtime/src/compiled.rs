@@ -170,6 +170,63 @@ impl CompiledGraph {
         self.upload_param(i, value)
     }
 
+    /// Makes param `name` read `other`'s param `other_name` (already set,
+    /// same dtype and dims, same device) without a copy: e.g. the weights of
+    /// a prefill and a decode graph held once. Later
+    /// [`Self::set_param_typed`] calls give this graph its own copy again.
+    pub fn share_param_from(
+        &mut self,
+        name: &str,
+        other: &CompiledGraph,
+        other_name: &str,
+    ) -> Result<()> {
+        let i = self.param_index(name)?;
+        let j = other.param_index(other_name)?;
+        let (shape, other_shape) = (&self.io().params[i].2, &other.io().params[j].2);
+        if shape != other_shape {
+            return Err(RuntimeError::Shape {
+                what: format!("shared param \"{other_name}\" for param \"{name}\""),
+                expected: shape.clone(),
+                given: other_shape.static_dims().unwrap_or_default(),
+            });
+        }
+        let not_shared = |why: String| {
+            RuntimeError::Backend(rlx_driver::BackendError::Signature(format!(
+                "param \"{name}\" cannot share \"{other_name}\": {why}"
+            )))
+        };
+        if self.device != other.device {
+            return Err(not_shared(format!(
+                "it lives on {:?}, this graph on {:?}",
+                other.device, self.device
+            )));
+        }
+        let shared = other
+            .exec
+            .share_param(j)
+            .ok_or_else(|| not_shared("it is not set or the backend does not share".into()))?;
+        self.exec.set_param_shared(i, &shared)?;
+        self.param_set[i] = true;
+        Ok(())
+    }
+
+    /// Overwrites the param's bytes `offset .. offset + bytes.len()` in
+    /// place (little-endian values of its dtype), keeping the rest: for
+    /// persistent state such as a KV cache that each step extends by a
+    /// row. The param must be set; a range past its end is an error that
+    /// changes nothing.
+    pub fn write_param_bytes(&mut self, name: &str, offset: usize, bytes: &[u8]) -> Result<()> {
+        let i = self.param_index(name)?;
+        if !self.param_set[i] {
+            let (_, name, shape) = &self.io().params[i];
+            return Err(RuntimeError::ParamNotSet {
+                name: name.clone(),
+                shape: shape.clone(),
+            });
+        }
+        Ok(self.exec.write_param_bytes(i, offset, bytes)?)
+    }
+
     fn upload_param(&mut self, i: usize, t: &HostTensor) -> Result<()> {
         self.exec.set_param(i, t)?;
         self.param_set[i] = true;
