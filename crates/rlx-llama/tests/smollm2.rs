@@ -134,3 +134,93 @@ fn quantized_predicts_the_ggml_math_continuation() {
         assert!(top1 * 10 >= want.len() * 8, "{:?}: top-1 {top1}", p["text"]);
     }
 }
+
+fn llamacpp_fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/smollm2_llamacpp.json")).expect("fixture JSON")
+}
+
+/// RLX's quantized model against llama.cpp itself (llama-cpp-python 0.3.36
+/// on the same GGUF, `tools/gen_llamacpp_refs.py`), 40 tokens per prompt.
+///
+/// Exact equality of the whole continuation is not expected: both quantize
+/// activations as ggml does, but llama.cpp keeps its KV cache in f16 and
+/// sums in another order, which moves logits by up to ~1.3 here (observed
+/// worst over llama.cpp's top-5 tokens: 0.67, 0.54, 1.31), and this model's
+/// greedy path flips wherever the top two logits are nearly tied. So:
+/// - free-running greedy matches llama.cpp token for token up to its first
+///   near tie (top-1 / top-2 gap < `NEAR_TIE`; observed: the continuations
+///   part exactly there, after 14, 0 and 13 tokens);
+/// - teacher-forced on llama.cpp's continuation, RLX's top-1 is llama.cpp's
+///   at >= 95% of positions (observed 39, 39, 38 of 40) and at every
+///   position whose gap exceeds `SURE` (observed: every gap > 0.5);
+/// - RLX's logits of llama.cpp's five best tokens are within `TOL`.
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn quantized_matches_llama_cpp() {
+    const NEAR_TIE: f64 = 0.25;
+    const SURE: f64 = 1.0;
+    const TOL: f64 = 2.0;
+    let r = GgufReader::open(model_path()).unwrap();
+    let opts = LlamaOptions {
+        weights: WeightMode::Quantized,
+        context: 128,
+        prefill_chunk: 16,
+    };
+    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    let vocab = m.config().vocab_size;
+    for p in llamacpp_fixture()["prompts"].as_array().unwrap() {
+        let text = p["text"].as_str().unwrap();
+        let prompt = ids(&p["ids"]);
+        let want = ids(&p["greedy"]);
+        let margins: Vec<f64> = p["margin"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let go = GenerateOptions {
+            max_tokens: want.len(),
+            ..GenerateOptions::default()
+        };
+        let got = generate(&mut m, &prompt, &go, |_| {}).unwrap().tokens;
+        let prefix = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let first_tie = margins
+            .iter()
+            .position(|&g| g < NEAR_TIE)
+            .unwrap_or(want.len());
+
+        let mut seq = prompt.clone();
+        seq.extend(&want[..want.len() - 1]);
+        let logits = m.forward(&seq, &mut m.new_cache()).unwrap();
+        let (mut worst, mut top1) = (0f64, 0);
+        for (i, top5) in p["top5"].as_array().unwrap().iter().enumerate() {
+            let row = &logits[(prompt.len() - 1 + i) * vocab..][..vocab];
+            for pair in top5.as_array().unwrap() {
+                let (id, logit) = (pair[0].as_u64().unwrap(), pair[1].as_f64().unwrap());
+                worst = worst.max((row[id as usize] as f64 - logit).abs());
+            }
+            let best = (0..vocab)
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap();
+            top1 += (best == want[i] as usize) as usize;
+            assert!(
+                best == want[i] as usize || margins[i] <= SURE,
+                "{text:?} position {i}: top-1 {best}, llama.cpp {} with a gap of {}",
+                want[i],
+                margins[i]
+            );
+        }
+        eprintln!(
+            "{text:?}: greedy prefix {prefix} of {} (first near tie at {first_tie}), \
+             teacher-forced top-1 {top1} of {}, worst top-5 logit difference {worst:.3}",
+            want.len(),
+            want.len(),
+        );
+        assert!(
+            prefix >= first_tie,
+            "{text:?}: greedy prefix {prefix} < {first_tie}"
+        );
+        assert!(top1 * 100 >= want.len() * 95, "{text:?}: top-1 {top1}");
+        assert!(worst < TOL, "{text:?}: logit difference {worst}");
+    }
+}
