@@ -54,15 +54,20 @@ fn tokenizer_ids_match_hf_tokenizers() {
     );
 }
 
-/// Greedy continuations of every fixture prompt, and the reference ones.
-fn greedy_runs(mode: WeightMode, key: &str) -> Vec<(String, Vec<u32>, Vec<u32>)> {
+/// The model with a 128-token context and prefill chunks of 16.
+fn load(weights: WeightMode) -> LlamaModel {
     let r = GgufReader::open(model_path()).unwrap();
     let opts = LlamaOptions {
-        weights: mode,
+        weights,
         context: 128,
         prefill_chunk: 16,
     };
-    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    LlamaModel::from_reader(&r, opts).unwrap()
+}
+
+/// Greedy continuations of every fixture prompt, and the reference ones.
+fn greedy_runs(mode: WeightMode, key: &str) -> Vec<(String, Vec<u32>, Vec<u32>)> {
+    let mut m = load(mode);
     let fx = fixture();
     let mut runs = Vec::new();
     for p in fx["prompts"].as_array().unwrap() {
@@ -102,13 +107,7 @@ fn greedy_f32_weights_matches_numpy() {
 #[test]
 #[ignore = "needs model files: tools/fetch_models.sh"]
 fn quantized_predicts_the_ggml_math_continuation() {
-    let r = GgufReader::open(model_path()).unwrap();
-    let opts = LlamaOptions {
-        weights: WeightMode::Quantized,
-        context: 128,
-        prefill_chunk: 16,
-    };
-    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    let mut m = load(WeightMode::Quantized);
     let vocab = m.config().vocab_size;
     for p in fixture()["prompts"].as_array().unwrap() {
         let prompt = ids(&p["ids"]);
@@ -160,13 +159,7 @@ fn quantized_matches_llama_cpp() {
     const NEAR_TIE: f64 = 0.25;
     const SURE: f64 = 1.0;
     const TOL: f64 = 2.0;
-    let r = GgufReader::open(model_path()).unwrap();
-    let opts = LlamaOptions {
-        weights: WeightMode::Quantized,
-        context: 128,
-        prefill_chunk: 16,
-    };
-    let mut m = LlamaModel::from_reader(&r, opts).unwrap();
+    let mut m = load(WeightMode::Quantized);
     let vocab = m.config().vocab_size;
     for p in llamacpp_fixture()["prompts"].as_array().unwrap() {
         let text = p["text"].as_str().unwrap();
