@@ -18,7 +18,9 @@ Writes crates/rlx-llama/tests/fixtures/smollm2_llamacpp.json:
   chat        a fixed conversation and add_generation_prompt rendered by llama-cpp-python's
               Jinja2ChatFormatter (jinja2, the settings of HF transformers: trim_blocks,
               lstrip_blocks) from the GGUF's tokenizer.chat_template, for both values of
-              add_generation_prompt, with and without a system message.
+              add_generation_prompt, with and without a system message; and the same
+              conversations through EXTRA_TEMPLATE (whitespace control, namespace(), string
+              methods, filters, tojson), `extra_template` / `extra_chat`.
 """
 import argparse
 import json
@@ -42,6 +44,28 @@ CONVERSATIONS = [
         {"role": "user", "content": "And one above 100?\nOnly the number."},
     ],
 ]
+
+
+# A template in the style of larger models' (Llama 3 / Mistral), with what SmolLM2's lacks:
+# whitespace control, block lines that trim_blocks / lstrip_blocks strip, namespace(), Python
+# string methods, filters, tojson, loop variables and raise_exception.
+EXTRA_TEMPLATE = """{{ bos_token }}
+{%- set ns = namespace(system='') %}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set ns.system = messages[0]['content'].strip() %}
+    {%- set messages = messages[1:] %}
+{%- endif %}
+{% for message in messages %}
+    {% if message['role'] not in ['user', 'assistant'] %}
+        {{ raise_exception('unknown role ' + message['role']) }}
+    {% endif %}
+<|{{ message['role'] | upper }}|>{% if loop.first and ns.system %} [{{ ns.system }}]{% endif %}
+ {{ message['content'].strip() | replace('\n', ' ') }}{% if loop.last %} {{ {'n': loop.length, 'last': message['role']} | tojson }}{% endif %}
+
+{% endfor %}
+{% if add_generation_prompt %}<|ASSISTANT|>{% else %}{{ eos_token }}{% endif %}
+{{ messages[-1] | tojson(indent=2) }}
+"""
 
 
 def default_model():
@@ -104,6 +128,11 @@ def main():
             fmt = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos, add_generation_prompt=gen)
             rendered = fmt(messages=messages).prompt
             chats.append({"messages": messages, "add_generation_prompt": gen, "rendered": rendered})
+    extra = []
+    for messages in CONVERSATIONS:
+        fmt = Jinja2ChatFormatter(EXTRA_TEMPLATE, eos_token=eos, bos_token=bos, add_generation_prompt=True)
+        extra.append({"messages": messages, "add_generation_prompt": True,
+                      "rendered": fmt(messages=messages).prompt})
     fixture = {
         "gguf": os.path.basename(a.model),
         "llama_cpp_python": __import__("llama_cpp").__version__,
@@ -114,6 +143,8 @@ def main():
         "bos_token": bos,
         "eos_token": eos,
         "chat": chats,
+        "extra_template": EXTRA_TEMPLATE,
+        "extra_chat": extra,
     }
     out = os.path.join(FIX, "smollm2_llamacpp.json")
     with open(out, "w") as f:

@@ -2,30 +2,36 @@
 //!
 //! ```text
 //! RLX_NUM_THREADS=2 cargo run --release -p rlx-llama --example generate -- \
-//!     --prompt "The capital of France is" -n 64 [--chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
+//!     --prompt "The capital of France is" -n 64 [--chat | --no-chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
 //!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 32]
 //! ```
+//! `--chat` (the default when the file has a `tokenizer.chat_template`)
+//! renders the prompt as one user turn with that template, ending with the
+//! assistant's header; `--no-chat` feeds the text as is.
+//!
 //! The model defaults to `$RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf`
 //! (`RLX_MODELS` defaults to `~/.cache/rlx-models`; `tools/fetch_models.sh`
 //! downloads it).
 
 use rlx_gguf::GgufReader;
 use rlx_llama::{
-    generate, GenerateOptions, LlamaModel, LlamaOptions, SamplerConfig, Tokenizer, WeightMode,
+    generate, ChatMessage, ChatTemplate, GenerateOptions, LlamaModel, LlamaOptions, SamplerConfig,
+    Tokenizer, WeightMode,
 };
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 const USAGE: &str =
-    "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat] [--ignore-eos] \
+    "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat | --no-chat] [--ignore-eos] \
 [--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N]";
 
 struct Args {
     model: PathBuf,
     prompt: String,
     n: usize,
-    chat: bool,
+    /// `None`: on when the file has a template.
+    chat: Option<bool>,
     ignore_eos: bool,
     sampler: SamplerConfig,
     opts: LlamaOptions,
@@ -46,7 +52,7 @@ fn parse() -> Result<Args, String> {
         model: default_model(),
         prompt: "The capital of France is".into(),
         n: 64,
-        chat: false,
+        chat: None,
         ignore_eos: false,
         sampler: SamplerConfig::greedy(),
         opts: LlamaOptions::default(),
@@ -59,7 +65,8 @@ fn parse() -> Result<Args, String> {
             "--model" => a.model = value()?.into(),
             "--prompt" => a.prompt = value()?,
             "-n" | "--tokens" => a.n = num(value()?)? as usize,
-            "--chat" => a.chat = true,
+            "--chat" => a.chat = Some(true),
+            "--no-chat" => a.chat = Some(false),
             "--ignore-eos" => a.ignore_eos = true,
             "--temperature" => a.sampler.temperature = num(value()?)?,
             "--top-k" => a.sampler.top_k = num(value()?)? as usize,
@@ -73,14 +80,6 @@ fn parse() -> Result<Args, String> {
         }
     }
     Ok(a)
-}
-
-/// SmolLM2's chat template for one user turn (its default system prompt).
-fn chat(prompt: &str) -> String {
-    format!(
-        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n\
-         <|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
-    )
 }
 
 fn main() {
@@ -114,10 +113,11 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         a.opts.weights,
         t0.elapsed().as_secs_f64()
     );
-    let text = if a.chat {
-        chat(&a.prompt)
-    } else {
-        a.prompt.clone()
+    let template = ChatTemplate::from_gguf(reader.metadata(), &tokenizer)?;
+    let text = match (a.chat, &template) {
+        (Some(false), _) | (None, None) => a.prompt.clone(),
+        (_, Some(t)) => t.render(&[ChatMessage::new("user", a.prompt.as_str())], true)?,
+        (Some(true), None) => return Err("--chat: the file has no tokenizer.chat_template".into()),
     };
     let prompt = tokenizer.encode(&text, true);
     let opts = GenerateOptions {
@@ -128,7 +128,9 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             false => tokenizer.eos().into_iter().collect(),
         },
     };
-    print!("{}", a.prompt);
+    // A chat answer starts on its own line after the question.
+    let sep = if text == a.prompt { "" } else { "\n" };
+    print!("{}{sep}", a.prompt);
     let mut out = Vec::new();
     let mut printed = 0;
     let g = generate(&mut model, &prompt, &opts, |t| {

@@ -78,6 +78,14 @@ pub enum LlamaError {
         /// The value given.
         given: String,
     },
+    /// The GGUF's chat template does not parse or fails to render.
+    #[error("chat template ({stage}): {message}")]
+    ChatTemplate {
+        /// `"parse"` or `"render"`.
+        stage: &'static str,
+        /// The template engine's message (with the line where it applies).
+        message: String,
+    },
     /// Compiling or running the graph failed.
     #[error("runtime: {0}")]
     Runtime(#[from] rlx_runtime::RuntimeError),

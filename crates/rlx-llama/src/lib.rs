@@ -10,6 +10,7 @@
 //!   [`LlamaModel::forward`] over a [`KvCache`].
 //! - [`Tokenizer`]: GPT-2 style byte-level BPE from `tokenizer.ggml.tokens`
 //!   / `tokenizer.ggml.merges`.
+//! - [`ChatTemplate`]: the file's Jinja chat template (`minijinja`).
 //! - [`Sampler`]: greedy, temperature, top-k and top-p sampling with a
 //!   seeded, numpy-compatible RNG.
 //! - [`generate`]: prompt in, tokens and timings out.
@@ -17,6 +18,7 @@
 //! Errors are [`LlamaError`]s that name the metadata key or tensor at fault.
 #![warn(missing_docs)]
 
+pub mod chat;
 pub mod config;
 pub mod error;
 #[doc(hidden)]
@@ -29,6 +31,7 @@ pub mod sampler;
 pub mod tokenizer;
 pub mod weights;
 
+pub use chat::{ChatMessage, ChatTemplate};
 pub use config::LlamaConfig;
 pub use error::{LlamaError, Result};
 pub use generate::{generate, GenerateOptions, Generation};

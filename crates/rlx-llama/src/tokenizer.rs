@@ -166,6 +166,12 @@ impl Tokenizer {
         self.eos
     }
 
+    /// The text of token `id` as stored in the vocabulary (`None` past its
+    /// end).
+    pub fn token_text(&self, id: u32) -> Option<&str> {
+        self.tokens.get(id as usize).map(String::as_str)
+    }
+
     /// The id of a token's exact text.
     pub fn token_id(&self, text: &str) -> Option<u32> {
         self.ids.get(text).copied()

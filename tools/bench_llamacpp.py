@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""SmolLM2 tokens/s side by side: llama.cpp (llama-cpp-python) and RLX's `generate` example.
+
+Run (from the repository root, after a release build of the example):
+    cargo build --release -p rlx-llama --example generate
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ~/.cache/rlx-ref/venv/bin/python \
+        tools/bench_llamacpp.py [--threads 1 2] [--repeat 2] [--tokens 64] [--model PATH] \
+        [--rlx target/release/examples/generate]
+  env: ~/.cache/rlx-ref/venv with llama-cpp-python 0.3.36 (CPU build).
+  --model defaults to $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf.
+
+Both run the same prompt (the sentence of BENCHMARKS.md repeated 8 times, 136 tokens) from an
+empty cache, greedy, with EOS ignored, the same thread count (llama.cpp n_threads /
+n_threads_batch, RLX RLX_NUM_THREADS), alternating llama.cpp and RLX `--repeat` times per thread
+count so that machine load hits both alike. Prefill: the prompt in one call (llama.cpp: one
+batch of all its tokens; RLX: chunks of 32). Decode: one token per call, argmax of the last
+logits, `--tokens - 1` steps. Prints a markdown table and the load average.
+"""
+import argparse
+import os
+import re
+import subprocess
+import time
+
+import numpy as np
+import llama_cpp
+from llama_cpp import Llama
+
+PROMPT = " ".join(["The quick brown fox jumps over the lazy dog while the cat watches from the window."] * 8)
+
+
+def default_model():
+    root = os.environ.get("RLX_MODELS", os.path.expanduser("~/.cache/rlx-models"))
+    return os.path.join(root, "gguf", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def llamacpp_run(model, threads, n):
+    llm = Llama(model_path=model, n_ctx=512, n_batch=512, n_threads=threads,
+                n_threads_batch=threads, verbose=False)
+    ids = llm.tokenize(PROMPT.encode(), add_bos=False)
+    vocab = llm.n_vocab()
+    t0 = time.perf_counter()
+    llm.eval(ids)
+    prefill = time.perf_counter() - t0
+    last = lambda: np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(vocab,))
+    tok = int(np.argmax(last()))
+    t0 = time.perf_counter()
+    for _ in range(n - 1):
+        llm.eval([tok])
+        tok = int(np.argmax(last()))
+    decode = time.perf_counter() - t0
+    return len(ids) / prefill, (n - 1) / decode
+
+
+def rlx_run(binary, model, threads, n):
+    env = dict(os.environ, RLX_NUM_THREADS=str(threads))
+    out = subprocess.run([binary, "--model", model, "--no-chat", "--prompt", PROMPT, "-n", str(n), "--ignore-eos"],
+                         env=env, capture_output=True, text=True, check=True).stderr
+    rate = lambda phase: float(re.search(rf"{phase}: .* = ([0-9.]+) tokens/s", out).group(1))
+    return rate("prefill"), rate("decode")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=default_model())
+    ap.add_argument("--rlx", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"),
+                                                  "release", "examples", "generate"))
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--tokens", type=int, default=64)
+    a = ap.parse_args()
+    print("| threads | engine | prefill tokens/s | decode tokens/s | load average |")
+    print("|---|---|---|---|---|")
+    for t in a.threads:
+        for _ in range(a.repeat):
+            for name, run in (("llama.cpp", lambda: llamacpp_run(a.model, t, a.tokens)),
+                              ("RLX", lambda: rlx_run(a.rlx, a.model, t, a.tokens))):
+                p, d = run()
+                load = os.getloadavg()[0]
+                print(f"| {t} | {name} | {p:.1f} | {d:.1f} | {load:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
