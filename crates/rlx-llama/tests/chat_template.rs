@@ -35,27 +35,22 @@ fn check(template: &ChatTemplate, cases: &Value) {
     }
 }
 
+/// The fixture's template under `key` with its BOS / EOS texts.
+fn template(fx: &Value, key: &str) -> ChatTemplate {
+    let (bos, eos) = (text(fx, "bos_token"), text(fx, "eos_token"));
+    ChatTemplate::new(text(fx, key), bos, eos).unwrap()
+}
+
 #[test]
 fn smollm2_template_matches_jinja2() {
     let fx = fixture();
-    let t = ChatTemplate::new(
-        text(&fx, "chat_template"),
-        text(&fx, "bos_token"),
-        text(&fx, "eos_token"),
-    )
-    .unwrap();
-    check(&t, &fx["chat"]);
+    check(&template(&fx, "chat_template"), &fx["chat"]);
 }
 
 #[test]
 fn extra_template_matches_jinja2() {
     let fx = fixture();
-    let t = ChatTemplate::new(
-        text(&fx, "extra_template"),
-        text(&fx, "bos_token"),
-        text(&fx, "eos_token"),
-    )
-    .unwrap();
+    let t = template(&fx, "extra_template");
     check(&t, &fx["extra_chat"]);
     // Its raise_exception branch: a clear render error naming the role.
     let e = t

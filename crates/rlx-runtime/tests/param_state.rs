@@ -1,0 +1,76 @@
+//! Params as persistent state: `write_param_bytes` (rows written in place)
+//! and `share_param_from` (one buffer read by two compiled graphs, copied
+//! on a later write).
+
+use rlx_driver::Device;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_runtime::{CompiledGraph, RuntimeError, Session};
+
+/// `x (op) p` for `x`, `p` of `[2, 3]` f32 (`p` a param).
+fn compile(mul: bool, p_dims: &[usize]) -> CompiledGraph {
+    let mut g = Graph::new("state");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+    let p = g.param("p", Shape::new(p_dims, DType::F32));
+    let y = if mul { g.mul(x, p) } else { g.add(x, p) };
+    g.set_outputs(vec![y]);
+    Session::new(Device::Cpu).try_compile(g).unwrap()
+}
+
+fn run(c: &mut CompiledGraph) -> Vec<f32> {
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    c.try_run(&[("x", &x)]).unwrap().remove(0)
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+#[test]
+fn write_param_bytes_updates_rows_in_place() {
+    let mut c = compile(false, &[2, 3]);
+    assert!(matches!(
+        c.write_param_bytes("p", 0, &bytes(&[1.0])),
+        Err(RuntimeError::ParamNotSet { .. })
+    ));
+    c.set_param("p", &[0.0; 6]);
+    c.write_param_bytes("p", 12, &bytes(&[10.0, 20.0, 30.0]))
+        .unwrap();
+    assert_eq!(run(&mut c), [1.0, 2.0, 3.0, 14.0, 25.0, 36.0]);
+    c.write_param_bytes("p", 4, &bytes(&[-2.0])).unwrap();
+    assert_eq!(run(&mut c), [1.0, 0.0, 3.0, 14.0, 25.0, 36.0]);
+    // Past the end: an error naming the param, nothing written.
+    let e = c.write_param_bytes("p", 22, &bytes(&[7.0])).unwrap_err();
+    assert!(e.to_string().contains("past the end"), "{e}");
+    assert!(matches!(
+        c.write_param_bytes("q", 0, &[]),
+        Err(RuntimeError::UnknownParam { .. })
+    ));
+    assert_eq!(run(&mut c), [1.0, 0.0, 3.0, 14.0, 25.0, 36.0]);
+}
+
+#[test]
+fn shared_params_are_read_by_both_and_copied_on_write() {
+    let mut owner = compile(false, &[2, 3]);
+    let mut reader = compile(true, &[2, 3]);
+    assert!(
+        reader.share_param_from("p", &owner, "p").is_err(),
+        "an unset param cannot be shared"
+    );
+    owner.set_param("p", &[1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    reader.share_param_from("p", &owner, "p").unwrap();
+    assert_eq!(run(&mut reader), [1.0, 2.0, 3.0, 8.0, 10.0, 12.0]);
+    // A write to the reader's param leaves the owner's bytes alone.
+    reader.write_param_bytes("p", 0, &bytes(&[0.0])).unwrap();
+    assert_eq!(run(&mut reader), [0.0, 2.0, 3.0, 8.0, 10.0, 12.0]);
+    assert_eq!(run(&mut owner), [2.0, 3.0, 4.0, 6.0, 7.0, 8.0]);
+    // Another shape: a typed error, the param keeps its value.
+    let mut other = compile(true, &[3]);
+    let x = HostTensor::from_vec(vec![1f32; 6], &[2, 3]).unwrap();
+    other.set_param("p", &[5.0; 3]);
+    assert!(matches!(
+        other.share_param_from("p", &owner, "p"),
+        Err(RuntimeError::Shape { .. })
+    ));
+    let y = other.try_run_typed(&[("x", &x)]).unwrap();
+    assert_eq!(y[0].to_vec::<f32>().unwrap(), [5.0; 6]);
+}
