@@ -132,15 +132,20 @@ impl KvCache {
         }
     }
 
-    /// The byte ranges of positions `from..to` in a layer's key or value
-    /// buffer (one per kv head).
+    /// Per kv head, the byte range of positions `from..to` in a layer's
+    /// key or value buffer and their byte offset in a buffer of the same
+    /// layout with `slots` positions (`to <= slots`).
     pub(crate) fn row_bytes(
         &self,
         from: usize,
         to: usize,
-    ) -> impl Iterator<Item = std::ops::Range<usize>> {
+        slots: usize,
+    ) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> {
         let (cap, row) = (self.capacity, self.head_dim * 4);
-        (0..self.n_kv_heads).map(move |h| (h * cap + from) * row..(h * cap + to) * row)
+        (0..self.n_kv_heads).map(move |h| {
+            let start = (h * cap + from) * row;
+            (start..(h * cap + to) * row, (h * slots + from) * row)
+        })
     }
 
     /// Marks `count` more positions filled.

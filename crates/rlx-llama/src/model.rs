@@ -16,6 +16,9 @@ use std::path::Path;
 /// and small enough that `exp` of it is exactly 0 in f32.
 const MASKED: f32 = -1.0e9;
 
+/// The smallest decode cache bucket (slots).
+const MIN_BUCKET: usize = 64;
+
 /// Loading options.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LlamaOptions {
@@ -43,6 +46,8 @@ impl Default for LlamaOptions {
 /// hold.
 struct Step {
     seq: usize,
+    /// Cache slots of its cache params.
+    ctx: usize,
     graph: CompiledGraph,
     /// `(cache id, rows)`: rows `..rows` of that [`KvCache`] are copied in.
     synced: (u64, usize),
@@ -58,8 +63,7 @@ impl Step {
         for l in 0..n_layers {
             for (kind, t) in [("k", cache.keys(l)), ("v", cache.values(l))] {
                 let name = cache_param(kind, l);
-                for r in cache.row_bytes(from, cache.len()) {
-                    let offset = r.start;
+                for (r, offset) in cache.row_bytes(from, cache.len(), self.ctx) {
                     self.graph.write_param_bytes(&name, offset, &t.bytes()[r])?;
                 }
             }
@@ -69,8 +73,9 @@ impl Step {
     }
 }
 
-/// A llama model compiled for the CPU: a graph for single-token decode
-/// steps and, for prompts, one per kind of prefill chunk (last-row logits
+/// A llama model compiled for the CPU: graphs for single-token decode
+/// steps (one per cache bucket: 64, 128, ... slots up to the context, so a
+/// step attends over at most twice the filled length) and, for prompts, one per kind of prefill chunk (last-row logits
 /// for generation, every row's for [`LlamaModel::forward`]), each compiled
 /// once. The graphs share one copy of the weights; each keeps its own KV
 /// cache params, extended in place row by row.
@@ -79,7 +84,8 @@ pub struct LlamaModel {
     /// The embedding table, looked up on the host.
     embedding: MatWeight,
     context: usize,
-    decode: Step,
+    /// Decode graphs by growing cache size, the last one the whole context.
+    decode: Vec<Step>,
     /// `(last-row logits, every row's logits)` chunk graphs.
     prefill: Option<(Step, Step)>,
 }
@@ -113,16 +119,24 @@ impl LlamaModel {
         }
         let weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
         let ctx = opts.context;
-        let decode = compile(&config, &weights, 1, ctx, LogitRows::All, None)?;
+        let full = compile(&config, &weights, 1, ctx, LogitRows::All, None)?;
+        let mut decode = Vec::new();
+        let mut bucket = MIN_BUCKET;
+        while bucket < ctx {
+            let from = Some(&full.graph);
+            decode.push(compile(&config, &weights, 1, bucket, LogitRows::All, from)?);
+            bucket *= 2;
+        }
         let prefill = match opts.prefill_chunk {
             1 => None,
             p => {
-                let from = Some(&decode.graph);
+                let from = Some(&full.graph);
                 let last = compile(&config, &weights, p, ctx, LogitRows::Last, from)?;
                 let all = compile(&config, &weights, p, ctx, LogitRows::All, from)?;
                 Some((last, all))
             }
         };
+        decode.push(full);
         Ok(LlamaModel {
             config,
             embedding: weights.token_embd,
@@ -192,7 +206,12 @@ impl LlamaModel {
             };
             let last = n == rest.len();
             let step = match (&mut self.prefill, seq, rows, last) {
-                (_, 1, ..) => &mut self.decode,
+                (_, 1, ..) => {
+                    let need = cache.len() + 1;
+                    let i = self.decode.iter().position(|s| s.ctx >= need);
+                    let last = self.decode.len() - 1;
+                    &mut self.decode[i.unwrap_or(last)]
+                }
                 (Some((p, _)), _, LogitRows::Last, _) => p,
                 (Some((_, p)), _, LogitRows::All, _) => p,
                 (None, ..) => unreachable!("seq > 1 only with prefill graphs"),
@@ -222,7 +241,7 @@ fn step_run(
 ) -> Result<Vec<f32>> {
     let seq = step.seq;
     let pad = seq - tokens.len();
-    let (dim, half, ctx, pos) = (cfg.dim, cfg.head_dim / 2, cache.capacity(), cache.len());
+    let (dim, half, ctx, pos) = (cfg.dim, cfg.head_dim / 2, step.ctx, cache.len());
     let mut x = vec![0f32; seq * dim];
     for (i, &t) in tokens.iter().enumerate() {
         embed_into(embedding, t, &mut x[(pad + i) * dim..][..dim])?;
@@ -294,6 +313,7 @@ fn compile(
     }
     Ok(Step {
         seq,
+        ctx,
         graph,
         synced: (0, 0),
     })

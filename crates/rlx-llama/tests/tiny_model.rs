@@ -24,10 +24,14 @@ fn ids(v: &Json) -> Vec<u32> {
 }
 
 fn model(mode: WeightMode, prefill_chunk: usize) -> LlamaModel {
+    model_with_context(mode, prefill_chunk, 64)
+}
+
+fn model_with_context(mode: WeightMode, prefill_chunk: usize, context: usize) -> LlamaModel {
     let r = GgufReader::new(GGUF).expect("tiny GGUF parses");
     let opts = LlamaOptions {
         weights: mode,
-        context: 64,
+        context,
         prefill_chunk,
     };
     LlamaModel::from_reader(&r, opts).expect("tiny model loads")
@@ -150,6 +154,48 @@ fn kv_cache_decode_equals_full_recompute() {
         let row = &stepwise[(prompt_len - 1 + i) * vocab..][..vocab];
         assert_eq!(rlx_llama::sampler::argmax(row), *want, "position {i}");
     }
+}
+
+/// Largest |a - b|.
+fn worst_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).fold(0f32, |w, (x, y)| w.max((x - y).abs()))
+}
+
+/// Decode steps through the 64 / 128 / 256-slot cache buckets, and a cache
+/// truncated and re-run (the graphs' cache params re-synced from the host
+/// copy), give the logits of one chunked full-context recompute.
+#[test]
+fn decode_buckets_and_rewinds_equal_full_recompute() {
+    let fx = fixture();
+    let mut seq = ids(&fx["prompt"]);
+    seq.extend(ids(&fx["exact"]["greedy"]));
+    while seq.len() < 150 {
+        seq.extend_from_within(..20);
+    }
+    seq.truncate(150);
+    let mut m = model_with_context(WeightMode::F32, 16, 256);
+    let vocab = m.config().vocab_size;
+    let full = m.forward(&seq, &mut m.new_cache()).unwrap();
+    let mut cache = m.new_cache();
+    let mut stepwise = m.forward(&seq[..10], &mut cache).unwrap();
+    for &t in &seq[10..] {
+        stepwise.extend(m.forward(&[t], &mut cache).unwrap());
+    }
+    let worst = worst_diff(&full, &stepwise);
+    assert!(worst < 1e-4, "bucketed decode vs recompute: {worst}");
+    // Rewind into the first bucket and decode again, on a clone too.
+    cache.truncate(40);
+    let mut copy = cache.clone();
+    let mut again = Vec::new();
+    for &t in &seq[40..] {
+        again.extend(m.forward(&[t], &mut cache).unwrap());
+    }
+    let worst = worst_diff(&full[40 * vocab..], &again);
+    assert!(worst < 1e-4, "rewound decode vs recompute: {worst}");
+    let last = m.forward_last(&seq[40..], &mut copy).unwrap();
+    let worst = worst_diff(&full[149 * vocab..], &last);
+    assert!(worst < 1e-4, "prefill on a clone vs recompute: {worst}");
 }
 
 #[test]
