@@ -16,7 +16,7 @@ use std::path::Path;
 /// and small enough that `exp` of it is exactly 0 in f32.
 const MASKED: f32 = -1.0e9;
 
-/// The smallest decode cache bucket (slots).
+/// The smallest cache bucket (slots).
 const MIN_BUCKET: usize = 64;
 
 /// Loading options.
@@ -74,10 +74,10 @@ impl Step {
 }
 
 /// A llama model compiled for the CPU: graphs for single-token decode
-/// steps (one per cache bucket: 64, 128, ... slots up to the context, so a
-/// step attends over at most twice the filled length) and, for prompts, one per kind of prefill chunk (last-row logits
-/// for generation, every row's for [`LlamaModel::forward`]), each compiled
-/// once. The graphs share one copy of the weights; each keeps its own KV
+/// steps and for prompt chunks with last-row logits (generation), one per
+/// cache bucket (64, 128, ... slots up to the context, so a step attends
+/// over at most about twice the filled length), and one for chunks with
+/// every row's logits ([`LlamaModel::forward`]), each compiled once. The graphs share one copy of the weights; each keeps its own KV
 /// cache params, extended in place row by row.
 pub struct LlamaModel {
     config: LlamaConfig,
@@ -86,8 +86,8 @@ pub struct LlamaModel {
     context: usize,
     /// Decode graphs by growing cache size, the last one the whole context.
     decode: Vec<Step>,
-    /// `(last-row logits, every row's logits)` chunk graphs.
-    prefill: Option<(Step, Step)>,
+    /// `(last-row logits by cache bucket, every row's logits)` chunk graphs.
+    prefill: Option<(Vec<Step>, Step)>,
 }
 
 impl LlamaModel {
@@ -120,18 +120,21 @@ impl LlamaModel {
         let weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
         let ctx = opts.context;
         let full = compile(&config, &weights, 1, ctx, LogitRows::All, None)?;
-        let mut decode = Vec::new();
-        let mut bucket = MIN_BUCKET;
-        while bucket < ctx {
-            let from = Some(&full.graph);
-            decode.push(compile(&config, &weights, 1, bucket, LogitRows::All, from)?);
-            bucket *= 2;
-        }
+        let from = Some(&full.graph);
+        let buckets = || {
+            std::iter::successors(Some(MIN_BUCKET), |b| Some(b * 2)).take_while(move |&b| b < ctx)
+        };
+        let compile_buckets = |seq, rows| -> Result<Vec<Step>> {
+            buckets()
+                .map(|b| compile(&config, &weights, seq, b, rows, from))
+                .collect()
+        };
+        let mut decode = compile_buckets(1, LogitRows::All)?;
         let prefill = match opts.prefill_chunk {
             1 => None,
             p => {
-                let from = Some(&full.graph);
-                let last = compile(&config, &weights, p, ctx, LogitRows::Last, from)?;
+                let mut last = compile_buckets(p, LogitRows::Last)?;
+                last.push(compile(&config, &weights, p, ctx, LogitRows::Last, from)?);
                 let all = compile(&config, &weights, p, ctx, LogitRows::All, from)?;
                 Some((last, all))
             }
@@ -197,7 +200,7 @@ impl LlamaModel {
             // The first chunk takes the remainder, so the last token of the
             // last chunk is its last row.
             let seq = match &self.prefill {
-                Some((p, _)) if rest.len() > 1 => p.seq,
+                Some((_, p)) if rest.len() > 1 => p.seq,
                 _ => 1,
             };
             let n = match rest.len() % seq {
@@ -205,15 +208,11 @@ impl LlamaModel {
                 r => r,
             };
             let last = n == rest.len();
-            let step = match (&mut self.prefill, seq, rows, last) {
-                (_, 1, ..) => {
-                    let need = cache.len() + 1;
-                    let i = self.decode.iter().position(|s| s.ctx >= need);
-                    let last = self.decode.len() - 1;
-                    &mut self.decode[i.unwrap_or(last)]
-                }
-                (Some((p, _)), _, LogitRows::Last, _) => p,
-                (Some((_, p)), _, LogitRows::All, _) => p,
+            let need = cache.len() + n;
+            let step = match (&mut self.prefill, seq, rows) {
+                (_, 1, _) => bucket_for(&mut self.decode, need),
+                (Some((p, _)), _, LogitRows::Last) => bucket_for(p, need),
+                (Some((_, p)), _, LogitRows::All) => p,
                 (None, ..) => unreachable!("seq > 1 only with prefill graphs"),
             };
             let out = step_run(&self.config, &self.embedding, step, &rest[..n], cache)?;
@@ -226,6 +225,14 @@ impl LlamaModel {
         }
         Ok(logits)
     }
+}
+
+/// The step with the smallest cache of at least `need` slots (`steps`
+/// grow, the last one holds the whole context).
+fn bucket_for(steps: &mut [Step], need: usize) -> &mut Step {
+    let last = steps.len() - 1;
+    let i = steps.iter().position(|s| s.ctx >= need).unwrap_or(last);
+    &mut steps[i]
 }
 
 /// One run of `step`'s graph on `tokens` (at most `step.seq`; a shorter
