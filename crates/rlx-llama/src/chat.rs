@@ -10,6 +10,10 @@ use minijinja::value::Kwargs;
 use minijinja::{Environment, Error, ErrorKind, Value};
 use rlx_gguf::Metadata;
 
+/// Template instructions one render may run: far above any real chat
+/// template's needs, it turns a hostile file's endless loop into an error.
+const RENDER_FUEL: u64 = 2_000_000;
+
 /// The metadata key of the template.
 pub const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
 
@@ -127,6 +131,7 @@ impl ChatTemplate {
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
+        env.set_fuel(Some(RENDER_FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_filter("tojson", tojson);
         env.add_function(

@@ -1,11 +1,12 @@
 //! The body of the `llama_load` fuzz target (`fuzz/`), shared with the
 //! seeded mutation test of the normal suite (`tests/mutation.rs`).
 
-use crate::{LlamaConfig, LlamaModel, LlamaOptions, Tokenizer};
+use crate::{ChatMessage, ChatTemplate, LlamaConfig, LlamaModel, LlamaOptions, Tokenizer};
 use rlx_gguf::GgufReader;
 
 /// Parses `data` as GGUF and, as far as it is valid, loads the config, the
-/// tokenizer (encoding and decoding a short text) and the model (a 16-slot
+/// tokenizer (encoding and decoding a short text), the chat template
+/// (rendering one turn) and the model (a 16-slot
 /// context), then runs token 0. Errors are fine; a panic is a bug.
 pub fn load_and_run(data: &[u8]) {
     let Ok(r) = GgufReader::new(data) else {
@@ -15,6 +16,9 @@ pub fn load_and_run(data: &[u8]) {
     if let Ok(tk) = Tokenizer::from_gguf(r.metadata()) {
         let ids = tk.encode("Hi <|im_start|> 12 naïve  \n", true);
         let _ = tk.decode(&ids);
+        if let Ok(Some(t)) = ChatTemplate::from_gguf(r.metadata(), &tk) {
+            let _ = t.render(&[ChatMessage::new("user", "Hi")], true);
+        }
     }
     let opts = LlamaOptions {
         context: 16,

@@ -76,6 +76,24 @@ fn bad_templates_are_typed_errors() {
                 .render(&[ChatMessage::new("user", "x")], true)
                 .is_err()
     );
+    // Endless work is cut off with an error, not a hang.
+    let t = ChatTemplate::new(
+        "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    let e = t.render(&[], true).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            LlamaError::ChatTemplate {
+                stage: "render",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // A file without a template has none (the tiny test model).
     let r = GgufReader::new(&include_bytes!("fixtures/tiny_llama.gguf")[..]).unwrap();
     let tk = Tokenizer::from_gguf(r.metadata()).unwrap();
