@@ -60,6 +60,9 @@ impl Step {
             self.synced = (cache.id(), 0);
         }
         let from = self.synced.1.min(cache.len());
+        if from == cache.len() {
+            return Ok(());
+        }
         for l in 0..n_layers {
             for (kind, t) in [("k", cache.keys(l)), ("v", cache.values(l))] {
                 let name = cache_param(kind, l);
