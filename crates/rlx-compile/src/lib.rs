@@ -35,6 +35,7 @@ pub use lir::{
 pub use memory::{check_plan, plan_memory, plan_memory_with, runs_in_place, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
+pub use passes::legalize::{legalize_layout, LayoutClaims, LegalizeLayout};
 pub use passes::quantize::{
     insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
     QuantRole, TensorStats,

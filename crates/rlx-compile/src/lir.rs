@@ -66,6 +66,9 @@ pub struct LowerOptions {
     pub fusion: FusionOptions,
     /// Automatic mixed precision (applies when `precision` is F32).
     pub precision_policy: PrecisionPolicy,
+    /// The target's layout claims; without one, the last pass makes
+    /// broadcasts / strided reads explicit ([`crate::legalize_layout`]).
+    pub layout: crate::LayoutClaims,
 }
 
 impl Default for LowerOptions {
@@ -83,6 +86,7 @@ impl Default for LowerOptions {
             keep_stages: false,
             fusion: FusionOptions::default(),
             precision_policy: PrecisionPolicy::AlwaysF32,
+            layout: crate::LayoutClaims::NATIVE,
         }
     }
 }
@@ -279,6 +283,9 @@ pub fn optimize_with(
             report_slot.borrow_mut().extend(r);
             Ok(fused)
         });
+    }
+    if opts.layout != crate::LayoutClaims::NATIVE {
+        pipeline = pipeline.with(crate::LegalizeLayout::new(opts.layout));
     }
     let CompileResult {
         graph: g,

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 pub struct FusionTarget {
     name: String,
     claims: Arc<dyn Fn(&Op) -> bool + Send + Sync>,
+    layout: crate::LayoutClaims,
 }
 
 impl fmt::Debug for FusionTarget {
@@ -34,7 +35,21 @@ impl FusionTarget {
         FusionTarget {
             name: name.into(),
             claims: Arc::new(claims),
+            layout: crate::LayoutClaims::NATIVE,
         }
+    }
+
+    /// The same target with other layout claims (native broadcasting,
+    /// strided inputs); [`FusionTarget::new`] claims both.
+    pub fn with_layout(mut self, layout: crate::LayoutClaims) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// What the target's kernels do about layout (see
+    /// [`crate::legalize_layout`]).
+    pub fn layout(&self) -> crate::LayoutClaims {
+        self.layout
     }
 
     /// Claims every op, composites and fused ops included.

@@ -11,10 +11,9 @@ use rlx_ir::{parse_graph, Graph};
 use rlx_runtime::{CompileOptions, Session};
 
 mod common;
-use common::values;
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
-use random_graphs::{build, build_blocks, D, T};
+use random_graphs::{build, build_blocks, run_unoptimised as run, D, T};
 
 /// Parses the full text of `g` and checks it prints back the same.
 fn reparse(g: &Graph) -> Graph {
@@ -22,25 +21,6 @@ fn reparse(g: &Graph) -> Graph {
     let back = parse_graph(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.to_text(), text);
     back
-}
-
-/// Runs `g` unoptimised on the inputs it declares (`a`, `b` or `x`, `y`).
-fn run(g: &Graph) -> Vec<Vec<f32>> {
-    let off = CompileOptions::default().optimize(false);
-    let mut c = Session::new(Device::Cpu)
-        .try_compile_with(g.clone(), &off)
-        .unwrap_or_else(|e| panic!("compile failed: {e}\n{g}"));
-    let feeds: Vec<(String, Vec<f32>)> = g
-        .inputs()
-        .iter()
-        .enumerate()
-        .map(|(i, (_, name, shape))| {
-            let n = shape.numel().unwrap();
-            (name.to_string(), values(n, 17 + i as u64, 1.0))
-        })
-        .collect();
-    let refs: Vec<(&str, &[f32])> = feeds.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
-    c.try_run(&refs).unwrap()
 }
 
 /// Every stage of the default pipeline round-trips; the parsed input and

@@ -6,14 +6,14 @@
 
 use proptest::prelude::*;
 use rlx_driver::Device;
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use rlx_ir::Graph;
 use rlx_runtime::{CompileOptions, Session};
 
 mod common;
 use common::values;
 #[path = "common/random_graphs.rs"]
 mod random_graphs;
-use random_graphs::{build, build_blocks, Step, D, T};
+use random_graphs::{build, build_blocks, same_bits, Step, D, T};
 
 fn run(g: &Graph, opts: &CompileOptions) -> (Vec<Vec<f32>>, usize) {
     let mut c = Session::new(Device::Cpu)
@@ -23,16 +23,6 @@ fn run(g: &Graph, opts: &CompileOptions) -> (Vec<Vec<f32>>, usize) {
     let b = [1.0f32, -0.5, 0.25, 2.0, -1.5, 0.1];
     let out = c.try_run(&[("a", &a), ("b", &b)]).unwrap();
     (out, c.lir().graph.len())
-}
-
-fn same_bits(x: &[Vec<f32>], y: &[Vec<f32>]) -> bool {
-    x.len() == y.len()
-        && x.iter().zip(y).all(|(p, q)| {
-            p.len() == q.len()
-                && p.iter()
-                    .zip(q)
-                    .all(|(u, v)| u == v || (u.is_nan() && v.is_nan()))
-        })
 }
 
 proptest! {

@@ -5,6 +5,7 @@ pub mod cse;
 pub mod dce;
 pub mod decompose;
 pub mod fold;
+pub mod legalize;
 pub mod precision;
 pub mod quantize;
 pub mod simplify;

@@ -1,14 +1,17 @@
 //! The random-program generators of the property tests (shared by
 //! `pass_equivalence.rs` and `ir_text.rs`; include with
 //! `#[path = "common/random_graphs.rs"] mod random_graphs;`).
+#![allow(dead_code)] // each test binary uses its own subset
 
 use super::common::values;
+use rlx_driver::Device;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use rlx_runtime::{CompileOptions, Session};
 
 /// One step of a random program: an op code and two operand picks.
 pub type Step = (u8, usize, usize);
 
-fn broadcastable(g: &Graph, x: NodeId, y: NodeId) -> bool {
+pub fn broadcastable(g: &Graph, x: NodeId, y: NodeId) -> bool {
     let (a, b) = (
         g.shape(x).static_dims().unwrap(),
         g.shape(y).static_dims().unwrap(),
@@ -169,4 +172,35 @@ pub fn build_blocks(steps: &[Step]) -> Graph {
     let n = pool.len();
     g.set_outputs(vec![pool[n / 2], pool[n - 2], pool[n - 1]]);
     g
+}
+
+/// Runs `g` with every pass off, feeding each declared input
+/// deterministic values in [-1, 1].
+pub fn run_unoptimised(g: &Graph) -> Vec<Vec<f32>> {
+    let off = CompileOptions::default().optimize(false);
+    let mut c = Session::new(Device::Cpu)
+        .try_compile_with(g.clone(), &off)
+        .unwrap_or_else(|e| panic!("compile failed: {e}\n{g}"));
+    let feeds: Vec<(String, Vec<f32>)> = g
+        .inputs()
+        .iter()
+        .enumerate()
+        .map(|(i, (_, name, shape))| {
+            let n = shape.numel().unwrap();
+            (name.to_string(), values(n, 17 + i as u64, 1.0))
+        })
+        .collect();
+    let refs: Vec<(&str, &[f32])> = feeds.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
+    c.try_run(&refs).unwrap()
+}
+
+/// The same values (`==`, so `0.0` equals `-0.0`; any NaN equals any NaN).
+pub fn same_bits(x: &[Vec<f32>], y: &[Vec<f32>]) -> bool {
+    x.len() == y.len()
+        && x.iter().zip(y).all(|(p, q)| {
+            p.len() == q.len()
+                && p.iter()
+                    .zip(q)
+                    .all(|(u, v)| u == v || (u.is_nan() && v.is_nan()))
+        })
 }
