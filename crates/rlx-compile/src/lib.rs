@@ -34,6 +34,9 @@ pub use lir::{
 };
 pub use memory::{check_plan, plan_memory, plan_memory_with, runs_in_place, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
+pub use passes::calibration::{
+    CalibrationCollector, CalibrationMethod, CalibrationOptions, Histogram,
+};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
 pub use passes::legalize::{legalize_layout, LayoutClaims, LegalizeLayout};
 pub use passes::quantize::{

@@ -19,7 +19,7 @@ mod options;
 mod session;
 pub mod weights;
 
-pub use calibrate::collect_calibration;
+pub use calibrate::{collect_calibration, collect_calibration_with};
 pub use compiled::CompiledGraph;
 pub use devices::{
     available_devices, device_chain_from_env, device_from_env, device_report, devices_for,

@@ -1,6 +1,7 @@
 //! Graph -> graph passes.
 
 pub mod amp;
+pub mod calibration;
 pub mod cse;
 pub mod dce;
 pub mod decompose;
