@@ -576,7 +576,8 @@ fn bad_texts_name_the_place_and_what_was_expected() {
     let ok =
         "graph \"g\" {\n  %0 = input \"x\" : f32[2,3]\n  %1 = exp %0 : f32[2,3]\n  return %1\n}";
     parse_graph(ok).unwrap();
-    let cases: [(&str, &str, (usize, usize), &str); 9] = [
+    let cases: [(&str, &str, (usize, usize), &str); 10] = [
+        ("exp %0", "input \"y\" %0", (3, 8), "a leaf takes no inputs"),
         ("exp", "expo", (3, 8), "an op mnemonic"),
         ("f32[2,3]\n  %1", "f33[2,3]\n  %1", (2, 20), "a dtype"),
         ("%1 = exp %0", "%2 = exp %0", (3, 3), "`%1`"),

@@ -208,6 +208,10 @@ fn node(c: &mut Cursor, g: &mut Graph, depth: usize) -> Result<(), ParseError> {
             header.build(subs)
         }
     };
+    if op.is_leaf() && !inputs.is_empty() {
+        let error = IrError::invalid(op.mnemonic(), "a leaf takes no inputs");
+        return Err(invalid(c, op_at, error));
+    }
     let built = match op {
         Op::Input { name } => g.try_input(&name, shape),
         Op::Param { name } => g.try_param(&name, shape),
