@@ -537,6 +537,28 @@ fn display_text_without_elided_constants_round_trips_too() {
 }
 
 #[test]
+fn inspect_mir_output_parses_to_the_same_graph() {
+    let mir = rlx_ir::MirModule::new(every_op_without_big_constants());
+    let text = rlx_ir::inspect_mir(&mir);
+    assert!(text.contains("\n#   Softmax: 1"), "{text}");
+    let g = parse_graph(&format!("# from inspect_mir\n\n{text}")).unwrap();
+    assert_eq!(g.to_string(), mir.graph().to_string());
+}
+
+/// A graph `Display` prints in full (no constant of more than 8 values).
+fn every_op_without_big_constants() -> Graph {
+    let mut g = Graph::new("small");
+    let x = g.input("x", s(&[2, 3]));
+    let k = g.constant_tensor(&HostTensor::from_vec(vec![0.5f32, -1.0, 2.0], &[3]).unwrap());
+    let y = g.add(x, k);
+    let z = g.sm(y, -1);
+    let m = g.sum(z, &[0], true);
+    g.set_name(m, "total");
+    g.set_outputs(vec![m, y]);
+    g
+}
+
+#[test]
 fn golden_mir_files_round_trip() {
     for text in [
         include_str!("golden/encoder_block.mir"),

@@ -108,10 +108,16 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Skips blank lines and trailing spaces; true at the end of the text.
-    pub(crate) fn at_end_after_blank(&mut self) -> bool {
-        self.pos += self.rest().len() - self.rest().trim_start().len();
-        self.rest().is_empty()
+    /// Skips blank lines and `#` comment lines (the statistics
+    /// `inspect_mir` appends); true at the end of the text.
+    pub(crate) fn skip_blank_and_comments(&mut self) -> bool {
+        loop {
+            self.pos += self.rest().len() - self.rest().trim_start().len();
+            if !self.rest().starts_with('#') {
+                return self.rest().is_empty();
+            }
+            self.rest_of_line();
+        }
     }
 
     /// Reads characters while `keep` holds.

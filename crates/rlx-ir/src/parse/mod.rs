@@ -2,6 +2,10 @@
 //! writes (see `display.rs`), so graphs can live in golden files and pass
 //! tests can be written as text.
 //!
+//! Blank lines and `#` comment lines before and after the graph are skipped
+//! (so the output of [`crate::inspect_mir`], the text plus its statistics,
+//! parses too).
+//!
 //! The text of [`Graph::to_text`] (or `format!("{g:#}")`) always parses back
 //! to a graph that prints the same. The default `Display` elides constants
 //! of more than 8 elements as `constant<N bytes>`; such a text does not
@@ -83,8 +87,9 @@ impl ParseError {
 /// Parses the textual IR of one graph (see the [module docs](self)).
 pub fn parse_graph(text: &str) -> Result<Graph, ParseError> {
     let mut c = Cursor::new(text);
+    c.skip_blank_and_comments();
     let g = graph(&mut c, 0)?;
-    if !c.at_end_after_blank() {
+    if !c.skip_blank_and_comments() {
         return Err(c.error("end of input after the graph's `}`"));
     }
     Ok(g)
