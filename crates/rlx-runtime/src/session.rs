@@ -63,7 +63,7 @@ impl Session {
         let lir = lower_with(
             &graph,
             &|op| backend.claims(op),
-            &opts.lower_options(),
+            &lower_options_for(&opts, backend.as_ref()),
             Some(&evaluator),
         )?;
         check_policies(&lir, &opts, self.device)?;
@@ -80,7 +80,7 @@ impl Session {
         Ok(optimize_with(
             graph,
             &|op| backend.claims(op),
-            &opts.lower_options(),
+            &lower_options_for(&opts, backend.as_ref()),
             Some(&evaluator),
         )?)
     }
@@ -130,9 +130,16 @@ fn backend_of(device: Device) -> Result<std::sync::Arc<dyn Backend>> {
 /// The passes' view of `device`'s backend: the ops it claims natively.
 pub fn fusion_target(device: Device) -> Result<FusionTarget> {
     let backend = backend_of(device)?;
-    Ok(FusionTarget::new(backend.name(), move |op| {
-        backend.claims(op)
-    }))
+    let layout = backend.layout();
+    Ok(FusionTarget::new(backend.name(), move |op| backend.claims(op)).with_layout(layout))
+}
+
+/// The lowering options of `opts` with the backend's layout claims.
+fn lower_options_for(opts: &CompileOptions, backend: &dyn Backend) -> LowerOptions {
+    LowerOptions {
+        layout: backend.layout(),
+        ..opts.lower_options()
+    }
 }
 
 /// Constant folding's evaluator: runs the constant sub-graph on the same

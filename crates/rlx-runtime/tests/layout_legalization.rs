@@ -184,3 +184,73 @@ fn the_lowering_pipeline_legalises_for_a_target_without_the_claims() {
     // The transposes feeding exp / reshape / matmul and the reversed slice get copies.
     assert!(count(&lir.graph, is_copy) >= 6, "{}", lir.graph);
 }
+
+/// A backend that runs on the CPU kernels but claims no layout freedom, so
+/// a session compiling for it must legalise.
+struct NoLayoutBackend;
+
+impl rlx_driver::Backend for NoLayoutBackend {
+    fn device(&self) -> Device {
+        Device::Gpu
+    }
+    fn name(&self) -> &'static str {
+        "no-layout"
+    }
+    fn claims(&self, op: &Op) -> bool {
+        rlx_cpu::CpuBackend.claims(op)
+    }
+    fn layout(&self) -> LayoutClaims {
+        LayoutClaims::NONE
+    }
+    fn compile(
+        &self,
+        lir: rlx_compile::LirModule,
+    ) -> Result<Box<dyn rlx_driver::Executable>, rlx_driver::BackendError> {
+        rlx_cpu::CpuBackend.compile(lir)
+    }
+}
+
+#[test]
+fn a_session_legalises_for_a_backend_without_layout_claims() {
+    use rlx_driver::Backend as _;
+    rlx_driver::registry::register_backend(std::sync::Arc::new(NoLayoutBackend));
+    let mut g = Graph::new("bias_row");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+    let b = g.input("b", Shape::new(&[3], DType::F32));
+    let y = g.add(x, b);
+    g.set_outputs(vec![y]);
+
+    let target = rlx_runtime::fusion_target(Device::Gpu).unwrap();
+    assert_eq!(target.layout(), LayoutClaims::NONE);
+    let mut compiled = rlx_runtime::Session::new(Device::Gpu).compile(g.clone());
+    let kinds: Vec<_> = compiled
+        .lir()
+        .graph
+        .nodes()
+        .iter()
+        .map(|n| n.op.kind())
+        .collect();
+    assert!(
+        kinds.contains(&rlx_ir::OpKind::Broadcast),
+        "the bias is broadcast explicitly: {kinds:?}"
+    );
+    let out = compiled.run(&[
+        ("x", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+        ("b", &[10.0, 20.0, 30.0]),
+    ]);
+    assert_eq!(out, vec![vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]]);
+
+    let mut on_cpu = rlx_runtime::Session::new(Device::Cpu).compile(g);
+    let cpu_kinds: Vec<_> = on_cpu
+        .lir()
+        .graph
+        .nodes()
+        .iter()
+        .map(|n| n.op.kind())
+        .collect();
+    assert!(
+        !cpu_kinds.contains(&rlx_ir::OpKind::Broadcast),
+        "{cpu_kinds:?}"
+    );
+    let _ = on_cpu.run(&[("x", &[0.0; 6]), ("b", &[0.0; 3])]);
+}

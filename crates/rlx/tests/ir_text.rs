@@ -16,7 +16,11 @@ fn text_round_trip_through_the_prelude_runs_like_the_reference() {
 
     let text = g.to_text();
     let parsed = parse_graph(&text).expect("the printer's text parses");
-    assert_eq!(parsed.to_text(), text, "print -> parse -> print is identical");
+    assert_eq!(
+        parsed.to_text(),
+        text,
+        "print -> parse -> print is identical"
+    );
 
     let xs = [1.0f32, -2.0, 3.0, 0.5, 4.0, -1.0];
     let ws = [2.0f32, 0.25, -1.0];
@@ -30,5 +34,8 @@ fn text_round_trip_through_the_prelude_runs_like_the_reference() {
     assert_eq!(compiled.run(&[("x", &xs)]), vec![reference]);
 
     let err = parse_graph(&text[..text.len() / 2]).unwrap_err();
-    assert!(!err.to_string().is_empty(), "a truncated text is an error: {err}");
+    assert!(
+        !err.to_string().is_empty(),
+        "a truncated text is an error: {err}"
+    );
 }
