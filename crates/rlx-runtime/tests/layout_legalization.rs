@@ -212,7 +212,6 @@ impl rlx_driver::Backend for NoLayoutBackend {
 
 #[test]
 fn a_session_legalises_for_a_backend_without_layout_claims() {
-    use rlx_driver::Backend as _;
     rlx_driver::registry::register_backend(std::sync::Arc::new(NoLayoutBackend));
     let mut g = Graph::new("bias_row");
     let x = g.input("x", Shape::new(&[2, 3], DType::F32));
