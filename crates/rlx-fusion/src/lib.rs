@@ -5,8 +5,8 @@
 //! Today: attention blocks written out of primitives ([`fuse_attention`],
 //! `Op::Attention`), residual add + norm ([`fuse_add_norm`], `Op::AddNorm`),
 //! gated MLPs ([`fuse_gated_matmul`], `Op::GatedMatMul`), shared-input
-//! matmuls over constant weights ([`fuse_shared_input_matmuls`], Q / K / V
-//! as one matmul over stacked weights), elementwise
+//! matmuls ([`fuse_shared_input_matmuls`], Q / K / V as one matmul over
+//! stacked weights; param weights with [`fuse_shared_input_matmuls_with`]), elementwise
 //! regions ([`fuse_elementwise`], `Op::ElementwiseRegion`) and matmul
 //! epilogues ([`fuse_matmul_epilogues`], `Op::FusedMatMul`), run in that
 //! order (the pattern passes need the primitives the region pass swallows).
@@ -29,7 +29,7 @@ pub use elementwise::fuse_elementwise;
 pub use gated::fuse_gated_matmul;
 pub use matmul::fuse_matmul_epilogues;
 pub use report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
-pub use shared_input::fuse_shared_input_matmuls;
+pub use shared_input::{fuse_shared_input_matmuls, fuse_shared_input_matmuls_with};
 
 /// What fusion does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +48,11 @@ pub struct FusionOptions {
     pub attention: bool,
     /// Stack the constant weights of matmuls sharing an input (Q / K / V).
     pub shared_input: bool,
+    /// Let [`FusionOptions::shared_input`] stack param weights too, through
+    /// a concat of the params: only worth it where the runtime computes
+    /// param-only values once per param change (rlx-runtime hoists them),
+    /// else the weights are copied on every run.
+    pub stack_param_weights: bool,
 }
 
 impl Default for FusionOptions {
@@ -60,6 +65,7 @@ impl Default for FusionOptions {
             gated_matmul: true,
             attention: true,
             shared_input: true,
+            stack_param_weights: true,
         }
     }
 }
@@ -74,6 +80,7 @@ impl FusionOptions {
             gated_matmul: false,
             attention: false,
             shared_input: false,
+            stack_param_weights: false,
             ..FusionOptions::default()
         }
     }
