@@ -100,6 +100,7 @@ impl std::str::FromStr for DispatchPolicy {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FusionStep {
+    Gelu,
     Attention,
     AddNorm,
     GatedMatMul,
@@ -111,6 +112,7 @@ enum FusionStep {
 impl FusionStep {
     fn name(self) -> &'static str {
         match self {
+            FusionStep::Gelu => "fuse_gelu",
             FusionStep::Attention => "fuse_attention",
             FusionStep::AddNorm => "fuse_add_norm",
             FusionStep::GatedMatMul => "fuse_gated_matmul",
@@ -122,6 +124,7 @@ impl FusionStep {
 
     fn run(self, g: &Graph) -> Result<(Graph, FusionReport), rlx_ir::IrError> {
         match self {
+            FusionStep::Gelu => rlx_fusion::fuse_gelu(g),
             FusionStep::Attention => rlx_fusion::fuse_attention(g),
             FusionStep::AddNorm => rlx_fusion::fuse_add_norm(g),
             FusionStep::GatedMatMul => rlx_fusion::fuse_gated_matmul(g),
@@ -152,6 +155,7 @@ impl FusionPass {
     /// The fused op this pass emits (what the target must claim).
     pub fn fused_op(&self) -> Op {
         match self.step {
+            FusionStep::Gelu => Op::Unary(rlx_ir::op::UnaryOp::Gelu),
             FusionStep::Attention => Op::Attention {
                 mask: rlx_ir::op::MaskKind::None,
                 scale: None,
@@ -208,8 +212,8 @@ impl Pass for FusionPass {
 }
 
 /// The fusion passes `opts` turns on, in the order `lower` runs them, for a
-/// target that claims every fused op: the pattern passes first (attention,
-/// add + norm, gated matmul, shared-input matmuls; they need the primitives
+/// target that claims every fused op: the pattern passes first (erf GELU,
+/// attention, add + norm, gated matmul, shared-input matmuls; they need the primitives
 /// the region pass swallows, and gated matmuls must take their matmuls
 /// before shared-input stacking does), then elementwise regions, then
 /// matmul epilogues (which fold whole regions in).
@@ -220,12 +224,13 @@ impl Pass for FusionPass {
 ///     .iter()
 ///     .map(|p| p.name().to_string())
 ///     .collect();
-/// assert_eq!(names.first().map(String::as_str), Some("fuse_attention"));
+/// assert_eq!(names.first().map(String::as_str), Some("fuse_gelu"));
 /// assert_eq!(names.last().map(String::as_str), Some("fuse_matmul_epilogue"));
 /// ```
 pub fn fusion_passes(opts: &FusionOptions) -> Vec<FusionPass> {
     let mut passes = Vec::new();
     let patterns = [
+        (opts.gelu, FusionStep::Gelu),
         (opts.attention, FusionStep::Attention),
         (opts.add_norm, FusionStep::AddNorm),
         (opts.gated_matmul, FusionStep::GatedMatMul),

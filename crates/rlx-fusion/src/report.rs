@@ -82,6 +82,8 @@ pub enum FusionKind {
     Attention,
     /// Matmuls sharing one input (Q / K / V) as one matmul over stacked weights.
     SharedInput,
+    /// `x * 0.5 * (1 + erf(x / sqrt 2))` recognised as `Unary(Gelu)`.
+    Gelu,
 }
 
 /// One fused region.

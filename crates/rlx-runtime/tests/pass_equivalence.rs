@@ -177,7 +177,7 @@ fn build_blocks(steps: &[Step]) -> Graph {
     for &(op, i, j) in steps {
         let a = pool[i % pool.len()];
         let b = pool[j % pool.len()];
-        match op % 8 {
+        match op % 11 {
             0 => {
                 let s = g.add(a, b);
                 let gamma = constant(&mut g, &[D], 1.0);
@@ -223,6 +223,42 @@ fn build_blocks(steps: &[Step]) -> Graph {
                 pool.extend([g.mm(a, w1), g.mm(a, w2), g.mm(a, w3)]);
             }
             6 => pool.push(g.tanh(a)),
+            8 => {
+                // Attention scaled on q and k and by a division on the scores.
+                let qs = g.mul(a, 0.7);
+                let ks = g.mul(b, 1.25);
+                let kt = g.transpose_(ks, &[1, 0]);
+                let s = g.mm(qs, kt);
+                let s = g.div(s, 2.0);
+                let p = g.sm(s, -1);
+                pool.push(g.mm(p, b));
+            }
+            9 => {
+                // A causal mask as a where with -inf (or -1e9 on the other branch).
+                let k = g.sub(b, 0.25);
+                let kt = g.transpose_(k, &[1, 0]);
+                let s = g.mm(a, kt);
+                let s = g.mul(s, 0.35);
+                let keep: Vec<bool> = (0..T * T).map(|i| i % T <= i / T).collect();
+                let s = if j % 2 == 0 {
+                    let keep = g.constant_tensor(&HostTensor::from_vec(keep, &[T, T]).unwrap());
+                    g.where_(keep, s, f64::NEG_INFINITY)
+                } else {
+                    let masked: Vec<bool> = keep.iter().map(|k| !k).collect();
+                    let masked = g.constant_tensor(&HostTensor::from_vec(masked, &[T, T]).unwrap());
+                    g.where_(masked, -1e9, s)
+                };
+                let p = g.sm(s, -1);
+                pool.push(g.mm(p, a));
+            }
+            10 => {
+                // GELU spelled with erf.
+                let z = g.div(a, std::f64::consts::SQRT_2);
+                let e = g.unary(rlx_ir::op::UnaryOp::Erf, z);
+                let one = g.add(e, 1.0);
+                let h = g.mul(a, 0.5);
+                pool.push(g.mul(h, one));
+            }
             _ => pool.push(g.mul(a, b)),
         }
     }
@@ -255,10 +291,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Each pattern fusion alone, then all passes: add + norm, gated matmul
-    /// and shared-input matmuls are bit-exact; attention recognition swaps
-    /// the unfused softmax for the fused kernel's and stays within 1e-5.
+    /// and shared-input matmuls are bit-exact; attention recognition (every
+    /// spelling: scaled q, divided scores, where masks) swaps the unfused
+    /// softmax for the fused kernel's, and the native GELU the erf formula
+    /// for its own: both stay within 1e-5.
     #[test]
-    fn pattern_fusions_preserve_numerics(steps in prop::collection::vec((0u8..8, 0usize..64, 0usize..64), 1..10)) {
+    fn pattern_fusions_preserve_numerics(steps in prop::collection::vec((0u8..11, 0usize..64, 0usize..64), 1..10)) {
         let g = build_blocks(&steps);
         let off = CompileOptions::default().optimize(false);
         let reference = run_blocks(&g, &off);
@@ -279,7 +317,11 @@ proptest! {
             let out = run_blocks(&g, &opts);
             prop_assert!(same_bits(&reference, &out), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
         }
-        for (name, opts) in [("attention", alone(|f| f.attention = true)), ("all", CompileOptions::default())] {
+        for (name, opts) in [
+            ("attention", alone(|f| f.attention = true)),
+            ("gelu", alone(|f| f.gelu = true)),
+            ("all", CompileOptions::default()),
+        ] {
             let out = run_blocks(&g, &opts);
             prop_assert!(within(&reference, &out, 1e-5), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
         }
@@ -299,6 +341,10 @@ fn every_pattern_fuses_in_a_planted_program() {
         (5, 0, 0),
         (6, 2, 0),
         (7, 3, 4),
+        (8, 0, 1),
+        (9, 1, 0),
+        (9, 0, 1),
+        (10, 2, 0),
     ];
     let mut g = build_blocks(&steps);
     // Every value no step reads is an output, so no pattern is dead code.
@@ -314,7 +360,7 @@ fn every_pattern_fuses_in_a_planted_program() {
     let c = Session::new(Device::Cpu).compile(g.clone());
     let report = &c.lir().fusion;
     use rlx_compile::FusionKind::*;
-    for kind in [AddNorm, GatedMatMul, Attention, SharedInput] {
+    for kind in [AddNorm, GatedMatMul, Attention, SharedInput, Gelu] {
         assert!(
             !report.of_kind(kind).is_empty(),
             "no {kind:?}:\n{report}\n{g}"
