@@ -116,12 +116,22 @@ pub fn fuse_shared_input_matmuls_with(
                 stack.extend(&g.node(w).inputs);
             }
         }
-        let adds = p.biases.iter().flatten().map(|&(a, _)| a);
+        let adds: Vec<NodeId> = p.biases.iter().flatten().map(|&(a, _)| a).collect();
+        // Constants only the group read are gone once stacked.
+        let in_group = |r: &NodeId| p.members.contains(r) || adds.contains(r);
+        let spent = p
+            .weights(g)
+            .into_iter()
+            .chain(p.bias_leaves())
+            .filter(|&c| matches!(g.node(c).op, Op::Constant { .. }))
+            .filter(|&c| !uses.is_output(c) && uses.readers(c).iter().all(in_group))
+            .collect::<Vec<_>>();
         p.members
             .iter()
             .copied()
-            .chain(adds)
+            .chain(adds.iter().copied())
             .chain(late)
+            .chain(spent)
             .collect::<Vec<_>>()
     };
     let out = rebuild(
@@ -279,4 +289,68 @@ fn emit_group(out: &mut Graph, g: &Graph, p: &Plan, map: &mut [NodeId]) -> Resul
         &[product, bias],
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::{DType, GraphExt, HostTensor};
+
+    /// x @ w_i + b_i for three weights made by `leaf`.
+    fn qkv(leaf: impl Fn(&mut Graph, &str, &[usize]) -> NodeId) -> Graph {
+        let mut g = Graph::new("qkv");
+        let x = g.input("x", Shape::new(&[4, 6], DType::F32));
+        let mut outs = Vec::new();
+        for name in ["q", "k", "v"] {
+            let w = leaf(&mut g, &format!("{name}.w"), &[6, 5]);
+            let b = leaf(&mut g, &format!("{name}.b"), &[5]);
+            let y = g.mm(x, w);
+            outs.push(g.add(y, b));
+        }
+        g.set_outputs(outs);
+        g
+    }
+
+    fn count(g: &Graph, f: impl Fn(&Op) -> bool) -> usize {
+        g.nodes().iter().filter(|n| f(&n.op)).count()
+    }
+
+    #[test]
+    fn constant_weights_and_biases_stack_and_the_originals_go() {
+        let g = qkv(|g, _, dims| {
+            let n = dims.iter().product();
+            g.constant_tensor(&HostTensor::from_vec(vec![0.5f32; n], dims).unwrap())
+        });
+        let (out, report) = fuse_shared_input_matmuls(&g).unwrap();
+        assert_eq!(report.of_kind(FusionKind::SharedInput).len(), 1);
+        // One stacked weight and one stacked bias are the only constants left.
+        assert_eq!(
+            count(&out, |op| matches!(op, Op::Constant { .. })),
+            2,
+            "{out}"
+        );
+        assert_eq!(count(&out, |op| matches!(op, Op::MatMul)), 1, "{out}");
+        assert!(rlx_ir::verify_all(&out).is_empty());
+    }
+
+    #[test]
+    fn param_weights_stack_only_when_asked() {
+        let g = qkv(|g, name, dims| g.param(name, Shape::new(dims, DType::F32)));
+        let (same, report) = fuse_shared_input_matmuls(&g).unwrap();
+        assert_eq!(same.len(), g.len());
+        assert_eq!(report.missed.len(), 2);
+        assert!(report
+            .missed
+            .iter()
+            .all(|m| m.reason == MissReason::ParamWeights));
+        let (out, report) = fuse_shared_input_matmuls_with(&g, true).unwrap();
+        assert!(report.missed.is_empty());
+        assert_eq!(
+            count(&out, |op| matches!(op, Op::Concat { .. })),
+            2,
+            "{out}"
+        );
+        assert_eq!(out.params().len(), 6, "every param kept once: {out}");
+        assert!(rlx_ir::verify_all(&out).is_empty());
+    }
 }
