@@ -74,6 +74,14 @@ fn compile(opts: &CompileOptions) -> CompiledGraph {
     c
 }
 
+/// The largest absolute difference of two equally long vectors.
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max)
+}
+
 fn input() -> Vec<f32> {
     values(S * H, 99, 1.0)
 }
@@ -212,11 +220,7 @@ fn half_precision_sessions_stay_within_1e2_of_f32() {
             "{p:?}: fused != unfused"
         );
         let scale = reference[0].iter().map(|v| v.abs()).fold(0.0f32, f32::max);
-        let worst = got[0]
-            .iter()
-            .zip(&reference[0])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
+        let worst = max_abs_diff(&got[0], &reference[0]);
         // BF16 keeps 8 bits of mantissa: allow its rounding of the inputs.
         let tol = if p == Precision::BF16 { 3e-2 } else { 1e-2 };
         assert!(
@@ -260,9 +264,9 @@ fn auto_mixed_precision_casts_only_at_class_boundaries() {
             );
         }
     }
-    // Six linear layers, each: x and w into F16, the F16 product back to F32
-    // for the bias add that follows... at most three casts per linear plus
-    // the attention's q / k / v / output.
+    // Six linear layers, each: x, w and the bias into F16 (the bias add
+    // follows its product), the result back to F32 where an F32 op reads
+    // it... at most three casts per linear plus the attention's q / k / v / output.
     let casts = g
         .nodes()
         .iter()
@@ -285,15 +289,46 @@ fn auto_mixed_precision_stays_within_1e2_of_f32() {
     ] {
         let got =
             compile(&CompileOptions::default().precision_policy(policy.clone())).run(&[("x", &x)]);
-        let worst = got[0]
-            .iter()
-            .zip(&reference[0])
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
+        let worst = max_abs_diff(&got[0], &reference[0]);
         assert!(
             worst <= tol * scale,
             "{policy:?}: max error {worst} vs scale {scale}"
         );
         assert!(worst > 0.0, "{policy:?} changed nothing");
+    }
+}
+
+#[test]
+fn half_precision_layers_keep_their_matmul_epilogues() {
+    // Under AMP the products are f16 and the biases join them (cast down,
+    // once, in the param prelude), so bias (+ GELU) still fold into the
+    // matmuls; a tail that returns to f32 keeps its cast after the fused op.
+    use rlx_compile::PrecisionPolicy;
+    let x = input();
+    let reference = compile(&CompileOptions::default()).run(&[("x", &x)]);
+    let scale = reference[0].iter().map(|v| v.abs()).fold(0.0f32, f32::max);
+    for opts in [
+        CompileOptions::default().precision_policy(PrecisionPolicy::AutoMixed),
+        CompileOptions::default().precision(Precision::F16),
+    ] {
+        let mut c = compile(&opts);
+        let report = &c.lir().fusion;
+        let epilogues: Vec<String> = report
+            .of_kind(FusionKind::MatMulEpilogue)
+            .iter()
+            .map(|r| r.ops[1].clone())
+            .collect();
+        assert_eq!(epilogues.len(), 4, "{opts:?}:\n{report}");
+        assert!(
+            epilogues.iter().any(|o| o.contains("gelu")),
+            "{opts:?}: {epilogues:?}"
+        );
+        assert_eq!(report.of_kind(FusionKind::SharedInput).len(), 1, "{report}");
+        let got = c.run(&[("x", &x)]);
+        let worst = max_abs_diff(&got[0], &reference[0]);
+        assert!(
+            worst <= 1e-2 * scale,
+            "{opts:?}: max error {worst} vs scale {scale}"
+        );
     }
 }
