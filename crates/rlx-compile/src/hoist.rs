@@ -34,6 +34,24 @@ fn hoistable_op(op: &Op) -> bool {
         )
 }
 
+/// Largest hoisted value that is bigger than its inputs together (a
+/// broadcast): beyond it, computing per run is cheaper than storing it.
+const MAX_GROWN_BYTES: usize = 1 << 20;
+
+/// True when node `id` is not static or would store much more than it reads.
+fn grows(g: &Graph, id: NodeId) -> bool {
+    let n = g.node(id);
+    let Some(out) = n.shape.size_bytes() else {
+        return true;
+    };
+    let read: usize = n
+        .inputs
+        .iter()
+        .map(|&i| g.shape(i).size_bytes().unwrap_or(0))
+        .sum();
+    n.shape.static_dims().is_none() || (out > read && out > MAX_GROWN_BYTES)
+}
+
 /// Splits `g` into a param prelude and a main graph, or `None` when no
 /// value depends only on params and constants.
 pub fn split_param_prelude(g: &Graph) -> Option<ParamPrelude> {
@@ -55,7 +73,7 @@ pub fn split_param_prelude(g: &Graph) -> Option<ParamPrelude> {
                 let all_known = !n.inputs.is_empty() && n.inputs.iter().all(leafy);
                 if all_known && n.inputs.iter().all(|x| const_only[x.index()]) {
                     const_only[i] = true;
-                } else if all_known && hoistable_op(&n.op) && n.shape.static_dims().is_some() {
+                } else if all_known && hoistable_op(&n.op) && !grows(g, id) {
                     hoist[i] = true;
                 }
             }
@@ -178,6 +196,21 @@ mod tests {
         assert_eq!(split.prelude.outputs().len(), 2);
         assert!(rlx_ir::verify_all(&split.main).is_empty());
         assert!(rlx_ir::verify_all(&split.prelude).is_empty());
+    }
+
+    #[test]
+    fn a_big_broadcast_of_a_param_is_computed_per_run() {
+        let mut g = Graph::new("bcast");
+        let x = g.input("x", Shape::new(&[1024, 512], DType::F32));
+        let s = g.param("s", Shape::new(&[1], DType::F32));
+        let big = g.try_node(
+            Op::Broadcast,
+            &[s],
+            Some(Shape::new(&[1024, 512], DType::F32)),
+        );
+        let y = g.mul(x, big.unwrap());
+        g.set_outputs(vec![y]);
+        assert!(split_param_prelude(&g).is_none());
     }
 
     #[test]
