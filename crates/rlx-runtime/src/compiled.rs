@@ -2,6 +2,7 @@
 //! names, dtypes and shapes against the compiled signature before anything
 //! changes, so a failed call leaves the graph as it was.
 
+use crate::prelude::PreludeExec;
 use crate::{Result, RuntimeError};
 use rlx_compile::{IoManifest, LirModule};
 use rlx_driver::{Device, Executable};
@@ -11,7 +12,20 @@ use rlx_ir::{DType, HostTensor, Shape};
 pub struct CompiledGraph {
     device: Device,
     exec: Box<dyn Executable>,
+    /// The params callers set, in declaration order, and where each goes.
+    params: Vec<ParamRoute>,
     param_set: Vec<bool>,
+    prelude: Option<PreludeExec>,
+}
+
+/// A caller-visible param: its name and shape, and its index in the main
+/// executable and in the prelude (a param may feed either or both).
+#[derive(Clone, Debug)]
+pub(crate) struct ParamRoute {
+    pub(crate) name: String,
+    pub(crate) shape: Shape,
+    pub(crate) main: Option<usize>,
+    pub(crate) prelude: Option<usize>,
 }
 
 fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTensor> {
@@ -74,18 +88,27 @@ impl std::fmt::Debug for CompiledGraph {
             .field("graph", &self.lir().graph.name())
             .field("inputs", &self.input_shapes())
             .field("params", &self.param_shapes())
+            .field("prelude", &self.prelude.is_some())
             .field("outputs", &self.output_shapes())
             .finish()
     }
 }
 
 impl CompiledGraph {
-    pub(crate) fn new(device: Device, exec: Box<dyn Executable>) -> CompiledGraph {
-        let n = exec.lir().io.params.len();
+    /// A graph whose param-only part runs in `prelude`; `params` routes
+    /// each caller-visible param to the executables that read it.
+    pub(crate) fn with_prelude(
+        device: Device,
+        exec: Box<dyn Executable>,
+        params: Vec<ParamRoute>,
+        prelude: Option<PreludeExec>,
+    ) -> CompiledGraph {
         CompiledGraph {
             device,
             exec,
-            param_set: vec![false; n],
+            param_set: vec![false; params.len()],
+            params,
+            prelude,
         }
     }
 
@@ -99,8 +122,23 @@ impl CompiledGraph {
     }
 
     /// The lowered module (graph after passes, memory plan, manifest).
+    /// When part of the graph depends only on params, this is the main
+    /// graph, which reads those values as derived params (named
+    /// `hoisted.<n>`); see [`CompiledGraph::prelude_lir`].
     pub fn lir(&self) -> &LirModule {
         self.exec.lir()
+    }
+
+    /// The hoisted param-only part of the graph, if any: it runs on the
+    /// first run after a param it reads is set, not on every run.
+    pub fn prelude_lir(&self) -> Option<&LirModule> {
+        self.prelude.as_ref().map(|p| p.lir())
+    }
+
+    /// How many times the param prelude ran (0 without one): once per run
+    /// that follows a change of the params it reads.
+    pub fn prelude_runs(&self) -> usize {
+        self.prelude.as_ref().map_or(0, |p| p.runs())
     }
 
     /// Input names in declaration order.
@@ -119,15 +157,14 @@ impl CompiledGraph {
 
     /// Param names in declaration order.
     pub fn param_names(&self) -> Vec<String> {
-        self.io().params.iter().map(|p| p.1.clone()).collect()
+        self.params.iter().map(|p| p.name.clone()).collect()
     }
 
     /// Params as (name, shape).
     pub fn param_shapes(&self) -> Vec<(String, Shape)> {
-        self.io()
-            .params
+        self.params
             .iter()
-            .map(|p| (p.1.clone(), p.2.clone()))
+            .map(|p| (p.name.clone(), p.shape.clone()))
             .collect()
     }
 
@@ -137,10 +174,9 @@ impl CompiledGraph {
     }
 
     fn param_index(&self, name: &str) -> Result<usize> {
-        self.io()
-            .params
+        self.params
             .iter()
-            .position(|p| p.1 == name)
+            .position(|p| p.name == name)
             .ok_or_else(|| RuntimeError::UnknownParam {
                 name: name.to_string(),
                 known: self.param_names(),
@@ -157,7 +193,7 @@ impl CompiledGraph {
     /// Sets a float param from f32 values; on error the old value is kept.
     pub fn try_set_param(&mut self, name: &str, values: &[f32]) -> Result<()> {
         let i = self.param_index(name)?;
-        let shape = self.io().params[i].2.clone();
+        let shape = self.params[i].shape.clone();
         let t = values_to_tensor(&format!("param \"{name}\""), &shape, values)?;
         self.upload_param(i, &t)
     }
@@ -165,13 +201,19 @@ impl CompiledGraph {
     /// Sets a param of any dtype from a tensor of exactly its dtype and dims.
     pub fn set_param_typed(&mut self, name: &str, value: &HostTensor) -> Result<()> {
         let i = self.param_index(name)?;
-        let shape = self.io().params[i].2.clone();
+        let shape = self.params[i].shape.clone();
         check_tensor(&format!("param \"{name}\""), &shape, value)?;
         self.upload_param(i, value)
     }
 
     fn upload_param(&mut self, i: usize, t: &HostTensor) -> Result<()> {
-        self.exec.set_param(i, t)?;
+        let route = &self.params[i];
+        if let Some(m) = route.main {
+            self.exec.set_param(m, t)?;
+        }
+        if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
+            prelude.set_param(p, t)?;
+        }
         self.param_set[i] = true;
         Ok(())
     }
@@ -252,11 +294,14 @@ impl CompiledGraph {
 
     fn execute(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
         if let Some(i) = self.param_set.iter().position(|s| !s) {
-            let (_, name, shape) = &self.io().params[i];
+            let p = &self.params[i];
             return Err(RuntimeError::ParamNotSet {
-                name: name.clone(),
-                shape: shape.clone(),
+                name: p.name.clone(),
+                shape: p.shape.clone(),
             });
+        }
+        if let Some(prelude) = self.prelude.as_mut() {
+            prelude.refresh(self.exec.as_mut())?;
         }
         Ok(self.exec.run(inputs)?)
     }

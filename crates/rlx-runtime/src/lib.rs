@@ -16,6 +16,7 @@ mod dynamic;
 mod error;
 mod graph_devices;
 mod options;
+mod prelude;
 mod session;
 pub mod weights;
 

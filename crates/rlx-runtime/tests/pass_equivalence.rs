@@ -82,10 +82,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Each pattern fusion alone, then all passes: add + norm, gated matmul
-    /// and shared-input matmuls are bit-exact; attention recognition swaps
-    /// the unfused softmax for the fused kernel's and stays within 1e-5.
+    /// and shared-input matmuls are bit-exact; attention recognition (every
+    /// spelling: scaled q, divided scores, where masks) swaps the unfused
+    /// softmax for the fused kernel's, and the native GELU the erf formula
+    /// for its own: both stay within 1e-5.
     #[test]
-    fn pattern_fusions_preserve_numerics(steps in prop::collection::vec((0u8..8, 0usize..64, 0usize..64), 1..10)) {
+    fn pattern_fusions_preserve_numerics(steps in prop::collection::vec((0u8..11, 0usize..64, 0usize..64), 1..10)) {
         let g = build_blocks(&steps);
         let off = CompileOptions::default().optimize(false);
         let reference = run_blocks(&g, &off);
@@ -106,7 +108,11 @@ proptest! {
             let out = run_blocks(&g, &opts);
             prop_assert!(same_bits(&reference, &out), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
         }
-        for (name, opts) in [("attention", alone(|f| f.attention = true)), ("all", CompileOptions::default())] {
+        for (name, opts) in [
+            ("attention", alone(|f| f.attention = true)),
+            ("gelu", alone(|f| f.gelu = true)),
+            ("all", CompileOptions::default()),
+        ] {
             let out = run_blocks(&g, &opts);
             prop_assert!(within(&reference, &out, 1e-5), "{name} changed the results of\n{g}\n{reference:?}\nvs\n{out:?}");
         }
@@ -126,6 +132,10 @@ fn every_pattern_fuses_in_a_planted_program() {
         (5, 0, 0),
         (6, 2, 0),
         (7, 3, 4),
+        (8, 0, 1),
+        (9, 1, 0),
+        (9, 0, 1),
+        (10, 2, 0),
     ];
     let mut g = build_blocks(&steps);
     // Every value no step reads is an output, so no pattern is dead code.
@@ -141,7 +151,7 @@ fn every_pattern_fuses_in_a_planted_program() {
     let c = Session::new(Device::Cpu).compile(g.clone());
     let report = &c.lir().fusion;
     use rlx_compile::FusionKind::*;
-    for kind in [AddNorm, GatedMatMul, Attention, SharedInput] {
+    for kind in [AddNorm, GatedMatMul, Attention, SharedInput, Gelu] {
         assert!(
             !report.of_kind(kind).is_empty(),
             "no {kind:?}:\n{report}\n{g}"

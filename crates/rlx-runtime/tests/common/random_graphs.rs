@@ -120,7 +120,7 @@ pub fn build_blocks(steps: &[Step]) -> Graph {
     for &(op, i, j) in steps {
         let a = pool[i % pool.len()];
         let b = pool[j % pool.len()];
-        match op % 8 {
+        match op % 11 {
             0 => {
                 let s = g.add(a, b);
                 let gamma = constant(&mut g, &[D], 1.0);
@@ -166,6 +166,42 @@ pub fn build_blocks(steps: &[Step]) -> Graph {
                 pool.extend([g.mm(a, w1), g.mm(a, w2), g.mm(a, w3)]);
             }
             6 => pool.push(g.tanh(a)),
+            8 => {
+                // Attention scaled on q and k and by a division on the scores.
+                let qs = g.mul(a, 0.7);
+                let ks = g.mul(b, 1.25);
+                let kt = g.transpose_(ks, &[1, 0]);
+                let s = g.mm(qs, kt);
+                let s = g.div(s, 2.0);
+                let p = g.sm(s, -1);
+                pool.push(g.mm(p, b));
+            }
+            9 => {
+                // A causal mask as a where with -inf (or -1e9 on the other branch).
+                let k = g.sub(b, 0.25);
+                let kt = g.transpose_(k, &[1, 0]);
+                let s = g.mm(a, kt);
+                let s = g.mul(s, 0.35);
+                let keep: Vec<bool> = (0..T * T).map(|i| i % T <= i / T).collect();
+                let s = if j % 2 == 0 {
+                    let keep = g.constant_tensor(&HostTensor::from_vec(keep, &[T, T]).unwrap());
+                    g.where_(keep, s, f64::NEG_INFINITY)
+                } else {
+                    let masked: Vec<bool> = keep.iter().map(|k| !k).collect();
+                    let masked = g.constant_tensor(&HostTensor::from_vec(masked, &[T, T]).unwrap());
+                    g.where_(masked, -1e9, s)
+                };
+                let p = g.sm(s, -1);
+                pool.push(g.mm(p, a));
+            }
+            10 => {
+                // GELU spelled with erf.
+                let z = g.div(a, std::f64::consts::SQRT_2);
+                let e = g.unary(rlx_ir::op::UnaryOp::Erf, z);
+                let one = g.add(e, 1.0);
+                let h = g.mul(a, 0.5);
+                pool.push(g.mul(h, one));
+            }
             _ => pool.push(g.mul(a, b)),
         }
     }
