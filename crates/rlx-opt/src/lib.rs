@@ -30,4 +30,5 @@ pub use rlx_compile::{
     TensorStats,
 };
 pub use rlx_compile::{legalize_layout, LayoutClaims, LegalizeLayout};
+pub use rlx_compile::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
 pub use rlx_fusion as fusion;

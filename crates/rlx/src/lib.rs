@@ -213,6 +213,7 @@ pub mod compile {
         legalize_layout, quant_params, quant_targets, CalibrationCollector, CalibrationMethod,
         CalibrationOptions, Histogram, LayoutClaims, LegalizeLayout,
     };
+    pub use rlx_opt::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
     pub use rlx_runtime::{collect_calibration, collect_calibration_with, fusion_target};
 }
 
