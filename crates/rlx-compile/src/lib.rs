@@ -6,7 +6,8 @@
 //! elimination ([`passes::cse`]), algebraic simplification
 //! ([`passes::simplify`]), constant folding ([`passes::fold`]), the session
 //! precision rewrite ([`passes::precision`]), and the liveness-based arena
-//! plan ([`memory`]). A [`CompilePipeline`] runs [`Pass`]es in order and
+//! plan ([`memory`]), and the split of a graph's param-only part into a
+//! prelude the runtime evaluates once per param change ([`split_param_prelude`]). A [`CompilePipeline`] runs [`Pass`]es in order and
 //! records what each did; [`lower`] / [`lower_with`] build the standard
 //! pipeline and produce a [`LirModule`]: MIR + buffer plan + schedule + I/O
 //! manifest.
@@ -16,6 +17,7 @@
 //! ([`memory::check_plan`] proves it).
 #![warn(missing_docs)]
 
+mod hoist;
 mod inspect;
 mod lir;
 pub mod memory;
@@ -25,6 +27,7 @@ mod report;
 mod stage;
 mod target;
 
+pub use hoist::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
 pub use inspect::{
     inspect_hir_pipeline, inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect,
 };
@@ -34,7 +37,11 @@ pub use lir::{
 };
 pub use memory::{check_plan, plan_memory, plan_memory_with, runs_in_place, MemoryPlan, Slot};
 pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
+pub use passes::calibration::{
+    CalibrationCollector, CalibrationMethod, CalibrationOptions, Histogram,
+};
 pub use passes::fold::{ConstEvaluator, FoldOptions};
+pub use passes::legalize::{legalize_layout, LayoutClaims, LegalizeLayout};
 pub use passes::quantize::{
     insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
     QuantRole, TensorStats,

@@ -10,10 +10,10 @@ use crate::passes::{
 };
 use crate::pipeline::{CompilePipeline, CompileResult, PassRecord};
 use crate::report::DispatchReport;
+use crate::target::{fusion_passes, FusionPass};
 use crate::{maybe_dump_pipeline, verified, CompileError};
-use rlx_fusion::{fuse_elementwise, fuse_matmul_epilogues, FusionOptions, FusionReport};
+use rlx_fusion::{FusionOptions, FusionReport};
 use rlx_ir::{DType, Graph, NodeId, Op, Shape};
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Session compute precision.
@@ -66,6 +66,9 @@ pub struct LowerOptions {
     pub fusion: FusionOptions,
     /// Automatic mixed precision (applies when `precision` is F32).
     pub precision_policy: PrecisionPolicy,
+    /// The target's layout claims; without one, the last pass makes
+    /// broadcasts / strided reads explicit ([`crate::legalize_layout`]).
+    pub layout: crate::LayoutClaims,
 }
 
 impl Default for LowerOptions {
@@ -83,6 +86,7 @@ impl Default for LowerOptions {
             keep_stages: false,
             fusion: FusionOptions::default(),
             precision_policy: PrecisionPolicy::AlwaysF32,
+            layout: crate::LayoutClaims::NATIVE,
         }
     }
 }
@@ -169,8 +173,16 @@ pub fn optimize_with(
     verified(g)?;
     let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
     let dispatch = DispatchReport::of(g, claims, opts.decompose_composites);
-    let report = RefCell::new(FusionReport::default());
-    let report_slot = &report;
+    // The fusion passes, in the one order `fusion_passes` defines, minus
+    // those whose fused op the target would only decompose again.
+    let fusions: Vec<FusionPass> = if opts.decompose_composites {
+        Vec::new()
+    } else {
+        fusion_passes(&opts.fusion)
+            .into_iter()
+            .filter(|p| claims(&p.fused_op()))
+            .collect()
+    };
     let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages || dump);
     if !opts.bindings.is_empty() {
         pipeline = pipeline.with_fn("bind_dims", |g| {
@@ -207,88 +219,25 @@ pub fn optimize_with(
     if !opts.keep_dead_code {
         pipeline = pipeline.with_fn("dce", dce);
     }
-    // Pattern fusions first: they need the primitives the region pass swallows;
-    // gated matmuls before shared-input stacking, which would take their matmuls.
-    let patterns: [(&str, bool, Op, FusionFn); 4] = [
-        (
-            "fuse_attention",
-            opts.fusion.attention,
-            Op::Attention {
-                mask: rlx_ir::op::MaskKind::None,
-                scale: None,
-                softcap: None,
-            },
-            rlx_fusion::fuse_attention,
-        ),
-        (
-            "fuse_add_norm",
-            opts.fusion.add_norm,
-            Op::AddNorm {
-                axis: 0,
-                eps: 0.0,
-                rms: false,
-                keep_sum: false,
-            },
-            rlx_fusion::fuse_add_norm,
-        ),
-        (
-            "fuse_gated_matmul",
-            opts.fusion.gated_matmul,
-            Op::GatedMatMul {
-                act: rlx_ir::op::UnaryOp::Silu,
-            },
-            rlx_fusion::fuse_gated_matmul,
-        ),
-        (
-            "fuse_shared_input",
-            opts.fusion.shared_input,
-            Op::MatMul,
-            rlx_fusion::fuse_shared_input_matmuls,
-        ),
-    ];
-    for (pass, on, probe, fuse) in patterns {
-        if on && !opts.decompose_composites && claims(&probe) {
-            pipeline = pipeline.with_fn(pass, move |g| {
-                let (fused, r) = fuse(g).map_err(|source| CompileError::Pass { pass, source })?;
-                report_slot.borrow_mut().extend(r);
-                Ok(fused)
-            });
-        }
+    for pass in &fusions {
+        pipeline = pipeline.with(pass);
     }
-    let region_probe = Op::ElementwiseRegion { steps: Vec::new() };
-    if opts.fusion.elementwise && !opts.decompose_composites && claims(&region_probe) {
-        let min = opts.fusion.min_region_nodes;
-        pipeline = pipeline.with_fn("fuse_elementwise", move |g| {
-            let (fused, r) = fuse_elementwise(g, min).map_err(|source| CompileError::Pass {
-                pass: "fuse_elementwise",
-                source,
-            })?;
-            report_slot.borrow_mut().extend(r);
-            Ok(fused)
-        });
-    }
-    let matmul_probe = Op::FusedMatMul {
-        epilogue: Vec::new(),
-    };
-    if opts.fusion.matmul_epilogue && !opts.decompose_composites && claims(&matmul_probe) {
-        pipeline = pipeline.with_fn("fuse_matmul_epilogue", move |g| {
-            let (fused, r) = fuse_matmul_epilogues(g).map_err(|source| CompileError::Pass {
-                pass: "fuse_matmul_epilogue",
-                source,
-            })?;
-            report_slot.borrow_mut().extend(r);
-            Ok(fused)
-        });
+    if opts.layout != crate::LayoutClaims::NATIVE {
+        pipeline = pipeline.with(crate::LegalizeLayout::new(opts.layout));
     }
     let CompileResult {
         graph: g,
         records: passes,
     } = pipeline.run(g)?;
     drop(pipeline);
+    let mut fusion = FusionReport::default();
+    for pass in &fusions {
+        fusion.extend(pass.take_report());
+    }
     Ok(OptimizedGraph {
         graph: g,
         passes,
-        fusion: report.into_inner(),
+        fusion,
         dispatch,
     })
 }
@@ -370,9 +319,6 @@ pub fn plan_optimized(
     }
     Ok(lir)
 }
-
-/// A fusion pass: graph -> fused graph and its report.
-type FusionFn = fn(&Graph) -> Result<(Graph, FusionReport), rlx_ir::IrError>;
 
 #[cfg(test)]
 mod tests {

@@ -116,7 +116,7 @@ fn in_place_candidate(
 
 /// The byte range (offset, length) of `n`'s input that `n` views, if `n` is a
 /// reshape or a slice of one contiguous range.
-fn view_range(g: &Graph, n: &rlx_ir::Node) -> Option<(usize, usize)> {
+pub(crate) fn view_range(g: &Graph, n: &rlx_ir::Node) -> Option<(usize, usize)> {
     let bytes = n.shape.size_bytes()?;
     match &n.op {
         Op::Reshape => Some((0, bytes)),

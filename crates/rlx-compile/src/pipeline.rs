@@ -13,6 +13,15 @@ pub trait Pass {
     fn run(&self, g: &Graph) -> Result<Graph, CompileError>;
 }
 
+impl<P: Pass + ?Sized> Pass for &P {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn run(&self, g: &Graph) -> Result<Graph, CompileError> {
+        (**self).run(g)
+    }
+}
+
 /// A [`Pass`] made from a name and a function.
 pub struct FnPass<F> {
     name: String,

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 pub struct FusionTarget {
     name: String,
     claims: Arc<dyn Fn(&Op) -> bool + Send + Sync>,
+    layout: crate::LayoutClaims,
 }
 
 impl fmt::Debug for FusionTarget {
@@ -34,7 +35,21 @@ impl FusionTarget {
         FusionTarget {
             name: name.into(),
             claims: Arc::new(claims),
+            layout: crate::LayoutClaims::NATIVE,
         }
+    }
+
+    /// The same target with other layout claims (native broadcasting,
+    /// strided inputs); [`FusionTarget::new`] claims both.
+    pub fn with_layout(mut self, layout: crate::LayoutClaims) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// What the target's kernels do about layout (see
+    /// [`crate::legalize_layout`]).
+    pub fn layout(&self) -> crate::LayoutClaims {
+        self.layout
     }
 
     /// Claims every op, composites and fused ops included.
@@ -100,6 +115,11 @@ impl std::str::FromStr for DispatchPolicy {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FusionStep {
+    Gelu,
+    Attention,
+    AddNorm,
+    GatedMatMul,
+    SharedInput { stack_params: bool },
     Elementwise { min_nodes: usize },
     MatMulEpilogue,
 }
@@ -107,8 +127,27 @@ enum FusionStep {
 impl FusionStep {
     fn name(self) -> &'static str {
         match self {
+            FusionStep::Gelu => "fuse_gelu",
+            FusionStep::Attention => "fuse_attention",
+            FusionStep::AddNorm => "fuse_add_norm",
+            FusionStep::GatedMatMul => "fuse_gated_matmul",
+            FusionStep::SharedInput { .. } => "fuse_shared_input",
             FusionStep::Elementwise { .. } => "fuse_elementwise",
             FusionStep::MatMulEpilogue => "fuse_matmul_epilogue",
+        }
+    }
+
+    fn run(self, g: &Graph) -> Result<(Graph, FusionReport), rlx_ir::IrError> {
+        match self {
+            FusionStep::Gelu => rlx_fusion::fuse_gelu(g),
+            FusionStep::Attention => rlx_fusion::fuse_attention(g),
+            FusionStep::AddNorm => rlx_fusion::fuse_add_norm(g),
+            FusionStep::GatedMatMul => rlx_fusion::fuse_gated_matmul(g),
+            FusionStep::SharedInput { stack_params } => {
+                rlx_fusion::fuse_shared_input_matmuls_with(g, stack_params)
+            }
+            FusionStep::Elementwise { min_nodes } => fuse_elementwise(g, min_nodes),
+            FusionStep::MatMulEpilogue => fuse_matmul_epilogues(g),
         }
     }
 }
@@ -131,11 +170,33 @@ impl FusionPass {
     /// The fused op this pass emits (what the target must claim).
     pub fn fused_op(&self) -> Op {
         match self.step {
+            FusionStep::Gelu => Op::Unary(rlx_ir::op::UnaryOp::Gelu),
+            FusionStep::Attention => Op::Attention {
+                mask: rlx_ir::op::MaskKind::None,
+                scale: None,
+                softcap: None,
+            },
+            FusionStep::AddNorm => Op::AddNorm {
+                axis: 0,
+                eps: 0.0,
+                rms: false,
+                keep_sum: false,
+            },
+            FusionStep::GatedMatMul => Op::GatedMatMul {
+                act: rlx_ir::op::UnaryOp::Silu,
+            },
+            // One (batched) matmul over stacked weights.
+            FusionStep::SharedInput { .. } => Op::MatMul,
             FusionStep::Elementwise { .. } => Op::ElementwiseRegion { steps: Vec::new() },
             FusionStep::MatMulEpilogue => Op::FusedMatMul {
                 epilogue: Vec::new(),
             },
         }
+    }
+
+    /// Takes the report of every run so far, leaving it empty.
+    pub fn take_report(&self) -> FusionReport {
+        std::mem::take(&mut *self.report.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// What every run so far fused and missed.
@@ -153,11 +214,7 @@ impl Pass for FusionPass {
     }
 
     fn run(&self, g: &Graph) -> Result<Graph, CompileError> {
-        let result = match self.step {
-            FusionStep::Elementwise { min_nodes } => fuse_elementwise(g, min_nodes),
-            FusionStep::MatMulEpilogue => fuse_matmul_epilogues(g),
-        };
-        let (fused, r) = result.map_err(|source| CompileError::Pass {
+        let (fused, r) = self.step.run(g).map_err(|source| CompileError::Pass {
             pass: self.step.name(),
             source,
         })?;
@@ -169,10 +226,41 @@ impl Pass for FusionPass {
     }
 }
 
-/// The fusion passes `opts` turns on, in pipeline order (elementwise regions,
-/// then matmul epilogues), for a target that claims every fused op.
+/// The fusion passes `opts` turns on, in the order `lower` runs them, for a
+/// target that claims every fused op: the pattern passes first (erf GELU,
+/// attention, add + norm, gated matmul, shared-input matmuls; they need the primitives
+/// the region pass swallows, and gated matmuls must take their matmuls
+/// before shared-input stacking does), then elementwise regions, then
+/// matmul epilogues (which fold whole regions in).
+///
+/// ```
+/// use rlx_compile::{fusion_passes, FusionOptions, Pass};
+/// let names: Vec<String> = fusion_passes(&FusionOptions::default())
+///     .iter()
+///     .map(|p| p.name().to_string())
+///     .collect();
+/// assert_eq!(names.first().map(String::as_str), Some("fuse_gelu"));
+/// assert_eq!(names.last().map(String::as_str), Some("fuse_matmul_epilogue"));
+/// ```
 pub fn fusion_passes(opts: &FusionOptions) -> Vec<FusionPass> {
     let mut passes = Vec::new();
+    let patterns = [
+        (opts.gelu, FusionStep::Gelu),
+        (opts.attention, FusionStep::Attention),
+        (opts.add_norm, FusionStep::AddNorm),
+        (opts.gated_matmul, FusionStep::GatedMatMul),
+        (
+            opts.shared_input,
+            FusionStep::SharedInput {
+                stack_params: opts.stack_param_weights,
+            },
+        ),
+    ];
+    for (on, step) in patterns {
+        if on {
+            passes.push(FusionPass::new(step));
+        }
+    }
     if opts.elementwise {
         passes.push(FusionPass::new(FusionStep::Elementwise {
             min_nodes: opts.min_region_nodes,

@@ -1,7 +1,16 @@
 //! Golden textual-IR tests: input graph, pass, expected graph text.
 
 use rlx_compile::passes::{dce::dce, decompose::decompose_unclaimed, precision::lower_precision};
-use rlx_ir::{inspect_graph_diff, DType, Graph, GraphExt, Shape};
+use rlx_ir::{inspect_graph_diff, parse_graph, DType, Graph, GraphExt, Shape};
+
+/// The graph's text, after checking that it parses back to a graph that
+/// prints the same (every golden text is also a parser test).
+fn text_of(g: &Graph) -> String {
+    let text = g.to_string();
+    let back = parse_graph(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.to_string(), text);
+    text
+}
 
 fn softmax_graph() -> Graph {
     let mut g = Graph::new("probs");
@@ -14,7 +23,7 @@ fn softmax_graph() -> Graph {
 #[test]
 fn textual_ir_of_a_softmax() {
     assert_eq!(
-        softmax_graph().to_string(),
+        text_of(&softmax_graph()),
         "graph \"probs\" {\n  %0 = input \"x\" : f32[2,3]\n  %1 = softmax{axis=1} %0 : f32[2,3]\n  return %1\n}"
     );
 }
@@ -31,7 +40,7 @@ fn decompose_softmax_into_primitives() {
   %5 = div %3, %4 : f32[2,3]
   return %5
 }";
-    assert_eq!(out.to_string(), want);
+    assert_eq!(text_of(&out), want);
     assert!(rlx_ir::verify_all(&out).is_empty());
 }
 
@@ -44,7 +53,7 @@ fn dce_drops_what_no_output_reads() {
     g.set_outputs(vec![y]);
     let out = dce(&g).unwrap();
     assert_eq!(
-        out.to_string(),
+        text_of(&out),
         "graph \"dead\" {\n  %0 = input \"x\" : f32[4]\n  %1 = neg %0 : f32[4]\n  return %1\n}"
     );
     let diff = inspect_graph_diff(&g, &out);
@@ -69,7 +78,7 @@ fn precision_casts_only_at_the_boundary() {
   %6 = cast %5 : f32[4]
   return %6
 }";
-    assert_eq!(out.to_string(), want);
+    assert_eq!(text_of(&out), want);
 }
 
 #[test]
@@ -84,7 +93,7 @@ fn cse_merges_equal_values_and_equal_constants() {
     g.set_outputs(vec![p, q]);
     let out = rlx_compile::passes::dce::dce(&rlx_compile::passes::cse::cse(&g).unwrap()).unwrap();
     assert_eq!(
-        out.to_string(),
+        text_of(&out),
         "graph \"twice\" {
   %0 = input \"x\" : f32[2]
   %1 = exp %0 : f32[2]
@@ -118,7 +127,7 @@ fn simplify_removes_identities_and_collapses_chains() {
     g.set_outputs(vec![z]);
     let out = rlx_compile::passes::dce::dce(&simplify(&g).unwrap()).unwrap();
     assert_eq!(
-        out.to_string(),
+        text_of(&out),
         "graph \"ids\" {
   %0 = input \"x\" : f32[2,3]
   %1 = reshape %0 : f32[6]
@@ -185,7 +194,7 @@ fn fold_replaces_constant_subgraphs_through_the_evaluator() {
     let out = fold_constants(&g, &AddEvaluator, FoldOptions::default()).unwrap();
     let out = rlx_compile::passes::dce::dce(&out).unwrap();
     assert_eq!(
-        out.to_string(),
+        text_of(&out),
         "graph \"fold\" {
   %0 = input \"x\" : f32[2]
   %1 = constant [11, 22] : f32[2]

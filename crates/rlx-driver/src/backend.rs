@@ -1,7 +1,7 @@
 //! The one trait a backend implements, and the executable it produces.
 
 use crate::Device;
-use rlx_compile::LirModule;
+use rlx_compile::{LayoutClaims, LirModule};
 use rlx_ir::{HostTensor, Op};
 use thiserror::Error;
 
@@ -38,6 +38,11 @@ pub trait Backend: Send + Sync {
     /// True when the backend has a native kernel for `op`. Composites it
     /// does not claim are decomposed before [`Backend::compile`].
     fn claims(&self, op: &Op) -> bool;
+    /// What its kernels accept about layout (implicit broadcasting, strided
+    /// inputs); the pipeline legalises what is not claimed. Native by default.
+    fn layout(&self) -> LayoutClaims {
+        LayoutClaims::NATIVE
+    }
     /// Turns LIR into something that runs.
     fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError>;
 }

@@ -2,14 +2,20 @@
 //! written out of primitives becomes the `Op::Attention` the backend runs
 //! natively (the CPU's runs the scores block by block, never materialising
 //! the `[.., Sq, Sk]` score and probability tensors as graph values).
-//! The scale must be a scalar constant; an additive mask becomes a `Bias`
-//! mask. The fused kernel's softmax differs from the unfused one in
-//! rounding only (tolerance, not bits; see the equivalence tests).
+//!
+//! Spellings recognised: the scale as a `Mul` by a scalar constant or a
+//! `Div` by one (`/ sqrt(d)`), on the scores or on q (and / or k) before
+//! the product; an additive mask (a `Bias` mask); a `Select` / `Where`
+//! that puts `-inf` or a large negative constant (<= -1e4) where a boolean
+//! mask says so (a `Custom` mask; a fully masked row is the one case where
+//! a finite fill and `-inf` differ); explicit 4-d transposes and reshapes
+//! as in ONNX exports. The fused kernel's softmax differs from the
+//! unfused one in rounding only (tolerance, not bits; see the tests).
 
 use crate::report::{region_of, FusionKind, FusionReport, MissReason, MissedFusion};
-use crate::uses::{emit_fused, rebuild, Uses};
-use rlx_ir::op::{BinaryOp, MaskKind};
-use rlx_ir::{Graph, HostTensor, IrError, NodeId, Op};
+use crate::uses::{emit_fused, rebuild, scalar_value, Uses};
+use rlx_ir::op::{BinaryOp, MaskKind, UnaryOp};
+use rlx_ir::{DType, Graph, IrError, NodeId, Op};
 
 struct Plan {
     out: NodeId,
@@ -19,43 +25,83 @@ struct Plan {
     /// merged k's own transpose into kᵀ's.
     k_perm: Option<Vec<usize>>,
     scale: f64,
+    mask: MaskKind,
+    /// A boolean mask that marks the masked (not the kept) positions.
+    negate_mask: bool,
     absorbed: Vec<NodeId>,
 }
 
-/// The value of a scalar (one-element) float constant.
-fn scalar_value(g: &Graph, c: NodeId) -> Option<f64> {
-    let n = g.node(c);
-    let Op::Constant { bytes } = &n.op else {
-        return None;
-    };
-    let dims = n.shape.static_dims()?;
-    if dims.iter().product::<usize>() != 1 || !n.shape.dtype().is_float() {
-        return None;
-    }
-    let t = HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone()).ok()?;
-    t.to_f64_lossy().first().copied()
-}
-
-/// `(scores matmul, scale, [mul node])` of the scaled scores `t`.
-fn scaled_scores(g: &Graph, t: NodeId) -> Option<(NodeId, f64, Vec<NodeId>)> {
+/// `(x, factor)` when `t` is `x * c`, `c * x` or `x / c` for a scalar
+/// constant `c` and keeps `x`'s shape.
+fn scaled_by_constant(g: &Graph, t: NodeId) -> Option<(NodeId, f64)> {
     let n = g.node(t);
-    match n.op {
-        Op::MatMul => Some((t, 1.0, vec![])),
-        Op::Binary(BinaryOp::Mul) => {
-            let (a, b) = (n.inputs[0], n.inputs[1]);
-            [(a, b), (b, a)].into_iter().find_map(|(m, c)| {
-                let scale = scalar_value(g, c)?;
-                (matches!(g.node(m).op, Op::MatMul) && g.shape(m) == &n.shape)
-                    .then(|| (m, scale, vec![t]))
-            })
-        }
-        _ => None,
+    let (a, b) = (*n.inputs.first()?, *n.inputs.get(1)?);
+    let (x, factor) = match n.op {
+        Op::Binary(BinaryOp::Mul) => [(a, b), (b, a)]
+            .into_iter()
+            .find_map(|(x, c)| Some((x, scalar_value(g, c)?)))?,
+        Op::Binary(BinaryOp::Div) => (a, 1.0 / scalar_value(g, b)?),
+        _ => return None,
+    };
+    (g.shape(x) == &n.shape && factor.is_finite()).then_some((x, factor))
+}
+
+/// `(scores matmul, scale, [scaling node])` of the scaled scores `t`.
+fn scaled_scores(g: &Graph, t: NodeId) -> Option<(NodeId, f64, Vec<NodeId>)> {
+    if matches!(g.node(t).op, Op::MatMul) {
+        return Some((t, 1.0, vec![]));
+    }
+    let (m, scale) = scaled_by_constant(g, t)?;
+    matches!(g.node(m).op, Op::MatMul).then(|| (m, scale, vec![t]))
+}
+
+/// `operand` without a constant scaling: `(base, factor, scaling node)`.
+fn unscaled(g: &Graph, operand: NodeId) -> (NodeId, f64, Option<NodeId>) {
+    match scaled_by_constant(g, operand) {
+        Some((x, f)) => (x, f, Some(operand)),
+        None => (operand, 1.0, None),
     }
 }
 
-fn attention_op(bias: bool, scale: f64) -> Op {
+/// The mask of the softmax input `s`: `(scores, mask, kind, negate)`;
+/// `negate` when the boolean mask marks the masked positions.
+fn masked_scores(g: &Graph, s: NodeId) -> Option<(NodeId, Option<NodeId>, MaskKind, bool)> {
+    let sn = g.node(s);
+    match sn.op {
+        Op::Binary(BinaryOp::Add) => {
+            let (a, b) = (sn.inputs[0], sn.inputs[1]);
+            let (t, m) = [(a, b), (b, a)]
+                .into_iter()
+                .find(|&(t, _)| scaled_scores(g, t).is_some() && g.shape(t) == &sn.shape)?;
+            Some((t, Some(m), MaskKind::Bias, false))
+        }
+        Op::Select => {
+            let (c, a, b) = (sn.inputs[0], sn.inputs[1], sn.inputs[2]);
+            let masked_fill = |f: NodeId| scalar_value(g, f).is_some_and(|v| v <= -1e4);
+            if g.shape(c).dtype() != DType::Bool {
+                return None;
+            }
+            let (t, negate) = if masked_fill(b) {
+                (a, false)
+            } else if masked_fill(a) {
+                (b, true)
+            } else {
+                return None;
+            };
+            (scaled_scores(g, t).is_some() && g.shape(t) == &sn.shape).then_some((
+                t,
+                Some(c),
+                MaskKind::Custom,
+                negate,
+            ))
+        }
+        _ => Some((s, None, MaskKind::None, false)),
+    }
+}
+
+fn attention_op(mask: MaskKind, scale: f64) -> Op {
     Op::Attention {
-        mask: if bias { MaskKind::Bias } else { MaskKind::None },
+        mask,
         scale: Some(scale),
         softcap: None,
     }
@@ -71,22 +117,15 @@ fn recognise(g: &Graph, uses: &Uses, o: NodeId) -> Option<Result<Plan, MissedFus
         return None;
     }
     let s = pn.inputs[0];
-    let sn = g.node(s);
-    // An additive float mask: softmax(t + mask).
-    let (t, mask, mut chain) = match sn.op {
-        Op::Binary(BinaryOp::Add) => {
-            let (a, b) = (sn.inputs[0], sn.inputs[1]);
-            let (t, m) = [(a, b), (b, a)]
-                .into_iter()
-                .find(|&(t, _)| scaled_scores(g, t).is_some() && g.shape(t) == &sn.shape)?;
-            (t, Some(m), vec![s])
-        }
-        _ => (s, None, vec![]),
-    };
-    let (mm, scale, muls) = scaled_scores(g, t)?;
+    let (t, mask, mask_kind, negate_mask) = masked_scores(g, s)?;
+    let mut chain = if t == s { vec![] } else { vec![s] };
+    let (mm, mut scale, muls) = scaled_scores(g, t)?;
     chain.extend(muls);
     let mn = g.node(mm);
-    let (q, kt) = (mn.inputs[0], mn.inputs[1]);
+    // A scale applied to q (or k) before the product.
+    let (q, q_factor, q_scaling) = unscaled(g, mn.inputs[0]);
+    scale *= q_factor;
+    let kt = mn.inputs[1];
     // kᵀ = transpose(src, perm), so k = transpose(src, perm with its last two swapped).
     let Op::Transpose { perm } = &g.node(kt).op else {
         return None;
@@ -94,7 +133,8 @@ fn recognise(g: &Graph, uses: &Uses, o: NodeId) -> Option<Result<Plan, MissedFus
     let mut k_perm = perm.clone();
     k_perm.swap(r - 2, r - 1);
     let k_perm = (!k_perm.iter().enumerate().all(|(i, &p)| i == p)).then_some(k_perm);
-    let k = g.node(kt).inputs[0];
+    let (k, k_factor, k_scaling) = unscaled(g, g.node(kt).inputs[0]);
+    scale *= k_factor;
     let k_shape = match &k_perm {
         Some(p) => {
             let d = g.shape(k).dims();
@@ -122,6 +162,8 @@ fn recognise(g: &Graph, uses: &Uses, o: NodeId) -> Option<Result<Plan, MissedFus
     }
     // Every interior value is read only by the next step of the block.
     let mut interior = vec![(kt, mm)];
+    interior.extend(q_scaling.map(|n| (n, mm)));
+    interior.extend(k_scaling.map(|n| (n, kt)));
     let mut path = vec![mm];
     path.extend(chain.iter().rev());
     path.push(p);
@@ -143,17 +185,21 @@ fn recognise(g: &Graph, uses: &Uses, o: NodeId) -> Option<Result<Plan, MissedFus
     operands.extend(mask);
     let mut shapes: Vec<&rlx_ir::Shape> = operands.iter().map(|&i| g.shape(i)).collect();
     shapes[1] = &k_shape;
-    let op = attention_op(mask.is_some(), scale);
+    let op = attention_op(mask_kind, scale);
     if rlx_ir::ops::infer_shape(&op, &shapes, None).as_ref() != Ok(&on.shape) {
         return Some(Err(miss(mm, o, MissReason::ShapeMismatch)));
     }
     let mut absorbed = vec![kt, mm, p];
     absorbed.extend(chain);
+    absorbed.extend(q_scaling);
+    absorbed.extend(k_scaling);
     Some(Ok(Plan {
         out: o,
         operands,
         k_perm,
         scale,
+        mask: mask_kind,
+        negate_mask,
         absorbed,
     }))
 }
@@ -180,7 +226,10 @@ pub fn fuse_attention(g: &Graph) -> Result<(Graph, FusionReport), IrError> {
                 let perm = perm.clone();
                 inputs[1] = out.try_node(Op::Transpose { perm }, &[inputs[1]], None)?;
             }
-            let op = attention_op(p.operands.len() == 4, p.scale);
+            if p.negate_mask {
+                inputs[3] = out.try_node(Op::Unary(UnaryOp::Not), &[inputs[3]], None)?;
+            }
+            let op = attention_op(p.mask, p.scale);
             let fused = emit_fused(out, g, p.out, op, &inputs, None)?;
             map[p.out.index()] = fused;
             report.regions.push(region_of(

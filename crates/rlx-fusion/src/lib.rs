@@ -2,11 +2,12 @@
 //!
 //! Graph -> graph passes that fuse MIR into larger ops a backend runs in one
 //! go, and the [`FusionReport`] that says what fused and what did not.
-//! Today: attention blocks written out of primitives ([`fuse_attention`],
+//! Today: erf-spelled GELUs ([`fuse_gelu`], the native `Unary(Gelu)`),
+//! attention blocks written out of primitives ([`fuse_attention`],
 //! `Op::Attention`), residual add + norm ([`fuse_add_norm`], `Op::AddNorm`),
 //! gated MLPs ([`fuse_gated_matmul`], `Op::GatedMatMul`), shared-input
-//! matmuls over constant weights ([`fuse_shared_input_matmuls`], Q / K / V
-//! as one matmul over stacked weights), elementwise
+//! matmuls ([`fuse_shared_input_matmuls`], Q / K / V as one matmul over
+//! stacked weights; param weights with [`fuse_shared_input_matmuls_with`]), elementwise
 //! regions ([`fuse_elementwise`], `Op::ElementwiseRegion`) and matmul
 //! epilogues ([`fuse_matmul_epilogues`], `Op::FusedMatMul`), run in that
 //! order (the pattern passes need the primitives the region pass swallows).
@@ -18,6 +19,7 @@ mod add_norm;
 mod attention;
 mod elementwise;
 mod gated;
+mod gelu;
 mod matmul;
 mod report;
 mod shared_input;
@@ -27,9 +29,10 @@ pub use add_norm::fuse_add_norm;
 pub use attention::fuse_attention;
 pub use elementwise::fuse_elementwise;
 pub use gated::fuse_gated_matmul;
+pub use gelu::fuse_gelu;
 pub use matmul::fuse_matmul_epilogues;
 pub use report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
-pub use shared_input::fuse_shared_input_matmuls;
+pub use shared_input::{fuse_shared_input_matmuls, fuse_shared_input_matmuls_with};
 
 /// What fusion does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,8 +49,15 @@ pub struct FusionOptions {
     pub gated_matmul: bool,
     /// Replace attention blocks written out of primitives by `Op::Attention`.
     pub attention: bool,
+    /// Replace erf-spelled GELUs by the native `Unary(Gelu)`.
+    pub gelu: bool,
     /// Stack the constant weights of matmuls sharing an input (Q / K / V).
     pub shared_input: bool,
+    /// Let [`FusionOptions::shared_input`] stack param weights too, through
+    /// a concat of the params: only worth it where the runtime computes
+    /// param-only values once per param change (rlx-runtime hoists them),
+    /// else the weights are copied on every run.
+    pub stack_param_weights: bool,
 }
 
 impl Default for FusionOptions {
@@ -59,7 +69,9 @@ impl Default for FusionOptions {
             add_norm: true,
             gated_matmul: true,
             attention: true,
+            gelu: true,
             shared_input: true,
+            stack_param_weights: true,
         }
     }
 }
@@ -73,7 +85,9 @@ impl FusionOptions {
             add_norm: false,
             gated_matmul: false,
             attention: false,
+            gelu: false,
             shared_input: false,
+            stack_param_weights: false,
             ..FusionOptions::default()
         }
     }

@@ -22,7 +22,8 @@ pub enum MissReason {
     /// The fused op would have to run where one of its operands is not yet
     /// computed (e.g. a norm's gamma computed after the residual's other readers).
     OperandOrder,
-    /// The weights are params: concatenating them would copy them on every run.
+    /// The weights are params and param-only values are not hoisted:
+    /// concatenating them would copy them on every run.
     ParamWeights,
     /// The operands differ in a way the fused op does not express (shapes,
     /// dtypes, a non-constant scale).
@@ -46,7 +47,7 @@ impl MissReason {
                 "compute the norm's parameters before the value it normalises"
             }
             MissReason::ParamWeights => {
-                "bind the weights as constants: they are then stacked once, at compile time"
+                "bind the weights as constants, or let the runtime hoist param-only values (CompileOptions::hoist_params): they are then stacked once"
             }
             MissReason::ShapeMismatch => "give the operands one shape / dtype and a constant scale",
         }
@@ -81,6 +82,8 @@ pub enum FusionKind {
     Attention,
     /// Matmuls sharing one input (Q / K / V) as one matmul over stacked weights.
     SharedInput,
+    /// `x * 0.5 * (1 + erf(x / sqrt 2))` recognised as `Unary(Gelu)`.
+    Gelu,
 }
 
 /// One fused region.

@@ -42,6 +42,20 @@ impl Uses {
     }
 }
 
+/// The value of a scalar (one-element) float constant.
+pub(crate) fn scalar_value(g: &Graph, c: NodeId) -> Option<f64> {
+    let n = g.node(c);
+    let Op::Constant { bytes } = &n.op else {
+        return None;
+    };
+    let dims = n.shape.static_dims()?;
+    if dims.iter().product::<usize>() != 1 || !n.shape.dtype().is_float() {
+        return None;
+    }
+    let t = rlx_ir::HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone()).ok()?;
+    t.to_f64_lossy().first().copied()
+}
+
 /// Copies node `id` of `g` into `out` with its inputs mapped.
 pub(crate) fn copy(out: &mut Graph, g: &Graph, id: NodeId, map: &[NodeId]) -> NodeId {
     let n = g.node(id);

@@ -3,7 +3,8 @@
 //! Types ([`DType`], [`Dim`], [`Shape`]), the operation set ([`Op`]), the
 //! append-only SSA [`Graph`] with its two builder styles (inherent
 //! explicit-shape methods and the shape-inferring [`GraphExt`]), the
-//! verifier, the textual IR and inspection helpers, [`HostTensor`] (the one
+//! verifier, the textual IR (printed by `Display` / [`Graph::to_text`],
+//! read back by [`parse_graph`]) and inspection helpers, [`HostTensor`] (the one
 //! host tensor type of every API) and [`env`] (the one place that reads
 //! `RLX_*` variables). This crate is a leaf: it does no I/O besides reading
 //! the environment in [`env`].
@@ -33,6 +34,7 @@ mod host_tensor;
 mod inspect;
 pub mod op;
 pub mod ops;
+mod parse;
 pub mod quant;
 mod shape;
 mod stage;
@@ -57,6 +59,7 @@ pub use inspect::{
     inspect_mir_diff, inspect_mir_stats, node_label, op_histogram, NodeOrigin,
 };
 pub use op::{Op, OpKind};
+pub use parse::{parse_graph, ParseError};
 pub use shape::{contiguous_strides, Dim, Shape};
 pub use stage::{GraphModule, GraphStage, MirModule, StageKind};
 pub use tick::Tick;

@@ -783,8 +783,8 @@ impl Op {
     /// The textual-IR mnemonic with its payload, e.g. `reduce.sum{axes=[1]}`.
     pub fn mnemonic(&self) -> String {
         match self {
-            Op::Input { name } => format!("input \"{name}\""),
-            Op::Param { name } => format!("param \"{name}\""),
+            Op::Input { name } => format!("input {name:?}"),
+            Op::Param { name } => format!("param {name:?}"),
             Op::Constant { bytes } => format!("constant<{} bytes>", bytes.len()),
             Op::Unary(u) => u.name().to_string(),
             Op::Binary(b) => b.name().to_string(),
@@ -841,16 +841,22 @@ impl Op {
             } => format!("attention{{mask={mask:?}, scale={scale:?}, softcap={softcap:?}}}"),
             Op::Rope { interleaved } => format!("rope{{interleaved={interleaved}}}"),
             Op::Conv { window, groups } => format!(
-                "conv{{stride={:?}, padding={:?}, dilation={:?}, groups={groups}}}",
-                window.stride, window.padding, window.dilation
+                "conv{{{}stride={:?}, padding={:?}, dilation={:?}, groups={groups}}}",
+                conv_kernel_text(window),
+                window.stride,
+                window.padding,
+                window.dilation
             ),
             Op::ConvTranspose {
                 window,
                 output_padding,
                 groups,
             } => format!(
-                "conv_transpose{{stride={:?}, padding={:?}, dilation={:?}, output_padding={output_padding:?}, groups={groups}}}",
-                window.stride, window.padding, window.dilation
+                "conv_transpose{{{}stride={:?}, padding={:?}, dilation={:?}, output_padding={output_padding:?}, groups={groups}}}",
+                conv_kernel_text(window),
+                window.stride,
+                window.padding,
+                window.dilation
             ),
             Op::Pool {
                 kind,
@@ -895,6 +901,16 @@ impl Op {
             | Op::CustomFn(_)
             | Op::TupleGet { .. } => crate::ops::control::mnemonic(self),
         }
+    }
+}
+
+/// A conv takes its kernel from the weight, so the payload usually has none;
+/// one that does prints it (the text must say everything the op holds).
+fn conv_kernel_text(w: &Window) -> String {
+    if w.kernel.is_empty() {
+        String::new()
+    } else {
+        format!("kernel={:?}, ", w.kernel)
     }
 }
 

@@ -371,6 +371,15 @@ impl OnnxModel {
             .collect())
     }
 
+    /// The compiled graph of the last run (its `lir().fusion` says what
+    /// fused), or `None` before the first run.
+    pub fn compiled(&self) -> Option<&CompiledGraph> {
+        self.last
+            .as_ref()
+            .and_then(|k| self.cache.get(k))
+            .map(|s| &s.compiled)
+    }
+
     /// The imported RLX graph of the last run (or a fresh import).
     pub fn graph(&self) -> Result<Graph> {
         match self.last.as_ref().and_then(|k| self.cache.get(k)) {

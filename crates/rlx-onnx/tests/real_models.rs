@@ -61,8 +61,8 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
-/// Runs every committed case of `model` and returns the worst per-row cosine.
-fn check_model(model: &str, min_cosine: f64) {
+/// Runs every committed case of `model` against its committed outputs.
+fn check_model(model: &str, min_cosine: f64) -> OnnxModel {
     let mut onnx = OnnxModel::load(model_path(&format!("{model}.onnx")), Device::Cpu)
         .unwrap_or_else(|e| panic!("{model}: {e}"));
     let mut cases = 0;
@@ -104,12 +104,32 @@ fn check_model(model: &str, min_cosine: f64) {
         }
     }
     assert!(cases >= 2, "{model}: no committed cases found");
+    onnx
+}
+
+/// The encoder of an fp32 export reaches the fused kernels: one attention
+/// and one native GELU (spelled with erf in the export) per layer.
+fn assert_encoder_fusions(onnx: &OnnxModel, layers: usize) {
+    use rlx_compile::FusionKind;
+    let report = &onnx.compiled().expect("ran").lir().fusion;
+    assert_eq!(
+        report.of_kind(FusionKind::Attention).len(),
+        layers,
+        "{report}"
+    );
+    assert_eq!(report.of_kind(FusionKind::Gelu).len(), layers, "{report}");
+    assert_eq!(
+        report.of_kind(FusionKind::SharedInput).len(),
+        layers,
+        "{report}"
+    );
 }
 
 #[test]
 #[ignore = "needs model files: tools/fetch_models.sh"]
 fn minilm_l6_fp32_matches_onnxruntime() {
-    check_model("all-MiniLM-L6-v2-fp32", 0.99999);
+    let onnx = check_model("all-MiniLM-L6-v2-fp32", 0.99999);
+    assert_encoder_fusions(&onnx, 6);
 }
 
 #[test]
@@ -121,5 +141,6 @@ fn minilm_l6_int8_matches_onnxruntime() {
 #[test]
 #[ignore = "needs model files: tools/fetch_models.sh"]
 fn paraphrase_minilm_l3_matches_onnxruntime() {
-    check_model("paraphrase-MiniLM-L3-v2", 0.99999);
+    let onnx = check_model("paraphrase-MiniLM-L3-v2", 0.99999);
+    assert_encoder_fusions(&onnx, 3);
 }

@@ -25,7 +25,10 @@ pub use rlx_compile::{
     supported_for_target, supports_op, DispatchPolicy, FusionPass, FusionTarget,
 };
 pub use rlx_compile::{
-    insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
-    QuantRole, TensorStats,
+    insert_fake_quant, quant_params, quant_targets, CalibrationCollector, CalibrationMethod,
+    CalibrationOptions, CalibrationRecord, Histogram, QuantConfig, QuantMode, QuantRole,
+    TensorStats,
 };
+pub use rlx_compile::{legalize_layout, LayoutClaims, LegalizeLayout};
+pub use rlx_compile::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
 pub use rlx_fusion as fusion;

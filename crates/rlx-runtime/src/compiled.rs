@@ -2,6 +2,7 @@
 //! names, dtypes and shapes against the compiled signature before anything
 //! changes, so a failed call leaves the graph as it was.
 
+use crate::prelude::PreludeExec;
 use crate::{Result, RuntimeError};
 use rlx_compile::{IoManifest, LirModule};
 use rlx_driver::{Device, Executable};
@@ -11,7 +12,20 @@ use rlx_ir::{DType, HostTensor, Shape};
 pub struct CompiledGraph {
     device: Device,
     exec: Box<dyn Executable>,
+    /// The params callers set, in declaration order, and where each goes.
+    params: Vec<ParamRoute>,
     param_set: Vec<bool>,
+    prelude: Option<PreludeExec>,
+}
+
+/// A caller-visible param: its name and shape, and its index in the main
+/// executable and in the prelude (a param may feed either or both).
+#[derive(Clone, Debug)]
+pub(crate) struct ParamRoute {
+    pub(crate) name: String,
+    pub(crate) shape: Shape,
+    pub(crate) main: Option<usize>,
+    pub(crate) prelude: Option<usize>,
 }
 
 fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTensor> {
@@ -74,18 +88,27 @@ impl std::fmt::Debug for CompiledGraph {
             .field("graph", &self.lir().graph.name())
             .field("inputs", &self.input_shapes())
             .field("params", &self.param_shapes())
+            .field("prelude", &self.prelude.is_some())
             .field("outputs", &self.output_shapes())
             .finish()
     }
 }
 
 impl CompiledGraph {
-    pub(crate) fn new(device: Device, exec: Box<dyn Executable>) -> CompiledGraph {
-        let n = exec.lir().io.params.len();
+    /// A graph whose param-only part runs in `prelude`; `params` routes
+    /// each caller-visible param to the executables that read it.
+    pub(crate) fn with_prelude(
+        device: Device,
+        exec: Box<dyn Executable>,
+        params: Vec<ParamRoute>,
+        prelude: Option<PreludeExec>,
+    ) -> CompiledGraph {
         CompiledGraph {
             device,
             exec,
-            param_set: vec![false; n],
+            param_set: vec![false; params.len()],
+            params,
+            prelude,
         }
     }
 
@@ -99,8 +122,23 @@ impl CompiledGraph {
     }
 
     /// The lowered module (graph after passes, memory plan, manifest).
+    /// When part of the graph depends only on params, this is the main
+    /// graph, which reads those values as derived params (named
+    /// `hoisted.<n>`); see [`CompiledGraph::prelude_lir`].
     pub fn lir(&self) -> &LirModule {
         self.exec.lir()
+    }
+
+    /// The hoisted param-only part of the graph, if any: it runs on the
+    /// first run after a param it reads is set, not on every run.
+    pub fn prelude_lir(&self) -> Option<&LirModule> {
+        self.prelude.as_ref().map(|p| p.lir())
+    }
+
+    /// How many times the param prelude ran (0 without one): once per run
+    /// that follows a change of the params it reads.
+    pub fn prelude_runs(&self) -> usize {
+        self.prelude.as_ref().map_or(0, |p| p.runs())
     }
 
     /// Input names in declaration order.
@@ -119,15 +157,14 @@ impl CompiledGraph {
 
     /// Param names in declaration order.
     pub fn param_names(&self) -> Vec<String> {
-        self.io().params.iter().map(|p| p.1.clone()).collect()
+        self.params.iter().map(|p| p.name.clone()).collect()
     }
 
     /// Params as (name, shape).
     pub fn param_shapes(&self) -> Vec<(String, Shape)> {
-        self.io()
-            .params
+        self.params
             .iter()
-            .map(|p| (p.1.clone(), p.2.clone()))
+            .map(|p| (p.name.clone(), p.shape.clone()))
             .collect()
     }
 
@@ -137,10 +174,9 @@ impl CompiledGraph {
     }
 
     fn param_index(&self, name: &str) -> Result<usize> {
-        self.io()
-            .params
+        self.params
             .iter()
-            .position(|p| p.1 == name)
+            .position(|p| p.name == name)
             .ok_or_else(|| RuntimeError::UnknownParam {
                 name: name.to_string(),
                 known: self.param_names(),
@@ -157,7 +193,7 @@ impl CompiledGraph {
     /// Sets a float param from f32 values; on error the old value is kept.
     pub fn try_set_param(&mut self, name: &str, values: &[f32]) -> Result<()> {
         let i = self.param_index(name)?;
-        let shape = self.io().params[i].2.clone();
+        let shape = self.params[i].shape.clone();
         let t = values_to_tensor(&format!("param \"{name}\""), &shape, values)?;
         self.upload_param(i, &t)
     }
@@ -165,7 +201,7 @@ impl CompiledGraph {
     /// Sets a param of any dtype from a tensor of exactly its dtype and dims.
     pub fn set_param_typed(&mut self, name: &str, value: &HostTensor) -> Result<()> {
         let i = self.param_index(name)?;
-        let shape = self.io().params[i].2.clone();
+        let shape = self.params[i].shape.clone();
         check_tensor(&format!("param \"{name}\""), &shape, value)?;
         self.upload_param(i, value)
     }
@@ -174,6 +210,8 @@ impl CompiledGraph {
     /// same dtype and dims, same device) without a copy: e.g. the weights of
     /// a prefill and a decode graph held once. Later
     /// [`Self::set_param_typed`] calls give this graph its own copy again.
+    /// A param that feeds this graph's param prelude must feed `other`'s
+    /// too (values derived from it are this graph's own).
     pub fn share_param_from(
         &mut self,
         name: &str,
@@ -182,7 +220,7 @@ impl CompiledGraph {
     ) -> Result<()> {
         let i = self.param_index(name)?;
         let j = other.param_index(other_name)?;
-        let (shape, other_shape) = (&self.io().params[i].2, &other.io().params[j].2);
+        let (shape, other_shape) = (&self.params[i].shape, &other.params[j].shape);
         if shape != other_shape {
             return Err(RuntimeError::Shape {
                 what: format!("shared param \"{other_name}\" for param \"{name}\""),
@@ -190,22 +228,52 @@ impl CompiledGraph {
                 given: other_shape.static_dims().unwrap_or_default(),
             });
         }
-        let not_shared = |why: String| {
+        let not_shared = |why: &str| {
             RuntimeError::Backend(rlx_driver::BackendError::Signature(format!(
                 "param \"{name}\" cannot share \"{other_name}\": {why}"
             )))
         };
         if self.device != other.device {
-            return Err(not_shared(format!(
-                "it lives on {:?}, this graph on {:?}",
-                other.device, self.device
-            )));
+            return Err(not_shared("the graphs live on different devices"));
         }
-        let shared = other
-            .exec
-            .share_param(j)
-            .ok_or_else(|| not_shared("it is not set or the backend does not share".into()))?;
-        self.exec.set_param_shared(i, &shared)?;
+        if !other.param_set[j] {
+            return Err(not_shared("it is not set"));
+        }
+        let (mine, theirs) = (self.params[i].clone(), other.params[j].clone());
+        // Take every handle first, so a failure changes nothing.
+        let main = match mine.main {
+            Some(m) => {
+                let handle = match theirs.main {
+                    Some(o) => other.exec.share_param(o),
+                    None => theirs
+                        .prelude
+                        .and_then(|o| other.prelude.as_ref()?.share_param(o)),
+                };
+                Some((
+                    m,
+                    handle.ok_or_else(|| not_shared("the backend does not share"))?,
+                ))
+            }
+            None => None,
+        };
+        let prelude = match mine.prelude {
+            Some(p) => {
+                let handle = theirs
+                    .prelude
+                    .and_then(|o| other.prelude.as_ref()?.share_param(o));
+                let handle = handle.ok_or_else(|| {
+                    not_shared("it feeds this graph's param prelude but not the other's")
+                })?;
+                Some((p, handle))
+            }
+            None => None,
+        };
+        if let Some((m, handle)) = main {
+            self.exec.set_param_shared(m, &handle)?;
+        }
+        if let (Some((p, handle)), Some(prelude)) = (prelude, self.prelude.as_mut()) {
+            prelude.set_param_shared(p, &handle)?;
+        }
         self.param_set[i] = true;
         Ok(())
     }
@@ -213,22 +281,44 @@ impl CompiledGraph {
     /// Overwrites the param's bytes `offset .. offset + bytes.len()` in
     /// place (little-endian values of its dtype), keeping the rest: for
     /// persistent state such as a KV cache that each step extends by a
-    /// row. The param must be set; a range past its end is an error that
-    /// changes nothing.
+    /// row (values hoisted from it are recomputed on the next run). The
+    /// param must be set; a range past its end is an error that changes
+    /// nothing.
     pub fn write_param_bytes(&mut self, name: &str, offset: usize, bytes: &[u8]) -> Result<()> {
         let i = self.param_index(name)?;
+        let route = self.params[i].clone();
         if !self.param_set[i] {
-            let (_, name, shape) = &self.io().params[i];
             return Err(RuntimeError::ParamNotSet {
-                name: name.clone(),
-                shape: shape.clone(),
+                name: route.name,
+                shape: route.shape,
             });
         }
-        Ok(self.exec.write_param_bytes(i, offset, bytes)?)
+        let len = route.shape.size_bytes().unwrap_or(0);
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > len) {
+            return Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
+                format!(
+                    "write of {} bytes at byte {offset} past the end of param \"{name}\" ({len} bytes)",
+                    bytes.len()
+                ),
+            )));
+        }
+        if let Some(m) = route.main {
+            self.exec.write_param_bytes(m, offset, bytes)?;
+        }
+        if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
+            prelude.write_param_bytes(p, offset, bytes)?;
+        }
+        Ok(())
     }
 
     fn upload_param(&mut self, i: usize, t: &HostTensor) -> Result<()> {
-        self.exec.set_param(i, t)?;
+        let route = &self.params[i];
+        if let Some(m) = route.main {
+            self.exec.set_param(m, t)?;
+        }
+        if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
+            prelude.set_param(p, t)?;
+        }
         self.param_set[i] = true;
         Ok(())
     }
@@ -309,11 +399,14 @@ impl CompiledGraph {
 
     fn execute(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
         if let Some(i) = self.param_set.iter().position(|s| !s) {
-            let (_, name, shape) = &self.io().params[i];
+            let p = &self.params[i];
             return Err(RuntimeError::ParamNotSet {
-                name: name.clone(),
-                shape: shape.clone(),
+                name: p.name.clone(),
+                shape: p.shape.clone(),
             });
+        }
+        if let Some(prelude) = self.prelude.as_mut() {
+            prelude.refresh(self.exec.as_mut())?;
         }
         Ok(self.exec.run(inputs)?)
     }

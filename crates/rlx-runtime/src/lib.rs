@@ -16,10 +16,11 @@ mod dynamic;
 mod error;
 mod graph_devices;
 mod options;
+mod prelude;
 mod session;
 pub mod weights;
 
-pub use calibrate::collect_calibration;
+pub use calibrate::{collect_calibration, collect_calibration_with};
 pub use compiled::CompiledGraph;
 pub use devices::{
     available_devices, device_chain_from_env, device_from_env, device_report, devices_for,

@@ -39,6 +39,10 @@ pub struct CompileOptions {
     pub dispatch: DispatchPolicy,
     /// Fail the compile when the fusion report lists a missed fusion.
     pub assert_fusion_clean: bool,
+    /// Compute what depends only on params (weight transposes, casts,
+    /// stacked Q / K / V weights) once per param change instead of on
+    /// every run (on by default). Also lets fusion stack param weights.
+    pub hoist_params: bool,
 }
 
 impl Default for CompileOptions {
@@ -58,6 +62,7 @@ impl Default for CompileOptions {
             precision_policy: lower.precision_policy,
             dispatch: DispatchPolicy::default(),
             assert_fusion_clean: false,
+            hoist_params: true,
         }
     }
 }
@@ -146,6 +151,12 @@ impl CompileOptions {
         self
     }
 
+    /// Turns param hoisting on (default) or off (see [`CompileOptions::hoist_params`]).
+    pub fn hoist_params(mut self, on: bool) -> Self {
+        self.hoist_params = on;
+        self
+    }
+
     /// Makes a missed fusion a compile error (`RuntimeError::FusionNotClean`).
     pub fn assert_fusion_clean(mut self, on: bool) -> Self {
         self.assert_fusion_clean = on;
@@ -199,7 +210,11 @@ impl CompileOptions {
             cse: self.cse,
             fold_constants: self.fold_constants,
             keep_stages: self.keep_stages,
-            fusion: self.fusion.clone(),
+            fusion: FusionOptions {
+                // Stacked param weights are only free when the stack is hoisted.
+                stack_param_weights: self.fusion.stack_param_weights && self.hoist_params,
+                ..self.fusion.clone()
+            },
             precision_policy: self.precision_policy.clone(),
             ..LowerOptions::default()
         }

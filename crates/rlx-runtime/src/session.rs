@@ -1,9 +1,11 @@
 //! [`Session`]: a device plus the compile entry points.
 
+use crate::compiled::ParamRoute;
+use crate::prelude::PreludeExec;
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
 use rlx_compile::{
-    lower, lower_with, optimize_with, ConstEvaluator, Dispatch, DispatchPolicy, FusionTarget,
-    LirModule, LowerOptions, OptimizedGraph,
+    lower, optimize_with, plan_optimized, split_param_prelude, ConstEvaluator, Dispatch,
+    DispatchPolicy, FusionOptions, FusionTarget, LirModule, LowerOptions, OptimizedGraph,
 };
 use rlx_driver::{registry, Backend, Device};
 use rlx_ir::{Graph, HostTensor};
@@ -55,20 +57,87 @@ impl Session {
         self.try_compile_with(graph, &CompileOptions::default())
     }
 
-    /// Compiles with `opts`.
+    /// Compiles with `opts`. With `opts.hoist_params`, the part of the
+    /// graph that depends only on params is compiled apart and runs once
+    /// per param change (see [`CompiledGraph::prelude_runs`]).
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
         let backend = self.backend()?;
         let opts = opts.clone().with_env_overlay()?;
         let evaluator = BackendEvaluator(backend.as_ref());
-        let lir = lower_with(
-            &graph,
-            &|op| backend.claims(op),
-            &opts.lower_options(),
-            Some(&evaluator),
-        )?;
+        let lower_opts = lower_options_for(&opts, backend.as_ref());
+        let claims = |op: &rlx_ir::Op| backend.claims(op);
+        let optimized = optimize_with(&graph, &claims, &lower_opts, Some(&evaluator))?;
+        // Caller-visible params in the order the caller declared them
+        // (passes may move leaves), minus those no output needs.
+        let kept = optimized.graph.params();
+        let user_params: Vec<(String, rlx_ir::Shape)> = graph
+            .params()
+            .iter()
+            .filter(|p| kept.iter().any(|k| k.1 == p.1))
+            .map(|p| (p.1.to_string(), p.2.clone()))
+            .collect();
+        let split = if opts.hoist_params {
+            split_param_prelude(&optimized.graph)
+        } else {
+            None
+        };
+        let index_in = |io: &[(rlx_ir::NodeId, String, rlx_ir::Shape)], name: &str| {
+            io.iter().position(|p| p.1 == name)
+        };
+        let Some(split) = split else {
+            let lir = plan_optimized(&graph, optimized, &Default::default(), opts.alignment)?;
+            check_policies(&lir, &opts, self.device)?;
+            let routes = user_params
+                .into_iter()
+                .map(|(name, shape)| ParamRoute {
+                    main: index_in(&lir.io.params, &name),
+                    prelude: None,
+                    name,
+                    shape,
+                })
+                .collect();
+            let exec = backend.compile(lir)?;
+            return Ok(CompiledGraph::with_prelude(self.device, exec, routes, None));
+        };
+        let main = OptimizedGraph {
+            graph: split.main,
+            ..optimized
+        };
+        let lir = plan_optimized(&graph, main, &Default::default(), opts.alignment)?;
         check_policies(&lir, &opts, self.device)?;
+        // The prelude is already optimised: plan it as it is.
+        let prelude_opts = LowerOptions {
+            simplify: false,
+            cse: false,
+            fold_constants: false,
+            fusion: FusionOptions::disabled(),
+            alignment: opts.alignment,
+            layout: backend.layout(),
+            ..LowerOptions::default()
+        };
+        let prelude_lir = lower(&split.prelude, &claims, &prelude_opts)?;
+        let routes = user_params
+            .into_iter()
+            .map(|(name, shape)| ParamRoute {
+                main: index_in(&lir.io.params, &name),
+                prelude: index_in(&prelude_lir.io.params, &name),
+                name,
+                shape,
+            })
+            .collect();
+        let targets = split
+            .derived
+            .iter()
+            .map(|d| index_in(&lir.io.params, d).expect("derived params are in the main graph"))
+            .collect();
+        let prelude = PreludeExec::new(backend.compile(prelude_lir)?, targets);
         let exec = backend.compile(lir)?;
-        Ok(CompiledGraph::new(self.device, exec))
+        Ok(CompiledGraph::with_prelude(
+            self.device,
+            exec,
+            routes,
+            Some(prelude),
+        ))
     }
 
     /// Runs every pass on `graph` without planning (dims not bound in
@@ -80,7 +149,7 @@ impl Session {
         Ok(optimize_with(
             graph,
             &|op| backend.claims(op),
-            &opts.lower_options(),
+            &lower_options_for(&opts, backend.as_ref()),
             Some(&evaluator),
         )?)
     }
@@ -130,9 +199,16 @@ fn backend_of(device: Device) -> Result<std::sync::Arc<dyn Backend>> {
 /// The passes' view of `device`'s backend: the ops it claims natively.
 pub fn fusion_target(device: Device) -> Result<FusionTarget> {
     let backend = backend_of(device)?;
-    Ok(FusionTarget::new(backend.name(), move |op| {
-        backend.claims(op)
-    }))
+    let layout = backend.layout();
+    Ok(FusionTarget::new(backend.name(), move |op| backend.claims(op)).with_layout(layout))
+}
+
+/// The lowering options of `opts` with the backend's layout claims.
+fn lower_options_for(opts: &CompileOptions, backend: &dyn Backend) -> LowerOptions {
+    LowerOptions {
+        layout: backend.layout(),
+        ..opts.lower_options()
+    }
 }
 
 /// Constant folding's evaluator: runs the constant sub-graph on the same

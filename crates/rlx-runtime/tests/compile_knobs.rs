@@ -179,12 +179,31 @@ fn cpu_target_claims_follow_the_backend() {
 #[test]
 fn fusion_passes_run_in_a_pipeline_and_respect_the_target() {
     let opts = FusionOptions::default();
-    assert_eq!(fusion_passes(&opts).len(), 2);
+    assert_eq!(fusion_passes(&opts).len(), 7);
     assert!(fusion_passes(&FusionOptions::disabled()).is_empty());
-    assert!(fusion_passes_for_supported(&opts, &FusionTarget::primitives()).is_empty());
-    let passes = fusion_passes_for_supported(&opts, &fusion_target(Device::Cpu).unwrap());
-    let names: Vec<&str> = passes.iter().map(|p| p.name()).collect();
-    assert_eq!(names, ["fuse_elementwise", "fuse_matmul_epilogue"]);
+    // A primitives-only target keeps only the passes whose results are
+    // primitives (a unary GELU, a plain matmul).
+    let prims = fusion_passes_for_supported(&opts, &FusionTarget::primitives());
+    let names: Vec<&str> = prims.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["fuse_gelu", "fuse_shared_input"]);
+    let all = fusion_passes_for_supported(&opts, &fusion_target(Device::Cpu).unwrap());
+    let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "fuse_gelu",
+            "fuse_attention",
+            "fuse_add_norm",
+            "fuse_gated_matmul",
+            "fuse_shared_input",
+            "fuse_elementwise",
+            "fuse_matmul_epilogue"
+        ]
+    );
+    let passes: Vec<_> = all
+        .into_iter()
+        .filter(|p| p.name() == "fuse_elementwise" || p.name() == "fuse_matmul_epilogue")
+        .collect();
     let g = branching_graph();
     let mut pipeline = CompilePipeline::new();
     for p in &passes {
@@ -205,4 +224,26 @@ fn fusion_passes_run_in_a_pipeline_and_respect_the_target() {
     let a = s.compile_with(out.graph, &unfused).run(&[("x", &x)]);
     let b = s.compile_with(g, &unfused).run(&[("x", &x)]);
     assert_eq!(a, b);
+}
+
+#[test]
+fn fusion_passes_list_what_lower_runs_in_its_order() {
+    // The fusion passes a compile records, in order, are exactly those
+    // `fusion_passes_for_supported` lists for the device.
+    let s = Session::new(Device::Cpu);
+    let c = s.compile_with(branching_graph(), &CompileOptions::default());
+    let ran: Vec<&str> = c
+        .lir()
+        .passes
+        .iter()
+        .map(|r| r.pass.as_str())
+        .filter(|p| p.starts_with("fuse_"))
+        .collect();
+    let listed = fusion_passes_for_supported(
+        &FusionOptions::default(),
+        &fusion_target(Device::Cpu).unwrap(),
+    );
+    let listed: Vec<&str> = listed.iter().map(|p| p.name()).collect();
+    assert_eq!(ran, listed);
+    assert_eq!(ran.len(), 7, "{ran:?}");
 }

@@ -74,3 +74,42 @@ fn shared_params_are_read_by_both_and_copied_on_write() {
     let y = other.try_run_typed(&[("x", &x)]).unwrap();
     assert_eq!(y[0].to_vec::<f32>().unwrap(), [5.0; 6]);
 }
+
+/// `x · pᵀ` (the transpose of the param is hoisted into the param
+/// prelude), or `x · p` (no prelude).
+fn compile_matmul(transposed: bool) -> CompiledGraph {
+    let mut g = Graph::new("hoisted");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+    let mut p = g.param("p", Shape::new(&[3, 3], DType::F32));
+    if transposed {
+        p = g.transpose_(p, &[1, 0]);
+    }
+    let y = g.mm(x, p);
+    g.set_outputs(vec![y]);
+    Session::new(Device::Cpu).try_compile(g).unwrap()
+}
+
+#[test]
+fn writes_and_shares_reach_the_param_prelude() {
+    let mut c = compile_matmul(true);
+    assert!(c.prelude_lir().is_some(), "the transpose should be hoisted");
+    c.set_param("p", &[0.0; 9]);
+    assert_eq!(run(&mut c), [0.0; 6]);
+    // Row 1 of p = [1, 1, 1]: y[:, 1] = row sums of x.
+    c.write_param_bytes("p", 12, &bytes(&[1.0, 1.0, 1.0]))
+        .unwrap();
+    assert_eq!(run(&mut c), [0.0, 6.0, 0.0, 0.0, 15.0, 0.0]);
+    let mut d = compile_matmul(true);
+    d.share_param_from("p", &c, "p").unwrap();
+    assert_eq!(run(&mut d), [0.0, 6.0, 0.0, 0.0, 15.0, 0.0]);
+    // The plain graph has no prelude route for p: sharing into a graph
+    // that hoists from it is refused, and changes nothing.
+    let mut plain = compile_matmul(false);
+    assert!(plain.prelude_lir().is_none());
+    plain.set_param("p", &[1.0; 9]);
+    let mut e = compile_matmul(true);
+    e.set_param("p", &[0.0; 9]);
+    let err = e.share_param_from("p", &plain, "p").unwrap_err();
+    assert!(err.to_string().contains("prelude"), "{err}");
+    assert_eq!(run(&mut e), [0.0; 6]);
+}

@@ -47,6 +47,7 @@ fn inspect_pipeline_lists_every_stage_and_the_reports() {
             "simplify",
             "cse",
             "dce",
+            "fuse_gelu",
             "fuse_attention",
             "fuse_add_norm",
             "fuse_gated_matmul",

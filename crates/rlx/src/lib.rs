@@ -142,8 +142,8 @@ pub use rlx_ir::{
     OpKind, Shape, Tick, VerifyError,
 };
 pub use rlx_ir::{
-    inspect_hir, inspect_hir_stats, inspect_mir, inspect_mir_diff, inspect_mir_stats, GraphModule,
-    GraphStage, HirModule, HirOp, MirModule,
+    inspect_hir, inspect_hir_stats, inspect_mir, inspect_mir_diff, inspect_mir_stats, parse_graph,
+    GraphModule, GraphStage, HirModule, HirOp, MirModule, ParseError,
 };
 pub use rlx_opt::{
     fusion_passes, fusion_passes_for_supported, inspect_lir, supported_for_target, supports_op,
@@ -209,7 +209,12 @@ pub mod compile {
         DispatchReport, FusionKind, FusionOptions, FusionReport, LirModule, MemoryReport,
         MissReason, MissedFusion, Pass, PipelineInspect,
     };
-    pub use rlx_runtime::{collect_calibration, fusion_target};
+    pub use rlx_opt::{
+        legalize_layout, quant_params, quant_targets, CalibrationCollector, CalibrationMethod,
+        CalibrationOptions, Histogram, LayoutClaims, LegalizeLayout,
+    };
+    pub use rlx_opt::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
+    pub use rlx_runtime::{collect_calibration, collect_calibration_with, fusion_target};
 }
 
 /// Star-import target covering everyday graph build → compile → run.
@@ -263,6 +268,7 @@ pub mod prelude {
         HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
         Tick, VerifyError,
     };
+    pub use crate::{parse_graph, ParseError};
     pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
 }
 

@@ -8,7 +8,15 @@
 //! - **f32** — reductions, softmax, norms, cumulative sums, exp / log /
 //!   pow and other range-sensitive functions: always F32;
 //! - **follow** — everything else (elementwise arithmetic, movement,
-//!   indexing): the precision of its float inputs (F32 if any is F32).
+//!   indexing): the precision of its float inputs (F32 if any is F32) —
+//!   except that a param / constant broadcast into a low value (a bias
+//!   added to a matmul result) is cast down to it, as torch's `addmm`
+//!   takes its bias: the add then stays low, and the matmul epilogue
+//!   fusion still folds it (with the activation after it) into the matmul.
+//!
+//! Fused ops are classed too (the pass may run on a fused graph): gated
+//! matmuls are matmuls, add + norm is a norm, attention is low under
+//! `AutoMixed*`, elementwise regions follow.
 //!
 //! Graph inputs, params and outputs stay F32; leaves are cast on the way
 //! into a low op, and low outputs are cast back to F32.
@@ -79,6 +87,7 @@ impl PrecisionPolicy {
             OpKind::MatMul
                 | OpKind::DotGeneral
                 | OpKind::FusedMatMul
+                | OpKind::GatedMatMul
                 | OpKind::Conv
                 | OpKind::ConvTranspose
         );
@@ -91,6 +100,7 @@ impl PrecisionPolicy {
                 | OpKind::LayerNorm
                 | OpKind::RmsNorm
                 | OpKind::GroupNorm
+                | OpKind::AddNorm
                 | OpKind::Fft
         ) || matches!(
             op,
@@ -157,6 +167,39 @@ fn is_float32_or_low(d: DType, low: DType) -> bool {
     d == DType::F32 || d == low
 }
 
+/// True when input `x` of elementwise node `n` is a param / constant with
+/// fewer elements than `n` (a bias broadcast into it) and some other input
+/// of `n` is already low: `x` then joins that value's precision.
+fn broadcast_leaf_into_low(
+    g: &Graph,
+    n: &rlx_ir::Node,
+    x: NodeId,
+    mapped: &[NodeId],
+    out: &Graph,
+    low: DType,
+) -> bool {
+    let elementwise = matches!(
+        n.op,
+        Op::Binary(
+            rlx_ir::op::BinaryOp::Add
+                | rlx_ir::op::BinaryOp::Sub
+                | rlx_ir::op::BinaryOp::Mul
+                | rlx_ir::op::BinaryOp::Div
+        )
+    );
+    let leaf = matches!(g.node(x).op, Op::Param { .. } | Op::Constant { .. });
+    let smaller = match (g.shape(x).numel(), n.shape.numel()) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    };
+    elementwise
+        && leaf
+        && smaller
+        && mapped
+            .iter()
+            .any(|&m| out.shape(m).dtype() == low && !out.node(m).op.is_leaf())
+}
+
 /// Rewrites `g` under `policy`.
 pub fn auto_mixed_precision(g: &Graph, policy: &PrecisionPolicy) -> Result<Graph, CompileError> {
     let Some(low) = policy.low_dtype() else {
@@ -193,10 +236,15 @@ pub fn auto_mixed_precision(g: &Graph, policy: &PrecisionPolicy) -> Result<Graph
                 PassPrecision::Low => low,
                 PassPrecision::F32 => DType::F32,
                 PassPrecision::Follow => {
-                    let any_f32 = inputs
-                        .iter()
-                        .zip(&floats)
-                        .any(|(&x, &f)| f && out.shape(x).dtype() == DType::F32);
+                    let any_f32 =
+                        inputs
+                            .iter()
+                            .zip(&floats)
+                            .zip(&n.inputs)
+                            .any(|((&x, &f), &orig)| {
+                                f && out.shape(x).dtype() == DType::F32
+                                    && !broadcast_leaf_into_low(g, n, orig, &inputs, &out, low)
+                            });
                     if any_f32 || !floats.iter().any(|&f| f) {
                         DType::F32
                     } else {
@@ -247,4 +295,52 @@ pub fn auto_mixed_precision(g: &Graph, policy: &PrecisionPolicy) -> Result<Graph
     }
     out.set_outputs(outputs);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::{GraphExt, Shape};
+
+    #[test]
+    fn fused_ops_have_classes() {
+        let p = PrecisionPolicy::AutoMixed;
+        let add_norm = Op::AddNorm {
+            axis: 1,
+            eps: 1e-5,
+            rms: false,
+            keep_sum: false,
+        };
+        assert_eq!(p.class_of(&add_norm), PassPrecision::F32);
+        let gated = Op::GatedMatMul { act: UnaryOp::Silu };
+        assert_eq!(p.class_of(&gated), PassPrecision::Low);
+        assert_eq!(
+            PrecisionPolicy::AutoMixedConservative.class_of(&gated),
+            PassPrecision::Low
+        );
+        let region = Op::ElementwiseRegion { steps: Vec::new() };
+        assert_eq!(p.class_of(&region), PassPrecision::Follow);
+    }
+
+    #[test]
+    fn a_bias_joins_its_low_product_and_a_residual_does_not() {
+        let mut g = Graph::new("lin");
+        let x = g.input("x", Shape::new(&[4, 8], DType::F32));
+        let w = g.param("w", Shape::new(&[8, 8], DType::F32));
+        let b = g.param("b", Shape::new(&[8], DType::F32));
+        let y = g.mm(x, w);
+        let y = g.add(y, b);
+        let r = g.add(y, x);
+        g.set_outputs(vec![r]);
+        let out = auto_mixed_precision(&g, &PrecisionPolicy::AutoMixed).unwrap();
+        let adds: Vec<DType> = out
+            .nodes()
+            .iter()
+            .filter(|n| matches!(n.op, Op::Binary(_)))
+            .map(|n| n.shape.dtype())
+            .collect();
+        // The bias add stays f16 with its product; the residual add of two
+        // full-size values is f32, as any f32 operand makes it.
+        assert_eq!(adds, [DType::F16, DType::F32], "{out}");
+    }
 }

@@ -1,10 +1,12 @@
 //! Graph -> graph passes.
 
 pub mod amp;
+pub mod calibration;
 pub mod cse;
 pub mod dce;
 pub mod decompose;
 pub mod fold;
+pub mod legalize;
 pub mod precision;
 pub mod quantize;
 pub mod simplify;

@@ -24,7 +24,9 @@ pub enum QuantMode {
     Asymmetric,
 }
 
-/// What [`insert_fake_quant`] does.
+/// What [`insert_fake_quant`] does. Activations are quantized per tensor,
+/// or per channel when the record holds per-channel activation stats
+/// ([`crate::CalibrationOptions::activation_axis`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QuantConfig {
     /// Mapping of activations (always per tensor).
@@ -231,7 +233,8 @@ pub fn insert_fake_quant(
                     ))
                 })?;
                 let (mode, axis) = match role {
-                    QuantRole::Activation => (cfg.activations, None),
+                    // Per channel when calibration collected it so.
+                    QuantRole::Activation => (cfg.activations, stats.axis),
                     QuantRole::Weight { axis } => {
                         (cfg.weights, cfg.weights_per_channel.then_some(axis))
                     }

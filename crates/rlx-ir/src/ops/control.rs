@@ -132,7 +132,7 @@ pub(crate) fn mnemonic(op: &Op) -> String {
             s.num_carry, s.length, s.reverse, s.checkpoint
         ),
         Op::CustomFn(s) => format!(
-            "custom_fn{{name=\"{}\", vjp={}, jvp={}}}",
+            "custom_fn{{name={:?}, vjp={}, jvp={}}}",
             s.name,
             s.vjp.is_some(),
             s.jvp.is_some()

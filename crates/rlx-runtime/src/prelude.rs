@@ -1,0 +1,88 @@
+//! The param prelude at run time: the hoisted, param-only part of a graph
+//! (see `rlx_compile::split_param_prelude`) compiled on its own, evaluated
+//! on the first run after any of its params changed, and its results
+//! uploaded as the main executable's derived params.
+
+use crate::Result;
+use rlx_compile::LirModule;
+use rlx_driver::Executable;
+
+/// A compiled prelude and where its results go.
+pub(crate) struct PreludeExec {
+    exec: Box<dyn Executable>,
+    /// Main-executable param index of each prelude output.
+    targets: Vec<usize>,
+    /// True when a param it reads changed since it last ran.
+    stale: bool,
+    /// How many times it ran.
+    runs: usize,
+}
+
+impl PreludeExec {
+    pub(crate) fn new(exec: Box<dyn Executable>, targets: Vec<usize>) -> PreludeExec {
+        PreludeExec {
+            exec,
+            targets,
+            stale: true,
+            runs: 0,
+        }
+    }
+
+    /// Uploads prelude param `index`; the hoisted values are recomputed on the next run.
+    pub(crate) fn set_param(&mut self, index: usize, t: &rlx_ir::HostTensor) -> Result<()> {
+        self.exec.set_param(index, t)?;
+        self.stale = true;
+        Ok(())
+    }
+
+    /// A shareable handle on prelude param `index` (see
+    /// [`Executable::share_param`]).
+    pub(crate) fn share_param(&self, index: usize) -> Option<rlx_driver::SharedParam> {
+        self.exec.share_param(index)
+    }
+
+    /// Makes prelude param `index` read `shared`; recomputed on the next run.
+    pub(crate) fn set_param_shared(
+        &mut self,
+        index: usize,
+        shared: &rlx_driver::SharedParam,
+    ) -> Result<()> {
+        self.exec.set_param_shared(index, shared)?;
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Writes bytes of prelude param `index` in place; recomputed on the next run.
+    pub(crate) fn write_param_bytes(
+        &mut self,
+        index: usize,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<()> {
+        self.exec.write_param_bytes(index, offset, bytes)?;
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Recomputes the hoisted values into `main` when a param changed.
+    pub(crate) fn refresh(&mut self, main: &mut dyn Executable) -> Result<()> {
+        if !self.stale {
+            return Ok(());
+        }
+        let values = self.exec.run(&[])?;
+        for (&target, value) in self.targets.iter().zip(&values) {
+            main.set_param(target, value)?;
+        }
+        self.stale = false;
+        self.runs += 1;
+        Ok(())
+    }
+
+    pub(crate) fn runs(&self) -> usize {
+        self.runs
+    }
+
+    pub(crate) fn lir(&self) -> &LirModule {
+        self.exec.lir()
+    }
+}
