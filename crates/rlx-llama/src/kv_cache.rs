@@ -55,6 +55,15 @@ impl KvCache {
         self.id
     }
 
+    /// Whether this cache has the layout `config`'s model with a context
+    /// of `capacity` positions writes.
+    pub fn fits(&self, config: &LlamaConfig, capacity: usize) -> bool {
+        self.capacity == capacity
+            && self.n_kv_heads == config.n_kv_heads
+            && self.head_dim == config.head_dim
+            && self.keys.len() == config.n_layers
+    }
+
     /// Positions filled.
     pub fn len(&self) -> usize {
         self.len

@@ -179,6 +179,13 @@ impl LlamaModel {
     }
 
     fn run(&mut self, tokens: &[u32], cache: &mut KvCache, rows: LogitRows) -> Result<Vec<f32>> {
+        if !cache.fits(&self.config, self.context) {
+            return Err(LlamaError::BadSetting {
+                name: "cache",
+                expected: "a cache made by this model's new_cache",
+                given: format!("a cache of {} positions", cache.capacity()),
+            });
+        }
         cache.check_room(tokens.len())?;
         if let Some(&id) = tokens
             .iter()

@@ -342,6 +342,11 @@ fn bad_settings_and_ids_are_errors() {
         Err(LlamaError::TokenOutOfRange { id: 100_000, .. })
     ));
     assert!(cache.is_empty(), "a failed forward changed the cache");
+    let foreign = model_with_context(WeightMode::Quantized, 4, 128).new_cache();
+    assert!(matches!(
+        m.forward(&[5], &mut foreign.clone()),
+        Err(LlamaError::BadSetting { name: "cache", .. })
+    ));
     let long = vec![5u32; 65];
     assert!(matches!(
         m.forward(&long, &mut cache),
