@@ -250,8 +250,8 @@ pub mod prelude {
     pub use crate::ir::env::{self, flag, set, unset, var, RlxEnv, RuntimeOverrides};
     #[cfg(feature = "llama")]
     pub use crate::llama::{
-        generate, GenerateOptions, KvCache, LlamaConfig, LlamaModel, LlamaOptions, Sampler,
-        SamplerConfig, Tokenizer, WeightMode,
+        generate, ChatMessage, ChatTemplate, GenerateOptions, KvCache, LlamaConfig, LlamaModel,
+        LlamaOptions, Sampler, SamplerConfig, Tokenizer, WeightMode,
     };
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     #[cfg(feature = "optim")]
