@@ -3,9 +3,11 @@
 //! node's planned slot as output.
 
 use crate::kernels::{self, control, run_node, View, ViewMut};
+use crate::profile::Profile;
 use rlx_compile::LirModule;
 use rlx_driver::{BackendError, Executable};
 use rlx_ir::{node_label, HostTensor, Op};
+use std::time::Instant;
 
 /// A 64-byte aligned byte buffer.
 struct AlignedBuf {
@@ -60,6 +62,8 @@ pub struct CpuExecutable {
     dims: Vec<Vec<usize>>,
     /// Compiled sub-graphs of control-flow nodes, by node index.
     control: Vec<Option<control::ControlProgram>>,
+    /// Per-node timing (`RLX_CPU_PROFILE`).
+    profile: Option<Profile>,
 }
 
 impl CpuExecutable {
@@ -106,6 +110,7 @@ impl CpuExecutable {
             dims,
             control: programs,
             lir,
+            profile: Profile::from_env(),
         })
     }
 
@@ -183,6 +188,7 @@ impl Executable for CpuExecutable {
                 dtype: n.shape.dtype(),
                 bytes: out_bytes,
             };
+            let started = self.profile.is_some().then(Instant::now);
             let result = if alias.is_some() {
                 kernels::run_in_place(n, &views, &mut out)
             } else {
@@ -196,6 +202,12 @@ impl Executable for CpuExecutable {
                 node: node_label(g, id),
                 message,
             })?;
+            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
+            }
+        }
+        if let Some(p) = self.profile.as_mut() {
+            p.end_run();
         }
         let mut outs = Vec::with_capacity(self.lir.io.outputs.len());
         for (id, shape) in &self.lir.io.outputs {

@@ -141,7 +141,11 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 0.5;
     let p = p * r + 1.0;
     let p = p * r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // 2^n from the exponent bits. n + 127 lies in 1..=254; adding 2^23 puts
+    // it in the low mantissa bits exactly, a float-only route that keeps the
+    // loop vectorised (a saturating `as i32` cast does not vectorise).
+    let biased = (n + (127.0 + 8_388_608.0)).to_bits() & 0x7f_ffff;
+    let scale = f32::from_bits(biased << 23);
     let y = p * scale;
     if x < -87.0 {
         0.0

@@ -68,19 +68,30 @@ fn eps_of<T: Real>(eps: f64) -> f64 {
     T::from_f64(eps).to_f64()
 }
 
-/// (mean, 1 / sqrt(biased variance + eps)) of `xs`, two-pass in f64.
+/// (mean, 1 / sqrt(biased variance + eps)) of `xs`, two-pass in f64 (eight
+/// partial sums per pass, so the adds pipeline and vectorise).
 fn moments<T: Real>(xs: &[T], eps: f64) -> (f64, f64) {
     let n = xs.len() as f64;
-    let mean = xs.iter().map(|v| v.to_f64()).sum::<f64>() / n;
-    let var = xs
-        .iter()
-        .map(|v| {
-            let c = v.to_f64() - mean;
-            c * c
-        })
-        .sum::<f64>()
-        / n;
+    let mean = lane_sum(xs, |v| v) / n;
+    let var = lane_sum(xs, |v| {
+        let c = v - mean;
+        c * c
+    }) / n;
     (mean, 1.0 / (var + eps).sqrt())
+}
+
+/// `sum(f(x))` over `xs` in f64 with eight independent accumulators.
+#[inline(always)]
+fn lane_sum<T: Real>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0f64; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += f(v.to_f64());
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|v| f(v.to_f64())).sum();
+    acc.iter().sum::<f64>() + tail
 }
 
 fn softmax_real<T: Real>(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
@@ -158,15 +169,32 @@ fn normalize_rows<T: Real>(
     }
     for (xs, os) in src.chunks_exact(len).zip(o.chunks_exact_mut(len)) {
         let (mean, rstd) = moments(xs, eps);
-        for (k, (ov, &v)) in os.iter_mut().zip(xs).enumerate() {
-            let mut y = T::from_f64((v.to_f64() - mean) * rstd);
-            if let Some(g) = gamma {
-                y = y * g[k / inner];
+        let norm = |v: T| T::from_f64((v.to_f64() - mean) * rstd);
+        match (gamma, beta) {
+            // Parameters per element (the usual case): plain zipped loops.
+            (Some(g), Some(b)) if inner == 1 => {
+                for (((ov, &v), &g), &b) in os.iter_mut().zip(xs).zip(g).zip(b) {
+                    *ov = norm(v) * g + b;
+                }
             }
-            if let Some(b) = beta {
-                y = y + b[k / inner];
+            (Some(g), None) if inner == 1 => {
+                for ((ov, &v), &g) in os.iter_mut().zip(xs).zip(g) {
+                    *ov = norm(v) * g;
+                }
             }
-            *ov = y;
+            (None, None) => os.iter_mut().zip(xs).for_each(|(ov, &v)| *ov = norm(v)),
+            _ => {
+                for (k, (ov, &v)) in os.iter_mut().zip(xs).enumerate() {
+                    let mut y = norm(v);
+                    if let Some(g) = gamma {
+                        y = y * g[k / inner];
+                    }
+                    if let Some(b) = beta {
+                        y = y + b[k / inner];
+                    }
+                    *ov = y;
+                }
+            }
         }
     }
 }
@@ -209,11 +237,16 @@ fn rms_norm_real<T: Real>(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelRe
     }
     let eps = eps_of::<T>(eps);
     for (xs, os) in src.chunks_exact(d).zip(o.chunks_exact_mut(d)) {
-        let ms = xs.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>() / d as f64;
+        let ms = lane_sum(xs, |v| v * v) / d as f64;
         let r = 1.0 / (ms + eps).sqrt();
-        for (k, (ov, &v)) in os.iter_mut().zip(xs).enumerate() {
-            let y = T::from_f64(v.to_f64() * r);
-            *ov = gamma.map_or(y, |g| y * g[k]);
+        let norm = |v: T| T::from_f64(v.to_f64() * r);
+        match gamma {
+            Some(g) => {
+                for ((ov, &v), &g) in os.iter_mut().zip(xs).zip(g) {
+                    *ov = norm(v) * g;
+                }
+            }
+            None => os.iter_mut().zip(xs).for_each(|(ov, &v)| *ov = norm(v)),
         }
     }
     Ok(())

@@ -49,8 +49,9 @@ impl BroadcastCursor {
 struct Scratch(Vec<u64>);
 
 impl Scratch {
-    fn new(width: usize) -> Self {
-        Scratch(vec![0; (TILE * width).div_ceil(8)])
+    /// Room for `elems` values of `width` bytes.
+    fn new(elems: usize, width: usize) -> Self {
+        Scratch(vec![0; (elems * width).div_ceil(8)])
     }
     fn bytes(&self, len: usize) -> &[u8] {
         // SAFETY: u64 has no padding; any byte view of it is valid.
@@ -97,6 +98,9 @@ enum Source {
     Direct,
     /// Broadcast: gathered per tile.
     Gather(BroadcastCursor, Scratch),
+    /// Broadcast by repeating it whole (a bias row): read in place, the
+    /// step kernels broadcast it over the tile's rows.
+    Repeat,
     /// The output buffer itself (an epilogue's input): copied out per tile
     /// before the tile is overwritten.
     Output(Scratch),
@@ -159,30 +163,40 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
             out.dtype
         ));
     }
+    // Inputs that repeat whole with one period P (bias rows, scalars) let
+    // the tiles be [rows, P] blocks the binary kernels broadcast over
+    // directly, when only binary / compare steps read those inputs.
+    let period = row_period(steps, ins, &out_dims);
+    let tile_rows = period.map_or(TILE, |p| (TILE / p).max(1));
+    let tile_elems = tile_rows * period.unwrap_or(1);
     let mut sources: Vec<Source> = ins
         .iter()
         .map(|v| match v {
-            None => Source::Output(Scratch::new(out.dtype.size_bytes())),
+            None => Source::Output(Scratch::new(tile_elems, out.dtype.size_bytes())),
             Some(v) if v.dims == out_dims.as_slice() => Source::Direct,
+            Some(_) if period.is_some() => Source::Repeat,
             Some(v) => Source::Gather(
                 BroadcastCursor::new(v.dims, &out_dims),
-                Scratch::new(v.dtype.size_bytes()),
+                Scratch::new(tile_elems, v.dtype.size_bytes()),
             ),
         })
         .collect();
     let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
         .iter()
-        .map(|d| Scratch::new(d.size_bytes()))
+        .map(|d| Scratch::new(tile_elems, d.size_bytes()))
         .collect();
 
     let mut start = 0;
     while start < n {
-        let len = TILE.min(n - start);
-        let tile_dims = [len];
+        let len = tile_elems.min(n - start);
+        let tile_dims: Vec<usize> = match period {
+            Some(p) => vec![len / p, p],
+            None => vec![len],
+        };
         for (i, src) in sources.iter_mut().enumerate() {
             let w = in_dtypes[i].size_bytes();
             match src {
-                Source::Direct => {}
+                Source::Direct | Source::Repeat => {}
                 Source::Gather(cur, buf) => {
                     let v = ins[i].as_ref().expect("a gathered input is given");
                     gather(v, cur, buf.bytes_mut(len * w), len)
@@ -201,15 +215,20 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
                 .map(|o| match *o {
                     ChainOperand::Input(i) => {
                         let w = in_dtypes[i].size_bytes();
-                        View {
-                            dims: &tile_dims,
-                            dtype: in_dtypes[i],
-                            bytes: match &sources[i] {
-                                Source::Direct => {
-                                    let v = ins[i].as_ref().expect("a direct input is given");
-                                    &v.bytes[start * w..(start + len) * w]
+                        match &sources[i] {
+                            Source::Direct => {
+                                let v = ins[i].as_ref().expect("a direct input is given");
+                                View {
+                                    dims: &tile_dims,
+                                    dtype: in_dtypes[i],
+                                    bytes: &v.bytes[start * w..(start + len) * w],
                                 }
-                                Source::Gather(_, buf) | Source::Output(buf) => buf.bytes(len * w),
+                            }
+                            Source::Repeat => *ins[i].as_ref().expect("a repeated input is given"),
+                            Source::Gather(_, buf) | Source::Output(buf) => View {
+                                dims: &tile_dims,
+                                dtype: in_dtypes[i],
+                                bytes: buf.bytes(len * w),
                             },
                         }
                     }
@@ -235,6 +254,33 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
         start += len;
     }
     Ok(())
+}
+
+/// The one period P of the broadcast inputs when every one of them repeats
+/// whole with period P or 1 (at least one with P > 1 or all scalars) and
+/// only binary / compare steps, which broadcast, read them.
+fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> Option<usize> {
+    let mut period = None;
+    for (i, v) in ins.iter().enumerate() {
+        let Some(v) = v else { continue };
+        if v.dims == out_dims {
+            continue;
+        }
+        let p = elementwise::repeat_period(v.dims, out_dims)?;
+        let read_elsewise = steps.iter().any(|s| {
+            !matches!(s, ChainStep::Binary(..) | ChainStep::Compare(..))
+                && s.operands().contains(&ChainOperand::Input(i))
+        });
+        if read_elsewise {
+            return None;
+        }
+        period = match period {
+            None | Some(1) => Some(p),
+            Some(q) if p == 1 || p == q => Some(q),
+            Some(_) => return None,
+        };
+    }
+    period
 }
 
 fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
