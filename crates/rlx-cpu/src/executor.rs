@@ -129,7 +129,14 @@ impl Executable for CpuExecutable {
             .params
             .get_mut(index)
             .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
-        *slot = Some(AlignedBuf::from_bytes(value.bytes()));
+        match slot {
+            // A param set again with the same size (a training step's
+            // update) is copied over its buffer: no allocation, no page faults.
+            Some(buf) if buf.len == value.bytes().len() => {
+                buf.bytes_mut().copy_from_slice(value.bytes())
+            }
+            _ => *slot = Some(AlignedBuf::from_bytes(value.bytes())),
+        }
         Ok(())
     }
 

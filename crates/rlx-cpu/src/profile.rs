@@ -39,7 +39,7 @@ impl Drop for Profile {
         let runs = self.runs.max(1) as f64;
         let total: Duration = self.by_op.values().map(|v| v.1).sum();
         let mut rows: Vec<_> = self.by_op.iter().collect();
-        rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1 .1));
         eprintln!(
             "RLX_CPU_PROFILE: {} runs, {:.3} ms of kernels per run",
             self.runs,

@@ -224,7 +224,19 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
                                     bytes: &v.bytes[start * w..(start + len) * w],
                                 }
                             }
-                            Source::Repeat => *ins[i].as_ref().expect("a repeated input is given"),
+                            Source::Repeat => {
+                                // Flattened to its period (or a scalar), which
+                                // broadcasts over the [rows, P] tile.
+                                let v = ins[i].as_ref().expect("a repeated input is given");
+                                View {
+                                    dims: if v.numel() == 1 {
+                                        &[1]
+                                    } else {
+                                        &tile_dims[1..]
+                                    },
+                                    ..*v
+                                }
+                            }
                             Source::Gather(_, buf) | Source::Output(buf) => View {
                                 dims: &tile_dims,
                                 dtype: in_dtypes[i],
@@ -288,5 +300,91 @@ fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
     for k in 0..len {
         let p = cur.next();
         dst[k * w..(k + 1) * w].copy_from_slice(&v.bytes[p * w..(p + 1) * w]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Broadcast regions against explicit index loops (the numpy broadcasting
+    //! rule written out per element).
+    use super::*;
+    use crate::kernels::{f32_bytes, f32_bytes_mut};
+    use rlx_ir::op::BinaryOp;
+
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7 + seed * 13) % 23) as f32 * 0.25 - 2.0)
+            .collect()
+    }
+
+    /// `(in0 * in1) + in2` over `out_dims`, inputs of the given dims.
+    fn mul_add(dims: [&[usize]; 3], out_dims: &[usize]) -> Vec<f32> {
+        let n = |d: &[usize]| d.iter().product::<usize>();
+        let data: Vec<Vec<f32>> = (0..3).map(|i| values(n(dims[i]), i)).collect();
+        let ins: Vec<View> = (0..3)
+            .map(|i| View {
+                dims: dims[i],
+                dtype: DType::F32,
+                bytes: f32_bytes(&data[i]),
+            })
+            .collect();
+        let mut y = vec![0f32; n(out_dims)];
+        let steps = [
+            ChainStep::Binary(
+                BinaryOp::Mul,
+                ChainOperand::Input(0),
+                ChainOperand::Input(1),
+            ),
+            ChainStep::Binary(BinaryOp::Add, ChainOperand::Step(0), ChainOperand::Input(2)),
+        ];
+        let mut out = ViewMut {
+            dims: out_dims,
+            dtype: DType::F32,
+            bytes: f32_bytes_mut(&mut y),
+        };
+        region(&steps, &ins, &mut out).unwrap();
+        y
+    }
+
+    /// Element `flat` of `out_dims` read from an input of `dims` broadcast to it.
+    fn at(data: &[f32], dims: &[usize], out_dims: &[usize], flat: usize) -> f32 {
+        let mut idx = vec![0; out_dims.len()];
+        let mut r = flat;
+        for ax in (0..out_dims.len()).rev() {
+            idx[ax] = r % out_dims[ax];
+            r /= out_dims[ax];
+        }
+        let off = out_dims.len() - dims.len();
+        let mut p = 0;
+        for (ax, &d) in dims.iter().enumerate() {
+            p = p * d + if d == 1 { 0 } else { idx[ax + off] };
+        }
+        data[p]
+    }
+
+    fn check(dims: [&[usize]; 3], out_dims: &[usize]) {
+        let got = mul_add(dims, out_dims);
+        let data: Vec<Vec<f32>> = (0..3)
+            .map(|i| values(dims[i].iter().product(), i))
+            .collect();
+        for (k, g) in got.iter().enumerate() {
+            let [a, b, c] = [0, 1, 2].map(|i| at(&data[i], dims[i], out_dims, k));
+            assert_eq!(*g, a * b + c, "element {k} of {out_dims:?} from {dims:?}");
+        }
+    }
+
+    #[test]
+    fn repeated_rows_scalars_and_other_broadcasts() {
+        // Multi-axis repeat (period 64 over [rows, 64] tiles), larger than a tile.
+        check([&[4, 2, 32], &[2, 32], &[1, 2, 32]], &[4, 2, 32]);
+        check([&[3, 2048], &[2048], &[1]], &[3, 2048]);
+        // Only scalars repeat.
+        check([&[5, 7], &[1], &[1, 1]], &[5, 7]);
+        // A column broadcast falls back to the gathered tiles.
+        check([&[6, 40], &[40], &[6, 1]], &[6, 40]);
+        check([&[700, 3], &[3], &[700, 3]], &[700, 3]);
+        // The repeated operand on the left.
+        check([&[2048], &[3, 2048], &[3, 2048]], &[3, 2048]);
+        check([&[1], &[9, 5], &[5]], &[9, 5]);
     }
 }
