@@ -16,10 +16,21 @@ use super::scalar::Real;
 pub fn gelu_f32(x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "gelu operand lengths");
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+        return unsafe { gelu_f32_avx512(x, y) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has AVX2 and FMA.
         return unsafe { gelu_f32_avx2(x, y) };
     }
+    gelu_f32_loop(x, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn gelu_f32_avx512(x: &[f32], y: &mut [f32]) {
     gelu_f32_loop(x, y)
 }
 
@@ -90,6 +101,11 @@ impl SoftmaxExp for f64 {
 impl SoftmaxExp for f32 {
     fn exp_shifted_sum(x: &mut [f32], max: f32) -> f64 {
         #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+            return unsafe { exp_shifted_sum_avx512(x, max) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has AVX2 and FMA.
@@ -97,6 +113,12 @@ impl SoftmaxExp for f32 {
         }
         exp_shifted_sum_f32(x, max)
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp_shifted_sum_avx512(x: &mut [f32], max: f32) -> f64 {
+    exp_shifted_sum_f32(x, max)
 }
 
 #[cfg(target_arch = "x86_64")]
