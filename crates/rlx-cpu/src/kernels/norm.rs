@@ -154,51 +154,43 @@ pub fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> Kerne
     with_real!(ins[0].dtype, ins, out, |i, o| softmax_real::<T>(axis, log, i, o); T)
 }
 
-/// Normalises `rows` consecutive groups of `len` elements, then applies a
-/// per-element affine (parameters indexed by position within the group /
-/// `inner`). The same loops, built once more for AVX-512 and picked at run
-/// time (the f32 <-> f64 conversions vectorise twice as wide there).
-fn normalize_rows<T: Real>(
-    src: &[T],
-    o: &mut [T],
+/// How [`normalize_rows`] groups and scales: groups of `len` elements,
+/// affine parameters indexed by position within the group / `inner`.
+struct RowSpec<'a, T> {
     len: usize,
     inner: usize,
     eps: f64,
-    gamma: Option<&[T]>,
-    beta: Option<&[T]>,
-) {
+    gamma: Option<&'a [T]>,
+    beta: Option<&'a [T]>,
+}
+
+/// Normalises consecutive groups of `spec.len` elements, then applies the
+/// per-element affine. The same loops, built once more for AVX-512 and
+/// picked at run time (the f32 <-> f64 conversions vectorise twice as wide).
+fn normalize_rows<T: Real>(src: &[T], o: &mut [T], spec: &RowSpec<T>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F.
-        return unsafe { normalize_rows_avx512(src, o, len, inner, eps, gamma, beta) };
+        return unsafe { normalize_rows_avx512(src, o, spec) };
     }
-    normalize_rows_loop(src, o, len, inner, eps, gamma, beta)
+    normalize_rows_loop(src, o, spec)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn normalize_rows_avx512<T: Real>(
-    src: &[T],
-    o: &mut [T],
-    len: usize,
-    inner: usize,
-    eps: f64,
-    gamma: Option<&[T]>,
-    beta: Option<&[T]>,
-) {
-    normalize_rows_loop(src, o, len, inner, eps, gamma, beta)
+unsafe fn normalize_rows_avx512<T: Real>(src: &[T], o: &mut [T], spec: &RowSpec<T>) {
+    normalize_rows_loop(src, o, spec)
 }
 
 #[inline(always)]
-fn normalize_rows_loop<T: Real>(
-    src: &[T],
-    o: &mut [T],
-    len: usize,
-    inner: usize,
-    eps: f64,
-    gamma: Option<&[T]>,
-    beta: Option<&[T]>,
-) {
+fn normalize_rows_loop<T: Real>(src: &[T], o: &mut [T], spec: &RowSpec<T>) {
+    let &RowSpec {
+        len,
+        inner,
+        eps,
+        gamma,
+        beta,
+    } = spec;
     if len == 0 {
         return;
     }
@@ -245,7 +237,14 @@ fn layer_norm_real<T: Real>(
     let (gamma, beta) = affine_params::<T>(ins, &x.dims[axis..], "layer_norm")?;
     let o = elems_mut::<T>(out, x.dims)?;
     let len = x.dims[axis..].iter().product();
-    normalize_rows(src, o, len, 1, eps_of::<T>(eps), gamma, beta);
+    let spec = RowSpec {
+        len,
+        inner: 1,
+        eps: eps_of::<T>(eps),
+        gamma,
+        beta,
+    };
+    normalize_rows(src, o, &spec);
     Ok(())
 }
 
@@ -322,7 +321,14 @@ fn group_norm_real<T: Real>(
         let c0 = (bi % groups) * (c / groups);
         let gamma = gamma.map(|g| &g[c0..c0 + c / groups]);
         let beta = beta.map(|b| &b[c0..c0 + c / groups]);
-        normalize_rows(xs, os, len, rest, eps, gamma, beta);
+        let spec = RowSpec {
+            len,
+            inner: rest,
+            eps,
+            gamma,
+            beta,
+        };
+        normalize_rows(xs, os, &spec);
     }
     Ok(())
 }
