@@ -1,7 +1,7 @@
 //! Timing: warm-up, repeated runs, order statistics.
 
 use crate::pattern::{BenchError, BenchmarkPattern};
-use rlx_ir::HostTensor;
+use rlx_ir::{DType, HostTensor};
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::time::{Duration, Instant};
 
@@ -101,7 +101,9 @@ pub fn time_iterations<E>(
 pub struct PreparedPattern {
     name: String,
     compiled: CompiledGraph,
-    params: Vec<(String, Vec<f32>)>,
+    /// Parameter values as f32 tensors; a training step updates their
+    /// bytes in place and sets them again (no allocation per step).
+    params: Vec<(String, HostTensor)>,
     /// Inputs as tensors, built once: a run then copies bytes, no conversion.
     inputs: Vec<(String, HostTensor)>,
     /// Parameter name of gradient output `i + 1` (training patterns).
@@ -139,33 +141,20 @@ impl PreparedPattern {
                     pattern: name.clone(),
                     source: Box::new(e),
                 })?;
-        let mut inputs = Vec::with_capacity(pattern.inputs.len());
-        for (n, v) in &pattern.inputs {
-            let dims = pattern
-                .graph
-                .inputs()
-                .iter()
-                .find(|i| i.1 == n)
-                .and_then(|i| i.2.static_dims())
-                .unwrap_or_else(|| vec![v.len()]);
-            let t = HostTensor::from_slice(v, &dims).map_err(|e| BenchError::Input {
-                pattern: name.clone(),
-                message: format!("input {n:?}: {e}"),
-            })?;
-            inputs.push((n.clone(), t));
-        }
+        let inputs = tensors(&name, "input", &pattern.inputs, &pattern.graph.inputs())?;
+        let params = tensors(&name, "param", &pattern.params, &pattern.graph.params())?;
         let mut prepared = PreparedPattern {
             name,
             compiled,
-            params: pattern.params.clone(),
+            params,
             inputs,
             grad_order,
             sgd: pattern.sgd,
         };
-        for (n, v) in &prepared.params {
+        for (n, t) in &prepared.params {
             prepared
                 .compiled
-                .try_set_param(n, v)
+                .set_param_typed(n, t)
                 .map_err(|e| prepared.runtime(e))?;
         }
         Ok(prepared)
@@ -198,23 +187,76 @@ impl PreparedPattern {
             });
         }
         for (pname, grad) in self.grad_order.iter().zip(&outs[1..]) {
-            let grad = grad.to_vec::<f32>().map_err(|e| BenchError::Input {
-                pattern: self.name.clone(),
-                message: format!("gradient of {pname:?}: {e}"),
-            })?;
-            if let Some((_, p)) = self.params.iter_mut().find(|(n, _)| n == pname) {
-                p.iter_mut().zip(&grad).for_each(|(w, g)| *w -= lr * g);
-                if let Err(e) = self.compiled.try_set_param(pname, p) {
-                    return Err(self.runtime(e));
+            let Some((_, p)) = self.params.iter_mut().find(|(n, _)| n == pname) else {
+                continue;
+            };
+            if grad.dtype() != DType::F32 || grad.dims() != p.dims() {
+                return Err(BenchError::Input {
+                    pattern: self.name.clone(),
+                    message: format!(
+                        "gradient of {pname:?} is {} {:?}, the param f32 {:?}",
+                        grad.dtype(),
+                        grad.dims(),
+                        p.dims()
+                    ),
+                });
+            }
+            let dims = p.dims().to_vec();
+            let mut bytes = std::mem::replace(p, HostTensor::scalar(0f32)).into_bytes();
+            sgd_update(&mut bytes, grad.bytes(), lr);
+            *p = HostTensor::from_bytes(DType::F32, &dims, bytes).map_err(|e| {
+                BenchError::Input {
+                    pattern: self.name.clone(),
+                    message: format!("param {pname:?}: {e}"),
                 }
+            })?;
+            if let Err(e) = self.compiled.set_param_typed(pname, p) {
+                return Err(self.runtime(e));
             }
         }
         Ok(outs)
     }
 
     /// Current parameter values (updated by training steps).
-    pub fn params(&self) -> &[(String, Vec<f32>)] {
-        &self.params
+    pub fn params(&self) -> Vec<(String, Vec<f32>)> {
+        self.params
+            .iter()
+            .map(|(n, t)| (n.clone(), t.to_vec::<f32>().unwrap_or_default()))
+            .collect()
+    }
+}
+
+/// The named f32 `values` as tensors of their leaf's dims (from `leaves`,
+/// the graph's inputs or params; 1-d where the leaf is not static).
+fn tensors(
+    pattern: &str,
+    what: &str,
+    values: &[(String, Vec<f32>)],
+    leaves: &[(rlx_ir::NodeId, &str, &rlx_ir::Shape)],
+) -> Result<Vec<(String, HostTensor)>, BenchError> {
+    values
+        .iter()
+        .map(|(n, v)| {
+            let dims = leaves
+                .iter()
+                .find(|l| l.1 == n)
+                .and_then(|l| l.2.static_dims())
+                .unwrap_or_else(|| vec![v.len()]);
+            let t = HostTensor::from_slice(v, &dims).map_err(|e| BenchError::Input {
+                pattern: pattern.to_string(),
+                message: format!("{what} {n:?}: {e}"),
+            })?;
+            Ok((n.clone(), t))
+        })
+        .collect()
+}
+
+/// `p -= lr * g` over little-endian f32 bytes.
+fn sgd_update(p: &mut [u8], g: &[u8], lr: f32) {
+    for (w, d) in p.chunks_exact_mut(4).zip(g.chunks_exact(4)) {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]])
+            - lr * f32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        w.copy_from_slice(&v.to_le_bytes());
     }
 }
 

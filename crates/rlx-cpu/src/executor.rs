@@ -3,10 +3,12 @@
 //! node's planned slot as output.
 
 use crate::kernels::{self, control, run_node, View, ViewMut};
+use crate::profile::Profile;
 use rlx_compile::LirModule;
 use rlx_driver::{BackendError, Executable, SharedParam};
 use rlx_ir::{node_label, HostTensor, Op};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A 64-byte aligned byte buffer.
 #[derive(Clone)]
@@ -64,6 +66,8 @@ pub struct CpuExecutable {
     dims: Vec<Vec<usize>>,
     /// Compiled sub-graphs of control-flow nodes, by node index.
     control: Vec<Option<control::ControlProgram>>,
+    /// Per-node timing (`RLX_CPU_PROFILE`).
+    profile: Option<Profile>,
 }
 
 impl CpuExecutable {
@@ -110,6 +114,7 @@ impl CpuExecutable {
             dims,
             control: programs,
             lir,
+            profile: Profile::from_env(),
         })
     }
 
@@ -128,7 +133,15 @@ impl Executable for CpuExecutable {
             .params
             .get_mut(index)
             .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
-        *slot = Some(Arc::new(AlignedBuf::from_bytes(value.bytes())));
+        match slot.as_mut().and_then(Arc::get_mut) {
+            // A param set again with the same size (a training step's
+            // update) is copied over its buffer when no other graph shares
+            // it: no allocation, no page faults.
+            Some(buf) if buf.len == value.bytes().len() => {
+                buf.bytes_mut().copy_from_slice(value.bytes())
+            }
+            _ => *slot = Some(Arc::new(AlignedBuf::from_bytes(value.bytes()))),
+        }
         Ok(())
     }
 
@@ -236,6 +249,7 @@ impl Executable for CpuExecutable {
                 dtype: n.shape.dtype(),
                 bytes: out_bytes,
             };
+            let started = self.profile.is_some().then(Instant::now);
             let result = if alias.is_some() {
                 kernels::run_in_place(n, &views, &mut out)
             } else {
@@ -249,6 +263,12 @@ impl Executable for CpuExecutable {
                 node: node_label(g, id),
                 message,
             })?;
+            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
+            }
+        }
+        if let Some(p) = self.profile.as_mut() {
+            p.end_run();
         }
         let mut outs = Vec::with_capacity(self.lir.io.outputs.len());
         for (id, shape) in &self.lir.io.outputs {

@@ -9,6 +9,7 @@
 
 mod executor;
 pub mod kernels;
+mod profile;
 
 pub use executor::CpuExecutable;
 

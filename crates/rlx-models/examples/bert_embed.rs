@@ -48,8 +48,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut encoder = BertEncoder::from_dir(&dir, Device::Cpu)?;
     let tokens = tokenizer.encode(&sentences)?;
     let t0 = Instant::now();
-    encoder.compiled(tokens.batch, tokens.seq)?;
+    let compiled = encoder.compiled(tokens.batch, tokens.seq)?;
     let compile = t0.elapsed();
+    // What the process must hold: the params and the planned activation arena
+    // (compare with the peak RSS, e.g. `/usr/bin/time -v`).
+    let weights: usize = compiled
+        .param_shapes()
+        .iter()
+        .map(|(_, s)| s.size_bytes().unwrap_or(0))
+        .sum();
+    eprintln!(
+        "params {:.2} MB, planned arena {:.3} MB",
+        weights as f64 / 1e6,
+        compiled.lir().plan.arena_bytes as f64 / 1e6
+    );
     let t1 = Instant::now();
     let emb = encoder.embed(&tokens)?;
     let run = t1.elapsed();

@@ -171,6 +171,29 @@ impl Backing {
             Backing::Owned(v) => v,
         }
     }
+
+    /// Drops the whole pages of `range` from this process's resident set
+    /// once they were copied out (the page cache keeps the file; a later
+    /// read faults them back in), so loading a model does not hold the
+    /// file's pages and the params' copy at once.
+    fn release(&self, range: std::ops::Range<usize>) {
+        #[cfg(unix)]
+        if let Backing::Mapped(m) = self {
+            const PAGE: usize = 4096;
+            let (start, end) = (range.start.next_multiple_of(PAGE), range.end / PAGE * PAGE);
+            if start < end {
+                // SAFETY: the map is a read-only file mapping: dropping its
+                // pages loses nothing, and reads (through any live slice) fault
+                // the same file bytes back in. A refusal (e.g. larger pages)
+                // only leaves the pages resident.
+                let _ = unsafe {
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = range;
+    }
 }
 
 /// A safetensors file held as bytes: memory-mapped ([`Self::open`]) or
@@ -302,10 +325,11 @@ impl WeightLoader for BytesWeightLoader {
 
     fn get(&self, name: &str) -> std::result::Result<HostTensor, WeightError> {
         let (meta, bytes) = self.view(name)?;
-        Ok(
-            HostTensor::from_bytes(meta.dtype, &meta.dims, bytes.to_vec())
-                .expect("sizes validated at open"),
-        )
+        let t = HostTensor::from_bytes(meta.dtype, &meta.dims, bytes.to_vec())
+            .expect("sizes validated at open");
+        let start = bytes.as_ptr() as usize - self.backing.bytes().as_ptr() as usize;
+        self.backing.release(start..start + bytes.len());
+        Ok(t)
     }
 }
 

@@ -35,8 +35,14 @@ pub fn paths(onnx: Option<PathBuf>) -> Result<(PathBuf, PathBuf), String> {
         .map(PathBuf::from)
         .unwrap_or_else(|_| home.join(".cache/rlx-models"));
     let dir = models.join("all-MiniLM-L6-v2");
-    let onnx =
-        onnx.unwrap_or_else(|| home.join(".cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"));
+    let onnx = onnx.unwrap_or_else(|| {
+        let ours = models.join("onnx/all-MiniLM-L6-v2-fp32.onnx");
+        if ours.is_file() {
+            ours
+        } else {
+            home.join(".cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx")
+        }
+    });
     if !dir.join("model.safetensors").is_file() {
         return Err(format!(
             "{}: no model.safetensors (tools/fetch_models.sh)",
@@ -45,7 +51,7 @@ pub fn paths(onnx: Option<PathBuf>) -> Result<(PathBuf, PathBuf), String> {
     }
     if !onnx.is_file() {
         return Err(format!(
-            "{}: no fp32 export (shared/ref/export_minilm_onnx.py)",
+            "{}: no fp32 export (tools/fetch_models.sh)",
             onnx.display()
         ));
     }

@@ -183,7 +183,25 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                     continue;
                 }
                 let mut max = T::NEG_INFINITY;
-                if matches!(data, MaskData::None) && cap.is_none() {
+                let contiguous_bias = match data {
+                    MaskData::Bias(m) if key_stride == 1 && cap.is_none() => {
+                        Some(&m[rows[row] + j0..rows[row] + j1])
+                    }
+                    _ => None,
+                };
+                if let Some(bias) = contiguous_bias {
+                    // A bias row read in place (the usual padding mask):
+                    // the same arithmetic as below in one vectorisable loop.
+                    let mut nan = false;
+                    for (x, &m) in srow[j0..j1].iter_mut().zip(bias) {
+                        *x = *x * scale + m;
+                        nan |= x.is_nan();
+                        max = if *x > max { *x } else { max };
+                    }
+                    if nan {
+                        max = T::NAN;
+                    }
+                } else if matches!(data, MaskData::None) && cap.is_none() {
                     // Branch-free max (NaN tracked aside) so the loop vectorises.
                     let mut nan = false;
                     for x in &mut srow[j0..j1] {

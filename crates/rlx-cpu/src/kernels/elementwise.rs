@@ -94,6 +94,19 @@ fn map<A: Pod, O: Pod>(x: &View, out: &mut ViewMut, f: impl Fn(A) -> O) {
     }
 }
 
+/// [`map`] of a float unary op, with the cheap common ops chosen outside
+/// the loop so their loops vectorise (same arithmetic as [`unary_real`]).
+fn map_real<T: Real>(u: UnaryOp, x: &View, out: &mut ViewMut) {
+    match u {
+        UnaryOp::Relu => map::<T, T>(x, out, |v| unary_real(UnaryOp::Relu, v)),
+        UnaryOp::Neg => map::<T, T>(x, out, |v| -v),
+        UnaryOp::Abs => map::<T, T>(x, out, |v| v.abs()),
+        UnaryOp::Sqrt => map::<T, T>(x, out, |v| v.sqrt()),
+        UnaryOp::Reciprocal => map::<T, T>(x, out, |v| T::ONE / v),
+        _ => map::<T, T>(x, out, |v| unary_real(u, v)),
+    }
+}
+
 /// Elementwise unary op.
 pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
@@ -104,7 +117,7 @@ pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     match x.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
             with_real!(x.dtype, ins, out, |i, o| {
-            map::<T, T>(&i[0], o, |v| unary_real(u, v));
+            map_real::<T>(u, &i[0], o);
             Ok(())
         }; T)
         }
@@ -156,11 +169,74 @@ fn zip2<A: Pod, B: Pod, O: Pod>(a: &View, b: &View, out: &mut ViewMut, f: impl F
         }
         return;
     }
+    // One operand whole, the other repeating (a bias row, a scalar): rows of
+    // contiguous loops instead of an index walk per element.
+    if a.dims == dims {
+        match repeat_period(b.dims, dims) {
+            Some(1) => {
+                let y = xb[0];
+                o.iter_mut().zip(xa).for_each(|(o, &x)| *o = f(x, y));
+                return;
+            }
+            Some(p) => {
+                for (orow, arow) in o.chunks_exact_mut(p).zip(xa.chunks_exact(p)) {
+                    for ((o, &x), &y) in orow.iter_mut().zip(arow).zip(xb) {
+                        *o = f(x, y);
+                    }
+                }
+                return;
+            }
+            None => {}
+        }
+    }
+    if b.dims == dims {
+        match repeat_period(a.dims, dims) {
+            Some(1) => {
+                let x = xa[0];
+                o.iter_mut().zip(xb).for_each(|(o, &y)| *o = f(x, y));
+                return;
+            }
+            Some(p) => {
+                for (orow, brow) in o.chunks_exact_mut(p).zip(xb.chunks_exact(p)) {
+                    for ((o, &x), &y) in orow.iter_mut().zip(xa).zip(brow) {
+                        *o = f(x, y);
+                    }
+                }
+                return;
+            }
+            None => {}
+        }
+    }
     let sa = broadcast_strides(a.dims, dims);
     let sb = broadcast_strides(b.dims, dims);
     let mut offs_b = Vec::with_capacity(o.len());
     for_each_strided(dims, &sb, 0, |_, p| offs_b.push(p as usize));
     for_each_strided(dims, &sa, 0, |i, p| o[i] = f(xa[p as usize], xb[offs_b[i]]));
+}
+
+/// The period of an operand broadcast to `out_dims` by repeating it whole:
+/// its dims, leading 1s dropped, are a suffix of `out_dims` (a bias row
+/// over the rows of a matrix; period 1 for a scalar). `None` when empty or
+/// broadcast any other way.
+pub(crate) fn repeat_period(in_dims: &[usize], out_dims: &[usize]) -> Option<usize> {
+    let lead = in_dims.iter().take_while(|&&d| d == 1).count();
+    let core = &in_dims[lead..];
+    let n: usize = core.iter().product();
+    (core.len() <= out_dims.len() && out_dims.ends_with(core) && n > 0).then_some(n)
+}
+
+/// [`zip2`] of a float binary op, with the op chosen outside the loop so
+/// each common op gets its own vectorisable loop.
+fn zip2_real<T: Real>(op: BinaryOp, a: &View, b: &View, out: &mut ViewMut) {
+    match op {
+        BinaryOp::Add => zip2::<T, T, T>(a, b, out, |x, y| x + y),
+        BinaryOp::Sub => zip2::<T, T, T>(a, b, out, |x, y| x - y),
+        BinaryOp::Mul => zip2::<T, T, T>(a, b, out, |x, y| x * y),
+        BinaryOp::Div => zip2::<T, T, T>(a, b, out, |x, y| x / y),
+        BinaryOp::Max => zip2::<T, T, T>(a, b, out, nan_max),
+        BinaryOp::Min => zip2::<T, T, T>(a, b, out, nan_min),
+        _ => zip2::<T, T, T>(a, b, out, |x, y| binary_real(op, x, y)),
+    }
 }
 
 fn binary_real<T: Real>(op: BinaryOp, a: T, b: T) -> T {
@@ -246,7 +322,7 @@ pub fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     match a.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
             with_real!(a.dtype, ins, out, |i, o| {
-            zip2::<T, T, T>(&i[0], &i[1], o, |x, y| binary_real(op, x, y));
+            zip2_real::<T>(op, &i[0], &i[1], o);
             Ok(())
         }; T)
         }

@@ -16,10 +16,21 @@ use super::scalar::Real;
 pub fn gelu_f32(x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "gelu operand lengths");
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+        return unsafe { gelu_f32_avx512(x, y) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has AVX2 and FMA.
         return unsafe { gelu_f32_avx2(x, y) };
     }
+    gelu_f32_loop(x, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn gelu_f32_avx512(x: &[f32], y: &mut [f32]) {
     gelu_f32_loop(x, y)
 }
 
@@ -90,6 +101,11 @@ impl SoftmaxExp for f64 {
 impl SoftmaxExp for f32 {
     fn exp_shifted_sum(x: &mut [f32], max: f32) -> f64 {
         #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+            return unsafe { exp_shifted_sum_avx512(x, max) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has AVX2 and FMA.
@@ -97,6 +113,12 @@ impl SoftmaxExp for f32 {
         }
         exp_shifted_sum_f32(x, max)
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp_shifted_sum_avx512(x: &mut [f32], max: f32) -> f64 {
+    exp_shifted_sum_f32(x, max)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -141,7 +163,11 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 0.5;
     let p = p * r + 1.0;
     let p = p * r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // 2^n from the exponent bits. n + 127 lies in 1..=254; adding 2^23 puts
+    // it in the low mantissa bits exactly, a float-only route that keeps the
+    // loop vectorised (a saturating `as i32` cast does not vectorise).
+    let biased = (n + (127.0 + 8_388_608.0)).to_bits() & 0x7f_ffff;
+    let scale = f32::from_bits(biased << 23);
     let y = p * scale;
     if x < -87.0 {
         0.0

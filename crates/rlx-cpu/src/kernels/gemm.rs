@@ -14,9 +14,11 @@ use super::scalar::Real;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
-/// Multiply-adds below which a GEMM stays on the calling thread (about 20 µs
-/// of one core's work).
-pub const GEMM_GRAIN: usize = 1 << 21;
+/// Multiply-adds below which a GEMM stays on the calling thread: about
+/// 70 µs of one core's work at ~115 G multiply-adds/s, where halving it
+/// over two threads first pays back the ~30 µs pool wake-up (with 2M,
+/// MiniLM-L6 at seq 16 ran slower on 2 threads than on 1).
+pub const GEMM_GRAIN: usize = 1 << 23;
 
 /// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
 /// positive integer, else the available cores.

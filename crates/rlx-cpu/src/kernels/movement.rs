@@ -10,6 +10,16 @@ fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: 
     let src = x.slice::<T>();
     let dims = out.dims;
     let o = out.slice::<T>();
+    let r = dims.len();
+    if r > 1 && strides[r - 1] == 1 && dims[r - 1] > 1 {
+        // The inner axis is contiguous in the source: copy whole rows.
+        let inner = dims[r - 1];
+        for_each_strided(&dims[..r - 1], &strides[..r - 1], base, |i, p| {
+            let p = p as usize;
+            o[i * inner..(i + 1) * inner].copy_from_slice(&src[p..p + inner]);
+        });
+        return;
+    }
     for_each_strided(dims, strides, base, |i, p| o[i] = src[p as usize]);
 }
 

@@ -49,8 +49,9 @@ impl BroadcastCursor {
 struct Scratch(Vec<u64>);
 
 impl Scratch {
-    fn new(width: usize) -> Self {
-        Scratch(vec![0; (TILE * width).div_ceil(8)])
+    /// Room for `elems` values of `width` bytes.
+    fn new(elems: usize, width: usize) -> Self {
+        Scratch(vec![0; (elems * width).div_ceil(8)])
     }
     fn bytes(&self, len: usize) -> &[u8] {
         // SAFETY: u64 has no padding; any byte view of it is valid.
@@ -97,6 +98,9 @@ enum Source {
     Direct,
     /// Broadcast: gathered per tile.
     Gather(BroadcastCursor, Scratch),
+    /// Broadcast by repeating it whole (a bias row): read in place, the
+    /// step kernels broadcast it over the tile's rows.
+    Repeat,
     /// The output buffer itself (an epilogue's input): copied out per tile
     /// before the tile is overwritten.
     Output(Scratch),
@@ -159,30 +163,40 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
             out.dtype
         ));
     }
+    // Inputs that repeat whole with one period P (bias rows, scalars) let
+    // the tiles be [rows, P] blocks the binary kernels broadcast over
+    // directly, when only binary / compare steps read those inputs.
+    let period = row_period(steps, ins, &out_dims);
+    let tile_rows = period.map_or(TILE, |p| (TILE / p).max(1));
+    let tile_elems = tile_rows * period.unwrap_or(1);
     let mut sources: Vec<Source> = ins
         .iter()
         .map(|v| match v {
-            None => Source::Output(Scratch::new(out.dtype.size_bytes())),
+            None => Source::Output(Scratch::new(tile_elems, out.dtype.size_bytes())),
             Some(v) if v.dims == out_dims.as_slice() => Source::Direct,
+            Some(_) if period.is_some() => Source::Repeat,
             Some(v) => Source::Gather(
                 BroadcastCursor::new(v.dims, &out_dims),
-                Scratch::new(v.dtype.size_bytes()),
+                Scratch::new(tile_elems, v.dtype.size_bytes()),
             ),
         })
         .collect();
     let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
         .iter()
-        .map(|d| Scratch::new(d.size_bytes()))
+        .map(|d| Scratch::new(tile_elems, d.size_bytes()))
         .collect();
 
     let mut start = 0;
     while start < n {
-        let len = TILE.min(n - start);
-        let tile_dims = [len];
+        let len = tile_elems.min(n - start);
+        let tile_dims: Vec<usize> = match period {
+            Some(p) => vec![len / p, p],
+            None => vec![len],
+        };
         for (i, src) in sources.iter_mut().enumerate() {
             let w = in_dtypes[i].size_bytes();
             match src {
-                Source::Direct => {}
+                Source::Direct | Source::Repeat => {}
                 Source::Gather(cur, buf) => {
                     let v = ins[i].as_ref().expect("a gathered input is given");
                     gather(v, cur, buf.bytes_mut(len * w), len)
@@ -201,15 +215,32 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
                 .map(|o| match *o {
                     ChainOperand::Input(i) => {
                         let w = in_dtypes[i].size_bytes();
-                        View {
-                            dims: &tile_dims,
-                            dtype: in_dtypes[i],
-                            bytes: match &sources[i] {
-                                Source::Direct => {
-                                    let v = ins[i].as_ref().expect("a direct input is given");
-                                    &v.bytes[start * w..(start + len) * w]
+                        match &sources[i] {
+                            Source::Direct => {
+                                let v = ins[i].as_ref().expect("a direct input is given");
+                                View {
+                                    dims: &tile_dims,
+                                    dtype: in_dtypes[i],
+                                    bytes: &v.bytes[start * w..(start + len) * w],
                                 }
-                                Source::Gather(_, buf) | Source::Output(buf) => buf.bytes(len * w),
+                            }
+                            Source::Repeat => {
+                                // Flattened to its period (or a scalar), which
+                                // broadcasts over the [rows, P] tile.
+                                let v = ins[i].as_ref().expect("a repeated input is given");
+                                View {
+                                    dims: if v.numel() == 1 {
+                                        &[1]
+                                    } else {
+                                        &tile_dims[1..]
+                                    },
+                                    ..*v
+                                }
+                            }
+                            Source::Gather(_, buf) | Source::Output(buf) => View {
+                                dims: &tile_dims,
+                                dtype: in_dtypes[i],
+                                bytes: buf.bytes(len * w),
                             },
                         }
                     }
@@ -237,10 +268,123 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
     Ok(())
 }
 
+/// The one period P of the broadcast inputs when every one of them repeats
+/// whole with period P or 1 (at least one with P > 1 or all scalars) and
+/// only binary / compare steps, which broadcast, read them.
+fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> Option<usize> {
+    let mut period = None;
+    for (i, v) in ins.iter().enumerate() {
+        let Some(v) = v else { continue };
+        if v.dims == out_dims {
+            continue;
+        }
+        let p = elementwise::repeat_period(v.dims, out_dims)?;
+        let read_elsewise = steps.iter().any(|s| {
+            !matches!(s, ChainStep::Binary(..) | ChainStep::Compare(..))
+                && s.operands().contains(&ChainOperand::Input(i))
+        });
+        if read_elsewise {
+            return None;
+        }
+        period = match period {
+            None | Some(1) => Some(p),
+            Some(q) if p == 1 || p == q => Some(q),
+            Some(_) => return None,
+        };
+    }
+    period
+}
+
 fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
     let w = v.dtype.size_bytes();
     for k in 0..len {
         let p = cur.next();
         dst[k * w..(k + 1) * w].copy_from_slice(&v.bytes[p * w..(p + 1) * w]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Broadcast regions against explicit index loops (the numpy broadcasting
+    //! rule written out per element).
+    use super::*;
+    use crate::kernels::{f32_bytes, f32_bytes_mut};
+    use rlx_ir::op::BinaryOp;
+
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7 + seed * 13) % 23) as f32 * 0.25 - 2.0)
+            .collect()
+    }
+
+    /// `(in0 * in1) + in2` over `out_dims`, inputs of the given dims.
+    fn mul_add(dims: [&[usize]; 3], out_dims: &[usize]) -> Vec<f32> {
+        let n = |d: &[usize]| d.iter().product::<usize>();
+        let data: Vec<Vec<f32>> = (0..3).map(|i| values(n(dims[i]), i)).collect();
+        let ins: Vec<View> = (0..3)
+            .map(|i| View {
+                dims: dims[i],
+                dtype: DType::F32,
+                bytes: f32_bytes(&data[i]),
+            })
+            .collect();
+        let mut y = vec![0f32; n(out_dims)];
+        let steps = [
+            ChainStep::Binary(
+                BinaryOp::Mul,
+                ChainOperand::Input(0),
+                ChainOperand::Input(1),
+            ),
+            ChainStep::Binary(BinaryOp::Add, ChainOperand::Step(0), ChainOperand::Input(2)),
+        ];
+        let mut out = ViewMut {
+            dims: out_dims,
+            dtype: DType::F32,
+            bytes: f32_bytes_mut(&mut y),
+        };
+        region(&steps, &ins, &mut out).unwrap();
+        y
+    }
+
+    /// Element `flat` of `out_dims` read from an input of `dims` broadcast to it.
+    fn at(data: &[f32], dims: &[usize], out_dims: &[usize], flat: usize) -> f32 {
+        let mut idx = vec![0; out_dims.len()];
+        let mut r = flat;
+        for ax in (0..out_dims.len()).rev() {
+            idx[ax] = r % out_dims[ax];
+            r /= out_dims[ax];
+        }
+        let off = out_dims.len() - dims.len();
+        let mut p = 0;
+        for (ax, &d) in dims.iter().enumerate() {
+            p = p * d + if d == 1 { 0 } else { idx[ax + off] };
+        }
+        data[p]
+    }
+
+    fn check(dims: [&[usize]; 3], out_dims: &[usize]) {
+        let got = mul_add(dims, out_dims);
+        let data: Vec<Vec<f32>> = (0..3)
+            .map(|i| values(dims[i].iter().product(), i))
+            .collect();
+        for (k, g) in got.iter().enumerate() {
+            let [a, b, c] = [0, 1, 2].map(|i| at(&data[i], dims[i], out_dims, k));
+            assert_eq!(*g, a * b + c, "element {k} of {out_dims:?} from {dims:?}");
+        }
+    }
+
+    #[test]
+    fn repeated_rows_scalars_and_other_broadcasts() {
+        // Multi-axis repeat (period 64 over [rows, 64] tiles), larger than a tile.
+        check([&[4, 2, 32], &[2, 32], &[1, 2, 32]], &[4, 2, 32]);
+        check([&[3, 2048], &[2048], &[1]], &[3, 2048]);
+        // Only scalars repeat.
+        check([&[5, 7], &[1], &[1, 1]], &[5, 7]);
+        // A column broadcast falls back to the gathered tiles.
+        check([&[6, 40], &[40], &[6, 1]], &[6, 40]);
+        check([&[700, 3], &[3], &[700, 3]], &[700, 3]);
+        // The repeated operand on the left.
+        check([&[2048], &[3, 2048], &[3, 2048]], &[3, 2048]);
+        check([&[1], &[9, 5], &[5]], &[9, 5]);
     }
 }

@@ -151,33 +151,39 @@ pub fn encoder_graph(
 
 /// Sets every param of `compiled` (built by [`encoder_graph`]) from
 /// `loader`, transposing the `transposed` Linear weights from torch's
-/// `[out, in]`. Every tensor is read and checked before any param is set.
+/// `[out, in]`. Every tensor's dims and dtype are checked (from the
+/// loader's metadata) before any param is set; then the tensors are read
+/// and set one at a time, so at most one host copy is alive besides the
+/// params (peak memory stays near weights + arena).
 pub fn load_params(
     compiled: &mut CompiledGraph,
     loader: &dyn WeightLoader,
     transposed: &[String],
 ) -> Result<(), ModelError> {
-    let mut staged = Vec::new();
-    for (name, shape) in compiled.param_shapes() {
-        let mut t = loader.get_as(&name, DType::F32)?;
-        if transposed.contains(&name) {
-            t = transpose_2d(&name, &t)?;
-        }
-        if shape.static_dims().as_deref() != Some(t.dims()) {
+    let params = compiled.param_shapes();
+    for (name, shape) in &params {
+        let meta = loader.meta(name)?;
+        let is_t = transposed.contains(name);
+        let dims = match (is_t, meta.dims.as_slice()) {
+            (true, &[r, c]) => vec![c, r],
+            _ => meta.dims.clone(),
+        };
+        let convertible = !matches!(meta.dtype, DType::C64);
+        if shape.static_dims().as_deref() != Some(dims.as_slice()) || !convertible {
             return Err(ModelError::Input(format!(
-                "weight \"{name}\": the graph expects {shape}, the file holds dims {:?}{}",
-                t.dims(),
-                if transposed.contains(&name) {
-                    " (after transposing)"
-                } else {
-                    ""
-                }
+                "weight \"{name}\": the graph expects {shape}, the file holds {} dims {:?}{}",
+                meta.dtype,
+                meta.dims,
+                if is_t { " (transposed on load)" } else { "" }
             )));
         }
-        staged.push((name, t));
     }
-    for (name, t) in staged {
-        compiled.set_param_typed(&name, &t)?;
+    for (name, _) in &params {
+        let mut t = loader.get_as(name, DType::F32)?;
+        if transposed.contains(name) {
+            t = transpose_2d(name, &t)?;
+        }
+        compiled.set_param_typed(name, &t)?;
     }
     Ok(())
 }
