@@ -145,6 +145,11 @@ pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
 }
 
 fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+    if row_period(steps, ins, out.dims).is_none() {
+        if let Some(done) = run_per_leading_slice(steps, ins, out) {
+            return done;
+        }
+    }
     let out_dims = out.dims.to_vec();
     let n: usize = out_dims.iter().product();
     let in_dtypes: Vec<DType> = ins
@@ -271,6 +276,67 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
 /// The one period P of the broadcast inputs when every one of them repeats
 /// whole with period P or 1 (at least one with P > 1 or all scalars) and
 /// only binary / compare steps, which broadcast, read them.
+/// A region whose broadcast inputs repeat only within each slice of the
+/// leading axis (stacked biases `[B, 1, P]` over `[B, M, P]`, as the
+/// shared-input fusion makes them) runs slice by slice, so that every slice
+/// takes the periodic fast path instead of gathering element by element.
+/// `None` when that does not apply.
+fn run_per_leading_slice(
+    steps: &[ChainStep],
+    ins: &[Option<View>],
+    out: &mut ViewMut,
+) -> Option<KernelResult> {
+    let (rank, slices) = (out.dims.len(), *out.dims.first()?);
+    if rank < 2 || slices < 2 {
+        return None;
+    }
+    let inner = &out.dims[1..];
+    // Per input: its slice dims and the byte step between slices (0: the
+    // same data for every slice).
+    let mut layout: Vec<Option<(&[usize], usize)>> = Vec::with_capacity(ins.len());
+    for v in ins {
+        layout.push(match v {
+            None => None,
+            Some(v) if v.dims.len() < rank => Some((v.dims, 0)),
+            Some(v) => {
+                let bytes = v.bytes.len() / v.dims[0].max(1);
+                match v.dims[0] {
+                    d if d == slices => Some((&v.dims[1..], bytes)),
+                    1 => Some((&v.dims[1..], 0)),
+                    _ => return None,
+                }
+            }
+        });
+    }
+    let out_step = out.bytes.len() / slices;
+    let slice_ins = |b: usize| -> Vec<Option<View>> {
+        ins.iter()
+            .zip(&layout)
+            .map(|(v, l)| {
+                let (v, (dims, step)) = (v.as_ref()?, (*l)?);
+                let len = v.bytes.len() - if step == 0 { 0 } else { step * (slices - 1) };
+                Some(View {
+                    dims,
+                    dtype: v.dtype,
+                    bytes: &v.bytes[b * step..b * step + len],
+                })
+            })
+            .collect()
+    };
+    row_period(steps, &slice_ins(0), inner)?;
+    for b in 0..slices {
+        let mut slice_out = ViewMut {
+            dims: inner,
+            dtype: out.dtype,
+            bytes: &mut out.bytes[b * out_step..(b + 1) * out_step],
+        };
+        if let Err(e) = run_region(steps, &slice_ins(b), &mut slice_out) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(()))
+}
+
 fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> Option<usize> {
     let mut period = None;
     for (i, v) in ins.iter().enumerate() {
@@ -386,5 +452,17 @@ mod tests {
         // The repeated operand on the left.
         check([&[2048], &[3, 2048], &[3, 2048]], &[3, 2048]);
         check([&[1], &[9, 5], &[5]], &[9, 5]);
+    }
+
+    #[test]
+    fn per_slice_repeats_run_slice_by_slice() {
+        // Stacked biases [B, 1, P] over [B, M, P] (the shared-input fusion's
+        // epilogue), with a direct input, a row and a scalar alongside.
+        check([&[3, 128, 40], &[3, 1, 40], &[40]], &[3, 128, 40]);
+        check([&[3, 1, 40], &[3, 128, 40], &[1]], &[3, 128, 40]);
+        check([&[2, 3, 1, 8], &[2, 3, 5, 8], &[2, 3, 5, 8]], &[2, 3, 5, 8]);
+        // Leading axes that do not line up fall back to the gathered tiles.
+        check([&[3, 6, 1], &[3, 1, 4], &[4]], &[3, 6, 4]);
+        check([&[2, 1, 4], &[1, 5, 1], &[2, 5, 4]], &[2, 5, 4]);
     }
 }
