@@ -194,12 +194,19 @@ impl Executable for CpuExecutable {
         Ok(())
     }
 
+    fn release_scratch(&mut self) {
+        self.arena = AlignedBuf::zeroed(0);
+    }
+
     fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
         if let Some(p) = self.params.iter().position(Option::is_none) {
             return Err(BackendError::Signature(format!(
                 "param \"{}\" is not set",
                 self.lir.io.params[p].1
             )));
+        }
+        if self.arena.len != self.lir.plan.arena_bytes {
+            self.arena = AlignedBuf::zeroed(self.lir.plan.arena_bytes);
         }
         for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
             if let Loc::Arena { offset, len } = self.locs[id.index()] {

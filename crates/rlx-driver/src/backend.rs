@@ -88,6 +88,10 @@ pub trait Executable: Send {
             "this backend does not write params in place".into(),
         ))
     }
+    /// Gives back the working memory of runs (the arena) until the next
+    /// run, for executables that run rarely (a param prelude). The next run
+    /// allocates it again. No-op by default.
+    fn release_scratch(&mut self) {}
 }
 
 /// A backend's param storage, shared between executables (reference

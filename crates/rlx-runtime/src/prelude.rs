@@ -70,8 +70,12 @@ impl PreludeExec {
             return Ok(());
         }
         let values = self.exec.run(&[])?;
-        for (&target, value) in self.targets.iter().zip(&values) {
-            main.set_param(target, value)?;
+        // The prelude runs once per param change: its arena is not kept
+        // between runs, and each value is dropped once `main` holds it, so
+        // the hoisted weights are resident once, not three times.
+        self.exec.release_scratch();
+        for (&target, value) in self.targets.iter().zip(values) {
+            main.set_param(target, &value)?;
         }
         self.stale = false;
         self.runs += 1;
