@@ -210,6 +210,11 @@ impl rlx_driver::Backend for NoLayoutBackend {
     }
 }
 
+/// The op kinds of a compiled graph's LIR.
+fn kinds_of(c: &rlx_runtime::CompiledGraph) -> Vec<rlx_ir::OpKind> {
+    c.lir().graph.nodes().iter().map(|n| n.op.kind()).collect()
+}
+
 #[test]
 fn a_session_legalises_for_a_backend_without_layout_claims() {
     rlx_driver::registry::register_backend(std::sync::Arc::new(NoLayoutBackend));
@@ -222,13 +227,7 @@ fn a_session_legalises_for_a_backend_without_layout_claims() {
     let target = rlx_runtime::fusion_target(Device::Gpu).unwrap();
     assert_eq!(target.layout(), LayoutClaims::NONE);
     let mut compiled = rlx_runtime::Session::new(Device::Gpu).compile(g.clone());
-    let kinds: Vec<_> = compiled
-        .lir()
-        .graph
-        .nodes()
-        .iter()
-        .map(|n| n.op.kind())
-        .collect();
+    let kinds = kinds_of(&compiled);
     assert!(
         kinds.contains(&rlx_ir::OpKind::Broadcast),
         "the bias is broadcast explicitly: {kinds:?}"
@@ -240,13 +239,7 @@ fn a_session_legalises_for_a_backend_without_layout_claims() {
     assert_eq!(out, vec![vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]]);
 
     let mut on_cpu = rlx_runtime::Session::new(Device::Cpu).compile(g);
-    let cpu_kinds: Vec<_> = on_cpu
-        .lir()
-        .graph
-        .nodes()
-        .iter()
-        .map(|n| n.op.kind())
-        .collect();
+    let cpu_kinds = kinds_of(&on_cpu);
     assert!(
         !cpu_kinds.contains(&rlx_ir::OpKind::Broadcast),
         "{cpu_kinds:?}"
