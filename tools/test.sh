@@ -4,6 +4,4 @@
 # `#[ignore]`d in a plain `cargo test` because they need those files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RLX_MODELS="$(tools/fetch_models.sh | tail -1)"
-export RLX_MODELS
-cargo test --workspace -- --include-ignored
+RLX_MODELS="$(tools/fetch_models.sh | tail -1)" cargo test --workspace -- --include-ignored
