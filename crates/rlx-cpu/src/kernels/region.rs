@@ -145,7 +145,12 @@ pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
 }
 
 fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
-    if row_period(steps, ins, out.dims).is_none() {
+    // Inputs that repeat whole with one period P (bias rows, scalars) let
+    // the tiles be [rows, P] blocks the binary kernels broadcast over
+    // directly, when only binary / compare steps read those inputs.
+    let period = row_period(steps, ins, out.dims);
+    let gathers = ins.iter().flatten().any(|v| v.dims != out.dims);
+    if period.is_none() && gathers {
         if let Some(done) = run_per_leading_slice(steps, ins, out) {
             return done;
         }
@@ -168,10 +173,6 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
             out.dtype
         ));
     }
-    // Inputs that repeat whole with one period P (bias rows, scalars) let
-    // the tiles be [rows, P] blocks the binary kernels broadcast over
-    // directly, when only binary / compare steps read those inputs.
-    let period = row_period(steps, ins, &out_dims);
     let tile_rows = period.map_or(TILE, |p| (TILE / p).max(1));
     let tile_elems = tile_rows * period.unwrap_or(1);
     let mut sources: Vec<Source> = ins
