@@ -10,6 +10,7 @@
 mod executor;
 pub mod kernels;
 mod profile;
+pub mod team;
 
 pub use executor::CpuExecutable;
 

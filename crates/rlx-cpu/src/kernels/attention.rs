@@ -12,8 +12,8 @@ use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::norm::{elems, elems_mut};
 use super::scalar::{nan_max, Real};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
+use crate::team;
 use crate::with_real;
-use rayon::prelude::*;
 use rlx_ir::op::MaskKind;
 use rlx_ir::DType;
 
@@ -248,13 +248,16 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
     let work = e.batches * sq * sk * (d + dv);
     if threads > 1 && e.batches > 1 && work >= GEMM_GRAIN {
         // Heads split over threads, each GEMM on its own thread.
-        o.par_chunks_mut(sq * dv)
-            .enumerate()
-            .with_min_len(e.batches.div_ceil(threads))
-            .for_each_init(
-                || vec![T::ZERO; block * sk],
-                |s, (b, ob)| run_batch(b, ob, s, 1),
-            );
+        let groups = team::split(e.batches, threads, 1);
+        let o = team::Disjoint::new(o);
+        team::parallel_for(groups.len(), |p| {
+            let mut s = vec![T::ZERO; block * sk];
+            for b in groups[p].clone() {
+                // SAFETY: each head's output block is written by one part.
+                let ob = unsafe { o.range(b * sq * dv..(b + 1) * sq * dv) };
+                run_batch(b, ob, &mut s, 1);
+            }
+        });
     } else {
         let mut s = vec![T::ZERO; block * sk];
         for (b, ob) in o.chunks_mut(sq * dv).enumerate() {

@@ -110,9 +110,16 @@ fn map_real<T: Real>(u: UnaryOp, x: &View, out: &mut ViewMut) {
 /// Elementwise unary op.
 pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
-    if u == UnaryOp::Gelu && x.dtype == DType::F32 && out.dtype == DType::F32 {
-        super::fastmath::gelu_f32(x.slice::<f32>(), out.slice::<f32>());
-        return Ok(());
+    if x.dtype == DType::F32 && out.dtype == DType::F32 {
+        let fast = match u {
+            UnaryOp::Gelu => Some(super::fastmath::gelu_f32 as fn(&[f32], &mut [f32])),
+            UnaryOp::Tanh => Some(super::fastmath::tanh_f32 as fn(&[f32], &mut [f32])),
+            _ => None,
+        };
+        if let Some(f) = fast {
+            f(x.slice::<f32>(), out.slice::<f32>());
+            return Ok(());
+        }
     }
     match x.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
@@ -222,7 +229,9 @@ pub(crate) fn repeat_period(in_dims: &[usize], out_dims: &[usize]) -> Option<usi
     let lead = in_dims.iter().take_while(|&&d| d == 1).count();
     let core = &in_dims[lead..];
     let n: usize = core.iter().product();
-    (core.len() <= out_dims.len() && out_dims.ends_with(core) && n > 0).then_some(n)
+    let fits = core.len() <= out_dims.len()
+        && super::region::same_dims(&out_dims[out_dims.len() - core.len()..], core);
+    (fits && n > 0).then_some(n)
 }
 
 /// [`zip2`] of a float binary op, with the op chosen outside the loop so

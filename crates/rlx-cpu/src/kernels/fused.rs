@@ -7,10 +7,14 @@
 //! memory (add + norm work one cache-sized block of rows at a time).
 
 use super::{elementwise, linalg, norm, region, KernelResult, View, ViewMut};
+use crate::team;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
 
 /// Bytes of rows add + norm handles at once (the sum block stays in L1/L2).
 const BLOCK_BYTES: usize = 32 * 1024;
+
+/// Elements from which add + norm splits its blocks of rows over threads.
+const PARALLEL_GRAIN: usize = 1 << 15;
 
 /// An 8-byte aligned scratch buffer of `len` bytes.
 fn scratch(len: usize) -> Vec<u64> {
@@ -89,84 +93,96 @@ pub fn add_norm_in_place(
     let rows_per_block = (BLOCK_BYTES / (row * w)).max(1);
     let (sum_part, norm_part) = if keep_sum {
         let (s, y) = out.bytes.split_at_mut(n * w);
-        (Some(s), y)
+        (Some(team::Disjoint::new(s)), team::Disjoint::new(y))
     } else {
-        (None, &mut out.bytes[..])
+        (None, team::Disjoint::new(&mut out.bytes[..]))
     };
-    let block = rows_per_block * row * w;
-    let mut own = if sum_part.is_none() {
-        scratch(block)
-    } else {
-        Vec::new()
-    };
-    // Operands read through the output: one block copied out at a time.
-    let mut from_out: Vec<Vec<u64>> = ins[..2]
-        .iter()
-        .map(|v| {
-            if v.is_none() {
-                scratch(block)
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
-    let mut sum_part = sum_part;
     let rows = n / row;
-    let mut r0 = 0;
-    while r0 < rows {
-        let nr = rows_per_block.min(rows - r0);
-        let span = r0 * row * w..(r0 + nr) * row * w;
-        let mut block_dims = vec![nr];
-        block_dims.extend_from_slice(tail);
-        let sum: &mut [u8] = match sum_part.as_deref_mut() {
-            Some(s) => &mut s[span.clone()],
-            None => scratch_bytes(&mut own, nr * row * w),
+    let parts = if n >= PARALLEL_GRAIN {
+        team::threads().min(rows.div_ceil(rows_per_block))
+    } else {
+        1
+    };
+    let ranges = team::split(rows, parts, rows_per_block);
+    let block = rows_per_block * row * w;
+    // Each part runs its blocks of rows with its own scratch.
+    team::try_parallel_for(ranges.len(), |p| {
+        let mut own = if sum_part.is_none() {
+            scratch(block)
+        } else {
+            Vec::new()
         };
-        for (v, buf) in ins[..2].iter().zip(from_out.iter_mut()) {
-            if v.is_none() {
-                scratch_bytes(buf, span.len()).copy_from_slice(&norm_part[span.clone()]);
-            }
-        }
-        let operands: Vec<View> = ins[..2]
+        // Operands read through the output: one block copied out at a time.
+        let mut from_out: Vec<Vec<u64>> = ins[..2]
             .iter()
-            .zip(from_out.iter_mut())
-            .map(|(v, buf)| View {
-                dims: &block_dims,
-                dtype,
-                bytes: match v {
-                    Some(v) => &v.bytes[span.clone()],
-                    None => scratch_bytes(buf, span.len()),
-                },
+            .map(|v| {
+                if v.is_none() {
+                    scratch(block)
+                } else {
+                    Vec::new()
+                }
             })
             .collect();
-        elementwise::binary(
-            BinaryOp::Add,
-            &operands,
-            &mut ViewMut {
+        let (lo, hi) = (ranges[p].start, ranges[p].end);
+        let mut r0 = lo;
+        while r0 < hi {
+            let nr = rows_per_block.min(hi - r0);
+            let span = r0 * row * w..(r0 + nr) * row * w;
+            let mut block_dims = vec![nr];
+            block_dims.extend_from_slice(tail);
+            // SAFETY: the parts' row ranges, and so these spans, are disjoint.
+            let norm_block = unsafe { norm_part.range(span.clone()) };
+            let sum: &mut [u8] = match &sum_part {
+                // SAFETY: as above.
+                Some(s) => unsafe { s.range(span.clone()) },
+                None => scratch_bytes(&mut own, nr * row * w),
+            };
+            for (v, buf) in ins[..2].iter().zip(from_out.iter_mut()) {
+                if v.is_none() {
+                    scratch_bytes(buf, span.len()).copy_from_slice(norm_block);
+                }
+            }
+            let operands: Vec<View> = ins[..2]
+                .iter()
+                .zip(from_out.iter_mut())
+                .map(|(v, buf)| View {
+                    dims: &block_dims,
+                    dtype,
+                    bytes: match v {
+                        Some(v) => &v.bytes[span.clone()],
+                        None => scratch_bytes(buf, span.len()),
+                    },
+                })
+                .collect();
+            elementwise::binary(
+                BinaryOp::Add,
+                &operands,
+                &mut ViewMut {
+                    dims: &block_dims,
+                    dtype,
+                    bytes: sum,
+                },
+            )?;
+            let mut norm_ins = vec![View {
                 dims: &block_dims,
                 dtype,
                 bytes: sum,
-            },
-        )?;
-        let mut norm_ins = vec![View {
-            dims: &block_dims,
-            dtype,
-            bytes: sum,
-        }];
-        norm_ins.extend_from_slice(&params);
-        let mut y = ViewMut {
-            dims: &block_dims,
-            dtype,
-            bytes: &mut norm_part[span],
-        };
-        if rms {
-            norm::rms_norm(eps, &norm_ins, &mut y)?;
-        } else {
-            norm::layer_norm(1, eps, &norm_ins, &mut y)?;
+            }];
+            norm_ins.extend_from_slice(&params);
+            let mut y = ViewMut {
+                dims: &block_dims,
+                dtype,
+                bytes: norm_block,
+            };
+            if rms {
+                norm::rms_norm(eps, &norm_ins, &mut y)?;
+            } else {
+                norm::layer_norm(1, eps, &norm_ins, &mut y)?;
+            }
+            r0 += nr;
         }
-        r0 += nr;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)`; the gate product is

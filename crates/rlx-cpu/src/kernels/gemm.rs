@@ -6,19 +6,26 @@
 //! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there.
 //!
 //! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
-//! available cores. Products below a grain stay on the calling thread: waking
-//! the pool costs tens of microseconds, more than a small product takes.
+//! available cores. A large product is split into one block of columns (or
+//! rows) per thread, each a single-thread faer GEMM, run as one job of
+//! [`crate::team`]; products below a grain stay on the calling thread.
 
 use super::gemv;
 use super::scalar::Real;
+use crate::team;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 /// Multiply-adds below which a GEMM stays on the calling thread: about
-/// 70 µs of one core's work at ~115 G multiply-adds/s, where halving it
-/// over two threads first pays back the ~30 µs pool wake-up (with 2M,
-/// MiniLM-L6 at seq 16 ran slower on 2 threads than on 1).
-pub const GEMM_GRAIN: usize = 1 << 23;
+/// 9 µs of one core's work at ~115 G multiply-adds/s. The team's workers
+/// spin between jobs (see [`crate::team`]), so a job costs about a
+/// microsecond, not a pool wake-up.
+pub const GEMM_GRAIN: usize = 1 << 20;
+
+/// Column / row granularity of a GEMM split over threads (whole
+/// micro-kernel tiles).
+const NR: usize = 32;
+const MR: usize = 16;
 
 /// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
 /// positive integer, else the available cores.
@@ -123,13 +130,45 @@ fn faer_gemm<T: faer::traits::ComplexField + Real>(
         }
         return;
     }
-    let par = if threads > 1 && m * n * k >= GEMM_GRAIN {
-        Par::rayon(threads)
+    let parts = if m * n * k >= GEMM_GRAIN {
+        threads.min(m.div_ceil(MR).max(n.div_ceil(NR)))
     } else {
-        Par::Seq
+        1
     };
-    let dst = MatMut::from_row_major_slice_mut(c, m, n);
-    matmul(dst, accum, a.faer(), b.faer(), T::ONE, par);
+    if parts <= 1 {
+        let dst = MatMut::from_row_major_slice_mut(c, m, n);
+        matmul(dst, accum, a.faer(), b.faer(), T::ONE, Par::Seq);
+        return;
+    }
+    // Each thread multiplies a block of columns (or, for a narrow product, of
+    // rows) on its own: one job for the whole product, and each block keeps
+    // faer's single-thread kernel efficiency.
+    let (a, b) = (a.faer(), b.faer());
+    let by_cols = n.div_ceil(NR) >= m.div_ceil(MR);
+    let blocks = if by_cols {
+        team::split(n, parts, NR)
+    } else {
+        team::split(m, parts, MR)
+    };
+    let c = team::Disjoint::new(c);
+    team::parallel_for(blocks.len(), |p| {
+        let r = blocks[p].clone();
+        // SAFETY: the blocks are disjoint row or column ranges of the
+        // row-major m x n output `c`, which outlives the job.
+        let dst = unsafe {
+            if by_cols {
+                MatMut::from_raw_parts_mut(c.as_ptr().add(r.start), m, r.len(), n as isize, 1)
+            } else {
+                MatMut::from_raw_parts_mut(c.as_ptr().add(r.start * n), r.len(), n, n as isize, 1)
+            }
+        };
+        let (ap, bp) = if by_cols {
+            (a, b.subcols(r.start, r.len()))
+        } else {
+            (a.subrows(r.start, r.len()), b)
+        };
+        matmul(dst, accum, ap, bp, T::ONE, Par::Seq);
+    });
 }
 
 impl GemmFloat for f32 {

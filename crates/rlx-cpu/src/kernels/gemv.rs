@@ -13,7 +13,7 @@
 //! (`is_x86_feature_detected!`); the scalar ones are the fallback.
 
 use super::gemm::Strided;
-use rayon::prelude::*;
+use crate::team;
 
 /// Elements of B below which a GEMV stays on the calling thread (1 MiB of
 /// f32: tens of microseconds of streaming, comparable to a pool wake-up).
@@ -35,11 +35,14 @@ pub fn vec_mat(x: &[f32], b: Strided<f32>, y: &mut [f32], threads: usize) {
         columns(x, &b, 0, y);
         return;
     }
-    // Chunks of whole cache lines, about one per thread.
-    let chunk = n.div_ceil(threads).div_ceil(16) * 16;
-    y.par_chunks_mut(chunk)
-        .enumerate()
-        .for_each(|(i, yc)| columns(x, &b, i * chunk, yc));
+    // Blocks of whole cache lines, one per thread.
+    let blocks = team::split(n, threads, 16);
+    let y = team::Disjoint::new(y);
+    team::parallel_for(blocks.len(), |p| {
+        let r = blocks[p].clone();
+        // SAFETY: the blocks are disjoint.
+        columns(x, &b, r.start, unsafe { y.range(r) })
+    });
 }
 
 /// Columns `j0 .. j0 + y.len()` of `x · b` into `y`.

@@ -9,8 +9,8 @@
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::scalar::{Int, Pod};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
+use crate::team;
 use crate::with_real;
-use rayon::prelude::*;
 use rlx_ir::op::DotDims;
 use rlx_ir::{contiguous_strides, DType};
 
@@ -261,10 +261,14 @@ fn gemm_batches<T: GemmFloat>(
     let per = mn * a.cols;
     let nb = a_offs.len();
     if threads > 1 && nb > 1 && per < GEMM_GRAIN && per * nb >= GEMM_GRAIN {
-        c.par_chunks_mut(mn)
-            .enumerate()
-            .with_min_len(nb.div_ceil(threads))
-            .for_each(|x| one(x, 1));
+        let groups = team::split(nb, threads, 1);
+        let c = team::Disjoint::new(c);
+        team::parallel_for(groups.len(), |p| {
+            for i in groups[p].clone() {
+                // SAFETY: each batch entry's block is written by one part.
+                one((i, unsafe { c.range(i * mn..(i + 1) * mn) }), 1)
+            }
+        });
     } else {
         c.chunks_mut(mn).enumerate().for_each(|x| one(x, threads));
     }

@@ -23,6 +23,7 @@ pub mod decode;
 pub mod dot;
 
 use super::{KernelResult, View, ViewMut};
+use crate::team;
 use decode::{layout, ActQuant, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
@@ -252,27 +253,20 @@ impl QuantMatMul {
             scatter(out, &local, m, self.n, 0, self.n);
             return Ok(());
         }
-        let chunk = self.n.div_ceil(t);
-        let parts: Vec<(usize, usize, Vec<f32>)> = std::thread::scope(|sc| {
-            let handles: Vec<_> = (0..self.n)
-                .step_by(chunk)
-                .map(|lo| {
-                    let hi = (lo + chunk).min(self.n);
-                    let job = &job;
-                    sc.spawn(move || {
-                        let mut local = vec![0f32; m * (hi - lo)];
-                        run_rows(job, isa, lo, hi, &mut local);
-                        (lo, hi, local)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a dequant_matmul worker panicked"))
-                .collect()
+        // One block of weight rows per thread, run as one job of the
+        // persistent team (no thread spawned per call).
+        let blocks = team::split(self.n, t, 1);
+        let locals: Vec<std::sync::Mutex<Vec<f32>>> =
+            blocks.iter().map(|_| Default::default()).collect();
+        team::parallel_for(blocks.len(), |p| {
+            let (lo, hi) = (blocks[p].start, blocks[p].end);
+            let mut local = vec![0f32; m * (hi - lo)];
+            run_rows(&job, isa, lo, hi, &mut local);
+            *locals[p].lock().unwrap_or_else(|e| e.into_inner()) = local;
         });
-        for (lo, hi, local) in parts {
-            scatter(out, &local, m, self.n, lo, hi);
+        for (r, local) in blocks.iter().zip(locals) {
+            let local = local.into_inner().unwrap_or_else(|e| e.into_inner());
+            scatter(out, &local, m, self.n, r.start, r.end);
         }
         Ok(())
     }

@@ -5,11 +5,16 @@
 //! the steps as separate nodes.
 
 use super::{elementwise, KernelResult, View, ViewMut};
+use crate::team;
 use rlx_ir::op::{ChainOperand, ChainStep};
 use rlx_ir::DType;
 
 /// Elements per tile: small enough that a tile per step stays in L1/L2.
 const TILE: usize = 1024;
+
+/// Output elements from which a region splits over threads (a few
+/// microseconds of the lightest step, against about one for a team job).
+const PARALLEL_GRAIN: usize = 1 << 15;
 
 /// Walks an input broadcast to the output dims, one element at a time.
 struct BroadcastCursor {
@@ -26,6 +31,17 @@ impl BroadcastCursor {
             strides: super::broadcast_strides(in_dims, out_dims),
             idx: vec![0; out_dims.len()],
             off: 0,
+        }
+    }
+
+    /// Moves to output element `flat` (row-major).
+    fn seek(&mut self, mut flat: usize) {
+        self.off = 0;
+        for ax in (0..self.dims.len()).rev() {
+            let d = self.dims[ax].max(1);
+            self.idx[ax] = flat % d;
+            flat /= d;
+            self.off += self.strides[ax] * self.idx[ax] as isize;
         }
     }
 
@@ -149,7 +165,7 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
     // the tiles be [rows, P] blocks the binary kernels broadcast over
     // directly, when only binary / compare steps read those inputs.
     let period = row_period(steps, ins, out.dims);
-    let gathers = ins.iter().flatten().any(|v| v.dims != out.dims);
+    let gathers = ins.iter().flatten().any(|v| !same_dims(v.dims, out.dims));
     if period.is_none() && gathers {
         if let Some(done) = run_per_leading_slice(steps, ins, out) {
             return done;
@@ -173,32 +189,105 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
             out.dtype
         ));
     }
-    let tile_rows = period.map_or(TILE, |p| (TILE / p).max(1));
-    let tile_elems = tile_rows * period.unwrap_or(1);
+    // A region smaller than a tile gets scratch of its own size (zeroing
+    // whole tiles dominated tiny graphs).
+    let tile_rows = match period {
+        Some(p) => (TILE / p).max(1).min(n.div_ceil(p.max(1)).max(1)),
+        None => TILE.min(n.max(1)),
+    };
+    let plan = Tiling {
+        steps,
+        period,
+        tile_elems: tile_rows * period.unwrap_or(1),
+        out_dims: &out_dims,
+        out_dtype: out.dtype,
+        in_dtypes: &in_dtypes,
+        dtypes: &dtypes,
+    };
+    let parts = if n >= PARALLEL_GRAIN {
+        team::threads().min(n / (PARALLEL_GRAIN / 2))
+    } else {
+        1
+    };
+    if parts <= 1 {
+        return run_tiles(&plan, ins, out.bytes, 0..n);
+    }
+    let ranges = team::split(n, parts, plan.tile_elems);
+    let w = out.dtype.size_bytes();
+    let shared = team::Disjoint::new(out.bytes);
+    team::try_parallel_for(ranges.len(), |p| {
+        let r = ranges[p].clone();
+        // SAFETY: the parts' element ranges are disjoint.
+        let bytes = unsafe { shared.range(r.start * w..r.end * w) };
+        run_tiles(&plan, ins, bytes, r)
+    })
+}
+
+/// What every tile of one region run shares.
+struct Tiling<'a> {
+    steps: &'a [ChainStep],
+    period: Option<usize>,
+    tile_elems: usize,
+    out_dims: &'a [usize],
+    out_dtype: DType,
+    in_dtypes: &'a [DType],
+    dtypes: &'a [DType],
+}
+
+/// Runs the tiles of output elements `range`; `out` holds exactly those
+/// elements' bytes.
+fn run_tiles(
+    plan: &Tiling,
+    ins: &[Option<View>],
+    out: &mut [u8],
+    range: std::ops::Range<usize>,
+) -> KernelResult {
+    let Tiling {
+        steps,
+        period,
+        tile_elems,
+        out_dims,
+        in_dtypes,
+        dtypes,
+        ..
+    } = *plan;
+    let out_w = plan.out_dtype.size_bytes();
     let mut sources: Vec<Source> = ins
         .iter()
         .map(|v| match v {
-            None => Source::Output(Scratch::new(tile_elems, out.dtype.size_bytes())),
-            Some(v) if v.dims == out_dims.as_slice() => Source::Direct,
+            None => Source::Output(Scratch::new(tile_elems, out_w)),
+            Some(v) if same_dims(v.dims, out_dims) => Source::Direct,
             Some(_) if period.is_some() => Source::Repeat,
-            Some(v) => Source::Gather(
-                BroadcastCursor::new(v.dims, &out_dims),
-                Scratch::new(tile_elems, v.dtype.size_bytes()),
-            ),
+            Some(v) => {
+                let mut cur = BroadcastCursor::new(v.dims, out_dims);
+                cur.seek(range.start);
+                Source::Gather(cur, Scratch::new(tile_elems, v.dtype.size_bytes()))
+            }
         })
         .collect();
-    let mut step_tiles: Vec<Scratch> = dtypes[..dtypes.len() - 1]
+    // Every intermediate step's tile in one allocation.
+    let words: Vec<usize> = dtypes[..dtypes.len() - 1]
         .iter()
-        .map(|d| Scratch::new(tile_elems, d.size_bytes()))
+        .map(|d| (tile_elems * d.size_bytes()).div_ceil(8))
         .collect();
+    let mut step_buf = vec![0u64; words.iter().sum()];
+    let mut step_tiles: Vec<&mut [u64]> = Vec::with_capacity(words.len());
+    let mut rest = &mut step_buf[..];
+    for &w in &words {
+        let (tile, tail) = rest.split_at_mut(w);
+        step_tiles.push(tile);
+        rest = tail;
+    }
 
-    let mut start = 0;
+    let (base, n) = (range.start, range.end);
+    let mut start = base;
     while start < n {
         let len = tile_elems.min(n - start);
-        let tile_dims: Vec<usize> = match period {
-            Some(p) => vec![len / p, p],
-            None => vec![len],
+        let tile_shape = match period {
+            Some(p) => [len / p, p],
+            None => [len, 0],
         };
+        let tile_dims = &tile_shape[..if period.is_some() { 2 } else { 1 }];
         for (i, src) in sources.iter_mut().enumerate() {
             let w = in_dtypes[i].size_bytes();
             match src {
@@ -209,69 +298,93 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
                 }
                 Source::Output(buf) => buf
                     .bytes_mut(len * w)
-                    .copy_from_slice(&out.bytes[start * w..(start + len) * w]),
+                    .copy_from_slice(&out[(start - base) * w..(start - base + len) * w]),
             }
         }
         for (k, step) in steps.iter().enumerate() {
             // A step reads only inputs and earlier steps, so its own tile is free to write.
             let (earlier, own) = step_tiles.split_at_mut(k);
-            let operand_views: Vec<View> = step
-                .operands()
-                .iter()
-                .map(|o| match *o {
-                    ChainOperand::Input(i) => {
-                        let w = in_dtypes[i].size_bytes();
-                        match &sources[i] {
-                            Source::Direct => {
-                                let v = ins[i].as_ref().expect("a direct input is given");
-                                View {
-                                    dims: &tile_dims,
-                                    dtype: in_dtypes[i],
-                                    bytes: &v.bytes[start * w..(start + len) * w],
-                                }
-                            }
-                            Source::Repeat => {
-                                // Flattened to its period (or a scalar), which
-                                // broadcasts over the [rows, P] tile.
-                                let v = ins[i].as_ref().expect("a repeated input is given");
-                                View {
-                                    dims: if v.numel() == 1 {
-                                        &[1]
-                                    } else {
-                                        &tile_dims[1..]
-                                    },
-                                    ..*v
-                                }
-                            }
-                            Source::Gather(_, buf) | Source::Output(buf) => View {
-                                dims: &tile_dims,
+            let (operands, arity) = operands_of(step);
+            let operand_views = operands.map(|o| match o {
+                ChainOperand::Input(i) => {
+                    let w = in_dtypes[i].size_bytes();
+                    match &sources[i] {
+                        Source::Direct => {
+                            let v = ins[i].as_ref().expect("a direct input is given");
+                            View {
+                                dims: tile_dims,
                                 dtype: in_dtypes[i],
-                                bytes: buf.bytes(len * w),
-                            },
+                                bytes: &v.bytes[start * w..(start + len) * w],
+                            }
                         }
+                        Source::Repeat => {
+                            // Flattened to its period (or a scalar), which
+                            // broadcasts over the [rows, P] tile.
+                            let v = ins[i].as_ref().expect("a repeated input is given");
+                            View {
+                                dims: if v.numel() == 1 {
+                                    &[1]
+                                } else {
+                                    &tile_dims[1..]
+                                },
+                                ..*v
+                            }
+                        }
+                        Source::Gather(_, buf) | Source::Output(buf) => View {
+                            dims: tile_dims,
+                            dtype: in_dtypes[i],
+                            bytes: buf.bytes(len * w),
+                        },
                     }
-                    ChainOperand::Step(j) => View {
-                        dims: &tile_dims,
-                        dtype: dtypes[j],
-                        bytes: earlier[j].bytes(len * dtypes[j].size_bytes()),
-                    },
-                })
-                .collect();
+                }
+                ChainOperand::Step(j) => View {
+                    dims: tile_dims,
+                    dtype: dtypes[j],
+                    bytes: &words_bytes(earlier[j])[..len * dtypes[j].size_bytes()],
+                },
+            });
             let w = dtypes[k].size_bytes();
             let bytes = match own.first_mut() {
-                Some(tile) => tile.bytes_mut(len * w),
-                None => &mut out.bytes[start * w..(start + len) * w],
+                Some(tile) => &mut words_bytes_mut(tile)[..len * w],
+                None => &mut out[(start - base) * w..(start - base + len) * w],
             };
             let mut o = ViewMut {
-                dims: &tile_dims,
+                dims: tile_dims,
                 dtype: dtypes[k],
                 bytes,
             };
-            run_step(step, &operand_views, &mut o)?;
+            run_step(step, &operand_views[..arity], &mut o)?;
         }
         start += len;
     }
     Ok(())
+}
+
+/// A step's operands without allocating: the first `arity` entries (the
+/// rest repeat the first).
+fn operands_of(step: &ChainStep) -> ([ChainOperand; 3], usize) {
+    match *step {
+        ChainStep::Unary(_, x) | ChainStep::Cast(x, _) => ([x; 3], 1),
+        ChainStep::Binary(_, a, b) | ChainStep::Compare(_, a, b) => ([a, b, a], 2),
+        ChainStep::Select(c, a, b) => ([c, a, b], 3),
+    }
+}
+
+fn words_bytes(w: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding; any byte view of it is valid.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 8) }
+}
+
+fn words_bytes_mut(w: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as above, and the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
+}
+
+/// Dims equality without a `memcmp` call (dims are a few elements long
+/// and compared many times per tiny region; LLVM turns a forward loop back
+/// into `memcmp`, so this one walks from the end).
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().rev().zip(b.iter().rev()).all(|(x, y)| x == y)
 }
 
 /// The one period P of the broadcast inputs when every one of them repeats
@@ -342,13 +455,15 @@ fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> 
     let mut period = None;
     for (i, v) in ins.iter().enumerate() {
         let Some(v) = v else { continue };
-        if v.dims == out_dims {
+        if same_dims(v.dims, out_dims) {
             continue;
         }
         let p = elementwise::repeat_period(v.dims, out_dims)?;
-        let read_elsewise = steps.iter().any(|s| {
-            !matches!(s, ChainStep::Binary(..) | ChainStep::Compare(..))
-                && s.operands().contains(&ChainOperand::Input(i))
+        let input = ChainOperand::Input(i);
+        let read_elsewise = steps.iter().any(|s| match *s {
+            ChainStep::Binary(..) | ChainStep::Compare(..) => false,
+            ChainStep::Unary(_, x) | ChainStep::Cast(x, _) => x == input,
+            ChainStep::Select(c, a, b) => c == input || a == input || b == input,
         });
         if read_elsewise {
             return None;
