@@ -8,7 +8,7 @@ Env: ~/.cache/rlx-ref/venv (numpy, jax, threadpoolctl), made by shared/ref/setup
 The pattern names are rlx-bench's (crates/rlx-bench/src/patterns.rs), and each
 builds the same computation with the same shapes:
   matmul_N, gemv_KxN, elementwise10_L          numpy (OpenBLAS), eager calls
-  matmul_gelu_MxKxN, ffn_SxHxI, attention_HxSxD,
+  matmul_bf16_N (bf16 operands), matmul_gelu_MxKxN, ffn_SxHxI, attention_HxSxD,
   bert_layer_SxHxNH, mlp_step_BxIxHxO          JAX jit on CPU (XLA)
   minilm_l6_bB_sS                               ONNX Runtime (CPU EP, intra-op threads N)
                                                 on the fp32 all-MiniLM-L6-v2 export
@@ -116,6 +116,12 @@ def jax_pattern(name):
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         return (x - mu) / jnp.sqrt(var + eps) * g + b
 
+    if m := re.fullmatch(r"matmul_bf16_(\d+)", name):
+        n = int(m.group(1))
+        x = jnp.asarray(values((n, n), 1), jnp.bfloat16)
+        w = jnp.asarray(values((n, n), 2), jnp.bfloat16)
+        f = jax.jit(lambda x, w: x @ w)
+        return lambda: f(x, w)
     if m := re.fullmatch(r"matmul_gelu_(\d+)x(\d+)x(\d+)", name):
         mm, k, n = map(int, m.groups())
         x, w = jnp.asarray(values((mm, k), 1)), jnp.asarray(values((k, n), 2, 1 / math.sqrt(k)))

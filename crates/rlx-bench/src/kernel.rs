@@ -3,7 +3,7 @@
 //! quality from per-run overhead.
 
 use crate::{time_iterations, BenchConfig, BenchResult};
-use rlx_cpu::kernels::{f32_bytes, f32_bytes_mut, linalg, View, ViewMut};
+use rlx_cpu::kernels::{f32_bytes, linalg, View, ViewMut};
 use rlx_ir::DType;
 
 /// Times `x @ w` (`x` `m x k`, `w` `k x n`, f32) through
@@ -14,36 +14,79 @@ pub fn matmul_kernel(
     n: usize,
     cfg: &BenchConfig,
 ) -> Result<BenchResult, String> {
-    let x = crate::patterns::values(m * k, 1, 1.0);
-    let w = crate::patterns::values(k * n, 2, 1.0);
-    let mut y = vec![0f32; m * n];
+    typed_matmul_kernel(m, k, n, DType::F32, cfg)
+}
+
+/// [`matmul_kernel`] with operands and result of `dtype` (F32 or BF16:
+/// the `vdpbf16ps` kernel where the CPU has AVX-512 BF16), named
+/// `matmul_bf16_N` for a square BF16 product.
+pub fn typed_matmul_kernel(
+    m: usize,
+    k: usize,
+    n: usize,
+    dtype: DType,
+    cfg: &BenchConfig,
+) -> Result<BenchResult, String> {
+    let encode = |v: Vec<f32>| -> Vec<u8> {
+        match dtype {
+            DType::BF16 => v
+                .iter()
+                .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+                .collect(),
+            _ => f32_bytes(&v).to_vec(),
+        }
+    };
+    // u64-backed so the byte views are aligned for any element type.
+    let aligned = |b: Vec<u8>| -> Vec<u64> {
+        let mut w = vec![0u64; b.len().div_ceil(8)];
+        for (i, c) in b.chunks(8).enumerate() {
+            let mut word = [0u8; 8];
+            word[..c.len()].copy_from_slice(c);
+            w[i] = u64::from_le_bytes(word);
+        }
+        w
+    };
+    let width = dtype.size_bytes();
+    let x = aligned(encode(crate::patterns::values(m * k, 1, 1.0)));
+    let w = aligned(encode(crate::patterns::values(k * n, 2, 1.0)));
+    let mut y = vec![0u64; (m * n * width).div_ceil(8)];
     let (xd, wd, yd) = ([m, k], [k, n], [m, n]);
     let samples = time_iterations(cfg, || {
         let ins = [
             View {
                 dims: &xd,
-                dtype: DType::F32,
-                bytes: f32_bytes(&x),
+                dtype,
+                bytes: &u64_bytes(&x)[..m * k * width],
             },
             View {
                 dims: &wd,
-                dtype: DType::F32,
-                bytes: f32_bytes(&w),
+                dtype,
+                bytes: &u64_bytes(&w)[..k * n * width],
             },
         ];
         let mut out = ViewMut {
             dims: &yd,
-            dtype: DType::F32,
-            bytes: f32_bytes_mut(&mut y),
+            dtype,
+            bytes: &mut u64_bytes_mut(&mut y)[..m * n * width],
         };
         linalg::matmul(&ins, &mut out)
     })?;
     let flops = 2.0 * (m * k * n) as f64;
-    Ok(BenchResult::from_samples(
-        &kernel_name(m, k, n),
-        flops,
-        samples,
-    ))
+    let name = match dtype {
+        DType::BF16 if m == k && k == n => format!("matmul_bf16_{n}"),
+        _ => kernel_name(m, k, n),
+    };
+    Ok(BenchResult::from_samples(&name, flops, samples))
+}
+
+fn u64_bytes(v: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 8) }
+}
+
+fn u64_bytes_mut(v: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as above, with a unique borrow; any byte pattern is a valid u64.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 8) }
 }
 
 /// The pattern name of an `m x k` by `k x n` product: `gemv_KxN` when `m`

@@ -99,6 +99,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row(&label, t, &r, reference(&r.name, t)?.as_ref());
         }
     }
+    // bf16 operands on the vdpbf16ps kernel (f32 accumulation), against
+    // JAX's bf16 matmul.
+    for n in [512, 1024] {
+        if !wanted(&format!("matmul_bf16_{n}")) {
+            continue;
+        }
+        for &t in &threads {
+            rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
+            let r = kernel::typed_matmul_kernel(n, n, n, rlx_ir::DType::BF16, &cfg)?;
+            let label = format!("{} (kernel only)", r.name);
+            row(&label, t, &r, reference(&r.name, t)?.as_ref());
+        }
+    }
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! layouts are copied first. Integer products keep a plain wrapping loop.
 
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
+use super::gemm_bf16;
 use super::scalar::{Int, Pod};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
@@ -123,6 +124,13 @@ pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
         }
         DType::U32 => {
             matmul_typed::<u32>(a, b, out, gemm_int);
+            Ok(())
+        }
+        DType::BF16
+            if b.dtype == DType::BF16
+                && matches!(out.dtype, DType::BF16 | DType::F32)
+                && matmul_bf16(a, b, out) =>
+        {
             Ok(())
         }
         d => with_real!(d, ins, out, |i, o| {
@@ -274,21 +282,34 @@ fn gemm_batches<T: GemmFloat>(
     }
 }
 
-/// numpy matmul of floats: batch dims broadcast; a rhs without batch dims
-/// folds the lhs batch into the rows of one GEMM.
-fn matmul_float<T: GemmFloat>(a: &View, b: &View, out: &mut ViewMut) {
-    let (ad, bd) = (matrix_dims(a.dims, true), matrix_dims(b.dims, false));
+/// How a numpy matmul maps onto GEMMs: one `m x k` by `k x n` product per
+/// batch entry, at these element offsets of the operands. Batch dims
+/// broadcast; a rhs without batch dims folds the lhs batch into the rows of
+/// one GEMM.
+struct MatmulPlan {
+    m: usize,
+    k: usize,
+    n: usize,
+    a_offs: Vec<usize>,
+    b_offs: Vec<usize>,
+}
+
+fn matmul_plan(a_dims: &[usize], b_dims: &[usize]) -> MatmulPlan {
+    let (ad, bd) = (matrix_dims(a_dims, true), matrix_dims(b_dims, false));
     let (ra, rb) = (ad.len(), bd.len());
     let (m, k, n) = (ad[ra - 2], ad[ra - 1], bd[rb - 1]);
     let (ba, bb) = (&ad[..ra - 2], &bd[..rb - 2]);
     let batch = broadcast_batch(ba, bb);
     let nb: usize = batch.iter().product();
-    let (xa, xb, c) = (a.slice::<T>(), b.slice::<T>(), out.slice::<T>());
-    let rhs = Strided::row_major(xb, 0, k, n);
     if bb.iter().product::<usize>() == 1 && ba.iter().product::<usize>() == nb {
         // Every lhs matrix meets the same rhs: one (nb * m) x k GEMM.
-        gemm_batches(Strided::row_major(xa, 0, nb * m, k), &[0], rhs, &[0], c);
-        return;
+        return MatmulPlan {
+            m: nb * m,
+            k,
+            n,
+            a_offs: vec![0],
+            b_offs: vec![0],
+        };
     }
     let offsets = |dims: &[usize], size: usize| {
         let mut offs = Vec::with_capacity(nb);
@@ -297,8 +318,60 @@ fn matmul_float<T: GemmFloat>(a: &View, b: &View, out: &mut ViewMut) {
         });
         offs
     };
-    let (oa, ob) = (offsets(ba, m * k), offsets(bb, k * n));
-    gemm_batches(Strided::row_major(xa, 0, m, k), &oa, rhs, &ob, c);
+    MatmulPlan {
+        m,
+        k,
+        n,
+        a_offs: offsets(ba, m * k),
+        b_offs: offsets(bb, k * n),
+    }
+}
+
+/// numpy matmul of floats.
+fn matmul_float<T: GemmFloat>(a: &View, b: &View, out: &mut ViewMut) {
+    let p = matmul_plan(a.dims, b.dims);
+    let (xa, xb, c) = (a.slice::<T>(), b.slice::<T>(), out.slice::<T>());
+    gemm_batches(
+        Strided::row_major(xa, 0, p.m, p.k),
+        &p.a_offs,
+        Strided::row_major(xb, 0, p.k, p.n),
+        &p.b_offs,
+        c,
+    );
+}
+
+/// numpy matmul of bf16 operands on the `vdpbf16ps` kernel, accumulated in
+/// f32 and rounded once into a bf16 (or written to an f32) output. False,
+/// with `out` untouched, when the CPU lacks AVX-512 BF16.
+fn matmul_bf16(a: &View, b: &View, out: &mut ViewMut) -> bool {
+    if !gemm_bf16::available() {
+        return false;
+    }
+    let p = matmul_plan(a.dims, b.dims);
+    let (xa, xb) = (a.slice::<u16>(), b.slice::<u16>());
+    let mn = p.m * p.n;
+    let mut acc = vec![0f32; mn * p.a_offs.len()];
+    let threads = num_threads();
+    for (i, ci) in acc.chunks_mut(mn.max(1)).enumerate() {
+        let ai = Strided {
+            offset: p.a_offs[i],
+            ..Strided::row_major(xa, 0, p.m, p.k)
+        };
+        let bi = Strided {
+            offset: p.b_offs[i],
+            ..Strided::row_major(xb, 0, p.k, p.n)
+        };
+        gemm_bf16::gemm(ai, bi, ci, threads);
+    }
+    match out.dtype {
+        DType::F32 => out.slice::<f32>().copy_from_slice(&acc),
+        _ => out
+            .slice::<half::bf16>()
+            .iter_mut()
+            .zip(&acc)
+            .for_each(|(o, &x)| *o = half::bf16::from_f32(x)),
+    }
+    true
 }
 
 /// Size and stride of `axes` of a tensor (`dims`, element `strides`) read as

@@ -38,6 +38,7 @@ pub mod fastmath;
 pub mod fft;
 pub mod fused;
 pub mod gemm;
+pub mod gemm_bf16;
 pub mod gemv;
 pub mod indexing;
 pub mod linalg;
