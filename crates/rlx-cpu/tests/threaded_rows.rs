@@ -1,9 +1,9 @@
 //! Kernels that split rows or element ranges over the thread team (fused
-//! elementwise regions with broadcast inputs, matmul epilogues, add + layer
-//! norm, in place too) on sizes above their thread grain and with odd
+//! elementwise regions with broadcast inputs, matmul epilogues, tall matmuls
+//! with their epilogue per block of rows, add + layer norm, in place too) on sizes above their thread grain and with odd
 //! lengths, at one, two and three threads, against naive f64 loops here.
 
-use rlx_cpu::kernels::fused::{add_norm, add_norm_in_place};
+use rlx_cpu::kernels::fused::{add_norm, add_norm_in_place, fused_matmul};
 use rlx_cpu::kernels::region::{epilogue, region};
 use rlx_cpu::kernels::{f32_bytes, f32_bytes_mut, View, ViewMut};
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
@@ -52,16 +52,10 @@ fn at_threads(f: impl Fn(&str)) {
     rlx_ir::env::clear_override("RLX_NUM_THREADS");
 }
 
+/// Exact GELU in f64 through libm's erfc (musl's), which keeps its
+/// relative accuracy in the negative tail.
 fn erf_gelu(x: f64) -> f64 {
-    // Abramowitz-Stegun 7.1.26 is too coarse; integrate erf by its series.
-    let z = x / std::f64::consts::SQRT_2;
-    let mut term = z;
-    let mut sum = z;
-    for n in 1..200 {
-        term *= -z * z / n as f64;
-        sum += term / (2 * n + 1) as f64;
-    }
-    0.5 * x * (1.0 + 2.0 / std::f64::consts::PI.sqrt() * sum)
+    0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
 #[test]
@@ -212,5 +206,45 @@ fn add_layer_norm_rows_split() {
             1e-5,
             &format!("add_norm in place, {t} threads"),
         );
+    });
+}
+
+#[test]
+fn tall_fused_matmul_runs_epilogue_per_row_block() {
+    // [3, 333, 64] @ [64, 96] + bias [96] + residual [3, 333, 96], then GELU:
+    // tall enough to split by rows, 999 rows not a multiple of the block.
+    let (b, s, k, n) = (3usize, 333usize, 64usize, 96usize);
+    let m = b * s;
+    let (x, w) = (data(m * k, 29), data(k * n, 31));
+    let (bias, res) = (data(n, 37), data(m * n, 41));
+    let (xd, wd, od, bd) = ([b, s, k], [k, n], [b, s, n], [1, n]);
+    let steps = [
+        ChainStep::Binary(
+            BinaryOp::Add,
+            ChainOperand::Input(0),
+            ChainOperand::Input(1),
+        ),
+        ChainStep::Binary(BinaryOp::Add, ChainOperand::Step(0), ChainOperand::Input(2)),
+        ChainStep::Unary(UnaryOp::Gelu, ChainOperand::Step(1)),
+    ];
+    let want: Vec<f64> = (0..m * n)
+        .map(|e| {
+            let (i, j) = (e / n, e % n);
+            let dot: f64 = (0..k)
+                .map(|p| x[i * k + p] as f64 * w[p * n + j] as f64)
+                .sum();
+            erf_gelu(dot + bias[j] as f64 + res[e] as f64)
+        })
+        .collect();
+    at_threads(|t| {
+        let mut out = vec![f32::NAN; m * n];
+        let ins = [
+            view(&xd, &x),
+            view(&wd, &w),
+            view(&bd, &bias),
+            view(&od, &res),
+        ];
+        fused_matmul(&steps, &ins, &mut view_mut(&od, &mut out)).unwrap();
+        close(&out, &want, 2e-5, &format!("fused matmul, {t} threads"));
     });
 }

@@ -6,9 +6,11 @@
 //! backend; what fusion saves is the intermediate buffer and a pass over
 //! memory (add + norm work one cache-sized block of rows at a time).
 
+use super::gemm::{self, GemmFloat, Strided, GEMM_GRAIN};
 use super::{elementwise, linalg, norm, region, KernelResult, View, ViewMut};
 use crate::team;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
+use rlx_ir::DType;
 
 /// Bytes of rows add + norm handles at once (the sum block stays in L1/L2).
 const BLOCK_BYTES: usize = 32 * 1024;
@@ -183,6 +185,96 @@ pub fn add_norm_in_place(
         }
         Ok(())
     })
+}
+
+/// `Op::FusedMatMul`: `x @ w` then the elementwise `epilogue` over it.
+/// A tall f32 product with 2-d weights runs as blocks of rows over the
+/// thread team, each block's epilogue right after its GEMM while the block
+/// is still in cache; anything else runs the whole product, then the
+/// epilogue over the whole output.
+pub fn fused_matmul(epilogue: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
+    if ins.len() < 2 {
+        return Err(format!("fused_matmul: {} inputs", ins.len()));
+    }
+    if let Some(done) = fused_matmul_by_rows(epilogue, ins, out) {
+        return done;
+    }
+    linalg::matmul(&ins[..2], out)?;
+    region::epilogue(epilogue, &ins[2..], out)
+}
+
+/// Rows per block of [`fused_matmul_by_rows`]: its output block (up to
+/// 128 x 1536 f32, 768 KiB) stays in L2 for the epilogue.
+const ROW_BLOCK: usize = 128;
+
+fn fused_matmul_by_rows(
+    epilogue: &[ChainStep],
+    ins: &[View],
+    out: &mut ViewMut,
+) -> Option<KernelResult> {
+    let (a, b) = (&ins[0], &ins[1]);
+    let f32s = [a.dtype, b.dtype, out.dtype]
+        .iter()
+        .all(|&d| d == DType::F32);
+    if !f32s || b.dims.len() != 2 || a.dims.len() < 2 {
+        return None;
+    }
+    let (k, n) = (b.dims[0], b.dims[1]);
+    let (lead, last) = a.dims.split_at(a.dims.len() - 1);
+    let m: usize = lead.iter().product();
+    let threads = team::threads();
+    let tall = m * n * k >= GEMM_GRAIN && gemm::splits_by_rows(m, n);
+    if last != [k] || out.numel() != m * n || threads <= 1 || !tall {
+        return None;
+    }
+    // Extra inputs either cover the output (sliced by rows) or repeat one
+    // row / a scalar (read whole by every block).
+    let full: Vec<bool> = ins[2..].iter().map(|v| v.dims == out.dims).collect();
+    let repeats = |v: &View| v.numel() == 1 || (v.numel() == n && v.dims.last() == Some(&n));
+    if ins[2..].iter().zip(&full).any(|(v, &f)| !f && !repeats(v)) {
+        return None;
+    }
+    let (xa, xb) = (a.slice::<f32>(), b.slice::<f32>());
+    let rows = ROW_BLOCK.min(m.div_ceil(threads)).max(1);
+    let blocks = team::split(m, m.div_ceil(rows), 1);
+    let c = team::Disjoint::new(out.slice::<f32>());
+    Some(team::try_parallel_for(blocks.len(), |p| {
+        let r = blocks[p].clone();
+        // SAFETY: the blocks' row ranges are disjoint.
+        let cb = unsafe { c.range(r.start * n..r.end * n) };
+        f32::gemm(
+            Strided::row_major(xa, r.start * k, r.len(), k),
+            Strided::row_major(xb, 0, k, n),
+            cb,
+            1,
+        );
+        let dims = [r.len(), n];
+        let extra: Vec<View> = ins[2..]
+            .iter()
+            .zip(&full)
+            .map(|(v, &f)| {
+                if f {
+                    let w = v.dtype.size_bytes();
+                    View {
+                        dims: &dims,
+                        dtype: v.dtype,
+                        bytes: &v.bytes[r.start * n * w..r.end * n * w],
+                    }
+                } else {
+                    *v
+                }
+            })
+            .collect();
+        region::epilogue(
+            epilogue,
+            &extra,
+            &mut ViewMut {
+                dims: &dims,
+                dtype: DType::F32,
+                bytes: super::f32_bytes_mut(cb),
+            },
+        )
+    }))
 }
 
 /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)`; the gate product is

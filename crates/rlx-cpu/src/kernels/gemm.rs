@@ -27,6 +27,13 @@ pub const GEMM_GRAIN: usize = 1 << 20;
 const NR: usize = 32;
 const MR: usize = 16;
 
+/// True when a threaded `m x n` product splits into blocks of rows (tall
+/// outputs), false when into blocks of columns (each thread then reads
+/// only its share of the weights, which bounds products with few rows).
+pub fn splits_by_rows(m: usize, n: usize) -> bool {
+    n.div_ceil(NR) < m.div_ceil(MR)
+}
+
 /// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
 /// positive integer, else the available cores.
 pub fn num_threads() -> usize {
@@ -144,7 +151,7 @@ fn faer_gemm<T: faer::traits::ComplexField + Real>(
     // rows) on its own: one job for the whole product, and each block keeps
     // faer's single-thread kernel efficiency.
     let (a, b) = (a.faer(), b.faer());
-    let by_cols = n.div_ceil(NR) >= m.div_ceil(MR);
+    let by_cols = !splits_by_rows(m, n);
     let blocks = if by_cols {
         team::split(n, parts, NR)
     } else {

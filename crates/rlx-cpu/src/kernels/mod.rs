@@ -311,10 +311,7 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
         } => upsample::upsample(*mode, *align_corners, ins, out),
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
         Op::ElementwiseRegion { steps } => region::region(steps, ins, out),
-        Op::FusedMatMul { epilogue } => {
-            linalg::matmul(&ins[..2], out)?;
-            region::epilogue(epilogue, &ins[2..], out)
-        }
+        Op::FusedMatMul { epilogue } => fused::fused_matmul(epilogue, ins, out),
         Op::AddNorm {
             axis,
             eps,
