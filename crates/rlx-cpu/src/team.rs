@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 /// How long a worker spins for the next job before it parks.
 pub const SPIN: Duration = Duration::from_millis(2);
 
+/// How long a caller spins for the parts other threads hold before it
+/// starts yielding its core.
+const YIELD_AFTER: Duration = Duration::from_micros(200);
+
 thread_local! {
     /// True on team workers and on a caller while its job runs: a nested
     /// job runs inline.
@@ -110,7 +114,10 @@ fn worker(s: &Shared, me: usize) {
             continue;
         }
         if idle_since.elapsed() < SPIN {
-            pause();
+            // No yield here: on a loaded machine a yield hands the core to
+            // another process for a whole time slice, and the next job
+            // would find this worker gone.
+            std::hint::spin_loop();
             continue;
         }
         // Park; the caller unparks after publishing a job if it sees us
@@ -156,16 +163,6 @@ fn run_parts(s: &Shared, id: u64) {
         }
         s.remaining.fetch_sub(1, SeqCst);
     }
-}
-
-/// One wait step: a short spin, then a yield so that on an oversubscribed
-/// machine a waiting thread hands its core to one that has work (the
-/// worker holding our last part, or another process).
-fn pause() {
-    for _ in 0..64 {
-        std::hint::spin_loop();
-    }
-    thread::yield_now();
 }
 
 unsafe fn trampoline<F: Fn(usize) + Sync>(data: usize, part: usize) {
@@ -215,8 +212,15 @@ pub fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
     }
     IN_JOB.with(|j| j.set(true));
     run_parts(s, id);
+    let waiting = Instant::now();
     while s.remaining.load(SeqCst) != 0 {
-        pause();
+        if waiting.elapsed() < YIELD_AFTER {
+            std::hint::spin_loop();
+        } else {
+            // A part is taking long: its thread may have lost its core to
+            // another process, and this core may be the one it needs.
+            thread::yield_now();
+        }
     }
     IN_JOB.with(|j| j.set(false));
     let panic = s.panic.lock().unwrap_or_else(|e| e.into_inner()).take();

@@ -5,7 +5,8 @@
 //! Cody-Waite range reduction (`x = n ln2 + r`, `|r| <= ln2 / 2`), a degree-6
 //! Taylor polynomial for `e^r` (relative error below 2e-7) and `2^n` built in
 //! the exponent bits: straight-line code that the compiler vectorises, built
-//! once more with AVX2 + FMA enabled and picked at run time.
+//! once more with AVX2 + FMA enabled and picked at run time. The polynomials
+//! are Horner chains of `mul_add`, one FMA per step on those builds.
 
 use super::scalar::Real;
 
@@ -72,14 +73,14 @@ fn tanh_one(v: f32) -> f32 {
     let a = v.abs();
     let z = a * a;
     // tanh x = x - x^3/3 + 2x^5/15 - 17x^7/315 + ... (Bernoulli numbers).
-    let p = 6_404_582.0 / 10_854_718_875.0;
-    let p = p * z - 929_569.0 / 638_512_875.0;
-    let p = p * z + 21_844.0 / 6_081_075.0;
-    let p = p * z - 1_382.0 / 155_925.0;
-    let p = p * z + 62.0 / 2_835.0;
-    let p = p * z - 17.0 / 315.0;
-    let p = p * z + 2.0 / 15.0;
-    let p = p * z - 1.0 / 3.0;
+    let p: f32 = 6_404_582.0 / 10_854_718_875.0;
+    let p = p.mul_add(z, -(929_569.0 / 638_512_875.0));
+    let p = p.mul_add(z, 21_844.0 / 6_081_075.0);
+    let p = p.mul_add(z, -(1_382.0 / 155_925.0));
+    let p = p.mul_add(z, 62.0 / 2_835.0);
+    let p = p.mul_add(z, -(17.0 / 315.0));
+    let p = p.mul_add(z, 2.0 / 15.0);
+    let p = p.mul_add(z, -(1.0 / 3.0));
     let small = a + a * z * p;
     let large = 1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0);
     let t = if a < 0.55 { small } else { large };
@@ -93,16 +94,16 @@ fn tanh_one(v: f32) -> f32 {
 pub fn erfc_f32(z: f32) -> f32 {
     let a = z.abs();
     let t = 1.0 / (1.0 + 0.5 * a);
-    let p = 0.170_872_77;
-    let p = p * t - 0.822_152_23;
-    let p = p * t + 1.488_515_87;
-    let p = p * t - 1.135_203_98;
-    let p = p * t + 0.278_868_07;
-    let p = p * t - 0.186_288_06;
-    let p = p * t + 0.096_784_18;
-    let p = p * t + 0.374_091_96;
-    let p = p * t + 1.000_023_68;
-    let p = p * t - 1.265_512_23;
+    let p: f32 = 0.170_872_77;
+    let p = p.mul_add(t, -0.822_152_23);
+    let p = p.mul_add(t, 1.488_515_87);
+    let p = p.mul_add(t, -1.135_203_98);
+    let p = p.mul_add(t, 0.278_868_07);
+    let p = p.mul_add(t, -0.186_288_06);
+    let p = p.mul_add(t, 0.096_784_18);
+    let p = p.mul_add(t, 0.374_091_96);
+    let p = p.mul_add(t, 1.000_023_68);
+    let p = p.mul_add(t, -1.265_512_23);
     // a² split into hi + lo (exact with FMA) keeps the f32 rounding of a²
     // out of the exponent, where it would cost ~1e-6 relative in the tail.
     let hi = a * a;
@@ -195,13 +196,13 @@ pub fn exp_f32(x: f32) -> f32 {
     let xc = x.clamp(-87.0, 88.0);
     let n = (xc * LOG2E).round_ties_even();
     let r = (xc - n * LN2_HI) - n * LN2_LO;
-    let p = 1.0 / 720.0;
-    let p = p * r + 1.0 / 120.0;
-    let p = p * r + 1.0 / 24.0;
-    let p = p * r + 1.0 / 6.0;
-    let p = p * r + 0.5;
-    let p = p * r + 1.0;
-    let p = p * r + 1.0;
+    let p: f32 = 1.0 / 720.0;
+    let p = p.mul_add(r, 1.0 / 120.0);
+    let p = p.mul_add(r, 1.0 / 24.0);
+    let p = p.mul_add(r, 1.0 / 6.0);
+    let p = p.mul_add(r, 0.5);
+    let p = p.mul_add(r, 1.0);
+    let p = p.mul_add(r, 1.0);
     // 2^n from the exponent bits. n + 127 lies in 1..=254; adding 2^23 puts
     // it in the low mantissa bits exactly, a float-only route that keeps the
     // loop vectorised (a saturating `as i32` cast does not vectorise).

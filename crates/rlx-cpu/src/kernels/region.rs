@@ -161,6 +161,9 @@ pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
 }
 
 fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+    if let Some(done) = bias_epilogue(steps, ins, out) {
+        return done;
+    }
     // Inputs that repeat whole with one period P (bias rows, scalars) let
     // the tiles be [rows, P] blocks the binary kernels broadcast over
     // directly, when only binary / compare steps read those inputs.
@@ -358,6 +361,107 @@ fn run_tiles(
         start += len;
     }
     Ok(())
+}
+
+/// The commonest matmul epilogues on f32, `out + b` with `b` a bias row
+/// repeating over the output's rows (or of the output's own dims),
+/// optionally followed by one unary op: added in place row by row and the
+/// unary applied to the row while it is in L1, with no tile copies. The
+/// same f32 additions and unary kernel as the general path, so the result
+/// is bit-identical. `None` when the region is not of that form.
+fn bias_epilogue(
+    steps: &[ChainStep],
+    ins: &[Option<View>],
+    out: &mut ViewMut,
+) -> Option<KernelResult> {
+    use rlx_ir::op::BinaryOp;
+    let (input, step) = (ChainOperand::Input, ChainOperand::Step);
+    let unary = match steps {
+        [ChainStep::Binary(BinaryOp::Add, a, b)] if (*a, *b) == (input(0), input(1)) => None,
+        [ChainStep::Binary(BinaryOp::Add, a, b), ChainStep::Unary(u, x)]
+            if (*a, *b, *x) == (input(0), input(1), step(0)) =>
+        {
+            Some(*u)
+        }
+        _ => return None,
+    };
+    let [None, Some(bias)] = ins else {
+        return None;
+    };
+    if out.dtype != DType::F32 || bias.dtype != DType::F32 {
+        return None;
+    }
+    let n = out.numel();
+    let full = same_dims(bias.dims, out.dims);
+    let period = if full {
+        TILE.min(n).max(1)
+    } else {
+        elementwise::repeat_period(bias.dims, out.dims)?
+    };
+    if period == 0 || n % period != 0 || (!full && bias.numel() != period) {
+        return None;
+    }
+    let b = bias.slice::<f32>();
+    let rows = n / period;
+    let o = team::Disjoint::new(out.slice::<f32>());
+    let parts = if n >= PARALLEL_GRAIN {
+        team::threads().min(n / (PARALLEL_GRAIN / 2)).min(rows)
+    } else {
+        1
+    };
+    let ranges = team::split(rows, parts, 1);
+    Some(team::try_parallel_for(ranges.len(), |p| {
+        let mut scratch = vec![0f32; if unary.is_some() { period } else { 0 }];
+        for r in ranges[p].clone() {
+            // SAFETY: the parts' row ranges are disjoint.
+            let row = unsafe { o.range(r * period..(r + 1) * period) };
+            let brow = if full {
+                &b[r * period..(r + 1) * period]
+            } else {
+                b
+            };
+            add_assign_f32(row, brow);
+            if let Some(u) = unary {
+                scratch.copy_from_slice(row);
+                let dims = [period];
+                elementwise::unary(
+                    u,
+                    &[View {
+                        dims: &dims,
+                        dtype: DType::F32,
+                        bytes: super::f32_bytes(&scratch),
+                    }],
+                    &mut ViewMut {
+                        dims: &dims,
+                        dtype: DType::F32,
+                        bytes: super::f32_bytes_mut(row),
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    }))
+}
+
+/// `o += b`, vectorised for AVX-512 where present.
+fn add_assign_f32(o: &mut [f32], b: &[f32]) {
+    #[inline(always)]
+    fn each(o: &mut [f32], b: &[f32]) {
+        for (x, &y) in o.iter_mut().zip(b) {
+            *x += y;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn avx512(o: &mut [f32], b: &[f32]) {
+        each(o, b)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F.
+        return unsafe { avx512(o, b) };
+    }
+    each(o, b)
 }
 
 /// A step's operands without allocating: the first `arity` entries (the
