@@ -398,7 +398,7 @@ fn bias_epilogue(
     } else {
         elementwise::repeat_period(bias.dims, out.dims)?
     };
-    if period == 0 || n % period != 0 || (!full && bias.numel() != period) {
+    if period == 0 || !n.is_multiple_of(period) || (!full && bias.numel() != period) {
         return None;
     }
     let b = bias.slice::<f32>();
