@@ -190,28 +190,10 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                     _ => None,
                 };
                 if let Some(bias) = contiguous_bias {
-                    // A bias row read in place (the usual padding mask):
-                    // the same arithmetic as below in one vectorisable loop.
-                    let mut nan = false;
-                    for (x, &m) in srow[j0..j1].iter_mut().zip(bias) {
-                        *x = *x * scale + m;
-                        nan |= x.is_nan();
-                        max = if *x > max { *x } else { max };
-                    }
-                    if nan {
-                        max = T::NAN;
-                    }
+                    // A bias row read in place (the usual padding mask).
+                    max = scale_and_max(&mut srow[j0..j1], scale, Some(bias));
                 } else if matches!(data, MaskData::None) && cap.is_none() {
-                    // Branch-free max (NaN tracked aside) so the loop vectorises.
-                    let mut nan = false;
-                    for x in &mut srow[j0..j1] {
-                        *x = *x * scale;
-                        nan |= x.is_nan();
-                        max = if *x > max { *x } else { max };
-                    }
-                    if nan {
-                        max = T::NAN;
-                    }
+                    max = scale_and_max(&mut srow[j0..j1], scale, None);
                 } else {
                     for (j, x) in srow.iter_mut().enumerate().take(j1).skip(j0) {
                         let keep = match data {
@@ -265,6 +247,66 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
         }
     }
     Ok(())
+}
+
+/// `x = x * scale (+ bias)` over a score row, returning its max (NaN if
+/// any score is NaN). The max is kept per lane of 16 so the loop vectorises
+/// (a single running float max does not), and the loop is built for
+/// AVX-512 where the CPU has it.
+fn scale_and_max<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
+    #[inline(always)]
+    fn each<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
+        let mut lanes = [T::NEG_INFINITY; 16];
+        let mut nan = [false; 16];
+        let mut j = 0;
+        while j + 16 <= xs.len() {
+            let chunk = &mut xs[j..j + 16];
+            match bias {
+                Some(b) => {
+                    let bc = &b[j..j + 16];
+                    for l in 0..16 {
+                        chunk[l] = chunk[l] * scale + bc[l];
+                    }
+                }
+                None => chunk.iter_mut().for_each(|x| *x = *x * scale),
+            }
+            for l in 0..16 {
+                let x = chunk[l];
+                nan[l] |= x.is_nan();
+                lanes[l] = if x > lanes[l] { x } else { lanes[l] };
+            }
+            j += 16;
+        }
+        let mut max = T::NEG_INFINITY;
+        let mut any_nan = nan.iter().any(|&n| n);
+        for (i, x) in xs.iter_mut().enumerate().skip(j) {
+            *x = match bias {
+                Some(b) => *x * scale + b[i],
+                None => *x * scale,
+            };
+            any_nan |= x.is_nan();
+            max = if *x > max { *x } else { max };
+        }
+        for &l in &lanes {
+            max = if l > max { l } else { max };
+        }
+        if any_nan {
+            T::NAN
+        } else {
+            max
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn avx512<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
+        each(xs, scale, bias)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+        return unsafe { avx512(xs, scale, bias) };
+    }
+    each(xs, scale, bias)
 }
 
 /// Scaled dot-product attention.
