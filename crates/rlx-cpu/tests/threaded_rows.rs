@@ -248,3 +248,30 @@ fn tall_fused_matmul_runs_epilogue_per_row_block() {
         close(&out, &want, 2e-5, &format!("fused matmul, {t} threads"));
     });
 }
+
+#[test]
+fn large_transpose_copies_rows_in_parallel() {
+    // [3, 50, 40, 17] -> perm [0, 2, 1, 3]: 102,000 elements, inner axis kept.
+    let dims = [3usize, 50, 40, 17];
+    let perm = [0usize, 2, 1, 3];
+    let x = data(dims.iter().product(), 43);
+    let od = [3usize, 40, 50, 17];
+    let want: Vec<f64> = (0..x.len())
+        .map(|e| {
+            let (a, rest) = (e / (40 * 50 * 17), e % (40 * 50 * 17));
+            let (c, rest) = (rest / (50 * 17), rest % (50 * 17));
+            let (b, d) = (rest / 17, rest % 17);
+            x[((a * 50 + b) * 40 + c) * 17 + d] as f64
+        })
+        .collect();
+    at_threads(|t| {
+        let mut out = vec![f32::NAN; x.len()];
+        rlx_cpu::kernels::movement::transpose(
+            &perm,
+            &[view(&dims, &x)],
+            &mut view_mut(&od, &mut out),
+        )
+        .unwrap();
+        close(&out, &want, 0.0, &format!("transpose, {t} threads"));
+    });
+}

@@ -3,8 +3,12 @@
 
 use super::scalar::Pod;
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
+use crate::team;
 use rlx_ir::op::{PadMode, SliceSpec};
 use rlx_ir::{contiguous_strides, scalar_constant_bytes};
+
+/// Elements from which a row-wise copy splits over the thread team.
+const PARALLEL_GRAIN: usize = 1 << 16;
 
 fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: isize) {
     let src = x.slice::<T>();
@@ -14,6 +18,27 @@ fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: 
     if r > 1 && strides[r - 1] == 1 && dims[r - 1] > 1 {
         // The inner axis is contiguous in the source: copy whole rows.
         let inner = dims[r - 1];
+        let rows = o.len() / inner;
+        if o.len() >= PARALLEL_GRAIN && rows > 1 && team::threads() > 1 {
+            // Blocks of rows over the team, each row's source offset
+            // computed from its index.
+            let ranges = team::split(rows, team::threads(), 1);
+            let out = team::Disjoint::new(o);
+            team::parallel_for(ranges.len(), |part| {
+                for row in ranges[part].clone() {
+                    let (mut rest, mut p) = (row, base);
+                    for ax in (0..r - 1).rev() {
+                        p += (rest % dims[ax]) as isize * strides[ax];
+                        rest /= dims[ax];
+                    }
+                    let p = p as usize;
+                    // SAFETY: each row is written by one part.
+                    let dst = unsafe { out.range(row * inner..(row + 1) * inner) };
+                    dst.copy_from_slice(&src[p..p + inner]);
+                }
+            });
+            return;
+        }
         for_each_strided(&dims[..r - 1], &strides[..r - 1], base, |i, p| {
             let p = p as usize;
             o[i * inner..(i + 1) * inner].copy_from_slice(&src[p..p + inner]);
