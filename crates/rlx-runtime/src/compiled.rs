@@ -2,7 +2,7 @@
 //! names, dtypes and shapes against the compiled signature before anything
 //! changes, so a failed call leaves the graph as it was.
 
-use crate::prelude::PreludeExec;
+use crate::prelude::{Assembly, Piece, PreludeExec};
 use crate::{Result, RuntimeError};
 use rlx_compile::{IoManifest, LirModule};
 use rlx_driver::{Device, Executable};
@@ -16,16 +16,19 @@ pub struct CompiledGraph {
     params: Vec<ParamRoute>,
     param_set: Vec<bool>,
     prelude: Option<PreludeExec>,
+    assembly: Assembly,
 }
 
-/// A caller-visible param: its name and shape, and its index in the main
-/// executable and in the prelude (a param may feed either or both).
+/// A caller-visible param: its name and shape, its index in the main
+/// executable and in the prelude, and the pieces of assembled params its
+/// bytes go to (a param may feed any of them).
 #[derive(Clone, Debug)]
 pub(crate) struct ParamRoute {
     pub(crate) name: String,
     pub(crate) shape: Shape,
     pub(crate) main: Option<usize>,
     pub(crate) prelude: Option<usize>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTensor> {
@@ -95,13 +98,15 @@ impl std::fmt::Debug for CompiledGraph {
 }
 
 impl CompiledGraph {
-    /// A graph whose param-only part runs in `prelude`; `params` routes
-    /// each caller-visible param to the executables that read it.
+    /// A graph whose param-only part runs in `prelude` or is assembled
+    /// (`assembly`); `params` routes each caller-visible param to the
+    /// executables and pieces that read it.
     pub(crate) fn with_prelude(
         device: Device,
         exec: Box<dyn Executable>,
         params: Vec<ParamRoute>,
         prelude: Option<PreludeExec>,
+        assembly: Assembly,
     ) -> CompiledGraph {
         CompiledGraph {
             device,
@@ -109,6 +114,7 @@ impl CompiledGraph {
             param_set: vec![false; params.len()],
             params,
             prelude,
+            assembly,
         }
     }
 
@@ -240,6 +246,11 @@ impl CompiledGraph {
             return Err(not_shared("it is not set"));
         }
         let (mine, theirs) = (self.params[i].clone(), other.params[j].clone());
+        if !mine.pieces.is_empty() {
+            return Err(not_shared(
+                "this graph stacks its bytes into a derived param (set it with set_param_typed)",
+            ));
+        }
         // Take every handle first, so a failure changes nothing.
         let main = match mine.main {
             Some(m) => {
@@ -249,10 +260,12 @@ impl CompiledGraph {
                         .prelude
                         .and_then(|o| other.prelude.as_ref()?.share_param(o)),
                 };
-                Some((
-                    m,
-                    handle.ok_or_else(|| not_shared("the backend does not share"))?,
-                ))
+                let why = if theirs.main.is_none() && theirs.prelude.is_none() {
+                    "the other graph holds it only inside a stacked derived param"
+                } else {
+                    "the backend does not share"
+                };
+                Some((m, handle.ok_or_else(|| not_shared(why))?))
             }
             None => None,
         };
@@ -305,6 +318,8 @@ impl CompiledGraph {
         if let Some(m) = route.main {
             self.exec.write_param_bytes(m, offset, bytes)?;
         }
+        self.assembly
+            .write(self.exec.as_mut(), &route.pieces, offset, bytes)?;
         if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
             prelude.write_param_bytes(p, offset, bytes)?;
         }
@@ -316,6 +331,8 @@ impl CompiledGraph {
         if let Some(m) = route.main {
             self.exec.set_param(m, t)?;
         }
+        self.assembly
+            .write(self.exec.as_mut(), &route.pieces, 0, t.bytes())?;
         if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
             prelude.set_param(p, t)?;
         }
