@@ -136,7 +136,10 @@ impl CompiledGraph {
     }
 
     /// The hoisted param-only part of the graph, if any: it runs on the
-    /// first run after a param it reads is set, not on every run.
+    /// first run after a param it reads is set, not on every run. Derived
+    /// params that only move param bytes (a stack of weights, a reshape or
+    /// a unit-step slice of a param) are not in it: setting a param writes
+    /// its bytes straight into them.
     pub fn prelude_lir(&self) -> Option<&LirModule> {
         self.prelude.as_ref().map(|p| p.lir())
     }
@@ -217,7 +220,10 @@ impl CompiledGraph {
     /// a prefill and a decode graph held once. Later
     /// [`Self::set_param_typed`] calls give this graph its own copy again.
     /// A param that feeds this graph's param prelude must feed `other`'s
-    /// too (values derived from it are this graph's own).
+    /// too (values derived from it are this graph's own). A param whose
+    /// bytes this graph stacks into a derived param (Q / K / V weights
+    /// stacked into one matmul) has no buffer of its own to share: that is
+    /// an error, and [`Self::set_param_typed`] sets it.
     pub fn share_param_from(
         &mut self,
         name: &str,
