@@ -15,6 +15,8 @@ pub struct CompiledGraph {
     /// The params callers set, in declaration order, and where each goes.
     params: Vec<ParamRoute>,
     param_set: Vec<bool>,
+    /// The param has its buffers (set, reserved or being streamed in).
+    allocated: Vec<bool>,
     prelude: Option<PreludeExec>,
     assembly: Assembly,
 }
@@ -112,6 +114,7 @@ impl CompiledGraph {
             device,
             exec,
             param_set: vec![false; params.len()],
+            allocated: vec![false; params.len()],
             params,
             prelude,
             assembly,
@@ -180,16 +183,6 @@ impl CompiledGraph {
     /// Output shapes in output order.
     pub fn output_shapes(&self) -> Vec<Shape> {
         self.io().outputs.iter().map(|o| o.1.clone()).collect()
-    }
-
-    fn param_index(&self, name: &str) -> Result<usize> {
-        self.params
-            .iter()
-            .position(|p| p.name == name)
-            .ok_or_else(|| RuntimeError::UnknownParam {
-                name: name.to_string(),
-                known: self.param_names(),
-            })
     }
 
     /// Sets a float param from f32 values (converted to the param's float dtype);
@@ -294,6 +287,7 @@ impl CompiledGraph {
             prelude.set_param_shared(p, &handle)?;
         }
         self.param_set[i] = true;
+        self.allocated[i] = true;
         Ok(())
     }
 
@@ -305,19 +299,27 @@ impl CompiledGraph {
     /// nothing.
     pub fn write_param_bytes(&mut self, name: &str, offset: usize, bytes: &[u8]) -> Result<()> {
         let i = self.param_index(name)?;
-        let route = self.params[i].clone();
         if !self.param_set[i] {
+            let route = &self.params[i];
             return Err(RuntimeError::ParamNotSet {
-                name: route.name,
-                shape: route.shape,
+                name: route.name.clone(),
+                shape: route.shape.clone(),
             });
         }
+        self.write_range(i, offset, bytes)
+    }
+
+    /// Writes bytes of allocated param `i` wherever it goes; a range past
+    /// its end is an error that changes nothing.
+    fn write_range(&mut self, i: usize, offset: usize, bytes: &[u8]) -> Result<()> {
+        let route = &self.params[i];
         let len = route.shape.size_bytes().unwrap_or(0);
         if offset.checked_add(bytes.len()).is_none_or(|end| end > len) {
             return Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
                 format!(
-                    "write of {} bytes at byte {offset} past the end of param \"{name}\" ({len} bytes)",
-                    bytes.len()
+                    "write of {} bytes at byte {offset} past the end of param \"{}\" ({len} bytes)",
+                    bytes.len(),
+                    route.name
                 ),
             )));
         }
@@ -332,6 +334,76 @@ impl CompiledGraph {
         Ok(())
     }
 
+    /// Allocates the buffers of every param that has none yet, zero-filled;
+    /// they still count as unset (a run asks for them). Loading a model
+    /// piece by piece after this ([`Self::set_param_from`]) allocates
+    /// nothing more: the large buffers are not interleaved with the
+    /// loader's short-lived copies, which the allocator can then give back.
+    pub fn reserve_params(&mut self) -> Result<()> {
+        for i in 0..self.params.len() {
+            self.allocate(i)?;
+        }
+        Ok(())
+    }
+
+    /// Gives param `i` its (zero) buffers when it has none, keeping
+    /// whether it is set.
+    fn allocate(&mut self, i: usize) -> Result<()> {
+        if self.allocated[i] {
+            return Ok(());
+        }
+        let route = &self.params[i];
+        if let Some(m) = route.main {
+            self.exec.alloc_param(m)?;
+        }
+        self.assembly.allocate(self.exec.as_mut(), &route.pieces)?;
+        if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
+            prelude.alloc_param(p)?;
+        }
+        self.allocated[i] = true;
+        Ok(())
+    }
+
+    /// Fills param `i` from `fill`, which writes its bytes through the
+    /// given writer (offset, bytes) in any order and must cover them all.
+    /// Until `fill` returns Ok the param counts as unset: a failure leaves
+    /// it unset, never half-old, half-new.
+    pub(crate) fn fill_param(
+        &mut self,
+        i: usize,
+        fill: impl FnOnce(&mut dyn FnMut(usize, &[u8]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.allocate(i)?;
+        self.param_set[i] = false;
+        let mut written = 0;
+        fill(&mut |offset, bytes| {
+            written += bytes.len();
+            self.write_range(i, offset, bytes)
+        })?;
+        let route = &self.params[i];
+        let len = route.shape.size_bytes().unwrap_or(0);
+        if written != len {
+            return Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
+                format!(
+                    "param \"{}\" was given {written} bytes in pieces, it holds {len}",
+                    route.name
+                ),
+            )));
+        }
+        self.param_set[i] = true;
+        Ok(())
+    }
+
+    pub(crate) fn param_index(&self, name: &str) -> Result<usize> {
+        self.params
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| RuntimeError::UnknownParam {
+                name: name.to_string(),
+                known: self.param_names(),
+            })
+    }
+
     fn upload_param(&mut self, i: usize, t: &HostTensor) -> Result<()> {
         let route = &self.params[i];
         if let Some(m) = route.main {
@@ -343,6 +415,7 @@ impl CompiledGraph {
             prelude.set_param(p, t)?;
         }
         self.param_set[i] = true;
+        self.allocated[i] = true;
         Ok(())
     }
 

@@ -8,7 +8,6 @@
 use crate::Result;
 use rlx_compile::LirModule;
 use rlx_driver::Executable;
-use rlx_ir::{HostTensor, Shape};
 use std::ops::Range;
 
 /// The derived params assembled from param bytes (see
@@ -23,7 +22,6 @@ pub(crate) struct Assembly {
 struct AssembledTarget {
     /// Its index among the main executable's params.
     index: usize,
-    shape: Shape,
     /// True once its buffer exists (the first write allocates it).
     allocated: bool,
 }
@@ -40,14 +38,25 @@ pub(crate) struct Piece {
 }
 
 impl Assembly {
-    /// Adds main param `index` of `shape`; returns its number for [`Piece::target`].
-    pub(crate) fn add(&mut self, index: usize, shape: Shape) -> usize {
+    /// Adds main param `index`; returns its number for [`Piece::target`].
+    pub(crate) fn add(&mut self, index: usize) -> usize {
         self.targets.push(AssembledTarget {
             index,
-            shape,
             allocated: false,
         });
         self.targets.len() - 1
+    }
+
+    /// Gives the assembled params `pieces` go to their (zero) buffers.
+    pub(crate) fn allocate(&mut self, main: &mut dyn Executable, pieces: &[Piece]) -> Result<()> {
+        for p in pieces {
+            let target = &mut self.targets[p.target];
+            if !target.allocated {
+                main.alloc_param(target.index)?;
+                target.allocated = true;
+            }
+        }
+        Ok(())
     }
 
     /// Writes `bytes`, the param's bytes from byte `at`, to where `pieces`
@@ -59,25 +68,14 @@ impl Assembly {
         at: usize,
         bytes: &[u8],
     ) -> Result<()> {
+        self.allocate(main, pieces)?;
         for p in pieces {
             let (lo, hi) = (p.bytes.start.max(at), p.bytes.end.min(at + bytes.len()));
-            if lo >= hi {
-                continue;
+            if lo < hi {
+                let dst = p.offset + (lo - p.bytes.start);
+                let index = self.targets[p.target].index;
+                main.write_param_bytes(index, dst, &bytes[lo - at..hi - at])?;
             }
-            let target = &mut self.targets[p.target];
-            if !target.allocated {
-                let dims = target
-                    .shape
-                    .static_dims()
-                    .expect("compiled shapes are static");
-                main.set_param(
-                    target.index,
-                    &HostTensor::zeros(target.shape.dtype(), &dims),
-                )?;
-                target.allocated = true;
-            }
-            let dst = p.offset + (lo - p.bytes.start);
-            main.write_param_bytes(target.index, dst, &bytes[lo - at..hi - at])?;
         }
         Ok(())
     }
@@ -124,6 +122,13 @@ impl PreludeExec {
         shared: &rlx_driver::SharedParam,
     ) -> Result<()> {
         self.exec.set_param_shared(index, shared)?;
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Gives prelude param `index` a zero buffer to be written in place.
+    pub(crate) fn alloc_param(&mut self, index: usize) -> Result<()> {
+        self.exec.alloc_param(index)?;
         self.stale = true;
         Ok(())
     }

@@ -117,7 +117,7 @@ impl Session {
         let mut pieces: Vec<(String, Piece)> = Vec::new();
         for a in &split.assembled {
             let index = index_in(&lir.io.params, &a.name).expect("derived params are in main");
-            let target = assembly.add(index, lir.io.params[index].2.clone());
+            let target = assembly.add(index);
             pieces.extend(a.pieces.iter().map(|p| {
                 let piece = Piece {
                     target,

@@ -286,6 +286,18 @@ fn stacked_weights_are_written_into_their_slice_and_never_go_stale() {
     assert!(c.write_param_bytes("q.b", (N - 1) * 4, &[0; 8]).is_err());
     check(&mut c, &params, "after failed calls");
     assert_eq!(c.prelude_runs(), 0);
+
+    // A stacked member has no buffer of its own to share, either way.
+    let mut d = Session::new(Device::Cpu).compile(projections(false));
+    let err = d.share_param_from("q.w", &c, "q.w").unwrap_err();
+    assert!(err.to_string().contains("stacks"), "{err}");
+    let mut plain = Session::new(Device::Cpu).compile_with(
+        projections(false),
+        &CompileOptions::default().hoist_params(false),
+    );
+    let err = plain.share_param_from("q.w", &c, "q.w").unwrap_err();
+    assert!(err.to_string().contains("stacked"), "{err}");
+    assert!(plain.try_run(&[("x", &x)]).is_err(), "q.w is still unset");
 }
 
 #[test]
