@@ -27,7 +27,9 @@ mod report;
 mod stage;
 mod target;
 
-pub use hoist::{split_param_prelude, ParamPrelude, DERIVED_PARAM_PREFIX};
+pub use hoist::{
+    split_param_prelude, AssembledParam, ParamPiece, ParamPrelude, DERIVED_PARAM_PREFIX,
+};
 pub use inspect::{
     inspect_hir_pipeline, inspect_pipeline, lir_text, maybe_dump_pipeline, PipelineInspect,
 };

@@ -194,6 +194,17 @@ impl Executable for CpuExecutable {
         Ok(())
     }
 
+    fn alloc_param(&mut self, index: usize) -> Result<(), BackendError> {
+        let len = self.lir.io.params.get(index).and_then(|p| p.2.size_bytes());
+        let (Some(slot), Some(len)) = (self.params.get_mut(index), len) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        *slot = Some(Arc::new(AlignedBuf::zeroed(len)));
+        Ok(())
+    }
+
     fn release_scratch(&mut self) {
         self.arena = AlignedBuf::zeroed(0);
     }

@@ -88,6 +88,19 @@ pub trait Executable: Send {
             "this backend does not write params in place".into(),
         ))
     }
+    /// Gives param `index` a zero-filled buffer of its size, to be filled
+    /// in place ([`Executable::write_param_bytes`]) without a host tensor
+    /// of the whole param. By default, uploads a zero tensor.
+    fn alloc_param(&mut self, index: usize) -> Result<(), BackendError> {
+        let param = self.lir().io.params.get(index);
+        let Some((dtype, dims)) = param.and_then(|p| Some((p.2.dtype(), p.2.static_dims()?)))
+        else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range or not static"
+            )));
+        };
+        self.set_param(index, &HostTensor::zeros(dtype, &dims))
+    }
     /// Gives back the working memory of runs (the arena) until the next
     /// run, for executables that run rarely (a param prelude). The next run
     /// allocates it again. No-op by default.

@@ -2,7 +2,7 @@
 //! names, dtypes and shapes against the compiled signature before anything
 //! changes, so a failed call leaves the graph as it was.
 
-use crate::prelude::PreludeExec;
+use crate::prelude::{Assembly, Piece, PreludeExec};
 use crate::{Result, RuntimeError};
 use rlx_compile::{IoManifest, LirModule};
 use rlx_driver::{Device, Executable};
@@ -15,17 +15,22 @@ pub struct CompiledGraph {
     /// The params callers set, in declaration order, and where each goes.
     params: Vec<ParamRoute>,
     param_set: Vec<bool>,
+    /// The param has its buffers (set, reserved or being streamed in).
+    allocated: Vec<bool>,
     prelude: Option<PreludeExec>,
+    assembly: Assembly,
 }
 
-/// A caller-visible param: its name and shape, and its index in the main
-/// executable and in the prelude (a param may feed either or both).
+/// A caller-visible param: its name and shape, its index in the main
+/// executable and in the prelude, and the pieces of assembled params its
+/// bytes go to (a param may feed any of them).
 #[derive(Clone, Debug)]
 pub(crate) struct ParamRoute {
     pub(crate) name: String,
     pub(crate) shape: Shape,
     pub(crate) main: Option<usize>,
     pub(crate) prelude: Option<usize>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTensor> {
@@ -95,20 +100,24 @@ impl std::fmt::Debug for CompiledGraph {
 }
 
 impl CompiledGraph {
-    /// A graph whose param-only part runs in `prelude`; `params` routes
-    /// each caller-visible param to the executables that read it.
+    /// A graph whose param-only part runs in `prelude` or is assembled
+    /// (`assembly`); `params` routes each caller-visible param to the
+    /// executables and pieces that read it.
     pub(crate) fn with_prelude(
         device: Device,
         exec: Box<dyn Executable>,
         params: Vec<ParamRoute>,
         prelude: Option<PreludeExec>,
+        assembly: Assembly,
     ) -> CompiledGraph {
         CompiledGraph {
             device,
             exec,
             param_set: vec![false; params.len()],
+            allocated: vec![false; params.len()],
             params,
             prelude,
+            assembly,
         }
     }
 
@@ -130,7 +139,10 @@ impl CompiledGraph {
     }
 
     /// The hoisted param-only part of the graph, if any: it runs on the
-    /// first run after a param it reads is set, not on every run.
+    /// first run after a param it reads is set, not on every run. Derived
+    /// params that only move param bytes (a stack of weights, a reshape or
+    /// a unit-step slice of a param) are not in it: setting a param writes
+    /// its bytes straight into them.
     pub fn prelude_lir(&self) -> Option<&LirModule> {
         self.prelude.as_ref().map(|p| p.lir())
     }
@@ -173,16 +185,6 @@ impl CompiledGraph {
         self.io().outputs.iter().map(|o| o.1.clone()).collect()
     }
 
-    fn param_index(&self, name: &str) -> Result<usize> {
-        self.params
-            .iter()
-            .position(|p| p.name == name)
-            .ok_or_else(|| RuntimeError::UnknownParam {
-                name: name.to_string(),
-                known: self.param_names(),
-            })
-    }
-
     /// Sets a float param from f32 values (converted to the param's float dtype);
     /// panics with the error message on failure.
     pub fn set_param(&mut self, name: &str, values: &[f32]) {
@@ -211,7 +213,10 @@ impl CompiledGraph {
     /// a prefill and a decode graph held once. Later
     /// [`Self::set_param_typed`] calls give this graph its own copy again.
     /// A param that feeds this graph's param prelude must feed `other`'s
-    /// too (values derived from it are this graph's own).
+    /// too (values derived from it are this graph's own). A param whose
+    /// bytes this graph stacks into a derived param (Q / K / V weights
+    /// stacked into one matmul) has no buffer of its own to share: that is
+    /// an error, and [`Self::set_param_typed`] sets it.
     pub fn share_param_from(
         &mut self,
         name: &str,
@@ -240,6 +245,11 @@ impl CompiledGraph {
             return Err(not_shared("it is not set"));
         }
         let (mine, theirs) = (self.params[i].clone(), other.params[j].clone());
+        if !mine.pieces.is_empty() {
+            return Err(not_shared(
+                "this graph stacks its bytes into a derived param (set it with set_param_typed)",
+            ));
+        }
         // Take every handle first, so a failure changes nothing.
         let main = match mine.main {
             Some(m) => {
@@ -249,10 +259,12 @@ impl CompiledGraph {
                         .prelude
                         .and_then(|o| other.prelude.as_ref()?.share_param(o)),
                 };
-                Some((
-                    m,
-                    handle.ok_or_else(|| not_shared("the backend does not share"))?,
-                ))
+                let why = if theirs.main.is_none() && theirs.prelude.is_none() {
+                    "the other graph holds it only inside a stacked derived param"
+                } else {
+                    "the backend does not share"
+                };
+                Some((m, handle.ok_or_else(|| not_shared(why))?))
             }
             None => None,
         };
@@ -275,6 +287,7 @@ impl CompiledGraph {
             prelude.set_param_shared(p, &handle)?;
         }
         self.param_set[i] = true;
+        self.allocated[i] = true;
         Ok(())
     }
 
@@ -286,29 +299,109 @@ impl CompiledGraph {
     /// nothing.
     pub fn write_param_bytes(&mut self, name: &str, offset: usize, bytes: &[u8]) -> Result<()> {
         let i = self.param_index(name)?;
-        let route = self.params[i].clone();
         if !self.param_set[i] {
+            let route = &self.params[i];
             return Err(RuntimeError::ParamNotSet {
-                name: route.name,
-                shape: route.shape,
+                name: route.name.clone(),
+                shape: route.shape.clone(),
             });
         }
+        self.write_range(i, offset, bytes)
+    }
+
+    /// Writes bytes of allocated param `i` wherever it goes; a range past
+    /// its end is an error that changes nothing.
+    fn write_range(&mut self, i: usize, offset: usize, bytes: &[u8]) -> Result<()> {
+        let route = &self.params[i];
         let len = route.shape.size_bytes().unwrap_or(0);
         if offset.checked_add(bytes.len()).is_none_or(|end| end > len) {
             return Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
                 format!(
-                    "write of {} bytes at byte {offset} past the end of param \"{name}\" ({len} bytes)",
-                    bytes.len()
+                    "write of {} bytes at byte {offset} past the end of param \"{}\" ({len} bytes)",
+                    bytes.len(),
+                    route.name
                 ),
             )));
         }
         if let Some(m) = route.main {
             self.exec.write_param_bytes(m, offset, bytes)?;
         }
+        self.assembly
+            .write(self.exec.as_mut(), &route.pieces, offset, bytes)?;
         if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
             prelude.write_param_bytes(p, offset, bytes)?;
         }
         Ok(())
+    }
+
+    /// Allocates the buffers of every param that has none yet, zero-filled;
+    /// they still count as unset (a run asks for them). Loading a model
+    /// piece by piece after this ([`Self::set_param_from`]) allocates
+    /// nothing more: the large buffers are not interleaved with the
+    /// loader's short-lived copies, which the allocator can then give back.
+    pub fn reserve_params(&mut self) -> Result<()> {
+        for i in 0..self.params.len() {
+            self.allocate(i)?;
+        }
+        Ok(())
+    }
+
+    /// Gives param `i` its (zero) buffers when it has none, keeping
+    /// whether it is set.
+    fn allocate(&mut self, i: usize) -> Result<()> {
+        if self.allocated[i] {
+            return Ok(());
+        }
+        let route = &self.params[i];
+        if let Some(m) = route.main {
+            self.exec.alloc_param(m)?;
+        }
+        self.assembly.allocate(self.exec.as_mut(), &route.pieces)?;
+        if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
+            prelude.alloc_param(p)?;
+        }
+        self.allocated[i] = true;
+        Ok(())
+    }
+
+    /// Fills param `i` from `fill`, which writes its bytes through the
+    /// given writer (offset, bytes) in any order and must cover them all.
+    /// Until `fill` returns Ok the param counts as unset: a failure leaves
+    /// it unset, never half-old, half-new.
+    pub(crate) fn fill_param(
+        &mut self,
+        i: usize,
+        fill: impl FnOnce(&mut dyn FnMut(usize, &[u8]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.allocate(i)?;
+        self.param_set[i] = false;
+        let mut written = 0;
+        fill(&mut |offset, bytes| {
+            written += bytes.len();
+            self.write_range(i, offset, bytes)
+        })?;
+        let route = &self.params[i];
+        let len = route.shape.size_bytes().unwrap_or(0);
+        if written != len {
+            return Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
+                format!(
+                    "param \"{}\" was given {written} bytes in pieces, it holds {len}",
+                    route.name
+                ),
+            )));
+        }
+        self.param_set[i] = true;
+        Ok(())
+    }
+
+    pub(crate) fn param_index(&self, name: &str) -> Result<usize> {
+        self.params
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| RuntimeError::UnknownParam {
+                name: name.to_string(),
+                known: self.param_names(),
+            })
     }
 
     fn upload_param(&mut self, i: usize, t: &HostTensor) -> Result<()> {
@@ -316,10 +409,13 @@ impl CompiledGraph {
         if let Some(m) = route.main {
             self.exec.set_param(m, t)?;
         }
+        self.assembly
+            .write(self.exec.as_mut(), &route.pieces, 0, t.bytes())?;
         if let (Some(p), Some(prelude)) = (route.prelude, self.prelude.as_mut()) {
             prelude.set_param(p, t)?;
         }
         self.param_set[i] = true;
+        self.allocated[i] = true;
         Ok(())
     }
 

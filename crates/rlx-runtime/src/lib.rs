@@ -34,4 +34,4 @@ pub use options::CompileOptions;
 pub use rlx_compile::Precision;
 pub use rlx_driver::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};
 pub use session::{fusion_target, Session};
-pub use weights::{BytesWeightLoader, TensorMeta, WeightError, WeightLoader};
+pub use weights::{BytesWeightLoader, PieceSink, TensorMeta, WeightError, WeightLoader};

@@ -1,11 +1,85 @@
 //! The param prelude at run time: the hoisted, param-only part of a graph
 //! (see `rlx_compile::split_param_prelude`) compiled on its own, evaluated
 //! on the first run after any of its params changed, and its results
-//! uploaded as the main executable's derived params.
+//! uploaded as the main executable's derived params; and the derived
+//! params that only move param bytes ([`Assembly`]), written as their
+//! params are set.
 
 use crate::Result;
 use rlx_compile::LirModule;
 use rlx_driver::Executable;
+use std::ops::Range;
+
+/// The derived params assembled from param bytes (see
+/// `rlx_compile::AssembledParam`, e.g. stacked Q / K / V weights): setting
+/// a param writes its bytes straight into them, so the param has no buffer
+/// of its own, nothing is recomputed and nothing goes stale.
+#[derive(Default)]
+pub(crate) struct Assembly {
+    targets: Vec<AssembledTarget>,
+}
+
+struct AssembledTarget {
+    /// Its index among the main executable's params.
+    index: usize,
+    /// True once its buffer exists (the first write allocates it).
+    allocated: bool,
+}
+
+/// A run of a caller param's bytes and where it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    /// The assembled param ([`Assembly::add`]'s number).
+    pub(crate) target: usize,
+    /// The param's bytes.
+    pub(crate) bytes: Range<usize>,
+    /// Their offset in the assembled param.
+    pub(crate) offset: usize,
+}
+
+impl Assembly {
+    /// Adds main param `index`; returns its number for [`Piece::target`].
+    pub(crate) fn add(&mut self, index: usize) -> usize {
+        self.targets.push(AssembledTarget {
+            index,
+            allocated: false,
+        });
+        self.targets.len() - 1
+    }
+
+    /// Gives the assembled params `pieces` go to their (zero) buffers.
+    pub(crate) fn allocate(&mut self, main: &mut dyn Executable, pieces: &[Piece]) -> Result<()> {
+        for p in pieces {
+            let target = &mut self.targets[p.target];
+            if !target.allocated {
+                main.alloc_param(target.index)?;
+                target.allocated = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes`, the param's bytes from byte `at`, to where `pieces`
+    /// of that param go (the ranges are checked at compile: in bounds).
+    pub(crate) fn write(
+        &mut self,
+        main: &mut dyn Executable,
+        pieces: &[Piece],
+        at: usize,
+        bytes: &[u8],
+    ) -> Result<()> {
+        self.allocate(main, pieces)?;
+        for p in pieces {
+            let (lo, hi) = (p.bytes.start.max(at), p.bytes.end.min(at + bytes.len()));
+            if lo < hi {
+                let dst = p.offset + (lo - p.bytes.start);
+                let index = self.targets[p.target].index;
+                main.write_param_bytes(index, dst, &bytes[lo - at..hi - at])?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A compiled prelude and where its results go.
 pub(crate) struct PreludeExec {
@@ -48,6 +122,13 @@ impl PreludeExec {
         shared: &rlx_driver::SharedParam,
     ) -> Result<()> {
         self.exec.set_param_shared(index, shared)?;
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Gives prelude param `index` a zero buffer to be written in place.
+    pub(crate) fn alloc_param(&mut self, index: usize) -> Result<()> {
+        self.exec.alloc_param(index)?;
         self.stale = true;
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! [`Session`]: a device plus the compile entry points.
 
 use crate::compiled::ParamRoute;
-use crate::prelude::PreludeExec;
+use crate::prelude::{Assembly, Piece, PreludeExec};
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
 use rlx_compile::{
     lower, optimize_with, plan_optimized, split_param_prelude, ConstEvaluator, Dispatch,
@@ -92,12 +92,19 @@ impl Session {
                 .map(|(name, shape)| ParamRoute {
                     main: index_in(&lir.io.params, &name),
                     prelude: None,
+                    pieces: Vec::new(),
                     name,
                     shape,
                 })
                 .collect();
             let exec = backend.compile(lir)?;
-            return Ok(CompiledGraph::with_prelude(self.device, exec, routes, None));
+            return Ok(CompiledGraph::with_prelude(
+                self.device,
+                exec,
+                routes,
+                None,
+                Assembly::default(),
+            ));
         };
         let main = OptimizedGraph {
             graph: split.main,
@@ -105,38 +112,55 @@ impl Session {
         };
         let lir = plan_optimized(&graph, main, &Default::default(), opts.alignment)?;
         check_policies(&lir, &opts, self.device)?;
-        // The prelude is already optimised: plan it as it is.
-        let prelude_opts = LowerOptions {
-            simplify: false,
-            cse: false,
-            fold_constants: false,
-            fusion: FusionOptions::disabled(),
-            alignment: opts.alignment,
-            layout: backend.layout(),
-            ..LowerOptions::default()
+        // Each assembled param's pieces go with the params they copy.
+        let mut assembly = Assembly::default();
+        let mut pieces: Vec<(String, Piece)> = Vec::new();
+        for a in &split.assembled {
+            let index = index_in(&lir.io.params, &a.name).expect("derived params are in main");
+            let target = assembly.add(index);
+            pieces.extend(a.pieces.iter().map(|p| {
+                let piece = Piece {
+                    target,
+                    bytes: p.bytes.clone(),
+                    offset: p.offset,
+                };
+                (p.param.clone(), piece)
+            }));
+        }
+        let prelude = if split.prelude.outputs().is_empty() {
+            None
+        } else {
+            Some(compile_prelude(
+                backend.as_ref(),
+                &split.prelude,
+                &split.derived,
+                &lir,
+                &opts,
+            )?)
         };
-        let prelude_lir = lower(&split.prelude, &claims, &prelude_opts)?;
         let routes = user_params
             .into_iter()
             .map(|(name, shape)| ParamRoute {
                 main: index_in(&lir.io.params, &name),
-                prelude: index_in(&prelude_lir.io.params, &name),
+                prelude: prelude
+                    .as_ref()
+                    .and_then(|p| index_in(&p.lir().io.params, &name)),
+                pieces: pieces
+                    .iter()
+                    .filter(|(param, _)| *param == name)
+                    .map(|(_, piece)| piece.clone())
+                    .collect(),
                 name,
                 shape,
             })
             .collect();
-        let targets = split
-            .derived
-            .iter()
-            .map(|d| index_in(&lir.io.params, d).expect("derived params are in the main graph"))
-            .collect();
-        let prelude = PreludeExec::new(backend.compile(prelude_lir)?, targets);
         let exec = backend.compile(lir)?;
         Ok(CompiledGraph::with_prelude(
             self.device,
             exec,
             routes,
-            Some(prelude),
+            prelude,
+            assembly,
         ))
     }
 
@@ -157,6 +181,39 @@ impl Session {
     fn backend(&self) -> Result<std::sync::Arc<dyn Backend>> {
         backend_of(self.device)
     }
+}
+
+/// Plans and compiles the prelude graph, whose outputs fill the `derived`
+/// params of the main module `lir`.
+fn compile_prelude(
+    backend: &dyn Backend,
+    prelude: &Graph,
+    derived: &[String],
+    lir: &LirModule,
+    opts: &CompileOptions,
+) -> Result<PreludeExec> {
+    // The prelude is already optimised: plan it as it is.
+    let prelude_opts = LowerOptions {
+        simplify: false,
+        cse: false,
+        fold_constants: false,
+        fusion: FusionOptions::disabled(),
+        alignment: opts.alignment,
+        layout: backend.layout(),
+        ..LowerOptions::default()
+    };
+    let prelude_lir = lower(prelude, &|op| backend.claims(op), &prelude_opts)?;
+    let targets = derived
+        .iter()
+        .map(|d| {
+            lir.io
+                .params
+                .iter()
+                .position(|p| &p.1 == d)
+                .expect("derived params are in the main graph")
+        })
+        .collect();
+    Ok(PreludeExec::new(backend.compile(prelude_lir)?, targets))
 }
 
 /// Enforces `DispatchPolicy::ErrorOnUnsupported` and `assert_fusion_clean`.

@@ -118,7 +118,23 @@ pub trait WeightLoader {
     fn get_as(&self, name: &str, dtype: DType) -> std::result::Result<HostTensor, WeightError> {
         convert_dtype(name, self.get(name)?, dtype)
     }
+
+    /// Hands the stored bytes of `name` (its dtype, little-endian) to
+    /// `sink` in order, a piece at a time, each with its byte offset: a
+    /// large tensor can then be copied into place without a whole host
+    /// copy. By default one piece, read with [`Self::get`].
+    fn read_pieces(&self, name: &str, sink: PieceSink<'_>) -> Result<()> {
+        let t = self.get(name)?;
+        sink(0, t.bytes())
+    }
 }
+
+/// Receives the byte pieces of a tensor ([`WeightLoader::read_pieces`]):
+/// `(offset, bytes)`.
+pub type PieceSink<'a> = &'a mut dyn FnMut(usize, &[u8]) -> Result<()>;
+
+/// Bytes per piece [`BytesWeightLoader::read_pieces`] hands out.
+const PIECE_BYTES: usize = 1 << 20;
 
 /// Converts `t` (the tensor `name`) to `dtype`: the identity, float to
 /// float (f32 / f64 / f16 / bf16, rounding to nearest even), or integer /
@@ -331,6 +347,20 @@ impl WeightLoader for BytesWeightLoader {
         self.backing.release(start..start + bytes.len());
         Ok(t)
     }
+
+    /// Pieces of [`PIECE_BYTES`] straight from the file, each page dropped
+    /// from the resident set once handed out.
+    fn read_pieces(&self, name: &str, sink: PieceSink<'_>) -> Result<()> {
+        let (_, bytes) = self.view(name)?;
+        let base = bytes.as_ptr() as usize - self.backing.bytes().as_ptr() as usize;
+        for (k, piece) in bytes.chunks(PIECE_BYTES).enumerate() {
+            let offset = k * PIECE_BYTES;
+            sink(offset, piece)?;
+            self.backing
+                .release(base + offset..base + offset + piece.len());
+        }
+        Ok(())
+    }
 }
 
 /// The header length of `buf`, checked against the file length.
@@ -437,6 +467,41 @@ impl From<WeightError> for RuntimeError {
 }
 
 impl CompiledGraph {
+    /// Sets param `name` from `loader`'s tensor `tensor`. When it is stored
+    /// in exactly the param's dtype, it is copied in place piece by piece
+    /// ([`WeightLoader::read_pieces`]), so no whole host copy is made
+    /// (loading peaks near the params, not params + the largest tensor);
+    /// other float dtypes are converted through a host copy. Dims are
+    /// checked first: on such an error the param is unchanged; a loader
+    /// that fails while handing out pieces leaves it unset (a run asks for
+    /// it), never half-old, half-new.
+    pub fn set_param_from(
+        &mut self,
+        name: &str,
+        loader: &dyn WeightLoader,
+        tensor: &str,
+    ) -> Result<()> {
+        let i = self.param_index(name)?;
+        let shape = self.param_shapes()[i].1.clone();
+        let meta = loader.meta(tensor)?;
+        let dims = shape.static_dims().expect("compiled shapes are static");
+        if meta.dims != dims {
+            return Err(WeightError::Param {
+                name: name.to_string(),
+                reason: format!(
+                    "the graph expects {shape}, tensor \"{tensor}\" has dims {:?}",
+                    meta.dims
+                ),
+            }
+            .into());
+        }
+        if meta.dtype != shape.dtype() {
+            let t = loader.get_as(tensor, shape.dtype())?;
+            return self.set_param_typed(name, &t);
+        }
+        self.fill_param(i, |write| loader.read_pieces(tensor, write))
+    }
+
     /// Sets every param of the graph from `loader`: each param reads the
     /// tensor of the same name, converted to the param's dtype
     /// ([`convert_dtype`]), with exactly the param's dims. Every tensor is

@@ -123,6 +123,11 @@ fn set_params_from_reproduces_the_torch_mlp() {
     let loader = BytesWeightLoader::open(fixture("mlp.safetensors")).unwrap();
     let mut c = Session::new(Device::Cpu).try_compile(mlp()).unwrap();
     c.set_params_from(&loader).unwrap();
+    runs_like_torch(&mut c);
+}
+
+/// Runs the MLP on torch's input, checks torch's output; returns it.
+fn runs_like_torch(c: &mut rlx_runtime::CompiledGraph) -> Vec<f32> {
     let r = json("mlp.json");
     let f = |k: &str| -> Vec<f32> {
         r[k].as_array()
@@ -135,6 +140,7 @@ fn set_params_from_reproduces_the_torch_mlp() {
     for (a, b) in y.iter().zip(f("y")) {
         assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs torch {b}");
     }
+    y
 }
 
 #[test]
@@ -315,4 +321,124 @@ fn five_thousand_mutations_never_panic() {
         }
     }
     assert!(loaded > 0, "some mutants (e.g. data-byte flips) still load");
+}
+
+#[test]
+fn set_param_from_reproduces_the_torch_mlp_piece_by_piece() {
+    // Reserved buffers still count as unset; each param then set from the
+    // file (f32 ones copied in place, the others converted).
+    let loader = BytesWeightLoader::open(fixture("mlp.safetensors")).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(mlp()).unwrap();
+    c.reserve_params().unwrap();
+    let e = c.try_run(&[("x", &[0f32; 8][..])]).unwrap_err().to_string();
+    assert!(e.contains("is not set"), "{e}");
+    for name in c.param_names() {
+        c.set_param_from(&name, &loader, &name).unwrap();
+    }
+    let y = runs_like_torch(&mut c);
+    // Wrong dims: an error naming both, and the param keeps its value.
+    let e = c
+        .set_param_from("fc1.bias", &loader, "fc2.bias")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fc1.bias") && e.contains("[3]"), "{e}");
+    assert_eq!(runs_like_torch(&mut c), y);
+}
+
+/// `y = x + w` over `n` f32 values.
+fn add_param(n: usize) -> Graph {
+    let mut g = Graph::new("add");
+    let x = g.input("x", Shape::new(&[n], DType::F32));
+    let w = g.param("w", Shape::new(&[n], DType::F32));
+    let y = g.add(x, w);
+    g.set_outputs(vec![y]);
+    g
+}
+
+#[test]
+fn a_tensor_larger_than_a_piece_lands_whole() {
+    // 1.2 MB: more than one piece of the mapped file.
+    let n = 300_000;
+    let w: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5 - 7.0).collect();
+    let data: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let header = format!(
+        r#"{{"w":{{"dtype":"F32","shape":[{n}],"data_offsets":[0,{}]}}}}"#,
+        data.len()
+    );
+    let loader = BytesWeightLoader::from_bytes(file(&header, &data)).unwrap();
+    let mut c = Session::new(Device::Cpu).try_compile(add_param(n)).unwrap();
+    c.set_param_from("w", &loader, "w").unwrap();
+    let x = vec![1.0f32; n];
+    let y = c.try_run(&[("x", &x)]).unwrap().remove(0);
+    let want: Vec<f32> = w.iter().map(|v| v + 1.0).collect();
+    assert_eq!(y, want);
+}
+
+/// A loader whose pieces stop short: after `good` bytes it fails, or
+/// (with `fail` false) it just stops.
+struct ShortLoader {
+    good: usize,
+    fail: bool,
+}
+
+impl WeightLoader for ShortLoader {
+    fn names(&self) -> Vec<String> {
+        vec!["w".into()]
+    }
+    fn meta(&self, name: &str) -> Result<rlx_runtime::TensorMeta, WeightError> {
+        Ok(rlx_runtime::TensorMeta {
+            name: name.into(),
+            dtype: DType::F32,
+            dims: vec![4],
+        })
+    }
+    fn get(&self, _: &str) -> Result<rlx_ir::HostTensor, WeightError> {
+        Ok(rlx_ir::HostTensor::from_slice(&[9f32; 4], &[4]).unwrap())
+    }
+    fn read_pieces(&self, _: &str, sink: rlx_runtime::PieceSink<'_>) -> rlx_runtime::Result<()> {
+        sink(0, &vec![0u8; self.good])?;
+        if self.fail {
+            return Err(WeightError::Io {
+                source_name: "short".into(),
+                reason: "read failed".into(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_loader_failing_midway_leaves_the_param_unset() {
+    for fail in [true, false] {
+        let mut c = Session::new(Device::Cpu).try_compile(add_param(4)).unwrap();
+        c.set_param("w", &[1.0; 4]);
+        let e = c
+            .set_param_from("w", &ShortLoader { good: 8, fail }, "w")
+            .unwrap_err()
+            .to_string();
+        let why = if fail { "read failed" } else { "8 bytes" };
+        assert!(e.contains(why), "{e}");
+        let e = c.try_run(&[("x", &[0f32; 4][..])]).unwrap_err().to_string();
+        assert!(e.contains("\"w\"") && e.contains("is not set"), "{e}");
+        // The default read_pieces (one piece from `get`: nines) sets it again.
+        c.set_param_from("w", &Whole(ShortLoader { good: 0, fail }), "w")
+            .unwrap();
+        assert_eq!(c.run(&[("x", &[1f32; 4][..])]), vec![vec![10.0; 4]]);
+    }
+}
+
+/// [`ShortLoader`] with the default `read_pieces`.
+struct Whole(ShortLoader);
+
+impl WeightLoader for Whole {
+    fn names(&self) -> Vec<String> {
+        self.0.names()
+    }
+    fn meta(&self, name: &str) -> Result<rlx_runtime::TensorMeta, WeightError> {
+        self.0.meta(name)
+    }
+    fn get(&self, name: &str) -> Result<rlx_ir::HostTensor, WeightError> {
+        self.0.get(name)
+    }
 }

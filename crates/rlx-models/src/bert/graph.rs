@@ -152,9 +152,11 @@ pub fn encoder_graph(
 /// Sets every param of `compiled` (built by [`encoder_graph`]) from
 /// `loader`, transposing the `transposed` Linear weights from torch's
 /// `[out, in]`. Every tensor's dims and dtype are checked (from the
-/// loader's metadata) before any param is set; then the tensors are read
-/// and set one at a time, so at most one host copy is alive besides the
-/// params (peak memory stays near weights + arena).
+/// loader's metadata) before any param is set; then the tensors are set one
+/// at a time, the others copied in place piece by piece
+/// ([`CompiledGraph::set_param_from`]), so at most one Linear weight's host
+/// copy is alive besides the params (peak memory stays near weights +
+/// arena, not weights + the 47 MB word embeddings).
 pub fn load_params(
     compiled: &mut CompiledGraph,
     loader: &dyn WeightLoader,
@@ -178,33 +180,36 @@ pub fn load_params(
             )));
         }
     }
+    // Every buffer first, so none sits among the loader's short-lived copies.
+    compiled.reserve_params()?;
     for (name, _) in &params {
-        let mut t = loader.get_as(name, DType::F32)?;
         if transposed.contains(name) {
-            t = transpose_2d(name, &t)?;
+            let t = loader.get_as(name, DType::F32)?;
+            compiled.set_param_typed(name, &transpose_2d(name, &t)?)?;
+        } else {
+            compiled.set_param_from(name, loader, name)?;
         }
-        compiled.set_param_typed(name, &t)?;
     }
     Ok(())
 }
 
-/// `[r, c]` -> `[c, r]` of an f32 tensor.
+/// `[r, c]` -> `[c, r]` of an f32 tensor, moving its bytes into one new
+/// buffer (no f32 staging copies: loading keeps little garbage behind).
 fn transpose_2d(name: &str, t: &HostTensor) -> Result<HostTensor, ModelError> {
-    let &[r, c] = t.dims() else {
+    let (&[r, c], DType::F32) = (t.dims(), t.dtype()) else {
         return Err(ModelError::Input(format!(
-            "weight \"{name}\": a Linear weight must be 2-d, the file holds dims {:?}",
+            "weight \"{name}\": a Linear weight must be 2-d f32, it is {} dims {:?}",
+            t.dtype(),
             t.dims()
         )));
     };
-    let src = t
-        .to_vec::<f32>()
-        .map_err(|e| ModelError::Input(format!("weight \"{name}\": {e}")))?;
-    let mut out = vec![0f32; r * c];
-    for (i, row) in src.chunks_exact(c).enumerate() {
-        for (j, &v) in row.iter().enumerate() {
-            out[j * r + i] = v;
+    let src = t.bytes();
+    let mut out = vec![0u8; src.len()];
+    for (i, row) in src.chunks_exact(c * 4).enumerate() {
+        for (j, v) in row.chunks_exact(4).enumerate() {
+            out[(j * r + i) * 4..][..4].copy_from_slice(v);
         }
     }
-    HostTensor::from_slice(&out, &[c, r])
+    HostTensor::from_bytes(DType::F32, &[c, r], out)
         .map_err(|e| ModelError::Input(format!("weight \"{name}\": {e}")))
 }
