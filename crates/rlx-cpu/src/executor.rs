@@ -118,6 +118,53 @@ impl CpuExecutable {
         })
     }
 
+    /// Copies `bytes` over param `param`'s buffer, in place when no other
+    /// executable shares it (else the param gets a buffer of its own): a
+    /// param set again with the same size (a training step's update) costs
+    /// no allocation and no page faults.
+    fn overwrite_param(params: &mut [Option<Arc<AlignedBuf>>], param: usize, bytes: &[u8]) {
+        let slot = &mut params[param];
+        match slot.as_mut().and_then(Arc::get_mut) {
+            Some(buf) if buf.len == bytes.len() => buf.bytes_mut().copy_from_slice(bytes),
+            _ => *slot = Some(Arc::new(AlignedBuf::from_bytes(bytes))),
+        }
+    }
+
+    /// Makes the values of `sources` (node index, param index; computed by
+    /// the last run) the new values of their params. Values that are not in
+    /// the arena (a param, a constant) are read before any param changes.
+    fn store_into_params(&mut self, sources: &[(usize, usize)]) -> Result<(), BackendError> {
+        for &(id, param) in sources {
+            let len = self.lir.io.params[param].2.size_bytes();
+            if len != Some(self.read(id).len()) {
+                return Err(BackendError::Signature(format!(
+                    "value of {} bytes for param \"{}\" of {len:?} bytes",
+                    self.read(id).len(),
+                    self.lir.io.params[param].1
+                )));
+            }
+        }
+        let staged: Vec<Option<Vec<u8>>> = sources
+            .iter()
+            .map(|&(id, _)| {
+                let in_arena = matches!(self.locs[id], Loc::Arena { .. });
+                (!in_arena).then(|| self.read(id).to_vec())
+            })
+            .collect();
+        for (&(id, param), staged) in sources.iter().zip(staged) {
+            match (staged, self.locs[id]) {
+                (Some(bytes), _) => Self::overwrite_param(&mut self.params, param, &bytes),
+                (None, Loc::Arena { offset, len }) => Self::overwrite_param(
+                    &mut self.params,
+                    param,
+                    &self.arena.bytes()[offset..offset + len],
+                ),
+                (None, _) => unreachable!("staged above"),
+            }
+        }
+        Ok(())
+    }
+
     fn read(&self, idx: usize) -> &[u8] {
         match self.locs[idx] {
             Loc::Arena { offset, len } => &self.arena.bytes()[offset..offset + len],
@@ -129,19 +176,12 @@ impl CpuExecutable {
 
 impl Executable for CpuExecutable {
     fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
-        let slot = self
-            .params
-            .get_mut(index)
-            .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
-        match slot.as_mut().and_then(Arc::get_mut) {
-            // A param set again with the same size (a training step's
-            // update) is copied over its buffer when no other graph shares
-            // it: no allocation, no page faults.
-            Some(buf) if buf.len == value.bytes().len() => {
-                buf.bytes_mut().copy_from_slice(value.bytes())
-            }
-            _ => *slot = Some(Arc::new(AlignedBuf::from_bytes(value.bytes()))),
+        if index >= self.params.len() {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
         }
+        Self::overwrite_param(&mut self.params, index, value.bytes());
         Ok(())
     }
 
@@ -192,6 +232,59 @@ impl Executable for CpuExecutable {
         let buf = self.params[index].as_mut().expect("checked above");
         Arc::make_mut(buf).bytes_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
         Ok(())
+    }
+
+    fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
+        let (_, name, shape) =
+            self.lir.io.params.get(index).ok_or_else(|| {
+                BackendError::Signature(format!("param index {index} out of range"))
+            })?;
+        let Some(buf) = &self.params[index] else {
+            return Err(BackendError::Signature(format!(
+                "param \"{name}\" is not set"
+            )));
+        };
+        let dims = shape.static_dims().unwrap_or_default();
+        HostTensor::from_bytes(shape.dtype(), &dims, buf.bytes().to_vec())
+            .map_err(|e| BackendError::Signature(format!("param \"{name}\": {e}")))
+    }
+
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        let outputs = &self.lir.io.outputs;
+        let mut sources = Vec::with_capacity(updates.len());
+        for &(output, param) in updates {
+            let (id, _) = outputs.get(output).ok_or_else(|| {
+                BackendError::Signature(format!(
+                    "update output {output} out of range ({} outputs)",
+                    outputs.len()
+                ))
+            })?;
+            if param >= self.params.len() {
+                return Err(BackendError::Signature(format!(
+                    "param index {param} out of range"
+                )));
+            }
+            sources.push((id.index(), param));
+        }
+        // The run returns only the outputs that are not updates; the
+        // updates stay in the arena, live to the end, and are copied from
+        // there into their params.
+        let returned = outputs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !updates.iter().any(|u| u.0 == *i))
+            .map(|(_, o)| o.clone())
+            .collect();
+        let all = std::mem::replace(&mut self.lir.io.outputs, returned);
+        let outs = self.run(inputs);
+        self.lir.io.outputs = all;
+        let outs = outs?;
+        self.store_into_params(&sources)?;
+        Ok(outs)
     }
 
     fn release_scratch(&mut self) {

@@ -88,6 +88,44 @@ pub trait Executable: Send {
             "this backend does not write params in place".into(),
         ))
     }
+    /// The current value of param `index` (as set, or as updated by
+    /// [`Executable::run_updating`]); an error when it is not set or the
+    /// backend cannot read params back.
+    fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
+        Err(BackendError::Signature(format!(
+            "this backend does not read params back (param index {index})"
+        )))
+    }
+    /// Runs once like [`Executable::run`], then makes manifest output
+    /// `output` the new value of param `param` for each `(output, param)`
+    /// of `updates` (same dtype and dims: the runtime checks them), and
+    /// returns only the other outputs, in manifest order: a training step's
+    /// parameters updated in the graph (JAX's donated buffers), with no
+    /// host round trip. Every read of a param in the run sees its value
+    /// from before the run. The default runs, then sets each param from its
+    /// returned output; a backend may instead copy the value on the device.
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        let outs = self.run(inputs)?;
+        for &(output, param) in updates {
+            let value = outs.get(output).ok_or_else(|| {
+                BackendError::Signature(format!(
+                    "update output {output} out of range ({} outputs)",
+                    outs.len()
+                ))
+            })?;
+            self.set_param(param, value)?;
+        }
+        Ok(outs
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !updates.iter().any(|u| u.0 == *i))
+            .map(|(_, t)| t)
+            .collect())
+    }
     /// Gives back the working memory of runs (the arena) until the next
     /// run, for executables that run rarely (a param prelude). The next run
     /// allocates it again. No-op by default.
