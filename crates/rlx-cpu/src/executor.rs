@@ -10,6 +10,9 @@ use rlx_ir::{node_label, HostTensor, Op};
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "param_update.rs"]
+mod param_update;
+
 /// A 64-byte aligned byte buffer.
 #[derive(Clone)]
 struct AlignedBuf {
@@ -130,41 +133,6 @@ impl CpuExecutable {
         }
     }
 
-    /// Makes the values of `sources` (node index, param index; computed by
-    /// the last run) the new values of their params. Values that are not in
-    /// the arena (a param, a constant) are read before any param changes.
-    fn store_into_params(&mut self, sources: &[(usize, usize)]) -> Result<(), BackendError> {
-        for &(id, param) in sources {
-            let len = self.lir.io.params[param].2.size_bytes();
-            if len != Some(self.read(id).len()) {
-                return Err(BackendError::Signature(format!(
-                    "value of {} bytes for param \"{}\" of {len:?} bytes",
-                    self.read(id).len(),
-                    self.lir.io.params[param].1
-                )));
-            }
-        }
-        let staged: Vec<Option<Vec<u8>>> = sources
-            .iter()
-            .map(|&(id, _)| {
-                let in_arena = matches!(self.locs[id], Loc::Arena { .. });
-                (!in_arena).then(|| self.read(id).to_vec())
-            })
-            .collect();
-        for (&(id, param), staged) in sources.iter().zip(staged) {
-            match (staged, self.locs[id]) {
-                (Some(bytes), _) => Self::overwrite_param(&mut self.params, param, &bytes),
-                (None, Loc::Arena { offset, len }) => Self::overwrite_param(
-                    &mut self.params,
-                    param,
-                    &self.arena.bytes()[offset..offset + len],
-                ),
-                (None, _) => unreachable!("staged above"),
-            }
-        }
-        Ok(())
-    }
-
     fn read(&self, idx: usize) -> &[u8] {
         match self.locs[idx] {
             Loc::Arena { offset, len } => &self.arena.bytes()[offset..offset + len],
@@ -254,37 +222,7 @@ impl Executable for CpuExecutable {
         inputs: &[&HostTensor],
         updates: &[(usize, usize)],
     ) -> Result<Vec<HostTensor>, BackendError> {
-        let outputs = &self.lir.io.outputs;
-        let mut sources = Vec::with_capacity(updates.len());
-        for &(output, param) in updates {
-            let (id, _) = outputs.get(output).ok_or_else(|| {
-                BackendError::Signature(format!(
-                    "update output {output} out of range ({} outputs)",
-                    outputs.len()
-                ))
-            })?;
-            if param >= self.params.len() {
-                return Err(BackendError::Signature(format!(
-                    "param index {param} out of range"
-                )));
-            }
-            sources.push((id.index(), param));
-        }
-        // The run returns only the outputs that are not updates; the
-        // updates stay in the arena, live to the end, and are copied from
-        // there into their params.
-        let returned = outputs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !updates.iter().any(|u| u.0 == *i))
-            .map(|(_, o)| o.clone())
-            .collect();
-        let all = std::mem::replace(&mut self.lir.io.outputs, returned);
-        let outs = self.run(inputs);
-        self.lir.io.outputs = all;
-        let outs = outs?;
-        self.store_into_params(&sources)?;
-        Ok(outs)
+        self.run_with_updates(inputs, updates)
     }
 
     fn release_scratch(&mut self) {

@@ -237,3 +237,24 @@ fn an_update_of_a_hoisted_param_recomputes_what_was_hoisted() {
         [4.0, 8.0, -12.0, 16.0]
     );
 }
+
+#[test]
+fn a_lone_elementwise_update_and_a_returned_read_of_the_same_param() {
+    // a = 2 p is returned; p' = p + x updates p (in place on the CPU).
+    let mut g = Graph::new("accumulate");
+    let x = g.input("x", Shape::new(&[3], DType::F32));
+    let p = g.param("p", Shape::new(&[3], DType::F32));
+    let a = g.mul(p, g.constant(2.0, DType::F32));
+    let next = g.add(p, x);
+    g.set_outputs(vec![a, next]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    c.set_param("p", &[1.0, 2.0, 3.0]);
+    c.bind_update(1, "p").unwrap();
+    let x = [0.5, -1.0, 4.0];
+    assert_eq!(c.run(&[("x", &x)]), [vec![2.0, 4.0, 6.0]]);
+    assert_eq!(c.run(&[("x", &x)]), [vec![3.0, 2.0, 14.0]]);
+    assert_eq!(
+        c.param_value("p").unwrap().to_vec::<f32>().unwrap(),
+        [2.0, 0.0, 11.0]
+    );
+}
