@@ -72,7 +72,16 @@ impl CpuExecutable {
         let outs = self.run(inputs);
         self.lir.io.outputs = all_outputs;
         self.lir.schedule = full_schedule;
-        let outs = outs?;
+        let mut outs = outs?;
+        if outs.len() == self.lir.io.outputs.len() && !updates.is_empty() {
+            // A run that reads its output list from elsewhere returned the
+            // updates too: drop them here.
+            let mut i = 0;
+            outs.retain(|_| {
+                i += 1;
+                !updates.iter().any(|u| u.0 == i - 1)
+            });
+        }
         // Copies first: they may read a param a direct update then changes.
         let (in_place, copied): (Vec<_>, Vec<_>) =
             sources.iter().zip(&direct).partition(|(_, &d)| d);

@@ -24,7 +24,7 @@ pub struct CompiledGraph {
 #[derive(Clone, Copy, Debug)]
 struct ParamUpdate {
     output: usize,
-    /// Index into [`CompiledGraph::params`].
+    /// Index into the caller-visible params.
     param: usize,
 }
 
