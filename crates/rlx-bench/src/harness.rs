@@ -1,7 +1,7 @@
 //! Timing: warm-up, repeated runs, order statistics.
 
 use crate::pattern::{BenchError, BenchmarkPattern};
-use rlx_ir::{DType, HostTensor};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId};
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::time::{Duration, Instant};
 
@@ -101,39 +101,33 @@ pub fn time_iterations<E>(
 pub struct PreparedPattern {
     name: String,
     compiled: CompiledGraph,
-    /// Parameter values as f32 tensors; a training step updates their
-    /// bytes in place and sets them again (no allocation per step).
-    params: Vec<(String, HostTensor)>,
     /// Inputs as tensors, built once: a run then copies bytes, no conversion.
     inputs: Vec<(String, HostTensor)>,
-    /// Parameter name of gradient output `i + 1` (training patterns).
-    grad_order: Vec<String>,
-    sgd: Option<f32>,
+    /// Parameter names in declaration order.
+    param_names: Vec<String>,
 }
 
 impl PreparedPattern {
-    /// Compiles `pattern` (for a training pattern, its `grad_with_loss`
-    /// graph over every parameter) and sets its parameters.
+    /// Compiles `pattern` and sets its parameters. A training pattern
+    /// compiles the whole step: its `grad_with_loss` graph over every
+    /// parameter, then `p - lr * grad` for each parameter, bound as that
+    /// parameter's next value ([`CompiledGraph::bind_update`]), so a step
+    /// updates the parameters in place and returns only the loss.
     pub fn new(pattern: &BenchmarkPattern) -> Result<PreparedPattern, BenchError> {
         let name = pattern.name.clone();
-        let graph = match pattern.sgd {
-            Some(_) => {
-                let wrt: Vec<_> = pattern.graph.params().iter().map(|p| p.0).collect();
-                rlx_autodiff::grad_with_loss(&pattern.graph, &wrt).map_err(|e| {
-                    BenchError::Autodiff {
-                        pattern: name.clone(),
-                        message: e.to_string(),
-                    }
-                })?
-            }
-            None => pattern.graph.clone(),
-        };
-        let grad_order = pattern
+        let param_names: Vec<String> = pattern
             .graph
             .params()
             .iter()
             .map(|p| p.1.to_string())
             .collect();
+        let graph = match pattern.sgd {
+            Some(lr) => sgd_step_graph(&pattern.graph, lr).map_err(|e| BenchError::Autodiff {
+                pattern: name.clone(),
+                message: e.to_string(),
+            })?,
+            None => pattern.graph.clone(),
+        };
         let compiled =
             Session::new(Device::Cpu)
                 .try_compile(graph)
@@ -146,16 +140,22 @@ impl PreparedPattern {
         let mut prepared = PreparedPattern {
             name,
             compiled,
-            params,
             inputs,
-            grad_order,
-            sgd: pattern.sgd,
+            param_names,
         };
-        for (n, t) in &prepared.params {
+        for (n, t) in &params {
             prepared
                 .compiled
                 .set_param_typed(n, t)
                 .map_err(|e| prepared.runtime(e))?;
+        }
+        if pattern.sgd.is_some() {
+            for (i, n) in prepared.param_names.clone().iter().enumerate() {
+                prepared
+                    .compiled
+                    .bind_update(i + 1, n)
+                    .map_err(|e| prepared.runtime(e))?;
+            }
         }
         Ok(prepared)
     }
@@ -167,63 +167,46 @@ impl PreparedPattern {
         }
     }
 
-    /// One iteration: runs the graph (typed run on prebuilt input tensors);
-    /// for a training pattern also applies `p -= lr * grad` to every
-    /// parameter. Returns the graph's outputs (for training: the loss, then
-    /// the gradients).
+    /// One iteration: runs the graph (typed run on prebuilt input tensors).
+    /// For a training pattern that is the whole SGD step (forward,
+    /// backward, `p -= lr * grad` in place) and the output is the loss at
+    /// the parameters before the update.
     pub fn step(&mut self) -> Result<Vec<HostTensor>, BenchError> {
         let inputs: Vec<(&str, &HostTensor)> =
             self.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let outs = self.compiled.try_run_typed(&inputs);
-        let outs = outs.map_err(|e| self.runtime(e))?;
-        let Some(lr) = self.sgd else {
-            return Ok(outs);
-        };
-        if outs.len() != self.grad_order.len() + 1 {
-            return Err(BenchError::Outputs {
-                pattern: self.name.clone(),
-                expected: self.grad_order.len() + 1,
-                got: outs.len(),
-            });
-        }
-        for (pname, grad) in self.grad_order.iter().zip(&outs[1..]) {
-            let Some((_, p)) = self.params.iter_mut().find(|(n, _)| n == pname) else {
-                continue;
-            };
-            if grad.dtype() != DType::F32 || grad.dims() != p.dims() {
-                return Err(BenchError::Input {
-                    pattern: self.name.clone(),
-                    message: format!(
-                        "gradient of {pname:?} is {} {:?}, the param f32 {:?}",
-                        grad.dtype(),
-                        grad.dims(),
-                        p.dims()
-                    ),
-                });
-            }
-            let dims = p.dims().to_vec();
-            let mut bytes = std::mem::replace(p, HostTensor::scalar(0f32)).into_bytes();
-            sgd_update(&mut bytes, grad.bytes(), lr);
-            *p = HostTensor::from_bytes(DType::F32, &dims, bytes).map_err(|e| {
-                BenchError::Input {
-                    pattern: self.name.clone(),
-                    message: format!("param {pname:?}: {e}"),
-                }
-            })?;
-            if let Err(e) = self.compiled.set_param_typed(pname, p) {
-                return Err(self.runtime(e));
-            }
-        }
-        Ok(outs)
+        outs.map_err(|e| self.runtime(e))
     }
 
-    /// Current parameter values (updated by training steps).
-    pub fn params(&self) -> Vec<(String, Vec<f32>)> {
-        self.params
+    /// Current parameter values (updated by training steps), in declaration order.
+    pub fn params(&self) -> Result<Vec<(String, Vec<f32>)>, BenchError> {
+        self.param_names
             .iter()
-            .map(|(n, t)| (n.clone(), t.to_vec::<f32>().unwrap_or_default()))
+            .map(|n| {
+                let t = self.compiled.param_value(n).map_err(|e| self.runtime(e))?;
+                let v = t.to_vec::<f32>().map_err(|e| BenchError::Input {
+                    pattern: self.name.clone(),
+                    message: format!("param {n:?}: {e}"),
+                })?;
+                Ok((n.clone(), v))
+            })
             .collect()
     }
+}
+
+/// The SGD step of a loss graph: outputs the loss, then `p - lr * dloss/dp`
+/// for every param in declaration order.
+fn sgd_step_graph(loss: &Graph, lr: f32) -> Result<Graph, rlx_autodiff::AutodiffError> {
+    let params: Vec<NodeId> = loss.params().iter().map(|p| p.0).collect();
+    let mut g = rlx_autodiff::grad_with_loss(loss, &params)?;
+    let outs = g.outputs().to_vec();
+    let mut next = vec![outs[0]];
+    for (&p, &grad) in params.iter().zip(&outs[1..]) {
+        let step = g.mul(grad, g.constant(f64::from(lr), DType::F32));
+        next.push(g.sub(p, step));
+    }
+    g.set_outputs(next);
+    Ok(g)
 }
 
 /// The named f32 `values` as tensors of their leaf's dims (from `leaves`,
@@ -249,15 +232,6 @@ fn tensors(
             Ok((n.clone(), t))
         })
         .collect()
-}
-
-/// `p -= lr * g` over little-endian f32 bytes.
-fn sgd_update(p: &mut [u8], g: &[u8], lr: f32) {
-    for (w, d) in p.chunks_exact_mut(4).zip(g.chunks_exact(4)) {
-        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]])
-            - lr * f32::from_le_bytes([d[0], d[1], d[2], d[3]]);
-        w.copy_from_slice(&v.to_le_bytes());
-    }
 }
 
 /// Compiles `pattern` for the CPU, sets its parameters, and times one

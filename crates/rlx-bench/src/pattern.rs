@@ -30,16 +30,6 @@ pub enum BenchError {
         /// What went wrong.
         message: String,
     },
-    /// A training pattern's graph returned fewer gradients than it has parameters.
-    #[error("pattern {pattern}: expected {expected} outputs (loss + gradients), got {got}")]
-    Outputs {
-        /// The pattern.
-        pattern: String,
-        /// Outputs expected.
-        expected: usize,
-        /// Outputs returned.
-        got: usize,
-    },
     /// The reference process could not be run or its output not read.
     #[error("reference for {pattern}: {message}")]
     Reference {
@@ -65,7 +55,8 @@ pub struct BenchmarkPattern {
     /// Input values by name (all f32).
     pub inputs: Vec<(String, Vec<f32>)>,
     /// `Some(lr)`: a training step. The graph is differentiated with
-    /// `grad_with_loss` for every parameter, and each iteration runs it and
-    /// applies `p -= lr * grad` to the parameters.
+    /// `grad_with_loss` for every parameter and `p - lr * grad` of each is
+    /// bound as that parameter's next value, so each iteration runs the
+    /// whole step (forward, backward, update in place) and returns the loss.
     pub sgd: Option<f32>,
 }

@@ -120,6 +120,7 @@ enum FusionStep {
     AddNorm,
     GatedMatMul,
     SharedInput { stack_params: bool },
+    TransposedOperands,
     Elementwise { min_nodes: usize },
     MatMulEpilogue,
 }
@@ -132,6 +133,7 @@ impl FusionStep {
             FusionStep::AddNorm => "fuse_add_norm",
             FusionStep::GatedMatMul => "fuse_gated_matmul",
             FusionStep::SharedInput { .. } => "fuse_shared_input",
+            FusionStep::TransposedOperands => "fuse_transposed_operands",
             FusionStep::Elementwise { .. } => "fuse_elementwise",
             FusionStep::MatMulEpilogue => "fuse_matmul_epilogue",
         }
@@ -146,6 +148,7 @@ impl FusionStep {
             FusionStep::SharedInput { stack_params } => {
                 rlx_fusion::fuse_shared_input_matmuls_with(g, stack_params)
             }
+            FusionStep::TransposedOperands => rlx_fusion::fuse_transposed_operands(g),
             FusionStep::Elementwise { min_nodes } => fuse_elementwise(g, min_nodes),
             FusionStep::MatMulEpilogue => fuse_matmul_epilogues(g),
         }
@@ -187,6 +190,12 @@ impl FusionPass {
             },
             // One (batched) matmul over stacked weights.
             FusionStep::SharedInput { .. } => Op::MatMul,
+            FusionStep::TransposedOperands => Op::DotGeneral(rlx_ir::op::DotDims {
+                lhs_batch: vec![],
+                rhs_batch: vec![],
+                lhs_contract: vec![1],
+                rhs_contract: vec![0],
+            }),
             FusionStep::Elementwise { .. } => Op::ElementwiseRegion { steps: Vec::new() },
             FusionStep::MatMulEpilogue => Op::FusedMatMul {
                 epilogue: Vec::new(),
@@ -230,7 +239,8 @@ impl Pass for FusionPass {
 /// target that claims every fused op: the pattern passes first (erf GELU,
 /// attention, add + norm, gated matmul, shared-input matmuls; they need the primitives
 /// the region pass swallows, and gated matmuls must take their matmuls
-/// before shared-input stacking does), then elementwise regions, then
+/// before shared-input stacking does), then transposed matmul operands read
+/// in place (after attention, which matches `q @ k.T`), then elementwise regions, then
 /// matmul epilogues (which fold whole regions in).
 ///
 /// ```
@@ -255,6 +265,7 @@ pub fn fusion_passes(opts: &FusionOptions) -> Vec<FusionPass> {
                 stack_params: opts.stack_param_weights,
             },
         ),
+        (opts.transposed_operands, FusionStep::TransposedOperands),
     ];
     for (on, step) in patterns {
         if on {

@@ -10,6 +10,11 @@ use rlx_ir::{node_label, HostTensor, Op};
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "packed_weights.rs"]
+mod packed_weights;
+#[path = "param_update.rs"]
+mod param_update;
+
 /// A 64-byte aligned byte buffer.
 #[derive(Clone)]
 struct AlignedBuf {
@@ -68,6 +73,8 @@ pub struct CpuExecutable {
     control: Vec<Option<control::ControlProgram>>,
     /// Per-node timing (`RLX_CPU_PROFILE`).
     profile: Option<Profile>,
+    /// Matmul weights packed once ([`packed_weights`]).
+    packing: packed_weights::Packing,
 }
 
 impl CpuExecutable {
@@ -113,9 +120,22 @@ impl CpuExecutable {
             locs,
             dims,
             control: programs,
+            packing: packed_weights::Packing::plan(&lir),
             lir,
             profile: Profile::from_env(),
         })
+    }
+
+    /// Copies `bytes` over param `param`'s buffer, in place when no other
+    /// executable shares it (else the param gets a buffer of its own): a
+    /// param set again with the same size (a training step's update) costs
+    /// no allocation and no page faults.
+    fn overwrite_param(params: &mut [Option<Arc<AlignedBuf>>], param: usize, bytes: &[u8]) {
+        let slot = &mut params[param];
+        match slot.as_mut().and_then(Arc::get_mut) {
+            Some(buf) if buf.len == bytes.len() => buf.bytes_mut().copy_from_slice(bytes),
+            _ => *slot = Some(Arc::new(AlignedBuf::from_bytes(bytes))),
+        }
     }
 
     fn read(&self, idx: usize) -> &[u8] {
@@ -129,24 +149,23 @@ impl CpuExecutable {
 
 impl Executable for CpuExecutable {
     fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
-        let slot = self
-            .params
-            .get_mut(index)
-            .ok_or_else(|| BackendError::Signature(format!("param index {index} out of range")))?;
-        match slot.as_mut().and_then(Arc::get_mut) {
-            // A param set again with the same size (a training step's
-            // update) is copied over its buffer when no other graph shares
-            // it: no allocation, no page faults.
-            Some(buf) if buf.len == value.bytes().len() => {
-                buf.bytes_mut().copy_from_slice(value.bytes())
-            }
-            _ => *slot = Some(Arc::new(AlignedBuf::from_bytes(value.bytes()))),
+        if index >= self.params.len() {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
         }
+        Self::overwrite_param(&mut self.params, index, value.bytes());
+        self.param_replaced(index);
         Ok(())
     }
 
     fn share_param(&self, index: usize) -> Option<SharedParam> {
         let buf: Arc<AlignedBuf> = self.params.get(index)?.clone()?;
+        if self.packing.packed[index] {
+            // Others read the plain layout: they get a plain copy.
+            let plain = self.plain_param_bytes(index)?;
+            return Some(SharedParam(Arc::new(AlignedBuf::from_bytes(&plain))));
+        }
         Some(SharedParam(buf))
     }
 
@@ -162,6 +181,7 @@ impl Executable for CpuExecutable {
             )));
         }
         self.params[index] = Some(buf);
+        self.param_replaced(index);
         Ok(())
     }
 
@@ -189,6 +209,7 @@ impl Executable for CpuExecutable {
                 buf.len
             )));
         }
+        self.unpack_param(index);
         let buf = self.params[index].as_mut().expect("checked above");
         Arc::make_mut(buf).bytes_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
         Ok(())
@@ -202,7 +223,31 @@ impl Executable for CpuExecutable {
             )));
         };
         *slot = Some(Arc::new(AlignedBuf::zeroed(len)));
+        self.param_replaced(index);
         Ok(())
+    }
+
+    fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
+        let (_, name, shape) =
+            self.lir.io.params.get(index).ok_or_else(|| {
+                BackendError::Signature(format!("param index {index} out of range"))
+            })?;
+        let Some(bytes) = self.plain_param_bytes(index) else {
+            return Err(BackendError::Signature(format!(
+                "param \"{name}\" is not set"
+            )));
+        };
+        let dims = shape.static_dims().unwrap_or_default();
+        HostTensor::from_bytes(shape.dtype(), &dims, bytes)
+            .map_err(|e| BackendError::Signature(format!("param \"{name}\": {e}")))
+    }
+
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        self.run_with_updates(inputs, updates)
     }
 
     fn release_scratch(&mut self) {
@@ -219,6 +264,7 @@ impl Executable for CpuExecutable {
         if self.arena.len != self.lir.plan.arena_bytes {
             self.arena = AlignedBuf::zeroed(self.lir.plan.arena_bytes);
         }
+        self.pack_params();
         for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
             if let Loc::Arena { offset, len } = self.locs[id.index()] {
                 self.arena.bytes_mut()[offset..offset + len].copy_from_slice(t.bytes());
@@ -274,7 +320,12 @@ impl Executable for CpuExecutable {
                 let views: Vec<View> = views.into_iter().flatten().collect();
                 match &mut self.control[id.index()] {
                     Some(prog) => control::run(&n.op, prog, &views, &mut out),
-                    None => run_node(n, &views, &mut out),
+                    None => match self.packing.packed_weights(id.index()) {
+                        Some(nr) => {
+                            kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out)
+                        }
+                        None => run_node(n, &views, &mut out),
+                    },
                 }
             };
             result.map_err(|message| BackendError::Kernel {

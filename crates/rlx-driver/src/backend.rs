@@ -101,6 +101,44 @@ pub trait Executable: Send {
         };
         self.set_param(index, &HostTensor::zeros(dtype, &dims))
     }
+    /// The current value of param `index` (as set, or as updated by
+    /// [`Executable::run_updating`]); an error when it is not set or the
+    /// backend cannot read params back.
+    fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
+        Err(BackendError::Signature(format!(
+            "this backend does not read params back (param index {index})"
+        )))
+    }
+    /// Runs once like [`Executable::run`], then makes manifest output
+    /// `output` the new value of param `param` for each `(output, param)`
+    /// of `updates` (same dtype and dims: the runtime checks them), and
+    /// returns only the other outputs, in manifest order: a training step's
+    /// parameters updated in the graph (JAX's donated buffers), with no
+    /// host round trip. Every read of a param in the run sees its value
+    /// from before the run. The default runs, then sets each param from its
+    /// returned output; a backend may instead copy the value on the device.
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        let outs = self.run(inputs)?;
+        if let Some((output, _)) = updates.iter().find(|u| u.0 >= outs.len()) {
+            return Err(BackendError::Signature(format!(
+                "update output {output} out of range ({} outputs)",
+                outs.len()
+            )));
+        }
+        for &(output, param) in updates {
+            self.set_param(param, &outs[output])?;
+        }
+        Ok(outs
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !updates.iter().any(|u| u.0 == *i))
+            .map(|(_, t)| t)
+            .collect())
+    }
     /// Gives back the working memory of runs (the arena) until the next
     /// run, for executables that run rarely (a param prelude). The next run
     /// allocates it again. No-op by default.
@@ -115,5 +153,67 @@ pub struct SharedParam(pub std::sync::Arc<dyn std::any::Any + Send + Sync>);
 impl std::fmt::Debug for SharedParam {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SharedParam")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::{DType, Graph, GraphExt, Shape};
+
+    /// Returns `[x + 1, p]`-like fixed outputs and records params, to
+    /// check the trait's default `run_updating` on a backend without one.
+    struct Fixed {
+        lir: LirModule,
+        outputs: Vec<HostTensor>,
+        params: Vec<Option<HostTensor>>,
+    }
+
+    impl Executable for Fixed {
+        fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
+            self.params[index] = Some(value.clone());
+            Ok(())
+        }
+        fn run(&mut self, _: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+            Ok(self.outputs.clone())
+        }
+        fn lir(&self) -> &LirModule {
+            &self.lir
+        }
+    }
+
+    fn fixed() -> Fixed {
+        let mut g = Graph::new("fixed");
+        let p = g.param("p", Shape::new(&[2], DType::F32));
+        let y = g.add(p, g.constant(1.0, DType::F32));
+        g.set_outputs(vec![y, p]);
+        let opts = rlx_compile::LowerOptions::default();
+        let t = |v: [f32; 2]| HostTensor::from_slice(&v, &[2]).unwrap();
+        Fixed {
+            lir: rlx_compile::lower(&g, &|_| true, &opts).unwrap(),
+            outputs: vec![t([1.0, 2.0]), t([3.0, 4.0])],
+            params: vec![None],
+        }
+    }
+
+    #[test]
+    fn default_run_updating_sets_the_params_and_returns_the_rest() {
+        let mut e = fixed();
+        let outs = e.run_updating(&[], &[(0, 0)]).unwrap();
+        assert_eq!(outs, [e.outputs[1].clone()]);
+        assert_eq!(e.params[0].as_ref(), Some(&e.outputs[0]));
+        let err = e.param_value(0).unwrap_err();
+        assert!(
+            err.to_string().contains("does not read params back"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn default_run_updating_checks_every_index_before_setting_any() {
+        let mut e = fixed();
+        let err = e.run_updating(&[], &[(1, 0), (2, 0)]).unwrap_err();
+        assert!(err.to_string().contains("output 2 out of range"), "{err}");
+        assert!(e.params[0].is_none());
     }
 }

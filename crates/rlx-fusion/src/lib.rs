@@ -23,6 +23,7 @@ mod gelu;
 mod matmul;
 mod report;
 mod shared_input;
+mod transposed;
 mod uses;
 
 pub use add_norm::fuse_add_norm;
@@ -33,6 +34,7 @@ pub use gelu::fuse_gelu;
 pub use matmul::fuse_matmul_epilogues;
 pub use report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
 pub use shared_input::{fuse_shared_input_matmuls, fuse_shared_input_matmuls_with};
+pub use transposed::fuse_transposed_operands;
 
 /// What fusion does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +60,9 @@ pub struct FusionOptions {
     /// param-only values once per param change (rlx-runtime hoists them),
     /// else the weights are copied on every run.
     pub stack_param_weights: bool,
+    /// Read a transposed matmul operand in place (`x.T @ y` as a
+    /// `dot_general` of `x`) instead of materialising the transpose.
+    pub transposed_operands: bool,
 }
 
 impl Default for FusionOptions {
@@ -72,6 +77,7 @@ impl Default for FusionOptions {
             gelu: true,
             shared_input: true,
             stack_param_weights: true,
+            transposed_operands: true,
         }
     }
 }
@@ -88,6 +94,7 @@ impl FusionOptions {
             gelu: false,
             shared_input: false,
             stack_param_weights: false,
+            transposed_operands: false,
             ..FusionOptions::default()
         }
     }

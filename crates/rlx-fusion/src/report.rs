@@ -84,6 +84,8 @@ pub enum FusionKind {
     SharedInput,
     /// `x * 0.5 * (1 + erf(x / sqrt 2))` recognised as `Unary(Gelu)`.
     Gelu,
+    /// A 2-d matmul of a transpose read as `Op::DotGeneral` of its source.
+    TransposedOperand,
 }
 
 /// One fused region.

@@ -19,6 +19,16 @@ pub struct CompiledGraph {
     allocated: Vec<bool>,
     prelude: Option<PreludeExec>,
     assembly: Assembly,
+    /// Outputs bound as the next values of params ([`CompiledGraph::bind_update`]).
+    updates: Vec<ParamUpdate>,
+}
+
+/// Output `output` of the manifest becomes param `param`'s value after each run.
+#[derive(Clone, Copy, Debug)]
+struct ParamUpdate {
+    output: usize,
+    /// Index into the caller-visible params.
+    param: usize,
 }
 
 /// A caller-visible param: its name and shape, its index in the main
@@ -118,6 +128,7 @@ impl CompiledGraph {
             params,
             prelude,
             assembly,
+            updates: Vec::new(),
         }
     }
 
@@ -180,9 +191,119 @@ impl CompiledGraph {
             .collect()
     }
 
-    /// Output shapes in output order.
+    /// Shapes of the outputs a run returns, in output order (outputs bound
+    /// with [`CompiledGraph::bind_update`] are not returned).
     pub fn output_shapes(&self) -> Vec<Shape> {
-        self.io().outputs.iter().map(|o| o.1.clone()).collect()
+        self.io()
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.updates.iter().any(|u| u.output == *i))
+            .map(|(_, o)| o.1.clone())
+            .collect()
+    }
+
+    /// Makes graph output `output` (its index among the compiled graph's
+    /// outputs) the new value of param `param` after every run, like a JAX
+    /// step jitted with donated parameters or an optimizer's in-place
+    /// update: a training step whose graph computes `p - lr * grad` keeps
+    /// the parameters on the device, and a run returns only the other
+    /// outputs. Every read of the param within a run sees its value from
+    /// before the run. The output must have the param's dtype and dims; a
+    /// param or output already bound is an error; an error changes nothing.
+    ///
+    /// ```
+    /// use rlx_runtime::Session;
+    /// use rlx_driver::Device;
+    /// use rlx_ir::{DType, Graph, GraphExt, Shape};
+    ///
+    /// let mut g = Graph::new("accumulate");
+    /// let x = g.input("x", Shape::new(&[2], DType::F32));
+    /// let total = g.param("total", Shape::new(&[2], DType::F32));
+    /// let next = g.add(total, x);
+    /// let doubled = g.mul(next, g.constant(2.0, DType::F32));
+    /// g.set_outputs(vec![doubled, next]);
+    /// let mut c = Session::new(Device::Cpu).compile(g);
+    /// c.set_param("total", &[0.0, 0.0]);
+    /// c.bind_update(1, "total").unwrap();
+    /// assert_eq!(c.run(&[("x", &[1.0, 2.0])]), vec![vec![2.0, 4.0]]);
+    /// assert_eq!(c.run(&[("x", &[1.0, 2.0])]), vec![vec![4.0, 8.0]]);
+    /// ```
+    pub fn bind_update(&mut self, output: usize, param: &str) -> Result<()> {
+        let outputs = self.io().outputs.len();
+        let Some((_, shape)) = self.io().outputs.get(output) else {
+            return Err(RuntimeError::UnknownOutput {
+                index: output,
+                outputs,
+            });
+        };
+        let shape = shape.clone();
+        let p = self.param_index(param)?;
+        let conflict = |reason: String| RuntimeError::UpdateConflict {
+            output,
+            param: param.to_string(),
+            reason,
+        };
+        for u in &self.updates {
+            if u.param == p {
+                let reason = format!("the param already takes output {}", u.output);
+                return Err(conflict(reason));
+            }
+            if u.output == output {
+                let other = &self.params[u.param].name;
+                return Err(conflict(format!(
+                    "the output already updates param \"{other}\""
+                )));
+            }
+        }
+        let expected = &self.params[p].shape;
+        let what = format!("output {output} as the update of param \"{param}\"");
+        if shape.dtype() != expected.dtype() {
+            return Err(RuntimeError::DType {
+                what,
+                shape: expected.clone(),
+                expected: expected.dtype(),
+                given: shape.dtype(),
+            });
+        }
+        if shape.dims() != expected.dims() {
+            return Err(RuntimeError::Shape {
+                what,
+                expected: expected.clone(),
+                given: shape.static_dims().unwrap_or_default(),
+            });
+        }
+        self.updates.push(ParamUpdate { output, param: p });
+        Ok(())
+    }
+
+    /// The current value of param `name`: as last set, or as the last run
+    /// left it when an output is bound to it ([`CompiledGraph::bind_update`]),
+    /// e.g. the weights after training steps.
+    pub fn param_value(&self, name: &str) -> Result<HostTensor> {
+        let i = self.param_index(name)?;
+        let route = &self.params[i];
+        if !self.param_set[i] {
+            return Err(RuntimeError::ParamNotSet {
+                name: route.name.clone(),
+                shape: route.shape.clone(),
+            });
+        }
+        match (route.main, route.prelude.zip(self.prelude.as_ref())) {
+            (Some(m), _) => Ok(self.exec.param_value(m)?),
+            (None, Some((p, prelude))) => prelude.param_value(p),
+            (None, None) => Err(RuntimeError::Backend(rlx_driver::BackendError::Signature(
+                format!("param \"{name}\" is not read by the compiled graph"),
+            ))),
+        }
+    }
+
+    /// The bound updates as (output index, param name), in binding order.
+    pub fn param_updates(&self) -> Vec<(usize, String)> {
+        self.updates
+            .iter()
+            .map(|u| (u.output, self.params[u.param].name.clone()))
+            .collect()
     }
 
     /// Sets a float param from f32 values (converted to the param's float dtype);
@@ -504,6 +625,34 @@ impl CompiledGraph {
         if let Some(prelude) = self.prelude.as_mut() {
             prelude.refresh(self.exec.as_mut())?;
         }
-        Ok(self.exec.run(inputs)?)
+        if self.updates.is_empty() {
+            return Ok(self.exec.run(inputs)?);
+        }
+        // A param only the main executable reads is updated there; one the
+        // param prelude reads too, or one whose bytes are pieces of an
+        // assembled param, comes back and is set like any param, so the
+        // values derived from it follow.
+        let on_device: Vec<(usize, usize)> = self
+            .updates
+            .iter()
+            .filter_map(|u| {
+                let route = &self.params[u.param];
+                match (route.main, route.prelude) {
+                    (Some(m), None) if route.pieces.is_empty() => Some((u.output, m)),
+                    _ => None,
+                }
+            })
+            .collect();
+        let outs = self.exec.run_updating(inputs, &on_device)?;
+        let returned =
+            (0..self.io().outputs.len()).filter(|o| !on_device.iter().any(|u| u.0 == *o));
+        let mut kept = Vec::with_capacity(outs.len());
+        for (output, value) in returned.zip(outs) {
+            match self.updates.iter().find(|u| u.output == output) {
+                Some(u) => self.upload_param(u.param, &value)?,
+                None => kept.push(value),
+            }
+        }
+        Ok(kept)
     }
 }

@@ -38,6 +38,24 @@ pub enum RuntimeError {
         /// The graph's param names.
         known: Vec<String>,
     },
+    /// An output index the graph does not have.
+    #[error("output index {index} out of range (the graph has {outputs} outputs)")]
+    UnknownOutput {
+        /// The index given.
+        index: usize,
+        /// How many outputs the graph has.
+        outputs: usize,
+    },
+    /// A param update that clashes with one already bound.
+    #[error("cannot make output {output} the update of param \"{param}\": {reason}")]
+    UpdateConflict {
+        /// The output index given.
+        output: usize,
+        /// The param given.
+        param: String,
+        /// The binding it clashes with.
+        reason: String,
+    },
     /// A param was never set before a run.
     #[error("param \"{name}\" of shape {shape} is not set (call set_param first)")]
     ParamNotSet {

@@ -115,6 +115,11 @@ impl PreludeExec {
         self.exec.share_param(index)
     }
 
+    /// The value of prelude param `index`.
+    pub(crate) fn param_value(&self, index: usize) -> Result<rlx_ir::HostTensor> {
+        Ok(self.exec.param_value(index)?)
+    }
+
     /// Makes prelude param `index` read `shared`; recomputed on the next run.
     pub(crate) fn set_param_shared(
         &mut self,

@@ -179,13 +179,16 @@ fn cpu_target_claims_follow_the_backend() {
 #[test]
 fn fusion_passes_run_in_a_pipeline_and_respect_the_target() {
     let opts = FusionOptions::default();
-    assert_eq!(fusion_passes(&opts).len(), 7);
+    assert_eq!(fusion_passes(&opts).len(), 8);
     assert!(fusion_passes(&FusionOptions::disabled()).is_empty());
     // A primitives-only target keeps only the passes whose results are
     // primitives (a unary GELU, a plain matmul).
     let prims = fusion_passes_for_supported(&opts, &FusionTarget::primitives());
     let names: Vec<&str> = prims.iter().map(|p| p.name()).collect();
-    assert_eq!(names, ["fuse_gelu", "fuse_shared_input"]);
+    assert_eq!(
+        names,
+        ["fuse_gelu", "fuse_shared_input", "fuse_transposed_operands"]
+    );
     let all = fusion_passes_for_supported(&opts, &fusion_target(Device::Cpu).unwrap());
     let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
     assert_eq!(
@@ -196,6 +199,7 @@ fn fusion_passes_run_in_a_pipeline_and_respect_the_target() {
             "fuse_add_norm",
             "fuse_gated_matmul",
             "fuse_shared_input",
+            "fuse_transposed_operands",
             "fuse_elementwise",
             "fuse_matmul_epilogue"
         ]
@@ -245,5 +249,5 @@ fn fusion_passes_list_what_lower_runs_in_its_order() {
     );
     let listed: Vec<&str> = listed.iter().map(|p| p.name()).collect();
     assert_eq!(ran, listed);
-    assert_eq!(ran.len(), 7, "{ran:?}");
+    assert_eq!(ran.len(), 8, "{ran:?}");
 }

@@ -81,8 +81,8 @@ fn within(x: &[Vec<f32>], y: &[Vec<f32>], tol: f32) -> bool {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Each pattern fusion alone, then all passes: add + norm, gated matmul
-    /// and shared-input matmuls are bit-exact; attention recognition (every
+    /// Each pattern fusion alone, then all passes: add + norm, gated matmul,
+    /// shared-input matmuls and transposed operands read in place are bit-exact; attention recognition (every
     /// spelling: scaled q, divided scores, where masks) swaps the unfused
     /// softmax for the fused kernel's, and the native GELU the erf formula
     /// for its own: both stay within 1e-5.
@@ -103,6 +103,7 @@ proptest! {
             ("add_norm", alone(|f| f.add_norm = true)),
             ("gated_matmul", alone(|f| f.gated_matmul = true)),
             ("shared_input", alone(|f| f.shared_input = true)),
+            ("transposed_operands", alone(|f| f.transposed_operands = true)),
         ];
         for (name, opts) in exact {
             let out = run_blocks(&g, &opts);
@@ -164,4 +165,90 @@ fn every_pattern_fuses_in_a_planted_program() {
         &run_blocks(&g, &CompileOptions::default()),
         1e-5
     ));
+}
+
+#[test]
+fn transposed_operands_read_in_place_are_bit_exact() {
+    // x.T @ y and y @ w.T (reverse mode's weight / input gradients), of
+    // sizes past the GEMM's small-matrix paths, with and without the rewrite.
+    use rlx_ir::{DType, GraphExt, Shape};
+    let mut g = Graph::new("transposed");
+    let x = g.input("x", Shape::new(&[37, 70], DType::F32));
+    let y = g.input("y", Shape::new(&[37, 45], DType::F32));
+    let w = g.input("w", Shape::new(&[29, 45], DType::F32));
+    let xt = g.transpose_(x, &[1, 0]);
+    let dw = g.mm(xt, y);
+    let wt = g.transpose_(w, &[1, 0]);
+    let dx = g.mm(y, wt);
+    g.set_outputs(vec![dw, dx]);
+    let (xv, yv, wv) = (
+        values(37 * 70, 1, 1.0),
+        values(37 * 45, 2, 1.0),
+        values(29 * 45, 3, 1.0),
+    );
+    let run = |opts: &CompileOptions| {
+        let mut c = Session::new(Device::Cpu)
+            .try_compile_with(g.clone(), opts)
+            .unwrap();
+        let kinds: Vec<String> = c
+            .lir()
+            .graph
+            .nodes()
+            .iter()
+            .map(|n| n.op.mnemonic())
+            .collect();
+        (c.run(&[("x", &xv), ("y", &yv), ("w", &wv)]), kinds)
+    };
+    let mut fusion = rlx_compile::FusionOptions::disabled();
+    fusion.transposed_operands = true;
+    let off = CompileOptions::default()
+        .optimize(false)
+        .hoist_params(false);
+    let (plain, plain_kinds) = run(&off);
+    let (fused, kinds) = run(&CompileOptions { fusion, ..off });
+    assert!(plain_kinds.iter().any(|k| k.starts_with("transpose")));
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| k.starts_with("transpose") || k == "matmul"),
+        "{kinds:?}"
+    );
+    assert!(same_bits(&plain, &fused));
+}
+
+#[test]
+fn a_transposed_param_is_hoisted_not_read_through_strides() {
+    // The runtime transposes a param once per value (the param prelude),
+    // and the main graph's matmul reads a plain weight it can pack.
+    use rlx_ir::{DType, GraphExt, Shape};
+    let mut g = Graph::new("transposed_param");
+    let y = g.input("y", Shape::new(&[37, 45], DType::F32));
+    let w = g.param("w", Shape::new(&[29, 45], DType::F32));
+    let wt = g.transpose_(w, &[1, 0]);
+    let dx = g.mm(y, wt);
+    g.set_outputs(vec![dx]);
+    let (yv, wv) = (values(37 * 45, 2, 1.0), values(29 * 45, 3, 1.0));
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    c.set_param("w", &wv);
+    let kinds: Vec<String> = c
+        .lir()
+        .graph
+        .nodes()
+        .iter()
+        .map(|n| n.op.mnemonic())
+        .collect();
+    assert!(kinds.iter().any(|k| k == "matmul"), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|k| k.starts_with("dot_general")),
+        "{kinds:?}"
+    );
+    let got = &c.run(&[("y", &yv)])[0];
+    for i in 0..37 {
+        for j in 0..29 {
+            let want: f64 = (0..45)
+                .map(|q| yv[i * 45 + q] as f64 * wv[j * 45 + q] as f64)
+                .sum();
+            assert!((got[i * 29 + j] as f64 - want).abs() < 1e-4, "[{i},{j}]");
+        }
+    }
 }

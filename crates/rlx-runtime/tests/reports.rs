@@ -52,6 +52,7 @@ fn inspect_pipeline_lists_every_stage_and_the_reports() {
             "fuse_add_norm",
             "fuse_gated_matmul",
             "fuse_shared_input",
+            "fuse_transposed_operands",
             "fuse_elementwise",
             "fuse_matmul_epilogue"
         ]

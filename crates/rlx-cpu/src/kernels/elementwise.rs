@@ -479,6 +479,20 @@ pub fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
         out.bytes.copy_from_slice(x.bytes);
         return Ok(());
     }
+    // A mask to f32 (ReLU's backward: `dy * cast(x > 0)`) and f32 <-> f64:
+    // one typed loop, without the f64 / i64 staging vectors (same values).
+    match (x.dtype, out.dtype) {
+        (DType::Bool | DType::U8, DType::F32) => {
+            return map_direct(x.slice::<u8>(), out.slice::<f32>(), f32::from)
+        }
+        (DType::F32, DType::F64) => {
+            return map_direct(x.slice::<f32>(), out.slice::<f64>(), f64::from)
+        }
+        (DType::F64, DType::F32) => {
+            return map_direct(x.slice::<f64>(), out.slice::<f32>(), |v| v as f32)
+        }
+        _ => {}
+    }
     match out.dtype {
         DType::Bool => {
             let truth: Vec<u8> = if x.dtype == DType::C64 {
@@ -510,6 +524,12 @@ pub fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
         DType::U8 => encode_int::<u8>(out, &decode_i64(x)),
         DType::U32 => encode_int::<u32>(out, &decode_i64(x)),
     }
+    Ok(())
+}
+
+/// `out[i] = f(x[i])`.
+fn map_direct<I: Pod, O: Pod>(x: &[I], out: &mut [O], f: impl Fn(I) -> O) -> KernelResult {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
     Ok(())
 }
 

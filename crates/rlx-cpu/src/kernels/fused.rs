@@ -7,10 +7,11 @@
 //! memory (add + norm work one cache-sized block of rows at a time).
 
 use super::gemm::{self, GemmFloat, Strided, GEMM_GRAIN};
+use super::gemm_packed;
 use super::{elementwise, linalg, norm, region, KernelResult, View, ViewMut};
 use crate::team;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
-use rlx_ir::DType;
+use rlx_ir::{DType, Op};
 
 /// Bytes of rows add + norm handles at once (the sum block stays in L1/L2).
 const BLOCK_BYTES: usize = 32 * 1024;
@@ -277,19 +278,109 @@ fn fused_matmul_by_rows(
     }))
 }
 
+/// How a matmul of `x` (`[.., M, K]`) by packed weights `w` (`[.., K, N]`,
+/// one packed matrix per leading index) maps onto single-matrix products:
+/// `(matrices of w, M, K, N, whether x has one block per matrix)`. Either
+/// `w` is one matrix (every row of `x` is a row of the product), or `x` is
+/// one `[M, K]` matrix (broadcast over `w`'s stack), or both have the same
+/// leading dims. `None` for any other shape (the weight stays unpacked).
+pub fn packed_product_shape(
+    x: &[usize],
+    w: &[usize],
+    out: &[usize],
+) -> Option<(usize, usize, usize, usize, bool)> {
+    if x.is_empty() || w.len() < 2 {
+        return None;
+    }
+    let (k, n) = (w[w.len() - 2], w[w.len() - 1]);
+    let batch: usize = w[..w.len() - 2].iter().product();
+    if x.last() != Some(&k) || k == 0 || n == 0 {
+        return None;
+    }
+    let rows: usize = x.iter().product::<usize>() / k;
+    let (m, per_matrix) = if batch == 1 {
+        (rows, false)
+    } else if x.len() == 2 {
+        (x[0], false)
+    } else if x.len() == w.len() && x[..x.len() - 2] == w[..w.len() - 2] {
+        (x[x.len() - 2], true)
+    } else {
+        return None;
+    };
+    let numel: usize = out.iter().product();
+    (numel == batch * m * n && out.last() == Some(&n)).then_some((batch, m, k, n, per_matrix))
+}
+
+/// `x @ w` where `w` (f32) is packed in panels of `packed` columns
+/// ([`gemm_packed`], shapes as [`packed_product_shape`]), or a plain matmul
+/// when `packed` is `None`.
+fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> KernelResult {
+    let Some(nr) = packed else {
+        return linalg::matmul(&[*x, *w], out);
+    };
+    let f32s = [x.dtype, w.dtype, out.dtype]
+        .iter()
+        .all(|&d| d == DType::F32);
+    let shape = packed_product_shape(x.dims, w.dims, out.dims).filter(|_| f32s);
+    let Some((_, m, k, n, per_matrix)) = shape else {
+        return Err(format!(
+            "packed matmul: {:?} {} @ {:?} {} -> {:?} {}",
+            x.dims, x.dtype, w.dims, w.dtype, out.dims, out.dtype
+        ));
+    };
+    let (xs, ws, os) = (x.slice::<f32>(), w.slice::<f32>(), out.slice::<f32>());
+    for (g, (wg, og)) in ws
+        .chunks_exact(k * n)
+        .zip(os.chunks_exact_mut(m * n))
+        .enumerate()
+    {
+        let xg = if per_matrix {
+            &xs[g * m * k..(g + 1) * m * k]
+        } else {
+            xs
+        };
+        gemm_packed::matmul(xg, m, k, wg, n, nr, og);
+    }
+    Ok(())
+}
+
+/// `Op::MatMul`, `Op::FusedMatMul` or `Op::GatedMatMul` whose weight
+/// operands are params the executor packed in panels of `nr` columns
+/// ([`gemm_packed`]); the same epilogues as the unpacked kernels.
+pub fn matmul_packed_weights(op: &Op, nr: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    if ins.len() < 2 {
+        return Err(format!("{}: {} inputs", op.mnemonic(), ins.len()));
+    }
+    match op {
+        Op::MatMul => product(&ins[0], &ins[1], Some(nr), out),
+        Op::FusedMatMul { epilogue } => {
+            product(&ins[0], &ins[1], Some(nr), out)?;
+            region::epilogue(epilogue, &ins[2..], out)
+        }
+        Op::GatedMatMul { act } => gated(*act, ins, Some(nr), out),
+        _ => Err(format!("{} has no packed weights", op.mnemonic())),
+    }
+}
+
 /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)`; the gate product is
 /// computed into the output, the up product into scratch, and the
 /// activation and product run as a region epilogue over the output.
 pub fn gated_matmul(act: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    gated(act, ins, None, out)
+}
+
+fn gated(act: UnaryOp, ins: &[View], packed: Option<usize>, out: &mut ViewMut) -> KernelResult {
     if ins.len() != 3 {
         return Err(format!("gated_matmul: {} inputs", ins.len()));
     }
-    linalg::matmul(&ins[..2], out)?;
+    product(&ins[0], &ins[1], packed, out)?;
     let len = out.bytes.len();
     let mut up = scratch(len);
     let up_bytes = scratch_bytes(&mut up, len);
-    linalg::matmul(
-        &[ins[0], ins[2]],
+    product(
+        &ins[0],
+        &ins[2],
+        packed,
         &mut ViewMut {
             dims: out.dims,
             dtype: out.dtype,

@@ -39,6 +39,7 @@ pub mod fft;
 pub mod fused;
 pub mod gemm;
 pub mod gemm_bf16;
+pub mod gemm_packed;
 pub mod gemv;
 pub mod indexing;
 pub mod linalg;

@@ -23,7 +23,54 @@ fn output_offsets(in_dims: &[usize], axes: &[usize]) -> (Vec<usize>, usize) {
     (offs, count)
 }
 
+/// `(outer, inner)` when `axes` are the leading axes (`Some((r, c))`:
+/// sums over the `r` rows of a `r x c` matrix) or the trailing ones (sums
+/// of the `c`-long rows), as `(leading, r, c)`; `None` for other sets.
+fn split_axes(dims: &[usize], axes: &[usize]) -> Option<(bool, usize, usize)> {
+    let k = axes.len();
+    let mut sorted = axes.to_vec();
+    sorted.sort_unstable();
+    let numel = |d: &[usize]| d.iter().product::<usize>();
+    if sorted.iter().enumerate().all(|(i, &a)| a == i) {
+        return Some((true, numel(&dims[..k]), numel(&dims[k..])));
+    }
+    let first = dims.len().checked_sub(k)?;
+    let trailing = sorted.iter().enumerate().all(|(i, &a)| a == first + i);
+    trailing.then(|| (false, numel(&dims[..first]), numel(&dims[first..])))
+}
+
+/// Sum (or mean) over leading or trailing axes without an offset table:
+/// the same f64 additions in the same (row-major) order as the general
+/// path, so the same bits. False when `axes` are neither.
+fn sum_contiguous<T: Real>(mean: bool, axes: &[usize], x: &View, o: &mut [T]) -> bool {
+    let Some((leading, rows, cols)) = split_axes(x.dims, axes) else {
+        return false;
+    };
+    let src = &x.slice::<T>()[..rows * cols];
+    let count = if leading { rows } else { cols };
+    let div = if mean { count as f64 } else { 1.0 };
+    if leading {
+        let mut acc = vec![0.0f64; cols];
+        for row in src.chunks_exact(cols.max(1)) {
+            acc.iter_mut().zip(row).for_each(|(a, v)| *a += v.to_f64());
+        }
+        o.iter_mut()
+            .zip(acc)
+            .for_each(|(v, a)| *v = T::from_f64(a / div));
+    } else {
+        for (v, row) in o.iter_mut().zip(src.chunks_exact(cols.max(1))) {
+            let a = row.iter().fold(0.0f64, |a, v| a + v.to_f64());
+            *v = T::from_f64(a / div);
+        }
+    }
+    true
+}
+
 fn reduce_real<T: Real>(op: ReduceOp, axes: &[usize], x: &View, out: &mut ViewMut) {
+    let is_sum = matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+    if is_sum && x.numel() > 0 && sum_contiguous(op == ReduceOp::Mean, axes, x, out.slice::<T>()) {
+        return;
+    }
     let (offs, count) = output_offsets(x.dims, axes);
     let src = x.slice::<T>();
     let o = out.slice::<T>();

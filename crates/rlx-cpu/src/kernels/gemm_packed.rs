@@ -1,0 +1,382 @@
+//! f32 GEMM against a weight matrix packed once, when its param is set.
+//!
+//! A library GEMM packs its right-hand matrix into column panels on every
+//! call; for a weight that is read many times that is a pass over the whole
+//! matrix (from DRAM, for a model larger than the cache) per product. Here
+//! a `[K, N]` weight is stored as panels of `nr` columns, each `K` rows of
+//! its columns contiguous (the last panel narrower when `nr` does not
+//! divide `N`), so the packed matrix has exactly the bytes of the plain one
+//! and a product streams it front to back.
+//!
+//! Every output element is one fused multiply-add chain over `k = 0..K` in
+//! order, whatever the tile, panel, thread split or SIMD width, so a
+//! product is bit-identical however its weight is stacked or its rows are
+//! blocked (the fusion passes rely on that).
+
+use crate::team;
+
+/// Rows of the left operand packed at a time: their packed copy stays in
+/// L2 while every panel of the thread's columns runs over it.
+const ROW_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The SIMD flavour the tiles are compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+fn isa() -> Option<Isa> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Some(Isa::Avx512);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Some(Isa::Avx2);
+        }
+    }
+    None
+}
+
+/// Panel width of packed weights on this CPU, or `None` where products
+/// stay with the library GEMM (no FMA SIMD tile here).
+pub fn panel_width() -> Option<usize> {
+    isa().map(|i| tile_shape(i).1)
+}
+
+/// (rows, columns) of the register tile.
+fn tile_shape(isa: Isa) -> (usize, usize) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => (8, 32),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => (6, 16),
+    }
+}
+
+/// Width of panel `j` of an `n`-column matrix cut every `nr` columns.
+fn panel_cols(j: usize, n: usize, nr: usize) -> usize {
+    nr.min(n - j * nr)
+}
+
+/// Packs row-major `b` (one or more `[k, n]` matrices, one after the
+/// other) into `out` (same length) as panels of `nr` columns per matrix.
+pub fn pack(b: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
+    assert!(nr > 0 && k * n > 0 && b.len() == out.len() && b.len().is_multiple_of(k * n));
+    for (b, out) in b.chunks_exact(k * n).zip(out.chunks_exact_mut(k * n)) {
+        for j in 0..n.div_ceil(nr) {
+            let w = panel_cols(j, n, nr);
+            let panel = &mut out[j * nr * k..j * nr * k + k * w];
+            for (p, dst) in panel.chunks_exact_mut(w).enumerate() {
+                dst.copy_from_slice(&b[p * n + j * nr..p * n + j * nr + w]);
+            }
+        }
+    }
+}
+
+/// The inverse of [`pack`].
+pub fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
+    assert!(nr > 0 && k * n > 0 && packed.len() == out.len() && packed.len().is_multiple_of(k * n));
+    for (packed, out) in packed.chunks_exact(k * n).zip(out.chunks_exact_mut(k * n)) {
+        for j in 0..n.div_ceil(nr) {
+            let w = panel_cols(j, n, nr);
+            let panel = &packed[j * nr * k..j * nr * k + k * w];
+            for (p, src) in panel.chunks_exact(w).enumerate() {
+                out[p * n + j * nr..p * n + j * nr + w].copy_from_slice(src);
+            }
+        }
+    }
+}
+
+/// `c[m, n] = a[m, k] @ b`, `b` packed by [`pack`] with panel width `nr`
+/// (which must be [`panel_width`]); columns split over the thread team
+/// when the product is big enough.
+pub fn matmul(a: &[f32], m: usize, k: usize, b: &[f32], n: usize, nr: usize, c: &mut [f32]) {
+    assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n);
+    let isa = isa().expect("packed GEMM needs an FMA SIMD tile");
+    assert_eq!(nr, tile_shape(isa).1, "panel width of another CPU");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        c.fill(0.0);
+        return;
+    }
+    let parts = if m * n * k >= super::gemm::GEMM_GRAIN {
+        team::threads()
+    } else {
+        1
+    };
+    matmul_in_parts(isa, a, m, k, b, n, nr, c, parts);
+}
+
+/// [`matmul`] with its panels split into `parts` runs over the team.
+#[allow(clippy::too_many_arguments)]
+fn matmul_in_parts(
+    isa: Isa,
+    a: &[f32],
+    m: usize,
+    k: usize,
+    b: &[f32],
+    n: usize,
+    nr: usize,
+    c: &mut [f32],
+    parts: usize,
+) {
+    let panels = n.div_ceil(nr);
+    let ranges = team::split(panels, parts.min(panels), 1);
+    let out = team::Disjoint::new(c);
+    team::parallel_for(ranges.len(), |p| {
+        // SAFETY: each part writes only the columns of its own panels.
+        let c = unsafe { out.range(0..m * n) };
+        panels_product(isa, a, m, k, b, n, nr, ranges[p].clone(), c);
+    });
+}
+
+/// Columns of panels `panels` of `c`, chunk of rows by chunk of rows.
+#[allow(clippy::too_many_arguments)]
+fn panels_product(
+    isa: Isa,
+    a: &[f32],
+    m: usize,
+    k: usize,
+    b: &[f32],
+    n: usize,
+    nr: usize,
+    panels: std::ops::Range<usize>,
+    c: &mut [f32],
+) {
+    let mr = tile_shape(isa).0;
+    let chunk_rows = (ROW_CHUNK_BYTES / (4 * k)).max(1).div_ceil(mr) * mr;
+    let mut a_packed = vec![0f32; chunk_rows.min(m.next_multiple_of(mr)) * k];
+    let mut narrow = Vec::new();
+    let mut r0 = 0;
+    while r0 < m {
+        let rows = chunk_rows.min(m - r0);
+        let tiles = rows.div_ceil(mr);
+        pack_rows(&a[r0 * k..(r0 + rows) * k], rows, k, mr, &mut a_packed);
+        for j in panels.clone() {
+            let w = panel_cols(j, n, nr);
+            let mut panel = &b[j * nr * k..j * nr * k + k * w];
+            if w < nr {
+                // The narrow last panel, padded with zero columns.
+                narrow.resize(k * nr, 0.0);
+                for (dst, src) in narrow.chunks_exact_mut(nr).zip(panel.chunks_exact(w)) {
+                    dst[..w].copy_from_slice(src);
+                }
+                panel = &narrow;
+            }
+            for t in 0..tiles {
+                let row = r0 + t * mr;
+                let tile_a = &a_packed[t * mr * k..(t + 1) * mr * k];
+                let c_tile = &mut c[row * n + j * nr..];
+                let valid = (mr.min(m - row), w);
+                // SAFETY: the tile was compiled for `isa`, detected above.
+                unsafe { run_tile(isa, k, tile_a, panel, c_tile, n, valid) };
+            }
+        }
+        r0 += rows;
+    }
+}
+
+/// Copies `rows` rows of `a` (`[rows, k]`) into `out` as tiles of `mr`
+/// rows, each k-major (`[k][mr]`), the missing rows of the last tile zero.
+fn pack_rows(a: &[f32], rows: usize, k: usize, mr: usize, out: &mut [f32]) {
+    for t in 0..rows.div_ceil(mr) {
+        let tile = &mut out[t * mr * k..(t + 1) * mr * k];
+        for i in 0..mr {
+            let r = t * mr + i;
+            if r < rows {
+                let src = &a[r * k..(r + 1) * k];
+                for (p, &v) in src.iter().enumerate() {
+                    tile[p * mr + i] = v;
+                }
+            } else {
+                for p in 0..k {
+                    tile[p * mr + i] = 0.0;
+                }
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must have the features of `isa`.
+unsafe fn run_tile(
+    isa: Isa,
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    valid: (usize, usize),
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => tile_avx512(k, a, b, c, ldc, valid),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => tile_avx2(k, a, b, c, ldc, valid),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn tile_avx512(
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    valid: (usize, usize),
+) {
+    match valid.0 {
+        1 => tile::<1, 8, 32>(k, a, b, c, ldc, valid),
+        2 => tile::<2, 8, 32>(k, a, b, c, ldc, valid),
+        3 => tile::<3, 8, 32>(k, a, b, c, ldc, valid),
+        4 => tile::<4, 8, 32>(k, a, b, c, ldc, valid),
+        5 => tile::<5, 8, 32>(k, a, b, c, ldc, valid),
+        6 => tile::<6, 8, 32>(k, a, b, c, ldc, valid),
+        7 => tile::<7, 8, 32>(k, a, b, c, ldc, valid),
+        _ => tile::<8, 8, 32>(k, a, b, c, ldc, valid),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2(
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    valid: (usize, usize),
+) {
+    match valid.0 {
+        1 => tile::<1, 6, 16>(k, a, b, c, ldc, valid),
+        2 => tile::<2, 6, 16>(k, a, b, c, ldc, valid),
+        3 => tile::<3, 6, 16>(k, a, b, c, ldc, valid),
+        4 => tile::<4, 6, 16>(k, a, b, c, ldc, valid),
+        5 => tile::<5, 6, 16>(k, a, b, c, ldc, valid),
+        _ => tile::<6, 6, 16>(k, a, b, c, ldc, valid),
+    }
+}
+
+/// One register tile of `R` rows (`R <= MR`, the packed tile height) by
+/// `NR` columns: the accumulators live in registers across the whole `k`
+/// loop (fixed-size arrays the compiler keeps in vector registers), then
+/// the `valid` columns are stored.
+#[inline(always)]
+fn tile<const R: usize, const MR: usize, const NR: usize>(
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    valid: (usize, usize),
+) {
+    let mut acc = [[0f32; NR]; R];
+    for (ap, bp) in a[..k * MR]
+        .chunks_exact(MR)
+        .zip(b[..k * NR].chunks_exact(NR))
+    {
+        let ap: &[f32; MR] = ap.try_into().expect("MR values");
+        let bp: &[f32; NR] = bp.try_into().expect("NR values");
+        for i in 0..R {
+            for j in 0..NR {
+                acc[i][j] = ap[i].mul_add(bp[j], acc[i][j]);
+            }
+        }
+    }
+    let cols = valid.1;
+    for (i, row) in acc.iter().enumerate() {
+        c[i * ldc..i * ldc + cols].copy_from_slice(&row[..cols]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pack_then_unpack_is_the_identity() {
+        for (k, n, nr) in [(3, 5, 2), (4, 16, 16), (7, 33, 16), (1, 1, 32)] {
+            for stack in [1, 3] {
+                let b = values(stack * k * n, 1);
+                let mut p = vec![0.0; b.len()];
+                pack(&b, k, n, nr, &mut p);
+                if stack == 1 && n > nr {
+                    assert_ne!(p, b, "{k}x{n} by {nr} moves values");
+                }
+                let mut back = vec![0.0; b.len()];
+                unpack(&p, k, n, nr, &mut back);
+                assert_eq!(back, b, "{stack} x {k}x{n} by {nr}");
+            }
+        }
+    }
+
+    #[test]
+    fn products_match_f64_and_one_fma_chain_per_element() {
+        let Some(nr) = panel_width() else { return };
+        for (m, k, n) in [
+            (1, 1, 1),
+            (5, 7, 3),
+            (16, 384, 100),
+            (37, 65, 70),
+            (130, 200, 96),
+        ] {
+            let (a, b) = (values(m * k, 2), values(k * n, 3));
+            let mut p = vec![0.0; k * n];
+            pack(&b, k, n, nr, &mut p);
+            let mut c = vec![f32::NAN; m * n];
+            matmul(&a, m, k, &p, n, nr, &mut c);
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|q| a[i * k + q] as f64 * b[q * n + j] as f64)
+                        .sum();
+                    let got = c[i * n + j];
+                    assert!(
+                        (got as f64 - want).abs() <= 1e-5 * (k as f64).sqrt() * (1.0 + want.abs()),
+                        "{m}x{k}x{n} [{i},{j}]: {got} vs {want}"
+                    );
+                    // The same chain written out: bit-identical.
+                    let chain = (0..k).fold(0f32, |s, q| a[i * k + q].mul_add(b[q * n + j], s));
+                    assert_eq!(got.to_bits(), chain.to_bits(), "{m}x{k}x{n} [{i},{j}]");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_split_of_the_panels_gives_the_same_bits() {
+        let Some(nr) = panel_width() else { return };
+        let (m, k, n) = (70, 300, 200);
+        let (a, b) = (values(m * k, 4), values(k * n, 5));
+        let mut p = vec![0.0; k * n];
+        pack(&b, k, n, nr, &mut p);
+        let isa = isa().expect("checked by panel_width");
+        let mut base = vec![0.0; m * n];
+        matmul_in_parts(isa, &a, m, k, &p, n, nr, &mut base, 1);
+        for parts in [2, 3, 5] {
+            let mut c = vec![0.0; m * n];
+            matmul_in_parts(isa, &a, m, k, &p, n, nr, &mut c, parts);
+            assert_eq!(c, base, "{parts} parts");
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Weights packed once ([`crate::kernels::gemm_packed`]): an f32 `[K, N]`
+//! param read only as the weight operand of matmuls is rearranged in place
+//! into column panels on the first run after it is set, and every matmul
+//! reading it streams the panels instead of packing the matrix per call.
+//!
+//! The packed bytes are a permutation of the plain ones (same length), so
+//! packing costs no memory. Whatever else touches the buffer sees the
+//! plain layout: writes of part of the param and reads of its value unpack
+//! it first; a param shared with another executable, updated by the graph
+//! itself, or read by anything but a matmul's weight operand stays plain.
+
+use super::{AlignedBuf, CpuExecutable};
+use crate::kernels::{fused, gemm_packed};
+use rlx_compile::LirModule;
+use rlx_ir::{DType, Op};
+use std::sync::Arc;
+
+/// Which params may be packed and which nodes read packed weights.
+pub(super) struct Packing {
+    /// Panel width of this CPU's tile; `None`: nothing is packed.
+    pub(super) panel: Option<usize>,
+    /// Per param: only ever read as a matmul weight.
+    pub(super) packable: Vec<bool>,
+    /// Per param: its buffer holds panels now.
+    pub(super) packed: Vec<bool>,
+    /// Per node: the params it reads as weights (empty for other nodes).
+    weights_of: Vec<Vec<usize>>,
+}
+
+/// Operand positions of the weights of a matmul-family node.
+fn weight_operands(op: &Op) -> &'static [usize] {
+    match op {
+        Op::MatMul | Op::FusedMatMul { .. } => &[1],
+        Op::GatedMatMul { .. } => &[1, 2],
+        _ => &[],
+    }
+}
+
+impl Packing {
+    pub(super) fn plan(lir: &LirModule) -> Packing {
+        let g = &lir.graph;
+        let params = &lir.io.params;
+        let disabled = rlx_ir::env::var("RLX_CPU_PACK_WEIGHTS").is_some_and(|v| v.trim() == "0");
+        let panel = gemm_packed::panel_width().filter(|_| !disabled);
+        let param_of = |id: rlx_ir::NodeId| params.iter().position(|p| p.0 == id);
+        let mut packable: Vec<bool> = params
+            .iter()
+            .map(|(id, _, shape)| {
+                panel.is_some()
+                    && shape.dtype() == DType::F32
+                    && shape.rank() >= 2
+                    && shape
+                        .static_dims()
+                        .is_some_and(|d| d.iter().all(|&x| x > 0))
+                    && !lir.io.outputs.iter().any(|(o, _)| o == id)
+            })
+            .collect();
+        let mut weights_of = vec![Vec::new(); g.len()];
+        for id in g.ids() {
+            let n = g.node(id);
+            let slots = weight_operands(&n.op);
+            let f32_node = n.shape.dtype() == DType::F32
+                && n.inputs
+                    .first()
+                    .is_some_and(|&x| g.shape(x).dtype() == DType::F32);
+            let weights: Vec<Option<usize>> = slots
+                .iter()
+                .map(|&s| n.inputs.get(s).and_then(|&x| param_of(x)))
+                .collect();
+            let all_params = weights.iter().all(Option::is_some);
+            let dims = |i: usize| {
+                n.inputs
+                    .get(i)
+                    .and_then(|&x| g.shape(x).static_dims())
+                    .unwrap_or_default()
+            };
+            let out = n.shape.static_dims().unwrap_or_default();
+            let shapes_ok = slots
+                .iter()
+                .all(|&s| fused::packed_product_shape(&dims(0), &dims(s), &out).is_some());
+            for (pos, &input) in n.inputs.iter().enumerate() {
+                let Some(p) = param_of(input) else { continue };
+                if slots.contains(&pos) && f32_node && all_params && shapes_ok {
+                    weights_of[id.index()].push(p);
+                } else {
+                    packable[p] = false;
+                }
+            }
+        }
+        let mut packing = Packing {
+            panel,
+            packed: vec![false; params.len()],
+            packable,
+            weights_of,
+        };
+        packing.settle();
+        packing
+    }
+
+    /// A node's weights are all packed or all plain (one kernel reads
+    /// them): every weight of a node with an unpackable one becomes
+    /// unpackable, until nothing changes; such nodes read no packed weights.
+    fn settle(&mut self) {
+        loop {
+            let mut changed = false;
+            for ws in &self.weights_of {
+                if ws.iter().any(|&p| !self.packable[p]) {
+                    for &p in ws {
+                        changed |= std::mem::replace(&mut self.packable[p], false);
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for ws in &mut self.weights_of {
+            if ws.iter().any(|&p| !self.packable[p]) {
+                ws.clear();
+            }
+        }
+    }
+
+    /// The panel width node `node` reads its weights packed in, if it does.
+    pub(super) fn packed_weights(&self, node: usize) -> Option<usize> {
+        let ws = &self.weights_of[node];
+        if ws.is_empty() || !ws.iter().all(|&p| self.packed[p]) {
+            return None;
+        }
+        self.panel
+    }
+}
+
+fn f32s_mut(buf: &mut AlignedBuf) -> &mut [f32] {
+    let len = buf.len / 4;
+    // SAFETY: the buffer is 64-byte aligned and holds `len` f32s' bytes.
+    unsafe { std::slice::from_raw_parts_mut(buf.base() as *mut f32, len) }
+}
+
+impl CpuExecutable {
+    /// `(K, N)` of the matrices of param `p` (a stack of them when its
+    /// rank is above 2).
+    fn param_matrix(&self, p: usize) -> (usize, usize) {
+        let dims = self.lir.io.params[p].2.static_dims().unwrap_or_default();
+        (dims[dims.len() - 2], dims[dims.len() - 1])
+    }
+
+    /// Packs every packable param not yet packed (before a run).
+    pub(super) fn pack_params(&mut self) {
+        let Some(nr) = self.packing.panel else { return };
+        for p in 0..self.params.len() {
+            if !self.packing.packable[p] || self.packing.packed[p] {
+                continue;
+            }
+            let (k, n) = self.param_matrix(p);
+            // A buffer shared with another executable stays plain.
+            let Some(buf) = self.params[p].as_mut().and_then(Arc::get_mut) else {
+                continue;
+            };
+            let plain = f32s_mut(buf).to_vec();
+            gemm_packed::pack(&plain, k, n, nr, f32s_mut(buf));
+            self.packing.packed[p] = true;
+        }
+    }
+
+    /// Puts param `p` back in the plain layout (before a partial write or
+    /// a read of its value).
+    pub(super) fn unpack_param(&mut self, p: usize) {
+        if !self.packing.packed[p] {
+            return;
+        }
+        let nr = self.packing.panel.expect("packed with a panel width");
+        let (k, n) = self.param_matrix(p);
+        let buf = self.params[p].as_mut().expect("a packed param is set");
+        let buf = Arc::get_mut(buf).expect("a packed param is not shared");
+        let panels = f32s_mut(buf).to_vec();
+        gemm_packed::unpack(&panels, k, n, nr, f32s_mut(buf));
+        self.packing.packed[p] = false;
+    }
+
+    /// Param `p` gets a new plain buffer or value.
+    pub(super) fn param_replaced(&mut self, p: usize) {
+        self.packing.packed[p] = false;
+    }
+
+    /// Param `p` is rewritten by runs (an in-graph update): it stays plain.
+    /// (So do the other weights of the nodes reading it.)
+    pub(super) fn never_pack(&mut self, p: usize) {
+        if !self.packing.packable[p] {
+            return;
+        }
+        self.packing.packable[p] = false;
+        self.packing.settle();
+        for q in 0..self.params.len() {
+            if !self.packing.packable[q] {
+                self.unpack_param(q);
+            }
+        }
+    }
+
+    /// The plain bytes of param `p` (unpacked into a copy when packed).
+    pub(super) fn plain_param_bytes(&self, p: usize) -> Option<Vec<u8>> {
+        let buf = self.params[p].as_ref()?;
+        if !self.packing.packed[p] {
+            return Some(buf.bytes().to_vec());
+        }
+        let nr = self.packing.panel.expect("packed with a panel width");
+        let (k, n) = self.param_matrix(p);
+        let panels: Vec<f32> = buf
+            .bytes()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let mut plain = vec![0f32; panels.len()];
+        gemm_packed::unpack(&panels, k, n, nr, &mut plain);
+        Some(plain.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+}
