@@ -113,7 +113,7 @@ impl CpuExecutable {
                 }
             });
         }
-        Ok(CpuExecutable {
+        let mut exec = CpuExecutable {
             arena: AlignedBuf::zeroed(lir.plan.arena_bytes),
             params: (0..lir.io.params.len()).map(|_| None).collect(),
             constants,
@@ -123,7 +123,9 @@ impl CpuExecutable {
             packing: packed_weights::Packing::plan(&lir),
             lir,
             profile: Profile::from_env(),
-        })
+        };
+        exec.pack_weights();
+        Ok(exec)
     }
 
     /// Copies `bytes` over param `param`'s buffer, in place when no other
@@ -264,7 +266,7 @@ impl Executable for CpuExecutable {
         if self.arena.len != self.lir.plan.arena_bytes {
             self.arena = AlignedBuf::zeroed(self.lir.plan.arena_bytes);
         }
-        self.pack_params();
+        self.pack_weights();
         for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
             if let Loc::Arena { offset, len } = self.locs[id.index()] {
                 self.arena.bytes_mut()[offset..offset + len].copy_from_slice(t.bytes());

@@ -2,6 +2,8 @@
 //! param read only as the weight operand of matmuls is rearranged in place
 //! into column panels on the first run after it is set, and every matmul
 //! reading it streams the panels instead of packing the matrix per call.
+//! A constant read only so (an ONNX initializer) is packed when the
+//! executable is built.
 //!
 //! The packed bytes are a permutation of the plain ones (same length), so
 //! packing costs no memory. Whatever else touches the buffer sees the
@@ -15,16 +17,20 @@ use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
 use std::sync::Arc;
 
-/// Which params may be packed and which nodes read packed weights.
+/// Which weights may be packed and which nodes read packed weights. A
+/// weight source is a param index, or the params' count plus a constant's
+/// index (in the executable's constant list).
 pub(super) struct Packing {
     /// Panel width of this CPU's tile; `None`: nothing is packed.
     pub(super) panel: Option<usize>,
-    /// Per param: only ever read as a matmul weight.
+    /// Per source: only ever read as a matmul weight.
     pub(super) packable: Vec<bool>,
-    /// Per param: its buffer holds panels now.
+    /// Per source: its buffer holds panels now.
     pub(super) packed: Vec<bool>,
-    /// Per node: the params it reads as weights (empty for other nodes).
+    /// Per node: the sources it reads as weights (empty for other nodes).
     weights_of: Vec<Vec<usize>>,
+    /// Per source: `(K, N)` of its matrices.
+    matrices: Vec<(usize, usize)>,
 }
 
 /// Operand positions of the weights of a matmul-family node.
@@ -42,17 +48,38 @@ impl Packing {
         let params = &lir.io.params;
         let disabled = rlx_ir::env::var("RLX_CPU_PACK_WEIGHTS").is_some_and(|v| v.trim() == "0");
         let panel = gemm_packed::panel_width().filter(|_| !disabled);
-        let param_of = |id: rlx_ir::NodeId| params.iter().position(|p| p.0 == id);
-        let mut packable: Vec<bool> = params
+        // Sources in the executable's order: params, then constants.
+        let mut source = vec![None; g.len()];
+        let mut nodes = Vec::new();
+        for (i, (id, _, _)) in params.iter().enumerate() {
+            source[id.index()] = Some(i);
+            nodes.push(*id);
+        }
+        for id in g.ids() {
+            if matches!(g.node(id).op, Op::Constant { .. }) {
+                source[id.index()] = Some(nodes.len());
+                nodes.push(id);
+            }
+        }
+        let param_of = |id: rlx_ir::NodeId| source[id.index()];
+        let matrices = nodes
             .iter()
-            .map(|(id, _, shape)| {
+            .map(|&id| match g.shape(id).static_dims().as_deref() {
+                Some([.., k, n]) => (*k, *n),
+                _ => (0, 0),
+            })
+            .collect();
+        let mut packable: Vec<bool> = nodes
+            .iter()
+            .map(|&id| {
+                let shape = g.shape(id);
                 panel.is_some()
                     && shape.dtype() == DType::F32
                     && shape.rank() >= 2
                     && shape
                         .static_dims()
                         .is_some_and(|d| d.iter().all(|&x| x > 0))
-                    && !lir.io.outputs.iter().any(|(o, _)| o == id)
+                    && !lir.io.outputs.iter().any(|(o, _)| *o == id)
             })
             .collect();
         let mut weights_of = vec![Vec::new(); g.len()];
@@ -89,9 +116,10 @@ impl Packing {
         }
         let mut packing = Packing {
             panel,
-            packed: vec![false; params.len()],
+            packed: vec![false; nodes.len()],
             packable,
             weights_of,
+            matrices,
         };
         packing.settle();
         packing
@@ -138,44 +166,54 @@ fn f32s_mut(buf: &mut AlignedBuf) -> &mut [f32] {
 }
 
 impl CpuExecutable {
-    /// `(K, N)` of the matrices of param `p` (a stack of them when its
-    /// rank is above 2).
-    fn param_matrix(&self, p: usize) -> (usize, usize) {
-        let dims = self.lir.io.params[p].2.static_dims().unwrap_or_default();
-        (dims[dims.len() - 2], dims[dims.len() - 1])
+    /// The buffer of weight source `s`, when this executable alone holds
+    /// it (a param shared with another executable is left alone).
+    fn source_buf(&mut self, s: usize) -> Option<&mut AlignedBuf> {
+        let params = self.params.len();
+        if s < params {
+            self.params[s].as_mut().and_then(Arc::get_mut)
+        } else {
+            self.constants.get_mut(s - params)
+        }
     }
 
-    /// Packs every packable param not yet packed (before a run).
-    pub(super) fn pack_params(&mut self) {
-        let Some(nr) = self.packing.panel else { return };
-        for p in 0..self.params.len() {
-            if !self.packing.packable[p] || self.packing.packed[p] {
-                continue;
+    /// Packs (`pack`) or unpacks source `s` in place.
+    fn repack(&mut self, s: usize, pack: bool) -> bool {
+        let nr = self.packing.panel.expect("packing has a panel width");
+        let (k, n) = self.packing.matrices[s];
+        let Some(buf) = self.source_buf(s) else {
+            return false;
+        };
+        let from = f32s_mut(buf).to_vec();
+        if pack {
+            gemm_packed::pack(&from, k, n, nr, f32s_mut(buf));
+        } else {
+            gemm_packed::unpack(&from, k, n, nr, f32s_mut(buf));
+        }
+        self.packing.packed[s] = pack;
+        true
+    }
+
+    /// Packs every packable weight not yet packed: constants when the
+    /// executable is built, params before a run.
+    pub(super) fn pack_weights(&mut self) {
+        if self.packing.panel.is_none() {
+            return;
+        }
+        for s in 0..self.packing.packed.len() {
+            let set = s >= self.params.len() || self.params[s].is_some();
+            if self.packing.packable[s] && !self.packing.packed[s] && set {
+                self.repack(s, true);
             }
-            let (k, n) = self.param_matrix(p);
-            // A buffer shared with another executable stays plain.
-            let Some(buf) = self.params[p].as_mut().and_then(Arc::get_mut) else {
-                continue;
-            };
-            let plain = f32s_mut(buf).to_vec();
-            gemm_packed::pack(&plain, k, n, nr, f32s_mut(buf));
-            self.packing.packed[p] = true;
         }
     }
 
     /// Puts param `p` back in the plain layout (before a partial write or
     /// a read of its value).
     pub(super) fn unpack_param(&mut self, p: usize) {
-        if !self.packing.packed[p] {
-            return;
+        if self.packing.packed[p] {
+            assert!(self.repack(p, false), "a packed param is not shared");
         }
-        let nr = self.packing.panel.expect("packed with a panel width");
-        let (k, n) = self.param_matrix(p);
-        let buf = self.params[p].as_mut().expect("a packed param is set");
-        let buf = Arc::get_mut(buf).expect("a packed param is not shared");
-        let panels = f32s_mut(buf).to_vec();
-        gemm_packed::unpack(&panels, k, n, nr, f32s_mut(buf));
-        self.packing.packed[p] = false;
     }
 
     /// Param `p` gets a new plain buffer or value.
@@ -191,9 +229,9 @@ impl CpuExecutable {
         }
         self.packing.packable[p] = false;
         self.packing.settle();
-        for q in 0..self.params.len() {
-            if !self.packing.packable[q] {
-                self.unpack_param(q);
+        for s in 0..self.packing.packed.len() {
+            if !self.packing.packable[s] && self.packing.packed[s] {
+                assert!(self.repack(s, false), "a packed weight is not shared");
             }
         }
     }
@@ -205,7 +243,7 @@ impl CpuExecutable {
             return Some(buf.bytes().to_vec());
         }
         let nr = self.packing.panel.expect("packed with a panel width");
-        let (k, n) = self.param_matrix(p);
+        let (k, n) = self.packing.matrices[p];
         let panels: Vec<f32> = buf
             .bytes()
             .chunks_exact(4)

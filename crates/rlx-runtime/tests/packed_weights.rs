@@ -245,3 +245,62 @@ fn stacked_and_batched_weights_are_packed_per_matrix() {
     }
     assert_eq!(c.param_value("wb").unwrap().to_vec::<f32>().unwrap(), wb);
 }
+
+#[test]
+fn constant_weights_are_packed_when_built() {
+    // ONNX initializers arrive as constants: `relu(x @ W + b)` with both
+    // constant, and W also read by a second, batched matmul.
+    let (w, b) = (values(K * N, 3, 0.5), values(N, 4, 0.5));
+    let mut g = Graph::new("constants");
+    let x = g.input("x", f32s(&[M, K]));
+    let x2 = g.input("x2", f32s(&[2, M, K]));
+    let wc = g.constant_tensor(&rlx_ir::HostTensor::from_slice(&w, &[K, N]).unwrap());
+    let bc = g.constant_tensor(&rlx_ir::HostTensor::from_slice(&b, &[N]).unwrap());
+    let p = g.mm(x, wc);
+    let biased = g.add(p, bc);
+    let y = g.relu(biased);
+    let z = g.mm(x2, wc);
+    g.set_outputs(vec![y, z]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let (xv, x2v) = (values(M * K, 1, 1.0), values(2 * M * K, 2, 1.0));
+    let (y, z) = linear_reference(&xv, &x2v, &w, &b);
+    for run in 0..2 {
+        let out = c.run(&[("x", &xv), ("x2", &x2v)]);
+        assert_close(&out[0], &y, &format!("relu(x @ W + b), run {run}"));
+        assert_close(&out[1], &z, &format!("x2 @ W, run {run}"));
+    }
+}
+
+#[test]
+fn a_weight_also_read_by_a_tall_product_stays_plain() {
+    // 300 rows is past the packed kernel's row limit: the weight stays in
+    // the library GEMM's layout for both products.
+    const TALL: usize = 300;
+    let mut g = Graph::new("tall");
+    let x = g.input("x", f32s(&[M, K]));
+    let xt = g.input("xt", f32s(&[TALL, K]));
+    let w = g.param("w", f32s(&[K, N]));
+    let y = g.mm(x, w);
+    let yt = g.mm(xt, w);
+    g.set_outputs(vec![y, yt]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let (xv, xtv, wv) = (
+        values(M * K, 1, 1.0),
+        values(TALL * K, 2, 1.0),
+        values(K * N, 3, 0.5),
+    );
+    c.set_param("w", &wv);
+    for run in 0..2 {
+        let out = c.run(&[("x", &xv), ("xt", &xtv)]);
+        assert_close(
+            &out[0],
+            &product(&xv, &wv, M, K, N),
+            &format!("short, run {run}"),
+        );
+        assert_close(
+            &out[1],
+            &product(&xtv, &wv, TALL, K, N),
+            &format!("tall, run {run}"),
+        );
+    }
+}

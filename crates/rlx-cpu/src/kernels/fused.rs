@@ -283,7 +283,8 @@ fn fused_matmul_by_rows(
 /// `(matrices of w, M, K, N, whether x has one block per matrix)`. Either
 /// `w` is one matrix (every row of `x` is a row of the product), or `x` is
 /// one `[M, K]` matrix (broadcast over `w`'s stack), or both have the same
-/// leading dims. `None` for any other shape (the weight stays unpacked).
+/// leading dims. `None` for any other shape, or for products of more than
+/// [`gemm_packed::PACKED_MAX_ROWS`] rows (the weight stays unpacked).
 pub fn packed_product_shape(
     x: &[usize],
     w: &[usize],
@@ -308,7 +309,8 @@ pub fn packed_product_shape(
         return None;
     };
     let numel: usize = out.iter().product();
-    (numel == batch * m * n && out.last() == Some(&n)).then_some((batch, m, k, n, per_matrix))
+    let fits = numel == batch * m * n && out.last() == Some(&n);
+    (fits && m <= gemm_packed::PACKED_MAX_ROWS).then_some((batch, m, k, n, per_matrix))
 }
 
 /// `x @ w` where `w` (f32) is packed in panels of `packed` columns

@@ -19,6 +19,15 @@ use crate::team;
 /// L2 while every panel of the thread's columns runs over it.
 const ROW_CHUNK_BYTES: usize = 256 * 1024;
 
+/// Rows of the products a weight is packed for: a taller product runs at
+/// least as fast on the library GEMM, which packs the weight per call but
+/// amortises that over its rows (measured: MiniLM-L6 batch 8 x 128 rows).
+pub const PACKED_MAX_ROWS: usize = 256;
+
+/// Depth (`k`) of a block: a tile's `[DEPTH_BLOCK][NR]` panel block and
+/// `[DEPTH_BLOCK][MR]` rows fit L1 together.
+const DEPTH_BLOCK: usize = 256;
+
 /// The SIMD flavour the tiles are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Isa {
@@ -128,8 +137,8 @@ fn matmul_in_parts(
     parts: usize,
 ) {
     let panels = n.div_ceil(nr);
-    let ranges = team::split(panels, parts.min(panels), 1);
     let out = team::Disjoint::new(c);
+    let ranges = team::split(panels, parts.min(panels), 1);
     team::parallel_for(ranges.len(), |p| {
         // SAFETY: each part writes only the columns of its own panels.
         let c = unsafe { out.range(0..m * n) };
@@ -137,7 +146,10 @@ fn matmul_in_parts(
     });
 }
 
-/// Columns of panels `panels` of `c`, chunk of rows by chunk of rows.
+/// Columns of panels `panels` of `c`: chunk of rows by chunk of rows, and
+/// within a chunk block of depth by block of depth (a tile's slices of `a`
+/// and of a panel then stay in L1); a later block adds to what the earlier
+/// ones stored, so each element is still one chain over `k` in order.
 #[allow(clippy::too_many_arguments)]
 fn panels_product(
     isa: Isa,
@@ -151,52 +163,106 @@ fn panels_product(
     c: &mut [f32],
 ) {
     let mr = tile_shape(isa).0;
-    let chunk_rows = (ROW_CHUNK_BYTES / (4 * k)).max(1).div_ceil(mr) * mr;
-    let mut a_packed = vec![0f32; chunk_rows.min(m.next_multiple_of(mr)) * k];
+    let kc = DEPTH_BLOCK.min(k);
+    let chunk_rows = (ROW_CHUNK_BYTES / (4 * kc)).max(1).div_ceil(mr) * mr;
+    let mut a_packed = vec![0f32; chunk_rows.min(m.next_multiple_of(mr)) * kc];
     let mut narrow = Vec::new();
     let mut r0 = 0;
     while r0 < m {
         let rows = chunk_rows.min(m - r0);
         let tiles = rows.div_ceil(mr);
-        pack_rows(&a[r0 * k..(r0 + rows) * k], rows, k, mr, &mut a_packed);
-        for j in panels.clone() {
-            let w = panel_cols(j, n, nr);
-            let mut panel = &b[j * nr * k..j * nr * k + k * w];
-            if w < nr {
-                // The narrow last panel, padded with zero columns.
-                narrow.resize(k * nr, 0.0);
-                for (dst, src) in narrow.chunks_exact_mut(nr).zip(panel.chunks_exact(w)) {
-                    dst[..w].copy_from_slice(src);
+        for k0 in (0..k).step_by(kc) {
+            let depth = kc.min(k - k0);
+            pack_rows(
+                &a[r0 * k..(r0 + rows) * k],
+                rows,
+                k,
+                k0..k0 + depth,
+                mr,
+                &mut a_packed,
+            );
+            for j in panels.clone() {
+                let w = panel_cols(j, n, nr);
+                let full = &b[j * nr * k..j * nr * k + k * w];
+                let panel = if w < nr {
+                    // The narrow last panel, padded with zero columns.
+                    narrow.resize(depth * nr, 0.0);
+                    let rows_of = full[k0 * w..(k0 + depth) * w].chunks_exact(w);
+                    for (dst, src) in narrow.chunks_exact_mut(nr).zip(rows_of) {
+                        dst[..w].copy_from_slice(src);
+                    }
+                    &narrow[..]
+                } else {
+                    &full[k0 * nr..(k0 + depth) * nr]
+                };
+                // The first tile over a panel streams it from memory; it
+                // also prefetches the next panel's block, so that stream
+                // overlaps the arithmetic instead of stalling the next
+                // panel's first tile.
+                let next = (j + 1 < panels.end).then(|| {
+                    let w = panel_cols(j + 1, n, nr);
+                    let start = (j + 1) * nr * k + k0 * w;
+                    &b[start..start + depth * w]
+                });
+                for t in 0..tiles {
+                    let row = r0 + t * mr;
+                    let tile = Tile {
+                        depth,
+                        a: &a_packed[t * mr * depth..(t + 1) * mr * depth],
+                        b: panel,
+                        ahead: if t == 0 { next } else { None },
+                        rows: mr.min(m - row),
+                        cols: w,
+                        accumulate: k0 > 0,
+                    };
+                    // SAFETY: the tile was compiled for `isa`, detected above.
+                    unsafe { run_tile(isa, &tile, &mut c[row * n + j * nr..], n) };
                 }
-                panel = &narrow;
-            }
-            for t in 0..tiles {
-                let row = r0 + t * mr;
-                let tile_a = &a_packed[t * mr * k..(t + 1) * mr * k];
-                let c_tile = &mut c[row * n + j * nr..];
-                let valid = (mr.min(m - row), w);
-                // SAFETY: the tile was compiled for `isa`, detected above.
-                unsafe { run_tile(isa, k, tile_a, panel, c_tile, n, valid) };
             }
         }
         r0 += rows;
     }
 }
 
-/// Copies `rows` rows of `a` (`[rows, k]`) into `out` as tiles of `mr`
-/// rows, each k-major (`[k][mr]`), the missing rows of the last tile zero.
-fn pack_rows(a: &[f32], rows: usize, k: usize, mr: usize, out: &mut [f32]) {
+/// One register tile's work: `rows x cols` of `c` (+)= `a @ b` over
+/// `depth` steps.
+struct Tile<'a> {
+    depth: usize,
+    /// `[depth][MR]`: the tile's rows of the left operand.
+    a: &'a [f32],
+    /// `[depth][NR]`: the panel block.
+    b: &'a [f32],
+    /// The next panel block to prefetch while this one is read.
+    ahead: Option<&'a [f32]>,
+    rows: usize,
+    cols: usize,
+    /// Add to `c` (a later depth block) instead of overwriting it.
+    accumulate: bool,
+}
+
+/// Copies columns `cols` of `rows` rows of `a` (`[rows, k]`) into `out`
+/// as tiles of `mr` rows, each k-major (`[depth][mr]`), the missing rows
+/// of the last tile zero.
+fn pack_rows(
+    a: &[f32],
+    rows: usize,
+    k: usize,
+    cols: std::ops::Range<usize>,
+    mr: usize,
+    out: &mut [f32],
+) {
+    let depth = cols.len();
     for t in 0..rows.div_ceil(mr) {
-        let tile = &mut out[t * mr * k..(t + 1) * mr * k];
+        let tile = &mut out[t * mr * depth..(t + 1) * mr * depth];
         for i in 0..mr {
             let r = t * mr + i;
             if r < rows {
-                let src = &a[r * k..(r + 1) * k];
+                let src = &a[r * k + cols.start..r * k + cols.end];
                 for (p, &v) in src.iter().enumerate() {
                     tile[p * mr + i] = v;
                 }
             } else {
-                for p in 0..k {
+                for p in 0..depth {
                     tile[p * mr + i] = 0.0;
                 }
             }
@@ -206,95 +272,106 @@ fn pack_rows(a: &[f32], rows: usize, k: usize, mr: usize, out: &mut [f32]) {
 
 /// # Safety
 /// The CPU must have the features of `isa`.
-unsafe fn run_tile(
-    isa: Isa,
-    k: usize,
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    ldc: usize,
-    valid: (usize, usize),
-) {
+unsafe fn run_tile(isa: Isa, tile: &Tile, c: &mut [f32], ldc: usize) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => tile_avx512(k, a, b, c, ldc, valid),
+        Isa::Avx512 => tile_avx512(tile, c, ldc),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => tile_avx2(k, a, b, c, ldc, valid),
+        Isa::Avx2 => tile_avx2(tile, c, ldc),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn tile_avx512(
-    k: usize,
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    ldc: usize,
-    valid: (usize, usize),
-) {
-    match valid.0 {
-        1 => tile::<1, 8, 32>(k, a, b, c, ldc, valid),
-        2 => tile::<2, 8, 32>(k, a, b, c, ldc, valid),
-        3 => tile::<3, 8, 32>(k, a, b, c, ldc, valid),
-        4 => tile::<4, 8, 32>(k, a, b, c, ldc, valid),
-        5 => tile::<5, 8, 32>(k, a, b, c, ldc, valid),
-        6 => tile::<6, 8, 32>(k, a, b, c, ldc, valid),
-        7 => tile::<7, 8, 32>(k, a, b, c, ldc, valid),
-        _ => tile::<8, 8, 32>(k, a, b, c, ldc, valid),
+unsafe fn tile_avx512(t: &Tile, c: &mut [f32], ldc: usize) {
+    match t.rows {
+        1 => tile::<1, 8, 32>(t, c, ldc),
+        2 => tile::<2, 8, 32>(t, c, ldc),
+        3 => tile::<3, 8, 32>(t, c, ldc),
+        4 => tile::<4, 8, 32>(t, c, ldc),
+        5 => tile::<5, 8, 32>(t, c, ldc),
+        6 => tile::<6, 8, 32>(t, c, ldc),
+        7 => tile::<7, 8, 32>(t, c, ldc),
+        _ => tile::<8, 8, 32>(t, c, ldc),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2(
-    k: usize,
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    ldc: usize,
-    valid: (usize, usize),
-) {
-    match valid.0 {
-        1 => tile::<1, 6, 16>(k, a, b, c, ldc, valid),
-        2 => tile::<2, 6, 16>(k, a, b, c, ldc, valid),
-        3 => tile::<3, 6, 16>(k, a, b, c, ldc, valid),
-        4 => tile::<4, 6, 16>(k, a, b, c, ldc, valid),
-        5 => tile::<5, 6, 16>(k, a, b, c, ldc, valid),
-        _ => tile::<6, 6, 16>(k, a, b, c, ldc, valid),
+unsafe fn tile_avx2(t: &Tile, c: &mut [f32], ldc: usize) {
+    match t.rows {
+        1 => tile::<1, 6, 16>(t, c, ldc),
+        2 => tile::<2, 6, 16>(t, c, ldc),
+        3 => tile::<3, 6, 16>(t, c, ldc),
+        4 => tile::<4, 6, 16>(t, c, ldc),
+        5 => tile::<5, 6, 16>(t, c, ldc),
+        _ => tile::<6, 6, 16>(t, c, ldc),
     }
 }
 
 /// One register tile of `R` rows (`R <= MR`, the packed tile height) by
-/// `NR` columns: the accumulators live in registers across the whole `k`
-/// loop (fixed-size arrays the compiler keeps in vector registers), then
-/// the `valid` columns are stored.
+/// `NR` columns: the accumulators live in registers across the whole
+/// depth loop (fixed-size arrays the compiler keeps in vector registers),
+/// then the tile's columns are stored.
 #[inline(always)]
-fn tile<const R: usize, const MR: usize, const NR: usize>(
-    k: usize,
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    ldc: usize,
-    valid: (usize, usize),
-) {
+fn tile<const R: usize, const MR: usize, const NR: usize>(t: &Tile, c: &mut [f32], ldc: usize) {
     let mut acc = [[0f32; NR]; R];
-    for (ap, bp) in a[..k * MR]
+    if t.accumulate {
+        for (i, row) in acc.iter_mut().enumerate() {
+            row[..t.cols].copy_from_slice(&c[i * ldc..i * ldc + t.cols]);
+        }
+    }
+    let steps = t.a[..t.depth * MR]
         .chunks_exact(MR)
-        .zip(b[..k * NR].chunks_exact(NR))
-    {
-        let ap: &[f32; MR] = ap.try_into().expect("MR values");
-        let bp: &[f32; NR] = bp.try_into().expect("NR values");
-        for i in 0..R {
-            for j in 0..NR {
-                acc[i][j] = ap[i].mul_add(bp[j], acc[i][j]);
+        .zip(t.b[..t.depth * NR].chunks_exact(NR));
+    match t.ahead {
+        Some(next) => {
+            for (p, (ap, bp)) in steps.enumerate() {
+                // One cache line of the next panel per 16 floats of this one.
+                for line in (0..NR).step_by(16) {
+                    prefetch(next.as_ptr().wrapping_add(p * NR + line));
+                }
+                tile_step::<R, MR, NR>(&mut acc, ap, bp);
+            }
+        }
+        None => {
+            for (ap, bp) in steps {
+                tile_step::<R, MR, NR>(&mut acc, ap, bp);
             }
         }
     }
-    let cols = valid.1;
     for (i, row) in acc.iter().enumerate() {
-        c[i * ldc..i * ldc + cols].copy_from_slice(&row[..cols]);
+        c[i * ldc..i * ldc + t.cols].copy_from_slice(&row[..t.cols]);
     }
+}
+
+/// One `k` step of a tile: `acc[i][j] += a[i] * b[j]`, fused.
+#[inline(always)]
+fn tile_step<const R: usize, const MR: usize, const NR: usize>(
+    acc: &mut [[f32; NR]; R],
+    a: &[f32],
+    b: &[f32],
+) {
+    let a: &[f32; MR] = a.try_into().expect("MR values");
+    let b: &[f32; NR] = b.try_into().expect("NR values");
+    for i in 0..R {
+        for j in 0..NR {
+            acc[i][j] = a[i].mul_add(b[j], acc[i][j]);
+        }
+    }
+}
+
+/// Asks for the cache line at `p` (never dereferenced; a prefetch does not
+/// fault, so `p` may lie past the panel).
+#[inline(always)]
+fn prefetch(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching reads no memory architecturally and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]
@@ -338,6 +415,7 @@ mod tests {
             (5, 7, 3),
             (16, 384, 100),
             (37, 65, 70),
+            (9, 700, 40),
             (130, 200, 96),
         ] {
             let (a, b) = (values(m * k, 2), values(k * n, 3));
