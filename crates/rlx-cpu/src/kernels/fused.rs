@@ -283,7 +283,8 @@ fn fused_matmul_by_rows(
 /// `(matrices of w, M, K, N, whether x has one block per matrix)`. Either
 /// `w` is one matrix (every row of `x` is a row of the product), or `x` is
 /// one `[M, K]` matrix (broadcast over `w`'s stack), or both have the same
-/// leading dims. `None` for any other shape, or for products of more than
+/// leading dims. `None` for any other shape, or for products of fewer than
+/// [`gemm_packed::PACKED_MIN_ROWS`] or more than
 /// [`gemm_packed::PACKED_MAX_ROWS`] rows (the weight stays unpacked).
 pub fn packed_product_shape(
     x: &[usize],
@@ -310,7 +311,8 @@ pub fn packed_product_shape(
     };
     let numel: usize = out.iter().product();
     let fits = numel == batch * m * n && out.last() == Some(&n);
-    (fits && m <= gemm_packed::PACKED_MAX_ROWS).then_some((batch, m, k, n, per_matrix))
+    let rows = gemm_packed::PACKED_MIN_ROWS..=gemm_packed::PACKED_MAX_ROWS;
+    (fits && rows.contains(&m)).then_some((batch, m, k, n, per_matrix))
 }
 
 /// `x @ w` where `w` (f32) is packed in panels of `packed` columns

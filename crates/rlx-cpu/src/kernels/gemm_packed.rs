@@ -24,6 +24,12 @@ const ROW_CHUNK_BYTES: usize = 256 * 1024;
 /// amortises that over its rows (measured: MiniLM-L6 batch 8 x 128 rows).
 pub const PACKED_MAX_ROWS: usize = 256;
 
+/// Rows below which products keep the plain weight: a tile of fewer than
+/// four rows has too few independent FMA chains to hide their latency,
+/// and a single row is a GEMV (its own kernel streams eight weight rows
+/// at once).
+pub const PACKED_MIN_ROWS: usize = 4;
+
 /// Depth (`k`) of a block: a tile's `[DEPTH_BLOCK][NR]` panel block and
 /// `[DEPTH_BLOCK][MR]` rows fit L1 together.
 const DEPTH_BLOCK: usize = 256;
