@@ -9,7 +9,8 @@
 //! ```
 //! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
 //! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
-//! (the fp32 export ONNX Runtime and the ONNX import path run).
+//! (the fp32 export ONNX Runtime and the ONNX import path run); their
+//! peak-RSS line comes from the same binary re-run as `--rss-probe`.
 mod minilm;
 
 use rlx_bench::reference::{run_reference_with, ReferenceTiming};
@@ -20,6 +21,11 @@ use std::time::Duration;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, which] = &args[..] {
+        if flag == "--rss-probe" {
+            return minilm::rss_probe(which);
+        }
+    }
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -81,7 +87,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row(&p.name, t, &r, reference(&p.name, t)?.as_ref());
         }
     }
-    minilm::rows(minilm_paths, &threads, &cfg, &wanted, &mut reference, row)?;
+    minilm::rows(
+        minilm_paths.clone(),
+        &threads,
+        &cfg,
+        &wanted,
+        &mut reference,
+        row,
+    )?;
     // The matmul kernel alone, without the session's input / output copies.
     for (m, k, n) in [
         (512, 512, 512),
@@ -111,6 +124,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let label = format!("{} (kernel only)", r.name);
             row(&label, t, &r, reference(&r.name, t)?.as_ref());
         }
+    }
+    if wanted("minilm_l6 peak RSS") {
+        println!();
+        minilm::rss_rows(&minilm_paths)?;
     }
     Ok(())
 }

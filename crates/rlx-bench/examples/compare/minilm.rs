@@ -1,8 +1,9 @@
 //! The MiniLM-L6 rows of the compare example: the whole 6-layer
 //! all-MiniLM-L6-v2 encoder with its real fp32 weights, built with the
 //! graph API (`rlx_models::bert`) and imported from the fp32 ONNX export
-//! (`rlx_onnx::OnnxModel`), each against ONNX Runtime on that export; and
-//! the encoder's compile time.
+//! (`rlx_onnx::OnnxModel`), each against ONNX Runtime on that export; the
+//! encoder's compile time; and the peak RSS of what the `bert_embed`
+//! example does (tokenize, load, embed), measured in a child process.
 //!
 //! Needs `$RLX_MODELS/all-MiniLM-L6-v2` (tools/fetch_models.sh) and the
 //! export (`--onnx`, default `$RLX_MODELS/onnx/all-MiniLM-L6-v2-fp32.onnx`
@@ -108,6 +109,90 @@ fn compile_time(dir: &Path, cfg: &BertConfig) -> Result<(BenchResult, Duration),
         BenchResult::from_samples("minilm_l6 compile", 0.0, samples),
         with_weights,
     ))
+}
+
+/// The sentences of the RSS probes: `bert_embed`'s defaults (batch 3 x
+/// seq 10) and two long ones (batch 2 x seq 128).
+fn probe_sentences(long: bool) -> Vec<String> {
+    if long {
+        let words: Vec<String> = (1..=40).map(|i| format!("word{i} is here")).collect();
+        let text = words.join(" ");
+        vec![text.clone(), format!("{text} short")]
+    } else {
+        [
+            "The cat sits on the mat.",
+            "A kitten is resting on a rug.",
+            "Stock markets fell sharply on Monday.",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+/// The child side of the RSS row (`compare --rss-probe short|long`): what
+/// `bert_embed` does — tokenize, build + compile + load, embed — then
+/// prints `params_bytes arena_bytes peak_rss_bytes` (peak: `VmHWM`).
+pub fn rss_probe(which: &str) -> Result<(), Error> {
+    let (dir, _) = paths(None)?;
+    let sentences = probe_sentences(which == "long");
+    let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    let tokenizer = rlx_models::tokenize::WordPieceTokenizer::from_dir(&dir)?;
+    let mut encoder = BertEncoder::from_dir(&dir, Device::Cpu)?;
+    let toks = tokenizer.encode(&refs)?;
+    let compiled = encoder.compiled(toks.batch, toks.seq)?;
+    let params: usize = compiled
+        .param_shapes()
+        .iter()
+        .map(|(_, s)| s.size_bytes().unwrap_or(0))
+        .sum();
+    let arena = compiled.lir().plan.arena_bytes;
+    encoder.embed(&toks)?;
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let hwm_kib: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or("no VmHWM in /proc/self/status")?;
+    println!("{params} {arena} {}", hwm_kib * 1024);
+    Ok(())
+}
+
+/// Runs the two RSS probes in child processes and prints each peak as a
+/// multiple of params + planned arena (target <= 1.3), after the table.
+pub fn rss_rows(paths: &Result<(PathBuf, PathBuf), String>) -> Result<(), Error> {
+    if let Err(why) = paths {
+        eprintln!("MiniLM peak RSS skipped: {why}");
+        return Ok(());
+    }
+    if !cfg!(target_os = "linux") {
+        eprintln!("MiniLM peak RSS skipped: reads /proc/self/status (Linux)");
+        return Ok(());
+    }
+    for (which, shape) in [("short", "batch 3 x seq 10"), ("long", "batch 2 x seq 128")] {
+        let out = std::process::Command::new(std::env::current_exe()?)
+            .args(["--rss-probe", which])
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<f64> = text
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if !out.status.success() || v.len() != 3 {
+            eprintln!(
+                "minilm_l6 peak RSS ({shape}): probe failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            continue;
+        }
+        println!(
+            "minilm_l6 peak RSS ({shape}, bert_embed's work): {:.1} MB = {:.2} x (params {:.2} MB + planned arena {:.2} MB); target <= 1.3",
+            v[2] / 1e6,
+            v[2] / (v[0] + v[1]),
+            v[0] / 1e6,
+            v[1] / 1e6
+        );
+    }
+    Ok(())
 }
 
 /// Prints the MiniLM rows (those `wanted` selects) at each thread count.
