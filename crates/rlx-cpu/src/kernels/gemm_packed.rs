@@ -37,6 +37,12 @@ pub const PACKED_MIN_ROWS: usize = 4;
 /// none.
 const DEPTH_BLOCK: usize = 2048;
 
+thread_local! {
+    /// [`panels_product`]'s packed rows of `a`, reused by the next call on
+    /// this thread.
+    static A_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// The SIMD flavour the tiles are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Isa {
@@ -65,6 +71,9 @@ fn isa() -> Option<Isa> {
 pub fn panel_width() -> Option<usize> {
     isa().map(|i| tile_shape(i).1)
 }
+
+/// The tallest register tile of any flavour.
+const MAX_MR: usize = 8;
 
 /// (rows, columns) of the register tile.
 fn tile_shape(isa: Isa) -> (usize, usize) {
@@ -174,7 +183,10 @@ fn panels_product(
     let mr = tile_shape(isa).0;
     let kc = DEPTH_BLOCK.min(k);
     let chunk_rows = (ROW_CHUNK_BYTES / (4 * kc)).max(1).div_ceil(mr) * mr;
-    let mut a_packed = vec![0f32; chunk_rows.min(m.next_multiple_of(mr)) * kc];
+    // The packed rows live in a per-thread buffer kept between calls: a
+    // fresh one (100-300 KiB) cost an mmap, page faults and zeroing per call.
+    let mut a_packed = A_SCRATCH.take();
+    a_packed.resize(chunk_rows.min(m.next_multiple_of(mr)) * kc, 0.0);
     let mut narrow = Vec::new();
     let mut r0 = 0;
     while r0 < m {
@@ -231,6 +243,7 @@ fn panels_product(
         }
         r0 += rows;
     }
+    A_SCRATCH.set(a_packed);
 }
 
 /// One register tile's work: `rows x cols` of `c` (+)= `a @ b` over
@@ -263,18 +276,19 @@ fn pack_rows(
     let depth = cols.len();
     for t in 0..rows.div_ceil(mr) {
         let tile = &mut out[t * mr * depth..(t + 1) * mr * depth];
-        for i in 0..mr {
-            let r = t * mr + i;
-            if r < rows {
-                let src = &a[r * k + cols.start..r * k + cols.end];
-                for (p, &v) in src.iter().enumerate() {
-                    tile[p * mr + i] = v;
-                }
-            } else {
-                for p in 0..depth {
-                    tile[p * mr + i] = 0.0;
-                }
+        let live = mr.min(rows - t * mr);
+        // The tile's rows, read side by side; each step writes one
+        // contiguous group of `mr` values.
+        let mut srcs: [&[f32]; MAX_MR] = [&[]; MAX_MR];
+        for (i, src) in srcs.iter_mut().enumerate().take(live) {
+            let r = (t * mr + i) * k;
+            *src = &a[r + cols.start..r + cols.end];
+        }
+        for (p, group) in tile.chunks_exact_mut(mr).enumerate() {
+            for (d, src) in group.iter_mut().zip(&srcs[..live]) {
+                *d = src[p];
             }
+            group[live..].fill(0.0);
         }
     }
 }
