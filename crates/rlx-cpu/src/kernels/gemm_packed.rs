@@ -277,6 +277,15 @@ fn pack_rows(
     for t in 0..rows.div_ceil(mr) {
         let tile = &mut out[t * mr * depth..(t + 1) * mr * depth];
         let live = mr.min(rows - t * mr);
+        if live == mr {
+            let row = |i: usize| &a[(t * mr + i) * k + cols.start..(t * mr + i) * k + cols.end];
+            match mr {
+                6 => pack_full_tile::<6>(std::array::from_fn(row), tile),
+                8 => pack_full_tile::<8>(std::array::from_fn(row), tile),
+                _ => pack_any_tile(&(0..mr).map(row).collect::<Vec<_>>(), tile, mr),
+            }
+            continue;
+        }
         // The tile's rows, read side by side; each step writes one
         // contiguous group of `mr` values.
         let mut srcs: [&[f32]; MAX_MR] = [&[]; MAX_MR];
@@ -289,6 +298,27 @@ fn pack_rows(
                 *d = src[p];
             }
             group[live..].fill(0.0);
+        }
+    }
+}
+
+/// Interleaves `MR` full rows (`depth` values each) into `out`
+/// (`[depth][MR]`); fixed `MR` lets the copy run without per-element checks.
+fn pack_full_tile<const MR: usize>(rows: [&[f32]; MR], out: &mut [f32]) {
+    let depth = rows[0].len();
+    let rows: [&[f32]; MR] = rows.map(|r| &r[..depth]);
+    for (p, group) in out[..depth * MR].chunks_exact_mut(MR).enumerate() {
+        for (d, r) in group.iter_mut().zip(&rows) {
+            *d = r[p];
+        }
+    }
+}
+
+/// [`pack_full_tile`] for any tile height.
+fn pack_any_tile(rows: &[&[f32]], out: &mut [f32], mr: usize) {
+    for (p, group) in out.chunks_exact_mut(mr).enumerate() {
+        for (d, r) in group.iter_mut().zip(rows) {
+            *d = r[p];
         }
     }
 }
