@@ -159,6 +159,12 @@ impl Packing {
     }
 }
 
+fn f32s(buf: &AlignedBuf) -> &[f32] {
+    let bytes = buf.bytes();
+    // SAFETY: the buffer is 64-byte aligned and holds `len / 4` f32s' bytes.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) }
+}
+
 fn f32s_mut(buf: &mut AlignedBuf) -> &mut [f32] {
     let len = buf.len / 4;
     // SAFETY: the buffer is 64-byte aligned and holds `len` f32s' bytes.
@@ -244,13 +250,9 @@ impl CpuExecutable {
         }
         let nr = self.packing.panel.expect("packed with a panel width");
         let (k, n) = self.packing.matrices[p];
-        let panels: Vec<f32> = buf
-            .bytes()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let panels = f32s(buf);
         let mut plain = vec![0f32; panels.len()];
-        gemm_packed::unpack(&panels, k, n, nr, &mut plain);
-        Some(plain.iter().flat_map(|v| v.to_le_bytes()).collect())
+        gemm_packed::unpack(panels, k, n, nr, &mut plain);
+        Some(crate::kernels::f32_bytes(&plain).to_vec())
     }
 }

@@ -90,17 +90,30 @@ fn panel_cols(j: usize, n: usize, nr: usize) -> usize {
     nr.min(n - j * nr)
 }
 
+/// For each row of each panel of a `[k, n]` matrix cut every `nr`
+/// columns: where its values lie in the plain matrix and in the packed one.
+fn panel_rows(
+    k: usize,
+    n: usize,
+    nr: usize,
+) -> impl Iterator<Item = (std::ops::Range<usize>, std::ops::Range<usize>)> {
+    (0..n.div_ceil(nr)).flat_map(move |j| {
+        let w = panel_cols(j, n, nr);
+        (0..k).map(move |p| {
+            let plain = p * n + j * nr;
+            let packed = j * nr * k + p * w;
+            (plain..plain + w, packed..packed + w)
+        })
+    })
+}
+
 /// Packs row-major `b` (one or more `[k, n]` matrices, one after the
 /// other) into `out` (same length) as panels of `nr` columns per matrix.
 pub fn pack(b: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
     assert!(nr > 0 && k * n > 0 && b.len() == out.len() && b.len().is_multiple_of(k * n));
     for (b, out) in b.chunks_exact(k * n).zip(out.chunks_exact_mut(k * n)) {
-        for j in 0..n.div_ceil(nr) {
-            let w = panel_cols(j, n, nr);
-            let panel = &mut out[j * nr * k..j * nr * k + k * w];
-            for (p, dst) in panel.chunks_exact_mut(w).enumerate() {
-                dst.copy_from_slice(&b[p * n + j * nr..p * n + j * nr + w]);
-            }
+        for (plain, packed) in panel_rows(k, n, nr) {
+            out[packed].copy_from_slice(&b[plain]);
         }
     }
 }
@@ -109,12 +122,8 @@ pub fn pack(b: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
 pub fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
     assert!(nr > 0 && k * n > 0 && packed.len() == out.len() && packed.len().is_multiple_of(k * n));
     for (packed, out) in packed.chunks_exact(k * n).zip(out.chunks_exact_mut(k * n)) {
-        for j in 0..n.div_ceil(nr) {
-            let w = panel_cols(j, n, nr);
-            let panel = &packed[j * nr * k..j * nr * k + k * w];
-            for (p, src) in panel.chunks_exact(w).enumerate() {
-                out[p * n + j * nr..p * n + j * nr + w].copy_from_slice(src);
-            }
+        for (plain, at) in panel_rows(k, n, nr) {
+            out[plain].copy_from_slice(&packed[at]);
         }
     }
 }
@@ -277,47 +286,35 @@ fn pack_rows(
     for t in 0..rows.div_ceil(mr) {
         let tile = &mut out[t * mr * depth..(t + 1) * mr * depth];
         let live = mr.min(rows - t * mr);
-        if live == mr {
-            let row = |i: usize| &a[(t * mr + i) * k + cols.start..(t * mr + i) * k + cols.end];
-            match mr {
-                6 => pack_full_tile::<6>(std::array::from_fn(row), tile),
-                8 => pack_full_tile::<8>(std::array::from_fn(row), tile),
-                _ => pack_any_tile(&(0..mr).map(row).collect::<Vec<_>>(), tile, mr),
-            }
-            continue;
-        }
-        // The tile's rows, read side by side; each step writes one
-        // contiguous group of `mr` values.
         let mut srcs: [&[f32]; MAX_MR] = [&[]; MAX_MR];
         for (i, src) in srcs.iter_mut().enumerate().take(live) {
             let r = (t * mr + i) * k;
             *src = &a[r + cols.start..r + cols.end];
         }
-        for (p, group) in tile.chunks_exact_mut(mr).enumerate() {
-            for (d, src) in group.iter_mut().zip(&srcs[..live]) {
-                *d = src[p];
+        // Full tiles of the usual heights copy through a fixed-size array
+        // (no per-element checks); others go value by value, zero-padded.
+        match (live == mr, mr) {
+            (true, 6) => interleave::<6>(&srcs, tile),
+            (true, 8) => interleave::<8>(&srcs, tile),
+            _ => {
+                for (p, group) in tile.chunks_exact_mut(mr).enumerate() {
+                    for (d, src) in group.iter_mut().zip(&srcs[..live]) {
+                        *d = src[p];
+                    }
+                    group[live..].fill(0.0);
+                }
             }
-            group[live..].fill(0.0);
         }
     }
 }
 
-/// Interleaves `MR` full rows (`depth` values each) into `out`
-/// (`[depth][MR]`); fixed `MR` lets the copy run without per-element checks.
-fn pack_full_tile<const MR: usize>(rows: [&[f32]; MR], out: &mut [f32]) {
-    let depth = rows[0].len();
-    let rows: [&[f32]; MR] = rows.map(|r| &r[..depth]);
+/// Interleaves the first `MR` rows of `srcs` (`depth` values each) into
+/// `out` (`[depth][MR]`).
+fn interleave<const MR: usize>(srcs: &[&[f32]; MAX_MR], out: &mut [f32]) {
+    let depth = srcs[0].len();
+    let rows: [&[f32]; MR] = std::array::from_fn(|i| &srcs[i][..depth]);
     for (p, group) in out[..depth * MR].chunks_exact_mut(MR).enumerate() {
         for (d, r) in group.iter_mut().zip(&rows) {
-            *d = r[p];
-        }
-    }
-}
-
-/// [`pack_full_tile`] for any tile height.
-fn pack_any_tile(rows: &[&[f32]], out: &mut [f32], mr: usize) {
-    for (p, group) in out.chunks_exact_mut(mr).enumerate() {
-        for (d, r) in group.iter_mut().zip(rows) {
             *d = r[p];
         }
     }
