@@ -1,18 +1,24 @@
-//! Packed-weight GEMM (`kernels::gemm_packed`) next to the library GEMM on
-//! the MiniLM-L6 projection shapes, with the weights warm in cache and cold
+//! Packed-weight GEMM (`kernels::gemm_packed`) and the GEMM that packs per
+//! call (`kernels::gemm_blocked`) next to faer on the MiniLM-L6 projection
+//! shapes and square ones, with the weights warm in cache and cold
 //! (cycling through more weight bytes than the L3 holds):
-//! `cargo run --release -p rlx-cpu --example packed_gemm [threads]`.
+//! `cargo run --release -p rlx-cpu --example packed_gemm [threads [MxKxN]]`.
 
 use rlx_cpu::kernels::gemm::{GemmFloat, Strided};
-use rlx_cpu::kernels::gemm_packed;
+use rlx_cpu::kernels::{gemm_blocked, gemm_packed};
 use std::time::Instant;
 
-fn min_time(runs: usize, mut f: impl FnMut(usize)) -> f64 {
-    let mut best = f64::INFINITY;
+/// Best time of each of `kernels`, run in turn `runs` times (interleaved,
+/// so a slow phase of a noisy host hits them alike).
+fn min_times<const K: usize>(runs: usize, kernels: [&mut dyn FnMut(usize); K]) -> [f64; K] {
+    let mut best = [f64::INFINITY; K];
+    let mut kernels = kernels;
     for r in 0..runs {
-        let t = Instant::now();
-        f(r);
-        best = best.min(t.elapsed().as_secs_f64());
+        for (f, b) in kernels.iter_mut().zip(&mut best) {
+            let t = Instant::now();
+            f(r);
+            *b = b.min(t.elapsed().as_secs_f64());
+        }
     }
     best
 }
@@ -27,7 +33,10 @@ fn main() {
         println!("no packed GEMM tile on this CPU");
         return;
     };
-    for (m, k, n) in [
+    let only: Option<Vec<usize>> = std::env::args()
+        .nth(2)
+        .map(|s| s.split('x').filter_map(|d| d.parse().ok()).collect());
+    let shapes = [
         (16, 384, 1152),
         (16, 384, 384),
         (16, 384, 1536),
@@ -37,9 +46,16 @@ fn main() {
         (128, 1536, 384),
         (1024, 384, 1536),
         (1024, 1536, 384),
-    ] {
+        (512, 512, 512),
+        (1024, 1024, 1024),
+        (2048, 2048, 2048),
+    ];
+    for (m, k, n) in shapes {
+        if only.as_ref().is_some_and(|o| o[..] != [m, k, n]) {
+            continue;
+        }
         // Enough distinct weights to overflow a 32 MiB L3 when cycled.
-        let copies = (48 << 20) / (k * n * 4) + 1;
+        let copies = ((48 << 20) / (k * n * 4) + 1).min(4);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
         let plain: Vec<Vec<f32>> = (0..copies)
             .map(|c| (0..k * n).map(|i| ((i + c) % 5) as f32 * 0.1).collect())
@@ -58,23 +74,34 @@ fn main() {
         let mut line = format!("{m:>5}x{k:>5}x{n:>5}:");
         for cold in [false, true] {
             let pick = |r: usize| if cold { r % copies } else { 0 };
-            let faer = min_time(runs, |r| {
-                f32::gemm(
+            let views = |r: usize| {
+                (
                     Strided::row_major(&a, 0, m, k),
                     Strided::row_major(&plain[pick(r)], 0, k, n),
-                    &mut c,
-                    threads,
                 )
-            });
-            let ours = min_time(runs, |r| {
-                gemm_packed::matmul(&a, m, k, &packed[pick(r)], n, nr, &mut c)
-            });
+            };
+            let mut c2 = c.clone();
+            let mut c3 = c.clone();
+            let [faer, blocked, ours] = min_times(
+                runs,
+                [
+                    &mut |r| {
+                        let (av, bv) = views(r);
+                        f32::gemm(av, bv, &mut c, threads)
+                    },
+                    &mut |r| {
+                        let (av, bv) = views(r);
+                        gemm_blocked::gemm(av, bv, &mut c2, false, threads)
+                    },
+                    &mut |r| gemm_packed::matmul(&a, m, k, &packed[pick(r)], n, nr, &mut c3),
+                ],
+            );
             line += &format!(
-                "  {}: faer {:>6.1} packed {:>6.1} GFLOP/s ({:.2}x)",
+                "  {}: faer {:>6.1} blocked {:>6.1} packed {:>6.1} GFLOP/s",
                 if cold { "cold" } else { "warm" },
                 flops / faer / 1e9,
+                flops / blocked / 1e9,
                 flops / ours / 1e9,
-                ours / faer
             );
         }
         println!("{line}");

@@ -5,17 +5,20 @@
 //!
 //! ```text
 //! cargo run --release -p rlx-bench --example compare -- \
-//!     [--threads 1,2] [--only matmul] [--quick] [--no-ref] [--python PATH]
+//!     [--threads 1,2] [--only matmul] [--quick] [--no-ref] [--python PATH] \
+//!     [--rounds N]
 //! ```
+//! `--rounds N` measures each row N times, RLX and reference in turn, and
+//! keeps each side's best statistics ([`rounds`]).
 //! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
 //! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
 //! (the fp32 export ONNX Runtime and the ONNX import path run); their
 //! peak-RSS line comes from the same binary re-run as `--rss-probe`.
 mod minilm;
+mod rounds;
 
 use rlx_bench::reference::{run_reference_with, ReferenceTiming};
 use rlx_bench::{kernel, patterns, run_benchmark, BenchConfig, BenchError, BenchResult};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,6 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|t| t.trim().parse())
         .collect::<Result<_, _>>()?;
     let only = value("--only");
+    let rounds: usize = value("--rounds").map_or(Ok(1), |r| r.trim().parse())?;
     let cfg = if args.iter().any(|a| a == "--quick") {
         BenchConfig::quick()
     } else {
@@ -59,17 +63,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok((_, onnx)) => vec!["--onnx".into(), onnx.display().to_string()],
         Err(_) => Vec::new(),
     };
-    let mut refs: HashMap<(String, usize), Option<ReferenceTiming>> = HashMap::new();
     let mut reference = |name: &str, t: usize| -> Result<Option<ReferenceTiming>, BenchError> {
         if !use_ref {
             return Ok(None);
         }
-        let key = (name.to_string(), t);
-        if !refs.contains_key(&key) {
-            let r = run_reference_with(&python, &script, name, t, &extra)?;
-            refs.insert(key.clone(), r);
-        }
-        Ok(refs[&key].clone())
+        run_reference_with(&python, &script, name, t, &extra)
     };
     let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
 
@@ -83,14 +81,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
-            let r = run_benchmark(&p, &cfg)?;
-            row(&p.name, t, &r, reference(&p.name, t)?.as_ref());
+            let (r, x) =
+                rounds::alternate(rounds, || run_benchmark(&p, &cfg), || reference(&p.name, t))?;
+            row(&p.name, t, &r, x.as_ref());
         }
     }
     minilm::rows(
         minilm_paths.clone(),
         &threads,
         &cfg,
+        rounds,
         &wanted,
         &mut reference,
         row,
@@ -107,9 +107,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
-            let r = kernel::matmul_kernel(m, k, n, &cfg)?;
+            let name = kernel::kernel_name(m, k, n);
+            let (r, x) = rounds::alternate(
+                rounds,
+                || kernel::matmul_kernel(m, k, n, &cfg),
+                || reference(&name, t),
+            )?;
             let label = format!("{} (kernel only)", r.name);
-            row(&label, t, &r, reference(&r.name, t)?.as_ref());
+            row(&label, t, &r, x.as_ref());
         }
     }
     // bf16 operands on the vdpbf16ps kernel (f32 accumulation), against
@@ -120,9 +125,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
-            let r = kernel::typed_matmul_kernel(n, n, n, rlx_ir::DType::BF16, &cfg)?;
+            let (r, x) = rounds::alternate(
+                rounds,
+                || kernel::typed_matmul_kernel(n, n, n, rlx_ir::DType::BF16, &cfg),
+                || reference(&format!("matmul_bf16_{n}"), t),
+            )?;
             let label = format!("{} (kernel only)", r.name);
-            row(&label, t, &r, reference(&r.name, t)?.as_ref());
+            row(&label, t, &r, x.as_ref());
         }
     }
     if wanted("minilm_l6 peak RSS") {

@@ -200,6 +200,7 @@ pub fn rows(
     paths: Result<(PathBuf, PathBuf), String>,
     threads: &[usize],
     cfg: &BenchConfig,
+    rounds: usize,
     wanted: &dyn Fn(&str) -> bool,
     reference: &mut Reference,
     row: Row,
@@ -233,15 +234,27 @@ pub fn rows(
             let graph_label = format!("{id} (graph API)");
             if wanted(&graph_label) {
                 let compiled = encoder.compiled(b, s)?;
-                let samples = time_iterations(cfg, || compiled.try_run_typed(&feed).map(drop))?;
-                let r = BenchResult::from_samples(&id, fl, samples);
-                row(&graph_label, t, &r, reference(&id, t)?.as_ref());
+                let (r, x) = super::rounds::alternate(
+                    rounds,
+                    || {
+                        time_iterations(cfg, || compiled.try_run_typed(&feed).map(drop))
+                            .map(|samples| BenchResult::from_samples(&id, fl, samples))
+                    },
+                    || reference(&id, t),
+                )?;
+                row(&graph_label, t, &r, x.as_ref());
             }
             let onnx_label = format!("{id} (ONNX import)");
             if wanted(&onnx_label) {
-                let samples = time_iterations(cfg, || imported.run(&feed).map(drop))?;
-                let r = BenchResult::from_samples(&id, fl, samples);
-                row(&onnx_label, t, &r, reference(&id, t)?.as_ref());
+                let (r, x) = super::rounds::alternate(
+                    rounds,
+                    || {
+                        time_iterations(cfg, || imported.run(&feed).map(drop))
+                            .map(|samples| BenchResult::from_samples(&id, fl, samples))
+                    },
+                    || reference(&id, t),
+                )?;
+                row(&onnx_label, t, &r, x.as_ref());
             }
         }
     }

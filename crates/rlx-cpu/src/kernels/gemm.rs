@@ -3,15 +3,16 @@
 //! Products go to faer's packed SIMD GEMM (it picks AVX-512 / AVX2 kernels at
 //! run time), read in place through strided views, so transposed operands and
 //! batch slices are never copied. f32 products with one row (M = 1) use our
-//! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there.
+//! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there;
+//! tall and deep f32 products our own packed tiles ([`super::gemm_blocked`]).
 //!
 //! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
 //! available cores. A large product is split into one block of columns (or
 //! rows) per thread, each a single-thread faer GEMM, run as one job of
 //! [`crate::team`]; products below a grain stay on the calling thread.
 
-use super::gemv;
 use super::scalar::Real;
+use super::{gemm_blocked, gemv};
 use crate::team;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -84,7 +85,7 @@ impl<'a, T> Strided<'a, T> {
 
     /// Panics unless every element the view names lies inside `data`: the
     /// raw-pointer views below rely on it.
-    fn check(&self) {
+    pub(super) fn check(&self) {
         assert!(
             self.end() <= self.data.len(),
             "strided view reads past its buffer ({} > {})",
@@ -227,10 +228,16 @@ impl GemmFloat for f32 {
             gemv::vec_mat(&x, b, c, threads);
             return;
         }
+        if gemm_blocked::prefers(a.rows, a.cols, b.cols) {
+            return gemm_blocked::gemm(a, b, c, false, threads);
+        }
         faer_gemm(a, b, c, Accum::Replace, threads)
     }
 
     fn gemm_add(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
+        if gemm_blocked::prefers(a.rows, a.cols, b.cols) {
+            return gemm_blocked::gemm(a, b, c, true, threads);
+        }
         faer_gemm(a, b, c, Accum::Add, threads)
     }
 }

@@ -13,6 +13,8 @@
 //! product is bit-identical however its weight is stacked or its rows are
 //! blocked (the fusion passes rely on that).
 
+use super::gemm::Strided;
+use super::gemm_tile::{isa, pack_a, run_tile, tile_shape, Isa, Tile};
 use crate::team;
 
 /// Rows of the left operand packed at a time: their packed copy stays in
@@ -43,50 +45,14 @@ thread_local! {
     static A_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The SIMD flavour the tiles are compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Isa {
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-fn isa() -> Option<Isa> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return Some(Isa::Avx512);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return Some(Isa::Avx2);
-        }
-    }
-    None
-}
-
 /// Panel width of packed weights on this CPU, or `None` where products
 /// stay with the library GEMM (no FMA SIMD tile here).
 pub fn panel_width() -> Option<usize> {
     isa().map(|i| tile_shape(i).1)
 }
 
-/// The tallest register tile of any flavour.
-const MAX_MR: usize = 8;
-
-/// (rows, columns) of the register tile.
-fn tile_shape(isa: Isa) -> (usize, usize) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => (8, 32),
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => (6, 16),
-    }
-}
-
 /// Width of panel `j` of an `n`-column matrix cut every `nr` columns.
-fn panel_cols(j: usize, n: usize, nr: usize) -> usize {
+pub(super) fn panel_cols(j: usize, n: usize, nr: usize) -> usize {
     nr.min(n - j * nr)
 }
 
@@ -169,26 +135,29 @@ fn matmul_in_parts(
     team::parallel_for(ranges.len(), |p| {
         // SAFETY: each part writes only the columns of its own panels.
         let c = unsafe { out.range(0..m * n) };
-        panels_product(isa, a, m, k, b, n, nr, ranges[p].clone(), c);
+        let a = Strided::row_major(a, 0, m, k);
+        panels_product(isa, a, b, n, nr, ranges[p].clone(), c, n, false);
     });
 }
 
-/// Columns of panels `panels` of `c`: chunk of rows by chunk of rows, and
-/// within a chunk block of depth by block of depth (a tile's slices of `a`
-/// and of a panel then stay in L1); a later block adds to what the earlier
-/// ones stored, so each element is still one chain over `k` in order.
+/// Columns of panels `panels` of `c` (row stride `ldc`; `+=` when
+/// `add`): chunk of rows by chunk of rows, and within a chunk block of
+/// depth by block of depth (a tile's slices of `a` and of a panel then
+/// stay in L2); a later block adds to what the earlier ones stored, so
+/// each element is still one chain over `k` in order.
 #[allow(clippy::too_many_arguments)]
-fn panels_product(
+pub(super) fn panels_product(
     isa: Isa,
-    a: &[f32],
-    m: usize,
-    k: usize,
+    a: Strided<f32>,
     b: &[f32],
     n: usize,
     nr: usize,
     panels: std::ops::Range<usize>,
     c: &mut [f32],
+    ldc: usize,
+    add: bool,
 ) {
+    let (m, k) = (a.rows, a.cols);
     let mr = tile_shape(isa).0;
     let kc = DEPTH_BLOCK.min(k);
     let chunk_rows = (ROW_CHUNK_BYTES / (4 * kc)).max(1).div_ceil(mr) * mr;
@@ -203,14 +172,7 @@ fn panels_product(
         let tiles = rows.div_ceil(mr);
         for k0 in (0..k).step_by(kc) {
             let depth = kc.min(k - k0);
-            pack_rows(
-                &a[r0 * k..(r0 + rows) * k],
-                rows,
-                k,
-                k0..k0 + depth,
-                mr,
-                &mut a_packed,
-            );
+            pack_a(a, r0..r0 + rows, k0..k0 + depth, mr, &mut a_packed);
             for j in panels.clone() {
                 let w = panel_cols(j, n, nr);
                 let full = &b[j * nr * k..j * nr * k + k * w];
@@ -243,10 +205,10 @@ fn panels_product(
                         ahead: if t == 0 { next } else { None },
                         rows: mr.min(m - row),
                         cols: w,
-                        accumulate: k0 > 0,
+                        accumulate: add || k0 > 0,
                     };
                     // SAFETY: the tile was compiled for `isa`, detected above.
-                    unsafe { run_tile(isa, &tile, &mut c[row * n + j * nr..], n) };
+                    unsafe { run_tile(isa, &tile, &mut c[row * ldc + j * nr..], ldc) };
                 }
             }
         }
@@ -255,193 +217,10 @@ fn panels_product(
     A_SCRATCH.set(a_packed);
 }
 
-/// One register tile's work: `rows x cols` of `c` (+)= `a @ b` over
-/// `depth` steps.
-struct Tile<'a> {
-    depth: usize,
-    /// `[depth][MR]`: the tile's rows of the left operand.
-    a: &'a [f32],
-    /// `[depth][NR]`: the panel block.
-    b: &'a [f32],
-    /// The next panel block to prefetch while this one is read.
-    ahead: Option<&'a [f32]>,
-    rows: usize,
-    cols: usize,
-    /// Add to `c` (a later depth block) instead of overwriting it.
-    accumulate: bool,
-}
-
-/// Copies columns `cols` of `rows` rows of `a` (`[rows, k]`) into `out`
-/// as tiles of `mr` rows, each k-major (`[depth][mr]`), the missing rows
-/// of the last tile zero.
-fn pack_rows(
-    a: &[f32],
-    rows: usize,
-    k: usize,
-    cols: std::ops::Range<usize>,
-    mr: usize,
-    out: &mut [f32],
-) {
-    let depth = cols.len();
-    for t in 0..rows.div_ceil(mr) {
-        let tile = &mut out[t * mr * depth..(t + 1) * mr * depth];
-        let live = mr.min(rows - t * mr);
-        let mut srcs: [&[f32]; MAX_MR] = [&[]; MAX_MR];
-        for (i, src) in srcs.iter_mut().enumerate().take(live) {
-            let r = (t * mr + i) * k;
-            *src = &a[r + cols.start..r + cols.end];
-        }
-        // Full tiles of the usual heights copy through a fixed-size array
-        // (no per-element checks); others go value by value, zero-padded.
-        match (live == mr, mr) {
-            (true, 6) => interleave::<6>(&srcs, tile),
-            (true, 8) => interleave::<8>(&srcs, tile),
-            _ => {
-                for (p, group) in tile.chunks_exact_mut(mr).enumerate() {
-                    for (d, src) in group.iter_mut().zip(&srcs[..live]) {
-                        *d = src[p];
-                    }
-                    group[live..].fill(0.0);
-                }
-            }
-        }
-    }
-}
-
-/// Interleaves the first `MR` rows of `srcs` (`depth` values each) into
-/// `out` (`[depth][MR]`).
-fn interleave<const MR: usize>(srcs: &[&[f32]; MAX_MR], out: &mut [f32]) {
-    let depth = srcs[0].len();
-    let rows: [&[f32]; MR] = std::array::from_fn(|i| &srcs[i][..depth]);
-    for (p, group) in out[..depth * MR].chunks_exact_mut(MR).enumerate() {
-        for (d, r) in group.iter_mut().zip(&rows) {
-            *d = r[p];
-        }
-    }
-}
-
-/// # Safety
-/// The CPU must have the features of `isa`.
-unsafe fn run_tile(isa: Isa, tile: &Tile, c: &mut [f32], ldc: usize) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => tile_avx512(tile, c, ldc),
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => tile_avx2(tile, c, ldc),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn tile_avx512(t: &Tile, c: &mut [f32], ldc: usize) {
-    match t.rows {
-        1 => tile::<1, 8, 32>(t, c, ldc),
-        2 => tile::<2, 8, 32>(t, c, ldc),
-        3 => tile::<3, 8, 32>(t, c, ldc),
-        4 => tile::<4, 8, 32>(t, c, ldc),
-        5 => tile::<5, 8, 32>(t, c, ldc),
-        6 => tile::<6, 8, 32>(t, c, ldc),
-        7 => tile::<7, 8, 32>(t, c, ldc),
-        _ => tile::<8, 8, 32>(t, c, ldc),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2(t: &Tile, c: &mut [f32], ldc: usize) {
-    match t.rows {
-        1 => tile::<1, 6, 16>(t, c, ldc),
-        2 => tile::<2, 6, 16>(t, c, ldc),
-        3 => tile::<3, 6, 16>(t, c, ldc),
-        4 => tile::<4, 6, 16>(t, c, ldc),
-        5 => tile::<5, 6, 16>(t, c, ldc),
-        _ => tile::<6, 6, 16>(t, c, ldc),
-    }
-}
-
-/// One register tile of `R` rows (`R <= MR`, the packed tile height) by
-/// `NR` columns: the accumulators live in registers across the whole
-/// depth loop (fixed-size arrays the compiler keeps in vector registers),
-/// then the tile's columns are stored.
-#[inline(always)]
-fn tile<const R: usize, const MR: usize, const NR: usize>(t: &Tile, c: &mut [f32], ldc: usize) {
-    let mut acc = [[0f32; NR]; R];
-    if t.accumulate {
-        for (i, row) in acc.iter_mut().enumerate() {
-            row[..t.cols].copy_from_slice(&c[i * ldc..i * ldc + t.cols]);
-        }
-    }
-    let steps = t.a[..t.depth * MR]
-        .chunks_exact(MR)
-        .zip(t.b[..t.depth * NR].chunks_exact(NR));
-    match t.ahead {
-        Some(next) => {
-            for (p, (ap, bp)) in steps.enumerate() {
-                // One cache line of the next panel per 16 floats of this one.
-                for line in (0..NR).step_by(16) {
-                    prefetch(next.as_ptr().wrapping_add(p * NR + line));
-                }
-                tile_step::<R, MR, NR>(&mut acc, ap, bp);
-            }
-        }
-        None => {
-            for (ap, bp) in steps {
-                tile_step::<R, MR, NR>(&mut acc, ap, bp);
-            }
-        }
-    }
-    for (i, row) in acc.iter().enumerate() {
-        c[i * ldc..i * ldc + t.cols].copy_from_slice(&row[..t.cols]);
-    }
-}
-
-/// One `k` step of a tile: `acc[i][j] += a[i] * b[j]`, fused.
-#[inline(always)]
-fn tile_step<const R: usize, const MR: usize, const NR: usize>(
-    acc: &mut [[f32; NR]; R],
-    a: &[f32],
-    b: &[f32],
-) {
-    let a: &[f32; MR] = a.try_into().expect("MR values");
-    let b: &[f32; NR] = b.try_into().expect("NR values");
-    for i in 0..R {
-        for j in 0..NR {
-            acc[i][j] = a[i].mul_add(b[j], acc[i][j]);
-        }
-    }
-}
-
-/// Asks for the cache line at `p` into L2 (never dereferenced; a prefetch
-/// does not fault, so `p` may lie past the panel). Into L2, not L1: a
-/// panel (24-98 KiB on MiniLM) fetched a panel ahead into L1 evicted
-/// itself before use (the loads of B were 37% of the tile's samples), and
-/// MiniLM b1 s16 went 7.1 -> 5.7 ms at 1 thread with the L2 hint.
-#[inline(always)]
-fn prefetch(p: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching reads no memory architecturally and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::gemm_tile::test_values as values;
     use super::*;
-
-    fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % 2001) as f32 / 1000.0 - 1.0
-            })
-            .collect()
-    }
 
     #[test]
     fn pack_then_unpack_is_the_identity() {
