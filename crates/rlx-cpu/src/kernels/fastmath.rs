@@ -10,11 +10,40 @@
 
 use super::scalar::Real;
 
-/// Defines `pub fn $name(x: &[f32], y: &mut [f32])`, `y[i] = $one(x[i])`:
-/// the loop built for AVX-512, for AVX2 + FMA and for the baseline, the
-/// best the CPU runs picked at run time.
+/// Runs `$each(args..)` built for AVX-512, for AVX2 + FMA or for the
+/// baseline, the best the CPU runs picked at run time.
+macro_rules! dispatch {
+    ($each:ident($($arg:ident: $ty:ty),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn avx512($($arg: $ty),*) {
+            $each($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2($($arg: $ty),*) {
+            $each($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+            return unsafe { avx512($($arg),*) };
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { avx2($($arg),*) };
+        }
+        $each($($arg),*)
+    }};
+}
+
+/// Defines `pub fn $name(x: &[f32], y: &mut [f32])`, `y[i] = $one(x[i])`,
+/// and `pub fn $biased(y: &mut [f32], bias: &[f32])`,
+/// `y[i] = $one(y[i] + bias[i])` in one pass (a matmul's bias +
+/// activation epilogue), each vectorised as [`dispatch`] says.
 macro_rules! vectorised_map {
-    ($(#[$doc:meta])* $name:ident, $one:expr) => {
+    ($(#[$doc:meta])* $name:ident, $biased:ident, $one:expr) => {
         $(#[$doc])*
         pub fn $name(x: &[f32], y: &mut [f32]) {
             assert_eq!(x.len(), y.len(), concat!(stringify!($name), " operand lengths"));
@@ -24,29 +53,19 @@ macro_rules! vectorised_map {
                     *o = $one(v);
                 }
             }
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx2,fma")]
-            unsafe fn avx512(x: &[f32], y: &mut [f32]) {
-                each(x, y)
+            dispatch!(each(x: &[f32], y: &mut [f32]))
+        }
+
+        #[doc = concat!("`y[i] = ", stringify!($name), "(y[i] + bias[i])` in one pass.")]
+        pub fn $biased(y: &mut [f32], bias: &[f32]) {
+            assert_eq!(y.len(), bias.len(), concat!(stringify!($biased), " operand lengths"));
+            #[inline(always)]
+            fn each(y: &mut [f32], bias: &[f32]) {
+                for (o, &b) in y.iter_mut().zip(bias) {
+                    *o = $one(*o + b);
+                }
             }
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn avx2(x: &[f32], y: &mut [f32]) {
-                each(x, y)
-            }
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
-                return unsafe { avx512(x, y) };
-            }
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                // SAFETY: the CPU has AVX2 and FMA.
-                return unsafe { avx2(x, y) };
-            }
-            each(x, y)
+            dispatch!(each(y: &mut [f32], bias: &[f32]))
         }
     };
 }
@@ -57,6 +76,7 @@ vectorised_map!(
     /// error below 1.2e-7 over the whole line, so the negative tail keeps its
     /// relative accuracy where `1 + erf` would cancel).
     gelu_f32,
+    gelu_biased_f32,
     |v: f32| 0.5 * v * erfc_f32(-v * std::f32::consts::FRAC_1_SQRT_2)
 );
 
@@ -65,6 +85,7 @@ vectorised_map!(
     /// to x^17 below |x| = 0.55 (where `1 - 2 / (e^2x + 1)` would cancel),
     /// that form with the vectorised [`exp_f32`] above; NaN stays NaN.
     tanh_f32,
+    tanh_biased_f32,
     tanh_one
 );
 
@@ -85,6 +106,19 @@ fn tanh_one(v: f32) -> f32 {
     let large = 1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0);
     let t = if a < 0.55 { small } else { large };
     t.copysign(v)
+}
+
+/// `y = act(y + bias)` over a row in place.
+pub type BiasedActivation = fn(&mut [f32], &[f32]);
+
+/// The one-pass `y = act(y + bias)` of an activation, where there is one.
+pub fn biased_in_place(act: rlx_ir::op::UnaryOp) -> Option<BiasedActivation> {
+    use rlx_ir::op::UnaryOp;
+    match act {
+        UnaryOp::Gelu => Some(gelu_biased_f32),
+        UnaryOp::Tanh => Some(tanh_biased_f32),
+        _ => None,
+    }
 }
 
 /// erfc for f32 (Numerical Recipes `erfcc`, fractional error < 1.2e-7).
@@ -282,6 +316,32 @@ mod tests {
         gelu_f32(&[f32::NAN, f32::INFINITY, -30.0], &mut z);
         assert!(z[0].is_nan());
         assert_eq!(&z[1..], &[f32::INFINITY, -0.0]);
+    }
+
+    #[test]
+    fn biased_activations_match_f64_of_the_sum() {
+        let y0: Vec<f32> = (0..1003).map(|i| (i as f32 - 500.0) * 0.013).collect();
+        let bias: Vec<f32> = (0..1003)
+            .map(|i| ((i * 7) % 11) as f32 * 0.1 - 0.5)
+            .collect();
+        let (mut g, mut t) = (y0.clone(), y0.clone());
+        gelu_biased_f32(&mut g, &bias);
+        tanh_biased_f32(&mut t, &bias);
+        for i in 0..y0.len() {
+            let v = y0[i] + bias[i];
+            let w = 0.5 * v as f64 * erfc_f64(-(v as f64) / 2f64.sqrt());
+            let tol = 4e-7 * (1.0 + (v * v) as f64) * w.abs() + 1e-12;
+            assert!(
+                (g[i] as f64 - w).abs() <= tol,
+                "gelu({v}) = {}, want {w}",
+                g[i]
+            );
+            let w = (v as f64).tanh();
+            assert!(
+                (t[i] as f64 - w).abs() <= 4e-7 * w.abs() + 1e-45,
+                "tanh({v})"
+            );
+        }
     }
 
     #[test]

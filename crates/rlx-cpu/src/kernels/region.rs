@@ -411,7 +411,9 @@ fn bias_epilogue(
     };
     let ranges = team::split(rows, parts, 1);
     Some(team::try_parallel_for(ranges.len(), |p| {
-        let mut scratch = vec![0f32; if unary.is_some() { period } else { 0 }];
+        let fused = unary.and_then(super::fastmath::biased_in_place);
+        let unfused = unary.filter(|_| fused.is_none());
+        let mut scratch = vec![0f32; if unfused.is_some() { period } else { 0 }];
         for r in ranges[p].clone() {
             // SAFETY: the parts' row ranges are disjoint.
             let row = unsafe { o.range(r * period..(r + 1) * period) };
@@ -420,8 +422,12 @@ fn bias_epilogue(
             } else {
                 b
             };
+            if let Some(fused) = fused {
+                fused(row, brow);
+                continue;
+            }
             add_assign_f32(row, brow);
-            if let Some(u) = unary {
+            if let Some(u) = unfused {
                 scratch.copy_from_slice(row);
                 let dims = [period];
                 elementwise::unary(
