@@ -252,7 +252,7 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
 /// `x = x * scale (+ bias)` over a score row, returning its max (NaN if
 /// any score is NaN). The max is kept per lane of 16 so the loop vectorises
 /// (a single running float max does not), and the loop is built for
-/// AVX-512 where the CPU has it.
+/// AVX-512 or AVX2 where the CPU has them.
 fn scale_and_max<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
     #[inline(always)]
     fn each<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
@@ -302,9 +302,19 @@ fn scale_and_max<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
         each(xs, scale, bias)
     }
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
+        each(xs, scale, bias)
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
         return unsafe { avx512(xs, scale, bias) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { avx2(xs, scale, bias) };
     }
     each(xs, scale, bias)
 }

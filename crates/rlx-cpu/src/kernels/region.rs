@@ -449,7 +449,7 @@ fn bias_epilogue(
     }))
 }
 
-/// `o += b`, vectorised for AVX-512 where present.
+/// `o += b`, vectorised for AVX-512 or AVX2 where present.
 fn add_assign_f32(o: &mut [f32], b: &[f32]) {
     #[inline(always)]
     fn each(o: &mut [f32], b: &[f32]) {
@@ -463,9 +463,19 @@ fn add_assign_f32(o: &mut [f32], b: &[f32]) {
         each(o, b)
     }
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2(o: &mut [f32], b: &[f32]) {
+        each(o, b)
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F.
         return unsafe { avx512(o, b) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { avx2(o, b) };
     }
     each(o, b)
 }
