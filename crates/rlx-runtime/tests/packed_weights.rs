@@ -272,35 +272,48 @@ fn constant_weights_are_packed_when_built() {
 }
 
 #[test]
-fn a_weight_also_read_by_a_tall_product_stays_plain() {
-    // 300 rows is past the packed kernel's row limit: the weight stays in
-    // the library GEMM's layout for both products.
-    const TALL: usize = 300;
+fn tall_products_on_a_packed_weight_split_by_rows() {
+    // 640 x 37 x 45 is past the threading grain and taller than wide: the
+    // packed product splits its rows over the team, the fused one runs
+    // blocks of rows with the bias + relu per block; the short product
+    // reads the same packed weight.
+    const TALL: usize = 640;
     let mut g = Graph::new("tall");
     let x = g.input("x", f32s(&[M, K]));
     let xt = g.input("xt", f32s(&[TALL, K]));
+    let xt2 = g.input("xt2", f32s(&[TALL, K]));
     let w = g.param("w", f32s(&[K, N]));
+    let b = g.param("b", f32s(&[N]));
     let y = g.mm(x, w);
     let yt = g.mm(xt, w);
-    g.set_outputs(vec![y, yt]);
+    let pt = g.mm(xt2, w);
+    let biased = g.add(pt, b);
+    let zt = g.relu(biased);
+    g.set_outputs(vec![y, yt, zt]);
     let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
-    let (xv, xtv, wv) = (
+    let (xv, xtv, xt2v, wv, bv) = (
         values(M * K, 1, 1.0),
         values(TALL * K, 2, 1.0),
+        values(TALL * K, 5, 1.0),
         values(K * N, 3, 0.5),
+        values(N, 4, 0.5),
     );
     c.set_param("w", &wv);
+    c.set_param("b", &bv);
+    let tall = product(&xtv, &wv, TALL, K, N);
+    let relu: Vec<f64> = product(&xt2v, &wv, TALL, K, N)
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v + bv[i % N] as f64).max(0.0))
+        .collect();
     for run in 0..2 {
-        let out = c.run(&[("x", &xv), ("xt", &xtv)]);
+        let out = c.run(&[("x", &xv), ("xt", &xtv), ("xt2", &xt2v)]);
         assert_close(
             &out[0],
             &product(&xv, &wv, M, K, N),
             &format!("short, run {run}"),
         );
-        assert_close(
-            &out[1],
-            &product(&xtv, &wv, TALL, K, N),
-            &format!("tall, run {run}"),
-        );
+        assert_close(&out[1], &tall, &format!("tall, run {run}"));
+        assert_close(&out[2], &relu, &format!("relu(xt2 @ w + b), run {run}"));
     }
 }

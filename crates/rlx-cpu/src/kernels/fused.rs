@@ -197,7 +197,7 @@ pub fn fused_matmul(epilogue: &[ChainStep], ins: &[View], out: &mut ViewMut) -> 
     if ins.len() < 2 {
         return Err(format!("fused_matmul: {} inputs", ins.len()));
     }
-    if let Some(done) = fused_matmul_by_rows(epilogue, ins, out) {
+    if let Some(done) = fused_matmul_by_rows(epilogue, ins, None, out) {
         return done;
     }
     linalg::matmul(&ins[..2], out)?;
@@ -208,9 +208,15 @@ pub fn fused_matmul(epilogue: &[ChainStep], ins: &[View], out: &mut ViewMut) -> 
 /// 128 x 1536 f32, 768 KiB) stays in L2 for the epilogue.
 const ROW_BLOCK: usize = 128;
 
+/// A tall f32 product with an epilogue, as blocks of [`ROW_BLOCK`] rows
+/// over the thread team, each block's product on one thread (faer, or the
+/// packed-weight kernel when the weight is packed in panels of `packed`
+/// columns) followed by its epilogue while the block is in L2. `None` when
+/// the product is not tall, or runs on one thread.
 fn fused_matmul_by_rows(
     epilogue: &[ChainStep],
     ins: &[View],
+    packed: Option<usize>,
     out: &mut ViewMut,
 ) -> Option<KernelResult> {
     let (a, b) = (&ins[0], &ins[1]);
@@ -243,12 +249,16 @@ fn fused_matmul_by_rows(
         let r = blocks[p].clone();
         // SAFETY: the blocks' row ranges are disjoint.
         let cb = unsafe { c.range(r.start * n..r.end * n) };
-        f32::gemm(
-            Strided::row_major(xa, r.start * k, r.len(), k),
-            Strided::row_major(xb, 0, k, n),
-            cb,
-            1,
-        );
+        let xr = &xa[r.start * k..r.end * k];
+        match packed {
+            Some(nr) => gemm_packed::matmul_on_this_thread(xr, r.len(), k, xb, n, nr, cb),
+            None => f32::gemm(
+                Strided::row_major(xr, 0, r.len(), k),
+                Strided::row_major(xb, 0, k, n),
+                cb,
+                1,
+            ),
+        }
         let dims = [r.len(), n];
         let extra: Vec<View> = ins[2..]
             .iter()
@@ -284,8 +294,7 @@ fn fused_matmul_by_rows(
 /// `w` is one matrix (every row of `x` is a row of the product), or `x` is
 /// one `[M, K]` matrix (broadcast over `w`'s stack), or both have the same
 /// leading dims. `None` for any other shape, or for products of fewer than
-/// [`gemm_packed::PACKED_MIN_ROWS`] or more than
-/// [`gemm_packed::PACKED_MAX_ROWS`] rows (the weight stays unpacked).
+/// [`gemm_packed::PACKED_MIN_ROWS`] rows (the weight stays unpacked).
 pub fn packed_product_shape(
     x: &[usize],
     w: &[usize],
@@ -311,8 +320,7 @@ pub fn packed_product_shape(
     };
     let numel: usize = out.iter().product();
     let fits = numel == batch * m * n && out.last() == Some(&n);
-    let rows = gemm_packed::PACKED_MIN_ROWS..=gemm_packed::PACKED_MAX_ROWS;
-    (fits && rows.contains(&m)).then_some((batch, m, k, n, per_matrix))
+    (fits && m >= gemm_packed::PACKED_MIN_ROWS).then_some((batch, m, k, n, per_matrix))
 }
 
 /// `x @ w` where `w` (f32) is packed in panels of `packed` columns
@@ -358,6 +366,9 @@ pub fn matmul_packed_weights(op: &Op, nr: usize, ins: &[View], out: &mut ViewMut
     match op {
         Op::MatMul => product(&ins[0], &ins[1], Some(nr), out),
         Op::FusedMatMul { epilogue } => {
+            if let Some(done) = fused_matmul_by_rows(epilogue, ins, Some(nr), out) {
+                return done;
+            }
             product(&ins[0], &ins[1], Some(nr), out)?;
             region::epilogue(epilogue, &ins[2..], out)
         }

@@ -21,11 +21,6 @@ use crate::team;
 /// L2 while every panel of the thread's columns runs over it.
 const ROW_CHUNK_BYTES: usize = 256 * 1024;
 
-/// Rows of the products a weight is packed for: a taller product runs at
-/// least as fast on the library GEMM, which packs the weight per call but
-/// amortises that over its rows (measured: MiniLM-L6 batch 8 x 128 rows).
-pub const PACKED_MAX_ROWS: usize = 256;
-
 /// Rows below which products keep the plain weight: a tile of fewer than
 /// four rows has too few independent FMA chains to hide their latency,
 /// and a single row is a GEMV (its own kernel streams eight weight rows
@@ -95,31 +90,36 @@ pub fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
 }
 
 /// `c[m, n] = a[m, k] @ b`, `b` packed by [`pack`] with panel width `nr`
-/// (which must be [`panel_width`]); columns split over the thread team
-/// when the product is big enough.
+/// (which must be [`panel_width`]); split over the thread team when the
+/// product is big enough: into blocks of panels, or for an output taller
+/// than wide into blocks of rows (each thread then packs only its own rows
+/// of `a`).
 pub fn matmul(a: &[f32], m: usize, k: usize, b: &[f32], n: usize, nr: usize, c: &mut [f32]) {
-    assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n);
-    let isa = isa().expect("packed GEMM needs an FMA SIMD tile");
-    assert_eq!(nr, tile_shape(isa).1, "panel width of another CPU");
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        c.fill(0.0);
-        return;
-    }
     let parts = if m * n * k >= super::gemm::GEMM_GRAIN {
         team::threads()
     } else {
         1
     };
-    matmul_in_parts(isa, a, m, k, b, n, nr, c, parts);
+    matmul_in_parts(a, m, k, b, n, nr, c, parts);
 }
 
-/// [`matmul`] with its panels split into `parts` runs over the team.
+/// [`matmul`] on the calling thread only (one block of a product whose
+/// rows the caller splits over the team).
+pub fn matmul_on_this_thread(
+    a: &[f32],
+    m: usize,
+    k: usize,
+    b: &[f32],
+    n: usize,
+    nr: usize,
+    c: &mut [f32],
+) {
+    matmul_in_parts(a, m, k, b, n, nr, c, 1);
+}
+
+/// [`matmul`] split into at most `parts` runs over the team.
 #[allow(clippy::too_many_arguments)]
 fn matmul_in_parts(
-    isa: Isa,
     a: &[f32],
     m: usize,
     k: usize,
@@ -129,14 +129,50 @@ fn matmul_in_parts(
     c: &mut [f32],
     parts: usize,
 ) {
+    assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n);
+    let isa = isa().expect("packed GEMM needs an FMA SIMD tile");
+    let (mr, width) = tile_shape(isa);
+    assert_eq!(nr, width, "panel width of another CPU");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        c.fill(0.0);
+        return;
+    }
     let panels = n.div_ceil(nr);
+    let by_rows = super::gemm::splits_by_rows(m, n);
+    let ranges = if by_rows {
+        team::split(m, parts.min(m.div_ceil(mr)), mr)
+    } else {
+        team::split(panels, parts.min(panels), 1)
+    };
     let out = team::Disjoint::new(c);
-    let ranges = team::split(panels, parts.min(panels), 1);
     team::parallel_for(ranges.len(), |p| {
-        // SAFETY: each part writes only the columns of its own panels.
+        let r = ranges[p].clone();
+        // SAFETY: each part writes only its own rows or panels' columns.
         let c = unsafe { out.range(0..m * n) };
         let a = Strided::row_major(a, 0, m, k);
-        panels_product(isa, a, b, n, nr, ranges[p].clone(), c, n, false);
+        if by_rows {
+            let rows = Strided {
+                offset: r.start * k,
+                rows: r.len(),
+                ..a
+            };
+            panels_product(
+                isa,
+                rows,
+                b,
+                n,
+                nr,
+                0..panels,
+                &mut c[r.start * n..],
+                n,
+                false,
+            );
+        } else {
+            panels_product(isa, a, b, n, nr, r, c, n, false);
+        }
     });
 }
 
@@ -275,19 +311,20 @@ mod tests {
     }
 
     #[test]
-    fn any_split_of_the_panels_gives_the_same_bits() {
+    fn any_split_of_the_panels_or_rows_gives_the_same_bits() {
         let Some(nr) = panel_width() else { return };
-        let (m, k, n) = (70, 300, 200);
-        let (a, b) = (values(m * k, 4), values(k * n, 5));
-        let mut p = vec![0.0; k * n];
-        pack(&b, k, n, nr, &mut p);
-        let isa = isa().expect("checked by panel_width");
-        let mut base = vec![0.0; m * n];
-        matmul_in_parts(isa, &a, m, k, &p, n, nr, &mut base, 1);
-        for parts in [2, 3, 5] {
-            let mut c = vec![0.0; m * n];
-            matmul_in_parts(isa, &a, m, k, &p, n, nr, &mut c, parts);
-            assert_eq!(c, base, "{parts} parts");
+        // Wide (split by panels) and tall (split by rows).
+        for (m, k, n) in [(70, 300, 200), (300, 100, 40)] {
+            let (a, b) = (values(m * k, 4), values(k * n, 5));
+            let mut p = vec![0.0; k * n];
+            pack(&b, k, n, nr, &mut p);
+            let mut base = vec![0.0; m * n];
+            matmul_in_parts(&a, m, k, &p, n, nr, &mut base, 1);
+            for parts in [2, 3, 5] {
+                let mut c = vec![0.0; m * n];
+                matmul_in_parts(&a, m, k, &p, n, nr, &mut c, parts);
+                assert_eq!(c, base, "{m}x{k}x{n}, {parts} parts");
+            }
         }
     }
 }
