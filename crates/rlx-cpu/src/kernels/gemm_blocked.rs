@@ -17,9 +17,9 @@ use super::gemm_tile::{isa, tile_shape, Isa};
 use crate::team;
 
 /// Rows and depth from which [`gemm`] beat faer on this crate's
-/// `packed_gemm` example (AVX2 Zen 4, 2 threads: 1024- and 2048-cubes and
-/// 1024 x 1536 x 384 by 5-15%; 512-cubes, 1024 x 384 x 1536 and products
-/// of 128 rows 5-15% slower).
+/// `packed_gemm` example (AVX2 Zen 4, 2 threads: the 1024- and 2048-cubes
+/// by 5-15%; 512-cubes, products of depth 384 or of 128 rows level or up
+/// to 15% slower).
 const MIN_ROWS: usize = 256;
 const MIN_DEPTH: usize = 1024;
 
@@ -34,6 +34,11 @@ thread_local! {
     /// fresh buffer per call costs an mmap, page faults and zeroing).
     static PANELS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
+
+/// Largest panel buffer kept for the next call (floats, 16 MiB): a bigger
+/// one is freed after its product, whose arithmetic dwarfs a fresh
+/// allocation, rather than held by the thread for the process's life.
+const KEPT_PANELS: usize = 1 << 22;
 
 /// True when this CPU has a register tile for [`gemm`].
 pub fn available() -> bool {
@@ -119,7 +124,9 @@ fn gemm_in_parts(
             n,
             accumulate,
         );
-        PANELS.set(panels);
+        if panels.capacity() <= KEPT_PANELS {
+            PANELS.set(panels);
+        }
     });
 }
 
