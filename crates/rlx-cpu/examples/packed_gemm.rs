@@ -93,7 +93,9 @@ fn main() {
                         let (av, bv) = views(r);
                         gemm_blocked::gemm(av, bv, &mut c2, false, threads)
                     },
-                    &mut |r| gemm_packed::matmul(&a, m, k, &packed[pick(r)], n, nr, &mut c3),
+                    &mut |r| {
+                        gemm_packed::matmul(&a, m, k, &packed[pick(r)], n, nr, &mut c3, threads)
+                    },
                 ],
             );
             line += &format!(

@@ -21,31 +21,28 @@ where
     E: Into<Box<dyn Error>>,
     F: Into<Box<dyn Error>>,
 {
+    // Both timing types carry min / median / p99 / runs: keep the best of each.
+    macro_rules! merge {
+        ($best:expr, $new:expr, $ty:ident) => {
+            Some(match $best.take() {
+                None => $new,
+                Some(b) => $ty {
+                    min: b.min.min($new.min),
+                    median: b.median.min($new.median),
+                    p99: b.p99.min($new.p99),
+                    runs: b.runs + $new.runs,
+                    ..b
+                },
+            })
+        };
+    }
     let mut best: Option<BenchResult> = None;
     let mut best_ref: Option<ReferenceTiming> = None;
     for _ in 0..rounds.max(1) {
         let r = ours().map_err(Into::into)?;
-        best = Some(match best {
-            None => r,
-            Some(b) => BenchResult {
-                min: b.min.min(r.min),
-                median: b.median.min(r.median),
-                p99: b.p99.min(r.p99),
-                runs: b.runs + r.runs,
-                ..b
-            },
-        });
+        best = merge!(best, r, BenchResult);
         if let Some(x) = theirs().map_err(Into::into)? {
-            best_ref = Some(match best_ref {
-                None => x,
-                Some(b) => ReferenceTiming {
-                    min: b.min.min(x.min),
-                    median: b.median.min(x.median),
-                    p99: b.p99.min(x.p99),
-                    runs: b.runs + x.runs,
-                    ..b
-                },
-            });
+            best_ref = merge!(best_ref, x, ReferenceTiming);
         }
     }
     Ok((best.expect("at least one round"), best_ref))

@@ -251,7 +251,7 @@ fn fused_matmul_by_rows(
         let cb = unsafe { c.range(r.start * n..r.end * n) };
         let xr = &xa[r.start * k..r.end * k];
         match packed {
-            Some(nr) => gemm_packed::matmul_on_this_thread(xr, r.len(), k, xb, n, nr, cb),
+            Some(nr) => gemm_packed::matmul(xr, r.len(), k, xb, n, nr, cb, 1),
             None => f32::gemm(
                 Strided::row_major(xr, 0, r.len(), k),
                 Strided::row_major(xb, 0, k, n),
@@ -351,7 +351,7 @@ fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> Kern
         } else {
             xs
         };
-        gemm_packed::matmul(xg, m, k, wg, n, nr, og);
+        gemm_packed::matmul(xg, m, k, wg, n, nr, og, team::threads());
     }
     Ok(())
 }

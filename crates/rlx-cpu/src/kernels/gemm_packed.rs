@@ -90,36 +90,12 @@ pub fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
 }
 
 /// `c[m, n] = a[m, k] @ b`, `b` packed by [`pack`] with panel width `nr`
-/// (which must be [`panel_width`]); split over the thread team when the
-/// product is big enough: into blocks of panels, or for an output taller
-/// than wide into blocks of rows (each thread then packs only its own rows
-/// of `a`).
-pub fn matmul(a: &[f32], m: usize, k: usize, b: &[f32], n: usize, nr: usize, c: &mut [f32]) {
-    let parts = if m * n * k >= super::gemm::GEMM_GRAIN {
-        team::threads()
-    } else {
-        1
-    };
-    matmul_in_parts(a, m, k, b, n, nr, c, parts);
-}
-
-/// [`matmul`] on the calling thread only (one block of a product whose
-/// rows the caller splits over the team).
-pub fn matmul_on_this_thread(
-    a: &[f32],
-    m: usize,
-    k: usize,
-    b: &[f32],
-    n: usize,
-    nr: usize,
-    c: &mut [f32],
-) {
-    matmul_in_parts(a, m, k, b, n, nr, c, 1);
-}
-
-/// [`matmul`] split into at most `parts` runs over the team.
+/// (which must be [`panel_width`]); split over up to `threads` threads of
+/// the team when the product is big enough: into blocks of panels, or for
+/// an output taller than wide into blocks of rows (each thread then packs
+/// only its own rows of `a`).
 #[allow(clippy::too_many_arguments)]
-fn matmul_in_parts(
+pub fn matmul(
     a: &[f32],
     m: usize,
     k: usize,
@@ -127,7 +103,7 @@ fn matmul_in_parts(
     n: usize,
     nr: usize,
     c: &mut [f32],
-    parts: usize,
+    threads: usize,
 ) {
     assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n);
     let isa = isa().expect("packed GEMM needs an FMA SIMD tile");
@@ -140,6 +116,11 @@ fn matmul_in_parts(
         c.fill(0.0);
         return;
     }
+    let parts = if m * n * k >= super::gemm::GEMM_GRAIN {
+        threads
+    } else {
+        1
+    };
     let panels = n.div_ceil(nr);
     let by_rows = super::gemm::splits_by_rows(m, n);
     let ranges = if by_rows {
@@ -291,7 +272,7 @@ mod tests {
             let mut p = vec![0.0; k * n];
             pack(&b, k, n, nr, &mut p);
             let mut c = vec![f32::NAN; m * n];
-            matmul(&a, m, k, &p, n, nr, &mut c);
+            matmul(&a, m, k, &p, n, nr, &mut c, 2);
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k)
@@ -319,10 +300,10 @@ mod tests {
             let mut p = vec![0.0; k * n];
             pack(&b, k, n, nr, &mut p);
             let mut base = vec![0.0; m * n];
-            matmul_in_parts(&a, m, k, &p, n, nr, &mut base, 1);
+            matmul(&a, m, k, &p, n, nr, &mut base, 1);
             for parts in [2, 3, 5] {
                 let mut c = vec![0.0; m * n];
-                matmul_in_parts(&a, m, k, &p, n, nr, &mut c, parts);
+                matmul(&a, m, k, &p, n, nr, &mut c, parts);
                 assert_eq!(c, base, "{m}x{k}x{n}, {parts} parts");
             }
         }
