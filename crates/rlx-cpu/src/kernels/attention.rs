@@ -164,6 +164,7 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
             col_stride: d,
         };
         let vs = Strided::row_major(v, kb * sk * dv, sk, dv);
+        let mut inv_sums = Vec::with_capacity(block);
         for i0 in (0..sq).step_by(block) {
             let n = block.min(sq - i0);
             let sb = &mut s[..n * sk];
@@ -174,11 +175,15 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                 threads,
             );
             let mut dead = Vec::new();
+            // 1 / (row's sum of exponentials), applied to the row of p · v
+            // (dv values) rather than to the row of p (sk values).
+            inv_sums.clear();
             for (r, srow) in sb.chunks_mut(sk).enumerate() {
                 let (i, row) = (i0 + r, b * sq + i0 + r);
                 let (j0, j1) = key_range(mask, i, sk, off);
                 if j0 >= j1 {
                     dead.push(r);
+                    inv_sums.push(T::ZERO);
                     srow.fill(T::ZERO);
                     continue;
                 }
@@ -214,13 +219,18 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                         max = nan_max(max, y);
                     }
                 }
-                let inv = T::from_f64(1.0 / T::exp_shifted_sum(&mut srow[j0..j1], max));
-                srow[j0..j1].iter_mut().for_each(|x| *x = *x * inv);
+                inv_sums.push(T::from_f64(
+                    1.0 / T::exp_shifted_sum(&mut srow[j0..j1], max),
+                ));
                 srow[..j0].fill(T::ZERO);
                 srow[j1..].fill(T::ZERO);
             }
             let p = Strided::row_major(&s[..n * sk], 0, n, sk);
-            T::gemm(p, vs, &mut ob[i0 * dv..(i0 + n) * dv], threads);
+            let rows_out = &mut ob[i0 * dv..(i0 + n) * dv];
+            T::gemm(p, vs, rows_out, threads);
+            for (orow, &inv) in rows_out.chunks_mut(dv).zip(&inv_sums) {
+                orow.iter_mut().for_each(|x| *x = *x * inv);
+            }
             for r in dead {
                 ob[(i0 + r) * dv..(i0 + r + 1) * dv].fill(T::NAN);
             }
