@@ -2,7 +2,7 @@
 """Reference timing of one rlx-bench pattern, for `rlx-bench`'s compare example.
 
 Run (the compare example spawns this itself):
-    ~/.cache/rlx-ref/venv/bin/python tools/bench_ref.py <pattern> [--threads N] [--min-time S]
+    ~/.cache/rlx-ref/venv/bin/python tools/bench_ref.py <pattern> [--threads N] [--min-time S] [--serve]
 Env: ~/.cache/rlx-ref/venv (numpy, jax, threadpoolctl), made by shared/ref/setup.sh.
 
 The pattern names are rlx-bench's (crates/rlx-bench/src/patterns.rs), and each
@@ -17,6 +17,11 @@ The process is pinned to the first N CPUs (sched_setaffinity) and the BLAS /
 XLA thread pools are sized to N before numpy / jax are imported. Timing matches
 rlx-bench: 3 warm-up calls, then runs until >= 20 runs and >= --min-time
 seconds; prints one JSON line with min / median / p99 seconds.
+With --serve it builds the pattern and warms it up (3 runs, then >= 20 runs and
+>= --min-time seconds untimed), prints {"ready": true, ...},
+then answers each stdin line "RUNS SECONDS" with one such JSON line for a batch
+of >= RUNS runs and >= SECONDS seconds, until stdin closes (the compare example's
+--interleave: RLX and reference batches alternate within one process pair).
 Exit code 3: no reference for this pattern.
 """
 import argparse
@@ -31,6 +36,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("pattern")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--min-time", type=float, default=1.0)
+ap.add_argument("--serve", action="store_true")
 ap.add_argument("--onnx", default=os.path.expanduser(
     "~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"))
 a = ap.parse_args()
@@ -52,12 +58,12 @@ def values(shape, seed, scale=1.0):
     return (rng.uniform(-1, 1, size=shape) * scale).astype(np.float32)
 
 
-def timeit(fn, sync=lambda r: r):
-    for _ in range(3):
+def timeit(fn, sync=lambda r: r, warmup=3, min_runs=20, min_time=None):
+    for _ in range(warmup):
         sync(fn())
     ts = []
-    end = time.perf_counter() + a.min_time
-    while len(ts) < 20 or time.perf_counter() < end:
+    end = time.perf_counter() + (a.min_time if min_time is None else min_time)
+    while len(ts) < min_runs or time.perf_counter() < end:
         t0 = time.perf_counter()
         sync(fn())
         ts.append(time.perf_counter() - t0)
@@ -192,18 +198,29 @@ def ort_pattern(name):
     return f"onnxruntime {ort.__version__}", lambda: sess.run(None, feed)
 
 
+def serve(report, fn, sync):
+    """Answers "RUNS SECONDS" lines on stdin with one timed batch each."""
+    # Warm up as long as a whole one-shot measurement (ONNX Runtime's first
+    # ~100 runs at 2 threads were 30% slower than its later ones).
+    timeit(fn, sync, warmup=3, min_runs=20)
+    report({"ready": True})
+    for line in sys.stdin:
+        runs, secs = line.split()
+        report(timeit(fn, sync, warmup=0, min_runs=int(runs), min_time=float(secs)))
+
+
 def main():
+    sync = lambda r: r  # noqa: E731
+    limits = None
     fn = numpy_pattern(a.pattern)
     ort_ref = ort_pattern(a.pattern) if fn is None else None
     if ort_ref is not None:
         library, fn = ort_ref
-        res = timeit(fn)
     elif fn is not None:
         from threadpoolctl import threadpool_info, threadpool_limits
         blas = [d.get("internal_api") for d in threadpool_info()]
         library = f"numpy {np.__version__} ({','.join(b for b in blas if b)})"
-        with threadpool_limits(limits=a.threads):
-            res = timeit(fn)
+        limits = threadpool_limits(limits=a.threads)
     else:
         fn = jax_pattern(a.pattern)
         if fn is None:
@@ -211,8 +228,18 @@ def main():
             sys.exit(3)
         import jax
         library = f"jax {jax.__version__} jit"
-        res = timeit(fn, jax.block_until_ready)
-    print(json.dumps({"pattern": a.pattern, "library": library, "threads": a.threads, **res}))
+        sync = jax.block_until_ready
+
+    def report(res):
+        line = {"pattern": a.pattern, "library": library, "threads": a.threads, **res}
+        print(json.dumps(line), flush=True)
+
+    if a.serve:
+        serve(report, fn, sync)
+    else:
+        report(timeit(fn, sync))
+    if limits is not None:
+        limits.restore_original_limits()
 
 
 if __name__ == "__main__":

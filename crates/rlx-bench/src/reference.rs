@@ -5,10 +5,15 @@
 //! FFN, attention, BERT layer), times it the same way as [`crate::time_iterations`]
 //! (warm-up, then runs until a minimum count and time) and prints one JSON
 //! line: `{"pattern", "library", "threads", "runs", "min_s", "median_s", "p99_s"}`.
+//!
+//! A [`ReferenceServer`] keeps that process alive (`--serve`) and asks it
+//! for one timed batch at a time, so RLX's and the reference's batches can
+//! alternate every fraction of a second.
 
 use crate::BenchError;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 /// A reference library's timing of one pattern.
@@ -78,6 +83,107 @@ pub fn run_reference_with(
     parse_timing(line).map(Some).map_err(fail)
 }
 
+/// A reference process serving timed batches of one pattern
+/// (`tools/bench_ref.py --serve`), built and warmed up once.
+pub struct ReferenceServer {
+    pattern: String,
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl ReferenceServer {
+    /// Starts the script in serve mode and waits until it has built and
+    /// warmed up the pattern. `Ok(None)` when it has no reference for it.
+    pub fn start(
+        python: &Path,
+        script: &Path,
+        pattern: &str,
+        threads: usize,
+        extra: &[String],
+    ) -> Result<Option<ReferenceServer>, BenchError> {
+        let fail = |message: String| BenchError::Reference {
+            pattern: pattern.to_string(),
+            message,
+        };
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg(pattern)
+            .arg("--threads")
+            .arg(threads.to_string())
+            .arg("--serve")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(format!("cannot run {}: {e}", python.display())))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(fail("no pipes to the reference process".into()));
+        };
+        let mut server = ReferenceServer {
+            pattern: pattern.to_string(),
+            child,
+            input,
+            output: BufReader::new(output),
+        };
+        match server.read_line() {
+            Ok(line) if is_ready_line(&line) => Ok(Some(server)),
+            Ok(line) => Err(fail(format!("expected the ready line, got {line:?}"))),
+            Err(message) => {
+                let status = server.child.wait().ok();
+                if status.and_then(|s| s.code()) == Some(3) {
+                    return Ok(None);
+                }
+                let mut stderr = String::new();
+                if let Some(mut e) = server.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+                }
+                Err(fail(format!("{message}: {}", stderr.trim())))
+            }
+        }
+    }
+
+    /// One batch: at least `min_runs` runs and `min_time`, timed by the
+    /// reference process.
+    pub fn batch(
+        &mut self,
+        min_runs: usize,
+        min_time: Duration,
+    ) -> Result<ReferenceTiming, BenchError> {
+        let pattern = self.pattern.clone();
+        let fail = |message: String| BenchError::Reference { pattern, message };
+        writeln!(self.input, "{} {}", min_runs, min_time.as_secs_f64())
+            .and_then(|()| self.input.flush())
+            .map_err(|e| format!("cannot write to the reference process: {e}"))
+            .and_then(|()| self.read_line())
+            .and_then(|line| parse_timing(&line))
+            .map_err(fail)
+    }
+
+    fn read_line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.output.read_line(&mut line) {
+            Ok(0) => Err("the reference process closed its output".into()),
+            Ok(_) => Ok(line.trim().to_string()),
+            Err(e) => Err(format!("cannot read from the reference process: {e}")),
+        }
+    }
+}
+
+impl Drop for ReferenceServer {
+    fn drop(&mut self) {
+        // Closing stdin ends the serve loop; kill in case it hangs.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `line` is the serve mode's `{"ready": true, ...}` line.
+fn is_ready_line(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v["ready"] == true)
+}
+
 /// Reads the JSON line `tools/bench_ref.py` prints.
 pub fn parse_timing(line: &str) -> Result<ReferenceTiming, String> {
     let v: serde_json::Value =
@@ -114,5 +220,16 @@ mod tests {
         let err = parse_timing(r#"{"min_s": 1, "median_s": -1, "p99_s": 1}"#).unwrap_err();
         assert!(err.contains("median_s"), "{err}");
         assert!(parse_timing("not json").is_err());
+    }
+
+    #[test]
+    fn tells_the_ready_line() {
+        assert!(is_ready_line(
+            r#"{"pattern": "matmul_512", "library": "numpy", "threads": 1, "ready": true}"#
+        ));
+        assert!(!is_ready_line(
+            r#"{"runs": 3, "min_s": 0.1, "median_s": 0.1, "p99_s": 0.1}"#
+        ));
+        assert!(!is_ready_line("no reference for x"));
     }
 }

@@ -6,10 +6,13 @@
 //! ```text
 //! cargo run --release -p rlx-bench --example compare -- \
 //!     [--threads 1,2] [--only matmul] [--quick] [--no-ref] [--python PATH] \
-//!     [--rounds N]
+//!     [--rounds N] [--interleave]
 //! ```
 //! `--rounds N` measures each row N times, RLX and reference in turn, and
-//! keeps each side's best statistics ([`rounds`]).
+//! keeps each side's best statistics ([`rounds`]). `--interleave` makes the
+//! rounds quarter-second batches against one reference process per row
+//! (8 rounds unless `--rounds` says otherwise) and fills the paired-ratio
+//! column.
 //! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
 //! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
 //! (the fp32 export ONNX Runtime and the ONNX import path run); their
@@ -17,8 +20,8 @@
 mod minilm;
 mod rounds;
 
-use rlx_bench::reference::{run_reference_with, ReferenceTiming};
-use rlx_bench::{kernel, patterns, run_benchmark, BenchConfig, BenchError, BenchResult};
+use rlx_bench::reference::{run_reference_with, ReferenceServer, ReferenceTiming};
+use rlx_bench::{kernel, patterns, run_benchmark, BenchConfig, BenchError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,8 +44,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|t| t.trim().parse())
         .collect::<Result<_, _>>()?;
     let only = value("--only");
-    let rounds: usize = value("--rounds").map_or(Ok(1), |r| r.trim().parse())?;
-    let cfg = if args.iter().any(|a| a == "--quick") {
+    let interleave = args.iter().any(|a| a == "--interleave");
+    let rounds: usize =
+        value("--rounds").map_or(Ok(if interleave { 8 } else { 1 }), |r| r.trim().parse())?;
+    let cfg = if interleave {
+        BenchConfig {
+            warmup: 2,
+            min_runs: BATCH_RUNS,
+            min_time: BATCH_TIME,
+        }
+    } else if args.iter().any(|a| a == "--quick") {
         BenchConfig::quick()
     } else {
         BenchConfig::default()
@@ -63,27 +74,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok((_, onnx)) => vec!["--onnx".into(), onnx.display().to_string()],
         Err(_) => Vec::new(),
     };
+    // With --interleave: the serving reference process of the current row.
+    let mut server: Option<((String, usize), Option<ReferenceServer>)> = None;
     let mut reference = |name: &str, t: usize| -> Result<Option<ReferenceTiming>, BenchError> {
         if !use_ref {
             return Ok(None);
         }
-        run_reference_with(&python, &script, name, t, &extra)
+        if !interleave {
+            return run_reference_with(&python, &script, name, t, &extra);
+        }
+        let key = (name.to_string(), t);
+        if server.as_ref().is_none_or(|(k, _)| *k != key) {
+            // The previous row's process ends before the next one starts.
+            server = None;
+            let started = ReferenceServer::start(&python, &script, name, t, &extra)?;
+            server = Some((key, started));
+        }
+        match &mut server {
+            Some((_, Some(s))) => s.batch(BATCH_RUNS, BATCH_TIME).map(Some),
+            _ => Ok(None),
+        }
     };
     let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
 
     println!(
-        "| pattern | threads | RLX median | RLX min | RLX p99 | GFLOP/s (median) | reference | ref median | ref min | RLX / ref (median) | RLX / ref (min) |"
+        "| pattern | threads | RLX median | RLX min | RLX p99 | GFLOP/s (median) | reference | ref median | ref min | RLX / ref (median) | RLX / ref (min) | RLX / ref (paired) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for p in patterns::standard() {
         if !wanted(&p.name) {
             continue;
         }
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
-            let (r, x) =
+            let r =
                 rounds::alternate(rounds, || run_benchmark(&p, &cfg), || reference(&p.name, t))?;
-            row(&p.name, t, &r, x.as_ref());
+            row(&p.name, t, &r);
         }
     }
     minilm::rows(
@@ -108,13 +134,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
             let name = kernel::kernel_name(m, k, n);
-            let (r, x) = rounds::alternate(
+            let r = rounds::alternate(
                 rounds,
                 || kernel::matmul_kernel(m, k, n, &cfg),
                 || reference(&name, t),
             )?;
-            let label = format!("{} (kernel only)", r.name);
-            row(&label, t, &r, x.as_ref());
+            let label = format!("{} (kernel only)", r.ours.name);
+            row(&label, t, &r);
         }
     }
     // bf16 operands on the vdpbf16ps kernel (f32 accumulation), against
@@ -125,13 +151,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for &t in &threads {
             rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
-            let (r, x) = rounds::alternate(
+            let r = rounds::alternate(
                 rounds,
                 || kernel::typed_matmul_kernel(n, n, n, rlx_ir::DType::BF16, &cfg),
                 || reference(&format!("matmul_bf16_{n}"), t),
             )?;
-            let label = format!("{} (kernel only)", r.name);
-            row(&label, t, &r, x.as_ref());
+            let label = format!("{} (kernel only)", r.ours.name);
+            row(&label, t, &r);
         }
     }
     if wanted("minilm_l6 peak RSS") {
@@ -141,8 +167,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Runs and time of one interleaved batch, each side.
+const BATCH_RUNS: usize = 5;
+const BATCH_TIME: Duration = Duration::from_millis(250);
+
 /// One markdown table row: RLX's timing and, if any, the reference's.
-fn row(label: &str, threads: usize, r: &BenchResult, reference: Option<&ReferenceTiming>) {
+fn row(label: &str, threads: usize, rounds: &rounds::Rounds) {
+    let (r, reference) = (&rounds.ours, rounds.theirs.as_ref());
     let gf = if r.flops > 0.0 {
         format!("{:.1}", r.gflops())
     } else {
@@ -160,8 +191,9 @@ fn row(label: &str, threads: usize, r: &BenchResult, reference: Option<&Referenc
         .join(" | "),
         None => "- | - | - | - | -".into(),
     };
+    let paired = rounds.paired.map_or("-".into(), |p| format!("{p:.2}"));
     println!(
-        "| {label} | {threads} | {} | {} | {} | {gf} | {refcols} |",
+        "| {label} | {threads} | {} | {} | {} | {gf} | {refcols} | {paired} |",
         ms(r.median),
         ms(r.min),
         ms(r.p99)

@@ -24,7 +24,7 @@ type Error = Box<dyn std::error::Error>;
 /// Reference timing of a pattern id at a thread count (`None`: no reference).
 pub type Reference<'a> = dyn FnMut(&str, usize) -> Result<Option<ReferenceTiming>, BenchError> + 'a;
 /// Prints one table row.
-pub type Row = fn(&str, usize, &BenchResult, Option<&ReferenceTiming>);
+pub type Row = fn(&str, usize, &super::rounds::Rounds);
 
 /// (batch, seq) shapes timed.
 const SHAPES: [(usize, usize); 3] = [(1, 128), (1, 16), (8, 128)];
@@ -215,7 +215,12 @@ pub fn rows(
     let config = BertConfig::from_file(&dir.join("config.json"))?;
     if wanted("minilm_l6 compile") {
         let (r, with_weights) = compile_time(&dir, &config)?;
-        row("minilm_l6 compile (build + compile, b1 s128)", 1, &r, None);
+        let r = super::rounds::Rounds {
+            ours: r,
+            theirs: None,
+            paired: None,
+        };
+        row("minilm_l6 compile (build + compile, b1 s128)", 1, &r);
         eprintln!(
             "minilm_l6: build + compile + load weights (first compile, b1 s128): {:.1} ms",
             with_weights.as_secs_f64() * 1e3
@@ -234,7 +239,7 @@ pub fn rows(
             let graph_label = format!("{id} (graph API)");
             if wanted(&graph_label) {
                 let compiled = encoder.compiled(b, s)?;
-                let (r, x) = super::rounds::alternate(
+                let r = super::rounds::alternate(
                     rounds,
                     || {
                         time_iterations(cfg, || compiled.try_run_typed(&feed).map(drop))
@@ -242,11 +247,11 @@ pub fn rows(
                     },
                     || reference(&id, t),
                 )?;
-                row(&graph_label, t, &r, x.as_ref());
+                row(&graph_label, t, &r);
             }
             let onnx_label = format!("{id} (ONNX import)");
             if wanted(&onnx_label) {
-                let (r, x) = super::rounds::alternate(
+                let r = super::rounds::alternate(
                     rounds,
                     || {
                         time_iterations(cfg, || imported.run(&feed).map(drop))
@@ -254,7 +259,7 @@ pub fn rows(
                     },
                     || reference(&id, t),
                 )?;
-                row(&onnx_label, t, &r, x.as_ref());
+                row(&onnx_label, t, &r);
             }
         }
     }
