@@ -222,6 +222,37 @@ mod tests {
         assert!(parse_timing("not json").is_err());
     }
 
+    /// A stand-in for `bench_ref.py --serve` run by `sh` (the tests need no
+    /// Python): `body` is the script.
+    fn serve_with(body: &str, name: &str) -> Result<Option<ReferenceServer>, BenchError> {
+        let script =
+            std::env::temp_dir().join(format!("rlx_bench_{name}_{}.sh", std::process::id()));
+        std::fs::write(&script, body).unwrap();
+        ReferenceServer::start(Path::new("/bin/sh"), &script, "p", 1, &[])
+    }
+
+    #[test]
+    fn server_answers_batches_and_reports_no_reference() {
+        let ready = r#"echo '{"pattern": "p", "library": "fake", "threads": 1, "ready": true}'"#;
+        let answer = r#"while read runs secs; do echo "{\"library\": \"fake\", \"runs\": $runs, \"min_s\": 0.5, \"median_s\": 1, \"p99_s\": 2}"; done"#;
+        let mut s = serve_with(&format!("{ready}\n{answer}\n"), "ok")
+            .unwrap()
+            .expect("a server");
+        let t = s.batch(7, Duration::from_millis(10)).unwrap();
+        assert_eq!((t.runs, t.median), (7, Duration::from_secs(1)));
+        assert_eq!(s.batch(3, Duration::ZERO).unwrap().runs, 3);
+
+        assert!(serve_with("exit 3\n", "none").unwrap().is_none());
+        let err = serve_with("echo oops >&2; exit 1\n", "fails")
+            .err()
+            .expect("an error");
+        assert!(err.to_string().contains("oops"), "{err}");
+        let err = serve_with("echo '{}'\n", "noready")
+            .err()
+            .expect("an error");
+        assert!(err.to_string().contains("ready"), "{err}");
+    }
+
     #[test]
     fn tells_the_ready_line() {
         assert!(is_ready_line(
