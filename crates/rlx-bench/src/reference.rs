@@ -51,16 +51,8 @@ pub fn run_reference_with(
     threads: usize,
     extra: &[String],
 ) -> Result<Option<ReferenceTiming>, BenchError> {
-    let fail = |message: String| BenchError::Reference {
-        pattern: pattern.to_string(),
-        message,
-    };
-    let out = Command::new(python)
-        .arg(script)
-        .arg(pattern)
-        .arg("--threads")
-        .arg(threads.to_string())
-        .args(extra)
+    let fail = failure(pattern);
+    let out = script_command(python, script, pattern, threads, extra)
         .output()
         .map_err(|e| fail(format!("cannot run {}: {e}", python.display())))?;
     if out.status.code() == Some(3) {
@@ -102,17 +94,9 @@ impl ReferenceServer {
         threads: usize,
         extra: &[String],
     ) -> Result<Option<ReferenceServer>, BenchError> {
-        let fail = |message: String| BenchError::Reference {
-            pattern: pattern.to_string(),
-            message,
-        };
-        let mut child = Command::new(python)
-            .arg(script)
-            .arg(pattern)
-            .arg("--threads")
-            .arg(threads.to_string())
+        let fail = failure(pattern);
+        let mut child = script_command(python, script, pattern, threads, extra)
             .arg("--serve")
-            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -176,6 +160,32 @@ impl Drop for ReferenceServer {
         // Closing stdin ends the serve loop; kill in case it hangs.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `python script pattern --threads threads extra..`.
+fn script_command(
+    python: &Path,
+    script: &Path,
+    pattern: &str,
+    threads: usize,
+    extra: &[String],
+) -> Command {
+    let mut command = Command::new(python);
+    command
+        .arg(script)
+        .arg(pattern)
+        .arg("--threads")
+        .arg(threads.to_string())
+        .args(extra);
+    command
+}
+
+/// The error of `pattern`'s reference, with a message.
+fn failure(pattern: &str) -> impl Fn(String) -> BenchError + '_ {
+    move |message| BenchError::Reference {
+        pattern: pattern.to_string(),
+        message,
     }
 }
 
