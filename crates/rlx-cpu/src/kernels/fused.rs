@@ -334,23 +334,20 @@ fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> Kern
         .iter()
         .all(|&d| d == DType::F32);
     let shape = packed_product_shape(x.dims, w.dims, out.dims).filter(|_| f32s);
-    let Some((_, m, k, n, per_matrix)) = shape else {
+    let Some((batch, m, k, n, per_matrix)) = shape else {
         return Err(format!(
             "packed matmul: {:?} {} @ {:?} {} -> {:?} {}",
             x.dims, x.dtype, w.dims, w.dtype, out.dims, out.dtype
         ));
     };
     let (xs, ws, os) = (x.slice::<f32>(), w.slice::<f32>(), out.slice::<f32>());
-    for (g, (wg, og)) in ws
-        .chunks_exact(k * n)
-        .zip(os.chunks_exact_mut(m * n))
-        .enumerate()
-    {
-        let xg = if per_matrix {
-            &xs[g * m * k..(g + 1) * m * k]
-        } else {
-            xs
-        };
+    if !per_matrix {
+        // One `x` for every matrix of the stack (stacked q / k / v).
+        gemm_packed::matmul_stacked(xs, m, k, ws, batch, n, nr, os, team::threads());
+        return Ok(());
+    }
+    let blocks = xs.chunks_exact(m * k).zip(ws.chunks_exact(k * n));
+    for ((xg, wg), og) in blocks.zip(os.chunks_exact_mut(m * n)) {
         gemm_packed::matmul(xg, m, k, wg, n, nr, og, team::threads());
     }
     Ok(())

@@ -12,7 +12,7 @@
 //! its depth: [`prefers`] says where this beats the library GEMM.
 
 use super::gemm::{Strided, GEMM_GRAIN};
-use super::gemm_packed::{panel_cols, panels_product};
+use super::gemm_packed::{panel_cols, panels_product, Weights};
 use super::gemm_tile::{isa, tile_shape, Isa};
 use crate::team;
 
@@ -113,17 +113,8 @@ fn gemm_in_parts(
         panels.resize(b.rows * b.cols, 0.0);
         pack_b(b, nr, &mut panels);
         let count = b.cols.div_ceil(nr);
-        panels_product(
-            isa,
-            a,
-            &panels,
-            b.cols,
-            nr,
-            0..count,
-            &mut c[at..],
-            n,
-            accumulate,
-        );
+        let weights = Weights::one(&panels, b.cols, nr);
+        panels_product(isa, a, &weights, 0..count, &mut c[at..], n, accumulate);
         if panels.capacity() <= KEPT_PANELS {
             PANELS.set(panels);
         }
