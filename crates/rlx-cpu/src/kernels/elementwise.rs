@@ -214,6 +214,30 @@ fn zip2<A: Pod, B: Pod, O: Pod>(a: &View, b: &View, out: &mut ViewMut, f: impl F
             None => {}
         }
     }
+    // One operand whole, the other one value per block of `inner`
+    // consecutive outputs (a `[.., S, 1]` mask over `[.., S, H]`).
+    if a.dims == dims {
+        if let Some(inner) = column_period(b.dims, dims) {
+            for (orow, (arow, &y)) in o
+                .chunks_exact_mut(inner)
+                .zip(xa.chunks_exact(inner).zip(xb))
+            {
+                orow.iter_mut().zip(arow).for_each(|(o, &x)| *o = f(x, y));
+            }
+            return;
+        }
+    }
+    if b.dims == dims {
+        if let Some(inner) = column_period(a.dims, dims) {
+            for (orow, (brow, &x)) in o
+                .chunks_exact_mut(inner)
+                .zip(xb.chunks_exact(inner).zip(xa))
+            {
+                orow.iter_mut().zip(brow).for_each(|(o, &y)| *o = f(x, y));
+            }
+            return;
+        }
+    }
     let sa = broadcast_strides(a.dims, dims);
     let sb = broadcast_strides(b.dims, dims);
     let mut offs_b = Vec::with_capacity(o.len());
@@ -232,6 +256,24 @@ pub(crate) fn repeat_period(in_dims: &[usize], out_dims: &[usize]) -> Option<usi
     let fits = core.len() <= out_dims.len()
         && super::region::same_dims(&out_dims[out_dims.len() - core.len()..], core);
     (fits && n > 0).then_some(n)
+}
+
+/// The block length over which an operand broadcast to `out_dims` repeats
+/// each of its values: its dims (leading 1s added up to the output's rank)
+/// are the output's up to some axis and 1 after it, a block being the
+/// product of the output's dims there (`[S, 1]` over `[S, H]`: `H`).
+/// `None` for any other broadcast, or none at all.
+pub(crate) fn column_period(in_dims: &[usize], out_dims: &[usize]) -> Option<usize> {
+    let pad = out_dims.len().checked_sub(in_dims.len())?;
+    let dim = |i: usize| if i < pad { 1 } else { in_dims[i - pad] };
+    let ones = (0..out_dims.len())
+        .rev()
+        .take_while(|&i| dim(i) == 1)
+        .count();
+    let split = out_dims.len() - ones;
+    let inner: usize = out_dims[split..].iter().product();
+    let prefix_equal = (0..split).all(|i| dim(i) == out_dims[i]);
+    (prefix_equal && inner > 1 && out_dims[..split].iter().product::<usize>() > 0).then_some(inner)
 }
 
 /// [`zip2`] of a float binary op, with the op chosen outside the loop so
@@ -537,5 +579,60 @@ fn map_f64<O: Pod>(x: &View, out: &mut [O], f: impl Fn(f64) -> O) {
     // Integers go through i64 first so that i64 -> f64 rounding happens once.
     for (o, v) in out.iter_mut().zip(decode_f64(x)) {
         *o = f(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::norm::tests::{data, run, view};
+    use super::*;
+
+    #[test]
+    fn a_column_broadcast_repeats_each_value_over_its_block() {
+        // [2, 3, 4] with one value per row of 4 ([2, 3, 1], and [3, 1]
+        // which is not a column broadcast of [2, 3, 4] on its own).
+        let x = data(24, 1);
+        let col = data(6, 2);
+        let out = [2, 3, 4];
+        let got = run::<f32>(
+            DType::F32,
+            &out,
+            &[
+                view(&out, DType::F32, &x),
+                view(&[2, 3, 1], DType::F32, &col),
+            ],
+            |i, o| binary(BinaryOp::Sub, i, o),
+        )
+        .unwrap();
+        let want: Vec<f32> = (0..24).map(|i| x[i] - col[i / 4]).collect();
+        assert_eq!(got, want);
+        let got = run::<f32>(
+            DType::F32,
+            &out,
+            &[
+                view(&[2, 3, 1], DType::F32, &col),
+                view(&out, DType::F32, &x),
+            ],
+            |i, o| binary(BinaryOp::Sub, i, o),
+        )
+        .unwrap();
+        let want: Vec<f32> = (0..24).map(|i| col[i / 4] - x[i]).collect();
+        assert_eq!(got, want);
+        let got = run::<f32>(
+            DType::F32,
+            &out,
+            &[
+                view(&out, DType::F32, &x),
+                view(&[3, 1], DType::F32, &col[..3]),
+            ],
+            |i, o| binary(BinaryOp::Mul, i, o),
+        )
+        .unwrap();
+        let want: Vec<f32> = (0..24).map(|i| x[i] * col[(i / 4) % 3]).collect();
+        assert_eq!(got, want);
+        assert_eq!(column_period(&[1, 5, 1, 1], &[2, 5, 3, 2]), None);
+        assert_eq!(column_period(&[2, 5, 1, 1], &[2, 5, 3, 2]), Some(6));
+        assert_eq!(column_period(&[5, 1], &[1, 5, 3]), Some(3));
+        assert_eq!(column_period(&[2, 1], &[2, 0]), None);
     }
 }

@@ -23,45 +23,53 @@ fn output_offsets(in_dims: &[usize], axes: &[usize]) -> (Vec<usize>, usize) {
     (offs, count)
 }
 
-/// `(outer, inner)` when `axes` are the leading axes (`Some((r, c))`:
-/// sums over the `r` rows of a `r x c` matrix) or the trailing ones (sums
-/// of the `c`-long rows), as `(leading, r, c)`; `None` for other sets.
-fn split_axes(dims: &[usize], axes: &[usize]) -> Option<(bool, usize, usize)> {
-    let k = axes.len();
+/// `(outer, rows, inner)` when `axes` are one run of consecutive axes:
+/// each of `outer` blocks sums `rows` rows of `inner` contiguous values
+/// (`inner` = 1: sums of contiguous runs). `None` for other sets.
+fn split_axes(dims: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)> {
     let mut sorted = axes.to_vec();
     sorted.sort_unstable();
-    let numel = |d: &[usize]| d.iter().product::<usize>();
-    if sorted.iter().enumerate().all(|(i, &a)| a == i) {
-        return Some((true, numel(&dims[..k]), numel(&dims[k..])));
+    sorted.dedup();
+    let (&first, &last) = (sorted.first()?, sorted.last()?);
+    if last - first + 1 != sorted.len() || last >= dims.len() {
+        return None;
     }
-    let first = dims.len().checked_sub(k)?;
-    let trailing = sorted.iter().enumerate().all(|(i, &a)| a == first + i);
-    trailing.then(|| (false, numel(&dims[..first]), numel(&dims[first..])))
+    let numel = |d: &[usize]| d.iter().product::<usize>();
+    Some((
+        numel(&dims[..first]),
+        numel(&dims[first..=last]),
+        numel(&dims[last + 1..]),
+    ))
 }
 
-/// Sum (or mean) over leading or trailing axes without an offset table:
+/// Sum (or mean) over a run of consecutive axes without an offset table:
 /// the same f64 additions in the same (row-major) order as the general
-/// path, so the same bits. False when `axes` are neither.
+/// path, so the same bits. False for other axes.
 fn sum_contiguous<T: Real>(mean: bool, axes: &[usize], x: &View, o: &mut [T]) -> bool {
-    let Some((leading, rows, cols)) = split_axes(x.dims, axes) else {
+    let Some((outer, rows, inner)) = split_axes(x.dims, axes) else {
         return false;
     };
-    let src = &x.slice::<T>()[..rows * cols];
-    let count = if leading { rows } else { cols };
-    let div = if mean { count as f64 } else { 1.0 };
-    if leading {
-        let mut acc = vec![0.0f64; cols];
-        for row in src.chunks_exact(cols.max(1)) {
-            acc.iter_mut().zip(row).for_each(|(a, v)| *a += v.to_f64());
-        }
-        o.iter_mut()
-            .zip(acc)
-            .for_each(|(v, a)| *v = T::from_f64(a / div));
-    } else {
-        for (v, row) in o.iter_mut().zip(src.chunks_exact(cols.max(1))) {
-            let a = row.iter().fold(0.0f64, |a, v| a + v.to_f64());
+    let src = &x.slice::<T>()[..outer * rows * inner];
+    let div = if mean { rows as f64 } else { 1.0 };
+    if inner == 1 {
+        for (v, run) in o.iter_mut().zip(src.chunks_exact(rows.max(1))) {
+            let a = run.iter().fold(0.0f64, |a, v| a + v.to_f64());
             *v = T::from_f64(a / div);
         }
+        return true;
+    }
+    let mut acc = vec![0.0f64; inner];
+    for (block, ob) in src
+        .chunks_exact((rows * inner).max(1))
+        .zip(o.chunks_exact_mut(inner))
+    {
+        acc.fill(0.0);
+        for row in block.chunks_exact(inner) {
+            acc.iter_mut().zip(row).for_each(|(a, v)| *a += v.to_f64());
+        }
+        ob.iter_mut()
+            .zip(&acc)
+            .for_each(|(v, a)| *v = T::from_f64(a / div));
     }
     true
 }
@@ -330,4 +338,47 @@ pub fn cumsum(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::norm::tests::{data, run, view};
+    use super::*;
+
+    #[test]
+    fn sums_over_a_middle_run_of_axes_add_each_output_s_inputs_in_order() {
+        // [2, 3, 4, 5] summed over axes 1..=2 (and their mean), over axis 3.
+        let x = data(120, 3);
+        let at = |a: usize, b: usize, c: usize, d: usize| x[((a * 3 + b) * 4 + c) * 5 + d] as f64;
+        let dims = [2, 3, 4, 5];
+        for (op, div) in [(ReduceOp::Sum, 1.0), (ReduceOp::Mean, 12.0)] {
+            let got = run::<f32>(
+                DType::F32,
+                &[2, 5],
+                &[view(&dims, DType::F32, &x)],
+                |i, o| reduce(op, &[2, 1], i, o),
+            )
+            .unwrap();
+            let want: Vec<f32> = (0..10)
+                .map(|i| {
+                    let s = (0..3).flat_map(|b| (0..4).map(move |c| (b, c)));
+                    (s.fold(0.0, |acc, (b, c)| acc + at(i / 5, b, c, i % 5)) / div) as f32
+                })
+                .collect();
+            assert_eq!(got, want, "{op:?}");
+        }
+        let got = run::<f32>(
+            DType::F32,
+            &[2, 3, 4],
+            &[view(&dims, DType::F32, &x)],
+            |i, o| reduce(ReduceOp::Sum, &[3], i, o),
+        )
+        .unwrap();
+        let want: Vec<f32> = (0..24)
+            .map(|i| x[i * 5..i * 5 + 5].iter().map(|&v| v as f64).sum::<f64>() as f32)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(split_axes(&dims, &[2, 1]), Some((2, 12, 5)));
+        assert_eq!(split_axes(&dims, &[0, 2]), None);
+    }
 }
