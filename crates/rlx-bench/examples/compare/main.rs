@@ -11,8 +11,8 @@
 //! `--rounds N` measures each row N times, RLX and reference in turn, and
 //! keeps each side's best statistics ([`rounds`]). `--interleave` makes the
 //! rounds quarter-second batches against one reference process per row
-//! (8 rounds unless `--rounds` says otherwise) and fills the paired-ratio
-//! column.
+//! (4 uncounted, then 8 unless `--rounds` says otherwise) and fills the
+//! paired-ratio column.
 //! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
 //! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
 //! (the fp32 export ONNX Runtime and the ONNX import path run); their
@@ -45,8 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     let only = value("--only");
     let interleave = args.iter().any(|a| a == "--interleave");
-    let rounds: usize =
-        value("--rounds").map_or(Ok(if interleave { 8 } else { 1 }), |r| r.trim().parse())?;
+    let rounds = rounds::Plan {
+        rounds: value("--rounds")
+            .map_or(Ok(if interleave { 8 } else { 1 }), |r| r.trim().parse())?,
+        warmup: if interleave { 4 } else { 0 },
+    };
     let cfg = if interleave {
         BenchConfig {
             warmup: 2,

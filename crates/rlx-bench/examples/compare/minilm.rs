@@ -200,7 +200,7 @@ pub fn rows(
     paths: Result<(PathBuf, PathBuf), String>,
     threads: &[usize],
     cfg: &BenchConfig,
-    rounds: usize,
+    rounds: super::rounds::Plan,
     wanted: &dyn Fn(&str) -> bool,
     reference: &mut Reference,
     row: Row,

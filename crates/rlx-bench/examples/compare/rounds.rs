@@ -22,10 +22,21 @@ pub struct Rounds {
     pub paired: Option<f64>,
 }
 
-/// Runs `ours` and `theirs` `rounds` times in turn and keeps, per side,
-/// the smallest min, median and p99 seen.
+/// How many rounds a row runs, the first `warmup` of them not counted.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub rounds: usize,
+    /// Interleaved rows start with rounds both sides run uncounted: the
+    /// first MiniLM row at 2 threads found both sides slow for some
+    /// seconds (ONNX Runtime 29.5 ms, RLX 22.3, against 21.2 / 20.1 in the
+    /// next row a few seconds later), whichever warmed up first.
+    pub warmup: usize,
+}
+
+/// Runs `ours` and `theirs` `plan.warmup + plan.rounds` times in turn and
+/// keeps, per side, the smallest min, median and p99 of the counted rounds.
 pub fn alternate<E, F>(
-    rounds: usize,
+    plan: Plan,
     mut ours: impl FnMut() -> Result<BenchResult, E>,
     mut theirs: impl FnMut() -> Result<Option<ReferenceTiming>, F>,
 ) -> Result<Rounds, Box<dyn Error>>
@@ -51,7 +62,11 @@ where
     let mut best: Option<BenchResult> = None;
     let mut best_ref: Option<ReferenceTiming> = None;
     let mut ratios = Vec::new();
-    for _ in 0..rounds.max(1) {
+    for _ in 0..plan.warmup {
+        ours().map_err(Into::into)?;
+        theirs().map_err(Into::into)?;
+    }
+    for _ in 0..plan.rounds.max(1) {
         let r = ours().map_err(Into::into)?;
         let ours_median = r.median.as_secs_f64();
         best = merge!(best, r, BenchResult);
