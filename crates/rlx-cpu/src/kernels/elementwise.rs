@@ -218,24 +218,12 @@ fn zip2<A: Pod, B: Pod, O: Pod>(a: &View, b: &View, out: &mut ViewMut, f: impl F
     // consecutive outputs (a `[.., S, 1]` mask over `[.., S, H]`).
     if a.dims == dims {
         if let Some(inner) = column_period(b.dims, dims) {
-            for (orow, (arow, &y)) in o
-                .chunks_exact_mut(inner)
-                .zip(xa.chunks_exact(inner).zip(xb))
-            {
-                orow.iter_mut().zip(arow).for_each(|(o, &x)| *o = f(x, y));
-            }
-            return;
+            return by_columns(o, xa, xb, inner, &f);
         }
     }
     if b.dims == dims {
         if let Some(inner) = column_period(a.dims, dims) {
-            for (orow, (brow, &x)) in o
-                .chunks_exact_mut(inner)
-                .zip(xb.chunks_exact(inner).zip(xa))
-            {
-                orow.iter_mut().zip(brow).for_each(|(o, &y)| *o = f(x, y));
-            }
-            return;
+            return by_columns(o, xb, xa, inner, |y, x| f(x, y));
         }
     }
     let sa = broadcast_strides(a.dims, dims);
@@ -256,6 +244,21 @@ pub(crate) fn repeat_period(in_dims: &[usize], out_dims: &[usize]) -> Option<usi
     let fits = core.len() <= out_dims.len()
         && super::region::same_dims(&out_dims[out_dims.len() - core.len()..], core);
     (fits && n > 0).then_some(n)
+}
+
+/// `o[i] = g(whole[i], each[i / inner])`: the column-broadcast loop.
+#[inline(always)]
+fn by_columns<W: Pod, E: Pod, O: Pod>(
+    o: &mut [O],
+    whole: &[W],
+    each: &[E],
+    inner: usize,
+    g: impl Fn(W, E) -> O,
+) {
+    let rows = o.chunks_exact_mut(inner).zip(whole.chunks_exact(inner));
+    for ((orow, wrow), &e) in rows.zip(each) {
+        orow.iter_mut().zip(wrow).for_each(|(o, &w)| *o = g(w, e));
+    }
 }
 
 /// The block length over which an operand broadcast to `out_dims` repeats
