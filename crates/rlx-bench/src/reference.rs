@@ -82,6 +82,9 @@ pub struct ReferenceServer {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
+    /// Reads the process's stderr as it comes (a full pipe would stall a
+    /// chatty reference, e.g. JAX's warnings) and returns it at the end.
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl ReferenceServer {
@@ -102,14 +105,21 @@ impl ReferenceServer {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| fail(format!("cannot run {}: {e}", python.display())))?;
-        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(input), Some(output), Some(mut errors)) = pipes else {
             return Err(fail("no pipes to the reference process".into()));
         };
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut errors, &mut text);
+            text
+        });
         let mut server = ReferenceServer {
             pattern: pattern.to_string(),
             child,
             input,
             output: BufReader::new(output),
+            stderr: Some(stderr),
         };
         match server.read_line() {
             Ok(line) if is_ready_line(&line) => Ok(Some(server)),
@@ -119,10 +129,8 @@ impl ReferenceServer {
                 if status.and_then(|s| s.code()) == Some(3) {
                     return Ok(None);
                 }
-                let mut stderr = String::new();
-                if let Some(mut e) = server.child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-                }
+                let stderr = server.stderr.take().and_then(|h| h.join().ok());
+                let stderr = stderr.unwrap_or_default();
                 Err(fail(format!("{message}: {}", stderr.trim())))
             }
         }
@@ -135,14 +143,12 @@ impl ReferenceServer {
         min_runs: usize,
         min_time: Duration,
     ) -> Result<ReferenceTiming, BenchError> {
-        let pattern = self.pattern.clone();
-        let fail = |message: String| BenchError::Reference { pattern, message };
-        writeln!(self.input, "{} {}", min_runs, min_time.as_secs_f64())
+        let timing = writeln!(self.input, "{} {}", min_runs, min_time.as_secs_f64())
             .and_then(|()| self.input.flush())
             .map_err(|e| format!("cannot write to the reference process: {e}"))
             .and_then(|()| self.read_line())
-            .and_then(|line| parse_timing(&line))
-            .map_err(fail)
+            .and_then(|line| parse_timing(&line));
+        timing.map_err(failure(&self.pattern))
     }
 
     fn read_line(&mut self) -> Result<String, String> {
@@ -157,9 +163,12 @@ impl ReferenceServer {
 
 impl Drop for ReferenceServer {
     fn drop(&mut self) {
-        // Closing stdin ends the serve loop; kill in case it hangs.
+        // The serve loop keeps nothing worth a clean exit.
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(h) = self.stderr.take() {
+            let _ = h.join();
+        }
     }
 }
 
@@ -238,14 +247,18 @@ mod tests {
         let script =
             std::env::temp_dir().join(format!("rlx_bench_{name}_{}.sh", std::process::id()));
         std::fs::write(&script, body).unwrap();
-        ReferenceServer::start(Path::new("/bin/sh"), &script, "p", 1, &[])
+        let server = ReferenceServer::start(Path::new("/bin/sh"), &script, "p", 1, &[]);
+        let _ = std::fs::remove_file(&script);
+        server
     }
 
     #[test]
     fn server_answers_batches_and_reports_no_reference() {
         let ready = r#"echo '{"pattern": "p", "library": "fake", "threads": 1, "ready": true}'"#;
         let answer = r#"while read runs secs; do echo "{\"library\": \"fake\", \"runs\": $runs, \"min_s\": 0.5, \"median_s\": 1, \"p99_s\": 2}"; done"#;
-        let mut s = serve_with(&format!("{ready}\n{answer}\n"), "ok")
+        // 200 KB of warnings on stderr first: more than a pipe holds.
+        let chatty = "i=0; while [ $i -lt 2000 ]; do echo 'a warning line of about one hundred characters, repeated to fill the stderr pipe' >&2; i=$((i+1)); done";
+        let mut s = serve_with(&format!("{chatty}\n{ready}\n{answer}\n"), "ok")
             .unwrap()
             .expect("a server");
         let t = s.batch(7, Duration::from_millis(10)).unwrap();
