@@ -7,8 +7,8 @@
 //! the exponent bits: straight-line code that the compiler vectorises, built
 //! once more with AVX2 + FMA enabled and picked at run time. The polynomials
 //! are `mul_add` chains in Estrin's scheme (independent FMAs, few dependent
-//! steps: the loops are bound by FMA throughput, not latency), one FMA per
-//! step on those builds.
+//! steps), one FMA per step on those builds; GELU's chain, still longer than
+//! the out-of-order window overlaps, is cut into loops ([`gelu_f32`]).
 
 use super::scalar::Real;
 
@@ -204,19 +204,15 @@ fn gelu_in_loops(x: Option<&[f32]>, y: &mut [f32]) {
     for (b, yb) in y.chunks_mut(GELU_BLOCK).enumerate() {
         let n = yb.len();
         let (arg, t) = (&mut arg[..n], &mut t[..n]);
-        let src = match x {
-            Some(x) => &x[b * GELU_BLOCK..b * GELU_BLOCK + n],
-            None => &*yb,
-        };
-        for ((a, tv), &v) in arg.iter_mut().zip(t.iter_mut()).zip(src) {
+        let xb = x.map(|x| &x[b * GELU_BLOCK..b * GELU_BLOCK + n]);
+        for ((a, tv), &v) in arg.iter_mut().zip(t.iter_mut()).zip(xb.unwrap_or(yb)) {
             let (e, r) = erfc_stage_one(gelu_z(v).abs());
             *a = e;
             *tv = r;
         }
         arg.iter_mut().for_each(|a| *a = exp_f32(*a));
-        match x {
-            Some(x) => {
-                let src = &x[b * GELU_BLOCK..b * GELU_BLOCK + n];
+        match xb {
+            Some(src) => {
                 for (((o, &v), &a), &tv) in yb.iter_mut().zip(src).zip(&*arg).zip(&*t) {
                     *o = 0.5 * v * erfc_stage_two(gelu_z(v), a, tv);
                 }
