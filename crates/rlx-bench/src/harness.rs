@@ -178,6 +178,22 @@ impl PreparedPattern {
         outs.map_err(|e| self.runtime(e))
     }
 
+    /// Zero-filled tensors of the step's outputs, for
+    /// [`PreparedPattern::step_into`].
+    pub fn output_tensors(&self) -> Vec<HostTensor> {
+        self.compiled.output_tensors()
+    }
+
+    /// [`PreparedPattern::step`] writing its outputs into `outputs`, kept
+    /// between steps ([`CompiledGraph::try_run_into`]; the numpy references
+    /// write into a kept `out=` array too): what [`run_benchmark`] times.
+    pub fn step_into(&mut self, outputs: &mut [HostTensor]) -> Result<(), BenchError> {
+        let inputs: Vec<(&str, &HostTensor)> =
+            self.inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let done = self.compiled.try_run_into(&inputs, outputs);
+        done.map_err(|e| self.runtime(e))
+    }
+
     /// Current parameter values (updated by training steps), in declaration order.
     pub fn params(&self) -> Result<Vec<(String, Vec<f32>)>, BenchError> {
         self.param_names
@@ -235,14 +251,16 @@ fn tensors(
 }
 
 /// Compiles `pattern` for the CPU, sets its parameters, and times one
-/// iteration ([`PreparedPattern::step`]: a forward run; for a training
-/// pattern forward + backward and the SGD update of every parameter).
+/// iteration ([`PreparedPattern::step_into`]: a forward run into kept
+/// output tensors; for a training pattern forward + backward and the SGD
+/// update of every parameter).
 pub fn run_benchmark(
     pattern: &BenchmarkPattern,
     cfg: &BenchConfig,
 ) -> Result<BenchResult, BenchError> {
     let mut prepared = PreparedPattern::new(pattern)?;
-    let samples = time_iterations(cfg, || prepared.step().map(drop))?;
+    let mut outputs = prepared.output_tensors();
+    let samples = time_iterations(cfg, || prepared.step_into(&mut outputs))?;
     Ok(BenchResult::from_samples(
         &pattern.name,
         pattern.flops,

@@ -155,3 +155,33 @@ fn training_pattern_lowers_its_loss() {
         "{loss_now} vs {next}"
     );
 }
+
+#[test]
+fn step_into_writes_the_pattern_s_values_into_kept_outputs() {
+    let p = patterns::matmul(40);
+    let want = naive_mm(named(&p.inputs, "x"), named(&p.params, "w"), 40, 40, 40);
+    let mut prepared = PreparedPattern::new(&p).unwrap();
+    let mut outs = prepared.output_tensors();
+    for round in 0..2 {
+        outs[0].bytes_mut().fill(0xFF);
+        prepared.step_into(&mut outs).unwrap();
+        let got = outs[0].to_vec::<f32>().unwrap();
+        assert_close(&got, &want, 1e-5, &format!("step_into {round}"));
+    }
+    // A training step into kept outputs returns the loss and updates.
+    let t = patterns::mlp_train_step(8, [12, 16, 3]);
+    let mut prepared = PreparedPattern::new(&t).unwrap();
+    let mut loss = prepared.output_tensors();
+    assert_eq!(loss.len(), 1, "only the loss is returned");
+    prepared.step_into(&mut loss).unwrap();
+    let mut q = t.clone();
+    q.sgd = None;
+    q.params = prepared.params().unwrap();
+    let loss_now = run_once(&q)[0][0];
+    prepared.step_into(&mut loss).unwrap();
+    let next = loss[0].to_vec::<f32>().unwrap()[0];
+    assert!(
+        (loss_now - next).abs() <= 1e-6 * (1.0 + next.abs()),
+        "{loss_now} vs {next}"
+    );
+}

@@ -5,8 +5,9 @@
 use crate::kernels::{self, control, run_node, View, ViewMut};
 use crate::profile::Profile;
 use rlx_compile::LirModule;
-use rlx_driver::{BackendError, Executable, SharedParam};
+use rlx_driver::{check_output_tensors, BackendError, Executable, SharedParam};
 use rlx_ir::{node_label, HostTensor, Op};
+use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,10 +55,100 @@ impl AlignedBuf {
 /// Where a node's value lives at run time.
 #[derive(Clone, Copy)]
 enum Loc {
-    Arena { offset: usize, len: usize },
+    Arena {
+        offset: usize,
+        len: usize,
+    },
+    /// Graph input `input` (or a view of it, `offset` bytes in), which no
+    /// node overwrites: read in place from the caller's tensor when its
+    /// bytes are aligned, else copied to its planned arena slot `arena`.
+    Input {
+        input: usize,
+        offset: usize,
+        arena: usize,
+        len: usize,
+    },
+    /// The node of manifest output `output`, owned (neither a view nor
+    /// written over its input) and viewed by no node: computed straight
+    /// into the caller's tensor by [`Executable::run_into`] when its bytes
+    /// are aligned, else into its arena slot `arena`.
+    Output {
+        output: usize,
+        arena: usize,
+        len: usize,
+    },
     Param(usize),
     Constant(usize),
 }
+
+/// Alignment a caller's tensor bytes need to be read or written in place:
+/// that of every element type (malloc gives 16).
+const IN_PLACE_ALIGN: usize = 16;
+
+/// The bytes of the caller's tensors a run reads or writes in place.
+#[derive(Default)]
+struct Bound {
+    /// Per input: read from the caller's tensor (else from the arena).
+    inputs: Vec<bool>,
+    /// Per manifest output: the caller's bytes it is computed into, for
+    /// the current [`Executable::run_into`] only.
+    outputs: Vec<Option<*mut u8>>,
+}
+
+impl Bound {
+    /// The arena range of a value at `loc` in the current run, if it lies
+    /// in the arena.
+    fn arena_range(&self, loc: Loc) -> Option<(usize, usize)> {
+        match loc {
+            Loc::Arena { offset, len } => Some((offset, len)),
+            Loc::Input {
+                input, arena, len, ..
+            } => (!self.inputs[input]).then_some((arena, len)),
+            Loc::Output { output, arena, len } => {
+                self.outputs[output].is_none().then_some((arena, len))
+            }
+            Loc::Param(_) | Loc::Constant(_) => None,
+        }
+    }
+}
+
+/// Where each node's bytes are during one run.
+struct Places<'r> {
+    locs: &'r [Loc],
+    bound: &'r Bound,
+    params: &'r [Option<Arc<AlignedBuf>>],
+    constants: &'r [AlignedBuf],
+    base: *mut u8,
+    inputs: &'r [&'r HostTensor],
+}
+
+impl Places<'_> {
+    /// Node `i`'s bytes: its arena slot, a param or constant buffer, or a
+    /// caller's tensor.
+    fn at(&self, i: usize) -> (*mut u8, usize) {
+        let loc = self.locs[i];
+        if let Some((offset, len)) = self.bound.arena_range(loc) {
+            // SAFETY: the slot lies inside the arena (check_plan).
+            return (unsafe { self.base.add(offset) }, len);
+        }
+        let bytes = match loc {
+            Loc::Input {
+                input, offset, len, ..
+            } => &self.inputs[input].bytes()[offset..offset + len],
+            Loc::Output { output, len, .. } => {
+                return (self.bound.outputs[output].expect("bound output"), len)
+            }
+            Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
+            Loc::Constant(c) => self.constants[c].bytes(),
+            Loc::Arena { .. } => unreachable!("arena values returned above"),
+        };
+        (bytes.as_ptr() as *mut u8, bytes.len())
+    }
+}
+
+// SAFETY: the output pointers are set and used within one `run_into` call,
+// which holds the caller's tensors borrowed mutably throughout.
+unsafe impl Send for Bound {}
 
 /// A graph compiled for the CPU.
 pub struct CpuExecutable {
@@ -75,6 +166,8 @@ pub struct CpuExecutable {
     profile: Option<Profile>,
     /// Matmul weights packed once ([`packed_weights`]).
     packing: packed_weights::Packing,
+    /// Caller tensors of the current run read / written in place.
+    bound: Bound,
 }
 
 impl CpuExecutable {
@@ -113,7 +206,17 @@ impl CpuExecutable {
                 }
             });
         }
+        // `RLX_CPU_IN_PLACE_IO=0`: every input copied into the arena and
+        // every output out of it (the path of misaligned caller tensors).
+        let in_place_io = rlx_ir::env::var("RLX_CPU_IN_PLACE_IO").is_none_or(|v| v.trim() != "0");
+        if in_place_io {
+            bind_caller_tensors(&lir, &mut locs);
+        }
         let mut exec = CpuExecutable {
+            bound: Bound {
+                inputs: vec![false; lir.io.inputs.len()],
+                outputs: vec![None; lir.io.outputs.len()],
+            },
             arena: AlignedBuf::zeroed(lir.plan.arena_bytes),
             params: (0..lir.io.params.len()).map(|_| None).collect(),
             constants,
@@ -140,12 +243,194 @@ impl CpuExecutable {
         }
     }
 
-    fn read(&self, idx: usize) -> &[u8] {
-        match self.locs[idx] {
-            Loc::Arena { offset, len } => &self.arena.bytes()[offset..offset + len],
-            Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
-            Loc::Constant(c) => self.constants[c].bytes(),
+    /// One run of the schedule: inputs read in place where [`Loc::Input`]
+    /// allows, outputs computed into `outputs` (empty: into the arena) where
+    /// [`Loc::Output`] allows.
+    fn execute(
+        &mut self,
+        inputs: &[&HostTensor],
+        outputs: &mut [HostTensor],
+    ) -> Result<(), BackendError> {
+        if let Some(p) = self.params.iter().position(Option::is_none) {
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[p].1
+            )));
         }
+        if self.arena.len != self.lir.plan.arena_bytes {
+            self.arena = AlignedBuf::zeroed(self.lir.plan.arena_bytes);
+        }
+        if inputs.len() != self.lir.io.inputs.len() {
+            return Err(BackendError::Signature(format!(
+                "{} inputs given for {}",
+                inputs.len(),
+                self.lir.io.inputs.len()
+            )));
+        }
+        for ((_, name, shape), t) in self.lir.io.inputs.iter().zip(inputs) {
+            if Some(t.bytes().len()) != shape.size_bytes() {
+                return Err(BackendError::Signature(format!(
+                    "input \"{name}\": {} bytes given for {shape}",
+                    t.bytes().len()
+                )));
+            }
+        }
+        self.pack_weights();
+        let aligned = |p: *const u8| (p as usize).is_multiple_of(IN_PLACE_ALIGN);
+        for (input, t) in inputs.iter().enumerate() {
+            let id = self.lir.io.inputs[input].0.index();
+            let borrowable = matches!(self.locs[id], Loc::Input { .. });
+            self.bound.inputs[input] = borrowable && aligned(t.bytes().as_ptr());
+            if let Some((offset, len)) = self.arena_range(id) {
+                self.arena.bytes_mut()[offset..offset + len].copy_from_slice(t.bytes());
+            }
+        }
+        for (j, t) in outputs.iter_mut().enumerate() {
+            let id = self.lir.io.outputs[j].0.index();
+            let bytes = t.bytes_mut();
+            let direct = matches!(self.locs[id], Loc::Output { output, .. } if output == j);
+            self.bound.outputs[j] =
+                (direct && aligned(bytes.as_ptr())).then_some(bytes.as_mut_ptr());
+        }
+        let places = Places {
+            locs: &self.locs,
+            bound: &self.bound,
+            params: &self.params,
+            constants: &self.constants,
+            base: self.arena.base(),
+            inputs,
+        };
+        let g = &self.lir.graph;
+        for &id in &self.lir.schedule {
+            if self.lir.plan.is_view(id.index()) {
+                continue; // a reshape / narrow whose bytes are already in place
+            }
+            let n = g.node(id);
+            // An input the node overwrites in place is read through its output.
+            let alias = self.lir.plan.in_place_of(id.index());
+            let views: SmallVec<[Option<View>; 4]> = n
+                .inputs
+                .iter()
+                .map(|&i| {
+                    if alias == Some(i.index()) {
+                        return None;
+                    }
+                    let (at, len) = places.at(i.index());
+                    Some(View {
+                        dims: &self.dims[i.index()],
+                        dtype: g.shape(i).dtype(),
+                        // SAFETY: `at` holds `len` bytes of a live value, and the
+                        // planner never lets a live input share bytes with this
+                        // output (an input overwritten in place is not viewed:
+                        // see `alias`; a caller's tensor is never a node's slot).
+                        bytes: unsafe { std::slice::from_raw_parts(at, len) },
+                    })
+                })
+                .collect();
+            debug_assert!(
+                !matches!(self.locs[id.index()], Loc::Input { .. }),
+                "a scheduled node is never a caller's input"
+            );
+            let (at, len) = places.at(id.index());
+            // SAFETY: see above; this place is disjoint from every live input.
+            let out_bytes = unsafe { std::slice::from_raw_parts_mut(at, len) };
+            let mut out = ViewMut {
+                dims: &self.dims[id.index()],
+                dtype: n.shape.dtype(),
+                bytes: out_bytes,
+            };
+            let started = self.profile.is_some().then(Instant::now);
+            let result = if alias.is_some() {
+                kernels::run_in_place(n, &views, &mut out)
+            } else {
+                let views: SmallVec<[View; 4]> = views.into_iter().flatten().collect();
+                match &mut self.control[id.index()] {
+                    Some(prog) => control::run(&n.op, prog, &views, &mut out),
+                    None => match self.packing.packed_weights(id.index()) {
+                        Some(nr) => {
+                            kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out)
+                        }
+                        None => run_node(n, &views, &mut out),
+                    },
+                }
+            };
+            result.map_err(|message| BackendError::Kernel {
+                node: node_label(g, id),
+                message,
+            })?;
+            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
+            }
+        }
+        if let Some(p) = self.profile.as_mut() {
+            p.end_run();
+        }
+        Ok(())
+    }
+
+    /// The arena range node `idx`'s value occupies in the current run, if
+    /// it lies in the arena.
+    fn arena_range(&self, idx: usize) -> Option<(usize, usize)> {
+        self.bound.arena_range(self.locs[idx])
+    }
+
+    /// Node `idx`'s bytes in the current run (`inputs`: the run's inputs).
+    fn read<'s>(&'s self, idx: usize, inputs: &'s [&HostTensor]) -> &'s [u8] {
+        let places = Places {
+            locs: &self.locs,
+            bound: &self.bound,
+            params: &self.params,
+            constants: &self.constants,
+            base: self.arena.blocks.as_ptr() as *mut u8,
+            inputs,
+        };
+        let (at, len) = places.at(idx);
+        // SAFETY: `at` holds `len` bytes of node `idx`'s value (a bound
+        // output's tensor stays borrowed by `run_into` while bound); the
+        // shared borrow of `self` keeps the arena from changing.
+        unsafe { std::slice::from_raw_parts(at, len) }
+    }
+}
+
+/// Marks the inputs no node overwrites (and their views) as [`Loc::Input`],
+/// and the owned, unviewed output nodes as [`Loc::Output`].
+fn bind_caller_tensors(lir: &LirModule, locs: &mut [Loc]) {
+    let plan = &lir.plan;
+    let nodes = locs.len();
+    let overwritten = |id: usize| (0..nodes).any(|n| plan.in_place_of(n) == Some(id));
+    for (input, (id, _, _)) in lir.io.inputs.iter().enumerate() {
+        let (root, Loc::Arena { offset: at, .. }) = (id.index(), locs[id.index()]) else {
+            continue;
+        };
+        if overwritten(root) {
+            continue;
+        }
+        for (n, loc) in locs.iter_mut().enumerate() {
+            let viewed = n == root || plan.view_of.get(n).copied().flatten() == Some(root);
+            if let (true, Loc::Arena { offset, len }) = (viewed, *loc) {
+                *loc = Loc::Input {
+                    input,
+                    offset: offset - at,
+                    arena: offset,
+                    len,
+                };
+            }
+        }
+    }
+    for (output, (id, _)) in lir.io.outputs.iter().enumerate() {
+        let n = id.index();
+        let Loc::Arena { offset, len } = locs[n] else {
+            continue; // an input, a param, a constant, or listed twice
+        };
+        let viewed = plan.view_of.contains(&Some(n));
+        if plan.is_view(n) || plan.in_place_of(n).is_some() || viewed || overwritten(n) {
+            continue;
+        }
+        locs[n] = Loc::Output {
+            output,
+            arena: offset,
+            len,
+        };
     }
 }
 
@@ -257,99 +542,41 @@ impl Executable for CpuExecutable {
     }
 
     fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
-        if let Some(p) = self.params.iter().position(Option::is_none) {
-            return Err(BackendError::Signature(format!(
-                "param \"{}\" is not set",
-                self.lir.io.params[p].1
-            )));
-        }
-        if self.arena.len != self.lir.plan.arena_bytes {
-            self.arena = AlignedBuf::zeroed(self.lir.plan.arena_bytes);
-        }
-        self.pack_weights();
-        for ((id, _, _), t) in self.lir.io.inputs.iter().zip(inputs) {
-            if let Loc::Arena { offset, len } = self.locs[id.index()] {
-                self.arena.bytes_mut()[offset..offset + len].copy_from_slice(t.bytes());
-            }
-        }
-        let base = self.arena.base();
-        let g = &self.lir.graph;
-        for &id in &self.lir.schedule {
-            if self.lir.plan.is_view(id.index()) {
-                continue; // a reshape / narrow whose bytes are already in place
-            }
-            let n = g.node(id);
-            // An input the node overwrites in place is read through its output.
-            let alias = self.lir.plan.in_place_of(id.index());
-            let views: Vec<Option<View>> = n
-                .inputs
-                .iter()
-                .map(|&i| {
-                    if alias == Some(i.index()) {
-                        return None;
-                    }
-                    let bytes = match self.locs[i.index()] {
-                        // SAFETY: the slot lies inside the arena (check_plan), and the
-                        // planner never lets a live input share bytes with this output
-                        // (an input overwritten in place is not viewed: see `alias`).
-                        Loc::Arena { offset, len } => unsafe {
-                            std::slice::from_raw_parts(base.add(offset) as *const u8, len)
-                        },
-                        Loc::Param(p) => self.params[p].as_ref().map_or(&[][..], |b| b.bytes()),
-                        Loc::Constant(c) => self.constants[c].bytes(),
-                    };
-                    Some(View {
-                        dims: &self.dims[i.index()],
-                        dtype: g.shape(i).dtype(),
-                        bytes,
-                    })
-                })
-                .collect();
-            let Loc::Arena { offset, len } = self.locs[id.index()] else {
-                unreachable!("scheduled nodes live in the arena")
-            };
-            // SAFETY: see above; this slot is disjoint from every live input.
-            let out_bytes = unsafe { std::slice::from_raw_parts_mut(base.add(offset), len) };
-            let mut out = ViewMut {
-                dims: &self.dims[id.index()],
-                dtype: n.shape.dtype(),
-                bytes: out_bytes,
-            };
-            let started = self.profile.is_some().then(Instant::now);
-            let result = if alias.is_some() {
-                kernels::run_in_place(n, &views, &mut out)
-            } else {
-                let views: Vec<View> = views.into_iter().flatten().collect();
-                match &mut self.control[id.index()] {
-                    Some(prog) => control::run(&n.op, prog, &views, &mut out),
-                    None => match self.packing.packed_weights(id.index()) {
-                        Some(nr) => {
-                            kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out)
-                        }
-                        None => run_node(n, &views, &mut out),
-                    },
-                }
-            };
-            result.map_err(|message| BackendError::Kernel {
-                node: node_label(g, id),
-                message,
-            })?;
-            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
-                p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
-            }
-        }
-        if let Some(p) = self.profile.as_mut() {
-            p.end_run();
-        }
+        self.execute(inputs, &mut [])?;
         let mut outs = Vec::with_capacity(self.lir.io.outputs.len());
         for (id, shape) in &self.lir.io.outputs {
             let dims = &self.dims[id.index()];
+            let bytes = self.read(id.index(), inputs).to_vec();
             outs.push(
-                HostTensor::from_bytes(shape.dtype(), dims, self.read(id.index()).to_vec())
+                HostTensor::from_bytes(shape.dtype(), dims, bytes)
                     .map_err(|e| BackendError::Signature(e.to_string()))?,
             );
         }
         Ok(outs)
+    }
+
+    fn run_into(
+        &mut self,
+        inputs: &[&HostTensor],
+        outputs: &mut [HostTensor],
+    ) -> Result<(), BackendError> {
+        check_output_tensors(&self.lir.io.outputs, outputs)?;
+        let result = self.execute(inputs, outputs);
+        // The outputs not computed in place are copied from where they are.
+        for (j, (id, _)) in self.lir.io.outputs.iter().enumerate() {
+            let direct = matches!(self.locs[id.index()], Loc::Output { output, .. }
+                if output == j && self.bound.outputs[j].is_some());
+            if result.is_ok() && !direct {
+                let bytes = self.read(id.index(), inputs);
+                // SAFETY: a value read here lies in the arena, a param, a
+                // constant, an input or another output's tensor: never in
+                // tensor `j`, which nothing else points into.
+                let bytes = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+                outputs[j].bytes_mut().copy_from_slice(bytes);
+            }
+        }
+        self.bound.outputs.fill(None);
+        result
     }
 
     fn lir(&self) -> &LirModule {

@@ -92,9 +92,9 @@ impl CpuExecutable {
         let (in_place, copied): (Vec<_>, Vec<_>) =
             sources.iter().zip(&direct).partition(|(_, &d)| d);
         let copied: Vec<(usize, usize)> = copied.into_iter().map(|(s, _)| *s).collect();
-        self.store_into_params(&copied)?;
+        self.store_into_params(&copied, inputs)?;
         for (&(id, param), _) in in_place {
-            self.compute_into_param(id, param)?;
+            self.compute_into_param(id, param, inputs)?;
         }
         Ok(outs)
     }
@@ -132,26 +132,30 @@ impl CpuExecutable {
         let later_slots: Vec<(usize, usize)> = self.lir.schedule[pos + 1..]
             .iter()
             .filter(|s| !self.lir.plan.is_view(s.index()))
-            .filter_map(|s| match self.locs[s.index()] {
-                Loc::Arena { offset, len } => Some((offset, offset + len)),
-                _ => None,
-            })
+            .filter_map(|s| self.arena_range(s.index()))
+            .map(|(offset, len)| (offset, offset + len))
             .collect();
-        n.inputs
-            .iter()
-            .filter(|&&i| i != param_node)
-            .all(|i| match self.locs[i.index()] {
-                Loc::Param(q) => !sources.iter().any(|s| s.1 == q),
-                Loc::Constant(_) => true,
-                Loc::Arena { offset, len } => later_slots
+        n.inputs.iter().filter(|&&i| i != param_node).all(|i| {
+            match (self.locs[i.index()], self.arena_range(i.index())) {
+                (Loc::Param(q), _) => !sources.iter().any(|s| s.1 == q),
+                (_, Some((offset, len))) => later_slots
                     .iter()
                     .all(|&(lo, hi)| hi <= offset || lo >= offset + len),
-            })
+                // A constant, or an input read in place (which no node
+                // overwrites).
+                (_, None) => true,
+            }
+        })
     }
 
     /// Runs update node `id` with param `param`'s buffer as its output,
     /// reading the param through it (in place).
-    fn compute_into_param(&mut self, id: usize, param: usize) -> Result<(), BackendError> {
+    fn compute_into_param(
+        &mut self,
+        id: usize,
+        param: usize,
+        inputs: &[&HostTensor],
+    ) -> Result<(), BackendError> {
         let g = &self.lir.graph;
         let node_id = NodeId(id as u32);
         let n = g.node(node_id);
@@ -166,7 +170,7 @@ impl CpuExecutable {
                 (i != param_node).then(|| View {
                     dims: &self.dims[i.index()],
                     dtype: g.shape(i).dtype(),
-                    bytes: self.read(i.index()),
+                    bytes: self.read(i.index(), inputs),
                 })
             })
             .collect();
@@ -188,18 +192,22 @@ impl CpuExecutable {
     /// Makes the values of `sources` (node index, param index; computed by
     /// the last run) the new values of their params. Values that are not in
     /// the arena (a param, a constant) are read before any param changes.
-    fn store_into_params(&mut self, sources: &[(usize, usize)]) -> Result<(), BackendError> {
+    fn store_into_params(
+        &mut self,
+        sources: &[(usize, usize)],
+        inputs: &[&HostTensor],
+    ) -> Result<(), BackendError> {
         let staged: Vec<Option<Vec<u8>>> = sources
             .iter()
             .map(|&(id, _)| {
-                let in_arena = matches!(self.locs[id], Loc::Arena { .. });
-                (!in_arena).then(|| self.read(id).to_vec())
+                let in_arena = self.arena_range(id).is_some();
+                (!in_arena).then(|| self.read(id, inputs).to_vec())
             })
             .collect();
         for (&(id, param), staged) in sources.iter().zip(staged) {
-            match (staged, self.locs[id]) {
+            match (staged, self.arena_range(id)) {
                 (Some(bytes), _) => Self::overwrite_param(&mut self.params, param, &bytes),
-                (None, Loc::Arena { offset, len }) => Self::overwrite_param(
+                (None, Some((offset, len))) => Self::overwrite_param(
                     &mut self.params,
                     param,
                     &self.arena.bytes()[offset..offset + len],

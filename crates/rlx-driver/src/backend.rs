@@ -2,7 +2,7 @@
 
 use crate::Device;
 use rlx_compile::{LayoutClaims, LirModule};
-use rlx_ir::{HostTensor, Op};
+use rlx_ir::{HostTensor, NodeId, Op, Shape};
 use thiserror::Error;
 
 /// An error raised by a backend while compiling or running.
@@ -139,10 +139,54 @@ pub trait Executable: Send {
             .map(|(_, t)| t)
             .collect())
     }
+    /// Runs like [`Executable::run`], writing manifest output `j` into
+    /// `outputs[j]` instead of returning new tensors, so a loop of runs
+    /// reuses the caller's output tensors (ONNX Runtime's bound outputs,
+    /// numpy's `out=`). Each tensor must have its output's dtype and dims
+    /// ([`check_output_tensors`]). The default runs and copies; a backend may
+    /// instead compute outputs straight into the caller's bytes.
+    fn run_into(
+        &mut self,
+        inputs: &[&HostTensor],
+        outputs: &mut [HostTensor],
+    ) -> Result<(), BackendError> {
+        check_output_tensors(&self.lir().io.outputs, outputs)?;
+        let outs = self.run(inputs)?;
+        for (o, v) in outputs.iter_mut().zip(outs) {
+            o.bytes_mut().copy_from_slice(v.bytes());
+        }
+        Ok(())
+    }
     /// Gives back the working memory of runs (the arena) until the next
     /// run, for executables that run rarely (a param prelude). The next run
     /// allocates it again. No-op by default.
     fn release_scratch(&mut self) {}
+}
+
+/// Checks that `outputs` holds one tensor of each manifest output's dtype
+/// and dims, in order (the contract of [`Executable::run_into`]).
+pub fn check_output_tensors(
+    manifest: &[(NodeId, Shape)],
+    outputs: &[HostTensor],
+) -> Result<(), BackendError> {
+    if outputs.len() != manifest.len() {
+        return Err(BackendError::Signature(format!(
+            "{} output tensors given for {} outputs",
+            outputs.len(),
+            manifest.len()
+        )));
+    }
+    for (j, ((_, shape), t)) in manifest.iter().zip(outputs).enumerate() {
+        let dims = shape.static_dims();
+        if t.dtype() != shape.dtype() || dims.as_deref() != Some(t.dims()) {
+            return Err(BackendError::Signature(format!(
+                "output {j}: a tensor of {}{:?} given for {shape}",
+                t.dtype(),
+                t.dims()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A backend's param storage, shared between executables (reference

@@ -10,5 +10,5 @@ mod backend;
 mod device;
 pub mod registry;
 
-pub use backend::{Backend, BackendError, Executable, SharedParam};
+pub use backend::{check_output_tensors, Backend, BackendError, Executable, SharedParam};
 pub use device::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};

@@ -108,6 +108,12 @@ impl HostTensor {
         &self.bytes
     }
 
+    /// The bytes, writable in place (their length is fixed by the dtype and
+    /// dims): a run can write an output into a tensor the caller keeps.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
     /// Consumes the tensor, returning its bytes.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes

@@ -77,18 +77,26 @@ fn values_to_tensor(what: &str, shape: &Shape, values: &[f32]) -> Result<HostTen
     Ok(t?)
 }
 
-fn check_tensor(what: &str, shape: &Shape, t: &HostTensor) -> Result<()> {
+/// Checks `t` against `shape`; `what` names it in the error (built only on
+/// failure: a run checks every input).
+fn check_tensor(what: impl Fn() -> String, shape: &Shape, t: &HostTensor) -> Result<()> {
     if t.dtype() != shape.dtype() {
         return Err(RuntimeError::DType {
-            what: what.to_string(),
+            what: what(),
             shape: shape.clone(),
             expected: shape.dtype(),
             given: t.dtype(),
         });
     }
-    if Some(t.dims().to_vec()) != shape.static_dims() {
+    let dims = shape.dims();
+    let same = dims.len() == t.dims().len()
+        && dims
+            .iter()
+            .zip(t.dims())
+            .all(|(d, &n)| d.as_static() == Some(n));
+    if !same {
         return Err(RuntimeError::Shape {
-            what: what.to_string(),
+            what: what(),
             expected: shape.clone(),
             given: t.dims().to_vec(),
         });
@@ -325,7 +333,7 @@ impl CompiledGraph {
     pub fn set_param_typed(&mut self, name: &str, value: &HostTensor) -> Result<()> {
         let i = self.param_index(name)?;
         let shape = self.params[i].shape.clone();
-        check_tensor(&format!("param \"{name}\""), &shape, value)?;
+        check_tensor(|| format!("param \"{name}\""), &shape, value)?;
         self.upload_param(i, value)
     }
 
@@ -576,14 +584,85 @@ impl CompiledGraph {
 
     /// Runs on named typed inputs (dtype and dims must match exactly).
     pub fn try_run_typed(&mut self, inputs: &[(&str, &HostTensor)]) -> Result<Vec<HostTensor>> {
+        let tensors = self.checked_inputs(inputs)?;
+        self.execute(&tensors)
+    }
+
+    /// Zero-filled tensors of the outputs a run returns, in output order:
+    /// the `outputs` of [`CompiledGraph::try_run_into`].
+    pub fn output_tensors(&self) -> Vec<HostTensor> {
+        self.output_shapes()
+            .iter()
+            .map(|s| HostTensor::zeros(s.dtype(), &s.static_dims().unwrap_or_default()))
+            .collect()
+    }
+
+    /// Runs like [`CompiledGraph::try_run_typed`], writing the outputs
+    /// into `outputs` (one tensor of each returned output's dtype and dims,
+    /// e.g. from [`CompiledGraph::output_tensors`]) instead of returning
+    /// new tensors, like numpy's `out=` or ONNX Runtime's bound outputs: a
+    /// loop of runs allocates nothing for its outputs, and the CPU backend
+    /// computes an output straight into its tensor. An error leaves the
+    /// outputs' values unspecified.
+    ///
+    /// ```
+    /// use rlx_runtime::Session;
+    /// use rlx_driver::Device;
+    /// use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+    ///
+    /// let mut g = Graph::new("double");
+    /// let x = g.input("x", Shape::new(&[2], DType::F32));
+    /// let y = g.mul(x, g.constant(2.0, DType::F32));
+    /// g.set_outputs(vec![y]);
+    /// let mut c = Session::new(Device::Cpu).compile(g);
+    /// let mut out = c.output_tensors();
+    /// let x = HostTensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    /// c.try_run_into(&[("x", &x)], &mut out).unwrap();
+    /// assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    /// ```
+    pub fn try_run_into(
+        &mut self,
+        inputs: &[(&str, &HostTensor)],
+        outputs: &mut [HostTensor],
+    ) -> Result<()> {
+        let tensors = self.checked_inputs(inputs)?;
+        let returned = self
+            .io()
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.updates.iter().any(|u| u.output == *i));
+        if returned.clone().count() != outputs.len() {
+            return Err(RuntimeError::OutputCount {
+                expected: returned.count(),
+                given: outputs.len(),
+            });
+        }
+        for (j, ((_, (_, shape)), t)) in returned.zip(outputs.iter()).enumerate() {
+            check_tensor(|| format!("output {j}"), shape, t)?;
+        }
+        if !self.updates.is_empty() {
+            let outs = self.execute(&tensors)?;
+            for (o, v) in outputs.iter_mut().zip(outs) {
+                o.bytes_mut().copy_from_slice(v.bytes());
+            }
+            return Ok(());
+        }
+        self.ready_to_run()?;
+        Ok(self.exec.run_into(&tensors, outputs)?)
+    }
+
+    /// The manifest-ordered inputs of named `inputs`, each checked against
+    /// its input's dtype and dims.
+    fn checked_inputs<'t>(&self, inputs: &[(&str, &'t HostTensor)]) -> Result<Vec<&'t HostTensor>> {
         let order = self.order_inputs(inputs.iter().map(|(n, _)| *n))?;
         let mut tensors = Vec::with_capacity(order.len());
         for (slot, &given) in order.iter().enumerate() {
             let (_, name, shape) = &self.io().inputs[slot];
-            check_tensor(&format!("input \"{name}\""), shape, inputs[given].1)?;
+            check_tensor(|| format!("input \"{name}\""), shape, inputs[given].1)?;
             tensors.push(inputs[given].1);
         }
-        self.execute(&tensors)
+        Ok(tensors)
     }
 
     /// For each manifest input, the position of its value among `names`.
@@ -614,7 +693,9 @@ impl CompiledGraph {
         Ok(order)
     }
 
-    fn execute(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
+    /// Checks every param is set and brings the param prelude's values up
+    /// to date.
+    fn ready_to_run(&mut self) -> Result<()> {
         if let Some(i) = self.param_set.iter().position(|s| !s) {
             let p = &self.params[i];
             return Err(RuntimeError::ParamNotSet {
@@ -625,6 +706,11 @@ impl CompiledGraph {
         if let Some(prelude) = self.prelude.as_mut() {
             prelude.refresh(self.exec.as_mut())?;
         }
+        Ok(())
+    }
+
+    fn execute(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
+        self.ready_to_run()?;
         if self.updates.is_empty() {
             return Ok(self.exec.run(inputs)?);
         }

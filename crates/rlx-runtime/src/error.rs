@@ -46,6 +46,14 @@ pub enum RuntimeError {
         /// How many outputs the graph has.
         outputs: usize,
     },
+    /// A run given a number of output tensors other than its outputs'.
+    #[error("{given} output tensors given for {expected} outputs")]
+    OutputCount {
+        /// How many outputs a run returns.
+        expected: usize,
+        /// How many tensors were given.
+        given: usize,
+    },
     /// A param update that clashes with one already bound.
     #[error("cannot make output {output} the update of param \"{param}\": {reason}")]
     UpdateConflict {
