@@ -1,4 +1,4 @@
-//! Vectorised f32 `exp` (softmax rows), exact GELU and tanh.
+//! Vectorised f32 `exp` (softmax rows, `Exp`), `log`, exact GELU and tanh.
 //!
 //! Softmax and GELU spend most of their time in `exp` / `erf` once the
 //! products around them run on a GEMM; libm is a call per element. Here `exp` is a
@@ -330,9 +330,109 @@ pub fn exp_f32(x: f32) -> f32 {
     }
 }
 
+/// Natural log of f32 within 2e-7 relative error (Cephes' `logf`
+/// decomposition: `x = m 2^e` with `m` in `[sqrt(1/2), sqrt(2))`, a degree-8
+/// polynomial in `m - 1`, `e ln 2` in two parts); subnormals are scaled
+/// into range first; `log 0 = -inf`, `log inf = inf`, NaN for negatives and
+/// NaN. Branch-free, so a loop of it vectorises.
+#[inline(always)]
+pub fn log_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    const A: [f32; 9] = [
+        3.333_333_1e-1,
+        -2.499_999_4e-1,
+        2.000_071_5e-1,
+        -1.666_805_8e-1,
+        1.424_932_3e-1,
+        -1.242_014_1e-1,
+        1.167_699_9e-1,
+        -1.151_461e-1,
+        7.037_683_6e-2,
+    ];
+    let tiny = x < f32::MIN_POSITIVE;
+    let scaled = if tiny { x * 8_388_608.0 } else { x };
+    let bits = scaled.to_bits();
+    let exponent = ((bits >> 23) & 0xff) as i32 - if tiny { 126 + 23 } else { 126 };
+    // The mantissa in [0.5, 1), then folded into [sqrt(1/2), sqrt(2)).
+    let m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000);
+    let low = m < std::f32::consts::FRAC_1_SQRT_2;
+    let f = if low { m + m - 1.0 } else { m - 1.0 };
+    let e = (exponent - i32::from(low)) as f32;
+    // f z P(f) by Estrin's scheme.
+    let z = f * f;
+    let z2 = z * z;
+    let p01 = f.mul_add(A[1], A[0]);
+    let p23 = f.mul_add(A[3], A[2]);
+    let p45 = f.mul_add(A[5], A[4]);
+    let p67 = f.mul_add(A[7], A[6]);
+    let p03 = z.mul_add(p23, p01);
+    let p47 = z.mul_add(p67, p45);
+    let p = (z2 * z2).mul_add(A[8], z2.mul_add(p47, p03));
+    let y = e.mul_add(LN2_LO, (f * z).mul_add(p, -0.5 * z));
+    let r = e.mul_add(LN2_HI, f + y);
+    if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x == f32::INFINITY {
+        x
+    } else if x < 0.0 || x.is_nan() {
+        f32::NAN
+    } else {
+        r
+    }
+}
+
+vectorised_map!(
+    /// `e^x` of f32 values by [`exp_f32`].
+    exp_map_f32,
+    exp_biased_f32,
+    exp_f32
+);
+
+vectorised_map!(
+    /// Natural log of f32 values by [`log_f32`].
+    log_map_f32,
+    log_biased_f32,
+    log_f32
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_f32_matches_f64_ln() {
+        let mut x: Vec<f32> = (0..20_000)
+            .map(|i| f32::from_bits(0x0000_1000u32.wrapping_add(i * 106_400)))
+            .filter(|v| v.is_finite())
+            .collect();
+        x.extend([
+            1.0,
+            0.999_999_9,
+            1.000_000_1,
+            0.5,
+            2.0,
+            0.707_106_77,
+            0.707_106_8,
+        ]);
+        x.extend([f32::MIN_POSITIVE, 1e-45, f32::MAX, 3e-39]);
+        let mut y = vec![0f32; x.len()];
+        log_map_f32(&x, &mut y);
+        let mut worst = 0f64;
+        for (&v, &l) in x.iter().zip(&y) {
+            let want = (v as f64).ln();
+            let err = (l as f64 - want).abs() / want.abs().max(1e-30);
+            worst = worst.max(err);
+            assert!(err <= 2e-7, "log({v:e}) = {l}, want {want}");
+        }
+        assert!(worst > 0.0, "the test reached rounded values");
+        assert_eq!(log_f32(1.0), 0.0);
+        assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
+        assert_eq!(log_f32(-0.0), f32::NEG_INFINITY);
+        assert_eq!(log_f32(f32::INFINITY), f32::INFINITY);
+        assert!(log_f32(-1.0).is_nan() && log_f32(f32::NAN).is_nan());
+        assert!(log_f32(f32::NEG_INFINITY).is_nan());
+    }
 
     #[test]
     fn exp_f32_matches_f64_exp() {

@@ -8,6 +8,7 @@ use super::{elementwise, KernelResult, View, ViewMut};
 use crate::team;
 use rlx_ir::op::{ChainOperand, ChainStep};
 use rlx_ir::DType;
+use smallvec::SmallVec;
 
 /// Elements per tile: small enough that a tile per step stays in L1/L2.
 const TILE: usize = 1024;
@@ -61,14 +62,21 @@ impl BroadcastCursor {
     }
 }
 
-/// An 8-byte aligned scratch tile.
-struct Scratch(Vec<u64>);
+/// An 8-byte aligned scratch tile, carved from the thread's [`TILES`].
+struct Scratch<'a>(&'a mut [u64]);
 
-impl Scratch {
-    /// Room for `elems` values of `width` bytes.
-    fn new(elems: usize, width: usize) -> Self {
-        Scratch(vec![0; (elems * width).div_ceil(8)])
-    }
+/// Words of a scratch tile of `elems` values of `width` bytes.
+fn tile_words(elems: usize, width: usize) -> usize {
+    (elems * width).div_ceil(8)
+}
+
+thread_local! {
+    /// [`run_tiles`]' scratch tiles, kept for the thread's next region (a
+    /// tiny graph's run otherwise spent a tenth of its time allocating them).
+    static TILES: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Scratch<'_> {
     fn bytes(&self, len: usize) -> &[u8] {
         // SAFETY: u64 has no padding; any byte view of it is valid.
         let all =
@@ -109,29 +117,29 @@ fn run_step(step: &ChainStep, ins: &[View], out: &mut ViewMut) -> KernelResult {
 }
 
 /// Where a region input's tile comes from.
-enum Source {
+enum Source<'a> {
     /// Already at the output dims: read in place.
     Direct,
     /// Broadcast: gathered per tile.
-    Gather(BroadcastCursor, Scratch),
+    Gather(BroadcastCursor, Scratch<'a>),
     /// Broadcast by repeating it whole (a bias row): read in place, the
     /// step kernels broadcast it over the tile's rows.
     Repeat,
     /// The output buffer itself (an epilogue's input): copied out per tile
     /// before the tile is overwritten.
-    Output(Scratch),
+    Output(Scratch<'a>),
 }
 
 /// Runs an `Op::ElementwiseRegion`.
 pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
-    let ins: Vec<Option<View>> = ins.iter().copied().map(Some).collect();
+    let ins: SmallVec<[Option<View>; 4]> = ins.iter().copied().map(Some).collect();
     run_region(steps, &ins, out)
 }
 
 /// Runs `steps` over `out` in place: region input 0 is `out`'s current
 /// value (e.g. a matmul result), inputs `1..` are `extra`.
 pub fn epilogue(steps: &[ChainStep], extra: &[View], out: &mut ViewMut) -> KernelResult {
-    let ins: Vec<Option<View>> = std::iter::once(None)
+    let ins: SmallVec<[Option<View>; 4]> = std::iter::once(None)
         .chain(extra.iter().copied().map(Some))
         .collect();
     run_region(steps, &ins, out)
@@ -145,8 +153,9 @@ pub fn in_place(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) ->
     run_region(steps, ins, out)
 }
 
-/// The one-step region of a lone elementwise op over its inputs, if it is one.
-pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
+/// The one-step region of a lone elementwise op over its inputs, if it is
+/// one (a region's own steps, borrowed).
+pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<std::borrow::Cow<'_, [ChainStep]>> {
     use rlx_ir::Op;
     let i = ChainOperand::Input;
     let step = match *op {
@@ -154,10 +163,10 @@ pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<Vec<ChainStep>> {
         Op::Binary(b) if arity == 2 => ChainStep::Binary(b, i(0), i(1)),
         Op::Compare(c) if arity == 2 => ChainStep::Compare(c, i(0), i(1)),
         Op::Select if arity == 3 => ChainStep::Select(i(0), i(1), i(2)),
-        Op::ElementwiseRegion { ref steps } => return Some(steps.clone()),
+        Op::ElementwiseRegion { ref steps } => return Some(steps.into()),
         _ => return None,
     };
-    Some(vec![step])
+    Some(vec![step].into())
 }
 
 fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
@@ -174,13 +183,13 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
             return done;
         }
     }
-    let out_dims = out.dims.to_vec();
+    let out_dims: SmallVec<[usize; 6]> = out.dims.into();
     let n: usize = out_dims.iter().product();
-    let in_dtypes: Vec<DType> = ins
+    let in_dtypes: SmallVec<[DType; 8]> = ins
         .iter()
         .map(|v| v.as_ref().map_or(out.dtype, |v| v.dtype))
         .collect();
-    let mut dtypes: Vec<DType> = Vec::with_capacity(steps.len());
+    let mut dtypes: SmallVec<[DType; 16]> = SmallVec::with_capacity(steps.len());
     for s in steps {
         let d = step_dtype(s, &in_dtypes, &dtypes);
         dtypes.push(d);
@@ -246,42 +255,75 @@ fn run_tiles(
     range: std::ops::Range<usize>,
 ) -> KernelResult {
     let Tiling {
-        steps,
         period,
         tile_elems,
         out_dims,
-        in_dtypes,
         dtypes,
         ..
     } = *plan;
     let out_w = plan.out_dtype.size_bytes();
-    let mut sources: Vec<Source> = ins
+    // Every scratch tile (inputs copied or gathered per tile, then every
+    // intermediate step's) carved from one per-thread buffer.
+    let input_words: SmallVec<[usize; 4]> = ins
         .iter()
         .map(|v| match v {
-            None => Source::Output(Scratch::new(tile_elems, out_w)),
+            None => tile_words(tile_elems, out_w),
+            Some(v) if same_dims(v.dims, out_dims) || period.is_some() => 0,
+            Some(v) => tile_words(tile_elems, v.dtype.size_bytes()),
+        })
+        .collect();
+    let step_words: SmallVec<[usize; 16]> = dtypes[..dtypes.len() - 1]
+        .iter()
+        .map(|d| tile_words(tile_elems, d.size_bytes()))
+        .collect();
+    let mut pool = TILES.take();
+    let total = input_words.iter().chain(&step_words).sum();
+    if pool.len() < total {
+        pool.resize(total, 0);
+    }
+    let mut rest = &mut pool[..];
+    let mut carve = |words: usize| {
+        let (tile, tail) = std::mem::take(&mut rest).split_at_mut(words);
+        rest = tail;
+        tile
+    };
+    let mut sources: SmallVec<[Source; 4]> = SmallVec::with_capacity(ins.len());
+    for (v, &words) in ins.iter().zip(&input_words) {
+        sources.push(match v {
+            None => Source::Output(Scratch(carve(words))),
             Some(v) if same_dims(v.dims, out_dims) => Source::Direct,
             Some(_) if period.is_some() => Source::Repeat,
             Some(v) => {
                 let mut cur = BroadcastCursor::new(v.dims, out_dims);
                 cur.seek(range.start);
-                Source::Gather(cur, Scratch::new(tile_elems, v.dtype.size_bytes()))
+                Source::Gather(cur, Scratch(carve(words)))
             }
-        })
-        .collect();
-    // Every intermediate step's tile in one allocation.
-    let words: Vec<usize> = dtypes[..dtypes.len() - 1]
-        .iter()
-        .map(|d| (tile_elems * d.size_bytes()).div_ceil(8))
-        .collect();
-    let mut step_buf = vec![0u64; words.iter().sum()];
-    let mut step_tiles: Vec<&mut [u64]> = Vec::with_capacity(words.len());
-    let mut rest = &mut step_buf[..];
-    for &w in &words {
-        let (tile, tail) = rest.split_at_mut(w);
-        step_tiles.push(tile);
-        rest = tail;
+        });
     }
+    let mut step_tiles: SmallVec<[&mut [u64]; 16]> = step_words.iter().map(|&w| carve(w)).collect();
+    let done = run_tiles_over(plan, ins, out, range, &mut sources, &mut step_tiles);
+    drop((sources, step_tiles));
+    TILES.set(pool);
+    done
+}
 
+/// [`run_tiles`] with its scratch tiles in place.
+fn run_tiles_over(
+    plan: &Tiling,
+    ins: &[Option<View>],
+    out: &mut [u8],
+    range: std::ops::Range<usize>,
+    sources: &mut [Source],
+    step_tiles: &mut [&mut [u64]],
+) -> KernelResult {
+    let Tiling {
+        steps,
+        period,
+        tile_elems,
+        in_dtypes,
+        dtypes,
+        ..
+    } = *plan;
     let (base, n) = (range.start, range.end);
     let mut start = base;
     while start < n {
