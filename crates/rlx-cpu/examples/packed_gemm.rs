@@ -50,10 +50,12 @@ fn main() {
         (1024, 1024, 1024),
         (2048, 2048, 2048),
     ];
+    // A shape given on the command line runs alone (listed or not).
+    let shapes: Vec<(usize, usize, usize)> = match only.as_deref() {
+        Some(&[m, k, n]) => vec![(m, k, n)],
+        _ => shapes.to_vec(),
+    };
     for (m, k, n) in shapes {
-        if only.as_ref().is_some_and(|o| o[..] != [m, k, n]) {
-            continue;
-        }
         // Enough distinct weights to overflow a 32 MiB L3 when cycled.
         let copies = ((48 << 20) / (k * n * 4) + 1).min(4);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
