@@ -125,6 +125,10 @@ enum Source<'a> {
     /// Broadcast by repeating it whole (a bias row): read in place, the
     /// step kernels broadcast it over the tile's rows.
     Repeat,
+    /// One value per row of the output (`[.., S, 1]` over `[.., S, H]`):
+    /// the tile's rows of it read in place as `[rows, 1]`, which the step
+    /// kernels broadcast along each row.
+    Column,
     /// The output buffer itself (an epilogue's input): copied out per tile
     /// before the tile is overwritten.
     Output(Scratch<'a>),
@@ -173,9 +177,11 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
     if let Some(done) = bias_epilogue(steps, ins, out) {
         return done;
     }
-    // Inputs that repeat whole with one period P (bias rows, scalars) let
-    // the tiles be [rows, P] blocks the binary kernels broadcast over
-    // directly, when only binary / compare steps read those inputs.
+    // Inputs that repeat whole with one period P (bias rows, scalars) or
+    // hold one value per output row of length P (`[.., S, 1]`: a softmax
+    // gradient's row sums) let the tiles be [rows, P] blocks the binary
+    // kernels broadcast over directly, when only binary / compare steps
+    // read those inputs.
     let period = row_period(steps, ins, out.dims);
     let gathers = ins.iter().flatten().any(|v| !same_dims(v.dims, out.dims));
     if period.is_none() && gathers {
@@ -292,7 +298,14 @@ fn run_tiles(
         sources.push(match v {
             None => Source::Output(Scratch(carve(words))),
             Some(v) if same_dims(v.dims, out_dims) => Source::Direct,
-            Some(_) if period.is_some() => Source::Repeat,
+            // As `row_period` classed it: repeating whole first (a scalar
+            // is also one value per row of a single-row output).
+            Some(v)
+                if period.is_some() && elementwise::repeat_period(v.dims, out_dims).is_some() =>
+            {
+                Source::Repeat
+            }
+            Some(_) if period.is_some() => Source::Column,
             Some(v) => {
                 let mut cur = BroadcastCursor::new(v.dims, out_dims);
                 cur.seek(range.start);
@@ -333,10 +346,11 @@ fn run_tiles_over(
             None => [len, 0],
         };
         let tile_dims = &tile_shape[..if period.is_some() { 2 } else { 1 }];
+        let column_dims = [tile_shape[0], 1];
         for (i, src) in sources.iter_mut().enumerate() {
             let w = in_dtypes[i].size_bytes();
             match src {
-                Source::Direct | Source::Repeat => {}
+                Source::Direct | Source::Repeat | Source::Column => {}
                 Source::Gather(cur, buf) => {
                     let v = ins[i].as_ref().expect("a gathered input is given");
                     gather(v, cur, buf.bytes_mut(len * w), len)
@@ -373,6 +387,16 @@ fn run_tiles_over(
                                     &tile_dims[1..]
                                 },
                                 ..*v
+                            }
+                        }
+                        Source::Column => {
+                            let v = ins[i].as_ref().expect("a column input is given");
+                            let (rows, p) = (tile_shape[0], tile_shape[1]);
+                            let first = start / p;
+                            View {
+                                dims: &column_dims,
+                                dtype: in_dtypes[i],
+                                bytes: &v.bytes[first * w..(first + rows) * w],
                             }
                         }
                         Source::Gather(_, buf) | Source::Output(buf) => View {
@@ -621,6 +645,8 @@ fn run_per_leading_slice(
     Some(Ok(()))
 }
 
+/// The row length P of the `[rows, P]` tiles every broadcast input of a
+/// region can be read in place over (see [`run_region`]), if there is one.
 fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> Option<usize> {
     let mut period = None;
     for (i, v) in ins.iter().enumerate() {
@@ -628,7 +654,11 @@ fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> 
         if same_dims(v.dims, out_dims) {
             continue;
         }
-        let p = elementwise::repeat_period(v.dims, out_dims)?;
+        let p = match elementwise::repeat_period(v.dims, out_dims) {
+            Some(p) => p,
+            None if is_column(v.dims, out_dims) => *out_dims.last()?,
+            None => return None,
+        };
         let input = ChainOperand::Input(i);
         let read_elsewise = steps.iter().any(|s| match *s {
             ChainStep::Binary(..) | ChainStep::Compare(..) => false,
@@ -645,6 +675,13 @@ fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> 
         };
     }
     period
+}
+
+/// True when an input of `dims` holds one value per row (last axis) of
+/// `out_dims`: `[.., S, 1]` over `[.., S, H]` with `H > 1`.
+fn is_column(dims: &[usize], out_dims: &[usize]) -> bool {
+    let last = out_dims.last().copied().unwrap_or(0);
+    out_dims.len() >= 2 && last > 1 && elementwise::column_period(dims, out_dims) == Some(last)
 }
 
 fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
@@ -732,8 +769,19 @@ mod tests {
         check([&[3, 2048], &[2048], &[1]], &[3, 2048]);
         // Only scalars repeat.
         check([&[5, 7], &[1], &[1, 1]], &[5, 7]);
-        // A column broadcast falls back to the gathered tiles.
+        // One value per row ([.., S, 1] over [.., S, H]): read as [rows, 1]
+        // beside rows, scalars and whole operands, either side, several
+        // tiles, a split over the team, and more than one leading axis.
         check([&[6, 40], &[40], &[6, 1]], &[6, 40]);
+        check([&[6, 1], &[6, 40], &[1]], &[6, 40]);
+        check([&[700, 1], &[700, 3], &[3]], &[700, 3]);
+        check([&[20_000, 1], &[2], &[20_000, 2]], &[20_000, 2]);
+        check([&[2, 3, 8], &[2, 3, 1], &[8]], &[2, 3, 8]);
+        // A scalar over one row repeats (it is one value per row too).
+        check([&[1, 9], &[], &[1, 9]], &[1, 9]);
+        check([&[1, 9], &[1, 1], &[9]], &[1, 9]);
+        // A column of another row length falls back to the gathered tiles.
+        check([&[4, 1, 1], &[4, 3, 5], &[5]], &[4, 3, 5]);
         check([&[700, 3], &[3], &[700, 3]], &[700, 3]);
         // The repeated operand on the left.
         check([&[2048], &[3, 2048], &[3, 2048]], &[3, 2048]);
