@@ -109,5 +109,7 @@ fn ir_dump_writes_each_stage() {
     );
     let lir = std::fs::read_to_string(dir.join("dumped.lir.txt")).unwrap();
     assert!(lir.contains("region["), "{lir}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    // Best effort: a test compiling in parallel while the knob was set may
+    // still be writing its own dump here.
+    let _ = std::fs::remove_dir_all(&dir);
 }

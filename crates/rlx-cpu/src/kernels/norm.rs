@@ -4,6 +4,7 @@
 //! mean / variance, so f32 results are at least as accurate as the
 //! decompositions in `rlx_ir::ops::norm`, which these kernels match.
 
+use super::fastmath::SoftmaxExp;
 use super::reduce::split_axis;
 use super::scalar::{nan_max, Pod, Real};
 use super::{KernelResult, View, ViewMut};
@@ -95,12 +96,35 @@ fn lane_sum<T: Real>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
     acc.iter().sum::<f64>() + tail
 }
 
-fn softmax_real<T: Real>(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+fn softmax_real<T: Real + SoftmaxExp>(
+    axis: usize,
+    log: bool,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let x = &ins[0];
     let src = elems::<T>(x, "softmax")?;
     let o = elems_mut::<T>(out, x.dims)?;
     let (outer, n, inner) = split_axis(x.dims, axis);
     if src.is_empty() {
+        return Ok(());
+    }
+    if inner == 1 {
+        // The last axis: each row's exponentials in one vectorised pass
+        // (the same `exp` as the elementwise `Exp` op), not a call per value.
+        for (orow, row) in o.chunks_exact_mut(n).zip(src.chunks_exact(n)) {
+            let max = row.iter().fold(T::NEG_INFINITY, |m, &v| nan_max(m, v));
+            orow.copy_from_slice(row);
+            let sum = T::from_f64(T::exp_shifted_sum(orow, max));
+            if log {
+                let d = sum.ln();
+                for (ov, &v) in orow.iter_mut().zip(row) {
+                    *ov = (v - max) - d;
+                }
+            } else {
+                orow.iter_mut().for_each(|ov| *ov = *ov / sum);
+            }
+        }
         return Ok(());
     }
     // One [n, inner] block at a time with per-column running stats keeps
