@@ -396,34 +396,45 @@ impl CpuExecutable {
 /// and the owned, unviewed output nodes as [`Loc::Output`].
 fn bind_caller_tensors(lir: &LirModule, locs: &mut [Loc]) {
     let plan = &lir.plan;
-    let nodes = locs.len();
-    let overwritten = |id: usize| (0..nodes).any(|n| plan.in_place_of(n) == Some(id));
+    // One pass over the plan: which nodes some node overwrites in place,
+    // and which nodes some view aliases.
+    let (mut overwritten, mut viewed) = (vec![false; locs.len()], vec![false; locs.len()]);
+    for n in 0..locs.len() {
+        if let Some(i) = plan.in_place_of(n) {
+            overwritten[i] = true;
+        }
+        if let Some(owner) = plan.view_of.get(n).copied().flatten() {
+            viewed[owner] = true;
+        }
+    }
+    // Per node: the input whose bytes it is (the input itself or a view of it).
+    let mut input_of = vec![None; locs.len()];
     for (input, (id, _, _)) in lir.io.inputs.iter().enumerate() {
-        let (root, Loc::Arena { offset: at, .. }) = (id.index(), locs[id.index()]) else {
+        if !overwritten[id.index()] {
+            input_of[id.index()] = Some(input);
+        }
+    }
+    for (n, loc) in locs.iter_mut().enumerate() {
+        let root = plan.view_of.get(n).copied().flatten().unwrap_or(n);
+        let (Some(input), Loc::Arena { offset, len }) = (input_of[root], *loc) else {
             continue;
         };
-        if overwritten(root) {
+        let Some(at) = plan.slots[root].map(|s| s.offset) else {
             continue;
-        }
-        for (n, loc) in locs.iter_mut().enumerate() {
-            let viewed = n == root || plan.view_of.get(n).copied().flatten() == Some(root);
-            if let (true, Loc::Arena { offset, len }) = (viewed, *loc) {
-                *loc = Loc::Input {
-                    input,
-                    offset: offset - at,
-                    arena: offset,
-                    len,
-                };
-            }
-        }
+        };
+        *loc = Loc::Input {
+            input,
+            offset: offset - at,
+            arena: offset,
+            len,
+        };
     }
     for (output, (id, _)) in lir.io.outputs.iter().enumerate() {
         let n = id.index();
         let Loc::Arena { offset, len } = locs[n] else {
             continue; // an input, a param, a constant, or listed twice
         };
-        let viewed = plan.view_of.contains(&Some(n));
-        if plan.is_view(n) || plan.in_place_of(n).is_some() || viewed || overwritten(n) {
+        if plan.is_view(n) || plan.in_place_of(n).is_some() || viewed[n] || overwritten[n] {
             continue;
         }
         locs[n] = Loc::Output {
@@ -567,12 +578,11 @@ impl Executable for CpuExecutable {
             let direct = matches!(self.locs[id.index()], Loc::Output { output, .. }
                 if output == j && self.bound.outputs[j].is_some());
             if result.is_ok() && !direct {
-                let bytes = self.read(id.index(), inputs);
-                // SAFETY: a value read here lies in the arena, a param, a
-                // constant, an input or another output's tensor: never in
-                // tensor `j`, which nothing else points into.
-                let bytes = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
-                outputs[j].bytes_mut().copy_from_slice(bytes);
+                // A value read here lies in the arena, a param, a constant,
+                // an input or another output's tensor: never in tensor `j`.
+                outputs[j]
+                    .bytes_mut()
+                    .copy_from_slice(self.read(id.index(), inputs));
             }
         }
         self.bound.outputs.fill(None);
