@@ -1293,6 +1293,17 @@ def attention_ref(q, k, v, mask, window=None, extra=None, scale=None, softcap=No
     return softmax_ref(s, -1) @ v
 
 
+def attention_mask_input(mask, shape, dt):
+    """The mask input of a custom (bool keep) or bias mask, else None."""
+    if mask == "custom":
+        keep = rng.random(shape) < 0.6
+        keep[..., 0] = True  # no fully-masked row
+        return keep
+    if mask == "bias":
+        return randn(shape, dt, q=64)
+    return None
+
+
 def attention_cases():
     cases = []
     for tag, qs, ks, vd, mask, window, extra_shape, scale, softcap, dt in [
@@ -1328,15 +1339,8 @@ def attention_cases():
         k = randn(ks, dt, q=64)
         vs = ks[:-1] + (vd,)
         v = randn(vs, dt, q=64)
-        extra = None
-        ins = [q, k, v]
-        if mask == "custom":
-            extra = rng.random(extra_shape) < 0.6
-            extra[..., 0] = True  # no fully-masked row
-            ins.append(extra)
-        elif mask == "bias":
-            extra = randn(extra_shape, dt, q=64)
-            ins.append(extra)
+        extra = attention_mask_input(mask, extra_shape, dt)
+        ins = [q, k, v] + ([] if extra is None else [extra])
         y = like(attention_ref(q, k, v, mask, window, extra, scale, softcap), q)
         attrs = {"mask": mask}
         if window is not None:
@@ -1375,7 +1379,45 @@ def attention_cases():
             y = np.concatenate([x1 * c - x2 * sn, x2 * c + x1 * sn], -1)
         tol = {F32: (1e-5, 1e-6), F64: (1e-10, 1e-12), F16: (1e-2, 1e-2)}[dt]
         cases.append(case(f"rope_{tag}", "rope", {"interleaved": interleaved}, [x, cos, sin], like(y, x), *tol))
-    return cases
+    return cases + seq_major_attention_cases()
+
+
+def seq_major_attention_cases():
+    """Attention with layout=seq_major: q [.., Sq, H, D], k / v [.., Sk, Hkv, D],
+    output [.., Sq, H, Dv]; the mask still broadcasts to the scores
+    [.., H, Sq, Sk]. The reference swaps the sequence and heads axes around
+    attention_ref. Drawn from their own generator so the cases above keep
+    their values."""
+    global rng
+    saved, rng = rng, np.random.default_rng(SEED + 17)
+    try:
+        cases = []
+        swap = lambda t: np.swapaxes(t, -3, -2)
+        for tag, qs, ks, vd, mask, extra_shape, dt in [
+            ("none", (1, 4, 2, 8), (1, 4, 2, 8), 8, "none", None, F32),
+            ("cross_len", (2, 3, 2, 4), (2, 5, 2, 4), 6, "none", None, F32),
+            ("causal_kv_cache", (1, 2, 2, 4), (1, 6, 2, 4), 4, "causal", None, F32),
+            ("bias_padding", (2, 5, 3, 4), (2, 5, 3, 4), 4, "bias", (2, 1, 1, 5), F32),
+            ("custom_mask", (1, 4, 2, 4), (1, 5, 2, 4), 4, "custom", (4, 5), F32),
+            ("gqa", (1, 3, 4, 4), (1, 3, 2, 4), 4, "causal", None, F32),
+            ("rank3", (4, 3, 4), (6, 3, 4), 5, "none", None, F32),
+            ("float64", (1, 4, 2, 4), (1, 4, 2, 4), 4, "causal", None, F64),
+            # Past the work from which the CPU splits heads over threads
+            # (2 x 4 heads of 16 x 16 x 32), with a padding bias.
+            ("threaded_heads", (2, 16, 4, 16), (2, 16, 4, 16), 16, "bias", (2, 1, 1, 16), F32),
+        ]:
+            q = randn(qs, dt, q=64)
+            k = randn(ks, dt, q=64)
+            v = randn(ks[:-1] + (vd,), dt, q=64)
+            extra = attention_mask_input(mask, extra_shape, dt)
+            ins = [q, k, v] + ([] if extra is None else [extra])
+            y = swap(attention_ref(swap(q), swap(k), swap(v), mask, None, extra))
+            tol = {F32: (1e-4, 1e-5), F64: (1e-10, 1e-12)}[dt]
+            attrs = {"mask": mask, "layout": "seq_major"}
+            cases.append(case(f"attention_seq_major_{tag}", "attention", attrs, ins, like(y, q), *tol))
+        return cases
+    finally:
+        rng = saved
 
 
 # ── convolution / pooling ───────────────────────────────────────────────────

@@ -3,7 +3,7 @@
 
 use rlx_autodiff::{grad_with_loss, jvp};
 use rlx_driver::Device;
-use rlx_ir::op::{MaskKind, PadMode};
+use rlx_ir::op::{AttentionLayout, MaskKind, PadMode};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Op, Shape};
 use rlx_runtime::Session;
 
@@ -350,6 +350,22 @@ fn composites() {
         &[&[1, 4, 3, 2], &[1, 2, 3, 2], &[1, 2, 3, 2], &[3, 3]],
         false,
         attention_bias_gqa,
+    );
+    // Sequence-major operands [B, S, H, D] (grouped kv heads, a bias over
+    // the scores [B, H, Sq, Sk]): the rule runs between axis swaps.
+    check(
+        "attention_seq_major_bias_gqa",
+        &[&[1, 3, 4, 2], &[1, 5, 2, 2], &[1, 5, 2, 3], &[3, 5]],
+        false,
+        |g, x| {
+            let op = Op::Attention {
+                mask: MaskKind::Bias,
+                scale: Some(0.8),
+                softcap: None,
+                layout: AttentionLayout::SeqMajor,
+            };
+            g.try_node(op, x, None).expect("a valid attention")
+        },
     );
     check("rope", &[&[2, 3, 4], &[3, 2], &[3, 2]], false, |g, x| {
         g.rope(x[0], x[1], x[2])

@@ -178,6 +178,7 @@ impl FusionPass {
                 mask: rlx_ir::op::MaskKind::None,
                 scale: None,
                 softcap: None,
+                layout: rlx_ir::op::AttentionLayout::HeadsMajor,
             },
             FusionStep::AddNorm => Op::AddNorm {
                 axis: 0,

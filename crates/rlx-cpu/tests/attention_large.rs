@@ -4,7 +4,7 @@
 
 use rlx_cpu::kernels::attention::attention;
 use rlx_cpu::kernels::{f32_bytes, f32_bytes_mut, View, ViewMut};
-use rlx_ir::op::MaskKind;
+use rlx_ir::op::{AttentionLayout, MaskKind};
 use rlx_ir::DType;
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
@@ -102,7 +102,15 @@ fn causal_grouped_attention_matches_f64_loop() {
             dtype: DType::F32,
             bytes: f32_bytes_mut(&mut o),
         };
-        attention(MaskKind::Causal, None, None, &ins, &mut out).unwrap();
+        attention(
+            MaskKind::Causal,
+            None,
+            None,
+            AttentionLayout::HeadsMajor,
+            &ins,
+            &mut out,
+        )
+        .unwrap();
         for (i, (&g, &w)) in o.iter().zip(&want).enumerate() {
             assert!(
                 (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),

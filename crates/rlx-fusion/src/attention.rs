@@ -14,7 +14,7 @@
 
 use crate::report::{region_of, FusionKind, FusionReport, MissReason, MissedFusion};
 use crate::uses::{emit_fused, rebuild, scalar_value, Uses};
-use rlx_ir::op::{BinaryOp, MaskKind, UnaryOp};
+use rlx_ir::op::{AttentionLayout, BinaryOp, MaskKind, UnaryOp};
 use rlx_ir::{DType, Graph, IrError, NodeId, Op};
 
 struct Plan {
@@ -104,6 +104,7 @@ fn attention_op(mask: MaskKind, scale: f64) -> Op {
         mask,
         scale: Some(scale),
         softcap: None,
+        layout: AttentionLayout::HeadsMajor,
     }
 }
 
@@ -204,8 +205,18 @@ fn recognise(g: &Graph, uses: &Uses, o: NodeId) -> Option<Result<Plan, MissedFus
     }))
 }
 
-/// Replaces attention blocks written out of primitives by `Op::Attention`.
+/// Replaces attention blocks written out of primitives by `Op::Attention`,
+/// then lets every attention whose q, k, v are head transposes of
+/// `[.., S, H, D]` values read those in place (`AttentionLayout::SeqMajor`,
+/// see `attention_layout`).
 pub fn fuse_attention(g: &Graph) -> Result<(Graph, FusionReport), IrError> {
+    let (fused, mut report) = recognise_blocks(g)?;
+    let (out, layout) = crate::attention_layout::absorb_head_transposes(&fused)?;
+    report.regions.extend(layout.regions);
+    Ok((out, report))
+}
+
+fn recognise_blocks(g: &Graph) -> Result<(Graph, FusionReport), IrError> {
     let uses = Uses::of(g);
     let mut report = FusionReport::default();
     let mut plans: Vec<Plan> = Vec::new();

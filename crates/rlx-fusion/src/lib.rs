@@ -4,7 +4,8 @@
 //! go, and the [`FusionReport`] that says what fused and what did not.
 //! Today: erf-spelled GELUs ([`fuse_gelu`], the native `Unary(Gelu)`),
 //! attention blocks written out of primitives ([`fuse_attention`],
-//! `Op::Attention`), residual add + norm ([`fuse_add_norm`], `Op::AddNorm`),
+//! `Op::Attention`, reading `[.., S, H, D]` heads in place where they were
+//! transposed for it), residual add + norm ([`fuse_add_norm`], `Op::AddNorm`),
 //! gated MLPs ([`fuse_gated_matmul`], `Op::GatedMatMul`), shared-input
 //! matmuls ([`fuse_shared_input_matmuls`], Q / K / V as one matmul over
 //! stacked weights; param weights with [`fuse_shared_input_matmuls_with`]), elementwise
@@ -17,6 +18,7 @@
 
 mod add_norm;
 mod attention;
+mod attention_layout;
 mod elementwise;
 mod gated;
 mod gelu;

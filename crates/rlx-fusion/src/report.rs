@@ -80,6 +80,9 @@ pub enum FusionKind {
     GatedMatMul,
     /// `Op::Attention`: `softmax(q @ kᵀ * scale (+ bias)) @ v` recognised.
     Attention,
+    /// `Op::Attention` reading `[.., S, H, D]` operands in place
+    /// (sequence-major), its head transposes absorbed.
+    AttentionLayout,
     /// Matmuls sharing one input (Q / K / V) as one matmul over stacked weights.
     SharedInput,
     /// `x * 0.5 * (1 + erf(x / sqrt 2))` recognised as `Unary(Gelu)`.

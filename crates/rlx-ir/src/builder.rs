@@ -103,6 +103,7 @@ impl Graph {
                 mask: kind,
                 scale: None,
                 softcap: None,
+                layout: crate::op::AttentionLayout::HeadsMajor,
             },
             &inputs,
             Some(shape),

@@ -612,6 +612,7 @@ pub trait GraphExt {
                 mask: kind,
                 scale,
                 softcap,
+                layout: crate::op::AttentionLayout::HeadsMajor,
             },
             &inputs,
             None,

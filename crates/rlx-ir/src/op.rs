@@ -296,6 +296,22 @@ pub enum MaskKind {
     Bias,
 }
 
+/// Where [`Op::Attention`]'s operands keep their heads axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AttentionLayout {
+    /// `q [.., H, Sq, D]`, `k [.., Hkv, Sk, D]`, `v [.., Hkv, Sk, Dv]`,
+    /// output `[.., H, Sq, Dv]` (PyTorch's `scaled_dot_product_attention`).
+    #[default]
+    HeadsMajor,
+    /// `q [.., Sq, H, D]`, `k [.., Sk, Hkv, D]`, `v [.., Sk, Hkv, Dv]`,
+    /// output `[.., Sq, H, Dv]`: the heads of a `[.., S, H * D]`
+    /// projection read in place, as FlashAttention and ONNX Runtime's
+    /// fused attention take them; the mask still broadcasts to the scores
+    /// `[.., H, Sq, Sk]`. Equal to the heads-major op between transposes of
+    /// the sequence and heads axes.
+    SeqMajor,
+}
+
 /// Padding modes of [`Op::Pad`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PadMode {
@@ -528,6 +544,9 @@ pub enum Op {
         scale: Option<f64>,
         /// Logit soft-capping: `scores = cap * tanh(scores / cap)`.
         softcap: Option<f64>,
+        /// Where the operands keep their heads axis (rank >= 3 for
+        /// [`AttentionLayout::SeqMajor`]).
+        layout: AttentionLayout,
     },
     /// Rotary embedding: inputs `x [.., S, D], cos [S, D/2], sin [S, D/2]`.
     Rope {
@@ -838,7 +857,14 @@ impl Op {
                 mask,
                 scale,
                 softcap,
-            } => format!("attention{{mask={mask:?}, scale={scale:?}, softcap={softcap:?}}}"),
+                layout,
+            } => {
+                let layout = match layout {
+                    AttentionLayout::HeadsMajor => "",
+                    AttentionLayout::SeqMajor => ", layout=seq_major",
+                };
+                format!("attention{{mask={mask:?}, scale={scale:?}, softcap={softcap:?}{layout}}}")
+            }
             Op::Rope { interleaved } => format!("rope{{interleaved={interleaved}}}"),
             Op::Conv { window, groups } => format!(
                 "conv{{{}stride={:?}, padding={:?}, dilation={:?}, groups={groups}}}",

@@ -5,8 +5,8 @@
 
 use rlx_ir::fft::{FftKind, FftNorm};
 use rlx_ir::op::{
-    ArgReduceOp, BinaryOp, ChainOperand, ChainStep, CmpOp, DotDims, MaskKind, PadMode, PoolKind,
-    ReduceOp, SliceSpec, TopKOutput, UnaryOp, Window,
+    ArgReduceOp, AttentionLayout, BinaryOp, ChainOperand, ChainStep, CmpOp, DotDims, MaskKind,
+    PadMode, PoolKind, ReduceOp, SliceSpec, TopKOutput, UnaryOp, Window,
 };
 use rlx_ir::ops::control::{try_custom_fn, try_if, try_scan, try_while, CustomFnSpec};
 use rlx_ir::ops::upsample::InterpMode;
@@ -238,6 +238,7 @@ fn every_op() -> Graph {
                 mask: mask_kind,
                 scale,
                 softcap,
+                layout: AttentionLayout::HeadsMajor,
             },
             &[q, q, q],
             None,
@@ -246,9 +247,21 @@ fn every_op() -> Graph {
     node(
         &mut g,
         Op::Attention {
+            mask: MaskKind::Causal,
+            scale: None,
+            softcap: None,
+            layout: AttentionLayout::SeqMajor,
+        },
+        &[q, q, q],
+        None,
+    );
+    node(
+        &mut g,
+        Op::Attention {
             mask: MaskKind::Custom,
             scale: None,
             softcap: None,
+            layout: AttentionLayout::HeadsMajor,
         },
         &[q, q, q, mask],
         None,
@@ -259,6 +272,7 @@ fn every_op() -> Graph {
             mask: MaskKind::Bias,
             scale: None,
             softcap: None,
+            layout: AttentionLayout::HeadsMajor,
         },
         &[q, q, q, bias],
         None,

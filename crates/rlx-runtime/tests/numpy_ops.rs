@@ -14,8 +14,8 @@
 use rlx_driver::Device;
 use rlx_ir::fft::{FftKind, FftNorm};
 use rlx_ir::op::{
-    ArgReduceOp, BinaryOp, CmpOp, DotDims, MaskKind, PadMode, PoolKind, ReduceOp, SliceSpec,
-    TopKOutput, UnaryOp, Window,
+    ArgReduceOp, AttentionLayout, BinaryOp, CmpOp, DotDims, MaskKind, PadMode, PoolKind, ReduceOp,
+    SliceSpec, TopKOutput, UnaryOp, Window,
 };
 use rlx_ir::ops::normalize_axis;
 use rlx_ir::ops::upsample::InterpMode;
@@ -593,10 +593,16 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
                 "bias" => MaskKind::Bias,
                 other => return Err(format!("unknown mask kind {other:?}")),
             };
+            let layout = match a.get("layout").and_then(Value::as_str) {
+                None | Some("heads_major") => AttentionLayout::HeadsMajor,
+                Some("seq_major") => AttentionLayout::SeqMajor,
+                Some(other) => return Err(format!("unknown attention layout {other:?}")),
+            };
             let aop = Op::Attention {
                 mask,
                 scale: a_opt_f64(a, "scale")?,
                 softcap: a_opt_f64(a, "softcap")?,
+                layout,
             };
             one(node(g, aop, args, None))
         }

@@ -212,6 +212,13 @@ fn the_onnx_export_shape_with_4d_transposes_reshapes_and_an_additive_mask() {
     let mut c = Session::new(Device::Cpu).compile(g);
     let report = &c.lir().fusion;
     assert_eq!(report.of_kind(FusionKind::Attention).len(), 1, "{report}");
+    // The head transposes go too: the attention reads [B, S, H, D] in place.
+    assert_eq!(
+        report.of_kind(FusionKind::AttentionLayout).len(),
+        1,
+        "{report}"
+    );
+    assert_eq!(transposes(&c), 0, "{}", c.lir().graph);
     let n = B * S * H * D;
     let (a, b, cv) = (values(n, 11, 1.5), values(n, 12, 1.5), values(n, 13, 1.0));
     // The last key of batch 1 is padding.
@@ -240,6 +247,64 @@ fn the_onnx_export_shape_with_4d_transposes_reshapes_and_an_additive_mask() {
         want[to] = want_heads[from];
     }
     assert_close(&got[0], &want, 1e-5, "onnx attention");
+}
+
+fn transposes(c: &rlx_runtime::CompiledGraph) -> usize {
+    let g = &c.lir().graph;
+    g.nodes()
+        .iter()
+        .filter(|n| matches!(n.op, rlx_ir::Op::Transpose { .. }))
+        .count()
+}
+
+/// `[B, S, H, D]` values in `[B, H, S, D]` order.
+fn heads_major(x: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0; x.len()];
+    for (from, to) in head_index_pairs() {
+        out[to] = x[from];
+    }
+    out
+}
+
+#[test]
+fn head_transposes_are_read_in_place_when_shared_or_the_output_stays_heads_major() {
+    // q / k / v [B, S, H, D] transposed to heads-major for a native
+    // attention, as a graph-API model writes it; q's transpose is also a
+    // graph output and the attention's output stays heads-major. The fused
+    // op reads the three sources in place, q's transpose stays for its
+    // other reader, and one transpose brings the output back.
+    let mut g = Graph::new("seq_major");
+    let sh = Shape::new(&[B, S, H, D], DType::F32);
+    let (q, k, v) = (
+        g.input("q", sh.clone()),
+        g.input("k", sh.clone()),
+        g.input("v", sh),
+    );
+    let split = |g: &mut Graph, x| g.transpose_(x, &[0, 2, 1, 3]);
+    let (qt, kt, vt) = (split(&mut g, q), split(&mut g, k), split(&mut g, v));
+    let o = g.attention_(qt, kt, vt, rlx_ir::op::MaskKind::Causal, None);
+    g.set_outputs(vec![o, qt]);
+    let mut c = Session::new(Device::Cpu).compile(g);
+    let report = &c.lir().fusion;
+    assert_eq!(
+        report.of_kind(FusionKind::AttentionLayout).len(),
+        1,
+        "{report}"
+    );
+    assert_eq!(transposes(&c), 2, "{}", c.lir().graph);
+    let n = B * S * H * D;
+    let (a, b, cv) = (values(n, 21, 1.5), values(n, 22, 1.5), values(n, 23, 1.0));
+    let got = c.run(&[("q", &a), ("k", &b), ("v", &cv)]);
+    let want = reference_attention(
+        &heads_major(&a),
+        &heads_major(&b),
+        &heads_major(&cv),
+        1.0 / (D as f64).sqrt(),
+        |_, i, j| j <= i,
+        |_, _, _| 0.0,
+    );
+    assert_close(&got[0], &want, 1e-5, "heads-major output");
+    assert_eq!(got[1], heads_major(&a), "q's transpose");
 }
 
 /// `(index in [B, S, H, D], index in [B, H, S, D])` of every element.

@@ -4,13 +4,14 @@
 //! only its inputs), then `dv = Pᵀ dO`, `dS = P ⊙ (dO vᵀ - rowsum(P ⊙ dO vᵀ))`
 //! (through the soft-cap's `1 - tanh²` when capped), `dq = scale dS k` and
 //! `dk = scale dSᵀ q`; GQA sums the cotangents of the repeated kv heads.
-//! Forward mode and vmap use the decomposition.
+//! A sequence-major attention runs the same rule between transposes of the
+//! sequence and heads axes. Forward mode and vmap use the decomposition.
 
 use crate::emit::*;
 use crate::rules::norm::softmax_jac;
 use crate::Result;
-use rlx_ir::op::MaskKind;
-use rlx_ir::ops::attention::attention_parts;
+use rlx_ir::op::{AttentionLayout, MaskKind};
+use rlx_ir::ops::attention::{attention_parts, swap_seq_heads_of};
 use rlx_ir::{Graph, NodeId};
 
 /// Sums the cotangent of heads repeated `[.., Hkv*G, S, D]` back to `kv_dims`.
@@ -30,6 +31,30 @@ fn unrepeat(g: &mut Graph, d: NodeId, kv_dims: &[usize]) -> Result<NodeId> {
 
 /// Input cotangents of `q, k, v [, mask]` given the output cotangent `ct`.
 pub fn attention_vjp(
+    g: &mut Graph,
+    mask: MaskKind,
+    scale_by: Option<f64>,
+    softcap: Option<f64>,
+    layout: AttentionLayout,
+    x: &[NodeId],
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
+    if layout == AttentionLayout::SeqMajor {
+        let mut heads_major = x.to_vec();
+        for v in &mut heads_major[..3] {
+            *v = swap_seq_heads_of(g, *v)?;
+        }
+        let ct = swap_seq_heads_of(g, ct)?;
+        let mut grads = heads_major_vjp(g, mask, scale_by, softcap, &heads_major, ct)?;
+        for d in grads[..3].iter_mut().flatten() {
+            *d = swap_seq_heads_of(g, *d)?;
+        }
+        return Ok(grads);
+    }
+    heads_major_vjp(g, mask, scale_by, softcap, x, ct)
+}
+
+fn heads_major_vjp(
     g: &mut Graph,
     mask: MaskKind,
     scale_by: Option<f64>,

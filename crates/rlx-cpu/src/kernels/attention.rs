@@ -14,7 +14,7 @@ use super::scalar::{nan_max, Real};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
 use crate::with_real;
-use rlx_ir::op::MaskKind;
+use rlx_ir::op::{AttentionLayout, MaskKind};
 use rlx_ir::DType;
 
 /// Extents of one attention call, from validated q / k / v dims.
@@ -90,31 +90,92 @@ enum MaskData<'a, T> {
 /// x 16 x 32, 0.2 M multiply-adds, took ~23 us on one core).
 const ATTENTION_GRAIN: usize = GEMM_GRAIN / 16;
 
+/// Where one (batch, head)'s rows of q, k, v and the output lie: the
+/// heads-major layout keeps each head's `[S, D]` block contiguous, the
+/// sequence-major one interleaves the heads row by row.
+struct Layout {
+    seq_major: bool,
+    hq: usize,
+    hkv: usize,
+    sq: usize,
+    sk: usize,
+}
+
+impl Layout {
+    /// Offset of row `i` of query head `b` (of `hq` per batch) and the
+    /// stride between its rows, for rows of `width` values.
+    fn q_rows(&self, b: usize, i: usize, width: usize) -> (usize, usize) {
+        if self.seq_major {
+            let (outer, h) = (b / self.hq, b % self.hq);
+            (
+                ((outer * self.sq + i) * self.hq + h) * width,
+                self.hq * width,
+            )
+        } else {
+            ((b * self.sq + i) * width, width)
+        }
+    }
+
+    /// Offset of kv head `kb`'s first row and the stride between its rows.
+    fn kv_rows(&self, kb: usize, width: usize) -> (usize, usize) {
+        if self.seq_major {
+            let (outer, h) = (kb / self.hkv, kb % self.hkv);
+            ((outer * self.sk * self.hkv + h) * width, self.hkv * width)
+        } else {
+            (kb * self.sk * width, width)
+        }
+    }
+}
+
 fn attention_real<T: GemmFloat + SoftmaxExp>(
     mask: MaskKind,
     scale: Option<f64>,
     softcap: Option<f64>,
+    layout: AttentionLayout,
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
     let (qv, kv, vv) = (&ins[0], &ins[1], &ins[2]);
-    let e = extents(qv.dims, kv.dims, vv.dims)?;
+    let seq_major = layout == AttentionLayout::SeqMajor;
+    let r = qv.dims.len();
+    if seq_major && (r < 3 || kv.dims.len() != r || vv.dims.len() != r) {
+        return Err(format!(
+            "sequence-major attention: q {:?}, k {:?}, v {:?} need one rank >= 3",
+            qv.dims, kv.dims, vv.dims
+        ));
+    }
+    // The heads-major dims: what the extents, the scores and the mask see.
+    let heads_major = |d: &[usize]| {
+        let mut d = d.to_vec();
+        if seq_major {
+            d.swap(r - 3, r - 2);
+        }
+        d
+    };
+    let qd = heads_major(qv.dims);
+    let e = extents(&qd, &heads_major(kv.dims), &heads_major(vv.dims))?;
     let (q, k, v) = (
         elems::<T>(qv, "q")?,
         elems::<T>(kv, "k")?,
         elems::<T>(vv, "v")?,
     );
-    let r = qv.dims.len();
     let mut out_dims = qv.dims.to_vec();
     out_dims[r - 1] = e.dv;
     let o = elems_mut::<T>(out, &out_dims)?;
+    let at = Layout {
+        seq_major,
+        hq: e.hq,
+        hkv: e.hkv,
+        sq: e.sq,
+        sk: e.sk,
+    };
 
     let mut rows = Vec::new();
     let mut key_stride = 0;
     let data = match mask {
         MaskKind::Custom | MaskKind::Bias => {
             let m = &ins[3];
-            let mut scores = qv.dims.to_vec();
+            let mut scores = qd.clone();
             scores[r - 1] = e.sk;
             let fits = m.dims.len() <= r
                 && m.dims
@@ -156,40 +217,54 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
     let off = sk as i64 - sq as i64;
     let group = e.hq / e.hkv.max(1);
     // Each (batch, head) runs two GEMMs per block of query rows: scores =
-    // q_block · kᵀ (k read transposed in place), then out = p · v; the block
-    // bounds the score buffer to 64K entries.
+    // q_block · kᵀ (k read transposed in place), then p · v into a block
+    // buffer whose rows, scaled by 1 / sum, go to the head's output rows;
+    // the block bounds the score buffer to 64K entries.
     let block = ((1usize << 16) / sk).clamp(1, sq);
-    let run_batch = |b: usize, ob: &mut [T], s: &mut [T], threads: usize| {
+    let out = team::Disjoint::new(o);
+    let run_batch = |b: usize, s: &mut [T], pv: &mut [T], threads: usize| {
         let kb = (b / e.hq) * e.hkv + (b % e.hq) / group;
+        let (k_at, k_stride) = at.kv_rows(kb, d);
         let kt = Strided {
             data: k,
-            offset: kb * sk * d,
+            offset: k_at,
             rows: d,
             cols: sk,
             row_stride: 1,
-            col_stride: d,
+            col_stride: k_stride,
         };
-        let vs = Strided::row_major(v, kb * sk * dv, sk, dv);
+        let (v_at, v_stride) = at.kv_rows(kb, dv);
+        let vs = Strided {
+            data: v,
+            offset: v_at,
+            rows: sk,
+            cols: dv,
+            row_stride: v_stride,
+            col_stride: 1,
+        };
         let mut inv_sums = Vec::with_capacity(block);
         for i0 in (0..sq).step_by(block) {
             let n = block.min(sq - i0);
             let sb = &mut s[..n * sk];
-            T::gemm(
-                Strided::row_major(q, (b * sq + i0) * d, n, d),
-                kt,
-                sb,
-                threads,
-            );
-            let mut dead = Vec::new();
+            let (q_at, q_stride) = at.q_rows(b, i0, d);
+            let qs = Strided {
+                data: q,
+                offset: q_at,
+                rows: n,
+                cols: d,
+                row_stride: q_stride,
+                col_stride: 1,
+            };
+            T::gemm(qs, kt, sb, threads);
             // 1 / (row's sum of exponentials), applied to the row of p · v
-            // (dv values) rather than to the row of p (sk values).
+            // (dv values) rather than to the row of p (sk values); 0 marks
+            // a fully masked row (NaN out).
             inv_sums.clear();
             for (r, srow) in sb.chunks_mut(sk).enumerate() {
                 let (i, row) = (i0 + r, b * sq + i0 + r);
                 let (j0, j1) = key_range(mask, i, sk, off);
                 if j0 >= j1 {
-                    dead.push(r);
-                    inv_sums.push(T::ZERO);
+                    inv_sums.push(None);
                     srow.fill(T::ZERO);
                     continue;
                 }
@@ -225,41 +300,43 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                         max = nan_max(max, y);
                     }
                 }
-                inv_sums.push(T::from_f64(
+                inv_sums.push(Some(T::from_f64(
                     1.0 / T::exp_shifted_sum(&mut srow[j0..j1], max),
-                ));
+                )));
                 srow[..j0].fill(T::ZERO);
                 srow[j1..].fill(T::ZERO);
             }
             let p = Strided::row_major(&s[..n * sk], 0, n, sk);
-            let rows_out = &mut ob[i0 * dv..(i0 + n) * dv];
-            T::gemm(p, vs, rows_out, threads);
-            for (orow, &inv) in rows_out.chunks_mut(dv).zip(&inv_sums) {
-                orow.iter_mut().for_each(|x| *x = *x * inv);
-            }
-            for r in dead {
-                ob[(i0 + r) * dv..(i0 + r + 1) * dv].fill(T::NAN);
+            let pv = &mut pv[..n * dv];
+            T::gemm(p, vs, pv, threads);
+            for (r, (prow, inv)) in pv.chunks(dv).zip(&inv_sums).enumerate() {
+                let (o_at, _) = at.q_rows(b, i0 + r, dv);
+                // SAFETY: output row (b, i) is written by the one part
+                // that runs head b, once.
+                let orow = unsafe { out.range(o_at..o_at + dv) };
+                match inv {
+                    Some(inv) => orow.iter_mut().zip(prow).for_each(|(o, &x)| *o = x * *inv),
+                    None => orow.fill(T::NAN),
+                }
             }
         }
     };
     let threads = num_threads();
     let work = e.batches * sq * sk * (d + dv);
+    let scratch = || (vec![T::ZERO; block * sk], vec![T::ZERO; block * dv]);
     if threads > 1 && e.batches > 1 && work >= ATTENTION_GRAIN {
         // Heads split over threads, each GEMM on its own thread.
         let groups = team::split(e.batches, threads, 1);
-        let o = team::Disjoint::new(o);
         team::parallel_for(groups.len(), |p| {
-            let mut s = vec![T::ZERO; block * sk];
+            let (mut s, mut pv) = scratch();
             for b in groups[p].clone() {
-                // SAFETY: each head's output block is written by one part.
-                let ob = unsafe { o.range(b * sq * dv..(b + 1) * sq * dv) };
-                run_batch(b, ob, &mut s, 1);
+                run_batch(b, &mut s, &mut pv, 1);
             }
         });
     } else {
-        let mut s = vec![T::ZERO; block * sk];
-        for (b, ob) in o.chunks_mut(sq * dv).enumerate() {
-            run_batch(b, ob, &mut s, threads);
+        let (mut s, mut pv) = scratch();
+        for b in 0..e.batches {
+            run_batch(b, &mut s, &mut pv, threads);
         }
     }
     Ok(())
@@ -340,6 +417,7 @@ pub fn attention(
     mask: MaskKind,
     scale: Option<f64>,
     softcap: Option<f64>,
+    layout: AttentionLayout,
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
@@ -367,7 +445,7 @@ pub fn attention(
             ));
         }
     }
-    with_real!(dt, ins, out, |i, o| attention_real::<T>(mask, scale, softcap, i, o); T)
+    with_real!(dt, ins, out, |i, o| attention_real::<T>(mask, scale, softcap, layout, i, o); T)
 }
 
 fn rope_real<T: Real>(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
@@ -477,7 +555,7 @@ mod tests {
         let mut od = qd.to_vec();
         *od.last_mut().unwrap() = vd[vd.len() - 1];
         let got = run::<f32>(DType::F32, &od, &ins, |i, o| {
-            attention(mask, scale, softcap, i, o)
+            attention(mask, scale, softcap, AttentionLayout::HeadsMajor, i, o)
         })?;
         Ok(got.into_iter().map(f64::from).collect())
     }

@@ -295,7 +295,8 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
             mask,
             scale,
             softcap,
-        } => attention::attention(*mask, *scale, *softcap, ins, out),
+            layout,
+        } => attention::attention(*mask, *scale, *softcap, *layout, ins, out),
         Op::Rope { interleaved } => attention::rope(*interleaved, ins, out),
         Op::Conv { window, groups } => conv::conv(window, *groups, ins, out),
         Op::ConvTranspose {

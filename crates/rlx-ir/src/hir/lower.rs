@@ -186,6 +186,7 @@ impl Lowering {
                 mask: kind,
                 scale: None,
                 softcap: None,
+                layout: crate::op::AttentionLayout::HeadsMajor,
             },
             &inputs,
             None,

@@ -3,10 +3,54 @@
 use super::emit::{bin, reshape, scalar, static_dims, un};
 use super::emit_more::narrow;
 use super::{arity, broadcast_dims, fmt_dims, InferResult};
-use crate::op::{BinaryOp, CmpOp, MaskKind, UnaryOp};
+use crate::op::{AttentionLayout, BinaryOp, CmpOp, MaskKind, UnaryOp};
 use crate::{DType, Dim, Graph, IrError, NodeId, Op, Shape};
 
-pub(crate) fn infer_attention(mask: MaskKind, inputs: &[&Shape]) -> InferResult {
+pub(crate) fn infer_attention(
+    mask: MaskKind,
+    layout: AttentionLayout,
+    inputs: &[&Shape],
+) -> InferResult {
+    if layout == AttentionLayout::HeadsMajor {
+        return infer_heads_major(mask, inputs);
+    }
+    // Sequence-major: the heads-major rule over operands with their
+    // sequence and heads axes swapped, and the output swapped back.
+    let r = inputs.first().map_or(0, |s| s.rank());
+    if r < 3 || inputs[..3.min(inputs.len())].iter().any(|s| s.rank() != r) {
+        return Err(format!(
+            "sequence-major attention needs q, k, v [.., S, H, D] of one rank >= 3, given {}",
+            inputs
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let swapped: Vec<Shape> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i < 3 {
+                swap_seq_heads(s)
+            } else {
+                (*s).clone()
+            }
+        })
+        .collect();
+    let refs: Vec<&Shape> = swapped.iter().collect();
+    infer_heads_major(mask, &refs).map(|out| swap_seq_heads(&out))
+}
+
+/// `s` with its axes rank-3 and rank-2 (sequence and heads) swapped.
+fn swap_seq_heads(s: &Shape) -> Shape {
+    let mut dims = s.dims().to_vec();
+    let r = dims.len();
+    dims.swap(r - 3, r - 2);
+    s.with_dims(dims)
+}
+
+fn infer_heads_major(mask: MaskKind, inputs: &[&Shape]) -> InferResult {
     let needs_mask = matches!(mask, MaskKind::Custom | MaskKind::Bias);
     arity(inputs, 3 + needs_mask as usize, 3 + needs_mask as usize)?;
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
@@ -126,9 +170,43 @@ pub(crate) fn decompose_attention(
     mask: MaskKind,
     scale: Option<f64>,
     softcap: Option<f64>,
+    layout: AttentionLayout,
 ) -> Result<NodeId, IrError> {
+    if layout == AttentionLayout::SeqMajor {
+        let mut heads_major = inputs.to_vec();
+        for x in &mut heads_major[..3] {
+            *x = swap_seq_heads_of(g, *x)?;
+        }
+        let out = decompose_attention(
+            g,
+            &heads_major,
+            mask,
+            scale,
+            softcap,
+            AttentionLayout::HeadsMajor,
+        )?;
+        return swap_seq_heads_of(g, out);
+    }
     let p = attention_parts(g, inputs, mask, scale, softcap)?;
     g.try_node(Op::MatMul, &[p.probs, p.v], None)
+}
+
+/// A transpose of `x` swapping its sequence and heads axes (rank-3 and
+/// rank-2): the bridge between the two [`AttentionLayout`]s.
+pub fn swap_seq_heads_of(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let r = g.shape(x).rank();
+    if r < 3 {
+        return Err(IrError::InvalidOp {
+            op: "attention{layout=seq_major}".into(),
+            reason: format!(
+                "operands need rank >= 3 ([.., S, H, D]), given {}",
+                g.shape(x)
+            ),
+        });
+    }
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 3, r - 2);
+    g.try_node(Op::Transpose { perm }, &[x], None)
 }
 
 /// The attention decomposition up to the probabilities (`probs @ v` is

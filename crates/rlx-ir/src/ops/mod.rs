@@ -60,7 +60,7 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         LayerNorm { axis, .. } => norm::infer_layer_norm(*axis, inputs),
         RmsNorm { .. } => norm::infer_rms_norm(inputs),
         GroupNorm { groups, .. } => norm::infer_group_norm(*groups, inputs),
-        Attention { mask, .. } => attention::infer_attention(*mask, inputs),
+        Attention { mask, layout, .. } => attention::infer_attention(*mask, *layout, inputs),
         Rope { .. } => attention::infer_rope(inputs),
         Conv { window, groups } => conv::infer_conv(window, *groups, inputs),
         ConvTranspose {
@@ -129,7 +129,8 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
             mask,
             scale,
             softcap,
-        } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap)?,
+            layout,
+        } => attention::decompose_attention(g, inputs, *mask, *scale, *softcap, *layout)?,
         Op::Rope { interleaved } => attention::decompose_rope(g, inputs, *interleaved)?,
         Op::ElementwiseRegion { steps } => region::decompose_region(g, steps, inputs, &node.shape)?,
         Op::FusedMatMul { epilogue } => {

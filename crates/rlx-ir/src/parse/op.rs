@@ -5,8 +5,8 @@ use super::cursor::Cursor;
 use super::{shape, ParseError};
 use crate::fft::{FftKind, FftNorm};
 use crate::op::{
-    ArgReduceOp, BinaryOp, ChainOperand, ChainStep, CmpOp, DotDims, MaskKind, PadMode, PoolKind,
-    ReduceOp, SliceSpec, TopKOutput, UnaryOp, Window,
+    ArgReduceOp, AttentionLayout, BinaryOp, ChainOperand, ChainStep, CmpOp, DotDims, MaskKind,
+    PadMode, PoolKind, ReduceOp, SliceSpec, TopKOutput, UnaryOp, Window,
 };
 use crate::ops::control::{CustomFnSpec, IfSpec, ScanSpec, WhileSpec};
 use crate::ops::upsample::InterpMode;
@@ -396,11 +396,27 @@ pub(crate) fn op(c: &mut Cursor) -> Result<ParsedOp, ParseError> {
             let mask = attr(c, "mask", true, mask_kind)?;
             let scale = attr(c, "scale", false, |c| option(c, |c| c.f64("scale")))?;
             let softcap = attr(c, "softcap", false, |c| option(c, |c| c.f64("softcap")))?;
+            // Written only when not the default.
+            let layout = if c.eat(",") {
+                attr(c, "layout", true, |c| {
+                    one_of(
+                        c,
+                        "an attention layout",
+                        &[
+                            ("heads_major", AttentionLayout::HeadsMajor),
+                            ("seq_major", AttentionLayout::SeqMajor),
+                        ],
+                    )
+                })?
+            } else {
+                AttentionLayout::HeadsMajor
+            };
             c.expect("}")?;
             Op::Attention {
                 mask,
                 scale,
                 softcap,
+                layout,
             }
         }
         "rope" => {
