@@ -14,7 +14,7 @@
 //! (4 uncounted, then 8 unless `--rounds` says otherwise) and fills the
 //! paired-ratio column.
 //! The python defaults to `~/.cache/rlx-ref/venv/bin/python` (numpy + JAX +
-//! onnxruntime). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
+//! onnxruntime; `tools/setup_bench_env.sh` makes it). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
 //! (the fp32 export ONNX Runtime and the ONNX import path run); their
 //! peak-RSS line comes from the same binary re-run as `--rss-probe`.
 mod minilm;
@@ -66,6 +66,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         PathBuf::from(home).join(".cache/rlx-ref/venv/bin/python")
     });
     let use_ref = !args.iter().any(|a| a == "--no-ref") && python.exists();
+    if !use_ref && !args.iter().any(|a| a == "--no-ref") {
+        eprintln!(
+            "no reference python at {} (tools/setup_bench_env.sh makes it, or pass --python PATH): RLX rows only",
+            python.display()
+        );
+    }
     let script = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tools/bench_ref.py"
