@@ -33,6 +33,7 @@ mod hir;
 mod host_tensor;
 mod inspect;
 pub mod op;
+pub mod op_table;
 pub mod ops;
 mod parse;
 pub mod quant;
@@ -59,6 +60,7 @@ pub use inspect::{
     inspect_mir_diff, inspect_mir_stats, node_label, op_histogram, NodeOrigin,
 };
 pub use op::{Op, OpKind};
+pub use op_table::{Arity, Attr, OpInfo, Rule};
 pub use parse::{parse_graph, ParseError};
 pub use shape::{contiguous_strides, Dim, Shape};
 pub use stage::{GraphModule, GraphStage, MirModule, StageKind};

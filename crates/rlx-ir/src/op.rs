@@ -717,23 +717,10 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    /// True for composite ops that carry a decomposition into primitives.
+    /// True for composite ops that carry a decomposition into primitives
+    /// (the op table's [`crate::OpInfo::composite`]).
     pub fn is_composite(self) -> bool {
-        matches!(
-            self,
-            OpKind::Softmax
-                | OpKind::LogSoftmax
-                | OpKind::LayerNorm
-                | OpKind::RmsNorm
-                | OpKind::GroupNorm
-                | OpKind::Attention
-                | OpKind::Rope
-                | OpKind::ElementwiseRegion
-                | OpKind::FusedMatMul
-                | OpKind::AddNorm
-                | OpKind::GatedMatMul
-                | OpKind::DequantMatMul
-        )
+        self.info().composite
     }
 }
 

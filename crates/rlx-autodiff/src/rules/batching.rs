@@ -5,7 +5,7 @@
 use crate::emit::*;
 use crate::{AutodiffError, Result};
 use rlx_ir::op::{DotDims, PadMode, SliceSpec};
-use rlx_ir::{node_label, ops, Graph, Node, NodeId, Op, Shape};
+use rlx_ir::{ops, Graph, Node, NodeId, Op, Shape};
 
 fn shift(axes: &[usize]) -> Vec<usize> {
     axes.iter().map(|a| a + 1).collect()
@@ -149,14 +149,39 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
         Op::DequantMatMul { .. } if super::quant::kept_whole(&node.op) => {
             super::quant::batch_dequant_matmul(g, &node.op, ins, bat)?
         }
-        _ => {
-            return Err(AutodiffError::MissingRule {
-                transform: "vmap",
-                node: format!(
-                    "{} with batched inputs {bat:?}",
-                    node_label(g, x0.unwrap_or(NodeId(0)))
-                ),
-            })
+        Op::Input { .. }
+        | Op::Param { .. }
+        | Op::Constant { .. }
+        | Op::Iota { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::Attention { .. }
+        | Op::Rope { .. }
+        | Op::Conv { .. }
+        | Op::ConvTranspose { .. }
+        | Op::Pool { .. }
+        | Op::Upsample { .. }
+        | Op::ElementwiseRegion { .. }
+        | Op::FusedMatMul { .. }
+        | Op::AddNorm { .. }
+        | Op::GatedMatMul { .. }
+        | Op::Dequantize { .. }
+        | Op::DequantMatMul { .. }
+        | Op::If(_)
+        | Op::While(_)
+        | Op::Scan(_)
+        | Op::CustomFn(_)
+        | Op::TupleGet { .. } => {
+            return Err(
+                match super::no_rule(g, node, x0.unwrap_or(NodeId(0)), "vmap") {
+                    AutodiffError::MissingRule { transform, node } => AutodiffError::MissingRule {
+                        transform,
+                        node: format!("{node} with batched inputs {bat:?}"),
+                    },
+                    other => other,
+                },
+            )
         }
     })
 }

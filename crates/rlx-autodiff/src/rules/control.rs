@@ -79,13 +79,7 @@ pub fn vjp(
         Op::If(s) => vjp_if(g, s, x, cts),
         Op::Scan(s) => vjp_scan(g, s, x, cts),
         Op::CustomFn(s) => vjp_custom(g, s, x, cts),
-        Op::While(_) => Err(AutodiffError::Unsupported {
-            transform: "vjp",
-            node: node_label(g, y),
-            reason: "reverse mode through a while loop needs its trip count; \
-                     use a scan (fixed length) or forward mode (jvp)"
-                .into(),
-        }),
+        Op::While(_) => Err(super::no_rule(g, node, y, "vjp")),
         _ => Err(AutodiffError::MissingRule {
             transform: "vjp",
             node: node_label(g, y),

@@ -23,12 +23,42 @@ pub mod reduce;
 use crate::emit::*;
 use crate::{AutodiffError, Result};
 use rlx_ir::op::{PadMode, TopKOutput};
-use rlx_ir::{node_label, ops, Graph, Node, NodeId, Op};
+use rlx_ir::{node_label, ops, Graph, Node, NodeId, Op, Rule};
 
-fn missing(g: &Graph, id: NodeId, transform: &'static str) -> AutodiffError {
-    AutodiffError::MissingRule {
-        transform,
-        node: node_label(g, id),
+/// The error for a node this transform has no rule for here, from the op
+/// table: a kind that is not differentiable (or not batchable) by design
+/// says why; a kind decomposed before the transform, or a control-flow
+/// tuple (handled by `rules::control`), should not have reached this rule.
+pub(crate) fn no_rule(
+    g: &Graph,
+    node: &Node,
+    id: NodeId,
+    transform: &'static str,
+) -> AutodiffError {
+    let info = node.op.kind().info();
+    let rule = match transform {
+        "vjp" => info.vjp,
+        "jvp" => info.jvp,
+        _ => info.vmap,
+    };
+    let label = node_label(g, id);
+    match rule {
+        Rule::NotDifferentiable(reason) | Rule::Unsupported(reason) => AutodiffError::Unsupported {
+            transform,
+            node: label,
+            reason: reason.into(),
+        },
+        Rule::Decomposed | Rule::Partial(_) => AutodiffError::MissingRule {
+            transform,
+            node: format!(
+                "{label} (the op table: {}; prepare_graph_for_ad lowers it first)",
+                rule.cell()
+            ),
+        },
+        Rule::Own | Rule::Zero | Rule::Leaf => AutodiffError::MissingRule {
+            transform,
+            node: format!("{label} (a control-flow tuple is transformed by rules::control)"),
+        },
     }
 }
 
@@ -37,7 +67,8 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
     let x = &node.inputs;
     match &node.op {
         Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } | Op::Iota { .. } => Ok(vec![]),
-        Op::Compare(_) | Op::ArgReduce { .. } => Ok(vec![None; x.len()]),
+        // No cotangent flows into Bool / index results or block bytes.
+        Op::Compare(_) | Op::ArgReduce { .. } | Op::Dequantize { .. } => Ok(vec![None; x.len()]),
         Op::TopK {
             output: TopKOutput::Indices,
             ..
@@ -81,7 +112,21 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         } => attention::attention_vjp(g, *mask, *scale, *softcap, *layout, x, ct),
         Op::Conv { window, groups } => conv::conv_vjp(g, window, *groups, x, ct),
         Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
-        _ => Err(missing(g, y, "vjp")),
+        Op::DequantMatMul { scheme: None, .. }
+        | Op::GroupNorm { .. }
+        | Op::Rope { .. }
+        | Op::ConvTranspose { .. }
+        | Op::Pool { .. }
+        | Op::Upsample { .. }
+        | Op::ElementwiseRegion { .. }
+        | Op::FusedMatMul { .. }
+        | Op::AddNorm { .. }
+        | Op::GatedMatMul { .. }
+        | Op::If(_)
+        | Op::While(_)
+        | Op::Scan(_)
+        | Op::CustomFn(_)
+        | Op::TupleGet { .. } => Err(no_rule(g, node, y, "vjp")),
     }
 }
 
@@ -121,6 +166,7 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         }
         Op::Compare(_)
         | Op::ArgReduce { .. }
+        | Op::Dequantize { .. }
         | Op::TopK {
             output: TopKOutput::Indices,
             ..
@@ -209,7 +255,22 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         Op::DequantMatMul {
             scheme: Some(_), ..
         } => quant::jvp_dequant_matmul(g, &node.op, x[1], t[0].expect("tangent"))?,
-        _ => return Err(missing(g, y, "jvp")),
+        Op::DequantMatMul { scheme: None, .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::Attention { .. }
+        | Op::Rope { .. }
+        | Op::Pool { .. }
+        | Op::ElementwiseRegion { .. }
+        | Op::FusedMatMul { .. }
+        | Op::AddNorm { .. }
+        | Op::GatedMatMul { .. }
+        | Op::If(_)
+        | Op::While(_)
+        | Op::Scan(_)
+        | Op::CustomFn(_)
+        | Op::TupleGet { .. } => return Err(no_rule(g, node, y, "jvp")),
     };
     Ok(Some(out))
 }

@@ -29,6 +29,15 @@ pub type InferResult = Result<Shape, String>;
 /// node is declared with; it is required for [`needs_declared_shape`] ops.
 pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> InferResult {
     use Op::*;
+    let info = op.kind().info();
+    if !info.arity.admits(inputs.len()) {
+        let want = match info.arity.max {
+            Some(hi) if hi == info.arity.min => format!("{hi}"),
+            Some(hi) => format!("{} to {hi}", info.arity.min),
+            None => format!("at least {}", info.arity.min),
+        };
+        return Err(format!("expects {want} inputs, given {}", inputs.len()));
+    }
     match op {
         Input { .. } | Param { .. } | Constant { .. } => declared
             .cloned()
@@ -146,7 +155,42 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         Op::DequantMatMul { scheme, n, k } => {
             quant::decompose_dequant_matmul(g, inputs, *scheme, *n, *k)?
         }
-        _ => return Ok(None),
+        // Primitives (the op table's `composite: false`).
+        Op::Input { .. }
+        | Op::Param { .. }
+        | Op::Constant { .. }
+        | Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Compare(_)
+        | Op::Select
+        | Op::Cast
+        | Op::MatMul
+        | Op::DotGeneral(_)
+        | Op::Reduce { .. }
+        | Op::ArgReduce { .. }
+        | Op::Cumsum { .. }
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::Slice(_)
+        | Op::Concat { .. }
+        | Op::Pad { .. }
+        | Op::Broadcast
+        | Op::Gather { .. }
+        | Op::GatherElements { .. }
+        | Op::ScatterAdd { .. }
+        | Op::TopK { .. }
+        | Op::Iota { .. }
+        | Op::Conv { .. }
+        | Op::ConvTranspose { .. }
+        | Op::Pool { .. }
+        | Op::Upsample { .. }
+        | Op::Fft { .. }
+        | Op::Dequantize { .. }
+        | Op::If(_)
+        | Op::While(_)
+        | Op::Scan(_)
+        | Op::CustomFn(_)
+        | Op::TupleGet { .. } => return Ok(None),
     };
     Ok(Some(id))
 }
