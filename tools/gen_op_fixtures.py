@@ -3,8 +3,9 @@
 
 The fixtures are JSON files, one per op family, written to
 ``crates/rlx-runtime/tests/fixtures/``; the Rust harness
-``crates/rlx-runtime/tests/numpy_ops.rs`` builds one graph per case, runs it
-on the CPU backend and compares the outputs against these values.
+``crates/rlx-runtime/tests/op_matrix/`` (the op matrix) builds one graph per
+case, runs it on every available backend and compares the outputs against
+these values, then checks the transforms of the same graph.
 
 Python environment (numpy + scipy, created once)::
 

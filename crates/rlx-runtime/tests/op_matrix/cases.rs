@@ -1,17 +1,10 @@
-//! The CPU backend against numpy reference fixtures.
+//! numpy fixture cases: parsing `tests/fixtures/*.json` (written by
+//! `tools/gen_op_fixtures.py`, see `tools/README.md`), building each case's
+//! graph, and comparing tensors with a case's tolerance.
 //!
-//! `tests/fixtures/*.json` are written by `tools/gen_op_fixtures.py` (see
-//! `tools/README.md`); each case names an op, its attributes, its inputs
-//! (graph inputs `x0`, `x1`, ...) and the expected outputs with a tolerance.
-//! Every case is built as a graph, compiled for the CPU and run; cases whose
-//! graph holds a composite op (softmax, norms, attention, rope) run a second
-//! time with `decompose_composites(true)`, so the native kernels and the
-//! decompositions are both checked. Each fixture file is one test that
-//! reports all of its failing cases together.
-//!
-//! `NUMPY_OPS_FILTER=substring` runs only the cases whose name contains it.
+//! Each case names an op, its attributes, its inputs (graph inputs `x0`,
+//! `x1`, ...) and the expected outputs with a tolerance.
 
-use rlx_driver::Device;
 use rlx_ir::fft::{FftKind, FftNorm};
 use rlx_ir::op::{
     ArgReduceOp, AttentionLayout, BinaryOp, CmpOp, DotDims, MaskKind, PadMode, PoolKind, ReduceOp,
@@ -22,7 +15,6 @@ use rlx_ir::ops::upsample::InterpMode;
 use rlx_ir::{
     bf16, f16, python_slice, Complex32, DType, Dim, Graph, HostTensor, NodeId, Op, Shape,
 };
-use rlx_runtime::{CompileOptions, Session};
 use serde_json::Value;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -30,24 +22,24 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Once;
 
-type Res<T> = Result<T, String>;
+pub(crate) type Res<T> = Result<T, String>;
 
 /// How many mismatching elements one failure lists.
-const SHOWN_MISMATCHES: usize = 4;
+pub(crate) const SHOWN_MISMATCHES: usize = 4;
 
 // ── fixture parsing ─────────────────────────────────────────────────────────
 
-struct Case {
-    name: String,
-    op: String,
-    attrs: Value,
-    inputs: Vec<HostTensor>,
-    outputs: Vec<HostTensor>,
-    rtol: f64,
-    atol: f64,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) op: String,
+    pub(crate) attrs: Value,
+    pub(crate) inputs: Vec<HostTensor>,
+    pub(crate) outputs: Vec<HostTensor>,
+    pub(crate) rtol: f64,
+    pub(crate) atol: f64,
 }
 
-fn load_cases(file: &str) -> Vec<Case> {
+pub(crate) fn load_cases(file: &str) -> Vec<Case> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join("fixtures")
@@ -66,7 +58,7 @@ fn load_cases(file: &str) -> Vec<Case> {
         .collect()
 }
 
-fn parse_case(c: &Value) -> Res<Case> {
+pub(crate) fn parse_case(c: &Value) -> Res<Case> {
     let name = c["name"].as_str().ok_or("missing name")?.to_string();
     let tensors = |key: &str| -> Res<Vec<HostTensor>> {
         c[key]
@@ -89,7 +81,7 @@ fn parse_case(c: &Value) -> Res<Case> {
 }
 
 /// A JSON number, or one of the strings `"nan"`, `"inf"`, `"-inf"`.
-fn json_f64(v: &Value) -> Res<f64> {
+pub(crate) fn json_f64(v: &Value) -> Res<f64> {
     match v {
         Value::Number(n) => n.as_f64().ok_or_else(|| format!("bad number {n}")),
         Value::String(s) => match s.as_str() {
@@ -102,14 +94,17 @@ fn json_f64(v: &Value) -> Res<f64> {
     }
 }
 
-fn json_i128(v: &Value) -> Res<i128> {
+pub(crate) fn json_i128(v: &Value) -> Res<i128> {
     v.as_i64()
         .map(i128::from)
         .or_else(|| v.as_u64().map(i128::from))
         .ok_or_else(|| format!("not an integer: {v}"))
 }
 
-fn ints_as<T: TryFrom<i128> + rlx_ir::Element>(data: &[Value], dims: &[usize]) -> Res<HostTensor> {
+pub(crate) fn ints_as<T: TryFrom<i128> + rlx_ir::Element>(
+    data: &[Value],
+    dims: &[usize],
+) -> Res<HostTensor> {
     let vals = data
         .iter()
         .map(|v| {
@@ -119,7 +114,7 @@ fn ints_as<T: TryFrom<i128> + rlx_ir::Element>(data: &[Value], dims: &[usize]) -
     HostTensor::from_vec(vals, dims).map_err(|e| e.to_string())
 }
 
-fn parse_tensor(t: &Value) -> Res<HostTensor> {
+pub(crate) fn parse_tensor(t: &Value) -> Res<HostTensor> {
     let name = t["dtype"].as_str().ok_or("missing dtype")?;
     let dtype = DType::parse(name).ok_or_else(|| format!("unknown dtype {name}"))?;
     let dims = t["shape"]
@@ -175,45 +170,45 @@ fn parse_tensor(t: &Value) -> Res<HostTensor> {
 
 // ── attributes ──────────────────────────────────────────────────────────────
 
-fn attr<'a>(a: &'a Value, key: &str) -> Res<&'a Value> {
+pub(crate) fn attr<'a>(a: &'a Value, key: &str) -> Res<&'a Value> {
     a.get(key)
         .ok_or_else(|| format!("missing attribute {key:?}"))
 }
 
-fn a_i64(a: &Value, key: &str) -> Res<i64> {
+pub(crate) fn a_i64(a: &Value, key: &str) -> Res<i64> {
     attr(a, key)?
         .as_i64()
         .ok_or_else(|| format!("attribute {key:?} is not an integer"))
 }
 
-fn a_usize(a: &Value, key: &str) -> Res<usize> {
+pub(crate) fn a_usize(a: &Value, key: &str) -> Res<usize> {
     usize::try_from(a_i64(a, key)?).map_err(|_| format!("attribute {key:?} is negative"))
 }
 
-fn a_f64(a: &Value, key: &str) -> Res<f64> {
+pub(crate) fn a_f64(a: &Value, key: &str) -> Res<f64> {
     json_f64(attr(a, key)?)
 }
 
-fn a_opt_f64(a: &Value, key: &str) -> Res<Option<f64>> {
+pub(crate) fn a_opt_f64(a: &Value, key: &str) -> Res<Option<f64>> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => json_f64(v).map(Some),
     }
 }
 
-fn a_bool(a: &Value, key: &str) -> Res<bool> {
+pub(crate) fn a_bool(a: &Value, key: &str) -> Res<bool> {
     attr(a, key)?
         .as_bool()
         .ok_or_else(|| format!("attribute {key:?} is not a bool"))
 }
 
-fn a_str<'a>(a: &'a Value, key: &str) -> Res<&'a str> {
+pub(crate) fn a_str<'a>(a: &'a Value, key: &str) -> Res<&'a str> {
     attr(a, key)?
         .as_str()
         .ok_or_else(|| format!("attribute {key:?} is not a string"))
 }
 
-fn a_i64s(a: &Value, key: &str) -> Res<Vec<i64>> {
+pub(crate) fn a_i64s(a: &Value, key: &str) -> Res<Vec<i64>> {
     attr(a, key)?
         .as_array()
         .ok_or_else(|| format!("attribute {key:?} is not a list"))?
@@ -225,14 +220,14 @@ fn a_i64s(a: &Value, key: &str) -> Res<Vec<i64>> {
         .collect()
 }
 
-fn a_usizes(a: &Value, key: &str) -> Res<Vec<usize>> {
+pub(crate) fn a_usizes(a: &Value, key: &str) -> Res<Vec<usize>> {
     a_i64s(a, key)?
         .into_iter()
         .map(|v| usize::try_from(v).map_err(|_| format!("attribute {key:?}: {v} is negative")))
         .collect()
 }
 
-fn a_pairs(a: &Value, key: &str) -> Res<Vec<(usize, usize)>> {
+pub(crate) fn a_pairs(a: &Value, key: &str) -> Res<Vec<(usize, usize)>> {
     attr(a, key)?
         .as_array()
         .ok_or_else(|| format!("attribute {key:?} is not a list"))?
@@ -247,39 +242,44 @@ fn a_pairs(a: &Value, key: &str) -> Res<Vec<(usize, usize)>> {
         .collect()
 }
 
-fn a_dtype(a: &Value, key: &str) -> Res<DType> {
+pub(crate) fn a_dtype(a: &Value, key: &str) -> Res<DType> {
     let s = a_str(a, key)?;
     DType::parse(s).ok_or_else(|| format!("unknown dtype {s}"))
 }
 
 // ── graph building ──────────────────────────────────────────────────────────
 
-fn node(g: &mut Graph, op: Op, inputs: &[NodeId], declared: Option<Shape>) -> Res<NodeId> {
+pub(crate) fn node(
+    g: &mut Graph,
+    op: Op,
+    inputs: &[NodeId],
+    declared: Option<Shape>,
+) -> Res<NodeId> {
     g.try_node(op, inputs, declared).map_err(|e| e.to_string())
 }
 
-fn arg(args: &[NodeId], i: usize, op: &str) -> Res<NodeId> {
+pub(crate) fn arg(args: &[NodeId], i: usize, op: &str) -> Res<NodeId> {
     args.get(i)
         .copied()
         .ok_or_else(|| format!("{op} needs at least {} inputs, given {}", i + 1, args.len()))
 }
 
-fn axis_of(g: &Graph, x: NodeId, axis: i64) -> Res<usize> {
+pub(crate) fn axis_of(g: &Graph, x: NodeId, axis: i64) -> Res<usize> {
     normalize_axis(axis, g.shape(x).rank())
 }
 
-fn static_dims(g: &Graph, x: NodeId) -> Res<Vec<usize>> {
+pub(crate) fn static_dims(g: &Graph, x: NodeId) -> Res<Vec<usize>> {
     g.shape(x)
         .static_dims()
         .ok_or_else(|| format!("{} is not static", g.shape(x)))
 }
 
-fn dims_of(v: &[usize]) -> Vec<Dim> {
+pub(crate) fn dims_of(v: &[usize]) -> Vec<Dim> {
     v.iter().map(|&d| Dim::Static(d)).collect()
 }
 
 /// numpy reshape dims with at most one `-1`.
-fn resolve_reshape(total: usize, dims: &[i64]) -> Res<Vec<usize>> {
+pub(crate) fn resolve_reshape(total: usize, dims: &[i64]) -> Res<Vec<usize>> {
     let known: usize = dims
         .iter()
         .filter(|&&d| d >= 0)
@@ -302,7 +302,14 @@ fn resolve_reshape(total: usize, dims: &[i64]) -> Res<Vec<usize>> {
         .collect()
 }
 
-fn slice_node(g: &mut Graph, x: NodeId, axis: i64, start: i64, end: i64, step: i64) -> Res<NodeId> {
+pub(crate) fn slice_node(
+    g: &mut Graph,
+    x: NodeId,
+    axis: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Res<NodeId> {
     let axis = axis_of(g, x, axis)?;
     let dims = static_dims(g, x)?;
     if step == 0 {
@@ -325,7 +332,7 @@ fn slice_node(g: &mut Graph, x: NodeId, axis: i64, start: i64, end: i64, step: i
     )
 }
 
-fn window(a: &Value, kernel: Vec<usize>) -> Res<Window> {
+pub(crate) fn window(a: &Value, kernel: Vec<usize>) -> Res<Window> {
     Ok(Window {
         kernel,
         stride: a_usizes(a, "stride")?,
@@ -334,7 +341,7 @@ fn window(a: &Value, kernel: Vec<usize>) -> Res<Window> {
     })
 }
 
-fn by_name<T: Copy>(
+pub(crate) fn by_name<T: Copy>(
     all: &[T],
     name: impl Fn(T) -> &'static str,
     wanted: &str,
@@ -347,7 +354,7 @@ fn by_name<T: Copy>(
 }
 
 /// Builds one op over `args`; returns its outputs (two for top-k).
-fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<NodeId>> {
+pub(crate) fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<NodeId>> {
     let x = || arg(args, 0, op);
     let one = |id: Res<NodeId>| id.map(|id| vec![id]);
     match op {
@@ -686,7 +693,7 @@ fn build_op(g: &mut Graph, op: &str, a: &Value, args: &[NodeId]) -> Res<Vec<Node
 }
 
 /// The case's graph: inputs `x0..`, then the op (or the chain of `graph` steps).
-fn build_graph(case: &Case) -> Res<Graph> {
+pub(crate) fn build_graph(case: &Case) -> Res<Graph> {
     let mut g = Graph::new(case.name.as_str());
     let mut env: HashMap<String, NodeId> = HashMap::new();
     let mut inputs = Vec::new();
@@ -735,7 +742,7 @@ thread_local! {
 
 /// Silences the panic message of panics caught by [`guarded`] (on this
 /// thread); other panics, the final assertion included, print as usual.
-fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = panic::take_hook();
@@ -748,7 +755,7 @@ fn install_panic_hook() {
 }
 
 /// Runs `f`, turning a panic into an error.
-fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
     QUIET_PANICS.with(|q| q.set(true));
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     QUIET_PANICS.with(|q| q.set(false));
@@ -762,50 +769,8 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
     })
 }
 
-fn run_case(case: &Case, decompose: bool) -> Res<()> {
-    let graph = build_graph(case).map_err(|e| format!("building the graph: {e}"))?;
-    let compiled = if decompose {
-        let options = CompileOptions::default().decompose_composites(true);
-        Session::new(Device::Cpu).try_compile_with(graph, &options)
-    } else {
-        Session::new(Device::Cpu).try_compile(graph)
-    };
-    let mut compiled = compiled.map_err(|e| format!("compile: {e:?}"))?;
-    let names: Vec<String> = (0..case.inputs.len()).map(|i| format!("x{i}")).collect();
-    let feeds: Vec<(&str, &HostTensor)> = names
-        .iter()
-        .map(String::as_str)
-        .zip(case.inputs.iter())
-        .collect();
-    let outs = compiled
-        .try_run_typed(&feeds)
-        .map_err(|e| format!("run: {e:?}"))?;
-    if outs.len() != case.outputs.len() {
-        return Err(format!(
-            "{} outputs, expected {}",
-            outs.len(),
-            case.outputs.len()
-        ));
-    }
-    let problems: Vec<String> = outs
-        .iter()
-        .zip(&case.outputs)
-        .enumerate()
-        .filter_map(|(i, (got, want))| {
-            compare_tensors(got, want, case.rtol, case.atol)
-                .err()
-                .map(|e| format!("output {i}: {e}"))
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n    "))
-    }
-}
-
 /// Integer values of an integer / bool tensor, exactly.
-fn int_values(t: &HostTensor) -> Res<Vec<i128>> {
+pub(crate) fn int_values(t: &HostTensor) -> Res<Vec<i128>> {
     let e = |e: rlx_ir::IrError| e.to_string();
     Ok(match t.dtype() {
         DType::I8 => t
@@ -850,7 +815,7 @@ fn int_values(t: &HostTensor) -> Res<Vec<i128>> {
 }
 
 /// Float values of a float tensor; complex tensors give `[re, im]` pairs.
-fn float_values(t: &HostTensor) -> Res<Vec<f64>> {
+pub(crate) fn float_values(t: &HostTensor) -> Res<Vec<f64>> {
     if t.dtype() == DType::C64 {
         let v = t.to_vec::<Complex32>().map_err(|e| e.to_string())?;
         return Ok(v
@@ -861,7 +826,7 @@ fn float_values(t: &HostTensor) -> Res<Vec<f64>> {
     Ok(t.to_f64_lossy())
 }
 
-fn close(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
+pub(crate) fn close(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
     if want.is_nan() || got.is_nan() {
         return want.is_nan() && got.is_nan();
     }
@@ -872,7 +837,7 @@ fn close(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
 }
 
 /// Row-major multi-index of flat element `i` (for complex, `i` counts values).
-fn index_text(dims: &[usize], i: usize, complex: bool) -> String {
+pub(crate) fn index_text(dims: &[usize], i: usize, complex: bool) -> String {
     let (mut rest, part) = if complex {
         (i / 2, if i.is_multiple_of(2) { ".re" } else { ".im" })
     } else {
@@ -888,7 +853,12 @@ fn index_text(dims: &[usize], i: usize, complex: bool) -> String {
     format!("{idx:?}{part}")
 }
 
-fn compare_tensors(got: &HostTensor, want: &HostTensor, rtol: f64, atol: f64) -> Res<()> {
+pub(crate) fn compare_tensors(
+    got: &HostTensor,
+    want: &HostTensor,
+    rtol: f64,
+    atol: f64,
+) -> Res<()> {
     if got.dtype() != want.dtype() {
         return Err(format!("dtype {} (expected {})", got.dtype(), want.dtype()));
     }
@@ -937,73 +907,4 @@ fn compare_tensors(got: &HostTensor, want: &HostTensor, rtol: f64, atol: f64) ->
         bad.len(),
         shown.join("; ")
     ))
-}
-
-fn has_composite(case: &Case) -> bool {
-    build_graph(case)
-        .map(|g| g.nodes().iter().any(|n| n.op.kind().is_composite()))
-        .unwrap_or(false)
-}
-
-/// Runs every case of one fixture file and asserts that none failed.
-fn check_fixture_file(file: &str) {
-    install_panic_hook();
-    let filter = std::env::var("NUMPY_OPS_FILTER").ok();
-    let cases = load_cases(file);
-    let mut failures = Vec::new();
-    let mut runs = 0;
-    for case in &cases {
-        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
-            continue;
-        }
-        let composite = guarded(|| Ok(has_composite(case))).unwrap_or(false);
-        for decompose in [false, true] {
-            if decompose && !composite {
-                continue;
-            }
-            runs += 1;
-            if let Err(e) = guarded(|| run_case(case, decompose)) {
-                let tag = if decompose { " [decomposed]" } else { "" };
-                failures.push(format!("  {}{tag} ({}): {e}", case.name, case.op));
-            }
-        }
-    }
-    println!(
-        "{file}: {} cases, {runs} runs, {} failed",
-        cases.len(),
-        failures.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {runs} runs of {file} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
-macro_rules! fixture_tests {
-    ($($name:ident => $file:literal,)*) => {
-        $(
-            #[test]
-            fn $name() {
-                check_fixture_file($file);
-            }
-        )*
-    };
-}
-
-fixture_tests! {
-    elementwise => "elementwise.json",
-    binary => "binary.json",
-    compare => "compare.json",
-    cast => "cast.json",
-    linalg => "linalg.json",
-    reduce => "reduce.json",
-    movement => "movement.json",
-    indexing => "indexing.json",
-    norm => "norm.json",
-    attention => "attention.json",
-    conv => "conv.json",
-    upsample => "upsample.json",
-    fft => "fft.json",
 }
