@@ -103,6 +103,14 @@ fn decomposed(s: &Sample, device: Device) -> Res<bool> {
 /// The textual IR says everything a graph holds: parsed back, it prints the
 /// same text and computes the same bits.
 fn text_round_trip(s: &Sample, device: Device, outs: &[HostTensor]) -> Res<bool> {
+    for n in s.graph.nodes() {
+        let (name, mnemonic) = (n.op.kind().info().name, n.op.mnemonic());
+        if !name_matches(name, &mnemonic) {
+            return Err(format!(
+                "`{mnemonic}` does not start with the op table's name `{name}`"
+            ));
+        }
+    }
     let text = s.graph.to_text();
     let parsed = Graph::from_text(&text).map_err(|e| format!("parse: {e}"))?;
     let again = parsed.to_text();
@@ -116,6 +124,21 @@ fn text_round_trip(s: &Sample, device: Device, outs: &[HostTensor]) -> Res<bool>
         }
     }
     Ok(true)
+}
+
+/// The op table's textual name (`*` standing for a payload-chosen part)
+/// against the head of a mnemonic (up to its payload or operand list).
+fn name_matches(pattern: &str, mnemonic: &str) -> bool {
+    let head = mnemonic
+        .split(['{', ' ', '<', '['])
+        .next()
+        .unwrap_or_default();
+    match pattern.split_once('*') {
+        None => head == pattern,
+        Some((pre, post)) => {
+            head.len() >= pre.len() + post.len() && head.starts_with(pre) && head.ends_with(post)
+        }
+    }
 }
 
 /// The rule the op table gives `transform` for the kinds of a graph: the

@@ -10,8 +10,9 @@
 //! - **forward**: the outputs against the reference, within the case's tolerance;
 //! - **decomposed**: a graph holding a composite runs again with
 //!   `decompose_composites(true)` and must match the reference too;
-//! - **text**: `Graph::from_text(g.to_text())` prints back the same text and
-//!   computes the same bits;
+//! - **text**: every mnemonic starts with the op table's name, and
+//!   `Graph::from_text(g.to_text())` prints back the same text and computes
+//!   the same bits;
 //! - **vjp**: for float graphs, the gradient of `L = Σ w·out` along a random
 //!   direction against central finite differences of `L`;
 //! - **jvp**: `Σ w·jvp(d)` against the same `⟨∇L, d⟩` (transpose consistency);
