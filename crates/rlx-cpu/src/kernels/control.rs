@@ -23,7 +23,7 @@ pub struct ControlProgram {
 impl ControlProgram {
     /// The compiled sub-graphs, in `rlx_ir::ops::control::subgraphs` order.
     pub fn lirs(&self) -> impl Iterator<Item = &LirModule> {
-        self.subs.iter().map(|e| rlx_driver::Executable::lir(e))
+        self.subs.iter().map(rlx_driver::Executable::lir)
     }
 }
 
