@@ -123,10 +123,10 @@ pub fn inspect_hir_pipeline(
 /// for every kept stage, `<graph>.lir.txt` and `<graph>.reports.txt` into
 /// it and returns the directory.
 pub fn maybe_dump_pipeline(input: &Graph, lir: &LirModule) -> std::io::Result<Option<PathBuf>> {
-    let Some(dir) = rlx_ir::env::var("RLX_IR_DUMP") else {
+    // A path never fails to parse, so the error arm is unreachable.
+    let Some(dir) = rlx_ir::env::vars::IR_DUMP.get().ok().flatten() else {
         return Ok(None);
     };
-    let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir)?;
     let inspect = PipelineInspect::of(input, lir);
     let stem: String = lir

@@ -117,4 +117,7 @@ pub enum CompileError {
         /// The unbound symbols.
         symbols: Vec<String>,
     },
+    /// An `RLX_*` variable the compile reads has a bad value.
+    #[error(transparent)]
+    Env(#[from] rlx_ir::env::EnvError),
 }

@@ -13,6 +13,7 @@ use crate::report::DispatchReport;
 use crate::target::{fusion_passes, FusionPass};
 use crate::{maybe_dump_pipeline, verified, CompileError};
 use rlx_fusion::{FusionOptions, FusionReport};
+use rlx_ir::env::vars as env;
 use rlx_ir::{DType, Graph, NodeId, Op, Shape};
 use std::collections::HashMap;
 
@@ -69,6 +70,38 @@ pub struct LowerOptions {
     /// The target's layout claims; without one, the last pass makes
     /// broadcasts / strided reads explicit ([`crate::legalize_layout`]).
     pub layout: crate::LayoutClaims,
+    /// What control-flow bodies are lowered with when that is not derived
+    /// from these options: a graph that is already optimised is re-lowered
+    /// with its passes off (a param prelude, a dynamic graph's per-binding
+    /// plan, a constant being folded), while its bodies still need the
+    /// session's options. `None`: [`LowerOptions::for_subgraphs`] derives them.
+    pub subgraphs: Option<Box<LowerOptions>>,
+}
+
+impl LowerOptions {
+    /// The options a control-flow body (If / While / Scan / CustomFn) of a
+    /// graph lowered with `self` is lowered with: [`LowerOptions::subgraphs`]
+    /// when set, else the same precision, passes, fusion and layout but no
+    /// dim bindings (bodies have static shapes) and no kept stages.
+    pub fn for_subgraphs(&self) -> LowerOptions {
+        match &self.subgraphs {
+            Some(s) => (**s).clone(),
+            None => LowerOptions {
+                bindings: HashMap::new(),
+                keep_stages: false,
+                ..self.clone()
+            },
+        }
+    }
+
+    /// These options with the bodies of control-flow ops lowered with
+    /// `session`'s (see [`LowerOptions::subgraphs`]).
+    pub fn with_subgraphs_of(self, session: &LowerOptions) -> LowerOptions {
+        LowerOptions {
+            subgraphs: Some(Box::new(session.for_subgraphs())),
+            ..self
+        }
+    }
 }
 
 impl Default for LowerOptions {
@@ -87,6 +120,7 @@ impl Default for LowerOptions {
             fusion: FusionOptions::default(),
             precision_policy: PrecisionPolicy::AlwaysF32,
             layout: crate::LayoutClaims::NATIVE,
+            subgraphs: None,
         }
     }
 }
@@ -122,6 +156,10 @@ pub struct LirModule {
     pub fusion: FusionReport,
     /// How each op kind of the input graph runs on the target.
     pub dispatch: DispatchReport,
+    /// What a backend lowers this module's control-flow sub-graphs with
+    /// ([`LowerOptions::for_subgraphs`] of the session's options), so the
+    /// session's precision and passes reach If / While / Scan bodies.
+    pub subgraph_options: LowerOptions,
 }
 
 /// Lowers MIR to LIR for a target that runs `claims` natively, without
@@ -145,6 +183,8 @@ pub struct OptimizedGraph {
     pub fusion: FusionReport,
     /// How each op kind of the input graph runs on the target.
     pub dispatch: DispatchReport,
+    /// Carried into [`LirModule::subgraph_options`].
+    pub subgraph_options: LowerOptions,
 }
 
 /// Lowers MIR to LIR: verify -> bind dims -> precision -> decompose what the
@@ -171,7 +211,7 @@ pub fn optimize_with(
 ) -> Result<OptimizedGraph, CompileError> {
     let g = input;
     verified(g)?;
-    let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
+    let dump = env::IR_DUMP.get()?.is_some();
     let dispatch = DispatchReport::of(g, claims, opts.decompose_composites);
     // The fusion passes, in the one order `fusion_passes` defines, minus
     // those whose fused op the target would only decompose again.
@@ -239,6 +279,7 @@ pub fn optimize_with(
         passes,
         fusion,
         dispatch,
+        subgraph_options: opts.for_subgraphs(),
     })
 }
 
@@ -256,6 +297,7 @@ pub fn plan_optimized(
         mut passes,
         fusion,
         dispatch,
+        subgraph_options,
     } = optimized;
     if !bindings.is_empty() {
         let bound = CompilePipeline::new()
@@ -270,7 +312,7 @@ pub fn plan_optimized(
         passes.extend(bound.records);
     }
     verified(&g)?;
-    let dump = rlx_ir::env::var("RLX_IR_DUMP").is_some();
+    let dump = env::IR_DUMP.get()?.is_some();
     let plan = plan_memory(&g, if alignment == 0 { 64 } else { alignment })?;
     check_plan(&g, &plan).map_err(|e| CompileError::Verify {
         graph: g.name().into(),
@@ -295,10 +337,10 @@ pub fn plan_optimized(
             .collect(),
     };
     let fingerprint = crate::stage::fingerprint(&g, &plan);
-    if rlx_ir::env::flag("RLX_FUSION_REPORT") {
+    if env::FUSION_REPORT.get()? == Some(true) {
         eprintln!("[rlx] graph \"{}\" {fusion}", g.name());
     }
-    if rlx_ir::env::flag("RLX_DISPATCH_REPORT") {
+    if env::DISPATCH_REPORT.get()? == Some(true) {
         eprintln!("[rlx] graph \"{}\" {dispatch}", g.name());
     }
     let lir = LirModule {
@@ -310,6 +352,7 @@ pub fn plan_optimized(
         passes,
         fusion,
         dispatch,
+        subgraph_options,
     };
     if dump {
         // A dump is a diagnostic: failing to write it must not fail the compile.

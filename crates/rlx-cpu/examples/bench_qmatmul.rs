@@ -107,9 +107,7 @@ fn main() {
         );
         return;
     }
-    let threads = rlx_ir::env::var("RLX_NUM_THREADS")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = rlx_cpu::kernels::gemm::num_threads();
     let best = QuantIsa::best();
     println!("best ISA {best:?}, {threads} threads; GFLOP/s at M = 1 (higher is better)");
     println!(

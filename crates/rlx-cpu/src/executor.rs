@@ -6,7 +6,7 @@ use crate::kernels::{self, control, run_node, View, ViewMut};
 use crate::profile::Profile;
 use rlx_compile::LirModule;
 use rlx_driver::{check_output_tensors, BackendError, Executable, SharedParam};
-use rlx_ir::{node_label, HostTensor, Op};
+use rlx_ir::{node_label, HostTensor, NodeId, Op};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
@@ -180,7 +180,7 @@ impl CpuExecutable {
         let mut programs = Vec::with_capacity(g.len());
         for id in g.ids() {
             let n = g.node(id);
-            programs.push(control::compile(&n.op)?);
+            programs.push(control::compile(&n.op, &lir.subgraph_options)?);
             dims.push(n.shape.static_dims().ok_or_else(|| BackendError::Kernel {
                 node: node_label(g, id),
                 message: format!("shape {} is not static", n.shape),
@@ -208,7 +208,11 @@ impl CpuExecutable {
         }
         // `RLX_CPU_IN_PLACE_IO=0`: every input copied into the arena and
         // every output out of it (the path of misaligned caller tensors).
-        let in_place_io = rlx_ir::env::var("RLX_CPU_IN_PLACE_IO").is_none_or(|v| v.trim() != "0");
+        let in_place_io = rlx_ir::env::vars::CPU_IN_PLACE_IO
+            .get()
+            .ok()
+            .flatten()
+            .unwrap_or(true);
         if in_place_io {
             bind_caller_tensors(&lir, &mut locs);
         }
@@ -591,5 +595,15 @@ impl Executable for CpuExecutable {
 
     fn lir(&self) -> &LirModule {
         &self.lir
+    }
+
+    fn subgraph_lirs(&self) -> Vec<(NodeId, &LirModule)> {
+        self.lir
+            .graph
+            .ids()
+            .zip(&self.control)
+            .filter_map(|(id, p)| p.as_ref().map(|p| (id, p)))
+            .flat_map(|(id, p)| p.lirs().map(move |l| (id, l)))
+            .collect()
     }
 }

@@ -22,6 +22,15 @@ use rlx_ir::Op;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CpuBackend;
 
+/// The ops the CPU runs natively (also what control-flow bodies are lowered against).
+pub(crate) fn claims(op: &Op) -> bool {
+    // A weight format without a native quantized kernel runs decomposed.
+    match op {
+        Op::DequantMatMul { scheme, .. } => kernels::quant_matmul::supports(*scheme),
+        _ => true,
+    }
+}
+
 impl Backend for CpuBackend {
     fn device(&self) -> Device {
         Device::Cpu
@@ -32,11 +41,7 @@ impl Backend for CpuBackend {
     }
 
     fn claims(&self, op: &Op) -> bool {
-        // A weight format without a native quantized kernel runs decomposed.
-        match op {
-            Op::DequantMatMul { scheme, .. } => kernels::quant_matmul::supports(*scheme),
-            _ => true,
-        }
+        claims(op)
     }
 
     fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError> {

@@ -46,7 +46,7 @@ impl Packing {
     pub(super) fn plan(lir: &LirModule) -> Packing {
         let g = &lir.graph;
         let params = &lir.io.params;
-        let disabled = rlx_ir::env::var("RLX_CPU_PACK_WEIGHTS").is_some_and(|v| v.trim() == "0");
+        let disabled = rlx_ir::env::vars::CPU_PACK_WEIGHTS.get().ok().flatten() == Some(false);
         let panel = gemm_packed::panel_width().filter(|_| !disabled);
         // Sources in the executable's order: params, then constants.
         let mut source = vec![None; g.len()];

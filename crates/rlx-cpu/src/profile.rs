@@ -17,7 +17,7 @@ pub(crate) struct Profile {
 impl Profile {
     /// A profile when `RLX_CPU_PROFILE` is set to anything but `0` / empty.
     pub(crate) fn from_env() -> Option<Profile> {
-        let on = rlx_ir::env::var("RLX_CPU_PROFILE").is_some_and(|v| !v.is_empty() && v != "0");
+        let on = rlx_ir::env::vars::CPU_PROFILE.get().ok().flatten() == Some(true);
         on.then(Profile::default)
     }
 

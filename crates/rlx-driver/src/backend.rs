@@ -56,6 +56,12 @@ pub trait Executable: Send {
     fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError>;
     /// The LIR it was compiled from.
     fn lir(&self) -> &LirModule;
+    /// The LIR of every sub-graph it compiled for a control-flow node
+    /// (If / While / Scan / CustomFn bodies), with that node, in schedule
+    /// order; empty for a backend that compiles none.
+    fn subgraph_lirs(&self) -> Vec<(NodeId, &LirModule)> {
+        Vec::new()
+    }
     /// A handle on param `index`'s uploaded storage that another executable
     /// of the same backend can adopt without a copy; `None` when it is not
     /// set or the backend does not share params.

@@ -157,6 +157,13 @@ impl CompiledGraph {
         self.exec.lir()
     }
 
+    /// The LIR of every control-flow sub-graph (If / While / Scan /
+    /// CustomFn bodies) the backend compiled for the main graph, with the
+    /// node that runs it: what the session's options did to the bodies.
+    pub fn subgraph_lirs(&self) -> Vec<(rlx_ir::NodeId, &LirModule)> {
+        self.exec.subgraph_lirs()
+    }
+
     /// The hoisted param-only part of the graph, if any: it runs on the
     /// first run after a param it reads is set, not on every run. Derived
     /// params that only move param bytes (a stack of weights, a reshape or

@@ -8,7 +8,8 @@ use crate::{CompiledGraph, Result, RuntimeError, Session};
 use rlx_driver::{
     device_label, parse_device, parse_device_list, registry, Device, ParseDeviceError,
 };
-use rlx_ir::{env, Graph};
+use rlx_ir::env::vars;
+use rlx_ir::Graph;
 use std::sync::Once;
 use thiserror::Error;
 
@@ -97,12 +98,15 @@ pub fn devices_for(g: &Graph) -> Vec<Device> {
 
 /// `RLX_DEVICE`, parsed (`None` when unset).
 pub fn device_from_env() -> std::result::Result<Option<Device>, ParseDeviceError> {
-    env::var("RLX_DEVICE").map(|s| parse_device(&s)).transpose()
+    // A string variable always reads (`get` fails only in parsing).
+    let s = vars::DEVICE.get().ok().flatten();
+    s.map(|s| parse_device(&s)).transpose()
 }
 
 /// `RLX_DEVICE_CHAIN`, parsed (empty when unset).
 pub fn device_chain_from_env() -> std::result::Result<Vec<Device>, ParseDeviceError> {
-    env::var("RLX_DEVICE_CHAIN").map_or(Ok(Vec::new()), |s| parse_device_list(&s))
+    let s = vars::DEVICE_CHAIN.get().ok().flatten();
+    s.map_or(Ok(Vec::new()), |s| parse_device_list(&s))
 }
 
 fn parse_err(e: ParseDeviceError) -> RuntimeError {

@@ -7,9 +7,9 @@
 //! same binding reuse that plan from a small MRU cache.
 
 use crate::{CompileOptions, CompiledGraph, Precision, Result, RuntimeError, Session};
-use rlx_compile::FusionOptions;
 use rlx_compile::OptimizedGraph;
 use rlx_compile::PrecisionPolicy;
+use rlx_compile::{FusionOptions, LowerOptions};
 use rlx_ir::{Dim, Graph, HostTensor, Shape};
 use std::collections::{BTreeMap, HashMap};
 
@@ -52,7 +52,7 @@ pub struct DynamicGraph {
 
 impl Session {
     /// Prepares `graph`, whose inputs may have symbolic dims, to run on
-    /// inputs of any size (see [`DynamicGraph`]). `opts.dim_bindings` fix
+    /// inputs of any size (see [`DynamicGraph`]). `opts.lower.bindings` fix
     /// symbols up front. Every symbol must be fixed or appear in an input.
     pub fn compile_dynamic(&self, graph: Graph, opts: &CompileOptions) -> Result<DynamicGraph> {
         let mut from_inputs: Vec<&str> = Vec::new();
@@ -61,17 +61,15 @@ impl Session {
         }
         for id in graph.ids() {
             for sym in graph.node(id).shape.symbols() {
-                if !from_inputs.contains(&sym) && !opts.dim_bindings.contains_key(sym) {
+                if !from_inputs.contains(&sym) && !opts.lower.bindings.contains_key(sym) {
                     return Err(RuntimeError::UnboundDim {
                         symbol: sym.to_string(),
                     });
                 }
             }
         }
-        let once = CompileOptions {
-            fusion: FusionOptions::disabled(),
-            ..opts.clone()
-        };
+        let mut once = opts.clone();
+        once.lower.fusion = FusionOptions::disabled();
         let optimized = self.optimize(&graph, &once)?;
         Ok(DynamicGraph {
             session: self.clone(),
@@ -148,7 +146,8 @@ impl DynamicGraph {
     pub fn binding_for(&self, inputs: &[(&str, &HostTensor)]) -> Result<BTreeMap<String, usize>> {
         let mut binding: BTreeMap<String, usize> = self
             .opts
-            .dim_bindings
+            .lower
+            .bindings
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect();
@@ -215,15 +214,19 @@ impl DynamicGraph {
             binding.iter().map(|(k, &v)| (k.clone(), v)).collect();
         let bound = self.optimized.graph.bind_dims(&bindings)?;
         // What ran once is not repeated: only fusion and the plan are per binding.
-        let per_binding = CompileOptions {
+        // Control-flow bodies were not optimised: they get the session's options.
+        let session = self.opts.clone().with_env_overlay()?.lower_options();
+        let mut per_binding = self.opts.clone();
+        per_binding.lower = LowerOptions {
             precision: Precision::F32,
             precision_policy: PrecisionPolicy::AlwaysF32,
             simplify: false,
             cse: false,
             fold_constants: false,
-            dim_bindings: HashMap::new(),
-            ..self.opts.clone()
-        };
+            bindings: HashMap::new(),
+            ..per_binding.lower
+        }
+        .with_subgraphs_of(&session);
         let mut compiled = self.session.try_compile_with(bound, &per_binding)?;
         for (name, value) in &self.params {
             compiled.set_param_typed(name, value)?;

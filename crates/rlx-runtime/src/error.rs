@@ -168,14 +168,9 @@ pub enum RuntimeError {
         /// The fusion report.
         report: String,
     },
-    /// An environment variable overlaying `CompileOptions` has a bad value.
-    #[error("environment variable {name}: {reason}")]
-    Env {
-        /// The variable.
-        name: String,
-        /// What is wrong.
-        reason: String,
-    },
+    /// An `RLX_*` environment variable has a bad value.
+    #[error(transparent)]
+    Env(#[from] rlx_ir::env::EnvError),
 }
 
 /// Result alias of this crate.

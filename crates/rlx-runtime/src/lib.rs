@@ -11,6 +11,7 @@
 
 mod calibrate;
 mod compiled;
+mod config;
 pub mod devices;
 mod dynamic;
 mod error;
@@ -22,6 +23,7 @@ pub mod weights;
 
 pub use calibrate::{collect_calibration, collect_calibration_with};
 pub use compiled::CompiledGraph;
+pub use config::{effective_config, EffectiveConfig};
 pub use devices::{
     available_devices, device_chain_from_env, device_from_env, device_report, devices_for,
     fastest_device, fastest_device_for, is_available, resolve_device, resolve_device_chain,

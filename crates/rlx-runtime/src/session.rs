@@ -63,8 +63,8 @@ impl Session {
     pub fn try_compile_with(&self, graph: Graph, opts: &CompileOptions) -> Result<CompiledGraph> {
         let backend = self.backend()?;
         let opts = opts.clone().with_env_overlay()?;
-        let evaluator = BackendEvaluator(backend.as_ref());
         let lower_opts = lower_options_for(&opts, backend.as_ref());
+        let evaluator = BackendEvaluator::new(backend.as_ref(), &lower_opts);
         let claims = |op: &rlx_ir::Op| backend.claims(op);
         let optimized = optimize_with(&graph, &claims, &lower_opts, Some(&evaluator))?;
         // Caller-visible params in the order the caller declared them
@@ -85,7 +85,7 @@ impl Session {
             io.iter().position(|p| p.1 == name)
         };
         let Some(split) = split else {
-            let lir = plan_optimized(&graph, optimized, &Default::default(), opts.alignment)?;
+            let lir = plan_optimized(&graph, optimized, &Default::default(), lower_opts.alignment)?;
             check_policies(&lir, &opts, self.device)?;
             let routes = user_params
                 .into_iter()
@@ -110,7 +110,7 @@ impl Session {
             graph: split.main,
             ..optimized
         };
-        let lir = plan_optimized(&graph, main, &Default::default(), opts.alignment)?;
+        let lir = plan_optimized(&graph, main, &Default::default(), lower_opts.alignment)?;
         check_policies(&lir, &opts, self.device)?;
         // Each assembled param's pieces go with the params they copy.
         let mut assembly = Assembly::default();
@@ -135,7 +135,7 @@ impl Session {
                 &split.prelude,
                 &split.derived,
                 &lir,
-                &opts,
+                &lower_opts,
             )?)
         };
         let routes = user_params
@@ -169,11 +169,12 @@ impl Session {
     pub(crate) fn optimize(&self, graph: &Graph, opts: &CompileOptions) -> Result<OptimizedGraph> {
         let backend = self.backend()?;
         let opts = opts.clone().with_env_overlay()?;
-        let evaluator = BackendEvaluator(backend.as_ref());
+        let lower_opts = lower_options_for(&opts, backend.as_ref());
+        let evaluator = BackendEvaluator::new(backend.as_ref(), &lower_opts);
         Ok(optimize_with(
             graph,
             &|op| backend.claims(op),
-            &lower_options_for(&opts, backend.as_ref()),
+            &lower_opts,
             Some(&evaluator),
         )?)
     }
@@ -184,24 +185,27 @@ impl Session {
 }
 
 /// Plans and compiles the prelude graph, whose outputs fill the `derived`
-/// params of the main module `lir`.
+/// params of the main module `lir`; `session` is what the main graph was
+/// lowered with.
 fn compile_prelude(
     backend: &dyn Backend,
     prelude: &Graph,
     derived: &[String],
     lir: &LirModule,
-    opts: &CompileOptions,
+    session: &LowerOptions,
 ) -> Result<PreludeExec> {
-    // The prelude is already optimised: plan it as it is.
+    // The prelude is already optimised: plan it as it is (its control-flow
+    // bodies are not: they get the session's options).
     let prelude_opts = LowerOptions {
         simplify: false,
         cse: false,
         fold_constants: false,
         fusion: FusionOptions::disabled(),
-        alignment: opts.alignment,
+        alignment: session.alignment,
         layout: backend.layout(),
         ..LowerOptions::default()
-    };
+    }
+    .with_subgraphs_of(session);
     let prelude_lir = lower(prelude, &|op| backend.claims(op), &prelude_opts)?;
     let targets = derived
         .iter()
@@ -260,27 +264,41 @@ pub fn fusion_target(device: Device) -> Result<FusionTarget> {
     Ok(FusionTarget::new(backend.name(), move |op| backend.claims(op)).with_layout(layout))
 }
 
-/// The lowering options of `opts` with the backend's layout claims.
-fn lower_options_for(opts: &CompileOptions, backend: &dyn Backend) -> LowerOptions {
-    LowerOptions {
-        layout: backend.layout(),
-        ..opts.lower_options()
+/// The lowering options of `opts` with the backend's layout claims (for
+/// control-flow bodies too).
+pub(crate) fn lower_options_for(opts: &CompileOptions, backend: &dyn Backend) -> LowerOptions {
+    let mut lower = opts.lower_options();
+    lower.layout = backend.layout();
+    if let Some(sub) = &mut lower.subgraphs {
+        sub.layout = backend.layout();
     }
+    lower
 }
 
 /// Constant folding's evaluator: runs the constant sub-graph on the same
 /// backend, so folded values are bit-identical to what the kernels would
-/// compute at run time.
-struct BackendEvaluator<'a>(&'a dyn Backend);
+/// compute at run time (control-flow bodies lowered with the session's
+/// options, as at run time).
+struct BackendEvaluator<'a> {
+    backend: &'a dyn Backend,
+    opts: LowerOptions,
+}
 
-impl ConstEvaluator for BackendEvaluator<'_> {
-    fn evaluate(&self, g: &Graph) -> std::result::Result<Vec<HostTensor>, String> {
-        let backend = self.0;
+impl<'a> BackendEvaluator<'a> {
+    fn new(backend: &'a dyn Backend, session: &LowerOptions) -> Self {
         let opts = LowerOptions {
             fold_constants: false,
             ..LowerOptions::default()
-        };
-        let lir = lower(g, &|op| backend.claims(op), &opts).map_err(|e| e.to_string())?;
+        }
+        .with_subgraphs_of(session);
+        BackendEvaluator { backend, opts }
+    }
+}
+
+impl ConstEvaluator for BackendEvaluator<'_> {
+    fn evaluate(&self, g: &Graph) -> std::result::Result<Vec<HostTensor>, String> {
+        let backend = self.backend;
+        let lir = lower(g, &|op| backend.claims(op), &self.opts).map_err(|e| e.to_string())?;
         let mut exec = backend.compile(lir).map_err(|e| e.to_string())?;
         exec.run(&[]).map_err(|e| e.to_string())
     }

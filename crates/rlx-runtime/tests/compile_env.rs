@@ -36,7 +36,7 @@ fn env_variables_overlay_the_typed_options() {
     env::set("RLX_DISPATCH_POLICY", "sometimes");
     let e = s.try_compile_with(graph(), &base).unwrap_err();
     assert!(
-        matches!(&e, RuntimeError::Env { name, reason } if name == "RLX_DISPATCH_POLICY" && reason.contains("\"sometimes\"")),
+        matches!(&e, RuntimeError::Env(env) if env.name == "RLX_DISPATCH_POLICY" && env.value == "sometimes"),
         "{e}"
     );
     env::unset("RLX_DISPATCH_POLICY");
@@ -45,8 +45,8 @@ fn env_variables_overlay_the_typed_options() {
     env::set("RLX_ARENA_ALIGN", "128");
     env::set("RLX_ASSERT_FUSION_CLEAN", "1");
     let o = base.clone().with_env_overlay().unwrap();
-    assert!(o.keep_dead_code && o.assert_fusion_clean);
-    assert_eq!(o.alignment, 128);
+    assert!(o.lower.keep_dead_code && o.assert_fusion_clean);
+    assert_eq!(o.lower.alignment, 128);
     let c = s.compile_with(graph(), &base);
     assert!(c
         .lir()

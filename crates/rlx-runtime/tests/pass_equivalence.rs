@@ -96,7 +96,7 @@ proptest! {
             let mut o = off.clone();
             let mut fo = none.clone();
             f(&mut fo);
-            o.fusion = fo;
+            o.lower.fusion = fo;
             o
         };
         let exact = [
@@ -205,7 +205,7 @@ fn transposed_operands_read_in_place_are_bit_exact() {
         .optimize(false)
         .hoist_params(false);
     let (plain, plain_kinds) = run(&off);
-    let (fused, kinds) = run(&CompileOptions { fusion, ..off });
+    let (fused, kinds) = run(&off.clone().fusion_options(fusion));
     assert!(plain_kinds.iter().any(|k| k.starts_with("transpose")));
     assert!(
         !kinds

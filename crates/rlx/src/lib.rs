@@ -159,6 +159,7 @@ pub use rlx_runtime::{
     resolve_device, resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph,
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
+pub use rlx_runtime::{effective_config, EffectiveConfig};
 pub use rlx_runtime::{BytesWeightLoader, DynamicGraph, WeightLoader};
 
 /// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
@@ -192,7 +193,7 @@ pub mod ops {
 /// ```
 /// use rlx::compile::{CompileOptions, Precision};
 /// let opts = CompileOptions::default().precision(Precision::F16);
-/// assert_eq!(opts.precision, Precision::F16);
+/// assert_eq!(opts.lower.precision, Precision::F16);
 /// ```
 pub mod compile {
     pub use crate::{CompileOptions, Precision};

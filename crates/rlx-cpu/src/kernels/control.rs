@@ -1,13 +1,15 @@
 //! Control-flow kernels: `If`, `While`, `Scan` and `CustomFn` run their
 //! sub-graphs as real control flow (nothing is unrolled). Each sub-graph is
-//! compiled once, through the normal lowering, into its own
-//! [`CpuExecutable`] (own plan and arena) and invoked per iteration. The
+//! compiled once, through the normal lowering with the enclosing module's
+//! [`LirModule::subgraph_options`] (the session's precision, passes and
+//! fusion), into its own [`CpuExecutable`] (own plan and arena) and invoked
+//! per iteration. The
 //! results are written back to back into the op's tuple buffer
 //! (`rlx_ir::ops::control::tuple_layout`), which `TupleGet` reads.
 
 use super::{KernelResult, View, ViewMut};
 use crate::executor::CpuExecutable;
-use rlx_compile::{lower, LowerOptions};
+use rlx_compile::{lower, LirModule, LowerOptions};
 use rlx_driver::{BackendError, Executable};
 use rlx_ir::ops::control::{result_shapes, subgraphs, tuple_layout};
 use rlx_ir::{HostTensor, Op};
@@ -18,19 +20,26 @@ pub struct ControlProgram {
     subs: Vec<CpuExecutable>,
 }
 
-/// Compiles the sub-graphs of `op`; `None` for an op without any.
-pub fn compile(op: &Op) -> Result<Option<ControlProgram>, BackendError> {
+impl ControlProgram {
+    /// The compiled sub-graphs, in `rlx_ir::ops::control::subgraphs` order.
+    pub fn lirs(&self) -> impl Iterator<Item = &LirModule> {
+        self.subs.iter().map(rlx_driver::Executable::lir)
+    }
+}
+
+/// Compiles the sub-graphs of `op` with `opts` (the enclosing module's
+/// [`LirModule::subgraph_options`]); `None` for an op without any.
+pub fn compile(op: &Op, opts: &LowerOptions) -> Result<Option<ControlProgram>, BackendError> {
     let graphs = subgraphs(op);
     if graphs.is_empty() {
         return Ok(None);
     }
     let mut subs = Vec::with_capacity(graphs.len());
     for (role, g) in graphs {
-        let lir =
-            lower(g, &|_| true, &LowerOptions::default()).map_err(|e| BackendError::Kernel {
-                node: op.mnemonic(),
-                message: format!("compiling the {role} sub-graph: {e}"),
-            })?;
+        let lir = lower(g, &crate::claims, opts).map_err(|e| BackendError::Kernel {
+            node: op.mnemonic(),
+            message: format!("compiling the {role} sub-graph: {e}"),
+        })?;
         subs.push(CpuExecutable::new(lir)?);
     }
     Ok(Some(ControlProgram { subs }))

@@ -36,11 +36,14 @@ pub fn splits_by_rows(m: usize, n: usize) -> bool {
 }
 
 /// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
-/// positive integer, else the available cores.
+/// positive integer, else the available cores. Read on every call (tests
+/// and benchmarks change it in process); a bad value falls back to the
+/// cores here and is reported by `RlxEnv::current`.
 pub fn num_threads() -> usize {
-    rlx_ir::env::var("RLX_NUM_THREADS")
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
+    rlx_ir::env::vars::NUM_THREADS
+        .get()
+        .ok()
+        .flatten()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 

@@ -23,7 +23,11 @@ pub(super) fn isa() -> Option<Isa> {
     *ISA.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            let cap_avx2 = rlx_ir::env::var("RLX_CPU_GEMM_ISA").is_some_and(|v| v.trim() == "avx2");
+            let cap_avx2 = rlx_ir::env::vars::CPU_GEMM_ISA
+                .get()
+                .ok()
+                .flatten()
+                .is_some_and(|v| v == "avx2");
             if std::arch::is_x86_feature_detected!("avx512f") && !cap_avx2 {
                 return Some(Isa::Avx512);
             }

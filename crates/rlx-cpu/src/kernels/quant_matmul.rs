@@ -84,10 +84,7 @@ pub fn default_threads(m: usize, n: usize, k: usize) -> usize {
 
 /// The worker threads `RLX_NUM_THREADS` allows (default: every core).
 fn thread_budget() -> usize {
-    rlx_ir::env::var("RLX_NUM_THREADS")
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&t| t > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    super::gemm::num_threads()
 }
 
 /// One quantized matmul problem: `x[M, K] · Wᵀ` with `W` an `[N, K]` weight.

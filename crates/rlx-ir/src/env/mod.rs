@@ -6,33 +6,14 @@
 //! embedders can change a knob without mutating the (process-global,
 //! thread-unsafe) environment.
 
+mod snapshot;
+pub mod vars;
+
+pub use snapshot::{RlxEnv, RuntimeOverrides};
+pub use vars::{EnvError, Var, KNOWN_VARS};
+
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
-
-/// Every variable RLX reads, with what it does.
-pub const KNOWN_VARS: &[(&str, &str)] = &[
-    (
-        "RLX_DEVICE",
-        "device for Session / device_from_env (cpu, cuda:0, metal, ...)",
-    ),
-    (
-        "RLX_DEVICE_CHAIN",
-        "comma-separated fallback chain for resolve_device_chain",
-    ),
-    ("RLX_NUM_THREADS", "worker threads of the CPU backend"),
-    (
-        "RLX_FUSION_REPORT",
-        "print the fusion report at compile (1/0)",
-    ),
-    (
-        "RLX_DISPATCH_REPORT",
-        "print the dispatch report at compile (1/0)",
-    ),
-    (
-        "RLX_IR_DUMP",
-        "directory to write each compile stage's textual IR into",
-    ),
-];
 
 #[derive(Default)]
 struct Overrides {
@@ -83,58 +64,6 @@ pub fn clear_override(name: &str) {
     o.map.remove(name);
 }
 
-/// A typed snapshot of every `RLX_*` knob.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RlxEnv {
-    /// `RLX_DEVICE`.
-    pub device: Option<String>,
-    /// `RLX_DEVICE_CHAIN`.
-    pub device_chain: Option<String>,
-    /// `RLX_NUM_THREADS`.
-    pub num_threads: Option<usize>,
-    /// `RLX_FUSION_REPORT`.
-    pub fusion_report: bool,
-    /// `RLX_DISPATCH_REPORT`.
-    pub dispatch_report: bool,
-    /// `RLX_IR_DUMP`.
-    pub ir_dump: Option<String>,
-}
-
-impl RlxEnv {
-    /// Reads every knob now.
-    pub fn read() -> RlxEnv {
-        RlxEnv {
-            device: var("RLX_DEVICE"),
-            device_chain: var("RLX_DEVICE_CHAIN"),
-            num_threads: var("RLX_NUM_THREADS").and_then(|v| v.trim().parse().ok()),
-            fusion_report: flag("RLX_FUSION_REPORT"),
-            dispatch_report: flag("RLX_DISPATCH_REPORT"),
-            ir_dump: var("RLX_IR_DUMP"),
-        }
-    }
-}
-
-/// Runtime knobs an embedder sets in code; each `Some` wins over the environment.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RuntimeOverrides {
-    /// Device to use.
-    pub device: Option<String>,
-    /// Worker threads.
-    pub num_threads: Option<usize>,
-}
-
-impl RuntimeOverrides {
-    /// Installs these overrides process-wide (via [`set`]).
-    pub fn apply(&self) {
-        if let Some(d) = &self.device {
-            set("RLX_DEVICE", d);
-        }
-        if let Some(n) = self.num_threads {
-            set("RLX_NUM_THREADS", &n.to_string());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +77,48 @@ mod tests {
         set("RLX_TEST_KNOB_A", "0");
         assert!(!flag("RLX_TEST_KNOB_A"));
         clear_override("RLX_TEST_KNOB_A");
+    }
+
+    #[test]
+    fn snapshot_is_typed_and_errors_name_the_variable() {
+        // Variables of their own so parallel tests do not race on them.
+        set("RLX_ARENA_ALIGN", "128");
+        set("RLX_NO_FUSION", "on");
+        set("RLX_CPU_PACK_WEIGHTS", "0");
+        let e = RlxEnv::current().unwrap();
+        assert_eq!(e.overrides.arena_align, Some(128));
+        assert!(e.overrides.no_fusion && !e.cpu_pack_weights);
+        let shown = e.to_string();
+        assert!(shown.contains("RLX_ARENA_ALIGN=128"), "{shown}");
+        assert!(shown.contains("RLX_CPU_PACK_WEIGHTS=0"), "{shown}");
+        set("RLX_ARENA_ALIGN", "100");
+        let err = RlxEnv::current().unwrap_err();
+        assert_eq!((err.name, err.value.as_str()), ("RLX_ARENA_ALIGN", "100"));
+        assert!(err.to_string().contains("power of two"), "{err}");
+        set("RLX_NO_FUSION", "maybe");
+        set("RLX_ARENA_ALIGN", "64");
+        assert_eq!(
+            RuntimeOverrides::current().unwrap_err().name,
+            "RLX_NO_FUSION"
+        );
+        for v in ["RLX_ARENA_ALIGN", "RLX_NO_FUSION", "RLX_CPU_PACK_WEIGHTS"] {
+            unset(v);
+        }
+        assert_eq!(
+            RlxEnv::current().unwrap().overrides,
+            RuntimeOverrides::default()
+        );
+    }
+
+    #[test]
+    fn known_vars_list_every_declared_variable() {
+        for name in [
+            "RLX_CPU_PROFILE",
+            "RLX_CPU_GEMM_ISA",
+            "RLX_NO_DCE",
+            "RLX_ARENA_ALIGN",
+        ] {
+            assert!(KNOWN_VARS.iter().any(|(n, _)| *n == name), "{name}");
+        }
     }
 }
