@@ -19,7 +19,7 @@
 //! let r = run_benchmark(&p, &BenchConfig::quick()).unwrap();
 //! println!("{}: median {:?}, {:.1} GFLOP/s", p.name, r.median, r.gflops());
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod harness;
 pub mod kernel;

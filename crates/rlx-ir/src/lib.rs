@@ -19,7 +19,7 @@
 //! assert!(rlx_ir::verify_all(&g).is_empty());
 //! assert_eq!(g.shape(s), &Shape::new(&[2], DType::F32));
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod builder;
 mod display;

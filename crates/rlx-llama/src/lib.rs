@@ -16,7 +16,7 @@
 //! - [`generate`]: prompt in, tokens and timings out.
 //!
 //! Errors are [`LlamaError`]s that name the metadata key or tensor at fault.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod chat;
 pub mod config;

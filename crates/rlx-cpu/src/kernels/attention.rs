@@ -486,7 +486,7 @@ fn rope_real<T: Real>(interleaved: bool, ins: &[View], out: &mut ViewMut) -> Ker
 }
 
 /// Rotary embedding.
-pub fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() != 3 {
         return Err(format!("rope: {} inputs", ins.len()));
     }

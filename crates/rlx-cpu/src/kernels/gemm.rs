@@ -21,7 +21,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 /// 9 µs of one core's work at ~115 G multiply-adds/s. The team's workers
 /// spin between jobs (see [`crate::team`]), so a job costs about a
 /// microsecond, not a pool wake-up.
-pub const GEMM_GRAIN: usize = 1 << 20;
+pub(crate) const GEMM_GRAIN: usize = 1 << 20;
 
 /// Column / row granularity of a GEMM split over threads (whole
 /// micro-kernel tiles).
@@ -31,13 +31,13 @@ const MR: usize = 16;
 /// True when a threaded `m x n` product splits into blocks of rows (tall
 /// outputs), false when into blocks of columns (each thread then reads
 /// only its share of the weights, which bounds products with few rows).
-pub fn splits_by_rows(m: usize, n: usize) -> bool {
+pub(crate) fn splits_by_rows(m: usize, n: usize) -> bool {
     n.div_ceil(NR) < m.div_ceil(MR)
 }
 
 /// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
 /// positive integer, else the available cores.
-pub fn num_threads() -> usize {
+pub(crate) fn num_threads() -> usize {
     rlx_ir::env::var("RLX_NUM_THREADS")
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)

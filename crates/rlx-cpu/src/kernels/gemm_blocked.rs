@@ -25,7 +25,7 @@ const MIN_DEPTH: usize = 1024;
 
 /// True when [`gemm`] is available and expected to beat the library GEMM
 /// on an `m x k` by `k x n` product.
-pub fn prefers(m: usize, k: usize, _n: usize) -> bool {
+pub(crate) fn prefers(m: usize, k: usize, _n: usize) -> bool {
     m >= MIN_ROWS && k >= MIN_DEPTH && available()
 }
 
@@ -41,7 +41,7 @@ thread_local! {
 const KEPT_PANELS: usize = 1 << 22;
 
 /// True when this CPU has a register tile for [`gemm`].
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     isa().is_some()
 }
 

@@ -141,7 +141,7 @@ pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
 }
 
 /// Copies `src` (of `dims`) permuted by `perm` into a new buffer.
-pub fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
+pub(crate) fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     let cs = contiguous_strides(dims);
     let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
     let strides: Vec<isize> = perm.iter().map(|&p| cs[p] as isize).collect();

@@ -19,8 +19,8 @@
 //! `dequantize` (every GGUF block format), since rlx-gguf depends only on
 //! the IR.
 
-pub mod decode;
-pub mod dot;
+pub(crate) mod decode;
+pub(crate) mod dot;
 
 use super::{KernelResult, View, ViewMut};
 use crate::team;
@@ -39,18 +39,18 @@ const GRAIN: usize = 1 << 20;
 
 /// Whether the native kernel runs weights of `scheme` (`None`: plain floats);
 /// other schemes run through the decomposition (`dequantize` + matmul).
-pub fn supports(scheme: Option<QuantScheme>) -> bool {
+pub(crate) fn supports(scheme: Option<QuantScheme>) -> bool {
     scheme.is_none_or(|s| layout(s).is_some())
 }
 
 /// `Op::Dequantize`: block bytes to f32 with rlx-gguf's codecs.
-pub fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
     codecs::dequantize_into(GgmlType::from(scheme), ins[0].bytes, out.slice::<f32>())
         .map_err(|e| e.to_string())
 }
 
 /// `Op::DequantMatMul`: `y[.., N] = x[.., K] · Wᵀ` (see the module docs).
-pub fn dequant_matmul(
+pub(crate) fn dequant_matmul(
     scheme: Option<QuantScheme>,
     n: usize,
     k: usize,
