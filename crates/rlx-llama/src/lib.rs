@@ -13,7 +13,7 @@
 //! - [`ChatTemplate`]: the file's Jinja chat template (`minijinja`).
 //! - [`Sampler`]: greedy, temperature, top-k and top-p sampling with a
 //!   seeded, numpy-compatible RNG.
-//! - [`generate`]: prompt in, tokens and timings out.
+//! - [`generate`](fn@generate): prompt in, tokens and timings out.
 //!
 //! Errors are [`LlamaError`]s that name the metadata key or tensor at fault.
 #![deny(missing_docs)]

@@ -359,7 +359,12 @@ fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> Kern
 /// `Op::MatMul`, `Op::FusedMatMul` or `Op::GatedMatMul` whose weight
 /// operands are params the executor packed in panels of `nr` columns
 /// ([`gemm_packed`]); the same epilogues as the unpacked kernels.
-pub(crate) fn matmul_packed_weights(op: &Op, nr: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn matmul_packed_weights(
+    op: &Op,
+    nr: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     if ins.len() < 2 {
         return Err(format!("{}: {} inputs", op.mnemonic(), ins.len()));
     }

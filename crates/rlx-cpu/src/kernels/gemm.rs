@@ -3,13 +3,13 @@
 //! Products go to faer's packed SIMD GEMM (it picks AVX-512 / AVX2 kernels at
 //! run time), read in place through strided views, so transposed operands and
 //! batch slices are never copied. f32 products with one row (M = 1) use our
-//! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there;
+//! own GEMV (`kernels::gemv`), which beats a general GEMM's packing there;
 //! tall and deep f32 products our own packed tiles ([`super::gemm_blocked`]).
 //!
 //! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
 //! available cores. A large product is split into one block of columns (or
 //! rows) per thread, each a single-thread faer GEMM, run as one job of
-//! [`crate::team`]; products below a grain stay on the calling thread.
+//! the crate's thread team; products below a grain stay on the calling thread.
 
 use super::scalar::Real;
 use super::{gemm_blocked, gemv};

@@ -9,7 +9,7 @@
 //! Packing costs a pass over `b` per call (per thread for a split by
 //! rows), which a product amortises over its rows, and each tile stores
 //! its part of `c` once per product, which a deep product amortises over
-//! its depth: [`prefers`] says where this beats the library GEMM.
+//! its depth: `prefers` says where this beats the library GEMM.
 
 use super::gemm::{Strided, GEMM_GRAIN};
 use super::gemm_packed::{panel_cols, panels_product, Weights};
@@ -41,7 +41,7 @@ thread_local! {
 const KEPT_PANELS: usize = 1 << 22;
 
 /// True when this CPU has a register tile for [`gemm`].
-pub(crate) fn available() -> bool {
+pub fn available() -> bool {
     isa().is_some()
 }
 

@@ -2,7 +2,7 @@
 //! [`View`]s of its inputs writing one [`ViewMut`] output.
 //!
 //! Float kernels are written for [`Real`] (f32, f64); F16 / BF16 inputs are
-//! widened to f32, computed, and narrowed ([`run_widened`]), so those types
+//! widened to f32, computed, and narrowed (`run_widened`), so those types
 //! compute and accumulate in f32. SIMD and CPU-feature dispatch belong in
 //! this layer only.
 

@@ -4,8 +4,8 @@
 //! backend does, it quantizes each activation row per block (Q8_0 for
 //! Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the K-quants,
 //! with rlx-gguf's reference quantizers), decodes one weight row at a time
-//! to its integer quants and scales ([`decode`]), and forms ggml's block
-//! sums with integer dot products ([`dot`]: AVX-512 VNNI, AVX2 or scalar,
+//! to its integer quants and scales (`decode`), and forms ggml's block
+//! sums with integer dot products (`dot`: AVX-512 VNNI, AVX2 or scalar,
 //! chosen at run time). F32 / F16 / BF16 weights (`scheme: None`) are
 //! widened a row at a time and dotted in f32, without quantizing `x`.
 //! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
