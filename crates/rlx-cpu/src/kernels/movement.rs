@@ -56,7 +56,8 @@ pub(crate) fn reshape(ins: &[View], out: &mut ViewMut) -> KernelResult {
     Ok(())
 }
 
-/// Output axis `i` is input axis `perm[i]`.
+/// Permutes the axes of `ins[0]` into `out`: output axis `i` is input axis
+/// `perm[i]` (numpy `transpose`). Any dtype; never fails.
 pub fn transpose(perm: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let cs = contiguous_strides(x.dims);

@@ -134,7 +134,12 @@ enum Source<'a> {
     Output(Scratch<'a>),
 }
 
-/// Runs an `Op::ElementwiseRegion`.
+/// Runs an `Op::ElementwiseRegion`: the elementwise `steps` over `ins`
+/// (broadcast to `out`'s dims) in cache-sized tiles, writing only `out`.
+///
+/// # Errors
+/// The steps' result dtype is not `out`'s, or a step's kernel rejects its
+/// dtype.
 pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
     let ins: SmallVec<[Option<View>; 4]> = ins.iter().copied().map(Some).collect();
     run_region(steps, &ins, out)
