@@ -6,7 +6,7 @@
 //! Each op family's derivative rules live in one file under `rules/`.
 //! A transform never panics on a well-formed graph: an unsupported case is
 //! an [`AutodiffError`] naming the node.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod emit;
 mod error;

@@ -136,7 +136,9 @@ pub(crate) fn prepare_for(g: &Graph, mode: Mode) -> Result<(Graph, Vec<NodeId>)>
     Ok((out, map))
 }
 
-/// [`prepare`] without the id map: the graph the transforms differentiate.
+/// Verifies `g` and decomposes the composites that have no closed-form rule
+/// (layer / rms / group norm, attention, rope) into primitives: the graph the
+/// transforms differentiate.
 pub fn prepare_graph_for_ad(g: &Graph) -> Result<Graph> {
     Ok(prepare(g)?.0)
 }

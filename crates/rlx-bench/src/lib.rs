@@ -6,7 +6,7 @@
 //! min / median / p99. [`patterns`] holds the standard workloads (square
 //! GEMMs, GEMV, matmul + GELU, FFN, attention, a BERT layer, a tiny
 //! elementwise chain for dispatch overhead, an MLP training step).
-//! [`reference`] runs the same workload in a reference library
+//! [`reference`](mod@reference) runs the same workload in a reference library
 //! (`tools/bench_ref.py`: numpy / JAX) in a child process, so a comparison
 //! is made in one run on one machine.
 //!
@@ -19,7 +19,7 @@
 //! let r = run_benchmark(&p, &BenchConfig::quick()).unwrap();
 //! println!("{}: median {:?}, {:.1} GFLOP/s", p.name, r.median, r.gflops());
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod harness;
 pub mod kernel;

@@ -15,7 +15,7 @@
 //! Invariants: passes are graph -> graph and never mutate their input; every
 //! emitted graph verifies; the memory plan never overlaps two live buffers
 //! ([`memory::check_plan`] proves it).
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod hoist;
 mod inspect;

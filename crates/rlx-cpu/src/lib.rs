@@ -5,12 +5,12 @@
 //! kernels) and compiles LIR into a [`CpuExecutable`], which runs the
 //! schedule over one memory-planned arena with one kernel call per node.
 //! Kernels live in [`kernels`], one module per op family.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod executor;
 pub mod kernels;
 mod profile;
-pub mod team;
+pub(crate) mod team;
 
 pub use executor::CpuExecutable;
 

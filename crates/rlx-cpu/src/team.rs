@@ -21,7 +21,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 /// How long a worker spins for the next job before it parks.
-pub const SPIN: Duration = Duration::from_millis(2);
+pub(crate) const SPIN: Duration = Duration::from_millis(2);
 
 /// How long a caller spins for the parts other threads hold before it
 /// starts yielding its core.
@@ -173,13 +173,13 @@ unsafe fn trampoline<F: Fn(usize) + Sync>(data: usize, part: usize) {
 }
 
 /// Threads a job may use: `RLX_NUM_THREADS` or the available cores.
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     super::kernels::gemm::num_threads()
 }
 
 /// Runs `f(0) .. f(parts - 1)` over the team and the calling thread, and
 /// returns when all have finished. A panic in a part is re-raised here.
-pub fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
+pub(crate) fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
     if parts == 0 {
         return;
     }
@@ -231,7 +231,7 @@ pub fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
 }
 
 /// [`parallel_for`] over fallible parts: the first error (by part index).
-pub fn try_parallel_for<F: Fn(usize) -> Result<(), String> + Sync>(
+pub(crate) fn try_parallel_for<F: Fn(usize) -> Result<(), String> + Sync>(
     parts: usize,
     f: F,
 ) -> Result<(), String> {
@@ -251,24 +251,9 @@ pub fn try_parallel_for<F: Fn(usize) -> Result<(), String> + Sync>(
     }
 }
 
-/// Wakes parked workers ahead of a graph run that will post jobs, so the
-/// first job finds them spinning.
-pub fn prewake() {
-    if threads() <= 1 {
-        return;
-    }
-    for (sleeping, th) in &team().shared.sleepers {
-        if sleeping.load(SeqCst) {
-            if let Some(th) = th.get() {
-                th.unpark();
-            }
-        }
-    }
-}
-
 /// Splits `0..n` into `parts` contiguous ranges whose bounds are multiples
 /// of `align` (the last takes the rest); `parts` is capped so none is empty.
-pub fn split(n: usize, parts: usize, align: usize) -> Vec<std::ops::Range<usize>> {
+pub(crate) fn split(n: usize, parts: usize, align: usize) -> Vec<std::ops::Range<usize>> {
     let align = align.max(1);
     let units = n.div_ceil(align);
     let parts = parts.clamp(1, units.max(1));
@@ -283,7 +268,7 @@ pub fn split(n: usize, parts: usize, align: usize) -> Vec<std::ops::Range<usize>
 
 /// A mutable slice shared by the parts of a job, each writing a disjoint
 /// range of it.
-pub struct Disjoint<'a, T> {
+pub(crate) struct Disjoint<'a, T> {
     ptr: *mut T,
     len: usize,
     _life: std::marker::PhantomData<&'a mut [T]>,
@@ -295,7 +280,7 @@ unsafe impl<T: Send> Sync for Disjoint<'_, T> {}
 
 impl<'a, T> Disjoint<'a, T> {
     /// Shares `s` among the parts of a job.
-    pub fn new(s: &'a mut [T]) -> Self {
+    pub(crate) fn new(s: &'a mut [T]) -> Self {
         Disjoint {
             ptr: s.as_mut_ptr(),
             len: s.len(),
@@ -308,7 +293,7 @@ impl<'a, T> Disjoint<'a, T> {
     /// # Safety
     /// No other live slice from this `Disjoint` may overlap `r`.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn range(&self, r: std::ops::Range<usize>) -> &'a mut [T] {
+    pub(crate) unsafe fn range(&self, r: std::ops::Range<usize>) -> &'a mut [T] {
         assert!(
             r.start <= r.end && r.end <= self.len,
             "disjoint range out of bounds"
@@ -318,18 +303,8 @@ impl<'a, T> Disjoint<'a, T> {
     }
 
     /// The raw base pointer (for strided sub-blocks; same contract as `range`).
-    pub fn as_ptr(&self) -> *mut T {
+    pub(crate) fn as_ptr(&self) -> *mut T {
         self.ptr
-    }
-
-    /// Length in elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

@@ -4,7 +4,7 @@
 //! traits every backend implements, and the process-wide backend
 //! [`registry`]. A backend compiles an [`rlx_compile::LirModule`] into an
 //! executable and runs it over [`rlx_ir::HostTensor`]s.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod backend;
 mod device;

@@ -14,7 +14,7 @@
 //! order (the pattern passes need the primitives the region pass swallows).
 //! The pipeline in `rlx-compile` runs them when the target claims the fused
 //! op; a target that does not gets nothing to decompose again.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod add_norm;
 mod attention;

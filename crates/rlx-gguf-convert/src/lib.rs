@@ -31,7 +31,7 @@
 //! Layout is kept as the source has it: a GGUF tensor's `ne` is the
 //! source's row-major shape reversed, and blocks run along the innermost
 //! (last) dim.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod convert;
 mod error;

@@ -34,7 +34,7 @@
 //! let y = t.to_vec::<f32>().unwrap();
 //! assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() < 0.04));
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod codecs;
 mod error;

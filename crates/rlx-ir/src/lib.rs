@@ -5,9 +5,9 @@
 //! explicit-shape methods and the shape-inferring [`GraphExt`]), the
 //! verifier, the textual IR (printed by `Display` / [`Graph::to_text`],
 //! read back by [`parse_graph`]) and inspection helpers, [`HostTensor`] (the one
-//! host tensor type of every API) and [`env`] (the one place that reads
+//! host tensor type of every API) and [`env`](mod@env) (the one place that reads
 //! `RLX_*` variables). This crate is a leaf: it does no I/O besides reading
-//! the environment in [`env`].
+//! the environment in [`env`](mod@env).
 //!
 //! ```
 //! use rlx_ir::{DType, Graph, GraphExt, Shape};
@@ -19,7 +19,7 @@
 //! assert!(rlx_ir::verify_all(&g).is_empty());
 //! assert_eq!(g.shape(s), &Shape::new(&[2], DType::F32));
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod builder;
 mod display;

@@ -664,7 +664,8 @@ pub enum Op {
 }
 
 /// The discriminant of an [`Op`]: what a backend claims and a report counts.
-#[allow(missing_docs)]
+/// Each variant is the kind of the [`Op`] variant of the same name.
+#[allow(missing_docs)] // one-to-one with `Op`, whose variants carry the docs
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OpKind {
     Input,

@@ -9,7 +9,7 @@
 //! it cannot transform), the op × backend matrix in `docs/ops.md` and the
 //! test matrix that runs every op on every backend.
 //!
-//! The table is written with [`op_table!`], which expands to an exhaustive
+//! The table is written with [`op_table!`](crate::op_table!), which expands to an exhaustive
 //! `match` over [`OpKind`]: a kind without an entry, or an entry without a
 //! rule for each transform, does not compile (see the `trybuild` tests in
 //! `crates/rlx-ir/tests/compile_fail/`).

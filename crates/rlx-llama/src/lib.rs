@@ -13,10 +13,10 @@
 //! - [`ChatTemplate`]: the file's Jinja chat template (`minijinja`).
 //! - [`Sampler`]: greedy, temperature, top-k and top-p sampling with a
 //!   seeded, numpy-compatible RNG.
-//! - [`generate`]: prompt in, tokens and timings out.
+//! - [`generate`](fn@generate): prompt in, tokens and timings out.
 //!
 //! Errors are [`LlamaError`]s that name the metadata key or tensor at fault.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod chat;
 pub mod config;

@@ -17,7 +17,7 @@
 //! let batch = tok.encode(&["A sentence.", "Another one."]).unwrap();
 //! let emb = enc.embed(&batch).unwrap(); // [2, 384], unit rows
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod bert;
 mod error;

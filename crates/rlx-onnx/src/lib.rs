@@ -19,7 +19,7 @@
 //!
 //! Every size in a file is checked against the bytes present before
 //! anything is allocated: a hostile file is an [`OnnxError`], never a panic.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod conformance;
 mod error;

@@ -2,7 +2,7 @@
 //!
 //! Re-exports the compile pipeline ([`rlx_compile`]) and, as they land, the
 //! fusion passes and transforms, so users depend on one crate.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub use rlx_autodiff as autodiff;
 pub use rlx_autodiff::{

@@ -83,7 +83,7 @@
 //! assert_eq!(resumed.iteration(), 300);
 //! # Ok::<(), rlx_optim::OptimError>(())
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod clip;
 mod error;

@@ -37,7 +37,7 @@
 //! assert_eq!(merged.forward(&x)?.to_vec::<f32>()?, vec![4.0, 2.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod adalora;
 pub mod allocator;

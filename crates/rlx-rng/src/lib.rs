@@ -32,7 +32,7 @@
 //!
 //! Invalid arguments (`low >= high`, a probability outside `[0, 1]`, an
 //! empty population, ...) are [`RngError`]s; nothing here panics on input.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod bit_generator;
 mod bounded;

@@ -7,7 +7,7 @@
 //! fallback chains) lives in [`devices`]. Every fallible call has a `try_`
 //! form returning [`RuntimeError`], whose message names the culprit; the
 //! panicking forms panic with that same message.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod calibrate;
 mod compiled;

@@ -146,7 +146,7 @@ impl CompileOptions {
     /// These options with the environment laid over them: the
     /// [`RuntimeOverrides`] read now (`RLX_DISPATCH_POLICY`,
     /// `RLX_ASSERT_FUSION_CLEAN`, `RLX_NO_DCE`, `RLX_NO_FUSION`,
-    /// `RLX_ARENA_ALIGN`). A bad value is [`RuntimeError::Env`].
+    /// `RLX_ARENA_ALIGN`). A bad value is [`crate::RuntimeError::Env`].
     pub fn with_env_overlay(self) -> Result<Self> {
         self.with_overrides(&RuntimeOverrides::current()?)
     }

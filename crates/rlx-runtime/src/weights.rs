@@ -355,7 +355,7 @@ impl WeightLoader for BytesWeightLoader {
         Ok(t)
     }
 
-    /// Pieces of [`PIECE_BYTES`] straight from the file, each page dropped
+    /// Pieces of 1 MiB (`PIECE_BYTES`) straight from the file, each page dropped
     /// from the resident set once handed out.
     fn read_pieces(&self, name: &str, sink: PieceSink<'_>) -> Result<()> {
         let (_, bytes) = self.view(name)?;

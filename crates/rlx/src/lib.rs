@@ -35,7 +35,7 @@
 //!
 //! `rlx::ops` (op-builder enums), `rlx::compile` (compile options and
 //! precision), `rlx::prelude` (the star import).
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 /// Tensor IR — types, shapes, ops, graph builder.
 pub use rlx_ir as ir;

@@ -412,7 +412,18 @@ fn scale_and_max<T: Real>(xs: &mut [T], scale: T, bias: Option<&[T]>) -> T {
     each(xs, scale, bias)
 }
 
-/// Scaled dot-product attention.
+/// Scaled dot-product attention, `softmax(mask(softcap(q kᵀ scale))) v`:
+/// `ins` are `q`, `k`, `v` (laid out as `layout` says; `Hkv` may divide
+/// `H` for grouped-query heads), plus the mask for [`MaskKind::Custom`]
+/// (Bool, true = keep) or [`MaskKind::Bias`] (added, the q dtype), which
+/// broadcasts to the scores `[.., H, Sq, Sk]`. `scale` defaults to
+/// `1 / sqrt(D)`; `softcap` `c` maps a score `s` to `c tanh(s / c)`. Fully
+/// masked rows give NaN, as the decomposition does. F16 / BF16 compute in
+/// f32.
+///
+/// # Errors
+/// The wrong number of inputs for `mask`, mismatched dtypes or dims, or a
+/// dtype other than a float.
 pub fn attention(
     mask: MaskKind,
     scale: Option<f64>,
@@ -486,7 +497,7 @@ fn rope_real<T: Real>(interleaved: bool, ins: &[View], out: &mut ViewMut) -> Ker
 }
 
 /// Rotary embedding.
-pub fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() != 3 {
         return Err(format!("rope: {} inputs", ins.len()));
     }

@@ -317,7 +317,7 @@ fn conv_transpose_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewM
 }
 
 /// N-d convolution (PyTorch cross-correlation with zero padding).
-pub fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let g = conv_geom(w, None, groups, ins, out)?;
     with_real!(ins[0].dtype, ins, out, |i, o| {
         conv_real::<T>(&g, i, o);
@@ -326,7 +326,7 @@ pub fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> Kerne
 }
 
 /// N-d transposed convolution (PyTorch `conv_transpose`).
-pub fn conv_transpose(
+pub(crate) fn conv_transpose(
     w: &Window,
     output_padding: &[usize],
     groups: usize,
@@ -458,7 +458,7 @@ fn pool_real<T: Real>(kind: PoolKind, g: &PoolGeom, div: &[usize], x: &View, out
 }
 
 /// Max / average pooling (padding never wins a max; NaN propagates).
-pub fn pool(
+pub(crate) fn pool(
     kind: PoolKind,
     w: &Window,
     count_include_pad: bool,

@@ -108,7 +108,7 @@ fn map_real<T: Real>(u: UnaryOp, x: &View, out: &mut ViewMut) {
 }
 
 /// Elementwise unary op.
-pub fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     if x.dtype == DType::F32 && out.dtype == DType::F32 {
         let fast = match u {
@@ -373,7 +373,7 @@ fn binary_complex(op: BinaryOp, a: Complex32, b: Complex32) -> Complex32 {
 }
 
 /// Elementwise binary op with broadcasting.
-pub fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
@@ -431,7 +431,7 @@ fn cmp<T: PartialOrd>(op: CmpOp, a: T, b: T) -> u8 {
 }
 
 /// Elementwise comparison (Bool result) with broadcasting.
-pub fn compare(op: CmpOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn compare(op: CmpOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
         DType::F32 => zip2::<f32, f32, u8>(a, b, out, |x, y| cmp(op, x, y)),
@@ -476,7 +476,7 @@ fn select_typed<T: Pod>(c: &View, a: &View, b: &View, out: &mut ViewMut) {
 }
 
 /// `where(cond, a, b)` with broadcasting (any dtype).
-pub fn select(ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn select(ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (c, a, b) = (&ins[0], &ins[1], &ins[2]);
     match a.dtype.size_bytes() {
         1 => select_typed::<u8>(c, a, b, out),
@@ -520,7 +520,7 @@ fn encode_int<T: Int>(out: &mut ViewMut, v: &[i64]) {
 }
 
 /// numpy `astype` between any two dtypes (complex -> real keeps the real part).
-pub fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     if x.dtype == out.dtype {
         out.bytes.copy_from_slice(x.bytes);

@@ -45,9 +45,9 @@ macro_rules! dispatch {
 /// `y[i] = $one(y[i] + bias[i])` in one pass (a matmul's bias +
 /// activation epilogue), each vectorised as [`dispatch`] says.
 macro_rules! vectorised_map {
-    ($(#[$doc:meta])* $name:ident, $biased:ident, $one:expr) => {
+    ($(#[$doc:meta])* $name:ident, $one:expr $(, biased: $biased:ident)?) => {
         $(#[$doc])*
-        pub fn $name(x: &[f32], y: &mut [f32]) {
+        pub(crate) fn $name(x: &[f32], y: &mut [f32]) {
             assert_eq!(x.len(), y.len(), concat!(stringify!($name), " operand lengths"));
             #[inline(always)]
             fn each(x: &[f32], y: &mut [f32]) {
@@ -58,8 +58,9 @@ macro_rules! vectorised_map {
             dispatch!(each(x: &[f32], y: &mut [f32]))
         }
 
+        $(
         #[doc = concat!("`y[i] = ", stringify!($name), "(y[i] + bias[i])` in one pass.")]
-        pub fn $biased(y: &mut [f32], bias: &[f32]) {
+        pub(crate) fn $biased(y: &mut [f32], bias: &[f32]) {
             assert_eq!(y.len(), bias.len(), concat!(stringify!($biased), " operand lengths"));
             #[inline(always)]
             fn each(y: &mut [f32], bias: &[f32]) {
@@ -69,6 +70,7 @@ macro_rules! vectorised_map {
             }
             dispatch!(each(y: &mut [f32], bias: &[f32]))
         }
+        )?
     };
 }
 
@@ -76,7 +78,7 @@ macro_rules! vectorised_map {
 /// erfc from the Chebyshev fit of Numerical Recipes' `erfcc` (relative
 /// error below 1.2e-7 over the whole line, so the negative tail keeps its
 /// relative accuracy where `1 + erf` would cancel).
-pub fn gelu_f32(x: &[f32], y: &mut [f32]) {
+pub(crate) fn gelu_f32(x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "gelu_f32 operand lengths");
     #[inline(always)]
     fn each(x: &[f32], y: &mut [f32]) {
@@ -86,7 +88,7 @@ pub fn gelu_f32(x: &[f32], y: &mut [f32]) {
 }
 
 /// `y[i] = gelu_f32(y[i] + bias[i])`: the sum is formed once, in place.
-pub fn gelu_biased_f32(y: &mut [f32], bias: &[f32]) {
+pub(crate) fn gelu_biased_f32(y: &mut [f32], bias: &[f32]) {
     assert_eq!(y.len(), bias.len(), "gelu_biased_f32 operand lengths");
     #[inline(always)]
     fn each(y: &mut [f32], bias: &[f32]) {
@@ -101,8 +103,8 @@ vectorised_map!(
     /// to x^17 below |x| = 0.55 (where `1 - 2 / (e^2x + 1)` would cancel),
     /// that form with the vectorised [`exp_f32`] above; NaN stays NaN.
     tanh_f32,
-    tanh_biased_f32,
-    tanh_one
+    tanh_one,
+    biased: tanh_biased_f32
 );
 
 #[inline(always)]
@@ -125,10 +127,10 @@ fn tanh_one(v: f32) -> f32 {
 }
 
 /// `y = act(y + bias)` over a row in place.
-pub type BiasedActivation = fn(&mut [f32], &[f32]);
+pub(crate) type BiasedActivation = fn(&mut [f32], &[f32]);
 
 /// The one-pass `y = act(y + bias)` of an activation, where there is one.
-pub fn biased_in_place(act: rlx_ir::op::UnaryOp) -> Option<BiasedActivation> {
+pub(crate) fn biased_in_place(act: rlx_ir::op::UnaryOp) -> Option<BiasedActivation> {
     use rlx_ir::op::UnaryOp;
     match act {
         UnaryOp::Gelu => Some(gelu_biased_f32),
@@ -137,14 +139,8 @@ pub fn biased_in_place(act: rlx_ir::op::UnaryOp) -> Option<BiasedActivation> {
     }
 }
 
-/// erfc for f32 (Numerical Recipes `erfcc`, fractional error < 1.2e-7).
-#[inline(always)]
-pub fn erfc_f32(z: f32) -> f32 {
-    let (arg, t) = erfc_stage_one(z.abs());
-    erfc_stage_two(z, exp_f32(arg), t)
-}
-
-/// The first half of [`erfc_f32`] of `a = |z|`: the exponent `P(t) - a²`
+/// The first half of erfc (Numerical Recipes `erfcc`, fractional error
+/// < 1.2e-7) of `a = |z|`: the exponent `P(t) - a²`
 /// (with `a²` rounded) and `t = 1 / (1 + a / 2)`.
 // The fit's coefficients are kept as published.
 #[allow(clippy::excessive_precision)]
@@ -168,7 +164,7 @@ fn erfc_stage_one(a: f32) -> (f32, f32) {
     (p - a * a, t)
 }
 
-/// The second half of [`erfc_f32`], given `e = exp(arg)`: `t e` corrected
+/// The second half of erfc, given `e = exp(arg)`: `t e` corrected
 /// for the rounding of `a²`, and the reflection for negative `z`.
 #[inline(always)]
 fn erfc_stage_two(z: f32, e: f32, t: f32) -> f32 {
@@ -235,7 +231,7 @@ fn gelu_z(v: f32) -> f32 {
 
 /// Softmax numerators: `x[i] = exp(x[i] - max)` in place, returning their sum
 /// in f64.
-pub trait SoftmaxExp: Real {
+pub(crate) trait SoftmaxExp: Real {
     /// Replaces each `x` by `exp(x - max)` and returns the sum.
     fn exp_shifted_sum(x: &mut [Self], max: Self) -> f64;
 }
@@ -300,7 +296,7 @@ fn exp_shifted_sum_f32(x: &mut [f32], max: f32) -> f64 {
 /// `e^x` for f32 within 2e-7 relative error; 0 below -87 (where the true
 /// value is under 2e-38), +inf above 88.7, NaN for NaN.
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
+pub(crate) fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
@@ -336,7 +332,7 @@ pub fn exp_f32(x: f32) -> f32 {
 /// into range first; `log 0 = -inf`, `log inf = inf`, NaN for negatives and
 /// NaN. Branch-free, so a loop of it vectorises.
 #[inline(always)]
-pub fn log_f32(x: f32) -> f32 {
+pub(crate) fn log_f32(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const A: [f32; 9] = [
@@ -385,14 +381,12 @@ pub fn log_f32(x: f32) -> f32 {
 vectorised_map!(
     /// `e^x` of f32 values by [`exp_f32`].
     exp_map_f32,
-    exp_biased_f32,
     exp_f32
 );
 
 vectorised_map!(
     /// Natural log of f32 values by [`log_f32`].
     log_map_f32,
-    log_biased_f32,
     log_f32
 );
 

@@ -17,7 +17,7 @@ fn scale(kind: FftKind, norm: FftNorm, n: usize) -> f32 {
 }
 
 /// fft / ifft / rfft / irfft along the last axis.
-pub fn fft(kind: FftKind, norm: FftNorm, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn fft(kind: FftKind, norm: FftNorm, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let (&len_in, &len_out) = match (x.dims.last(), out.dims.last()) {
         (Some(a), Some(b)) => (a, b),

@@ -298,7 +298,7 @@ fn fused_matmul_by_rows(
 /// one `[M, K]` matrix (broadcast over `w`'s stack), or both have the same
 /// leading dims. `None` for any other shape, or for products of fewer than
 /// [`gemm_packed::PACKED_MIN_ROWS`] rows (the weight stays unpacked).
-pub fn packed_product_shape(
+pub(crate) fn packed_product_shape(
     x: &[usize],
     w: &[usize],
     out: &[usize],
@@ -359,7 +359,12 @@ fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> Kern
 /// `Op::MatMul`, `Op::FusedMatMul` or `Op::GatedMatMul` whose weight
 /// operands are params the executor packed in panels of `nr` columns
 /// ([`gemm_packed`]); the same epilogues as the unpacked kernels.
-pub fn matmul_packed_weights(op: &Op, nr: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn matmul_packed_weights(
+    op: &Op,
+    nr: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     if ins.len() < 2 {
         return Err(format!("{}: {} inputs", op.mnemonic(), ins.len()));
     }
@@ -380,7 +385,7 @@ pub fn matmul_packed_weights(op: &Op, nr: usize, ins: &[View], out: &mut ViewMut
 /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)`; the gate product is
 /// computed into the output, the up product into scratch, and the
 /// activation and product run as a region epilogue over the output.
-pub fn gated_matmul(act: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn gated_matmul(act: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     gated(act, ins, None, out)
 }
 

@@ -3,13 +3,13 @@
 //! Products go to faer's packed SIMD GEMM (it picks AVX-512 / AVX2 kernels at
 //! run time), read in place through strided views, so transposed operands and
 //! batch slices are never copied. f32 products with one row (M = 1) use our
-//! own GEMV ([`super::gemv`]), which beats a general GEMM's packing there;
+//! own GEMV (`kernels::gemv`), which beats a general GEMM's packing there;
 //! tall and deep f32 products our own packed tiles ([`super::gemm_blocked`]).
 //!
 //! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
 //! available cores. A large product is split into one block of columns (or
 //! rows) per thread, each a single-thread faer GEMM, run as one job of
-//! [`crate::team`]; products below a grain stay on the calling thread.
+//! the crate's thread team; products below a grain stay on the calling thread.
 
 use super::scalar::Real;
 use super::{gemm_blocked, gemv};
@@ -21,7 +21,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 /// 9 µs of one core's work at ~115 G multiply-adds/s. The team's workers
 /// spin between jobs (see [`crate::team`]), so a job costs about a
 /// microsecond, not a pool wake-up.
-pub const GEMM_GRAIN: usize = 1 << 20;
+pub(crate) const GEMM_GRAIN: usize = 1 << 20;
 
 /// Column / row granularity of a GEMM split over threads (whole
 /// micro-kernel tiles).
@@ -31,7 +31,7 @@ const MR: usize = 16;
 /// True when a threaded `m x n` product splits into blocks of rows (tall
 /// outputs), false when into blocks of columns (each thread then reads
 /// only its share of the weights, which bounds products with few rows).
-pub fn splits_by_rows(m: usize, n: usize) -> bool {
+pub(crate) fn splits_by_rows(m: usize, n: usize) -> bool {
     n.div_ceil(NR) < m.div_ceil(MR)
 }
 

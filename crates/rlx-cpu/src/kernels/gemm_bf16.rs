@@ -20,7 +20,7 @@ const MR: usize = 8;
 const NR: usize = 32;
 
 /// True when this CPU runs the `vdpbf16ps` kernel.
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -40,7 +40,7 @@ fn pair(lo: u16, hi: u16) -> u32 {
 /// `c = a · b`: `a` is `m x k`, `b` is `k x n` (bf16 bit patterns, read in
 /// place through their strides), `c` dense row-major `m x n` f32. Returns
 /// false, leaving `c` untouched, when the CPU lacks AVX-512 BF16.
-pub fn gemm(a: Strided<u16>, b: Strided<u16>, c: &mut [f32], threads: usize) -> bool {
+pub(crate) fn gemm(a: Strided<u16>, b: Strided<u16>, c: &mut [f32], threads: usize) -> bool {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert!(b.rows == k && c.len() == m * n, "bf16 gemm operand shapes");
     if !available() {
@@ -119,7 +119,7 @@ mod x86 {
 
     /// `tile = a_blk · panel` for one `MR x NR` block over `kp` k-pairs.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub unsafe fn block(a_blk: &[u32], panel: &[u32], kp: usize, tile: &mut [f32; MR * NR]) {
+    pub(crate) unsafe fn block(a_blk: &[u32], panel: &[u32], kp: usize, tile: &mut [f32; MR * NR]) {
         assert!(a_blk.len() >= kp * MR && panel.len() >= kp * NR);
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         for p in 0..kp {

@@ -9,7 +9,7 @@
 //! Packing costs a pass over `b` per call (per thread for a split by
 //! rows), which a product amortises over its rows, and each tile stores
 //! its part of `c` once per product, which a deep product amortises over
-//! its depth: [`prefers`] says where this beats the library GEMM.
+//! its depth: `prefers` says where this beats the library GEMM.
 
 use super::gemm::{Strided, GEMM_GRAIN};
 use super::gemm_packed::{panel_cols, panels_product, Weights};
@@ -25,7 +25,7 @@ const MIN_DEPTH: usize = 1024;
 
 /// True when [`gemm`] is available and expected to beat the library GEMM
 /// on an `m x k` by `k x n` product.
-pub fn prefers(m: usize, k: usize, _n: usize) -> bool {
+pub(crate) fn prefers(m: usize, k: usize, _n: usize) -> bool {
     m >= MIN_ROWS && k >= MIN_DEPTH && available()
 }
 

@@ -25,7 +25,7 @@ const ROW_CHUNK_BYTES: usize = 256 * 1024;
 /// four rows has too few independent FMA chains to hide their latency,
 /// and a single row is a GEMV (its own kernel streams eight weight rows
 /// at once).
-pub const PACKED_MIN_ROWS: usize = 4;
+pub(crate) const PACKED_MIN_ROWS: usize = 4;
 
 /// Depth (`k`) of a block, for very deep products only: a tile's rows of
 /// `a` and its panel block then stay within L2. Measured on the MiniLM
@@ -80,7 +80,7 @@ pub fn pack(b: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
 }
 
 /// The inverse of [`pack`].
-pub fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
+pub(crate) fn unpack(packed: &[f32], k: usize, n: usize, nr: usize, out: &mut [f32]) {
     assert!(nr > 0 && k * n > 0 && packed.len() == out.len() && packed.len().is_multiple_of(k * n));
     for (packed, out) in packed.chunks_exact(k * n).zip(out.chunks_exact_mut(k * n)) {
         for (plain, at) in panel_rows(k, n, nr) {
@@ -187,16 +187,16 @@ pub fn matmul_stacked(
 /// `J` is panel `J % ppm` of matrix `J / ppm` (`ppm` panels per matrix),
 /// whose output lies `c_stride` values after the previous matrix's.
 pub(super) struct Weights<'a> {
-    pub b: &'a [f32],
-    pub k: usize,
-    pub n: usize,
-    pub nr: usize,
-    pub c_stride: usize,
+    pub(crate) b: &'a [f32],
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    pub(crate) nr: usize,
+    pub(crate) c_stride: usize,
 }
 
 impl<'a> Weights<'a> {
     /// One packed `[b.len() / n, n]` matrix.
-    pub fn one(b: &'a [f32], n: usize, nr: usize) -> Weights<'a> {
+    pub(crate) fn one(b: &'a [f32], n: usize, nr: usize) -> Weights<'a> {
         Weights {
             b,
             k: b.len() / n.max(1),

@@ -58,19 +58,19 @@ pub(super) fn tile_shape(isa: Isa) -> (usize, usize) {
 /// `depth` steps.
 pub(super) struct Tile<'a> {
     /// Steps of `k`.
-    pub depth: usize,
+    pub(crate) depth: usize,
     /// `[depth][MR]`: the tile's rows of the left operand.
-    pub a: &'a [f32],
+    pub(crate) a: &'a [f32],
     /// `[depth][NR]`: the panel block.
-    pub b: &'a [f32],
+    pub(crate) b: &'a [f32],
     /// The next panel block to prefetch while this one is read.
-    pub ahead: Option<&'a [f32]>,
+    pub(crate) ahead: Option<&'a [f32]>,
     /// Live rows of the tile (at most its height).
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// Live columns of the panel (at most its width).
-    pub cols: usize,
+    pub(crate) cols: usize,
     /// Add to `c` (a later depth block) instead of overwriting it.
-    pub accumulate: bool,
+    pub(crate) accumulate: bool,
 }
 
 /// Copies rows `rows` x columns `cols` of `a` into `out` as tiles of `mr`

@@ -17,10 +17,10 @@ use crate::team;
 
 /// Elements of B below which a GEMV stays on the calling thread (1 MiB of
 /// f32: tens of microseconds of streaming, comparable to a pool wake-up).
-pub const GEMV_GRAIN: usize = 1 << 18;
+pub(crate) const GEMV_GRAIN: usize = 1 << 18;
 
 /// `y = x · b` for `x` of length `b.rows` and `y` of length `b.cols`.
-pub fn vec_mat(x: &[f32], b: Strided<f32>, y: &mut [f32], threads: usize) {
+pub(crate) fn vec_mat(x: &[f32], b: Strided<f32>, y: &mut [f32], threads: usize) {
     let (k, n) = (b.rows, b.cols);
     assert!(x.len() == k && y.len() == n, "gemv operand shapes");
     if n == 0 {
@@ -117,7 +117,7 @@ mod x86 {
     /// AVX2 + FMA must be present; rows `0..x.len()` of B, each `y.len()`
     /// long at `base + p * rs`, must lie inside `b`.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn rows_axpy(x: &[f32], b: &[f32], base: usize, rs: usize, y: &mut [f32]) {
+    pub(crate) unsafe fn rows_axpy(x: &[f32], b: &[f32], base: usize, rs: usize, y: &mut [f32]) {
         let (k, n) = (x.len(), y.len());
         let n8 = n / 8 * 8;
         let bp = b.as_ptr().add(base);
@@ -181,7 +181,7 @@ mod x86 {
     /// AVX2 + FMA must be present; columns `0..y.len()`, each `x.len()` long
     /// at `base + j * cs`, must lie inside `b`.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn cols_dot(x: &[f32], b: &[f32], base: usize, cs: usize, y: &mut [f32]) {
+    pub(crate) unsafe fn cols_dot(x: &[f32], b: &[f32], base: usize, cs: usize, y: &mut [f32]) {
         let (k, n) = (x.len(), y.len());
         let k16 = k / 16 * 16;
         let xp = x.as_ptr();

@@ -90,7 +90,7 @@ fn gather_typed<T: Pod>(axis: usize, r: &[usize], x: &View, out: &mut ViewMut) {
 }
 
 /// numpy `take`.
-pub fn gather(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn gather(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (x, idx) = (&ins[0], &ins[1]);
     let r = resolve("gather", idx, axis, x.dims[axis])?;
     if out.numel() == 0 {
@@ -108,7 +108,7 @@ fn gather_elements_typed<T: Pod>(offs: &[usize], x: &View, out: &mut ViewMut) {
 }
 
 /// numpy `take_along_axis`.
-pub fn gather_elements(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn gather_elements(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (x, idx) = (&ins[0], &ins[1]);
     let r = resolve("gather_elements", idx, axis, x.dims[axis])?;
     if out.numel() == 0 {
@@ -137,7 +137,7 @@ fn scatter_typed<T: Pod>(
 }
 
 /// torch `scatter_add`.
-pub fn scatter_add(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn scatter_add(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (base, idx) = (&ins[0], &ins[1]);
     let r = resolve("scatter_add", idx, axis, base.dims[axis])?;
     if out.numel() == 0 {
@@ -228,7 +228,7 @@ fn topk_typed<T: Pod>(
 }
 
 /// top-k values or indices.
-pub fn topk(
+pub(crate) fn topk(
     k: usize,
     axis: usize,
     largest: bool,
@@ -283,7 +283,7 @@ fn fill_along<T: Pod>(axis: usize, out: &mut ViewMut, value: impl Fn(usize) -> T
 /// iota, valued as numpy `arange(start, .., step, dtype)`: the first two
 /// values are rounded to the dtype and their difference is the step taken
 /// (in f64 for F64, f32 for the narrower floats, wrapping i64 for ints).
-pub fn iota(axis: usize, start: f64, step: f64, out: &mut ViewMut) -> KernelResult {
+pub(crate) fn iota(axis: usize, start: f64, step: f64, out: &mut ViewMut) -> KernelResult {
     if out.numel() == 0 {
         return Ok(());
     }

@@ -98,7 +98,13 @@ fn matmul_typed<T: Pod>(
     );
 }
 
-/// numpy matmul.
+/// numpy `matmul` of `ins[0] @ ins[1]` into `out` (dims already inferred:
+/// 1-d operands promoted, batch axes broadcast). F32 / F64 run the float
+/// GEMM, F16 / BF16 compute in f32 (BF16 x BF16 through the BF16 tile where
+/// the CPU has one), integers accumulate wrapping in i64 and wrap back.
+///
+/// # Errors
+/// A dtype without a kernel (Bool, complex).
 pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {
@@ -141,7 +147,7 @@ pub fn matmul(ins: &[View], out: &mut ViewMut) -> KernelResult {
 }
 
 /// Copies `src` (of `dims`) permuted by `perm` into a new buffer.
-pub fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
+pub(crate) fn permuted<T: Pod>(src: &[T], dims: &[usize], perm: &[usize]) -> Vec<T> {
     let cs = contiguous_strides(dims);
     let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
     let strides: Vec<isize> = perm.iter().map(|&p| cs[p] as isize).collect();
@@ -204,7 +210,12 @@ fn dot_general_typed<T: Pod + Default>(
     batched(&ta, &[nb, m, k], &tb, &[nb, k, n], out.slice::<T>(), gemm);
 }
 
-/// General dot product (XLA dimension numbers).
+/// XLA `dot_general` of `ins[0]` and `ins[1]` into `out`: batch and
+/// contracting axes as `d` names them, output `[batch.., lhs free..,
+/// rhs free..]`. Dtypes as for [`matmul`].
+///
+/// # Errors
+/// A dtype without a kernel (Bool, complex).
 pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     match a.dtype {

@@ -2,7 +2,7 @@
 //! [`View`]s of its inputs writing one [`ViewMut`] output.
 //!
 //! Float kernels are written for [`Real`] (f32, f64); F16 / BF16 inputs are
-//! widened to f32, computed, and narrowed ([`run_widened`]), so those types
+//! widened to f32, computed, and narrowed (`run_widened`), so those types
 //! compute and accumulate in f32. SIMD and CPU-feature dispatch belong in
 //! this layer only.
 
@@ -31,36 +31,36 @@ macro_rules! by_width {
 }
 
 pub mod attention;
-pub mod control;
-pub mod conv;
-pub mod elementwise;
-pub mod fastmath;
-pub mod fft;
+pub(crate) mod control;
+pub(crate) mod conv;
+pub(crate) mod elementwise;
+pub(crate) mod fastmath;
+pub(crate) mod fft;
 pub mod fused;
 pub mod gemm;
-pub mod gemm_bf16;
+pub(crate) mod gemm_bf16;
 pub mod gemm_blocked;
 pub mod gemm_packed;
 mod gemm_tile;
-pub mod gemv;
-pub mod indexing;
+pub(crate) mod gemv;
+pub(crate) mod indexing;
 pub mod linalg;
 pub mod movement;
-pub mod norm;
+pub(crate) mod norm;
 pub mod quant_matmul;
-pub mod reduce;
+pub(crate) mod reduce;
 pub mod region;
-pub mod scalar;
-pub mod upsample;
+pub(crate) mod scalar;
+pub(crate) mod upsample;
 
 use half::{bf16, f16};
 use rlx_ir::{DType, Node, Op};
-pub use scalar::{Int, Pod, Real};
+pub use scalar::{Pod, Real};
 
 /// Runs `node` over its output's current bytes: the inputs given as `None`
 /// are the buffer the memory plan lets it overwrite (see
 /// `rlx_compile::MemoryPlan::in_place`).
-pub fn run_in_place(node: &Node, ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn run_in_place(node: &Node, ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
     if let Op::AddNorm {
         axis,
         eps,
@@ -145,7 +145,7 @@ impl<'a> ViewMut<'a> {
 }
 
 /// Values of a float view as f32 (F16 / BF16 / F32).
-pub fn widen_f32(v: &View) -> Vec<f32> {
+pub(crate) fn widen_f32(v: &View) -> Vec<f32> {
     match v.dtype {
         DType::F32 => v.slice::<f32>().to_vec(),
         DType::F16 => v.slice::<f16>().iter().map(|x| x.to_f32()).collect(),
@@ -156,7 +156,7 @@ pub fn widen_f32(v: &View) -> Vec<f32> {
 
 /// Runs an f32 kernel on F16 / BF16 data: widens every F16 / BF16 input to
 /// f32, runs `f` into an f32 output of the same dims, narrows the result.
-pub fn run_widened(
+pub(crate) fn run_widened(
     ins: &[View],
     out: &mut ViewMut,
     f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
@@ -253,7 +253,7 @@ macro_rules! with_real {
 }
 
 /// Runs the kernel of `node` over its input views into `out`.
-pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
     match &node.op {
         Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } => Ok(()),
         Op::Unary(u) => elementwise::unary(*u, ins, out),
@@ -336,7 +336,7 @@ pub fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelResult {
 
 /// Element offsets of `dims`-shaped data read through `strides` (elements;
 /// 0 on broadcast axes), in row-major order of `dims`. Calls `f(out_index, in_offset)`.
-pub fn for_each_strided(
+pub(crate) fn for_each_strided(
     dims: &[usize],
     strides: &[isize],
     base: isize,
@@ -382,7 +382,7 @@ pub fn for_each_strided(
 }
 
 /// Strides (elements) to read an input of `in_dims` broadcast to `out_dims` (numpy rules).
-pub fn broadcast_strides(in_dims: &[usize], out_dims: &[usize]) -> Vec<isize> {
+pub(crate) fn broadcast_strides(in_dims: &[usize], out_dims: &[usize]) -> Vec<isize> {
     let off = out_dims.len() - in_dims.len();
     let cs = rlx_ir::contiguous_strides(in_dims);
     (0..out_dims.len())

@@ -51,12 +51,13 @@ fn gather_strided<T: Pod>(x: &View, out: &mut ViewMut, strides: &[isize], base: 
 }
 
 /// Same bytes, new dims.
-pub fn reshape(ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn reshape(ins: &[View], out: &mut ViewMut) -> KernelResult {
     out.bytes.copy_from_slice(ins[0].bytes);
     Ok(())
 }
 
-/// Output axis `i` is input axis `perm[i]`.
+/// Permutes the axes of `ins[0]` into `out`: output axis `i` is input axis
+/// `perm[i]` (numpy `transpose`). Any dtype; never fails.
 pub fn transpose(perm: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let cs = contiguous_strides(x.dims);
@@ -66,7 +67,7 @@ pub fn transpose(perm: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResul
 }
 
 /// Strided slice (negative steps walk backwards).
-pub fn slice(spec: &SliceSpec, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn slice(spec: &SliceSpec, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let cs = contiguous_strides(x.dims);
     let strides: Vec<isize> = cs
@@ -87,7 +88,7 @@ pub fn slice(spec: &SliceSpec, ins: &[View], out: &mut ViewMut) -> KernelResult 
 }
 
 /// numpy `broadcast_to`.
-pub fn broadcast(ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn broadcast(ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let strides = broadcast_strides(x.dims, out.dims);
     by_width!(x.dtype, T => gather_strided::<T>(x, out, &strides, 0));
@@ -95,7 +96,7 @@ pub fn broadcast(ins: &[View], out: &mut ViewMut) -> KernelResult {
 }
 
 /// Concatenation along `axis`.
-pub fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let es = out.dtype.size_bytes();
     let outer: usize = out.dims[..axis].iter().product();
     let inner: usize = out.dims[axis + 1..].iter().product::<usize>() * es;
@@ -173,7 +174,7 @@ fn pad_typed<T: Pod>(
 }
 
 /// Constant / reflect / edge padding.
-pub fn pad(
+pub(crate) fn pad(
     pads: &[(usize, usize)],
     mode: &PadMode,
     ins: &[View],

@@ -167,7 +167,7 @@ fn softmax_real<T: Real + SoftmaxExp>(
 }
 
 /// softmax or log-softmax along `axis`.
-pub fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
     arity(ins, 1, 1, "softmax")?;
     if axis >= ins[0].dims.len() {
         return Err(format!(
@@ -286,7 +286,7 @@ fn layer_norm_real<T: Real>(
 }
 
 /// layer norm over axes `axis..`.
-pub fn layer_norm(axis: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn layer_norm(axis: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
     arity(ins, 1, 3, "layer_norm")?;
     if axis >= ins[0].dims.len() {
         return Err(format!(
@@ -324,7 +324,7 @@ fn rms_norm_real<T: Real>(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelRe
 }
 
 /// rms norm over the last axis.
-pub fn rms_norm(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn rms_norm(eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
     arity(ins, 1, 2, "rms_norm")?;
     if ins[0].dims.is_empty() {
         return Err("rms_norm of a scalar".into());
@@ -371,7 +371,7 @@ fn group_norm_real<T: Real>(
 }
 
 /// group norm.
-pub fn group_norm(groups: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn group_norm(groups: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() != 1 && ins.len() != 3 {
         return Err(format!(
             "group_norm: {} inputs (expects x or x, gamma, beta)",

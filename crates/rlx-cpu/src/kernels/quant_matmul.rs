@@ -4,8 +4,8 @@
 //! backend does, it quantizes each activation row per block (Q8_0 for
 //! Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the K-quants,
 //! with rlx-gguf's reference quantizers), decodes one weight row at a time
-//! to its integer quants and scales ([`decode`]), and forms ggml's block
-//! sums with integer dot products ([`dot`]: AVX-512 VNNI, AVX2 or scalar,
+//! to its integer quants and scales (`decode`), and forms ggml's block
+//! sums with integer dot products (`dot`: AVX-512 VNNI, AVX2 or scalar,
 //! chosen at run time). F32 / F16 / BF16 weights (`scheme: None`) are
 //! widened a row at a time and dotted in f32, without quantizing `x`.
 //! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
@@ -19,8 +19,8 @@
 //! `dequantize` (every GGUF block format), since rlx-gguf depends only on
 //! the IR.
 
-pub mod decode;
-pub mod dot;
+pub(crate) mod decode;
+pub(crate) mod dot;
 
 use super::{KernelResult, View, ViewMut};
 use crate::team;
@@ -39,18 +39,18 @@ const GRAIN: usize = 1 << 20;
 
 /// Whether the native kernel runs weights of `scheme` (`None`: plain floats);
 /// other schemes run through the decomposition (`dequantize` + matmul).
-pub fn supports(scheme: Option<QuantScheme>) -> bool {
+pub(crate) fn supports(scheme: Option<QuantScheme>) -> bool {
     scheme.is_none_or(|s| layout(s).is_some())
 }
 
 /// `Op::Dequantize`: block bytes to f32 with rlx-gguf's codecs.
-pub fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
     codecs::dequantize_into(GgmlType::from(scheme), ins[0].bytes, out.slice::<f32>())
         .map_err(|e| e.to_string())
 }
 
 /// `Op::DequantMatMul`: `y[.., N] = x[.., K] · Wᵀ` (see the module docs).
-pub fn dequant_matmul(
+pub(crate) fn dequant_matmul(
     scheme: Option<QuantScheme>,
     n: usize,
     k: usize,

@@ -186,7 +186,12 @@ fn reduce_complex(op: ReduceOp, axes: &[usize], x: &View, out: &mut ViewMut) {
 }
 
 /// Reduction over `axes` (sorted, unique).
-pub fn reduce(op: ReduceOp, axes: &[usize], ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn reduce(
+    op: ReduceOp,
+    axes: &[usize],
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let x = &ins[0];
     match x.dtype {
         DType::I8 => reduce_ints::<i8>(op, axes, x, out),
@@ -208,7 +213,7 @@ pub fn reduce(op: ReduceOp, axes: &[usize], ins: &[View], out: &mut ViewMut) -> 
 }
 
 /// (outer, axis length, inner) of a tensor split around `axis`.
-pub fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+pub(crate) fn split_axis(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (
         dims[..axis].iter().product(),
         dims[axis],
@@ -250,7 +255,12 @@ fn arg_typed<T: Pod>(
 }
 
 /// argmax / argmin along `axis` (I64 result, first occurrence).
-pub fn arg_reduce(op: ArgReduceOp, axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn arg_reduce(
+    op: ArgReduceOp,
+    axis: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let x = &ins[0];
     match x.dtype {
         DType::F32 => arg_typed::<f32>(op, axis, x, out, |v| v as f64),
@@ -299,7 +309,7 @@ fn cumsum_typed<T: Pod>(
 }
 
 /// Cumulative sum along `axis`.
-pub fn cumsum(
+pub(crate) fn cumsum(
     axis: usize,
     exclusive: bool,
     reverse: bool,

@@ -134,7 +134,12 @@ enum Source<'a> {
     Output(Scratch<'a>),
 }
 
-/// Runs an `Op::ElementwiseRegion`.
+/// Runs an `Op::ElementwiseRegion`: the elementwise `steps` over `ins`
+/// (broadcast to `out`'s dims) in cache-sized tiles, writing only `out`.
+///
+/// # Errors
+/// The steps' result dtype is not `out`'s, or a step's kernel rejects its
+/// dtype.
 pub fn region(steps: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
     let ins: SmallVec<[Option<View>; 4]> = ins.iter().copied().map(Some).collect();
     run_region(steps, &ins, out)
@@ -153,13 +158,20 @@ pub fn epilogue(steps: &[ChainStep], extra: &[View], out: &mut ViewMut) -> Kerne
 /// (a buffer the memory plan lets the region overwrite in place: it has
 /// the output's dims and dtype, and this is its last reader). Each tile of
 /// such an input is copied out before the tile is overwritten.
-pub fn in_place(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> KernelResult {
+pub(crate) fn in_place(
+    steps: &[ChainStep],
+    ins: &[Option<View>],
+    out: &mut ViewMut,
+) -> KernelResult {
     run_region(steps, ins, out)
 }
 
 /// The one-step region of a lone elementwise op over its inputs, if it is
 /// one (a region's own steps, borrowed).
-pub fn steps_of_op(op: &rlx_ir::Op, arity: usize) -> Option<std::borrow::Cow<'_, [ChainStep]>> {
+pub(crate) fn steps_of_op(
+    op: &rlx_ir::Op,
+    arity: usize,
+) -> Option<std::borrow::Cow<'_, [ChainStep]>> {
     use rlx_ir::Op;
     let i = ChainOperand::Input;
     let step = match *op {

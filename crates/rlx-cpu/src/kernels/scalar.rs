@@ -165,7 +165,7 @@ real_impl!(f32, libm::erff);
 real_impl!(f64, libm::erf);
 
 /// NaN-propagating maximum (numpy `maximum`).
-pub fn nan_max<T: Real>(a: T, b: T) -> T {
+pub(crate) fn nan_max<T: Real>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::NAN
     } else if a >= b {
@@ -176,7 +176,7 @@ pub fn nan_max<T: Real>(a: T, b: T) -> T {
 }
 
 /// NaN-propagating minimum (numpy `minimum`).
-pub fn nan_min<T: Real>(a: T, b: T) -> T {
+pub(crate) fn nan_min<T: Real>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::NAN
     } else if a <= b {
@@ -187,9 +187,7 @@ pub fn nan_min<T: Real>(a: T, b: T) -> T {
 }
 
 /// An integer type with numpy semantics (wrapping arithmetic, floor division, x // 0 = 0).
-pub trait Int: Pod + Ord + Default {
-    /// Signed?
-    const SIGNED: bool;
+pub(crate) trait Int: Pod + Ord + Default {
     /// Smallest value.
     const MIN: Self;
     /// Largest value.
@@ -201,9 +199,8 @@ pub trait Int: Pod + Ord + Default {
 }
 
 macro_rules! int_impl {
-    ($($t:ty: $signed:expr),*) => {$(
+    ($($t:ty),*) => {$(
         impl Int for $t {
-            const SIGNED: bool = $signed;
             const MIN: Self = <$t>::MIN;
             const MAX: Self = <$t>::MAX;
             fn from_i64(v: i64) -> Self { v as $t }
@@ -212,10 +209,10 @@ macro_rules! int_impl {
     )*};
 }
 
-int_impl!(i8: true, i16: true, i32: true, i64: true, u8: false, u32: false);
+int_impl!(i8, i16, i32, i64, u8, u32);
 
 /// numpy floor division on i64 (x // 0 = 0).
-pub fn floor_div(a: i64, b: i64) -> i64 {
+pub(crate) fn floor_div(a: i64, b: i64) -> i64 {
     if b == 0 {
         return 0;
     }
@@ -228,7 +225,7 @@ pub fn floor_div(a: i64, b: i64) -> i64 {
 }
 
 /// numpy mod on i64: sign of the divisor (x % 0 = 0).
-pub fn floor_mod(a: i64, b: i64) -> i64 {
+pub(crate) fn floor_mod(a: i64, b: i64) -> i64 {
     if b == 0 {
         return 0;
     }

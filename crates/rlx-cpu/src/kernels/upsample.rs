@@ -100,7 +100,7 @@ fn upsample_real<T: Real>(mode: InterpMode, align_corners: bool, x: &View, out: 
 }
 
 /// Nearest / linear resize of the spatial dims (PyTorch `interpolate`).
-pub fn upsample(
+pub(crate) fn upsample(
     mode: InterpMode,
     align_corners: bool,
     ins: &[View],

@@ -40,7 +40,7 @@ pub enum MlpActivation {
 
 /// A model-level block. Parameters are created at lowering, named after the
 /// block (`<block>.w`, `<block>.q.w`, `<block>.mlp.up.w`, ...; see
-/// [`HirOp::param_names`]).
+/// [`HirModule::lower`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum HirOp {
     /// `x @ w (+ b)`, `w: [in, out]`.

@@ -84,7 +84,10 @@ impl ParseError {
     }
 }
 
-/// Parses the textual IR of one graph (see the [module docs](self)).
+/// Parses the textual IR of one graph: the text [`Graph::to_text`] (or
+/// `format!("{g:#}")`) writes, blank and `#` comment lines around it skipped.
+/// A text whose large constants were elided (`constant<N bytes>`, the
+/// default `Display`) does not carry their data and is an error.
 pub fn parse_graph(text: &str) -> Result<Graph, ParseError> {
     let mut c = Cursor::new(text);
     c.skip_blank_and_comments();

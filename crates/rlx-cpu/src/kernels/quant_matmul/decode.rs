@@ -13,7 +13,7 @@ use rlx_ir::quant::QuantScheme;
 
 /// The activation quantization a weight format is paired with (as in ggml).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ActQuant {
+pub(crate) enum ActQuant {
     /// Q8_0 (32 values, f16 scale).
     Q8_0,
     /// Q8_1 (32 values, f16 scale and f16 `d * sum(q)`).
@@ -24,7 +24,7 @@ pub enum ActQuant {
 
 /// How a block's offset term is formed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mins {
+pub(crate) enum Mins {
     /// No offset (symmetric formats).
     None,
     /// `m * s_x` per block: Q4_1 / Q5_1 with Q8_1 activations.
@@ -35,24 +35,24 @@ pub enum Mins {
 
 /// The decoding recipe of one block format.
 #[derive(Clone, Copy, Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Weights per block.
-    pub block: usize,
+    pub(crate) block: usize,
     /// Bytes per block.
-    pub block_bytes: usize,
+    pub(crate) block_bytes: usize,
     /// Weights per scale group (16 or 32).
-    pub group: usize,
+    pub(crate) group: usize,
     /// True when every group scale is 1 (the legacy formats and Q8_K).
-    pub unit_scales: bool,
+    pub(crate) unit_scales: bool,
     /// The offset term.
-    pub mins: Mins,
+    pub(crate) mins: Mins,
     /// The paired activation quantization.
-    pub act: ActQuant,
+    pub(crate) act: ActQuant,
     scheme: QuantScheme,
 }
 
 /// The layout of `scheme`, or `None` when the native kernel does not run it.
-pub fn layout(scheme: QuantScheme) -> Option<Layout> {
+pub(crate) fn layout(scheme: QuantScheme) -> Option<Layout> {
     use ActQuant::*;
     use QuantScheme::*;
     let (group, unit, mins, act) = match scheme {
@@ -77,23 +77,23 @@ pub fn layout(scheme: QuantScheme) -> Option<Layout> {
 
 /// One decoded weight row.
 #[derive(Default)]
-pub struct WeightRow {
+pub(crate) struct WeightRow {
     /// Integer quants, one per weight.
-    pub q: Vec<i8>,
+    pub(crate) q: Vec<i8>,
     /// Integer scale per group.
-    pub scale: Vec<i32>,
+    pub(crate) scale: Vec<i32>,
     /// Integer min per group (K-quants with mins).
-    pub min: Vec<i32>,
+    pub(crate) min: Vec<i32>,
     /// Float scale per block.
-    pub d: Vec<f32>,
+    pub(crate) d: Vec<f32>,
     /// Float min per block (`m` of Q4_1 / Q5_1, `dmin` of K-quants).
-    pub dmin: Vec<f32>,
+    pub(crate) dmin: Vec<f32>,
 }
 
 impl WeightRow {
     /// Decodes the `k` weights in `bytes` (one row of whole blocks).
     #[inline(always)]
-    pub fn decode(&mut self, lay: &Layout, bytes: &[u8], k: usize) {
+    pub(crate) fn decode(&mut self, lay: &Layout, bytes: &[u8], k: usize) {
         use QuantScheme::*;
         let (nb, ng) = (k / lay.block, k / lay.group);
         self.q.resize(k, 0);

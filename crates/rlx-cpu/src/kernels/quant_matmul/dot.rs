@@ -41,24 +41,24 @@ impl QuantIsa {
 }
 
 /// Arguments of one row dot.
-pub struct RowDot<'a> {
+pub(crate) struct RowDot<'a> {
     /// Weight quants.
-    pub w: &'a [i8],
+    pub(crate) w: &'a [i8],
     /// Activation quants (same length).
-    pub x: &'a [i8],
+    pub(crate) x: &'a [i8],
     /// Integer scale per group; `None`: all 1.
-    pub gscale: Option<&'a [i32]>,
+    pub(crate) gscale: Option<&'a [i32]>,
     /// Weights per group (16 or 32).
-    pub group: usize,
+    pub(crate) group: usize,
     /// Float scale per block (`d_w * d_x`).
-    pub bscale: &'a [f32],
+    pub(crate) bscale: &'a [f32],
     /// Weights per block (a multiple of 32).
-    pub block: usize,
+    pub(crate) block: usize,
 }
 
 /// The row dot on `isa` (which must be one of [`QuantIsa::available`]).
 #[inline(always)]
-pub fn row_dot(isa: QuantIsa, a: &RowDot) -> f32 {
+pub(crate) fn row_dot(isa: QuantIsa, a: &RowDot) -> f32 {
     match isa {
         QuantIsa::Scalar => row_dot_scalar(a),
         #[cfg(target_arch = "x86_64")]
@@ -73,7 +73,7 @@ pub fn row_dot(isa: QuantIsa, a: &RowDot) -> f32 {
 }
 
 /// The portable reference of the row dot.
-pub fn row_dot_scalar(a: &RowDot) -> f32 {
+pub(crate) fn row_dot_scalar(a: &RowDot) -> f32 {
     let mut acc = 0f32;
     for (b, &bs) in a.bscale.iter().enumerate() {
         let mut isum = 0i32;
@@ -92,7 +92,7 @@ pub fn row_dot_scalar(a: &RowDot) -> f32 {
 
 /// `sum_i w[i] * x[i]` in f32 with eight partial sums (vectorizes).
 #[inline(always)]
-pub fn dot_f32(w: &[f32], x: &[f32]) -> f32 {
+pub(crate) fn dot_f32(w: &[f32], x: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (wc, xc) = (w.chunks_exact(8), x.chunks_exact(8));
     let (wr, xr) = (wc.remainder(), xc.remainder());
@@ -156,7 +156,7 @@ mod x86 {
     /// AVX2 row dot. Safety: the CPU has AVX2 and FMA; `w` / `x` hold the
     /// blocks `bscale` names.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn row_dot_avx2(a: &RowDot) -> f32 {
+    pub(crate) unsafe fn row_dot_avx2(a: &RowDot) -> f32 {
         assert!(a.w.len() >= a.bscale.len() * a.block && a.x.len() >= a.w.len());
         let ones = _mm256_set1_epi16(1);
         row_dot_with(a, |u, s| {
@@ -167,7 +167,7 @@ mod x86 {
     /// AVX-512 VNNI row dot (256-bit `vpdpbusd`). Safety: the CPU has
     /// AVX2, FMA, AVX512-VNNI and AVX512-VL; sizes as for the AVX2 path.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
-    pub unsafe fn row_dot_vnni(a: &RowDot) -> f32 {
+    pub(crate) unsafe fn row_dot_vnni(a: &RowDot) -> f32 {
         assert!(a.w.len() >= a.bscale.len() * a.block && a.x.len() >= a.w.len());
         row_dot_with(a, |u, s| _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s))
     }
