@@ -17,9 +17,12 @@ computed in float64 from inputs drawn on a 1/256 grid (exact in float32).
 Models (the Rust harness mirrors each one):
 
 * ``rnn``: ``step(h, x) = (tanh(x @ w + h @ u), sum(h'))`` scanned over
-  ``xs [6, 3]`` from ``h0 [4]``; outputs ``[loss, hT, ys]`` with
+  ``xs [6, 3]`` (``[length, 3]`` where the options give a ``length``) from
+  ``h0 [4]``; outputs ``[loss, hT, ys]`` with
   ``loss = sum(ys) + sum(hT * hT)``. (In RLX ``w`` and ``u`` ride in the
-  carry unchanged.) ``reverse`` scans from the end.
+  carry unchanged.) ``reverse`` scans from the end; ``checkpoint`` is the
+  RLX segment length of reverse mode (any ``k >= 1``, dividing the length
+  or not), which the JAX reference does not need.
 * ``cond``: ``r = sin(x) * y if p else x * x - y`` for ``x, y [3]``;
   outputs ``[sum(r * r), r]``.
 * ``while``: carry ``(x [3], i: int32)``; ``while i < 20 and sum(x*x) < 4:
@@ -199,6 +202,24 @@ x, tx = grid(4), grid(4)
 prim, tan = jax.jvp(ssin, (x,), (tx,))
 case("scaled_jvp", "scaled_jvp", "jvp", [tensor("x", x), tensor("tangent_x", tx)],
      [(0, prim), (1, tan)])
+
+
+# ── rnn with checkpoint segments that need not divide the length ──
+# Drawn after every other case, so the earlier cases keep their inputs.
+# The reference is JAX's gradient of the plain scan: checkpointing does not
+# change the gradient, only what reverse mode stores.
+for length, ks in ((7, (3,)), (10, (4,)), (5, (5, 6))):
+    h0, w, u, xs = grid(4), grid(3, 4), grid(4, 4, scale=0.7), grid(length, 3)
+    feeds = [tensor("h0", h0), tensor("w", w), tensor("u", u), tensor("xs", xs)]
+    for reverse in (False, True):
+        f = lambda *a: rnn(*a, reverse=reverse)
+        l, hT, ys = f(h0, w, u, xs)
+        grads = jax.grad(lambda *a: f(*a)[0], argnums=(0, 1, 2, 3))(h0, w, u, xs)
+        outs = [(0, l)] + [(1 + k, g) for k, g in enumerate(grads)] + [(5, hT), (6, ys)]
+        suffix = "_reverse" if reverse else ""
+        for k in ks:
+            case(f"rnn_ckpt_len{length}_k{k}{suffix}", "rnn", "grad", feeds, outs,
+                 length=length, reverse=reverse, checkpoint=k)
 
 os.makedirs(os.path.dirname(OUT), exist_ok=True)
 with open(OUT, "w") as fh:

@@ -274,10 +274,14 @@ fn vjp_scan_from(
     Ok(res)
 }
 
-/// Checkpointed reverse mode: the scan as `length / k` segments of an
-/// inner `k`-step scan. Only the segment-entry carries are stored; the
-/// backward pass of each segment recomputes (and briefly stores) its `k`
-/// inner carries.
+/// Checkpointed reverse mode: the scan as segments of `k` steps, each an
+/// inner `k`-step scan, and, when `k` does not divide the length, one short
+/// segment of `length % k` steps processed last (the highest steps of a
+/// forward scan, the lowest of a reverse one). Only the segment-entry
+/// carries are stored (`ceil(length / k)` of them: the full segments' from
+/// one forward pass, the short segment's is that pass's final carry); the
+/// backward pass of each segment recomputes (and briefly stores) its inner
+/// carries.
 fn vjp_scan_segments(
     g: &mut Graph,
     s: &ScanSpec,
@@ -286,59 +290,164 @@ fn vjp_scan_segments(
     cts: &[Option<NodeId>],
 ) -> Result<Vec<Option<NodeId>>> {
     let nc = s.num_carry;
-    let nseg = s.length / k;
-    let seg = |d: &[usize]| -> Vec<usize> {
-        let mut v = vec![nseg, k];
-        v.extend_from_slice(&d[1..]);
-        v
+    let (nfull, rem) = (s.length / k, s.length % k);
+    // Steps of the full segments and of the short one, as index ranges.
+    let (full_at, rem_at) = if s.reverse {
+        (rem, 0)
+    } else {
+        (0, nfull * k)
     };
-    let mut xs = x[..nc].to_vec();
-    for &xi in &x[nc..] {
-        let d = dims(g, xi)?;
-        xs.push(reshape(g, xi, &seg(&d))?);
+    let full = Segments::new(g, s, x, full_at, nfull, k)?;
+    let r = try_tuple_op(g, Op::Scan(with_residuals(&full.spec)?), &full.args)?;
+    let ny = s.body.outputs().len() - nc;
+    let full_stacked = r[nc + ny..].to_vec();
+    let mut carry_cts = cts[..nc].to_vec();
+    let mut rem_xcts = Vec::new();
+    if rem > 0 {
+        // The short segment starts from the full segments' final carry.
+        let mut args = r[..nc].to_vec();
+        args.extend_from_slice(&x[nc..]);
+        let short = Segments::new(g, s, &args, rem_at, 1, rem)?;
+        let stacked = r[..nc]
+            .iter()
+            .map(|&c| {
+                let mut d = vec![1];
+                d.extend(dims(g, c)?);
+                reshape(g, c, &d)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let seg_cts = short.cotangents(g, cts)?;
+        let rr = vjp_scan_from(g, &short.spec, &short.args, &seg_cts, stacked)?;
+        carry_cts = rr[..nc].to_vec();
+        rem_xcts = short.unsegment(g, &rr[nc..])?;
     }
-    let inner = ScanSpec {
-        length: k,
-        checkpoint: None,
-        ..s.clone()
-    };
-    let seg_shapes = shapes_of(g, &xs);
-    let mut in_shapes = seg_shapes[..nc].to_vec();
-    for sh in &seg_shapes[nc..] {
-        in_shapes.push(Shape::from_dims(sh.dims()[1..].to_vec(), sh.dtype()));
+    let mut seg_cts = full.cotangents(g, cts)?;
+    seg_cts[..nc].copy_from_slice(&carry_cts);
+    let rf = vjp_scan_from(g, &full.spec, &full.args, &seg_cts, full_stacked)?;
+    let mut res = rf[..nc].to_vec();
+    let full_xcts = full.unsegment(g, &rf[nc..])?;
+    if rem == 0 {
+        res.extend(full_xcts);
+        return Ok(res);
     }
-    let outer_body = build("scan_segment", &in_shapes, |h, a| {
-        Ok(try_tuple_op(h, Op::Scan(inner), a)?)
-    })?;
-    let outer = ScanSpec {
-        body: Arc::new(outer_body),
-        num_carry: nc,
-        length: nseg,
-        reverse: s.reverse,
-        checkpoint: None,
-    };
-    let mut seg_cts = cts[..nc].to_vec();
-    for c in &cts[nc..] {
-        seg_cts.push(match c {
-            Some(c) => {
-                let d = dims(g, *c)?;
-                Some(reshape(g, *c, &seg(&d))?)
-            }
-            None => None,
-        });
-    }
-    let r = vjp_scan(g, &outer, &xs, &seg_cts)?;
-    let mut res = r[..nc].to_vec();
-    for (c, &xi) in r[nc..].iter().zip(&x[nc..]) {
-        res.push(match c {
-            Some(c) => {
+    for ((f, r), &xi) in full_xcts.into_iter().zip(rem_xcts).zip(&x[nc..]) {
+        res.push(match (f, r) {
+            (None, None) => None,
+            (f, r) => {
                 let d = dims(g, xi)?;
-                Some(reshape(g, *c, &d)?)
+                let part = |g: &mut Graph, c: Option<NodeId>, n: usize| -> Result<NodeId> {
+                    let mut d = d.clone();
+                    d[0] = n;
+                    match c {
+                        Some(c) => Ok(c),
+                        None => zeros(g, &d, dtype(g, xi)),
+                    }
+                };
+                let f = part(g, f, nfull * k)?;
+                let r = part(g, r, rem)?;
+                let parts = if s.reverse { [r, f] } else { [f, r] };
+                Some(g.try_node(Op::Concat { axis: 0 }, &parts, None)?)
             }
-            None => None,
         });
     }
     Ok(res)
+}
+
+/// `nseg` segments of `len` steps of the scan `s` starting at step `at`:
+/// an outer `nseg`-step scan whose body is the inner `len`-step scan, and
+/// its operands (the carries, the scanned operands reshaped to
+/// `[nseg, len, ..]`).
+struct Segments {
+    spec: ScanSpec,
+    args: Vec<NodeId>,
+    at: usize,
+    nseg: usize,
+    len: usize,
+}
+
+impl Segments {
+    fn new(
+        g: &mut Graph,
+        s: &ScanSpec,
+        x: &[NodeId],
+        at: usize,
+        nseg: usize,
+        len: usize,
+    ) -> Result<Self> {
+        let nc = s.num_carry;
+        let mut me = Segments {
+            spec: s.clone(),
+            args: x[..nc].to_vec(),
+            at,
+            nseg,
+            len,
+        };
+        for &xi in &x[nc..] {
+            let a = me.segment(g, xi)?;
+            me.args.push(a);
+        }
+        let inner = ScanSpec {
+            length: len,
+            checkpoint: None,
+            ..s.clone()
+        };
+        let seg_shapes = shapes_of(g, &me.args);
+        let mut in_shapes = seg_shapes[..nc].to_vec();
+        for sh in &seg_shapes[nc..] {
+            in_shapes.push(Shape::from_dims(sh.dims()[1..].to_vec(), sh.dtype()));
+        }
+        let outer_body = build("scan_segment", &in_shapes, |h, a| {
+            Ok(try_tuple_op(h, Op::Scan(inner), a)?)
+        })?;
+        me.spec = ScanSpec {
+            body: Arc::new(outer_body),
+            num_carry: nc,
+            length: nseg,
+            reverse: s.reverse,
+            checkpoint: None,
+        };
+        Ok(me)
+    }
+
+    /// Steps `at..at + nseg * len` of the stacked `v` as `[nseg, len, ..]`.
+    fn segment(&self, g: &mut Graph, v: NodeId) -> Result<NodeId> {
+        let d = dims(g, v)?;
+        let n = self.nseg * self.len;
+        let v = if self.at == 0 && n == d[0] {
+            v
+        } else {
+            slice_axis(g, v, 0, self.at, n, 1)?
+        };
+        let mut sd = vec![self.nseg, self.len];
+        sd.extend_from_slice(&d[1..]);
+        reshape(g, v, &sd)
+    }
+
+    /// The result cotangents of the whole scan restricted to these segments
+    /// (the carry cotangents pass through).
+    fn cotangents(&self, g: &mut Graph, cts: &[Option<NodeId>]) -> Result<Vec<Option<NodeId>>> {
+        let nc = self.spec.num_carry;
+        let mut out = cts[..nc].to_vec();
+        for c in &cts[nc..] {
+            out.push(c.map(|c| self.segment(g, c)).transpose()?);
+        }
+        Ok(out)
+    }
+
+    /// Segmented cotangents `[nseg, len, ..]` back to `[nseg * len, ..]`.
+    fn unsegment(&self, g: &mut Graph, cts: &[Option<NodeId>]) -> Result<Vec<Option<NodeId>>> {
+        cts.iter()
+            .map(|c| {
+                c.map(|c| {
+                    let d = dims(g, c)?;
+                    let mut fd = vec![self.nseg * self.len];
+                    fd.extend_from_slice(&d[2..]);
+                    reshape(g, c, &fd)
+                })
+                .transpose()
+            })
+            .collect()
+    }
 }
 
 /// Result tangents of the control node `node` given its input tangents.

@@ -71,8 +71,11 @@ pub struct ScanSpec {
     pub length: usize,
     /// Walk `t` from `length - 1` down to 0 (`ys[t]` still belongs to `xs[t]`).
     pub reverse: bool,
-    /// Reverse mode: `None` stores every step's carry; `Some(k)` stores one
-    /// carry per segment of `k` steps and recomputes the others.
+    /// Reverse mode: `None` stores every step's carry; `Some(k)` (`k >= 1`)
+    /// stores one carry per segment of `k` steps and recomputes the others.
+    /// `k` need not divide the length: the segment processed last is then
+    /// shorter (`length % k` steps), so `ceil(length / k)` carries are
+    /// stored. `k >= length` stores every carry, as `None` does.
     pub checkpoint: Option<usize>,
 }
 
@@ -306,13 +309,11 @@ pub(crate) fn infer_scan(s: &ScanSpec, inputs: &[&Shape]) -> InferResult {
         &bo[..s.num_carry],
         &want[..s.num_carry],
     )?;
-    if let Some(k) = s.checkpoint {
-        if k == 0 || !s.length.is_multiple_of(k) {
-            return Err(format!(
-                "checkpoint segment {k} must be positive and divide the length {}",
-                s.length
-            ));
-        }
+    if s.checkpoint == Some(0) {
+        return Err(format!(
+            "checkpoint segment 0 must be positive (the length is {})",
+            s.length
+        ));
     }
     tuple_shape(&Op::Scan(s.clone()))
 }
@@ -576,5 +577,43 @@ graph \"g\" {
             errs[0].to_string(),
             "%2: if: else-branch outputs vs then-branch outputs: expected (f32[2]), given (f32[1])"
         );
+    }
+
+    /// `h' = h + x_t` over `xs [7, 2]` with the checkpoint segment `k`.
+    fn scan7(k: Option<usize>) -> Result<Graph, String> {
+        let mut body = Graph::new("step");
+        let h = body.input("h", Shape::new(&[2], DType::F32));
+        let x = body.input("x_t", Shape::new(&[2], DType::F32));
+        let h2 = body.add(h, x);
+        body.set_outputs(vec![h2]);
+        let mut g = Graph::new("g");
+        let h0 = g.input("h0", Shape::new(&[2], DType::F32));
+        let xs = g.input("xs", Shape::new(&[7, 2], DType::F32));
+        let spec = ScanSpec {
+            body: Arc::new(body),
+            num_carry: 1,
+            length: 7,
+            reverse: false,
+            checkpoint: k,
+        };
+        let r = try_tuple_op(&mut g, Op::Scan(spec), &[h0, xs]).map_err(|e| e.to_string())?;
+        g.set_outputs(r);
+        Ok(g)
+    }
+
+    #[test]
+    fn any_positive_checkpoint_segment_verifies_and_round_trips_but_zero_does_not() {
+        // 3 and 4 do not divide 7 (the last segment is shorter); 7 and 9
+        // mean no checkpointing.
+        for k in [1, 3, 4, 6, 7, 9] {
+            let g = scan7(Some(k)).unwrap_or_else(|e| panic!("k = {k}: {e}"));
+            assert!(verify_all(&g).is_empty(), "k = {k}: {:?}", verify_all(&g));
+            let text = g.to_string();
+            assert!(text.contains(&format!("checkpoint=Some({k})")), "{text}");
+            let back = crate::parse_graph(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(back.to_string(), text);
+        }
+        let e = scan7(Some(0)).unwrap_err();
+        assert!(e.contains("checkpoint segment 0 must be positive"), "{e}");
     }
 }
