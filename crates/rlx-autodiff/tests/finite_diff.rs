@@ -557,6 +557,9 @@ fn control_flow() {
         (true, None),
         (false, Some(2)),
         (true, Some(2)),
+        // 3 does not divide the 4 steps: a short last segment of 1 step.
+        (false, Some(3)),
+        (true, Some(3)),
     ] {
         check(
             &format!("scan_{reverse}_{checkpoint:?}"),
@@ -576,27 +579,42 @@ fn control_flow() {
             },
         );
     }
-    // An int scanned input and an int carry get no derivatives but steer the step.
-    check("scan_int_inputs", &[&[3], &[5, 3]], false, |g, x| {
-        let mut b = Graph::new("step");
-        let h = b.input("h", f64s(&[3]));
-        let i = b.input("i", Shape::scalar(DType::I64));
-        let xt = b.input("x", f64s(&[3]));
-        let k = b.input("k", Shape::scalar(DType::I64));
-        let kf = b.cast(k, DType::F64);
-        let hk = b.mul(h, kf);
-        let hk = b.mul(hk, b.constant(0.1, DType::F64));
-        let sx = b.sin(xt);
-        let h2 = b.add(hk, sx);
-        let i2 = b.add(i, b.constant(1.0, DType::I64));
-        b.set_outputs(vec![h2, i2, h2]);
-        let ks = g.constant_tensor(&HostTensor::from_vec(vec![3i64, -1, 2, 0, 5], &[5]).unwrap());
-        let i0 = g.scalar(0.0, DType::I64);
-        let (carry, ys) =
-            rlx_ir::ops::control::try_scan(g, b, &[x[0], i0], &[x[1], ks], false).unwrap();
-        let h = g.reshape_(carry[0], &[1, 3]);
-        g.concat_(&[h, ys[0]], 0)
-    });
+    // An int scanned input and an int carry get no derivatives but steer the
+    // step; also through segments of 2 of the 5 steps (a short last one).
+    for (reverse, checkpoint) in [(false, None), (false, Some(2)), (true, Some(2))] {
+        check(
+            &format!("scan_int_inputs_{reverse}_{checkpoint:?}"),
+            &[&[3], &[5, 3]],
+            false,
+            |g, x| {
+                let mut b = Graph::new("step");
+                let h = b.input("h", f64s(&[3]));
+                let i = b.input("i", Shape::scalar(DType::I64));
+                let xt = b.input("x", f64s(&[3]));
+                let k = b.input("k", Shape::scalar(DType::I64));
+                let kf = b.cast(k, DType::F64);
+                let hk = b.mul(h, kf);
+                let hk = b.mul(hk, b.constant(0.1, DType::F64));
+                let sx = b.sin(xt);
+                let h2 = b.add(hk, sx);
+                let i2 = b.add(i, b.constant(1.0, DType::I64));
+                b.set_outputs(vec![h2, i2, h2]);
+                let ks = g
+                    .constant_tensor(&HostTensor::from_vec(vec![3i64, -1, 2, 0, 5], &[5]).unwrap());
+                let i0 = g.scalar(0.0, DType::I64);
+                let spec = ScanSpec {
+                    body: Arc::new(b),
+                    num_carry: 2,
+                    length: 5,
+                    reverse,
+                    checkpoint,
+                };
+                let r = try_tuple_op(g, Op::Scan(spec), &[x[0], i0, x[1], ks]).unwrap();
+                let h = g.reshape_(r[0], &[1, 3]);
+                g.concat_(&[h, r[2]], 0)
+            },
+        );
+    }
     // The predicate is computed from the data, far from its boundary, so
     // finite differences stay on one branch; both branches are exercised.
     for bias in [5.0, -5.0] {

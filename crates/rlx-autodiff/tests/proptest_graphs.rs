@@ -117,7 +117,7 @@ proptest! {
 
 /// A random step `(h [3], x_t [3]) -> (tanh(z + h / 2), sum(z))` with `z` a
 /// random program over `h` and `x_t`, scanned over `xs [3, 3]` from `h0`
-/// (stored carries, or checkpointed segments); loss `sum(cos(hT)) + sum(ys)`.
+/// (stored carries, or checkpointed segments, 2 leaving a short one); loss `sum(cos(hT)) + sum(ys)`.
 fn build_scan(steps: &[Step], checkpoint: Option<usize>) -> (Graph, Vec<NodeId>) {
     let f64s = |d: &[usize]| Shape::new(d, DType::F64);
     let mut body = Graph::new("step");
@@ -166,7 +166,7 @@ proptest! {
     #[test]
     fn scan_gradients_and_tangents_match_finite_differences(
         steps in prop::collection::vec((any::<u8>(), any::<usize>(), any::<usize>()), 1..5),
-        checkpoint in prop::option::of(prop::sample::select(vec![1usize, 3])),
+        checkpoint in prop::option::of(prop::sample::select(vec![1usize, 2, 3])),
         a in prop::collection::vec(-1.5f64..1.5, 3),
         b in prop::collection::vec(-1.5f64..1.5, 9),
         da in prop::collection::vec(-1.0f64..1.0, 3),

@@ -292,11 +292,7 @@ fn vjp_scan_segments(
     let nc = s.num_carry;
     let (nfull, rem) = (s.length / k, s.length % k);
     // Steps of the full segments and of the short one, as index ranges.
-    let (full_at, rem_at) = if s.reverse {
-        (rem, 0)
-    } else {
-        (0, nfull * k)
-    };
+    let (full_at, rem_at) = if s.reverse { (rem, 0) } else { (0, nfull * k) };
     let full = Segments::new(g, s, x, full_at, nfull, k)?;
     let r = try_tuple_op(g, Op::Scan(with_residuals(&full.spec)?), &full.args)?;
     let ny = s.body.outputs().len() - nc;
