@@ -22,6 +22,10 @@ torch_optim_more.json: the rest of torch.optim (Adagrad, RMSprop, Adamax, Adadel
     elements (see mask_more: every ZERO_EVERY-th iteration all of them, otherwise those with (j + k) % SPARSE_MOD
     == 0) to exercise zero and sparse-ish gradients. ASGD runs also record the final average `ax`.
     Only this file:  ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more
+    It also has "lbfgs_runs": torch.optim.LBFGS (fixed step and strong-Wolfe, history sizes, maximize) for
+    STEPS_MORE calls of opt.step(closure) on the same problem, whose loss is
+    L = sum over elements, in order (w then b, row-major), of (0.5 * h) * (p - t) * (p - t) + (0.25 * c) * p*p*p*p,
+    summed left to right in float64 from the parameter values (loss_more); the gradient is g as above (no mask).
 numpy_optim.json: numpy re-implementations (float64, tools/numpy_optim_ref.py) of the optimizers torch does not
     have, each following the authors' reference code named in its docstring (Lion, QHAdamW, LAMB, Sophia-G, MARS,
     Muon, SOAP, PSGD Kron, geoopt's Riemannian SGD / Adam on the Stiefel manifold); their gradient adds a drift
@@ -220,7 +224,58 @@ def torch_run_more(cls, kw, masked, dtype):
     return traj, extra
 
 
+def loss_more(ps):
+    total = 0.0
+    for n in NAMES:
+        for x, h, t in zip(ps[n].reshape(-1).tolist(), H_MORE[n], T_MORE[n]):
+            total += (0.5 * h) * (x - t) * (x - t) + (0.25 * C_MORE) * x * x * x * x
+    return total
+
+
+def lbfgs_configs():
+    return [
+        ("lbfgs_fixed", dict(lr=0.5, max_iter=1, history_size=5)),
+        ("lbfgs_fixed_short_history", dict(lr=1.0, max_iter=3, history_size=2, tolerance_change=1e-12)),
+        ("lbfgs_strong_wolfe", dict(lr=1.0, max_iter=2, history_size=4, line_search_fn="strong_wolfe")),
+        ("lbfgs_strong_wolfe_maximize", dict(lr=0.8, max_iter=4, history_size=3, line_search_fn="strong_wolfe",
+                                             tolerance_change=1e-12, maximize=True)),
+    ]
+
+
+def lbfgs_run(kw, dtype):
+    ps = {n: torch.tensor(INIT_MORE[n], dtype=torch.float64).to(dtype).reshape(SHAPES_MORE[n]) for n in NAMES}
+    opt = torch.optim.LBFGS([ps[n] for n in NAMES], **kw)
+    sign = -1.0 if kw.get("maximize") else 1.0
+
+    def closure():
+        for n in NAMES:
+            p = ps[n]
+            h = torch.tensor(H_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+            t = torch.tensor(T_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+            p.grad = sign * (h * (p - t) + C_MORE * ((p * p) * p))
+        return torch.tensor(sign * loss_more(ps), dtype=torch.float64)
+
+    traj, losses = [], []
+    for _ in range(STEPS_MORE):
+        with torch.no_grad():
+            losses.append(float(opt.step(closure)))
+        traj.append(flat({n: ps[n].reshape(-1).tolist() for n in NAMES}))
+    st = opt.state[ps[NAMES[0]]]
+    return traj, losses, {"func_evals": st["func_evals"], "n_iter": st["n_iter"]}
+
+
 def gen_torch_more():
+    lbfgs = []
+    for name, kw in lbfgs_configs():
+        ent = {"name": name, "torch": "torch.optim.LBFGS", "kwargs": kw}
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            traj, losses, counts = lbfgs_run(kw, tdt)
+            ent[dt] = [[num(x, dt) for x in row] for row in traj]
+            ent[dt + "_losses"] = losses
+            ent[dt + "_counts"] = counts
+        lbfgs.append(ent)
+        print(f"torch {name:36s} p[0]: {INIT_MORE['w'][0]} -> {ent['f64'][-1][0]:.6f}  {ent['f64_counts']}")
+
     runs = []
     for name, rust, cls, kw, masked in torch_configs_more():
         ent = {"name": name, "optimizer": rust, "torch": f"torch.optim.{cls.__name__}", "kwargs": kw,
@@ -232,7 +287,7 @@ def gen_torch_more():
                 ent[dt + "_ax"] = [num(x, dt) for x in extra]
         runs.append(ent)
         print(f"torch {name:36s} p[0]: {INIT_MORE['w'][0]} -> {ent['f64'][-1][0]:.6f}")
-    return {"torch_version": torch.__version__, "problem": problem_more(), "runs": runs}
+    return {"torch_version": torch.__version__, "problem": problem_more(), "runs": runs, "lbfgs_runs": lbfgs}
 
 
 def gen_schedules():

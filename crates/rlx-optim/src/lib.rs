@@ -20,6 +20,7 @@
 //! | [`Adadelta`] | `torch.optim.Adadelta` |
 //! | [`Asgd`] (with its running average) | `torch.optim.ASGD` |
 //! | [`Rprop`] (etas, step-size bounds) | `torch.optim.Rprop` |
+//! | [`Lbfgs`] (history size, strong-Wolfe line search; closure API, not an [`Optimizer`]) | `torch.optim.LBFGS` |
 //! | [`Adafactor`] (factored for 2+ dimensions) | `torch.optim.Adafactor` |
 //! | [`QHAdamW`] | facebookresearch/qhoptim `QHAdamW` |
 //! | [`Lamb`] | cybertronai/pytorch-lamb |
@@ -115,6 +116,7 @@ pub use optimizers::adamax::{Adamax, AdamaxConfig};
 pub use optimizers::asgd::{Asgd, AsgdConfig};
 pub use optimizers::kron::{KronConfig, KronPsgd, MemorySaveMode, PrecondUpdate};
 pub use optimizers::lamb::{Lamb, LambConfig};
+pub use optimizers::lbfgs::{Lbfgs, LbfgsConfig, LineSearch};
 pub use optimizers::lion::{Lion, LionConfig};
 pub use optimizers::mars::{Mars, MarsConfig, MarsType};
 pub use optimizers::muon::{Muon, MuonConfig};

@@ -259,8 +259,8 @@ pub mod prelude {
     #[cfg(feature = "optim")]
     pub use crate::optim::{
         global_grad_clip_scale, l2_norm, Adadelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Asgd,
-        KronPsgd, Lamb, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam, RmsProp, Rprop, Sgd,
-        Soap, Sophia, Stiefel,
+        KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam, RmsProp, Rprop,
+        Sgd, Soap, Sophia, Stiefel,
     };
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,

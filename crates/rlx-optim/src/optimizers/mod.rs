@@ -8,6 +8,7 @@ pub mod adamax;
 pub mod asgd;
 pub mod kron;
 pub mod lamb;
+pub mod lbfgs;
 pub mod lion;
 pub mod mars;
 pub mod muon;
