@@ -2,7 +2,10 @@
 """Reference trajectories for crates/rlx-optim (tests/fixtures/*.json).
 
 Re-run (needs the torch env of /work/shared/ref/setup_torch.sh, which also has numpy):
-    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py
+    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py            # every file
+    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more       # one: torch | more | schedules | clip | numpy
+then run `cargo test -p rlx-optim` and commit the rewritten JSON under crates/rlx-optim/tests/fixtures/ (the
+output is deterministic: a rerun with the same torch / numpy writes the same bytes).
 
 Problem (identical in torch, numpy and the Rust tests): two parameters, "w" of shape [3, 4] and "b" of shape
 [5], initial values INIT below; the gradient is a fixed function of the parameter, computed elementwise in the
@@ -13,6 +16,16 @@ Each run: 20 iterations of {g_w = grad(w); g_b = grad(b); opt.step() on both}; r
 every iteration, for float32 and float64 (everything in that dtype).
 
 torch_optim.json: torch.optim (single-tensor path, foreach=False) for SGD, Adam, AdamW, NAdam, RAdam, Adafactor.
+torch_optim_more.json: the rest of torch.optim (Adagrad, RMSprop, Adamax, Adadelta, ASGD, Rprop, and NAdam with
+    momentum_decay), on a second problem of the same form (PROBLEM_MORE: other shapes, values and c) for
+    STEPS_MORE = 50 iterations, fresh hyper-parameters per run; runs with "grad_mask" zero some gradient
+    elements (see mask_more: every ZERO_EVERY-th iteration all of them, otherwise those with (j + k) % SPARSE_MOD
+    == 0) to exercise zero and sparse-ish gradients. ASGD runs also record the final average `ax`.
+    Only this file:  ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more
+    It also has "lbfgs_runs": torch.optim.LBFGS (fixed step and strong-Wolfe, history sizes, maximize) for
+    STEPS_MORE calls of opt.step(closure) on the same problem, whose loss is
+    L = sum over elements, in order (w then b, row-major), of (0.5 * h) * (p - t) * (p - t) + (0.25 * c) * p*p*p*p,
+    summed left to right in float64 from the parameter values (loss_more); the gradient is g as above (no mask).
 numpy_optim.json: numpy re-implementations (float64, tools/numpy_optim_ref.py) of the optimizers torch does not
     have, each following the authors' reference code named in its docstring (Lion, QHAdamW, LAMB, Sophia-G, MARS,
     Muon, SOAP, PSGD Kron, geoopt's Riemannian SGD / Adam on the Stiefel manifold); their gradient adds a drift
@@ -126,6 +139,157 @@ def gen_torch():
     return {"torch_version": torch.__version__, "problem": problem(), "runs": runs}
 
 
+# ------------------------------------------------------------------------------------------ torch, more
+
+STEPS_MORE = 50
+ZERO_EVERY = 7
+SPARSE_MOD = 3
+SHAPES_MORE = {"w": [2, 3], "b": [3]}
+INIT_MORE = {"w": _vals(6, 0.7, -0.05, 1.3), "b": _vals(3, 0.5, 0.15, 2.9)}
+H_MORE = {"w": [round(0.4 + 0.15 * i, 3) for i in range(6)], "b": [round(1.2 - 0.1 * i, 3) for i in range(3)]}
+T_MORE = {n: [round(x + (0.6 + 0.1 * (i % 4)) * (-1 if i % 2 else 1), 3) for i, x in enumerate(INIT_MORE[n])]
+          for n in INIT_MORE}
+C_MORE = 0.05
+
+
+def problem_more():
+    return {"init": INIT_MORE, "h": H_MORE, "t": T_MORE, "c": C_MORE, "shapes": SHAPES_MORE, "order": NAMES,
+            "steps": STEPS_MORE, "zero_every": ZERO_EVERY, "sparse_mod": SPARSE_MOD,
+            "grad": "g = h * (p - t) + c * ((p * p) * p), elementwise in the parameter dtype; with grad_mask, "
+                    "element j (flat index within its parameter) of iteration k (1-based) is 0 if "
+                    "k % zero_every == 0 or (j + k) % sparse_mod == 0"}
+
+
+def mask_more(k, n):
+    """1/0 per element of a parameter of n elements at iteration k (1-based)."""
+    return [0.0 if k % ZERO_EVERY == 0 or (j + k) % SPARSE_MOD == 0 else 1.0 for j in range(n)]
+
+
+def torch_configs_more():
+    O = torch.optim
+    M = True  # grad_mask
+    return [
+        ("adagrad", "Adagrad", O.Adagrad, dict(lr=0.1), False),
+        ("adagrad_lr_decay_init_acc", "Adagrad", O.Adagrad,
+         dict(lr=0.2, lr_decay=0.01, initial_accumulator_value=0.1, eps=1e-8), False),
+        ("adagrad_wd_maximize", "Adagrad", O.Adagrad, dict(lr=0.15, weight_decay=0.05, maximize=True), False),
+        ("adagrad_sparse", "Adagrad", O.Adagrad, dict(lr=0.12, lr_decay=0.005), M),
+        ("rmsprop", "RmsProp", O.RMSprop, dict(lr=0.005), False),
+        ("rmsprop_centered", "RmsProp", O.RMSprop, dict(lr=0.003, alpha=0.95, centered=True), False),
+        ("rmsprop_momentum_wd", "RmsProp", O.RMSprop, dict(lr=0.002, momentum=0.8, weight_decay=0.05), False),
+        ("rmsprop_centered_momentum_maximize", "RmsProp", O.RMSprop,
+         dict(lr=0.002, alpha=0.9, eps=1e-6, momentum=0.5, centered=True, maximize=True), False),
+        ("rmsprop_sparse", "RmsProp", O.RMSprop, dict(lr=0.004, alpha=0.97, momentum=0.3), M),
+        ("adamax", "Adamax", O.Adamax, dict(lr=0.02), False),
+        ("adamax_wd_betas", "Adamax", O.Adamax, dict(lr=0.03, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), False),
+        ("adamax_maximize_sparse", "Adamax", O.Adamax, dict(lr=0.025, betas=(0.85, 0.995), maximize=True), M),
+        ("adadelta", "Adadelta", O.Adadelta, dict(), False),
+        ("adadelta_rho_wd", "Adadelta", O.Adadelta, dict(lr=2.0, rho=0.8, eps=1e-5, weight_decay=0.1), False),
+        ("adadelta_maximize_sparse", "Adadelta", O.Adadelta, dict(lr=1.5, rho=0.95, maximize=True), M),
+        ("asgd", "Asgd", O.ASGD, dict(lr=0.02), False),
+        ("asgd_averaging", "Asgd", O.ASGD, dict(lr=0.03, lambd=1e-3, alpha=0.6, t0=10.0), False),
+        ("asgd_wd_maximize_sparse", "Asgd", O.ASGD,
+         dict(lr=0.025, lambd=5e-3, alpha=0.9, t0=25.0, weight_decay=0.05, maximize=True), M),
+        ("rprop", "Rprop", O.Rprop, dict(lr=0.01), False),
+        ("rprop_etas_step_sizes", "Rprop", O.Rprop, dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)), False),
+        ("rprop_maximize_sparse", "Rprop", O.Rprop,
+         dict(lr=0.02, etas=(0.6, 1.1), step_sizes=(1e-4, 1.0), maximize=True), M),
+        ("nadam_momentum_decay", "NAdamW", O.NAdam, dict(lr=0.01, betas=(0.85, 0.995), momentum_decay=0.02), False),
+        ("nadam_l2_momentum_decay_maximize", "NAdamW", O.NAdam,
+         dict(lr=0.015, momentum_decay=0.01, weight_decay=0.05, maximize=True), False),
+        ("nadamw_momentum_decay_sparse", "NAdamW", O.NAdam,
+         dict(lr=0.02, momentum_decay=0.008, weight_decay=0.1, decoupled_weight_decay=True), M),
+    ]
+
+
+def torch_run_more(cls, kw, masked, dtype):
+    ps = {n: torch.tensor(INIT_MORE[n], dtype=torch.float64).to(dtype).reshape(SHAPES_MORE[n]) for n in NAMES}
+    opt = cls([ps[n] for n in NAMES], **kw, foreach=False)
+    traj = []
+    for k in range(1, STEPS_MORE + 1):
+        with torch.no_grad():
+            for n in NAMES:
+                p = ps[n]
+                h = torch.tensor(H_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+                t = torch.tensor(T_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+                g = h * (p - t) + C_MORE * ((p * p) * p)
+                if masked:
+                    g = g * torch.tensor(mask_more(k, p.numel()), dtype=dtype).reshape(p.shape)
+                p.grad = -g if kw.get("maximize") else g
+            opt.step()
+        traj.append(flat({n: ps[n].reshape(-1).tolist() for n in NAMES}))
+    extra = None
+    if cls is torch.optim.ASGD:
+        extra = flat({n: opt.state[ps[n]]["ax"].reshape(-1).tolist() for n in NAMES})
+    return traj, extra
+
+
+def loss_more(ps):
+    total = 0.0
+    for n in NAMES:
+        for x, h, t in zip(ps[n].reshape(-1).tolist(), H_MORE[n], T_MORE[n]):
+            total += (0.5 * h) * (x - t) * (x - t) + (0.25 * C_MORE) * x * x * x * x
+    return total
+
+
+def lbfgs_configs():
+    return [
+        ("lbfgs_fixed", dict(lr=0.5, max_iter=1, history_size=5)),
+        ("lbfgs_fixed_short_history", dict(lr=1.0, max_iter=3, history_size=2, tolerance_change=1e-12)),
+        ("lbfgs_strong_wolfe", dict(lr=1.0, max_iter=2, history_size=4, line_search_fn="strong_wolfe")),
+        ("lbfgs_strong_wolfe_maximize", dict(lr=0.8, max_iter=4, history_size=3, line_search_fn="strong_wolfe",
+                                             tolerance_change=1e-12, maximize=True)),
+    ]
+
+
+def lbfgs_run(kw, dtype):
+    ps = {n: torch.tensor(INIT_MORE[n], dtype=torch.float64).to(dtype).reshape(SHAPES_MORE[n]) for n in NAMES}
+    opt = torch.optim.LBFGS([ps[n] for n in NAMES], **kw)
+    sign = -1.0 if kw.get("maximize") else 1.0
+
+    def closure():
+        for n in NAMES:
+            p = ps[n]
+            h = torch.tensor(H_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+            t = torch.tensor(T_MORE[n], dtype=torch.float64).to(dtype).reshape(p.shape)
+            p.grad = sign * (h * (p - t) + C_MORE * ((p * p) * p))
+        return torch.tensor(sign * loss_more(ps), dtype=torch.float64)
+
+    traj, losses = [], []
+    for _ in range(STEPS_MORE):
+        with torch.no_grad():
+            losses.append(float(opt.step(closure)))
+        traj.append(flat({n: ps[n].reshape(-1).tolist() for n in NAMES}))
+    st = opt.state[ps[NAMES[0]]]
+    return traj, losses, {"func_evals": st["func_evals"], "n_iter": st["n_iter"]}
+
+
+def gen_torch_more():
+    lbfgs = []
+    for name, kw in lbfgs_configs():
+        ent = {"name": name, "torch": "torch.optim.LBFGS", "kwargs": kw}
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            traj, losses, counts = lbfgs_run(kw, tdt)
+            ent[dt] = [[num(x, dt) for x in row] for row in traj]
+            ent[dt + "_losses"] = losses
+            ent[dt + "_counts"] = counts
+        lbfgs.append(ent)
+        print(f"torch {name:36s} p[0]: {INIT_MORE['w'][0]} -> {ent['f64'][-1][0]:.6f}  {ent['f64_counts']}")
+
+    runs = []
+    for name, rust, cls, kw, masked in torch_configs_more():
+        ent = {"name": name, "optimizer": rust, "torch": f"torch.optim.{cls.__name__}", "kwargs": kw,
+               "grad_mask": masked}
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            traj, extra = torch_run_more(cls, kw, masked, tdt)
+            ent[dt] = [[num(x, dt) for x in row] for row in traj]
+            if extra is not None:
+                ent[dt + "_ax"] = [num(x, dt) for x in extra]
+        runs.append(ent)
+        print(f"torch {name:36s} p[0]: {INIT_MORE['w'][0]} -> {ent['f64'][-1][0]:.6f}")
+    return {"torch_version": torch.__version__, "problem": problem_more(), "runs": runs, "lbfgs_runs": lbfgs}
+
+
 def gen_schedules():
     S = torch.optim.lr_scheduler
     base = 0.1
@@ -189,6 +353,8 @@ def main():
     only = sys.argv[1:]
     if not only or "torch" in only:
         dump(gen_torch(), "torch_optim.json")
+    if not only or "more" in only:
+        dump(gen_torch_more(), "torch_optim_more.json")
     if not only or "schedules" in only:
         dump(gen_schedules(), "schedules.json")
     if not only or "clip" in only:

@@ -12,8 +12,15 @@
 //! |---|---|
 //! | [`Sgd`] (momentum, dampening, Nesterov, weight decay) | `torch.optim.SGD` |
 //! | [`Adam`], [`AdamW`] (amsgrad, maximize) | `torch.optim.Adam` / `AdamW` |
-//! | [`NAdamW`] (decoupled or L2 decay) | `torch.optim.NAdam` |
+//! | [`NAdamW`] (decoupled or L2 decay, momentum decay) | `torch.optim.NAdam` |
 //! | [`RAdam`] | `torch.optim.RAdam` |
+//! | [`Adagrad`] (lr decay, initial accumulator, maximize) | `torch.optim.Adagrad` |
+//! | [`RmsProp`] (centered, momentum) | `torch.optim.RMSprop` |
+//! | [`Adamax`] | `torch.optim.Adamax` |
+//! | [`Adadelta`] | `torch.optim.Adadelta` |
+//! | [`Asgd`] (with its running average) | `torch.optim.ASGD` |
+//! | [`Rprop`] (etas, step-size bounds) | `torch.optim.Rprop` |
+//! | [`Lbfgs`] (history size, strong-Wolfe line search; closure API, not an [`Optimizer`]) | `torch.optim.LBFGS` |
 //! | [`Adafactor`] (factored for 2+ dimensions) | `torch.optim.Adafactor` |
 //! | [`QHAdamW`] | facebookresearch/qhoptim `QHAdamW` |
 //! | [`Lamb`] | cybertronai/pytorch-lamb |
@@ -28,8 +35,9 @@
 //! Updates are computed in the buffer's precision the way the reference
 //! does (for torch, op by op, including its fused multiply-adds), so `f32`
 //! trajectories follow torch's to ~1e-7 relative and `f64` ones to an ulp.
-//! The tests compare 20-step trajectories with fixtures written by
-//! `tools/gen_optim_fixtures.py` (torch for the torch optimizers, numpy
+//! The tests compare 20-step trajectories (50 for the torch optimizers
+//! from Adagrad down, with zero and sparse-ish gradients) with fixtures
+//! written by `tools/gen_optim_fixtures.py` (torch for the torch optimizers, numpy
 //! re-implementations of the authors' code for the others).
 //!
 //! Where this crate departs from a reference, on purpose:
@@ -43,7 +51,8 @@
 //! - [`Lamb`] uses a trust ratio of 1 where a norm is zero (the reference
 //!   divides by zero);
 //! - [`NAdamW`] keeps torch's quirk of a float32 running product of the
-//!   momentum factors, also for `f64` parameters.
+//!   momentum factors, also for `f64` parameters, and [`Asgd`] its quirk of
+//!   float32 `eta` and `mu`.
 //!
 //! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear
 //! warm-up, cosine, warm-up + cosine, step) and global-norm clipping
@@ -99,16 +108,23 @@ pub use clip::{clip_grad_norm, global_grad_clip_scale, l2_norm};
 pub use error::{OptimError, Result};
 pub use float::Float;
 pub use optimizer::Optimizer;
+pub use optimizers::adadelta::{Adadelta, AdadeltaConfig};
 pub use optimizers::adafactor::{Adafactor, AdafactorConfig};
+pub use optimizers::adagrad::{Adagrad, AdagradConfig};
 pub use optimizers::adam::{Adam, AdamConfig, AdamW};
+pub use optimizers::adamax::{Adamax, AdamaxConfig};
+pub use optimizers::asgd::{Asgd, AsgdConfig};
 pub use optimizers::kron::{KronConfig, KronPsgd, MemorySaveMode, PrecondUpdate};
 pub use optimizers::lamb::{Lamb, LambConfig};
+pub use optimizers::lbfgs::{Lbfgs, LbfgsConfig, LineSearch};
 pub use optimizers::lion::{Lion, LionConfig};
 pub use optimizers::mars::{Mars, MarsConfig, MarsType};
 pub use optimizers::muon::{Muon, MuonConfig};
 pub use optimizers::nadam::{NAdamConfig, NAdamW};
 pub use optimizers::qhadam::{QHAdamConfig, QHAdamW};
 pub use optimizers::radam::{RAdam, RAdamConfig};
+pub use optimizers::rmsprop::{RmsProp, RmsPropConfig};
+pub use optimizers::rprop::{Rprop, RpropConfig};
 pub use optimizers::sgd::{Sgd, SgdConfig};
 pub use optimizers::soap::{Soap, SoapConfig};
 pub use optimizers::sophia::{Sophia, SophiaConfig};

@@ -353,3 +353,214 @@ fn non_finite_state_round_trips() {
     );
     assert_eq!(OptimState::from_json(&st.to_json()).unwrap(), st);
 }
+
+/// The optimizers from Adagrad on (torch_optim_more.json), each with its
+/// stateful variants on.
+fn more_makers() -> Vec<Box<dyn Fn() -> Box<dyn Optimizer>>> {
+    vec![
+        Box::new(|| {
+            Box::new(
+                Adagrad::new(AdagradConfig {
+                    lr: 0.1,
+                    lr_decay: 0.01,
+                    initial_accumulator_value: 0.1,
+                    weight_decay: 0.05,
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        }),
+        Box::new(|| {
+            Box::new(
+                RmsProp::new(RmsPropConfig {
+                    lr: 0.003,
+                    momentum: 0.5,
+                    centered: true,
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        }),
+        Box::new(|| Box::new(Adamax::new(AdamaxConfig::default()).unwrap())),
+        Box::new(|| Box::new(Adadelta::new(AdadeltaConfig::default()).unwrap())),
+        Box::new(|| {
+            Box::new(
+                Asgd::new(AsgdConfig {
+                    lr: 0.03,
+                    t0: 3.0,
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        }),
+        Box::new(|| {
+            Box::new(
+                Rprop::new(RpropConfig {
+                    lr: 0.05,
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        }),
+        Box::new(|| Box::new(NAdamW::new(NAdamConfig::nadam()).unwrap())),
+    ]
+}
+
+fn roundtrip_more<T: Float>(make: &dyn Fn() -> Box<dyn Optimizer>) {
+    let mut prob = Problem::from(&load("torch_optim_more.json")["problem"]);
+    prob.masked = true;
+    let mut a = make();
+    let mut pa = prob.params::<T>();
+    prob.reset();
+    for _ in 0..prob.steps {
+        prob.iterate(a.as_mut(), &mut pa);
+    }
+    let mut b = make();
+    let mut pb = prob.params::<T>();
+    prob.reset();
+    for _ in 0..11 {
+        prob.iterate(b.as_mut(), &mut pb);
+    }
+    let json = b.save_state().to_json();
+    let mut c = make();
+    c.load_state(&OptimState::from_json(&json).unwrap())
+        .unwrap();
+    assert_eq!(c.save_state(), b.save_state());
+    for _ in 11..prob.steps {
+        prob.iterate(c.as_mut(), &mut pb);
+    }
+    assert_eq!(pa, pb, "resumed trajectory differs");
+}
+
+#[test]
+fn more_optimizers_save_load_continue_the_trajectory() {
+    for m in more_makers() {
+        roundtrip_more::<f32>(m.as_ref());
+        roundtrip_more::<f64>(m.as_ref());
+    }
+}
+
+#[test]
+fn more_optimizers_failed_step_changes_nothing() {
+    for make in more_makers() {
+        let mut opt = make();
+        let (mut p, g) = (vec![0.3f64, -0.2, 0.7, 0.1], vec![0.5f64, 0.0, -0.25, 1.0]);
+        for _ in 0..3 {
+            opt.step_f64("w", &[2, 2], &mut p, &g).unwrap();
+            opt.end_iteration();
+        }
+        let before = (p.clone(), opt.save_state());
+        assert!(opt.step_f64("w", &[2, 2], &mut p, &g[..3]).is_err());
+        assert!(opt.step_f64("w", &[4], &mut p, &g).is_err());
+        assert_eq!((p.clone(), opt.save_state()), before);
+        // Each buffer of the saved state cut short in turn: the step is an
+        // error and changes neither the parameter nor the state.
+        let keys: Vec<String> = before.1.params["w"].buffers.keys().cloned().collect();
+        assert!(!keys.is_empty());
+        for key in keys {
+            let mut st = before.1.clone();
+            st.params
+                .get_mut("w")
+                .unwrap()
+                .buffers
+                .get_mut(&key)
+                .unwrap()
+                .pop();
+            let mut fresh = make();
+            fresh.load_state(&st).unwrap();
+            let snap = fresh.save_state();
+            let e = fresh.step_f64("w", &[2, 2], &mut p, &g).unwrap_err();
+            assert!(matches!(e, OptimError::BadState(_)), "{key}: {e}");
+            assert_eq!(fresh.save_state(), snap, "{key}");
+            assert_eq!(p, before.0, "{key}");
+        }
+    }
+}
+
+#[test]
+fn more_optimizers_reject_bad_hyperparameters() {
+    let bad = |r: Result<()>, name: &str| match r {
+        Err(OptimError::InvalidHyperparameter { name: n, .. }) => assert_eq!(n, name),
+        other => panic!("{name}: {other:?}"),
+    };
+    bad(
+        Adagrad::new(AdagradConfig {
+            lr_decay: -1.0,
+            ..Default::default()
+        })
+        .map(drop),
+        "lr_decay",
+    );
+    bad(
+        Adagrad::new(AdagradConfig {
+            initial_accumulator_value: -0.1,
+            ..Default::default()
+        })
+        .map(drop),
+        "initial_accumulator_value",
+    );
+    bad(
+        RmsProp::new(RmsPropConfig {
+            alpha: -0.5,
+            ..Default::default()
+        })
+        .map(drop),
+        "alpha",
+    );
+    bad(
+        RmsProp::new(RmsPropConfig {
+            momentum: -0.5,
+            ..Default::default()
+        })
+        .map(drop),
+        "momentum",
+    );
+    bad(
+        Adamax::new(AdamaxConfig {
+            betas: (0.9, 1.0),
+            ..Default::default()
+        })
+        .map(drop),
+        "betas[1]",
+    );
+    bad(
+        Adadelta::new(AdadeltaConfig {
+            rho: 1.5,
+            ..Default::default()
+        })
+        .map(drop),
+        "rho",
+    );
+    bad(
+        Asgd::new(AsgdConfig {
+            t0: f64::NAN,
+            ..Default::default()
+        })
+        .map(drop),
+        "t0",
+    );
+    bad(
+        Rprop::new(RpropConfig {
+            etas: (1.0, 1.2),
+            ..Default::default()
+        })
+        .map(drop),
+        "etas[0]",
+    );
+    bad(
+        Rprop::new(RpropConfig {
+            etas: (0.5, 1.0),
+            ..Default::default()
+        })
+        .map(drop),
+        "etas[1]",
+    );
+    bad(
+        Rprop::new(RpropConfig {
+            step_sizes: (1.0, 0.5),
+            ..Default::default()
+        })
+        .map(drop),
+        "step_sizes[1]",
+    );
+}

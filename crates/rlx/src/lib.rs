@@ -74,8 +74,9 @@ pub use rlx_runtime as runtime;
 pub use rlx_gguf as gguf;
 
 #[cfg(feature = "optim")]
-/// Training-step optimizers (SGD, Adam family, Adafactor, LAMB, Lion, SOAP,
-/// Kron-PSGD, Muon, Sophia, MARS, Stiefel), learning-rate schedules and
+/// Training-step optimizers (SGD, Adam family, Adagrad, RMSprop, Adamax,
+/// Adadelta, ASGD, Rprop, Adafactor, LAMB, Lion, SOAP, Kron-PSGD, Muon,
+/// Sophia, MARS, Stiefel), learning-rate schedules and
 /// global-norm gradient clipping.
 pub use rlx_optim as optim;
 
@@ -257,8 +258,9 @@ pub mod prelude {
     pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
     #[cfg(feature = "optim")]
     pub use crate::optim::{
-        global_grad_clip_scale, l2_norm, Adafactor, Adam, AdamW, KronPsgd, Lamb, Lion, Mars, Muon,
-        NAdamW, Optimizer, QHAdamW, RAdam, Sgd, Soap, Sophia, Stiefel,
+        global_grad_clip_scale, l2_norm, Adadelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Asgd,
+        KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam, RmsProp, Rprop,
+        Sgd, Soap, Sophia, Stiefel,
     };
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,

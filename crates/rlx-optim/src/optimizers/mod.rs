@@ -1,15 +1,22 @@
 //! One file per optimizer family.
 
+pub mod adadelta;
 pub mod adafactor;
+pub mod adagrad;
 pub mod adam;
+pub mod adamax;
+pub mod asgd;
 pub mod kron;
 pub mod lamb;
+pub mod lbfgs;
 pub mod lion;
 pub mod mars;
 pub mod muon;
 pub mod nadam;
 pub mod qhadam;
 pub mod radam;
+pub mod rmsprop;
+pub mod rprop;
 pub mod sgd;
 pub mod soap;
 pub mod sophia;
@@ -72,5 +79,14 @@ pub(crate) fn apply_weight_decay<T: crate::Float>(
         p.iter_mut().for_each(|x| *x = *x * f);
     } else {
         crate::float::axpy(g, T::c(wd), p);
+    }
+}
+
+/// `max(a, b)` propagating NaN, as `torch.maximum`.
+pub(crate) fn max_nan<T: crate::Float>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::nan()
+    } else {
+        a.max(b)
     }
 }

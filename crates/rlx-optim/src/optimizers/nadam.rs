@@ -27,6 +27,17 @@ pub struct NAdamConfig {
     pub maximize: bool,
 }
 
+impl NAdamConfig {
+    /// `torch.optim.NAdam`'s defaults exactly (L2 weight decay, not
+    /// decoupled).
+    pub fn nadam() -> Self {
+        NAdamConfig {
+            decoupled_weight_decay: false,
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for NAdamConfig {
     fn default() -> Self {
         NAdamConfig {

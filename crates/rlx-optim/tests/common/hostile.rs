@@ -45,6 +45,25 @@ pub fn optimizers() -> Vec<Box<dyn Optimizer>> {
             .unwrap(),
         ),
         Box::new(Stiefel::new(StiefelConfig::default()).unwrap()),
+        Box::new(Adagrad::new(AdagradConfig::default()).unwrap()),
+        Box::new(
+            RmsProp::new(RmsPropConfig {
+                momentum: 0.9,
+                centered: true,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        Box::new(Adamax::new(AdamaxConfig::default()).unwrap()),
+        Box::new(Adadelta::new(AdadeltaConfig::default()).unwrap()),
+        Box::new(
+            Asgd::new(AsgdConfig {
+                t0: 1.0,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        Box::new(Rprop::new(RpropConfig::default()).unwrap()),
     ]
 }
 

@@ -34,6 +34,12 @@ pub struct Problem {
     drift: f64,
     /// Iterations done (the `k` of the drift term is `iter + 1`).
     iter: std::cell::Cell<usize>,
+    /// `(zero_every, sparse_mod)` of torch_optim_more.json's problem.
+    mask_spec: Option<(usize, usize)>,
+    /// Apply the mask (the runs with `grad_mask`): element `j` of iteration
+    /// `k` (1-based) is multiplied by 0 if `k % zero_every == 0` or
+    /// `(j + k) % sparse_mod == 0`, else by 1.
+    pub masked: bool,
 }
 
 impl Problem {
@@ -65,6 +71,13 @@ impl Problem {
             negate: false,
             drift: v.get("drift").and_then(Value::as_f64).unwrap_or(0.0),
             iter: std::cell::Cell::new(0),
+            mask_spec: match (v.get("zero_every"), v.get("sparse_mod")) {
+                (Some(z), Some(m)) => {
+                    Some((z.as_u64().unwrap() as usize, m.as_u64().unwrap() as usize))
+                }
+                _ => None,
+            },
+            masked: false,
             names,
         }
     }
@@ -79,7 +92,13 @@ impl Problem {
             .zip(&self.t[i])
             .enumerate()
             .map(|(j, ((&x, &h), &t))| {
-                let g = T::c(h) * (x - T::c(t)) + c * (x * x * x);
+                let mut g = T::c(h) * (x - T::c(t)) + c * (x * x * x);
+                if self.masked {
+                    let (z, m) = self.mask_spec.expect("a problem with a mask");
+                    let k = k as usize;
+                    let off = k.is_multiple_of(z) || (j + k).is_multiple_of(m);
+                    g = g * if off { T::zero() } else { T::one() };
+                }
                 if self.drift == 0.0 {
                     g
                 } else {
