@@ -85,6 +85,21 @@ impl Default for FusionOptions {
 }
 
 impl FusionOptions {
+    /// The switches of a [`rlx_ir::FusionPolicy`]: everything for `Full`,
+    /// elementwise regions and matmul epilogues for `LoopsOnly`, nothing for
+    /// `Off`.
+    pub fn for_policy(policy: rlx_ir::FusionPolicy) -> Self {
+        match policy {
+            rlx_ir::FusionPolicy::Full => FusionOptions::default(),
+            rlx_ir::FusionPolicy::LoopsOnly => FusionOptions {
+                elementwise: true,
+                matmul_epilogue: true,
+                ..FusionOptions::disabled()
+            },
+            rlx_ir::FusionPolicy::Off => FusionOptions::disabled(),
+        }
+    }
+
     /// No fusion at all.
     pub fn disabled() -> Self {
         FusionOptions {

@@ -3,6 +3,7 @@
 use crate::Result;
 use rlx_compile::{DispatchPolicy, FusionOptions, LowerOptions, Precision, PrecisionPolicy};
 use rlx_ir::env::{vars, EnvError, RuntimeOverrides};
+use rlx_ir::FusionPolicy;
 
 /// How [`crate::Session::compile_with`] compiles a graph: the lowering
 /// options plus what only the runtime decides (dispatch policy, fusion
@@ -97,6 +98,13 @@ impl CompileOptions {
         } else {
             FusionOptions::disabled()
         };
+        self
+    }
+
+    /// Sets how much to fuse in one word ([`FusionPolicy`]); `.fusion(false)`
+    /// is `FusionPolicy::Off`, the default `FusionPolicy::Full`.
+    pub fn fusion_policy(mut self, policy: FusionPolicy) -> Self {
+        self.lower.fusion = FusionOptions::for_policy(policy);
         self
     }
 

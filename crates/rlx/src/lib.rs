@@ -132,11 +132,16 @@ pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 /// Crate-wide error type — alias of `anyhow::Error`.
 pub type Error = anyhow::Error;
 
+pub use rlx_autodiff::{
+    grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
+    vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
+};
 pub use rlx_driver::Device;
 pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
 pub use rlx_ir::quant::QuantScheme;
+pub use rlx_ir::FusionPolicy;
 pub use rlx_ir::{
     inspect_graph, inspect_graph_diff, node_label, scalar_constant_bytes, verify, verify_all,
     verify_shapes, DType, Dim, Element, Graph, GraphExt, HostTensor, Node, NodeId, NodeOrigin, Op,
@@ -154,6 +159,7 @@ pub use rlx_opt::{
     inspect_pipeline, maybe_dump_pipeline, CompilePipeline, CompileResult, FusionOptions,
     FusionReport, LirModule, MissReason, MissedFusion, Pass, PipelineInspect,
 };
+pub use rlx_runtime::graph_param_names;
 pub use rlx_runtime::{
     available_devices, device_chain_from_env, device_from_env, device_label, device_report,
     devices_for, fastest_device, fastest_device_for, is_available, parse_device, parse_device_list,
@@ -197,7 +203,7 @@ pub mod ops {
 /// assert_eq!(opts.lower.precision, Precision::F16);
 /// ```
 pub mod compile {
-    pub use crate::{CompileOptions, Precision};
+    pub use crate::{CompileOptions, FusionPolicy, Precision};
     /// Pass-level precision: the class the AMP pass gives each op.
     pub use rlx_opt::Precision as PassPrecision;
     pub use rlx_opt::PrecisionPolicy;
@@ -255,13 +261,17 @@ pub mod prelude {
         generate, ChatMessage, ChatTemplate, GenerateOptions, KvCache, LlamaConfig, LlamaModel,
         LlamaOptions, Sampler, SamplerConfig, Tokenizer, WeightMode,
     };
-    pub use crate::ops::{Activation, BinaryOp, CmpOp, FftNorm, InterpMode, MaskKind, ReduceOp};
+    pub use crate::ops::{
+        Activation, BinaryOp, ChainOperand, ChainStep, CmpOp, FftNorm, InterpMode, MaskKind,
+        ReduceOp,
+    };
     #[cfg(feature = "optim")]
     pub use crate::optim::{
         global_grad_clip_scale, l2_norm, Adadelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Asgd,
         KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam, RmsProp, Rprop,
         Sgd, Soap, Sophia, Stiefel,
     };
+    pub use crate::quant::QuantMap;
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,
@@ -271,6 +281,7 @@ pub mod prelude {
         HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
         Tick, VerifyError,
     };
+    pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
     pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
 }
