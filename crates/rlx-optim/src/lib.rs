@@ -54,8 +54,10 @@
 //!   momentum factors, also for `f64` parameters, and [`Asgd`] its quirk of
 //!   float32 `eta` and `mu`.
 //!
-//! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear
-//! warm-up, cosine, warm-up + cosine, step) and global-norm clipping
+//! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear,
+//! cosine, warm-up + cosine, step, multi-step, exponential, cosine with warm
+//! restarts, one-cycle; [`ReduceLrOnPlateau`], driven by a metric) and
+//! global-norm clipping
 //! ([`l2_norm`], [`global_grad_clip_scale`], [`clip_grad_norm`], as
 //! `torch.nn.utils.clip_grad_norm_`). Bad input (a gradient of the wrong
 //! length, a name reused with another shape, a hyperparameter out of range,
@@ -100,6 +102,7 @@ mod float;
 mod linalg;
 mod optimizer;
 mod optimizers;
+mod plateau;
 mod rand;
 mod schedule;
 mod state;
@@ -129,5 +132,6 @@ pub use optimizers::sgd::{Sgd, SgdConfig};
 pub use optimizers::soap::{Soap, SoapConfig};
 pub use optimizers::sophia::{Sophia, SophiaConfig};
 pub use optimizers::stiefel::{Stiefel, StiefelConfig, StiefelMethod};
-pub use schedule::LrSchedule;
+pub use plateau::{PlateauConfig, PlateauMode, ReduceLrOnPlateau, ThresholdMode};
+pub use schedule::{Anneal, LrSchedule};
 pub use state::{OptimState, ParamState, SavedParam};
