@@ -4,7 +4,7 @@
 Re-run (needs the torch env of /work/shared/ref/setup_torch.sh, which also has numpy):
     ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py            # every file
     ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more       # one: torch | more | schedules |
-                                                                                #   schedules_more | clip | numpy
+                                                                                #   schedules_more | sparse_adam | clip | numpy
 then run `cargo test -p rlx-optim` and commit the rewritten JSON under crates/rlx-optim/tests/fixtures/ (the
 output is deterministic: a rerun with the same torch / numpy writes the same bytes).
 
@@ -42,6 +42,11 @@ schedules_more.json: the rest of torch.optim.lr_scheduler over 60+ steps with no
     and "plateau": ReduceLROnPlateau driven by a fixed metric sequence (plateaus, improvements, cooldowns,
     min_lr and eps). Only this file:
         ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py schedules_more
+sparse_adam.json: torch.optim.SparseAdam with sparse COO gradients for SPARSE_STEPS iterations: "w" [6, 4] gets a
+    row-sparse gradient (sparse_dim 1, as nn.Embedding(sparse=True) gives), "b" [7] an element-sparse one; the
+    rows / elements present at each iteration are recorded (some iterations have none), the gradient is the
+    formula above on the present entries. Only this file:
+        ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py sparse_adam
 clip.json:        torch.nn.utils.clip_grad_norm_ on fixed gradients (f32 and f64).
 """
 import json
@@ -443,6 +448,61 @@ def gen_schedules_more():
             "cases": out, "plateau": plateau}
 
 
+SPARSE_STEPS = 50
+
+
+def gen_sparse_adam():
+    shapes = {"w": [6, 4], "b": [7]}
+    init = {"w": _vals(24, 0.7, 0.05, 1.3), "b": _vals(7, 0.5, -0.1, 2.9)}
+    h = {"w": [round(0.4 + 0.15 * i, 3) for i in range(24)], "b": [round(1.2 - 0.1 * i, 3) for i in range(7)]}
+    tg = {n: [round(x + (0.9 + 0.1 * (i % 4)) * (1 if i % 2 else -1), 3) for i, x in enumerate(init[n])]
+          for n in init}
+    c = 0.05
+
+    def present(k):  # k: 1-based iteration -> (rows of w, elements of b)
+        rows = [] if k % 9 == 0 else [r for r in range(6) if (r + k) % 3 != 0]
+        els = [] if k % 11 == 0 else [j for j in range(7) if (j * k + 1) % 4 != 0]
+        return rows, els
+
+    configs = [
+        ("defaults", {}, False),
+        ("lr_betas_eps", {"lr": 0.05, "betas": (0.8, 0.95), "eps": 1e-6}, False),
+        ("maximize", {"lr": 0.02, "betas": (0.5, 0.9), "eps": 1e-7, "maximize": True}, True),
+    ]
+    runs = []
+    for name, kw, negate in configs:
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            ps = {n: torch.tensor(init[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            hs = {n: torch.tensor(h[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            ts = {n: torch.tensor(tg[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            for p in ps.values():
+                p.requires_grad_(True)
+            opt = torch.optim.SparseAdam([ps["w"], ps["b"]], **kw)
+            traj = []
+            for k in range(1, SPARSE_STEPS + 1):
+                rows, els = present(k)
+                with torch.no_grad():
+                    for n, sel in [("w", rows), ("b", els)]:
+                        p = ps[n]
+                        g = hs[n] * (p - ts[n]) + c * ((p * p) * p)
+                        if negate:
+                            g = -g
+                        idx = torch.tensor([sel], dtype=torch.int64).reshape(1, len(sel))
+                        vals = g[sel] if sel else g[:0]
+                        p.grad = torch.sparse_coo_tensor(idx, vals, tuple(shapes[n]))
+                opt.step()
+                traj.append([num(x, dt) for n in NAMES for x in ps[n].detach().reshape(-1).tolist()])
+            runs.append({"name": name, "dtype": dt, "config": {**kw, "betas": list(kw.get("betas", (0.9, 0.999)))},
+                         "negate_grad": negate, "params": traj})
+    return {"torch_version": torch.__version__,
+            "problem": {"shapes": shapes, "init": init, "h": h, "t": tg, "c": c, "order": NAMES,
+                        "steps": SPARSE_STEPS,
+                        "present": [dict(zip(["w_rows", "b_elements"], present(k)))
+                                    for k in range(1, SPARSE_STEPS + 1)],
+                        "grad": "g = h * (p - t) + c * ((p * p) * p) in the dtype, negated for negate_grad runs"},
+            "note": "params[k] = w then b, flat, after k + 1 steps", "runs": runs}
+
+
 def gen_clip():
     rng = np.random.default_rng(7)
     shapes = [[3, 4], [5], [2, 3]]
@@ -480,6 +540,8 @@ def main():
         dump(gen_schedules(), "schedules.json")
     if not only or "schedules_more" in only:
         dump(gen_schedules_more(), "schedules_more.json")
+    if not only or "sparse_adam" in only:
+        dump(gen_sparse_adam(), "sparse_adam.json")
     if not only or "clip" in only:
         dump(gen_clip(), "clip.json")
     if not only or "numpy" in only:

@@ -21,6 +21,7 @@
 //! | [`Asgd`] (with its running average) | `torch.optim.ASGD` |
 //! | [`Rprop`] (etas, step-size bounds) | `torch.optim.Rprop` |
 //! | [`Lbfgs`] (history size, strong-Wolfe line search; closure API, not an [`Optimizer`]) | `torch.optim.LBFGS` |
+//! | [`SparseAdam`] (moments and parameter updated only where the gradient is present) | `torch.optim.SparseAdam` |
 //! | [`Adafactor`] (factored for 2+ dimensions) | `torch.optim.Adafactor` |
 //! | [`QHAdamW`] | facebookresearch/qhoptim `QHAdamW` |
 //! | [`Lamb`] | cybertronai/pytorch-lamb |
@@ -131,6 +132,7 @@ pub use optimizers::rprop::{Rprop, RpropConfig};
 pub use optimizers::sgd::{Sgd, SgdConfig};
 pub use optimizers::soap::{Soap, SoapConfig};
 pub use optimizers::sophia::{Sophia, SophiaConfig};
+pub use optimizers::sparse_adam::{SparseAdam, SparseAdamConfig};
 pub use optimizers::stiefel::{Stiefel, StiefelConfig, StiefelMethod};
 pub use plateau::{PlateauConfig, PlateauMode, ReduceLrOnPlateau, ThresholdMode};
 pub use schedule::{Anneal, LrSchedule};
