@@ -3,7 +3,8 @@
 
 Re-run (needs the torch env of /work/shared/ref/setup_torch.sh, which also has numpy):
     ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py            # every file
-    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more       # one: torch | more | schedules | clip | numpy
+    ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py more       # one: torch | more | schedules |
+                                                                                #   schedules_more | sparse_adam | clip | numpy
 then run `cargo test -p rlx-optim` and commit the rewritten JSON under crates/rlx-optim/tests/fixtures/ (the
 output is deterministic: a rerun with the same torch / numpy writes the same bytes).
 
@@ -34,6 +35,18 @@ numpy_optim.json: numpy re-implementations (float64, tools/numpy_optim_ref.py) o
     own code.
 schedules.json:   torch.optim.lr_scheduler learning rates (LinearLR, CosineAnnealingLR, StepLR, LambdaLR with the
     warm-up + cosine formula).
+schedules_more.json: the rest of torch.optim.lr_scheduler over 60+ steps with non-default parameters
+    (MultiStepLR with a repeated milestone, ExponentialLR, CosineAnnealingWarmRestarts with T_mult 1 and 2,
+    OneCycleLR cos / linear / three_phase with its momentum (SGD) and beta1 (Adam) cycling, and long runs of
+    StepLR / LinearLR / CosineAnnealingLR past T_max to check the closed forms against torch's recursive ones),
+    and "plateau": ReduceLROnPlateau driven by a fixed metric sequence (plateaus, improvements, cooldowns,
+    min_lr and eps). Only this file:
+        ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py schedules_more
+sparse_adam.json: torch.optim.SparseAdam with sparse COO gradients for SPARSE_STEPS iterations: "w" [6, 4] gets a
+    row-sparse gradient (sparse_dim 1, as nn.Embedding(sparse=True) gives), "b" [7] an element-sparse one; the
+    rows / elements present at each iteration are recorded (some iterations have none), the gradient is the
+    formula above on the present entries. Only this file:
+        ~/.cache/rlx-ref/torchenv/bin/python tools/gen_optim_fixtures.py sparse_adam
 clip.json:        torch.nn.utils.clip_grad_norm_ on fixed gradients (f32 and f64).
 """
 import json
@@ -322,6 +335,174 @@ def gen_schedules():
             "cases": out}
 
 
+def gen_schedules_more():
+    S = torch.optim.lr_scheduler
+    n = 80
+    cases = [
+        ("step_long", 0.3, {"kind": "step", "step_size": 9, "gamma": 0.7},
+         lambda o: S.StepLR(o, step_size=9, gamma=0.7), n),
+        ("linear_up_long", 0.05, {"kind": "linear", "start_factor": 0.2, "end_factor": 0.9, "total_iters": 37},
+         lambda o: S.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=37), n),
+        ("linear_down_long", 0.2, {"kind": "linear", "start_factor": 1.0, "end_factor": 0.05, "total_iters": 61},
+         lambda o: S.LinearLR(o, start_factor=1.0, end_factor=0.05, total_iters=61), n),
+        ("cosine_long", 0.07, {"kind": "cosine", "t_max": 17, "eta_min": 0.003},
+         lambda o: S.CosineAnnealingLR(o, T_max=17, eta_min=0.003), n),
+        ("cosine_long_zero_min", 0.4, {"kind": "cosine", "t_max": 23, "eta_min": 0.0},
+         lambda o: S.CosineAnnealingLR(o, T_max=23), n),
+        ("multistep", 0.25, {"kind": "multi_step", "milestones": [5, 12, 12, 30, 47], "gamma": 0.4},
+         lambda o: S.MultiStepLR(o, milestones=[47, 5, 12, 30, 12], gamma=0.4), n),
+        ("exponential", 0.15, {"kind": "exponential", "gamma": 0.93},
+         lambda o: S.ExponentialLR(o, gamma=0.93), n),
+        ("warm_restarts_mult2", 0.08, {"kind": "cosine_warm_restarts", "t_0": 7, "t_mult": 2, "eta_min": 0.002},
+         lambda o: S.CosineAnnealingWarmRestarts(o, T_0=7, T_mult=2, eta_min=0.002), n),
+        ("warm_restarts_mult1", 0.3, {"kind": "cosine_warm_restarts", "t_0": 11, "t_mult": 1, "eta_min": 0.0},
+         lambda o: S.CosineAnnealingWarmRestarts(o, T_0=11), n),
+        ("warm_restarts_mult3", 0.05, {"kind": "cosine_warm_restarts", "t_0": 3, "t_mult": 3, "eta_min": 0.01},
+         lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=3, eta_min=0.01), n),
+    ]
+    # OneCycleLR: the base rate is max_lr; n = total_steps + 1 rates (torch refuses to step further).
+    one_cycle = [
+        ("one_cycle_cos_sgd", 0.9, 70, dict(pct_start=0.25, anneal_strategy="cos", div_factor=10.0,
+                                            final_div_factor=100.0, three_phase=False,
+                                            base_momentum=0.8, max_momentum=0.97), "sgd"),
+        ("one_cycle_linear_adam", 0.02, 64, dict(pct_start=0.35, anneal_strategy="linear", div_factor=20.0,
+                                                 final_div_factor=1e3, three_phase=False,
+                                                 base_momentum=0.82, max_momentum=0.93), "adam"),
+        ("one_cycle_three_phase_cos", 0.5, 75, dict(pct_start=0.3, anneal_strategy="cos", div_factor=8.0,
+                                                    final_div_factor=50.0, three_phase=True,
+                                                    base_momentum=0.85, max_momentum=0.95), "sgd"),
+        ("one_cycle_three_phase_linear", 0.12, 61, dict(pct_start=0.2, anneal_strategy="linear", div_factor=25.0,
+                                                        final_div_factor=1e4, three_phase=True,
+                                                        base_momentum=0.7, max_momentum=0.9), "adam"),
+        ("one_cycle_defaults", 0.1, 66, dict(), "sgd"),
+    ]
+    out = []
+    for name, base, spec, make, steps in cases:
+        p = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([p], lr=base)
+        sch = make(opt)
+        lrs = []
+        for _ in range(steps):
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sch.step()
+        out.append({"name": name, "schedule": spec, "base_lr": base, "lrs": lrs})
+    for name, max_lr, total, kw, which in one_cycle:
+        full = dict(pct_start=0.3, anneal_strategy="cos", div_factor=25.0, final_div_factor=1e4,
+                    three_phase=False, base_momentum=0.85, max_momentum=0.95)
+        full.update(kw)
+        p = torch.zeros(1, requires_grad=True)
+        if which == "sgd":
+            opt = torch.optim.SGD([p], lr=1.0, momentum=0.5)
+        else:
+            opt = torch.optim.Adam([p], lr=1.0, betas=(0.5, 0.999))
+        sch = S.OneCycleLR(opt, max_lr=max_lr, total_steps=total, **kw)
+        lrs, moms = [], []
+        for t in range(total + 1):
+            g = opt.param_groups[0]
+            lrs.append(g["lr"])
+            moms.append(g["momentum"] if which == "sgd" else g["betas"][0])
+            if t < total:
+                opt.step()
+                sch.step()
+        spec = {"kind": "one_cycle", "total_steps": total, "pct_start": full["pct_start"],
+                "anneal": full["anneal_strategy"], "div_factor": full["div_factor"],
+                "final_div_factor": full["final_div_factor"], "three_phase": full["three_phase"],
+                "base_momentum": full["base_momentum"], "max_momentum": full["max_momentum"]}
+        out.append({"name": name, "schedule": spec, "base_lr": max_lr, "lrs": lrs, "momentum": moms,
+                    "momentum_of": which})
+    plateau = []
+    # Metric sequences: improve, plateau (bad epochs -> reduce), cooldown, tiny improvements under the threshold,
+    # improvements again, then a long plateau that runs into min_lr (and, for the second, into eps).
+    seq_min = ([1.0 - 0.05 * k for k in range(8)] + [0.65] * 9 + [0.649, 0.648, 0.6] + [0.6] * 10
+               + [0.5, 0.45, 0.4449, 0.4448] + [0.45] * 12 + [0.3] + [0.31] * 24)
+    seq_max = ([0.1 * k for k in range(6)] + [0.5, 0.53, 0.54, 0.52] + [0.6, 0.64] + [0.64] * 8
+               + [0.7, 0.9, 0.9, 0.94, 0.96] + [0.9] * 15 + [1.2] + [1.1] * 30)
+    plateau_cases = [
+        ("plateau_min_rel", 0.1, seq_min,
+         {"mode": "min", "factor": 0.5, "patience": 3, "threshold": 0.01, "threshold_mode": "rel",
+          "cooldown": 2, "min_lr": 0.004, "eps": 1e-8}),
+        ("plateau_max_abs", 0.2, seq_max,
+         {"mode": "max", "factor": 0.3, "patience": 2, "threshold": 0.05, "threshold_mode": "abs",
+          "cooldown": 4, "min_lr": 1e-3, "eps": 2e-3}),
+        ("plateau_min_abs_no_cooldown", 0.05, seq_min,
+         {"mode": "min", "factor": 0.7, "patience": 1, "threshold": 0.002, "threshold_mode": "abs",
+          "cooldown": 0, "min_lr": 0.0, "eps": 1e-8}),
+        ("plateau_max_rel", 1.0, seq_max,
+         {"mode": "max", "factor": 0.1, "patience": 4, "threshold": 0.05, "threshold_mode": "rel",
+          "cooldown": 1, "min_lr": 1e-4, "eps": 1e-8}),
+    ]
+    for name, base, metrics, cfg in plateau_cases:
+        p = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([p], lr=base)
+        sch = S.ReduceLROnPlateau(opt, **cfg)
+        lrs = []
+        for m in metrics:
+            opt.step()
+            sch.step(m)
+            lrs.append(opt.param_groups[0]["lr"])
+        plateau.append({"name": name, "base_lr": base, "config": cfg, "metrics": metrics, "lrs": lrs})
+    return {"torch_version": torch.__version__,
+            "note": "cases: lrs[t] = lr in force after t scheduler.step() calls (momentum: SGD momentum or Adam "
+                    "beta1 likewise); plateau: lrs[t] = lr after scheduler.step(metrics[t])",
+            "cases": out, "plateau": plateau}
+
+
+SPARSE_STEPS = 50
+
+
+def gen_sparse_adam():
+    shapes = {"w": [6, 4], "b": [7]}
+    init = {"w": _vals(24, 0.7, 0.05, 1.3), "b": _vals(7, 0.5, -0.1, 2.9)}
+    h = {"w": [round(0.4 + 0.15 * i, 3) for i in range(24)], "b": [round(1.2 - 0.1 * i, 3) for i in range(7)]}
+    tg = {n: [round(x + (0.9 + 0.1 * (i % 4)) * (1 if i % 2 else -1), 3) for i, x in enumerate(init[n])]
+          for n in init}
+    c = 0.05
+
+    def present(k):  # k: 1-based iteration -> (rows of w, elements of b)
+        rows = [] if k % 9 == 0 else [r for r in range(6) if (r + k) % 3 != 0]
+        els = [] if k % 11 == 0 else [j for j in range(7) if (j * k + 1) % 4 != 0]
+        return rows, els
+
+    configs = [
+        ("defaults", {}, False),
+        ("lr_betas_eps", {"lr": 0.05, "betas": (0.8, 0.95), "eps": 1e-6}, False),
+        ("maximize", {"lr": 0.02, "betas": (0.5, 0.9), "eps": 1e-7, "maximize": True}, True),
+    ]
+    runs = []
+    for name, kw, negate in configs:
+        for dt, tdt in [("f32", torch.float32), ("f64", torch.float64)]:
+            ps = {n: torch.tensor(init[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            hs = {n: torch.tensor(h[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            ts = {n: torch.tensor(tg[n], dtype=tdt).reshape(shapes[n]) for n in NAMES}
+            for p in ps.values():
+                p.requires_grad_(True)
+            opt = torch.optim.SparseAdam([ps["w"], ps["b"]], **kw)
+            traj = []
+            for k in range(1, SPARSE_STEPS + 1):
+                rows, els = present(k)
+                with torch.no_grad():
+                    for n, sel in [("w", rows), ("b", els)]:
+                        p = ps[n]
+                        g = hs[n] * (p - ts[n]) + c * ((p * p) * p)
+                        if negate:
+                            g = -g
+                        idx = torch.tensor([sel], dtype=torch.int64).reshape(1, len(sel))
+                        vals = g[sel] if sel else g[:0]
+                        p.grad = torch.sparse_coo_tensor(idx, vals, tuple(shapes[n]))
+                opt.step()
+                traj.append([num(x, dt) for n in NAMES for x in ps[n].detach().reshape(-1).tolist()])
+            runs.append({"name": name, "dtype": dt, "config": {**kw, "betas": list(kw.get("betas", (0.9, 0.999)))},
+                         "negate_grad": negate, "params": traj})
+    return {"torch_version": torch.__version__,
+            "problem": {"shapes": shapes, "init": init, "h": h, "t": tg, "c": c, "order": NAMES,
+                        "steps": SPARSE_STEPS,
+                        "present": [dict(zip(["w_rows", "b_elements"], present(k)))
+                                    for k in range(1, SPARSE_STEPS + 1)],
+                        "grad": "g = h * (p - t) + c * ((p * p) * p) in the dtype, negated for negate_grad runs"},
+            "note": "params[k] = w then b, flat, after k + 1 steps", "runs": runs}
+
+
 def gen_clip():
     rng = np.random.default_rng(7)
     shapes = [[3, 4], [5], [2, 3]]
@@ -357,6 +538,10 @@ def main():
         dump(gen_torch_more(), "torch_optim_more.json")
     if not only or "schedules" in only:
         dump(gen_schedules(), "schedules.json")
+    if not only or "schedules_more" in only:
+        dump(gen_schedules_more(), "schedules_more.json")
+    if not only or "sparse_adam" in only:
+        dump(gen_sparse_adam(), "sparse_adam.json")
     if not only or "clip" in only:
         dump(gen_clip(), "clip.json")
     if not only or "numpy" in only:

@@ -21,6 +21,7 @@
 //! | [`Asgd`] (with its running average) | `torch.optim.ASGD` |
 //! | [`Rprop`] (etas, step-size bounds) | `torch.optim.Rprop` |
 //! | [`Lbfgs`] (history size, strong-Wolfe line search; closure API, not an [`Optimizer`]) | `torch.optim.LBFGS` |
+//! | [`SparseAdam`] (moments and parameter updated only where the gradient is present) | `torch.optim.SparseAdam` |
 //! | [`Adafactor`] (factored for 2+ dimensions) | `torch.optim.Adafactor` |
 //! | [`QHAdamW`] | facebookresearch/qhoptim `QHAdamW` |
 //! | [`Lamb`] | cybertronai/pytorch-lamb |
@@ -54,8 +55,10 @@
 //!   momentum factors, also for `f64` parameters, and [`Asgd`] its quirk of
 //!   float32 `eta` and `mu`.
 //!
-//! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear
-//! warm-up, cosine, warm-up + cosine, step) and global-norm clipping
+//! Also here: learning-rate schedules ([`LrSchedule`]: constant, linear,
+//! cosine, warm-up + cosine, step, multi-step, exponential, cosine with warm
+//! restarts, one-cycle; [`ReduceLrOnPlateau`], driven by a metric) and
+//! global-norm clipping
 //! ([`l2_norm`], [`global_grad_clip_scale`], [`clip_grad_norm`], as
 //! `torch.nn.utils.clip_grad_norm_`). Bad input (a gradient of the wrong
 //! length, a name reused with another shape, a hyperparameter out of range,
@@ -100,6 +103,7 @@ mod float;
 mod linalg;
 mod optimizer;
 mod optimizers;
+mod plateau;
 mod rand;
 mod schedule;
 mod state;
@@ -128,6 +132,8 @@ pub use optimizers::rprop::{Rprop, RpropConfig};
 pub use optimizers::sgd::{Sgd, SgdConfig};
 pub use optimizers::soap::{Soap, SoapConfig};
 pub use optimizers::sophia::{Sophia, SophiaConfig};
+pub use optimizers::sparse_adam::{SparseAdam, SparseAdamConfig};
 pub use optimizers::stiefel::{Stiefel, StiefelConfig, StiefelMethod};
-pub use schedule::LrSchedule;
+pub use plateau::{PlateauConfig, PlateauMode, ReduceLrOnPlateau, ThresholdMode};
+pub use schedule::{Anneal, LrSchedule};
 pub use state::{OptimState, ParamState, SavedParam};

@@ -20,6 +20,7 @@ pub mod rprop;
 pub mod sgd;
 pub mod soap;
 pub mod sophia;
+pub mod sparse_adam;
 pub mod stiefel;
 
 use crate::error::{OptimError, Result};
