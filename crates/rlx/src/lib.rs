@@ -268,8 +268,8 @@ pub mod prelude {
     #[cfg(feature = "optim")]
     pub use crate::optim::{
         global_grad_clip_scale, l2_norm, Adadelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Asgd,
-        KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam, RmsProp, Rprop,
-        Sgd, Soap, Sophia, Stiefel,
+        KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam,
+        ReduceLrOnPlateau, RmsProp, Rprop, Sgd, Soap, Sophia, SparseAdam, Stiefel,
     };
     pub use crate::quant::QuantMap;
     pub use crate::{
