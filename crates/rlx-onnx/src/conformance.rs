@@ -37,6 +37,11 @@ pub fn is_unsupported(e: &OnnxError) -> bool {
     match e {
         OnnxError::Unsupported(_) | OnnxError::UnsupportedDType { .. } => true,
         OnnxError::Invalid(m) => m.contains("not a plain tensor"),
+        OnnxError::Opset {
+            version: Some(v),
+            max,
+            ..
+        } => v > max,
         _ => false,
     }
 }

@@ -32,6 +32,14 @@ fn list(nodes: &[UnsupportedNode]) -> String {
         .collect::<String>()
 }
 
+fn opset_message(version: &Option<i64>, min: i64, max: i64) -> String {
+    let what = match version {
+        None => "the model imports no default-domain (ai.onnx) opset".to_string(),
+        Some(v) => format!("the model imports default-domain (ai.onnx) opset {v}"),
+    };
+    format!("{what}; RLX imports opsets {min} to {max}")
+}
+
 /// An error from `rlx-onnx`.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum OnnxError {
@@ -54,6 +62,17 @@ pub enum OnnxError {
     /// The model is well-formed protobuf but breaks an ONNX rule or a limit.
     #[error("invalid model: {0}")]
     Invalid(String),
+    /// The model's default-domain (`ai.onnx`) opset import is missing
+    /// (`version: None`) or outside the range RLX imports (`min..=max`).
+    #[error("{}", opset_message(.version, *.min, *.max))]
+    Opset {
+        /// The imported version, `None` when the model imports none.
+        version: Option<i64>,
+        /// The lowest supported opset.
+        min: i64,
+        /// The highest supported opset.
+        max: i64,
+    },
     /// A tensor's data is inconsistent with its dims / dtype, or too large.
     #[error("tensor \"{name}\": {reason}")]
     Tensor {

@@ -31,6 +31,7 @@ pub mod proto;
 pub mod tensor;
 
 pub use error::{OnnxError, Result, UnsupportedNode};
+pub use import::validate::{MAX_OPSET, MIN_OPSET};
 pub use model::{ModelInfo, TensorInfo};
 pub use onnx_model::{OnnxModel, OnnxOptions};
 pub use rlx_driver::Device;

@@ -53,7 +53,9 @@ pub struct TensorInfo {
     /// The ONNX element type (`TensorProto.DataType`).
     pub elem_type: i32,
     /// Its dims: static sizes or named symbols (`dim_param`); an unnamed
-    /// unknown dim gets the symbol `<name>:<axis>`.
+    /// unknown dim (no value, an empty `dim_param`, or a negative
+    /// `dim_value` such as exporters' `-1`) gets its own symbol
+    /// `<name>:<axis>`.
     pub dims: Vec<Dim>,
 }
 
@@ -132,10 +134,10 @@ pub(crate) fn tensor_info(v: &ValueInfoProto) -> Result<TensorInfo> {
     for (i, d) in shape.dim.iter().enumerate() {
         dims.push(match &d.value {
             Some(dimension::Value::DimValue(n)) if *n >= 0 => Dim::Static(*n as usize),
-            Some(dimension::Value::DimValue(n)) => {
-                return Err(OnnxError::Invalid(format!("{what} has negative dim {n}")))
-            }
             Some(dimension::Value::DimParam(p)) if !p.is_empty() => Dim::sym(p.clone()),
+            // Unknown: no value, an empty dim_param, or a negative dim_value
+            // (exporters write -1 for a dynamic axis; ONNX Runtime reads it as
+            // unknown). Each gets its own symbol, never shared with another.
             _ => Dim::sym(format!("{name}:{i}")),
         });
     }

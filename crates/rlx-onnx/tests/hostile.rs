@@ -78,7 +78,7 @@ fn raw_data_length_mismatch_names_the_tensor() {
 fn cyclic_graph_is_an_error() {
     let m = model(
         vec![
-            node("Relu", "a", &["x", "c"], &["b"]),
+            node("Add", "a", &["x", "c"], &["b"]),
             node("Relu", "b", &["b"], &["c"]),
         ],
         vec![value("x", &[Ok(2)])],

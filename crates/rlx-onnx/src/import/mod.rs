@@ -38,7 +38,9 @@ mod quant;
 mod recurrent;
 mod reduce;
 mod resize;
+mod schema_table;
 mod symbolic;
+pub mod validate;
 
 pub(crate) use attrs::{check_size, NodeCx};
 
@@ -249,8 +251,9 @@ fn node_reads(n: &NodeProto) -> Vec<String> {
     reads
 }
 
-/// The model's graph, if every node's op type has an importer (else all
-/// unsupported nodes at once).
+/// The model's graph, if its default-domain opset is supported, every
+/// node's op type has an importer (else all unsupported nodes at once) and
+/// every node matches its operator schema (see [`validate`]).
 pub(crate) fn checked_graph(model: &ModelProto) -> Result<&GraphProto> {
     let g = model
         .graph
@@ -259,6 +262,11 @@ pub(crate) fn checked_graph(model: &ModelProto) -> Result<&GraphProto> {
     let unsupported = unsupported_nodes(g);
     if !unsupported.is_empty() {
         return Err(OnnxError::Unsupported(unsupported));
+    }
+    // Every node left is a default-domain one, which needs that opset.
+    if !g.node.is_empty() {
+        let opset = validate::model_opset(model)?;
+        validate::check_graph(g, opset)?;
     }
     Ok(g)
 }
