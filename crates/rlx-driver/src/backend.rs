@@ -55,7 +55,7 @@ pub enum BackendError {
         role: String,
         /// The compiler's error.
         #[source]
-        source: rlx_compile::CompileError,
+        source: rlx_ir::SourceBox<rlx_compile::CompileError>,
     },
     /// A caller passed data that does not match the compiled signature.
     #[error("{0}")]

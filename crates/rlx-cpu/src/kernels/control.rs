@@ -40,7 +40,7 @@ pub fn compile(op: &Op, opts: &LowerOptions) -> Result<Option<ControlProgram>, B
             lower(g, &crate::claims, opts).map_err(|source| BackendError::SubGraphCompile {
                 node: op.mnemonic(),
                 role: role.to_string(),
-                source,
+                source: rlx_ir::SourceBox::new(source),
             })?;
         subs.push(CpuExecutable::new(lir)?);
     }
