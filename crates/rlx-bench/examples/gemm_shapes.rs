@@ -4,7 +4,7 @@
 
 use rlx_bench::{kernel, BenchConfig};
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = BenchConfig::default();
     for (m, k, n) in [
         (128, 384, 384),

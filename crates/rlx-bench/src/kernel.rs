@@ -3,7 +3,7 @@
 //! quality from per-run overhead.
 
 use crate::{time_iterations, BenchConfig, BenchResult};
-use rlx_cpu::kernels::{f32_bytes, linalg, View, ViewMut};
+use rlx_cpu::kernels::{f32_bytes, linalg, KernelError, View, ViewMut};
 use rlx_ir::DType;
 
 /// Times `x @ w` (`x` `m x k`, `w` `k x n`, f32) through
@@ -13,7 +13,7 @@ pub fn matmul_kernel(
     k: usize,
     n: usize,
     cfg: &BenchConfig,
-) -> Result<BenchResult, String> {
+) -> Result<BenchResult, KernelError> {
     typed_matmul_kernel(m, k, n, DType::F32, cfg)
 }
 
@@ -26,7 +26,7 @@ pub fn typed_matmul_kernel(
     n: usize,
     dtype: DType,
     cfg: &BenchConfig,
-) -> Result<BenchResult, String> {
+) -> Result<BenchResult, KernelError> {
     let encode = |v: Vec<f32>| -> Vec<u8> {
         match dtype {
             DType::BF16 => v

@@ -42,7 +42,7 @@ pub use passes::amp::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use passes::calibration::{
     CalibrationCollector, CalibrationMethod, CalibrationOptions, Histogram,
 };
-pub use passes::fold::{ConstEvaluator, FoldOptions};
+pub use passes::fold::{ConstEvalError, ConstEvaluator, FoldOptions};
 pub use passes::legalize::{legalize_layout, LayoutClaims, LegalizeLayout};
 pub use passes::quantize::{
     insert_fake_quant, quant_params, quant_targets, CalibrationRecord, QuantConfig, QuantMode,
@@ -100,6 +100,16 @@ pub enum CompileError {
         graph: String,
         /// What went wrong.
         reason: String,
+    },
+    /// Constant folding's evaluator failed (lowering, compiling or running
+    /// the constant sub-graph); the evaluator's error is the source.
+    #[error("constant folding of graph \"{graph}\": {source}")]
+    FoldEval {
+        /// Graph name.
+        graph: String,
+        /// The evaluator's error.
+        #[source]
+        source: rlx_ir::ErrorSource,
     },
     /// Post-training quantisation: bad or missing calibration data.
     #[error("calibration: {reason}")]

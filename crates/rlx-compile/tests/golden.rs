@@ -159,7 +159,7 @@ fn fold_replaces_constant_subgraphs_through_the_evaluator() {
     /// Evaluates exactly the one graph shape this test folds: c0 + c1 (f64 on the host).
     struct AddEvaluator;
     impl ConstEvaluator for AddEvaluator {
-        fn evaluate(&self, g: &Graph) -> Result<Vec<HostTensor>, String> {
+        fn evaluate(&self, g: &Graph) -> Result<Vec<HostTensor>, rlx_compile::ConstEvalError> {
             let vals: Vec<Vec<f64>> = g
                 .nodes()
                 .iter()

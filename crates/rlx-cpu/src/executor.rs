@@ -358,10 +358,7 @@ impl CpuExecutable {
                     },
                 }
             };
-            result.map_err(|message| BackendError::Kernel {
-                node: node_label(g, id),
-                message,
-            })?;
+            result.map_err(|e| e.at(node_label(g, id)))?;
             if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
                 p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
             }

@@ -183,10 +183,7 @@ impl CpuExecutable {
         };
         let result = kernels::run_in_place(n, &views, &mut out);
         self.params[param] = Some(buf);
-        result.map_err(|message| BackendError::Kernel {
-            node: node_label(g, node_id),
-            message,
-        })
+        result.map_err(|e| e.at(node_label(g, node_id)))
     }
 
     /// Makes the values of `sources` (node index, param index; computed by

@@ -231,11 +231,11 @@ pub(crate) fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
 }
 
 /// [`parallel_for`] over fallible parts: the first error (by part index).
-pub(crate) fn try_parallel_for<F: Fn(usize) -> Result<(), String> + Sync>(
+pub(crate) fn try_parallel_for<E: Send, F: Fn(usize) -> Result<(), E> + Sync>(
     parts: usize,
     f: F,
-) -> Result<(), String> {
-    let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+) -> Result<(), E> {
+    let errors: Mutex<Vec<(usize, E)>> = Mutex::new(Vec::new());
     parallel_for(parts, |p| {
         if let Err(e) = f(p) {
             errors

@@ -210,7 +210,7 @@ impl Prec {
 }
 
 /// A kernel under test.
-type Kernel<'a> = dyn Fn(&[View], &mut ViewMut) -> Result<(), String> + 'a;
+type Kernel<'a> = dyn Fn(&[View], &mut ViewMut) -> rlx_cpu::kernels::KernelResult + 'a;
 /// Output dims and (value, sum of |products|) per element.
 type Expected = (Vec<usize>, Vec<(f64, f64)>);
 /// The f64 reference of a kernel, from the operands' values.

@@ -305,18 +305,22 @@ fn bad_problems_are_named_errors() {
     let mm = problem("Q4_K", 2, 256);
     let e = mm
         .run(QuantIsa::Scalar, 1, &[0u8; 100], &x, &mut y)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("given 100 bytes") && e.contains("288"), "{e}");
     let e = problem("Q4_K", 2, 200)
         .run(QuantIsa::Scalar, 1, &[0u8; 288], &x[..200], &mut y)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("block size 256"), "{e}");
     let e = problem("IQ2_XXS", 2, 256)
         .run(QuantIsa::Scalar, 1, &[0u8; 132], &x, &mut y)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("IQ2_XXS"), "{e}");
     let e = mm
         .run(QuantIsa::Scalar, 1, &[0u8; 288], &x[..255], &mut y)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("K = 256"), "{e}");
 }

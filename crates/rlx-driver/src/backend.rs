@@ -24,6 +24,39 @@ pub enum BackendError {
         /// What went wrong.
         message: String,
     },
+    /// A kernel failed on an error of another layer (the IR, a codec),
+    /// naming the node; that error is the source.
+    #[error("{node}: {source}")]
+    KernelSource {
+        /// The node label.
+        node: String,
+        /// The inner error.
+        #[source]
+        source: rlx_ir::ErrorSource,
+    },
+    /// A sub-graph of a control-flow node (If / While / Scan / CustomFn)
+    /// failed to run; the sub-graph executable's error is the source.
+    #[error("{node}: {role} sub-graph: {source}")]
+    SubGraph {
+        /// The control node's label.
+        node: String,
+        /// The sub-graph's role (`then`, `else`, `cond`, `body`).
+        role: String,
+        /// The sub-graph's error (naming the failing node inside it).
+        #[source]
+        source: rlx_ir::SourceBox<BackendError>,
+    },
+    /// A sub-graph of a control-flow node failed to compile.
+    #[error("{node}: compiling the {role} sub-graph: {source}")]
+    SubGraphCompile {
+        /// The control node's op.
+        node: String,
+        /// The sub-graph's role.
+        role: String,
+        /// The compiler's error.
+        #[source]
+        source: rlx_ir::SourceBox<rlx_compile::CompileError>,
+    },
     /// A caller passed data that does not match the compiled signature.
     #[error("{0}")]
     Signature(String),

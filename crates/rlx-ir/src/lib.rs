@@ -51,7 +51,7 @@ pub mod fft {
 pub use display::node_text;
 pub use dtype::DType;
 pub use element::{from_le_bytes, scalar_constant_bytes, to_le_bytes, Element};
-pub use error::IrError;
+pub use error::{ErrorSource, IrError, SourceBox};
 pub use ext::{python_slice, GraphExt, Operand};
 pub use fusion_policy::FusionPolicy;
 pub use graph::{Graph, Node, NodeId};

@@ -30,6 +30,15 @@ pub enum ModelError {
     /// The tokenizer could not be loaded or failed on a sentence.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    /// The `tokenizers` crate failed (loading the file, or encoding).
+    #[error("tokenizer: {context}{source}")]
+    TokenizerLib {
+        /// `path: ` when loading a file, else empty.
+        context: String,
+        /// The crate's error.
+        #[source]
+        source: tokenizers::Error,
+    },
     /// Inputs that do not fit the model (shape, token id, length).
     #[error("input: {0}")]
     Input(String),

@@ -19,8 +19,10 @@ impl WordPieceTokenizer {
     /// Loads a `tokenizer.json` file (its truncation settings are kept:
     /// all-MiniLM-L6-v2 truncates at 128 tokens).
     pub fn from_file(path: &Path) -> Result<WordPieceTokenizer, ModelError> {
-        let mut inner = Tokenizer::from_file(path)
-            .map_err(|e| ModelError::Tokenizer(format!("{}: {e}", path.display())))?;
+        let mut inner = Tokenizer::from_file(path).map_err(|source| ModelError::TokenizerLib {
+            context: format!("{}: ", path.display()),
+            source,
+        })?;
         let pad_id = inner.token_to_id("[PAD]").unwrap_or(0);
         inner.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
@@ -39,7 +41,10 @@ impl WordPieceTokenizer {
         let enc = self
             .inner
             .encode_batch(sentences.to_vec(), true)
-            .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
+            .map_err(|source| ModelError::TokenizerLib {
+                context: String::new(),
+                source,
+            })?;
         let seq = enc[0].get_ids().len();
         let widen = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>();
         let mut batch = TokenBatch {

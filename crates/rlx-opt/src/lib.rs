@@ -16,9 +16,9 @@ pub use rlx_compile::{auto_mixed_precision, PassPrecision, PrecisionPolicy};
 pub use rlx_compile::{
     check_plan, inspect_pipeline, lir_text, lower, lower_with, maybe_dump_pipeline, passes,
     plan_memory, plan_memory_with, runs_in_place, CompileError, CompilePipeline, CompileResult,
-    ConstEvaluator, Dispatch, DispatchReport, FnPass, FoldOptions, FusionKind, FusionOptions,
-    FusionReport, IoManifest, LirModule, LowerOptions, MemoryPlan, MemoryReport, MissReason,
-    MissedFusion, Pass, PassRecord, PipelineInspect, Slot,
+    ConstEvalError, ConstEvaluator, Dispatch, DispatchReport, FnPass, FoldOptions, FusionKind,
+    FusionOptions, FusionReport, IoManifest, LirModule, LowerOptions, MemoryPlan, MemoryReport,
+    MissReason, MissedFusion, Pass, PassRecord, PipelineInspect, Slot,
 };
 pub use rlx_compile::{
     fingerprint, fusion_passes, fusion_passes_for_supported, inspect_hir_pipeline, inspect_lir,

@@ -57,6 +57,24 @@ pub enum PeftError {
     /// `adapter_model.safetensors` is malformed.
     #[error("adapter_model.safetensors: {0}")]
     Safetensors(String),
+    /// The `safetensors` crate refused to read or write the adapter file.
+    #[error("adapter_model.safetensors: {context}{source}")]
+    SafetensorsCrate {
+        /// `tensor "key": ` when about one tensor, else empty.
+        context: String,
+        /// The crate's error.
+        #[source]
+        source: safetensors::SafeTensorError,
+    },
+    /// A stored tensor could not become a host tensor.
+    #[error("adapter_model.safetensors: tensor {name:?}: {source}")]
+    Tensor {
+        /// The tensor's key.
+        name: String,
+        /// The IR's error.
+        #[source]
+        source: rlx_ir::IrError,
+    },
     /// Reading a file failed.
     #[error("{path}: {source}")]
     Io {

@@ -159,7 +159,10 @@ impl AdapterSet {
 
 /// Every tensor of the file, widened to f32.
 fn read_tensors(bytes: &[u8]) -> Result<BTreeMap<String, HostTensor>> {
-    let st = SafeTensors::deserialize(bytes).map_err(|e| PeftError::Safetensors(e.to_string()))?;
+    let st = SafeTensors::deserialize(bytes).map_err(|source| PeftError::SafetensorsCrate {
+        context: String::new(),
+        source,
+    })?;
     let mut out = BTreeMap::new();
     for (name, view) in st.iter() {
         let data = view.data();
@@ -182,8 +185,10 @@ fn read_tensors(bytes: &[u8]) -> Result<BTreeMap<String, HostTensor>> {
                 })
             }
         };
-        let t = HostTensor::from_vec(values, view.shape())
-            .map_err(|e| PeftError::Safetensors(format!("tensor {name:?}: {e}")))?;
+        let t = HostTensor::from_vec(values, view.shape()).map_err(|source| PeftError::Tensor {
+            name: name.to_string(),
+            source,
+        })?;
         out.insert(name.to_string(), t);
     }
     Ok(out)

@@ -14,12 +14,19 @@ impl AdapterSet {
             .tensors
             .iter()
             .map(|(key, t)| {
-                let view = TensorView::new(Dtype::F32, t.dims().to_vec(), t.bytes())
-                    .map_err(|e| PeftError::Safetensors(format!("tensor {key:?}: {e}")))?;
+                let view = TensorView::new(Dtype::F32, t.dims().to_vec(), t.bytes()).map_err(
+                    |source| PeftError::SafetensorsCrate {
+                        context: format!("tensor {key:?}: "),
+                        source,
+                    },
+                )?;
                 Ok((key.clone(), view))
             })
             .collect::<Result<Vec<_>>>()?;
-        safetensors::serialize(views, None).map_err(|e| PeftError::Safetensors(e.to_string()))
+        safetensors::serialize(views, None).map_err(|source| PeftError::SafetensorsCrate {
+            context: String::new(),
+            source,
+        })
     }
 
     /// Writes `dir/adapter_config.json` (the config text as loaded) and

@@ -141,14 +141,29 @@ fn truncated_and_corrupt_files_are_errors() {
     assert!(AdapterSet::from_bytes(&lora_config(), &good).is_ok());
     for n in 0..good.len() {
         let e = load(&lora_config(), &good[..n]);
-        assert!(matches!(e, PeftError::Safetensors(_)), "prefix {n}: {e}");
+        assert!(
+            matches!(
+                e,
+                PeftError::Safetensors(_) | PeftError::SafetensorsCrate { .. }
+            ),
+            "prefix {n}: {e}"
+        );
+        assert!(
+            e.to_string().starts_with("adapter_model.safetensors: "),
+            "{e}"
+        );
+        if let PeftError::SafetensorsCrate { .. } = e {
+            // The crate's own error is kept as the source.
+            let source = std::error::Error::source(&e).expect("a source");
+            assert!(source.is::<safetensors::SafeTensorError>(), "{e}");
+        }
     }
     // a header length far beyond the file
     let mut huge = good.clone();
     huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(matches!(
         load(&lora_config(), &huge),
-        PeftError::Safetensors(_)
+        PeftError::SafetensorsCrate { .. }
     ));
 }
 

@@ -145,9 +145,10 @@ pub enum RuntimeError {
     /// An IR error.
     #[error(transparent)]
     Ir(#[from] IrError),
-    /// Weights could not be loaded (the message names the file and tensor).
-    #[error("{0}")]
-    Weights(String),
+    /// Weights could not be loaded (the message names the file and tensor;
+    /// the [`crate::WeightError`] keeps the I/O or safetensors error as its source).
+    #[error(transparent)]
+    Weights(#[from] crate::WeightError),
     /// `DispatchPolicy::ErrorOnUnsupported`: these ops would not run natively.
     #[error("graph \"{graph}\": ops without a native kernel on {device} under DispatchPolicy::ErrorOnUnsupported: {kinds}")]
     NotNative {

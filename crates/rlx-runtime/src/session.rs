@@ -4,8 +4,8 @@ use crate::compiled::ParamRoute;
 use crate::prelude::{Assembly, Piece, PreludeExec};
 use crate::{devices, CompileOptions, CompiledGraph, Result, RuntimeError};
 use rlx_compile::{
-    lower, optimize_with, plan_optimized, split_param_prelude, ConstEvaluator, Dispatch,
-    DispatchPolicy, FusionOptions, FusionTarget, LirModule, LowerOptions, OptimizedGraph,
+    lower, optimize_with, plan_optimized, split_param_prelude, ConstEvalError, ConstEvaluator,
+    Dispatch, DispatchPolicy, FusionOptions, FusionTarget, LirModule, LowerOptions, OptimizedGraph,
 };
 use rlx_driver::{registry, Backend, Device};
 use rlx_ir::{Graph, HostTensor};
@@ -296,10 +296,10 @@ impl<'a> BackendEvaluator<'a> {
 }
 
 impl ConstEvaluator for BackendEvaluator<'_> {
-    fn evaluate(&self, g: &Graph) -> std::result::Result<Vec<HostTensor>, String> {
+    fn evaluate(&self, g: &Graph) -> std::result::Result<Vec<HostTensor>, ConstEvalError> {
         let backend = self.backend;
-        let lir = lower(g, &|op| backend.claims(op), &self.opts).map_err(|e| e.to_string())?;
-        let mut exec = backend.compile(lir).map_err(|e| e.to_string())?;
-        exec.run(&[]).map_err(|e| e.to_string())
+        let lir = lower(g, &|op| backend.claims(op), &self.opts)?;
+        let mut exec = backend.compile(lir)?;
+        Ok(exec.run(&[])?)
     }
 }

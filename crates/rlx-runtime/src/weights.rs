@@ -26,7 +26,7 @@
 
 use crate::{CompiledGraph, Result, RuntimeError};
 use memmap2::Mmap;
-use rlx_ir::{bf16, f16, DType, HostTensor};
+use rlx_ir::{bf16, f16, DType, ErrorSource, HostTensor};
 use safetensors::tensor::{Dtype as StDtype, Metadata, SafeTensorError};
 use safetensors::SafeTensors;
 use std::path::Path;
@@ -37,12 +37,13 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WeightError {
     /// The file could not be opened or mapped.
-    #[error("{source_name}: {reason}")]
+    #[error("{source_name}: {source}")]
     Io {
         /// The file.
         source_name: String,
-        /// The OS error.
-        reason: String,
+        /// The OS error (a [`std::io::Error`]).
+        #[source]
+        source: ErrorSource,
     },
     /// The header (or the tensor table in it) is malformed.
     #[error("{source_name}: malformed safetensors file: {reason}")]
@@ -51,6 +52,10 @@ pub enum WeightError {
         source_name: String,
         /// What is wrong, with the offsets and tensor involved.
         reason: String,
+        /// The `safetensors` crate's error when it refused the file (a
+        /// [`SafeTensorError`]); `None` when our own checks did.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// No tensor of that name.
     #[error("{source_name}: no tensor \"{name}\" ({count} tensors in the file)")]
@@ -89,6 +94,15 @@ pub enum WeightError {
         name: String,
         /// Why.
         reason: String,
+    },
+    /// A graph param whose tensor the loader could not read.
+    #[error("param \"{name}\": {source}")]
+    ParamTensor {
+        /// The param.
+        name: String,
+        /// The loader's error, naming the file and tensor.
+        #[source]
+        source: rlx_ir::SourceBox<WeightError>,
     },
 }
 
@@ -260,7 +274,7 @@ impl BytesWeightLoader {
         let source_name = path.display().to_string();
         let io = |e: std::io::Error| WeightError::Io {
             source_name: source_name.clone(),
-            reason: e.to_string(),
+            source: ErrorSource::new(e),
         };
         let file = std::fs::File::open(path).map_err(io)?;
         // SAFETY: a read-only private map; we never hand out a view that
@@ -283,13 +297,14 @@ impl BytesWeightLoader {
 
     fn new(source_name: String, backing: Backing) -> std::result::Result<Self, WeightError> {
         let buf = backing.bytes();
-        let malformed = |reason: String| WeightError::Malformed {
+        let malformed = |reason: String, source: Option<SafeTensorError>| WeightError::Malformed {
             source_name: source_name.clone(),
             reason,
+            source: source.map(ErrorSource::new),
         };
-        let n = header_len(buf).map_err(malformed)?;
-        let (_, metadata) =
-            SafeTensors::read_metadata(buf).map_err(|e| malformed(diagnose(buf, n, &e)))?;
+        let n = header_len(buf).map_err(|reason| malformed(reason, None))?;
+        let (_, metadata) = SafeTensors::read_metadata(buf)
+            .map_err(|e| malformed(diagnose(buf, n, &e), Some(e)))?;
         Ok(BytesWeightLoader {
             source_name,
             backing,
@@ -467,12 +482,6 @@ fn diagnose(buf: &[u8], n: usize, err: &SafeTensorError) -> String {
     crate_msg
 }
 
-impl From<WeightError> for RuntimeError {
-    fn from(e: WeightError) -> RuntimeError {
-        RuntimeError::Weights(e.to_string())
-    }
-}
-
 impl CompiledGraph {
     /// Sets param `name` from `loader`'s tensor `tensor`. When it is stored
     /// in exactly the param's dtype, it is copied in place piece by piece
@@ -523,9 +532,12 @@ impl CompiledGraph {
                     reason,
                 })
             };
-            let t = loader
-                .get_as(&name, shape.dtype())
-                .map_err(|e| err(e.to_string()))?;
+            let t = loader.get_as(&name, shape.dtype()).map_err(|e| {
+                RuntimeError::from(WeightError::ParamTensor {
+                    name: name.clone(),
+                    source: rlx_ir::SourceBox::new(e),
+                })
+            })?;
             if shape.static_dims().as_deref() != Some(t.dims()) {
                 return Err(err(format!(
                     "the graph expects {shape}, the loader holds dims {:?}",

@@ -228,3 +228,114 @@ fn kernel_errors_name_the_node() {
     assert!(e.starts_with("%2 gather{axis=0} \"lookup\": "), "{e}");
     assert!(e.contains('5'), "{e}");
 }
+
+/// Every error of `e`'s chain, `e` first (walking `Error::source`).
+fn chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut out = vec![e];
+    while let Some(s) = out.last().unwrap().source() {
+        out.push(s);
+    }
+    out
+}
+
+#[test]
+fn a_failing_sub_graph_keeps_its_error_as_the_source() {
+    use rlx_driver::BackendError;
+    use rlx_ir::ops::control::{try_tuple_op, WhileSpec};
+    use std::sync::Arc;
+    let scalar = || Shape::new(&[], DType::F32);
+    // else: a While whose condition never turns false (max_iterations 10).
+    let mut body = Graph::new("b");
+    let c = body.input("c", scalar());
+    let c1 = body.add(c, body.constant(1.0, DType::F32));
+    body.set_outputs(vec![c1]);
+    let mut cond = Graph::new("forever");
+    let c = cond.input("c", scalar());
+    let t = cond.ge(c, cond.constant(0.0, DType::F32));
+    cond.set_outputs(vec![t]);
+    let mut bad = Graph::new("bad");
+    let c = bad.input("c", scalar());
+    let spec = WhileSpec {
+        cond: Arc::new(cond),
+        body: Arc::new(body),
+        max_iterations: 10,
+    };
+    let r = try_tuple_op(&mut bad, Op::While(spec), &[c]).unwrap();
+    bad.set_outputs(r);
+    let mut good = Graph::new("good");
+    let c = good.input("c", scalar());
+    let c = good.neg(c);
+    good.set_outputs(vec![c]);
+    let mut g = Graph::new("if");
+    let p = g.input("p", Shape::scalar(DType::Bool));
+    let c = g.input("c", scalar());
+    let r = g.if_(p, good, bad, &[c]);
+    g.set_outputs(r);
+    let mut compiled = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let (p, x) = (HostTensor::scalar(false), HostTensor::scalar(2.0f32));
+    let e = compiled.try_run_typed(&[("p", &p), ("c", &x)]).unwrap_err();
+
+    // The outer error names the If node and the branch.
+    let RuntimeError::Backend(BackendError::SubGraph { node, role, .. }) = &e else {
+        panic!("expected a sub-graph error, got {e:?}");
+    };
+    assert!(node.contains("if"), "{node}");
+    assert_eq!(role, "else");
+    assert!(e.to_string().contains("else sub-graph"), "{e}");
+    // Its source is the sub-graph's own typed error, naming the While node.
+    let links = chain(&e);
+    let inner = links
+        .iter()
+        .find_map(|l| match l.downcast_ref::<BackendError>() {
+            Some(BackendError::Kernel { node, message }) => Some((node, message)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no inner kernel error in the chain of {e}"));
+    assert!(inner.0.contains("while"), "{}", inner.0);
+    assert!(inner.1.contains("max_iterations"), "{}", inner.1);
+    // And the outer message still shows it.
+    assert!(e.to_string().contains("max_iterations"), "{e}");
+}
+
+#[test]
+fn a_truncated_weights_file_keeps_the_safetensors_error_as_the_source() {
+    use rlx_runtime::{BytesWeightLoader, WeightError};
+    let dir = std::env::temp_dir().join(format!("rlx-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("truncated.safetensors");
+    // Tensor "w" needs 8 data bytes; the file stops after 6.
+    let header = r#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[0; 6]);
+    std::fs::write(&path, bytes).unwrap();
+
+    let e: RuntimeError = BytesWeightLoader::open(&path).unwrap_err().into();
+    let shown = e.to_string();
+    assert!(shown.contains("truncated.safetensors"), "{shown}");
+    assert!(shown.contains("tensor \"w\""), "{shown}");
+    let links = chain(&e);
+    assert!(
+        links
+            .iter()
+            .any(|l| l.downcast_ref::<safetensors::SafeTensorError>().is_some()),
+        "no safetensors error in the chain of {e}"
+    );
+
+    // A file that is not there keeps the OS error.
+    let missing = dir.join("missing.safetensors");
+    let e: RuntimeError = BytesWeightLoader::open(&missing).unwrap_err().into();
+    assert!(
+        matches!(e, RuntimeError::Weights(WeightError::Io { .. })),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("missing.safetensors"), "{e}");
+    let io = chain(&e)
+        .iter()
+        .find_map(|l| l.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    assert_eq!(io, Some(std::io::ErrorKind::NotFound), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

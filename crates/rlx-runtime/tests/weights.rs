@@ -400,7 +400,7 @@ impl WeightLoader for ShortLoader {
         if self.fail {
             return Err(WeightError::Io {
                 source_name: "short".into(),
-                reason: "read failed".into(),
+                source: rlx_ir::ErrorSource::new(std::io::Error::other("read failed")),
             }
             .into());
         }

@@ -13,10 +13,14 @@
 use crate::CompileError;
 use rlx_ir::{Graph, HostTensor, NodeId, NodeOrigin, Op};
 
+/// The error of a [`ConstEvaluator`]: whatever its lowering, backend or
+/// run raised, kept whole as the source of [`CompileError::FoldEval`].
+pub type ConstEvalError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Runs a graph whose only leaves are constants and returns its outputs.
 pub trait ConstEvaluator {
     /// Evaluates `g` (no inputs, no params); one tensor per output.
-    fn evaluate(&self, g: &Graph) -> Result<Vec<HostTensor>, String>;
+    fn evaluate(&self, g: &Graph) -> Result<Vec<HostTensor>, ConstEvalError>;
 }
 
 /// Limits of [`fold_constants`].
@@ -119,10 +123,12 @@ fn evaluate_targets(
         map[id.index()] = sub.push_verified(node);
     }
     sub.set_outputs(targets.iter().map(|t| map[t.index()]).collect());
-    let values = eval.evaluate(&sub).map_err(|reason| CompileError::Fold {
-        graph: g.name().to_string(),
-        reason,
-    })?;
+    let values = eval
+        .evaluate(&sub)
+        .map_err(|source| CompileError::FoldEval {
+            graph: g.name().to_string(),
+            source: rlx_ir::ErrorSource::from_boxed(source),
+        })?;
     if values.len() != targets.len() {
         return Err(CompileError::Fold {
             graph: g.name().to_string(),

@@ -33,19 +33,19 @@ struct Extents {
 fn extents(q: &[usize], k: &[usize], v: &[usize]) -> Result<Extents, String> {
     let r = q.len();
     if r < 2 || k.len() != r || v.len() != r {
-        return Err(format!(
+        return Err(fail!(
             "attention: q {q:?}, k {k:?}, v {v:?} need one rank >= 2"
         ));
     }
     if q[r - 1] != k[r - 1] || v[r - 2] != k[r - 2] {
-        return Err(format!(
+        return Err(fail!(
             "attention: q {q:?}, k {k:?}, v {v:?}: head dims or key lengths differ"
         ));
     }
     for i in 0..r - 2 {
         let grouped = i + 3 == r && k[i] > 0 && q[i].is_multiple_of(k[i]);
         if k[i] != v[i] || (q[i] != k[i] && !grouped) {
-            return Err(format!(
+            return Err(fail!(
                 "attention: q {q:?}, k {k:?}, v {v:?} differ on axis {i}"
             ));
         }
@@ -139,9 +139,11 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
     let seq_major = layout == AttentionLayout::SeqMajor;
     let r = qv.dims.len();
     if seq_major && (r < 3 || kv.dims.len() != r || vv.dims.len() != r) {
-        return Err(format!(
+        return Err(fail!(
             "sequence-major attention: q {:?}, k {:?}, v {:?} need one rank >= 3",
-            qv.dims, kv.dims, vv.dims
+            qv.dims,
+            kv.dims,
+            vv.dims
         ));
     }
     // The heads-major dims: what the extents, the scores and the mask see.
@@ -184,7 +186,7 @@ fn attention_real<T: GemmFloat + SoftmaxExp>(
                     .zip(scores.iter().rev())
                     .all(|(&a, &b)| a == 1 || a == b);
             if !fits {
-                return Err(format!(
+                return Err(fail!(
                     "attention: mask {:?} does not broadcast to scores {scores:?}",
                     m.dims
                 ));
@@ -434,13 +436,14 @@ pub fn attention(
 ) -> KernelResult {
     let needs_mask = matches!(mask, MaskKind::Custom | MaskKind::Bias);
     if ins.len() != 3 + needs_mask as usize {
-        return Err(format!("attention with {mask:?}: {} inputs", ins.len()));
+        return Err(fail!("attention with {mask:?}: {} inputs", ins.len()));
     }
     let dt = ins[0].dtype;
     if ins[1].dtype != dt || ins[2].dtype != dt {
-        return Err(format!(
+        return Err(fail!(
             "attention: q, k, v dtypes {dt}, {}, {}",
-            ins[1].dtype, ins[2].dtype
+            ins[1].dtype,
+            ins[2].dtype
         ));
     }
     if needs_mask {
@@ -450,7 +453,7 @@ pub fn attention(
             dt
         };
         if ins[3].dtype != want {
-            return Err(format!(
+            return Err(fail!(
                 "attention: the {mask:?} mask must be {want}, is {}",
                 ins[3].dtype
             ));
@@ -465,9 +468,10 @@ fn rope_real<T: Real>(interleaved: bool, ins: &[View], out: &mut ViewMut) -> Ker
     let (s, d) = (x.dims[r - 2], x.dims[r - 1]);
     let h = d / 2;
     if ins[1].dims != [s, h] || ins[2].dims != [s, h] {
-        return Err(format!(
+        return Err(fail!(
             "rope: cos {:?} and sin {:?} must be [{s}, {h}]",
-            ins[1].dims, ins[2].dims
+            ins[1].dims,
+            ins[2].dims
         ));
     }
     let (src, cos, sin) = (
@@ -499,17 +503,18 @@ fn rope_real<T: Real>(interleaved: bool, ins: &[View], out: &mut ViewMut) -> Ker
 /// Rotary embedding.
 pub(crate) fn rope(interleaved: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() != 3 {
-        return Err(format!("rope: {} inputs", ins.len()));
+        return Err(fail!("rope: {} inputs", ins.len()));
     }
     let (x, dt) = (&ins[0], ins[0].dtype);
     if ins[1].dtype != dt || ins[2].dtype != dt {
-        return Err(format!(
+        return Err(fail!(
             "rope: x, cos, sin dtypes {dt}, {}, {}",
-            ins[1].dtype, ins[2].dtype
+            ins[1].dtype,
+            ins[2].dtype
         ));
     }
     if x.dims.len() < 2 || x.dims[x.dims.len() - 1] % 2 != 0 {
-        return Err(format!(
+        return Err(fail!(
             "rope needs x [.., S, D] with D even, given {:?}",
             x.dims
         ));
@@ -567,7 +572,8 @@ mod tests {
         *od.last_mut().unwrap() = vd[vd.len() - 1];
         let got = run::<f32>(DType::F32, &od, &ins, |i, o| {
             attention(mask, scale, softcap, AttentionLayout::HeadsMajor, i, o)
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(got.into_iter().map(f64::from).collect())
     }
 

@@ -7,7 +7,7 @@
 //! results are written back to back into the op's tuple buffer
 //! (`rlx_ir::ops::control::tuple_layout`), which `TupleGet` reads.
 
-use super::{KernelResult, View, ViewMut};
+use super::{KernelError, KernelResult, View, ViewMut};
 use crate::executor::CpuExecutable;
 use rlx_compile::{lower, LirModule, LowerOptions};
 use rlx_driver::{BackendError, Executable};
@@ -36,26 +36,31 @@ pub fn compile(op: &Op, opts: &LowerOptions) -> Result<Option<ControlProgram>, B
     }
     let mut subs = Vec::with_capacity(graphs.len());
     for (role, g) in graphs {
-        let lir = lower(g, &crate::claims, opts).map_err(|e| BackendError::Kernel {
-            node: op.mnemonic(),
-            message: format!("compiling the {role} sub-graph: {e}"),
-        })?;
+        let lir =
+            lower(g, &crate::claims, opts).map_err(|source| BackendError::SubGraphCompile {
+                node: op.mnemonic(),
+                role: role.to_string(),
+                source: rlx_ir::SourceBox::new(source),
+            })?;
         subs.push(CpuExecutable::new(lir)?);
     }
     Ok(Some(ControlProgram { subs }))
 }
 
-fn tensor(v: &View) -> Result<HostTensor, String> {
-    HostTensor::from_bytes(v.dtype, v.dims, v.bytes.to_vec()).map_err(|e| e.to_string())
+fn tensor(v: &View) -> Result<HostTensor, KernelError> {
+    Ok(HostTensor::from_bytes(v.dtype, v.dims, v.bytes.to_vec())?)
 }
 
 fn call(
     exe: &mut CpuExecutable,
-    role: &str,
+    role: &'static str,
     args: &[HostTensor],
-) -> Result<Vec<HostTensor>, String> {
+) -> Result<Vec<HostTensor>, KernelError> {
     let refs: Vec<&HostTensor> = args.iter().collect();
-    exe.run(&refs).map_err(|e| format!("{role} sub-graph: {e}"))
+    exe.run(&refs).map_err(|source| KernelError::SubGraph {
+        role,
+        source: rlx_ir::SourceBox::new(source),
+    })
 }
 
 fn truth(t: &HostTensor) -> bool {
@@ -97,7 +102,7 @@ pub fn run(op: &Op, prog: &mut ControlProgram, ins: &[View], out: &mut ViewMut) 
             let mut steps = 0usize;
             while truth(&call(&mut cond[0], "cond", &carry)?[0]) {
                 if steps == s.max_iterations {
-                    return Err(format!(
+                    return Err(fail!(
                         "the loop ran {steps} iterations without its condition turning false (max_iterations)"
                     ));
                 }
@@ -107,7 +112,7 @@ pub fn run(op: &Op, prog: &mut ControlProgram, ins: &[View], out: &mut ViewMut) 
             carry
         }
         Op::Scan(s) => return run_scan(s, &mut prog.subs[0], args, &shapes, &offsets, out),
-        _ => return Err(format!("{} is not a control op", op.mnemonic())),
+        _ => return Err(fail!("{} is not a control op", op.mnemonic())),
     };
     write_results(out, &offsets, &results)
 }
@@ -130,8 +135,7 @@ fn run_scan(
         for x in &xs {
             let per = x.bytes().len() / s.length;
             let bytes = x.bytes()[t * per..(t + 1) * per].to_vec();
-            let t = HostTensor::from_bytes(x.dtype(), &x.dims()[1..], bytes)
-                .map_err(|e| e.to_string())?;
+            let t = HostTensor::from_bytes(x.dtype(), &x.dims()[1..], bytes)?;
             step_args.push(t);
         }
         let mut outs = call(body, "body", &step_args)?;

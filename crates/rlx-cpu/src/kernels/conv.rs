@@ -26,13 +26,13 @@ pub(crate) fn check_buf(
     want: DType,
 ) -> KernelResult {
     if dtype != want {
-        return Err(format!("{what} is {dtype}, expected {want}"));
+        return Err(fail!("{what} is {dtype}, expected {want}"));
     }
     let w = dtype.size_bytes();
     if bytes.len() != dims.iter().product::<usize>() * w
         || !(bytes.as_ptr() as usize).is_multiple_of(w)
     {
-        return Err(format!(
+        return Err(fail!(
             "{what}: {} bytes do not hold {dtype}{dims:?}",
             bytes.len()
         ));
@@ -132,10 +132,10 @@ fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
         w.kernel.is_empty() || w.kernel.len() == sd
     };
     if !kernel_ok || w.stride.len() != sd || w.padding.len() != sd || w.dilation.len() != sd {
-        return Err(format!("window {w:?} does not have {sd} spatial dims"));
+        return Err(fail!("window {w:?} does not have {sd} spatial dims"));
     }
     if w.stride.contains(&0) || w.dilation.contains(&0) {
-        return Err(format!("window {w:?} has a zero stride or dilation"));
+        return Err(fail!("window {w:?} has a zero stride or dilation"));
     }
     Ok(())
 }
@@ -148,34 +148,37 @@ fn conv_geom(
     groups: usize,
     ins: &[View],
     out: &ViewMut,
-) -> Result<ConvGeom, String> {
+) -> Result<ConvGeom, super::KernelError> {
     let name = if output_padding.is_some() {
         "conv_transpose"
     } else {
         "conv"
     };
     if !(2..=3).contains(&ins.len()) {
-        return Err(format!("{name} takes 2 or 3 inputs, given {}", ins.len()));
+        return Err(fail!("{name} takes 2 or 3 inputs, given {}", ins.len()));
     }
     let (x, wt) = (&ins[0], &ins[1]);
     let r = x.dims.len();
     if r < 3 || wt.dims.len() != r || out.dims.len() != r {
-        return Err(format!(
+        return Err(fail!(
             "{name} needs x, w and out of one rank >= 3, given {:?}, {:?}, {:?}",
-            x.dims, wt.dims, out.dims
+            x.dims,
+            wt.dims,
+            out.dims
         ));
     }
     let sd = r - 2;
     check_window(w, sd, false)?;
     let (c, k) = (x.dims[1], &wt.dims[2..]);
     if !w.kernel.is_empty() && w.kernel != k {
-        return Err(format!(
+        return Err(fail!(
             "window kernel {:?} does not match the weight {:?}",
-            w.kernel, wt.dims
+            w.kernel,
+            wt.dims
         ));
     }
     if k.contains(&0) {
-        return Err(format!("{name} weight {:?} has an empty kernel", wt.dims));
+        return Err(fail!("{name} weight {:?} has an empty kernel", wt.dims));
     }
     let o = out.dims[1];
     let transposed = output_padding.is_some();
@@ -190,14 +193,16 @@ fn conv_geom(
         || !ok
         || out.dims[0] != x.dims[0]
     {
-        return Err(format!(
+        return Err(fail!(
             "{name}: x {:?}, w {:?}, out {:?} do not match groups = {groups}",
-            x.dims, wt.dims, out.dims
+            x.dims,
+            wt.dims,
+            out.dims
         ));
     }
     if let Some(op) = output_padding {
         if op.len() != sd {
-            return Err(format!("output_padding {op:?} needs {sd} entries"));
+            return Err(fail!("output_padding {op:?} needs {sd} entries"));
         }
     }
     let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
@@ -215,9 +220,11 @@ fn conv_geom(
             None => window_out_len(n, kk, s, (lo, hi), dil),
         };
         if want != Some(sp_out[ax]) {
-            return Err(format!(
+            return Err(fail!(
                 "{name}: out {:?} does not match x {:?}, w {:?}, window {w:?}",
-                out.dims, x.dims, wt.dims
+                out.dims,
+                x.dims,
+                wt.dims
             ));
         }
     }
@@ -227,7 +234,7 @@ fn conv_geom(
     check_buf("out", out.dims, out.dtype, out.bytes, dt)?;
     if let Some(b) = ins.get(2) {
         if b.dims != [o] {
-            return Err(format!("bias {:?} must be [{o}]", b.dims));
+            return Err(fail!("bias {:?} must be [{o}]", b.dims));
         }
         check_buf("bias", b.dims, b.dtype, b.bytes, dt)?;
     }
@@ -347,14 +354,14 @@ struct PoolGeom {
     taps: Vec<usize>,
 }
 
-fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, String> {
+fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, super::KernelError> {
     if ins.len() != 1 {
-        return Err(format!("pool takes 1 input, given {}", ins.len()));
+        return Err(fail!("pool takes 1 input, given {}", ins.len()));
     }
     let x = &ins[0];
     let r = x.dims.len();
     if r < 3 || out.dims.len() != r || out.dims[..2] != x.dims[..2] {
-        return Err(format!("pool of x {:?} cannot give {:?}", x.dims, out.dims));
+        return Err(fail!("pool of x {:?} cannot give {:?}", x.dims, out.dims));
     }
     check_window(w, r - 2, true)?;
     let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
@@ -367,9 +374,10 @@ fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, String
             w.dilation[ax],
         ) != Some(sp_out[ax])
         {
-            return Err(format!(
+            return Err(fail!(
                 "pool: out {:?} does not match x {:?}, window {w:?}",
-                out.dims, x.dims
+                out.dims,
+                x.dims
             ));
         }
     }
@@ -530,7 +538,8 @@ pub(crate) mod tests {
                 dtype: dt,
                 bytes: bytes_mut(&mut y),
             },
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         Ok(y)
     }
 

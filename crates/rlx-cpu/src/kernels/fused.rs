@@ -58,7 +58,7 @@ pub fn add_norm_in_place(
     out: &mut ViewMut,
 ) -> KernelResult {
     if ins.len() < 2 || ins[2..].iter().any(Option::is_none) {
-        return Err(format!("add_norm: {} inputs", ins.len()));
+        return Err(fail!("add_norm: {} inputs", ins.len()));
     }
     let given = ins[..2].iter().flatten().next();
     let (dims, dtype) = match given {
@@ -70,7 +70,7 @@ pub fn add_norm_in_place(
             .map_or((dims.to_vec(), dtype), |v| (v.dims.to_vec(), v.dtype))
     };
     if of(&ins[0]) != of(&ins[1]) || axis >= dims.len().max(1) || (keep_sum && given.is_none()) {
-        return Err(format!(
+        return Err(fail!(
             "add_norm: operands {:?} and {:?}, axis {axis}",
             of(&ins[0]),
             of(&ins[1])
@@ -87,9 +87,10 @@ pub fn add_norm_in_place(
         || out.dtype != dtype
         || out.bytes.len() != n * w * (1 + keep_sum as usize)
     {
-        return Err(format!(
+        return Err(fail!(
             "add_norm: output {:?} {}, expected {want:?} {dtype}",
-            out.dims, out.dtype
+            out.dims,
+            out.dtype
         ));
     }
     if n == 0 || row == 0 {
@@ -198,7 +199,7 @@ pub fn add_norm_in_place(
 /// epilogue over the whole output.
 pub fn fused_matmul(epilogue: &[ChainStep], ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() < 2 {
-        return Err(format!("fused_matmul: {} inputs", ins.len()));
+        return Err(fail!("fused_matmul: {} inputs", ins.len()));
     }
     if let Some(done) = fused_matmul_by_rows(epilogue, ins, None, out) {
         return done;
@@ -338,9 +339,14 @@ fn product(x: &View, w: &View, packed: Option<usize>, out: &mut ViewMut) -> Kern
         .all(|&d| d == DType::F32);
     let shape = packed_product_shape(x.dims, w.dims, out.dims).filter(|_| f32s);
     let Some((batch, m, k, n, per_matrix)) = shape else {
-        return Err(format!(
+        return Err(fail!(
             "packed matmul: {:?} {} @ {:?} {} -> {:?} {}",
-            x.dims, x.dtype, w.dims, w.dtype, out.dims, out.dtype
+            x.dims,
+            x.dtype,
+            w.dims,
+            w.dtype,
+            out.dims,
+            out.dtype
         ));
     };
     let (xs, ws, os) = (x.slice::<f32>(), w.slice::<f32>(), out.slice::<f32>());
@@ -366,7 +372,7 @@ pub(crate) fn matmul_packed_weights(
     out: &mut ViewMut,
 ) -> KernelResult {
     if ins.len() < 2 {
-        return Err(format!("{}: {} inputs", op.mnemonic(), ins.len()));
+        return Err(fail!("{}: {} inputs", op.mnemonic(), ins.len()));
     }
     match op {
         Op::MatMul => product(&ins[0], &ins[1], Some(nr), out),
@@ -378,7 +384,7 @@ pub(crate) fn matmul_packed_weights(
             region::epilogue(epilogue, &ins[2..], out)
         }
         Op::GatedMatMul { act } => gated(*act, ins, Some(nr), out),
-        _ => Err(format!("{} has no packed weights", op.mnemonic())),
+        _ => Err(fail!("{} has no packed weights", op.mnemonic())),
     }
 }
 
@@ -391,7 +397,7 @@ pub(crate) fn gated_matmul(act: UnaryOp, ins: &[View], out: &mut ViewMut) -> Ker
 
 fn gated(act: UnaryOp, ins: &[View], packed: Option<usize>, out: &mut ViewMut) -> KernelResult {
     if ins.len() != 3 {
-        return Err(format!("gated_matmul: {} inputs", ins.len()));
+        return Err(fail!("gated_matmul: {} inputs", ins.len()));
     }
     product(&ins[0], &ins[1], packed, out)?;
     let len = out.bytes.len();

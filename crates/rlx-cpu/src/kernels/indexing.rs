@@ -26,7 +26,7 @@ fn index_values(idx: &View) -> Result<Vec<i64>, String> {
         DType::I64 => widen::<i64>(idx),
         DType::U8 => widen::<u8>(idx),
         DType::U32 => widen::<u32>(idx),
-        d => return Err(format!("indices must be an integer type, are {d}")),
+        d => return Err(fail!("indices must be an integer type, are {d}")),
     })
 }
 
@@ -51,7 +51,7 @@ fn resolve(op: &str, idx: &View, axis: usize, n: usize) -> Result<Vec<usize>, St
             if (0..n64).contains(&w) {
                 Ok(w as usize)
             } else {
-                Err(format!(
+                Err(fail!(
                     "{op}: index {v} at {:?} is out of range for axis {axis} of length {n}",
                     unravel(p, idx.dims)
                 ))
@@ -238,7 +238,7 @@ pub(crate) fn topk(
 ) -> KernelResult {
     let x = &ins[0];
     if k > x.dims[axis] {
-        return Err(format!(
+        return Err(fail!(
             "topk: k = {k} exceeds the axis length {}",
             x.dims[axis]
         ));
@@ -262,7 +262,7 @@ pub(crate) fn topk(
         DType::I64 => go!(i64, |a, b| a.cmp(&b)),
         DType::U8 => go!(u8, |a, b| a.cmp(&b)),
         DType::U32 => go!(u32, |a, b| a.cmp(&b)),
-        d => return Err(format!("topk is not defined for {d}")),
+        d => return Err(fail!("topk is not defined for {d}")),
     }
     Ok(())
 }
@@ -319,7 +319,7 @@ pub(crate) fn iota(axis: usize, start: f64, step: f64, out: &mut ViewMut) -> Ker
         DType::I64 => int!(i64),
         DType::U8 => int!(u8),
         DType::U32 => int!(u32),
-        d => return Err(format!("iota of dtype {d}")),
+        d => return Err(fail!("iota of dtype {d}")),
     }
     Ok(())
 }
@@ -352,7 +352,7 @@ mod tests {
         let bytes = unsafe {
             std::slice::from_raw_parts_mut(o.as_mut_ptr() as *mut u8, std::mem::size_of_val(&o[..]))
         };
-        f(&mut ViewMut { dims, dtype, bytes })?;
+        f(&mut ViewMut { dims, dtype, bytes }).map_err(|e| e.to_string())?;
         Ok(o)
     }
 

@@ -6,6 +6,14 @@
 //! compute and accumulate in f32. SIMD and CPU-feature dispatch belong in
 //! this layer only.
 
+/// A formatted kernel failure, as whichever error type the context wants
+/// (`String` or [`KernelError`]): `Err(fail!("..."))`.
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        ::std::convert::Into::into(::std::format!($($arg)*))
+    };
+}
+
 /// Runs `$body` with `$T` bound to an unsigned type of the dtype's width.
 macro_rules! by_width {
     ($dtype:expr, $T:ident => $body:expr) => {
@@ -72,12 +80,74 @@ pub(crate) fn run_in_place(node: &Node, ins: &[Option<View>], out: &mut ViewMut)
     }
     match region::steps_of_op(&node.op, ins.len()) {
         Some(steps) => region::in_place(&steps, ins, out),
-        None => Err(format!("{} cannot run in place", node.op.mnemonic())),
+        None => Err(fail!("{} cannot run in place", node.op.mnemonic())),
     }
 }
 
 /// A kernel failure; the executor adds the node label.
-pub type KernelResult = Result<(), String>;
+pub type KernelResult = Result<(), KernelError>;
+
+/// Why a kernel failed. The executor turns it into a
+/// [`rlx_driver::BackendError`] naming the node, keeping any inner error
+/// as the source.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KernelError {
+    /// A failure the kernel describes itself (bad operands, an index out of range).
+    #[error("{0}")]
+    Message(String),
+    /// A control-flow sub-graph (`then` / `else` / `cond` / `body`) failed to run.
+    #[error("{role} sub-graph: {source}")]
+    SubGraph {
+        /// The sub-graph's role.
+        role: &'static str,
+        /// The sub-graph executable's error.
+        #[source]
+        source: rlx_ir::SourceBox<rlx_driver::BackendError>,
+    },
+    /// An error of another layer (the IR, a codec), kept whole.
+    #[error(transparent)]
+    Source(rlx_ir::ErrorSource),
+}
+
+impl From<String> for KernelError {
+    fn from(message: String) -> Self {
+        KernelError::Message(message)
+    }
+}
+
+impl From<&str> for KernelError {
+    fn from(message: &str) -> Self {
+        KernelError::Message(message.to_string())
+    }
+}
+
+impl From<rlx_ir::IrError> for KernelError {
+    fn from(e: rlx_ir::IrError) -> Self {
+        KernelError::Source(rlx_ir::ErrorSource::new(e))
+    }
+}
+
+impl From<rlx_gguf::GgufError> for KernelError {
+    fn from(e: rlx_gguf::GgufError) -> Self {
+        KernelError::Source(rlx_ir::ErrorSource::new(e))
+    }
+}
+
+impl KernelError {
+    /// The [`rlx_driver::BackendError`] of this failure at node `node` (its label).
+    pub fn at(self, node: String) -> rlx_driver::BackendError {
+        use rlx_driver::BackendError;
+        match self {
+            KernelError::Message(message) => BackendError::Kernel { node, message },
+            KernelError::SubGraph { role, source } => BackendError::SubGraph {
+                node,
+                role: role.to_string(),
+                source,
+            },
+            KernelError::Source(source) => BackendError::KernelSource { node, source },
+        }
+    }
+}
 
 /// A read-only tensor view: dims, dtype, bytes.
 #[derive(Clone, Copy)]
@@ -247,7 +317,7 @@ macro_rules! with_real {
                     $body
                 })
             }
-            d => Err(format!("not defined for dtype {d}")),
+            d => Err(format!("not defined for dtype {d}").into()),
         }
     };
 }

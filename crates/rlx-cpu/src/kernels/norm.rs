@@ -13,7 +13,7 @@ use crate::with_real;
 /// The elements of `v`, checked against its dims.
 pub(crate) fn elems<'a, T: Pod>(v: &View<'a>, what: &str) -> Result<&'a [T], String> {
     if v.bytes.len() != v.numel() * std::mem::size_of::<T>() {
-        return Err(format!(
+        return Err(fail!(
             "{what}: {} bytes for dims {:?}",
             v.bytes.len(),
             v.dims
@@ -29,7 +29,7 @@ pub(crate) fn elems_mut<'a, T: Pod>(
 ) -> Result<&'a mut [T], String> {
     let n: usize = dims.iter().product();
     if out.dims != dims || out.bytes.len() != n * std::mem::size_of::<T>() {
-        return Err(format!("output dims {:?}, expected {dims:?}", out.dims));
+        return Err(fail!("output dims {:?}, expected {dims:?}", out.dims));
     }
     Ok(out.slice::<T>())
 }
@@ -37,7 +37,7 @@ pub(crate) fn elems_mut<'a, T: Pod>(
 /// The input count must lie in `lo..=hi`.
 fn arity(ins: &[View], lo: usize, hi: usize, what: &str) -> KernelResult {
     if ins.len() < lo || ins.len() > hi {
-        return Err(format!("{what}: {} inputs", ins.len()));
+        return Err(fail!("{what}: {} inputs", ins.len()));
     }
     Ok(())
 }
@@ -54,9 +54,10 @@ fn affine_params<'a, T: Pod>(
     let mut ps = [None, None];
     for (p, v) in ps.iter_mut().zip(&ins[1..]) {
         if v.dims != dims || v.dtype != ins[0].dtype {
-            return Err(format!(
+            return Err(fail!(
                 "{what}: affine parameter {:?} {}, expected {dims:?}",
-                v.dims, v.dtype
+                v.dims,
+                v.dtype
             ));
         }
         *p = Some(elems::<T>(v, what)?);
@@ -170,7 +171,7 @@ fn softmax_real<T: Real + SoftmaxExp>(
 pub(crate) fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -> KernelResult {
     arity(ins, 1, 1, "softmax")?;
     if axis >= ins[0].dims.len() {
-        return Err(format!(
+        return Err(fail!(
             "softmax: axis {axis} out of range for {:?}",
             ins[0].dims
         ));
@@ -289,7 +290,7 @@ fn layer_norm_real<T: Real>(
 pub(crate) fn layer_norm(axis: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
     arity(ins, 1, 3, "layer_norm")?;
     if axis >= ins[0].dims.len() {
-        return Err(format!(
+        return Err(fail!(
             "layer_norm: axis {axis} out of range for {:?}",
             ins[0].dims
         ));
@@ -373,17 +374,17 @@ fn group_norm_real<T: Real>(
 /// group norm.
 pub(crate) fn group_norm(groups: usize, eps: f64, ins: &[View], out: &mut ViewMut) -> KernelResult {
     if ins.len() != 1 && ins.len() != 3 {
-        return Err(format!(
+        return Err(fail!(
             "group_norm: {} inputs (expects x or x, gamma, beta)",
             ins.len()
         ));
     }
     let dims = ins[0].dims;
     if dims.len() < 2 {
-        return Err(format!("group_norm needs [N, C, ...], given {dims:?}"));
+        return Err(fail!("group_norm needs [N, C, ...], given {dims:?}"));
     }
     if groups == 0 || !dims[1].is_multiple_of(groups) {
-        return Err(format!(
+        return Err(fail!(
             "group_norm: {} channels do not split into {groups} groups",
             dims[1]
         ));
@@ -441,7 +442,8 @@ pub(crate) mod tests {
                 dtype: dt,
                 bytes: ob,
             },
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         Ok(out)
     }
 

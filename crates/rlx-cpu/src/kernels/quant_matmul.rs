@@ -22,7 +22,7 @@
 pub(crate) mod decode;
 pub(crate) mod dot;
 
-use super::{KernelResult, View, ViewMut};
+use super::{KernelError, KernelResult, View, ViewMut};
 use crate::team;
 use decode::{layout, ActQuant, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
@@ -45,8 +45,8 @@ pub(crate) fn supports(scheme: Option<QuantScheme>) -> bool {
 
 /// `Op::Dequantize`: block bytes to f32 with rlx-gguf's codecs.
 pub(crate) fn dequantize(scheme: QuantScheme, ins: &[View], out: &mut ViewMut) -> KernelResult {
-    codecs::dequantize_into(GgmlType::from(scheme), ins[0].bytes, out.slice::<f32>())
-        .map_err(|e| e.to_string())
+    codecs::dequantize_into(GgmlType::from(scheme), ins[0].bytes, out.slice::<f32>())?;
+    Ok(())
 }
 
 /// `Op::DequantMatMul`: `y[.., N] = x[.., K] · Wᵀ` (see the module docs).
@@ -112,13 +112,13 @@ struct Act {
 }
 
 /// Quantizes `x` (whole blocks) as `act` with rlx-gguf's reference codecs.
-fn quantize_act(act: ActQuant, x: &[f32], group: usize) -> Result<Act, String> {
+fn quantize_act(act: ActQuant, x: &[f32], group: usize) -> Result<Act, KernelError> {
     let (ty, block, q_at) = match act {
         ActQuant::Q8_0 => (GgmlType::Q8_0, 32, 2),
         ActQuant::Q8_1 => (GgmlType::Q8_1, 32, 4),
         ActQuant::Q8K => (GgmlType::Q8_K, 256, 4),
     };
-    let bytes = codecs::quantize(ty, x).map_err(|e| e.to_string())?;
+    let bytes = codecs::quantize(ty, x)?;
     let blocks = x.len() / block;
     let mut a = Act {
         q: Vec::with_capacity(x.len()),
@@ -162,7 +162,7 @@ impl QuantMatMul {
     fn check(&self, w: &[u8], x: &[f32], out: &[f32]) -> Result<usize, String> {
         let (n, k) = (self.n, self.k);
         if n == 0 || k == 0 || !x.len().is_multiple_of(k) {
-            return Err(format!(
+            return Err(fail!(
                 "dequant_matmul: x has {} values, not rows of K = {k} (N = {n})",
                 x.len()
             ));
@@ -171,13 +171,13 @@ impl QuantMatMul {
         let row = match self.scheme {
             Some(s) => {
                 if self.w_dtype != DType::U8 {
-                    return Err(format!(
+                    return Err(fail!(
                         "dequant_matmul: {s} weights must be u8 bytes, given {}",
                         self.w_dtype
                     ));
                 }
                 if layout(s).is_none() {
-                    return Err(format!(
+                    return Err(fail!(
                         "dequant_matmul: no native kernel for {s} weights (supported: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, Q8_K, F32, F16, BF16); it runs decomposed"
                     ));
                 }
@@ -192,21 +192,21 @@ impl QuantMatMul {
                 DType::F32 => 4 * k,
                 DType::F16 | DType::BF16 => 2 * k,
                 d => {
-                    return Err(format!(
+                    return Err(fail!(
                         "dequant_matmul: plain weights must be f32 / f16 / bf16, given {d}"
                     ))
                 }
             },
         };
         if row.checked_mul(n) != Some(w.len()) {
-            return Err(format!(
+            return Err(fail!(
                 "dequant_matmul: [{n}, {k}] weights take {row} bytes a row, {} in all; given {} bytes",
                 row.saturating_mul(n),
                 w.len()
             ));
         }
         if out.len() != m * n {
-            return Err(format!(
+            return Err(fail!(
                 "dequant_matmul: output holds {} values, expected M * N = {m} * {n}",
                 out.len()
             ));
@@ -225,9 +225,9 @@ impl QuantMatMul {
         w: &[u8],
         x: &[f32],
         out: &mut [f32],
-    ) -> Result<(), String> {
+    ) -> KernelResult {
         if !QuantIsa::available().contains(&isa) {
-            return Err(format!("dequant_matmul: this CPU does not run {isa:?}"));
+            return Err(fail!("dequant_matmul: this CPU does not run {isa:?}"));
         }
         let m = self.check(w, x, out)?;
         let lay = self.scheme.and_then(layout);

@@ -213,7 +213,7 @@ fn run_region(steps: &[ChainStep], ins: &[Option<View>], out: &mut ViewMut) -> K
         dtypes.push(d);
     }
     if dtypes.last() != Some(&out.dtype) {
-        return Err(format!(
+        return Err(fail!(
             "region result is {:?} but the output is {}",
             dtypes.last(),
             out.dtype

@@ -107,20 +107,22 @@ pub(crate) fn upsample(
     out: &mut ViewMut,
 ) -> KernelResult {
     if ins.len() != 1 {
-        return Err(format!("upsample takes 1 input, given {}", ins.len()));
+        return Err(fail!("upsample takes 1 input, given {}", ins.len()));
     }
     let x = &ins[0];
     let r = x.dims.len();
     if r < 3 || out.dims.len() != r || out.dims[..2] != x.dims[..2] {
-        return Err(format!(
+        return Err(fail!(
             "upsample of x {:?} cannot give {:?}",
-            x.dims, out.dims
+            x.dims,
+            out.dims
         ));
     }
     if (2..r).any(|ax| x.dims[ax] == 0 && out.dims[ax] != 0) {
-        return Err(format!(
+        return Err(fail!(
             "upsample of an empty spatial dim: x {:?} to {:?}",
-            x.dims, out.dims
+            x.dims,
+            out.dims
         ));
     }
     check_buf("x", x.dims, x.dtype, x.bytes, x.dtype)?;
