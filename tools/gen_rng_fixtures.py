@@ -14,7 +14,10 @@ It writes
 
 * ``crates/rlx-rng/tests/fixtures/numpy_random_state.json`` (legacy
   ``RandomState``), ``numpy_generator.json`` (``default_rng`` / PCG64,
-  ``Generator(MT19937)``) and ``numpy_seed_sequence.json``;
+  ``Generator(MT19937)``), ``numpy_generator_dist.json`` (the ``Generator``
+  distributions beyond the basics: exponential, gamma, beta, poisson,
+  binomial, shuffle along an axis, choice with ``p``) and
+  ``numpy_seed_sequence.json``;
 * ``crates/rlx-rng/src/ziggurat_tables.rs``: numpy's ziggurat tables
   (``ki/wi/fi_double``, ``ki/wi/fi_float``), read out of the compiled
   ``numpy/random/lib/libnpyrandom.a`` that numpy ships (an ``ar`` archive of
@@ -256,6 +259,34 @@ GEN_PROGRAM = [
     {"op": "normal", "loc": -3.0, "scale": 0.25, "n": 10001},
 ]
 
+# the distributions beyond the basics (numpy_generator_dist.json): each parameter set is
+# followed by a uniform draw so that a sampler consuming one draw too many or too few shows
+GEN_DIST_PARAMS = (
+    [{"op": "standard_exponential", "n": n} for n in [1, 7, 1001]]
+    + [{"op": "exponential", "scale": s, "n": 9} for s in [1.0, 0.5, 3.25, 0.0]]
+    + [{"op": "standard_gamma", "shape": k, "n": 9} for k in [1.0, 0.0, 0.3, 0.999, 1.5, 2.0, 7.5, 250.0]]
+    + [{"op": "gamma", "shape": k, "scale": s, "n": 9} for k, s in [(0.5, 2.0), (1.0, 0.5), (3.0, 1.5), (0.05, 1.0)]]
+    + [{"op": "standard_gamma", "shape": 0.01, "n": 1001}, {"op": "standard_gamma", "shape": 2.5, "n": 1001}]
+    + [{"op": "beta", "a": a, "b": b, "n": 9} for a, b in [(0.5, 0.5), (0.1, 0.9), (1.0, 1.0), (0.01, 0.02),
+                                                           (2.0, 3.0), (0.5, 4.0), (5.0, 0.3), (1.0, 2.0),
+                                                           (1e-110, 2e-110), (1e-104, 0.5), (2e-103, 1e-200)]]
+    + [{"op": "beta", "a": 0.001, "b": 0.001, "n": 1001}, {"op": "beta", "a": 1.5, "b": 0.7, "n": 1001}]
+    + [{"op": "poisson", "lam": lam, "n": 9} for lam in [0.0, 1e-3, 0.5, 3.0, 9.999, 10.0, 12.5, 100.0, 1e4, 1e9]]
+    + [{"op": "poisson", "lam": 4.0, "n": 1001}, {"op": "poisson", "lam": 30.0, "n": 1001}]
+    + [{"op": "binomial", "trials": t, "p": p, "n": 9} for t, p in [(0, 0.5), (10, 0.0), (10, 1.0), (1, 0.5), (10, 0.3),
+                                                                    (60, 0.5), (61, 0.5), (100, 0.9), (100, 0.2),
+                                                                    (1000, 0.05), (1000, 0.5), (10**6, 0.3),
+                                                                    (10**9, 0.999), (50, 0.7)]]
+    + [{"op": "binomial", "trials": 20, "p": 0.4, "n": 1001}, {"op": "binomial", "trials": 500, "p": 0.35, "n": 1001}]
+    + [{"op": "permutation", "n": n} for n in [0, 3, 257]]
+    + [{"op": "shuffle_axis", "rows": r, "cols": c, "axis": a} for r, c, a in [(5, 3, 0), (5, 3, 1), (1, 4, 0), (6, 7, 1)]]
+    + [{"op": "choice", "a": a, "size": k, "replace": r, "p": p, "shuffle": True}
+       for a, k, r, p in [(5, 20, True, P5), (6, 4, False, P6), (6, 5, False, P6), (4, 9, True, [0.0, 0.0, 1.0, 0.0]),
+                          (3, 1, False, [0.0, 1.0, 0.0]), (7, 7, True, [1 / 7] * 7)]]
+)
+GEN_DIST_PROGRAM = [c for call in GEN_DIST_PARAMS for c in (call, {"op": "random", "n": 1})]
+GEN_DIST_SEEDS = [{"int": s} for s in [0, 7, 2**64 - 1, 987654321]] + [{"array": [3, 1, 4]}]
+
 GEN_SEEDS = [{"int": s} for s in [0, 1, 42, 2**32 - 1, 2**32, 2**64 - 1, 2**100 + 7, 123456789]] + [
     {"array": a} for a in [[1, 2, 3], [0, 0], [2**32 - 1, 2**40]]
 ]
@@ -289,6 +320,24 @@ def gen_apply(g, c):
         return x
     if op == "choice":
         return g.choice(c["a"], c["size"], replace=c["replace"], p=c["p"], shuffle=c["shuffle"])
+    if op == "standard_exponential":
+        return g.standard_exponential(c["n"])
+    if op == "exponential":
+        return g.exponential(c["scale"], c["n"])
+    if op == "standard_gamma":
+        return g.standard_gamma(c["shape"], c["n"])
+    if op == "gamma":
+        return g.gamma(c["shape"], c["scale"], c["n"])
+    if op == "beta":
+        return g.beta(c["a"], c["b"], c["n"])
+    if op == "poisson":
+        return g.poisson(c["lam"], c["n"])
+    if op == "binomial":
+        return g.binomial(c["trials"], c["p"], c["n"])
+    if op == "shuffle_axis":  # an (rows, cols) arange, shuffled along `axis`, flattened
+        x = np.arange(c["rows"] * c["cols"]).reshape(c["rows"], c["cols"])
+        g.shuffle(x, axis=c["axis"])
+        return x
     raise KeyError(op)
 
 
@@ -384,9 +433,11 @@ def write_ziggurat_rs(path):
     syms = ziggurat_tables()
     spec = [("KI_DOUBLE", "ki_double", "u64", "Q"), ("WI_DOUBLE", "wi_double", "u64", "Q"),
             ("FI_DOUBLE", "fi_double", "u64", "Q"), ("KI_FLOAT", "ki_float", "u32", "I"),
+            ("KE_DOUBLE", "ke_double", "u64", "Q"), ("WE_DOUBLE", "we_double", "u64", "Q"),
+            ("FE_DOUBLE", "fe_double", "u64", "Q"),
             ("WI_FLOAT", "wi_float", "u32", "I"), ("FI_FLOAT", "fi_float", "u32", "I")]
     lines = ["// @generated by tools/gen_rng_fixtures.py from numpy %s's libnpyrandom.a: do not edit." % np.__version__,
-             "//! numpy's normal ziggurat tables (`ziggurat_constants.h`), as raw bits: float",
+             "//! numpy's normal and exponential ziggurat tables (`ziggurat_constants.h`), as raw bits: float",
              "//! tables hold `f64::to_bits` / `f32::to_bits` values.", ""]
     for const, sym, ty, fmt in spec:
         vals = struct.unpack("<256" + fmt, syms[sym])
@@ -551,6 +602,13 @@ def numpy_main():
                    "program": run_program(gen_make(s, np.random.MT19937), GEN_PROGRAM, gen_apply)}
                   for s in MT_GEN_SEEDS]
     dump("numpy_generator.json", {"numpy_version": np.__version__, "cases": gen_cases})
+    dist_cases = [{"seed": seed_json(s), "bit_generator": "PCG64",
+                   "program": run_program(gen_make(s, np.random.PCG64), GEN_DIST_PROGRAM, gen_apply)}
+                  for s in GEN_DIST_SEEDS]
+    dist_cases += [{"seed": seed_json(s), "bit_generator": "MT19937",
+                    "program": run_program(gen_make(s, np.random.MT19937), GEN_DIST_PROGRAM, gen_apply)}
+                   for s in [{"int": 42}]]
+    dump("numpy_generator_dist.json", {"numpy_version": np.__version__, "cases": dist_cases})
     dump("numpy_seed_sequence.json", {"numpy_version": np.__version__, "cases": seed_sequence_cases()})
 
 

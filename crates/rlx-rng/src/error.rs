@@ -74,6 +74,28 @@ pub enum RngError {
         /// The upper bound given.
         high: f64,
     },
+    /// A distribution parameter outside its domain, in numpy's words
+    /// (`a <= 0`, `lam < 0 or lam is NaN`, `lam value too large`, ...).
+    #[error("invalid {name} = {value}: {reason}")]
+    InvalidParameter {
+        /// The argument's name (`"a"`, `"lam"`, `"shape"`, ...).
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A count that must be non-negative (`binomial`'s `n`).
+    #[error("{name} must be non-negative, got {value}")]
+    NegativeCount {
+        /// The argument's name (`"n"`).
+        name: &'static str,
+        /// The value given.
+        value: i64,
+    },
+    /// An array shape / axis that does not fit the data.
+    #[error("invalid shape: {0}")]
+    Shape(String),
     /// A seed numpy rejects (empty seed array).
     #[error("invalid seed: {0}")]
     InvalidSeed(String),

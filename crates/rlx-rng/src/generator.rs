@@ -5,6 +5,7 @@
 use crate::bit_generator::BitGenerator;
 use crate::bounded::{self, NumpyInt};
 use crate::choice;
+use crate::distributions;
 use crate::error::{Result, RngError};
 use crate::pcg64::Pcg64;
 use crate::seed_sequence::SeedSequence;
@@ -206,6 +207,137 @@ impl<B: BitGenerator> Generator<B> {
         Ok(idx)
     }
 
+    /// `standard_exponential(n)`: float64 exponentials by numpy's ziggurat
+    /// (`method='zig'`, the default).
+    pub fn standard_exponential(&mut self, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|_| distributions::standard_exponential(&mut self.bit_generator))
+            .collect()
+    }
+
+    /// `exponential(scale, n)`: `scale * standard_exponential()`.
+    /// A negative `scale` (or `-0.0`, as numpy's sign-bit check) is an error.
+    pub fn exponential(&mut self, scale: f64, n: usize) -> Result<Vec<f64>> {
+        check_non_negative("scale", scale)?;
+        Ok((0..n)
+            .map(|_| scale * distributions::standard_exponential(&mut self.bit_generator))
+            .collect())
+    }
+
+    /// `standard_gamma(shape, n)`: `shape == 1` is an exponential, `shape == 0`
+    /// gives zeros, `shape < 1` rejection from a power / exponential mixture,
+    /// `shape > 1` Marsaglia & Tsang with ziggurat normals.
+    pub fn standard_gamma(&mut self, shape: f64, n: usize) -> Result<Vec<f64>> {
+        check_non_negative("shape", shape)?;
+        Ok((0..n)
+            .map(|_| distributions::standard_gamma(&mut self.bit_generator, shape))
+            .collect())
+    }
+
+    /// `gamma(shape, scale, n)`: `scale * standard_gamma(shape)`.
+    pub fn gamma(&mut self, shape: f64, scale: f64, n: usize) -> Result<Vec<f64>> {
+        check_non_negative("shape", shape)?;
+        check_non_negative("scale", scale)?;
+        Ok((0..n)
+            .map(|_| scale * distributions::standard_gamma(&mut self.bit_generator, shape))
+            .collect())
+    }
+
+    /// `beta(a, b, n)`: Johnk's algorithm when `a <= 1` and `b <= 1` (a
+    /// direct 0 / 1 draw when both are below `3e-103`; logarithms when a
+    /// power underflows), else `Ga / (Ga + Gb)` of two gammas. `a` and `b`
+    /// must be `> 0`.
+    pub fn beta(&mut self, a: f64, b: f64, n: usize) -> Result<Vec<f64>> {
+        check_positive("a", a)?;
+        check_positive("b", b)?;
+        Ok((0..n)
+            .map(|_| distributions::beta(&mut self.bit_generator, a, b))
+            .collect())
+    }
+
+    /// `poisson(lam, n)`: multiplication of uniforms below `lam = 10`, PTRS
+    /// from there. `lam` must be `>= 0` (not NaN) and at most numpy's
+    /// `POISSON_LAM_MAX` (`i64::MAX - 10 sqrt(i64::MAX)`).
+    pub fn poisson(&mut self, lam: f64, n: usize) -> Result<Vec<i64>> {
+        // numpy: `np.iinfo('l').max - np.sqrt(np.iinfo('l').max) * 10`
+        let lam_max = i64::MAX as f64 - (i64::MAX as f64).sqrt() * 10.0;
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(lam >= 0.0) {
+            return Err(RngError::InvalidParameter {
+                name: "lam",
+                value: lam,
+                reason: "lam < 0 or lam is NaN",
+            });
+        }
+        if lam > lam_max {
+            return Err(RngError::InvalidParameter {
+                name: "lam",
+                value: lam,
+                reason: "lam value too large",
+            });
+        }
+        Ok((0..n)
+            .map(|_| distributions::poisson(&mut self.bit_generator, lam))
+            .collect())
+    }
+
+    /// `binomial(trials, p, n)`: inversion while `trials * min(p, 1 - p) <= 30`,
+    /// BTPE beyond. `trials >= 0` and `p` in `[0, 1]` (not NaN).
+    pub fn binomial(&mut self, trials: i64, p: f64, n: usize) -> Result<Vec<i64>> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(RngError::Probability {
+                name: "p",
+                value: p,
+            });
+        }
+        if trials < 0 {
+            return Err(RngError::NegativeCount {
+                name: "n",
+                value: trials,
+            });
+        }
+        Ok((0..n)
+            .map(|_| distributions::binomial(&mut self.bit_generator, trials, p))
+            .collect())
+    }
+
+    /// `shuffle(x, axis=axis)` of a row-major array of shape `shape` held in
+    /// `data`: the sub-arrays along `axis` are permuted with the same
+    /// Fisher-Yates index sequence as the 1-d [`shuffle`](Self::shuffle).
+    /// A shape that does not match `data.len()` or an axis past the last
+    /// is an error; nothing is drawn then.
+    pub fn shuffle_axis<T>(&mut self, data: &mut [T], shape: &[usize], axis: usize) -> Result<()> {
+        if axis >= shape.len() {
+            return Err(RngError::Shape(format!(
+                "axis {axis} is out of bounds for an array of dimension {}",
+                shape.len()
+            )));
+        }
+        let total = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if total != Some(data.len()) {
+            return Err(RngError::Shape(format!(
+                "shape {shape:?} does not hold {} elements",
+                data.len()
+            )));
+        }
+        let len = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let outer: usize = shape[..axis].iter().product();
+        for i in (1..len).rev() {
+            let j = bounded::random_interval(&mut self.bit_generator, i as u64) as usize;
+            if i == j || inner == 0 {
+                continue;
+            }
+            for o in 0..outer {
+                let base = o * len * inner;
+                for e in 0..inner {
+                    data.swap(base + i * inner + e, base + j * inner + e);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// numpy's `_shuffle_int(n, first)`: Fisher-Yates over `first..n` with
     /// Lemire-bounded indices.
     fn shuffle_int(&mut self, data: &mut [i64], first: usize) {
@@ -213,5 +345,32 @@ impl<B: BitGenerator> Generator<B> {
             let j = bounded::bounded_u64(&mut self.bit_generator, 0, i as u64, false) as usize;
             data.swap(i, j);
         }
+    }
+}
+
+/// numpy's `CONS_NON_NEGATIVE`: the sign bit must be clear (so `-0.0` is
+/// refused); NaN passes, as in numpy.
+fn check_non_negative(name: &'static str, value: f64) -> Result<()> {
+    if !value.is_nan() && value.is_sign_negative() {
+        return Err(RngError::InvalidParameter {
+            name,
+            value,
+            reason: "must be non-negative",
+        });
+    }
+    Ok(())
+}
+
+/// numpy's `CONS_POSITIVE` on a scalar: `value <= 0` is refused (NaN
+/// passes, as in numpy).
+fn check_positive(name: &'static str, value: f64) -> Result<()> {
+    if value.is_nan() || value > 0.0 {
+        Ok(())
+    } else {
+        Err(RngError::InvalidParameter {
+            name,
+            value,
+            reason: "must be > 0",
+        })
     }
 }

@@ -37,6 +37,7 @@
 mod bit_generator;
 mod bounded;
 mod choice;
+mod distributions;
 mod error;
 mod generator;
 mod mt19937;

@@ -302,13 +302,41 @@ fn generator_call<B: BitGenerator>(
             .unwrap()
             .words()
         }
+        "standard_exponential" => g.standard_exponential(n()).words(),
+        "exponential" => g.exponential(f("scale"), n()).unwrap().words(),
+        "standard_gamma" => g.standard_gamma(f("shape"), n()).unwrap().words(),
+        "gamma" => g.gamma(f("shape"), f("scale"), n()).unwrap().words(),
+        "beta" => g.beta(f("a"), f("b"), n()).unwrap().words(),
+        "poisson" => g.poisson(f("lam"), n()).unwrap().words(),
+        "binomial" => g
+            .binomial(int(&c["trials"]) as i64, f("p"), n())
+            .unwrap()
+            .words(),
+        "shuffle_axis" => {
+            let shape = [usize_of(&c["rows"]), usize_of(&c["cols"])];
+            let mut x: Vec<i64> = (0..(shape[0] * shape[1]) as i64).collect();
+            g.shuffle_axis(&mut x, &shape, usize_of(&c["axis"]))
+                .unwrap();
+            x.words()
+        }
         op => panic!("unknown Generator op {op}"),
     }
 }
 
 #[test]
 fn numpy_generator() {
-    let fx = load("numpy_generator.json");
+    replay_generator("numpy_generator.json", "numpy Generator");
+}
+
+/// exponential, gamma, beta, poisson, binomial, shuffle along an axis,
+/// choice with `p`: each call followed by one `random()` (draw accounting).
+#[test]
+fn numpy_generator_distributions() {
+    replay_generator("numpy_generator_dist.json", "numpy Generator distributions");
+}
+
+fn replay_generator(file: &str, what: &str) {
+    let fx = load(file);
     let (mut failures, mut checked) = (Vec::new(), 0);
     for case in fx["cases"].as_array().unwrap() {
         let seed = &case["seed"];
@@ -339,7 +367,7 @@ fn numpy_generator() {
             k => panic!("bit generator {k}"),
         }
     }
-    report("numpy Generator", checked, failures);
+    report(what, checked, failures);
 }
 
 #[test]

@@ -205,3 +205,60 @@ fn messages_name_the_culprit() {
         .unwrap_err();
     assert_eq!(e.to_string(), "probability p = 1.5 is outside [0, 1]");
 }
+
+#[test]
+fn generator_distribution_parameters() {
+    let mut g = Generator::new(3);
+    let bad = |r: Result<Vec<f64>, RngError>, want: &str| {
+        let e = r.unwrap_err();
+        assert!(matches!(e, RngError::InvalidParameter { .. }), "{e:?}");
+        assert!(e.to_string().contains(want), "{e}");
+    };
+    bad(g.exponential(-1.0, 2), "scale");
+    bad(g.exponential(-0.0, 2), "scale"); // numpy checks the sign bit
+    bad(g.standard_gamma(-0.5, 2), "shape");
+    bad(g.gamma(1.0, -2.0, 2), "scale");
+    bad(g.beta(0.0, 1.0, 2), "a");
+    bad(g.beta(1.0, -3.0, 2), "b");
+    let e = g.poisson(-1.0, 2).unwrap_err();
+    assert_eq!(e.to_string(), "invalid lam = -1: lam < 0 or lam is NaN");
+    assert!(g.poisson(f64::NAN, 2).is_err());
+    let e = g.poisson(1e19, 2).unwrap_err();
+    assert!(e.to_string().contains("lam value too large"), "{e}");
+    assert_eq!(
+        g.binomial(-1, 0.5, 2),
+        Err(RngError::NegativeCount {
+            name: "n",
+            value: -1
+        })
+    );
+    assert!(matches!(
+        g.binomial(3, 1.5, 2),
+        Err(RngError::Probability { name: "p", .. })
+    ));
+    assert!(g.binomial(3, f64::NAN, 2).is_err());
+    // NaN shape / scale / a pass numpy's checks and give NaN
+    assert!(g.exponential(f64::NAN, 1).unwrap()[0].is_nan());
+    assert!(g.beta(f64::NAN, 1.0, 1).unwrap()[0].is_nan());
+    // the errors draw nothing: a fresh generator after the same valid calls agrees
+    let mut a = Generator::new(9);
+    let mut b = Generator::new(9);
+    assert!(a.poisson(-2.0, 5).is_err());
+    assert_eq!(a.random(3), b.random(3));
+}
+
+#[test]
+fn shuffle_axis_shapes() {
+    let mut g = Generator::new(1);
+    let mut x = vec![0i64; 6];
+    assert!(matches!(
+        g.shuffle_axis(&mut x, &[2, 3], 2),
+        Err(RngError::Shape(_))
+    ));
+    assert!(matches!(
+        g.shuffle_axis(&mut x, &[4, 2], 0),
+        Err(RngError::Shape(_))
+    ));
+    let mut empty: Vec<i64> = Vec::new();
+    g.shuffle_axis(&mut empty, &[0, 3], 1).unwrap();
+}
