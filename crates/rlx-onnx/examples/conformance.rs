@@ -168,6 +168,7 @@ fn report(results: &[CaseResult]) -> String {
             rate(*p, n)
         ));
     }
+    s.push_str(KNOWN_DIFFERENCES);
     s.push_str(
         "\n## Cases that do not pass\n\n| case | op | outcome | detail |\n|---|---|---|---|\n",
     );
@@ -188,3 +189,24 @@ fn report(results: &[CaseResult]) -> String {
     }
     s
 }
+
+/// Why the remaining Attention / DFT failures are differences in the
+/// reference's rounding, not errors (checked with the scripts named here).
+const KNOWN_DIFFERENCES: &str = "
+## Known differences
+
+- **Attention, bf16 / fp16** (`test_attention_*_bf16*`, `test_attention_4d_causal_fp16_expanded`):
+  the expected outputs were computed by numpy on `ml_dtypes` arrays, where every elementwise op
+  and every reduction (pairwise summation) rounds to bf16 on the way. RLX computes attention in
+  f32 and rounds the output once. Against the exact result (the same model evaluated in f64 by
+  `onnx.reference`), the expected values are up to 1.21-1.68 bf16 ulp off, while rounding the exact
+  result once is within 0.5 ulp and differs from the expected values in 43 / 50 / 48 / 57 / 75 of
+  192 values for the five non-expanded bf16 cases: the same counts RLX shows below. Matching them
+  would mean reproducing numpy's bf16 summation order. onnxruntime 1.32 cannot run these models
+  (no bf16 kernels for Expand / Mul / Add).
+- **DFT inverse** (`test_dft_inverse*`): numpy 2 transforms complex64 in single precision, so the
+  expected output carries single-precision noise (1.9e-7) in bins that are exactly zero, above
+  the case's atol of 1e-7. RLX transforms in f64 and rounds once (7e-16 there). The forward cases
+  expect numpy's single-precision values too, but their noise happens to fall under atol, and
+  RLX's f64 result passes them. onnxruntime 1.32 fails all ten DFT cases.
+";

@@ -3,20 +3,32 @@
 use super::{KernelResult, View, ViewMut};
 use rlx_ir::fft::{FftKind, FftNorm};
 use rlx_ir::Complex32;
+use rustfft::num_complex::Complex64;
 use rustfft::FftPlanner;
 
 /// The factor applied after an unnormalised transform of length `n`.
-fn scale(kind: FftKind, norm: FftNorm, n: usize) -> f32 {
+fn scale(kind: FftKind, norm: FftNorm, n: usize) -> f64 {
     let inverse = matches!(kind, FftKind::Ifft | FftKind::Irfft);
-    let s = match (norm, inverse) {
+    match (norm, inverse) {
         (FftNorm::Ortho, _) => 1.0 / (n as f64).sqrt(),
         (FftNorm::Backward, true) | (FftNorm::Forward, false) => 1.0 / n as f64,
         _ => 1.0,
-    };
-    s as f32
+    }
+}
+
+fn widen(v: Complex32) -> Complex64 {
+    Complex64::new(v.re as f64, v.im as f64)
+}
+
+fn narrow(v: Complex64) -> Complex32 {
+    Complex32::new(v.re as f32, v.im as f32)
 }
 
 /// fft / ifft / rfft / irfft along the last axis.
+///
+/// The transform runs in f64 and rounds once at the end: an f32 butterfly
+/// network leaves O(n·ε·max|x|) noise in bins that are exactly zero (ONNX's
+/// DFT cases and numpy, which transform in f64, give ~1e-15 there).
 pub(crate) fn fft(kind: FftKind, norm: FftNorm, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let x = &ins[0];
     let (&len_in, &len_out) = match (x.dims.last(), out.dims.last()) {
@@ -37,55 +49,59 @@ pub(crate) fn fft(kind: FftKind, norm: FftNorm, ins: &[View], out: &mut ViewMut)
         return Ok(());
     }
     let rows = out.numel() / len_out;
-    let mut planner = FftPlanner::<f32>::new();
+    let mut planner = FftPlanner::<f64>::new();
     let plan = match kind {
         FftKind::Fft | FftKind::Rfft => planner.plan_fft_forward(n),
         FftKind::Ifft | FftKind::Irfft => planner.plan_fft_inverse(n),
     };
     let s = scale(kind, norm, n);
-    let zero = Complex32::new(0.0, 0.0);
+    let zero = Complex64::new(0.0, 0.0);
     let mut scratch = vec![zero; plan.get_inplace_scratch_len()];
+    let mut buf = vec![zero; n];
     match kind {
         FftKind::Fft | FftKind::Ifft => {
+            let src = x.slice::<Complex32>();
             let o = out.slice::<Complex32>();
-            o.copy_from_slice(x.slice::<Complex32>());
-            plan.process_with_scratch(o, &mut scratch);
-            if s != 1.0 {
-                o.iter_mut().for_each(|v| *v *= s);
+            for (row, dst) in src.chunks_exact(n).zip(o.chunks_exact_mut(n)) {
+                buf.iter_mut().zip(row).for_each(|(b, &v)| *b = widen(v));
+                plan.process_with_scratch(&mut buf, &mut scratch);
+                dst.iter_mut()
+                    .zip(&buf)
+                    .for_each(|(d, &b)| *d = narrow(b * s));
             }
         }
         FftKind::Rfft => {
             let src = x.slice::<f32>();
             let o = out.slice::<Complex32>();
-            let mut buf = vec![zero; n];
             for (row, dst) in src.chunks_exact(n).zip(o.chunks_exact_mut(len_out)) {
                 buf.iter_mut()
                     .zip(row)
-                    .for_each(|(b, &v)| *b = Complex32::new(v, 0.0));
+                    .for_each(|(b, &v)| *b = Complex64::new(v as f64, 0.0));
                 plan.process_with_scratch(&mut buf, &mut scratch);
-                dst.iter_mut().zip(&buf).for_each(|(d, &b)| *d = b * s);
+                dst.iter_mut()
+                    .zip(&buf)
+                    .for_each(|(d, &b)| *d = narrow(b * s));
             }
         }
         FftKind::Irfft => {
             let m = len_in;
             let src: &[Complex32] = if x.numel() == 0 { &[] } else { x.slice() };
             let o = out.slice::<f32>();
-            let mut buf = vec![zero; n];
             for r in 0..rows {
-                let bin = |k: usize| if k < m { src[r * m + k] } else { zero };
+                let bin = |k: usize| if k < m { widen(src[r * m + k]) } else { zero };
                 // Hermitian extension; numpy ignores the imaginary parts of
                 // the DC and (even n) Nyquist bins.
-                buf[0] = Complex32::new(bin(0).re, 0.0);
+                buf[0] = Complex64::new(bin(0).re, 0.0);
                 for k in 1..n.div_ceil(2) {
                     buf[k] = bin(k);
                     buf[n - k] = bin(k).conj();
                 }
                 if n % 2 == 0 {
-                    buf[n / 2] = Complex32::new(bin(n / 2).re, 0.0);
+                    buf[n / 2] = Complex64::new(bin(n / 2).re, 0.0);
                 }
                 plan.process_with_scratch(&mut buf, &mut scratch);
                 for (d, b) in o[r * n..(r + 1) * n].iter_mut().zip(&buf) {
-                    *d = b.re * s;
+                    *d = (b.re * s) as f32;
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Attention and RotaryEmbedding. Attention (opset 23): 3-d or 4-d Q / K / V, grouped heads, scale,
 //! soft-cap, boolean or additive masks (shorter masks padded as masked),
 //! causal masking aligned after the past, past / present key-value caches,
-//! and the `qk_matmul_output` output. Composed in the reference's order:
+//! an external cache's per-batch valid key lengths (`nonpad_kv_seqlen`, the
+//! causal frontier at each row's end), and the `qk_matmul_output` output. Composed in the reference's order:
 //! `softmax(softcap(Q K^T * scale) + bias)` in f32, fully masked rows zeroed,
 //! times V.
 
@@ -47,8 +48,9 @@ fn repeat_heads(cx: &mut NodeCx, x: NodeId, groups: usize) -> Result<NodeId> {
 }
 
 fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
-    if cx.opt(6).is_some() {
-        return Err(cx.unsupported("nonpad_kv_seqlen (per-batch valid key lengths)"));
+    let kv_seqlen = cx.opt(6);
+    if kv_seqlen.is_some() && cx.opt(4).is_some() {
+        return Err(cx.err("nonpad_kv_seqlen cannot be combined with past_key / past_value"));
     }
     let (q, k, v) = (cx.x(0)?, cx.x(1)?, cx.x(2)?);
     let dt = cx.dtype(q);
@@ -122,7 +124,11 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     } else {
         qk32
     };
-    let bias = attention_bias(cx, s, t, past_len)?;
+    let frontier = match kv_seqlen {
+        Some(l) => Frontier::PerBatch(l, qd[0]),
+        None => Frontier::Past(past_len),
+    };
+    let bias = attention_bias(cx, s, t, frontier)?;
     let scores = match bias {
         Some(b) => cx.bin(B::Add, capped, b)?,
         None => capped,
@@ -160,8 +166,23 @@ fn attention(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     Ok(outs)
 }
 
-/// The additive f32 bias `[.., S, T]` of the mask input and `is_causal`.
-fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Result<Option<NodeId>> {
+/// Where the queries sit among the keys: after a past cache of a fixed length,
+/// or (an external cache, `nonpad_kv_seqlen [B]`) at the end of each batch
+/// row's valid keys, the keys past them masked.
+#[derive(Clone, Copy)]
+enum Frontier {
+    Past(usize),
+    PerBatch(NodeId, usize),
+}
+
+/// The additive f32 bias `[.., S, T]` of the mask input, `is_causal`, the
+/// sliding window and the valid key lengths.
+fn attention_bias(
+    cx: &mut NodeCx,
+    s: usize,
+    t: usize,
+    frontier: Frontier,
+) -> Result<Option<NodeId>> {
     let mut bias = None;
     if let Some(m) = cx.opt(3) {
         let mut m = if cx.dtype(m) == DType::Bool {
@@ -198,7 +219,16 @@ fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Resul
         right = if right < 0 { 0 } else { right.min(0) };
     }
     if left >= 0 || right >= 0 {
-        let diff = super::indexing::col_minus_row(cx, s, t, past_len)?;
+        let diff = match frontier {
+            Frontier::Past(past_len) => super::indexing::col_minus_row(cx, s, t, past_len)?,
+            Frontier::PerBatch(lens, b) => {
+                // key - (query + len_b - S), one [S, T] plane per batch row.
+                let plane = super::indexing::col_minus_row(cx, s, t, 0)?;
+                let lens = batch_lens(cx, lens, b)?;
+                let offset = cx.bin_scalar(B::Sub, lens, s as f64)?;
+                cx.bin(B::Sub, plane, offset)?
+            }
+        };
         let mut hidden: Option<NodeId> = None;
         for (limit, op) in [(right, CmpOp::Gt), (-left, CmpOp::Lt)] {
             if (op == CmpOp::Gt && right < 0) || (op == CmpOp::Lt && left < 0) {
@@ -210,16 +240,40 @@ fn attention_bias(cx: &mut NodeCx, s: usize, t: usize, past_len: usize) -> Resul
                 None => h,
             });
         }
-        let hidden = hidden.expect("a limit");
-        let zero = cx.scalar(0.0, DType::F32);
-        let ninf = cx.scalar(f64::NEG_INFINITY, DType::F32);
-        let c = select(cx, hidden, ninf, zero)?;
-        bias = Some(match bias {
-            Some(b) => cx.bin(B::Add, b, c)?,
-            None => c,
-        });
+        if let Some(h) = hidden {
+            bias = Some(hide(cx, bias, h)?);
+        }
+    }
+    if let Frontier::PerBatch(lens, b) = frontier {
+        let lens = batch_lens(cx, lens, b)?;
+        let key = cx.iota_i64(&[1, 1, 1, t], 3)?;
+        let padded = cx.node(Op::Compare(CmpOp::Ge), &[key, lens], None)?;
+        bias = Some(hide(cx, bias, padded)?);
     }
     Ok(bias)
+}
+
+/// `bias` plus -inf where `hidden` holds (0 elsewhere).
+fn hide(cx: &mut NodeCx, bias: Option<NodeId>, hidden: NodeId) -> Result<NodeId> {
+    let zero = cx.scalar(0.0, DType::F32);
+    let ninf = cx.scalar(f64::NEG_INFINITY, DType::F32);
+    let c = select(cx, hidden, ninf, zero)?;
+    match bias {
+        Some(b) => cx.bin(B::Add, b, c),
+        None => Ok(c),
+    }
+}
+
+/// `nonpad_kv_seqlen [B]` as I64 `[B, 1, 1, 1]`, checked against the batch.
+fn batch_lens(cx: &mut NodeCx, lens: NodeId, batch: usize) -> Result<NodeId> {
+    let d = cx.static_dims(lens, "nonpad_kv_seqlen")?;
+    if d != [batch] {
+        return Err(cx.err(format!(
+            "nonpad_kv_seqlen must be [{batch}] (one length per batch row), given {d:?}"
+        )));
+    }
+    let l = cx.cast(lens, DType::I64)?;
+    cx.reshape_static(l, &[batch, 1, 1, 1])
 }
 
 /// RotaryEmbedding (opset 23): rotates the first `rotary_embedding_dim`

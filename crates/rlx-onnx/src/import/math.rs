@@ -238,7 +238,8 @@ fn lrn(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
 }
 
 /// DFT along one axis of `x [.., n, 1|2]` (real or complex pairs) through the
-/// IR's complex FFT; output `[.., m, 2]`.
+/// IR's complex FFT; output `[.., m, 2]` (`[.., n, 1]` for the inverse
+/// one-sided transform, numpy's `irfft`).
 fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     use rlx_ir::fft::{FftKind, FftNorm};
     use rlx_ir::{Complex32, DType, HostTensor};
@@ -247,9 +248,6 @@ fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     let r = xd.len();
     let inverse = cx.attr_i("inverse", 0) != 0;
     let onesided = cx.attr_i("onesided", 0) != 0;
-    if inverse && onesided {
-        return Err(cx.unsupported("inverse one-sided DFT (irfft output layout)"));
-    }
     let axis = if cx.opset >= 20 {
         match cx.opt(2) {
             Some(_) => cx.const_ints(2, "axis")?.first().copied().unwrap_or(-2),
@@ -279,14 +277,28 @@ fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     perm.push(axis);
     let ct = cx.transpose(c, perm.clone())?;
     let n = xd[axis];
+    // irfft's default length is the even signal the one-sided bins came from.
+    let default_len = if inverse && onesided {
+        2 * n.saturating_sub(1)
+    } else {
+        n
+    };
     let len = match cx.opt(1) {
         Some(_) => cx
             .const_ints(1, "dft_length")?
             .first()
             .copied()
-            .unwrap_or(n as i64)
+            .unwrap_or(default_len as i64)
             .max(1) as usize,
-        None => n,
+        None => default_len,
+    }
+    .max(1);
+    // The irfft kernel reads exactly len/2 + 1 bins (numpy trims or zero-pads).
+    let len_out = len;
+    let len = if inverse && onesided {
+        len / 2 + 1
+    } else {
+        len
     };
     let ct = if len < n {
         cx.slice_axis(ct, r - 1, 0, len, 1)?
@@ -304,6 +316,25 @@ fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     } else {
         ct
     };
+    let mut inv = vec![0; r];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    if inverse && onesided {
+        let mut dims = cx.static_dims(ct, "DFT")?;
+        dims[r - 1] = len_out;
+        let declared = rlx_ir::Shape::new(&dims, DType::F32);
+        let y = cx.node(
+            Op::Fft {
+                kind: FftKind::Irfft,
+                norm: FftNorm::Backward,
+            },
+            &[ct],
+            Some(declared),
+        )?;
+        let y = cx.transpose(y, inv)?;
+        return Ok(vec![cx.cast(y, dt)?]);
+    }
     let kind = if inverse { FftKind::Ifft } else { FftKind::Fft };
     let mut f = cx.node(
         Op::Fft {
@@ -317,10 +348,6 @@ fn dft(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
         f = cx.slice_axis(f, r - 1, 0, len / 2 + 1, 1)?;
     }
     // Back to the original axis order, then [.., m, 1] complex -> [.., m, 2].
-    let mut inv = vec![0; r];
-    for (i, &p) in perm.iter().enumerate() {
-        inv[p] = i;
-    }
     let f = cx.transpose(f, inv)?;
     let re = cx.cast(f, DType::F32)?;
     let mi = cx.constant(&HostTensor::scalar(Complex32::new(0.0, -1.0)));

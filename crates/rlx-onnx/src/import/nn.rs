@@ -222,6 +222,7 @@ fn pool(cx: &mut NodeCx, kind: PoolKind) -> Result<Vec<NodeId>> {
     let stride = per_dim(cx, "strides", n, 1)?;
     let dilation = per_dim(cx, "dilations", n, 1)?;
     let mut padding = resolve_pads(cx, &xd[2..], &kernel, &stride, &dilation)?;
+    let declared = padding.clone();
     if cx.attr_i("ceil_mode", 0) != 0 {
         // Ceil mode: pad the end so a last partial window exists, unless it
         // would start entirely in the padding.
@@ -240,7 +241,25 @@ fn pool(cx: &mut NodeCx, kind: PoolKind) -> Result<Vec<NodeId>> {
             padding[i].1 += need;
         }
     }
-    let count_include_pad = cx.attr_i("count_include_pad", 0) != 0;
+    let mut count_include_pad = cx.attr_i("count_include_pad", 0) != 0;
+    let mut x = x;
+    if kind == PoolKind::Avg && count_include_pad && padding != declared {
+        // The ceil-mode overhang is not padding: onnx's reference and ORT (like
+        // torch) divide by the taps inside the declared pads only. Materialise
+        // the declared pads as zeros and count in-bounds taps.
+        x = cx.node(
+            Op::Pad {
+                pads: [vec![(0, 0), (0, 0)], declared.clone()].concat(),
+                mode: rlx_ir::op::PadMode::Constant(0.0),
+            },
+            &[x],
+            None,
+        )?;
+        for (p, d) in padding.iter_mut().zip(&declared) {
+            *p = (0, p.1 - d.1);
+        }
+        count_include_pad = false;
+    }
     let window = Window {
         kernel,
         stride,
