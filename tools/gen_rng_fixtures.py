@@ -483,6 +483,31 @@ TORCH_PROGRAM = (
     + [{"op": "randn", "n": 100000}, {"op": "rand", "n": 100000}, {"op": "randn_f64", "n": 10001},
        {"op": "randperm", "n": 10000}, {"op": "randint", "low": 0, "high": 1000, "n": 10000},
        {"op": "dropout", "p": 0.2, "n": 10000}, {"op": "normal", "mean": -1.0, "std": 0.5, "n": 10001}]
+    # exponential_, multinomial (fast path: no replacement or one sample; inverse-CDF path:
+    # replacement), normal with tensor mean / std
+    + [{"op": "exponential", "lambd": l, "n": n} for l, n in [(1.0, 9), (2.5, 17), (0.25, 3)]]
+    + [{"op": "exponential_f64", "lambd": l, "n": n} for l, n in [(1.0, 9), (7.0, 5)]]
+    + [{"op": "multinomial", "dtype": dt, "probs": p, "rows": r, "num_samples": k, "replacement": rep}
+       for dt, p, r, k, rep in [
+           ("f32", [0.1, 0.2, 0.3, 0.4], 1, 1, False),
+           ("f32", [0.1, 0.2, 0.3, 0.4], 1, 1, True),
+           ("f32", [0.1, 0.2, 0.3, 0.4], 1, 4, False),
+           ("f32", [0.1, 0.2, 0.3, 0.4], 1, 12, True),
+           ("f32", [3.0, 0.0, 1.0, 0.5, 0.0, 2.0], 1, 3, False),
+           ("f32", [3.0, 0.0, 1.0, 0.5, 0.0, 2.0], 1, 40, True),
+           ("f32", [1.0, 2.0, 3.0, 0.5, 0.5, 0.0, 4.0, 1e-3, 7.0], 3, 2, False),
+           ("f32", [1.0, 2.0, 3.0, 0.5, 0.5, 0.0, 4.0, 1e-3, 7.0], 3, 5, True),
+           ("f32", [1e-30, 1.0, 1e-30, 1e-30], 1, 2, False),
+           ("f64", [0.25, 0.25, 0.5, 1e-9, 0.0], 1, 3, False),
+           ("f64", [0.25, 0.25, 0.5, 1e-9, 0.0], 1, 25, True),
+           ("f64", [2.0, 1.0, 0.0, 3.0], 2, 1, True),
+       ]]
+    + [{"op": "normal_tensor", "dtype": dt, "mean": [(-1.0) ** i * 0.37 * i for i in range(n)],
+        "std": [0.05 + 0.11 * i for i in range(n)]} for dt, n in [("f32", 5), ("f32", 33), ("f64", 7), ("f64", 20)]]
+    + [{"op": "normal_mean_tensor", "dtype": "f32", "mean": [0.5 * i - 3.0 for i in range(n)], "std": 0.7}
+       for n in [6, 18]]
+    + [{"op": "normal_std_tensor", "dtype": "f32", "mean": 1.5, "std": [0.1 * i for i in range(n)]}
+       for n in [4, 16]]
 )
 
 
@@ -514,6 +539,20 @@ def torch_apply_factory(torch):
             t = torch.empty(c["n"]).bernoulli_(c["p"], generator=g)
         elif op == "dropout":
             t = torch.nn.functional.dropout(torch.ones(c["n"]), p=c["p"], training=True)
+        elif op in ("exponential", "exponential_f64"):
+            dt = f64 if op == "exponential_f64" else f32
+            t = torch.empty(c["n"], dtype=dt).exponential_(c["lambd"], generator=g)
+        elif op == "multinomial":
+            dt = f64 if c["dtype"] == "f64" else f32
+            p = torch.tensor(c["probs"], dtype=dt)
+            if c["rows"] > 1:
+                p = p.reshape(c["rows"], -1)
+            t = torch.multinomial(p, c["num_samples"], replacement=c["replacement"], generator=g).reshape(-1)
+        elif op.startswith("normal_") and "tensor" in op:
+            dt = f64 if c["dtype"] == "f64" else f32
+            mean = torch.tensor(c["mean"], dtype=dt) if isinstance(c["mean"], list) else c["mean"]
+            std = torch.tensor(c["std"], dtype=dt) if isinstance(c["std"], list) else c["std"]
+            t = torch.normal(mean, std, generator=g)
         elif op == "linear":
             lin = torch.nn.Linear(c["in_features"], c["out_features"], bias=c["bias"])
             ws = lin.weight.detach().reshape(-1)
@@ -526,7 +565,8 @@ def torch_apply_factory(torch):
 
 
 # the kernels that differ between CPU builds (the DEFAULT run records only these)
-TORCH_CAPABILITY_OPS = ("rand", "randn", "randn_f64", "normal", "normal_f64")
+TORCH_CAPABILITY_OPS = ("rand", "randn", "randn_f64", "normal", "normal_f64", "normal_tensor",
+                        "normal_mean_tensor", "normal_std_tensor")
 
 
 def torch_cases():
@@ -565,7 +605,9 @@ def torch_main():
     if vendor == "GenuineIntel" and torch.backends.mkl.is_available():
         sys.exit("bernoulli_(p) / dropout use MKL's stream on Intel CPUs: generate the torch fixtures on a non-Intel CPU")
     runs = []
-    for cap in [None, "default"]:
+    # "avx2" explicitly: on a CPU with AVX-512 torch would pick its AVX512 build, which is not
+    # reproduced (see TorchCpuCapability)
+    for cap in ["avx2", "default"]:
         env = dict(os.environ, RLX_RNG_TORCH_CHILD="1")
         if cap:
             env["ATEN_CPU_CAPABILITY"] = cap

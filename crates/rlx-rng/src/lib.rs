@@ -10,7 +10,9 @@
 //!   buffered 32-bit draws, Floyd / tail-shuffle `choice`),
 //! * torch's CPU generator [`TorchGenerator`] (`torch.manual_seed`: `rand`,
 //!   `randn` with its 16-element switch, `randint`, `randperm`, `normal`,
-//!   `bernoulli`, dropout masks, `nn.Linear` initialisation).
+//!   `bernoulli`, `exponential_`, `multinomial` with and without
+//!   replacement, `normal` with tensor mean / std, dropout masks,
+//!   `nn.Linear` initialisation).
 //!
 //! Every function is checked bit for bit against numpy / torch by the
 //! fixtures of `tools/gen_rng_fixtures.py`. Floating-point results that go
@@ -46,6 +48,7 @@ mod random_state;
 mod seed_sequence;
 mod torch;
 mod torch_mathfun;
+mod torch_sampling;
 mod ziggurat;
 mod ziggurat_tables;
 
@@ -58,3 +61,4 @@ pub use pcg64::Pcg64;
 pub use random_state::RandomState;
 pub use seed_sequence::{int_to_words, SeedSequence};
 pub use torch::{LinearInit, TorchCpuCapability, TorchGenerator};
+pub use torch_sampling::TorchFloat;

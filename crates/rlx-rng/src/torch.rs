@@ -160,6 +160,11 @@ impl TorchGenerator {
         uniform_real_f64(self.fused(), v, from, to)
     }
 
+    /// `uniform_real_distribution<double>(0, 1)`: 53 bits of one 64-bit draw.
+    pub(crate) fn uniform_unit_f64(&mut self) -> f64 {
+        self.uniform_one_f64(0.0, 1.0)
+    }
+
     /// `torch.rand(n)` (float32): 24 bits of one 32-bit draw each.
     pub fn rand(&mut self, n: usize) -> Vec<f32> {
         (0..n).map(|_| self.uniform_one_f32(0.0, 1.0)).collect()
@@ -284,7 +289,7 @@ impl TorchGenerator {
         self.normal_f64_unchecked(0.0, 1.0, n)
     }
 
-    fn normal_f32_unchecked(&mut self, mean: f64, std: f64, n: usize) -> Vec<f32> {
+    pub(crate) fn normal_f32_unchecked(&mut self, mean: f64, std: f64, n: usize) -> Vec<f32> {
         if n >= 16 {
             self.normal_fill_f32(n, mean as f32, std as f32)
         } else {
@@ -292,7 +297,7 @@ impl TorchGenerator {
         }
     }
 
-    fn normal_f64_unchecked(&mut self, mean: f64, std: f64, n: usize) -> Vec<f64> {
+    pub(crate) fn normal_f64_unchecked(&mut self, mean: f64, std: f64, n: usize) -> Vec<f64> {
         if n >= 16 {
             self.normal_fill_f64(n, mean, std)
         } else {

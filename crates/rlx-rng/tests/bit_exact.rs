@@ -113,6 +113,18 @@ fn int(v: &Value) -> i128 {
     }
 }
 
+fn f64s(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn f32s_of(v: &[f64]) -> Vec<f32> {
+    v.iter().map(|&x| x as f32).collect()
+}
+
 fn usize_of(v: &Value) -> usize {
     v.as_u64().unwrap() as usize
 }
@@ -483,6 +495,43 @@ fn torch_call(g: &mut TorchGenerator, c: &Value) -> Vec<u64> {
         "bernoulli" => g.bernoulli(f("p"), n()).unwrap().words(),
         "bernoulli_scalar" => g.bernoulli_scalar(f("p"), n()).unwrap().words(),
         "dropout" => g.dropout(&vec![1.0; n()], f("p")).unwrap().words(),
+        "exponential" => g.exponential(f("lambd"), n()).unwrap().words(),
+        "exponential_f64" => g.exponential_f64(f("lambd"), n()).unwrap().words(),
+        "multinomial" => {
+            let probs = f64s(&c["probs"]);
+            let cats = probs.len() / usize_of(&c["rows"]);
+            let (k, rep) = (
+                usize_of(&c["num_samples"]),
+                c["replacement"].as_bool().unwrap(),
+            );
+            if c["dtype"] == "f64" {
+                g.multinomial(&probs, cats, k, rep).unwrap().words()
+            } else {
+                g.multinomial(&f32s_of(&probs), cats, k, rep)
+                    .unwrap()
+                    .words()
+            }
+        }
+        op @ ("normal_tensor" | "normal_mean_tensor" | "normal_std_tensor") => {
+            let wide = c["dtype"] == "f64";
+            let (m, s) = (&c["mean"], &c["std"]);
+            macro_rules! run {
+                ($conv:expr) => {
+                    match op {
+                        "normal_tensor" => g.normal_tensor(&$conv(&f64s(m)), &$conv(&f64s(s))),
+                        "normal_mean_tensor" => g.normal_mean_tensor(&$conv(&f64s(m)), f("std")),
+                        _ => g.normal_std_tensor(f("mean"), &$conv(&f64s(s))),
+                    }
+                    .unwrap()
+                    .words()
+                };
+            }
+            if wide {
+                run!(|v: &[f64]| v.to_vec())
+            } else {
+                run!(f32s_of)
+            }
+        }
         "linear" => {
             let (i, o) = (usize_of(&c["in_features"]), usize_of(&c["out_features"]));
             let init = g.linear_init_with(i, o, c["bias"].as_bool().unwrap());

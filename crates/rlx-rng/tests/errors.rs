@@ -262,3 +262,71 @@ fn shuffle_axis_shapes() {
     let mut empty: Vec<i64> = Vec::new();
     g.shuffle_axis(&mut empty, &[0, 3], 1).unwrap();
 }
+
+#[test]
+fn torch_multinomial_exponential_and_tensor_normal() {
+    let mut g = TorchGenerator::manual_seed(0);
+    let msg = |r: Result<Vec<i64>, RngError>| r.unwrap_err().to_string();
+    assert_eq!(
+        msg(g.multinomial(&[0.5f32, -0.1, 0.6], 3, 2, false)),
+        "invalid probabilities: probability tensor contains either inf, nan or element < 0 (found -0.10000000149011612)"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[0.5f32, f32::NAN], 2, 3, true)),
+        "invalid probabilities: invalid multinomial distribution (encountering probability entry = infinity or NaN)"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[0.5f64, -1.0], 2, 3, true)),
+        "invalid probabilities: invalid multinomial distribution (encountering probability entry < 0)"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[1.0f32, 2.0, 0.0, 0.0], 2, 1, false)),
+        "invalid probabilities: invalid multinomial distribution (sum of probabilities <= 0) in row 1"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[0.0f32, 0.0], 2, 2, true)),
+        "invalid probabilities: invalid multinomial distribution (sum of probabilities <= 0)"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[1.0f32, 0.0, 2.0], 3, 3, false)),
+        "invalid probabilities: row 0 has 2 non-zero probabilities, fewer than the 3 samples to draw without replacement"
+    );
+    assert!(matches!(
+        g.multinomial(&[1.0f32, 2.0], 2, 3, false),
+        Err(RngError::SampleTooLarge {
+            size: 3,
+            population: 2
+        })
+    ));
+    assert!(matches!(
+        g.multinomial(&[1.0f32, 2.0, 3.0], 2, 1, true),
+        Err(RngError::Shape(_))
+    ));
+    assert_eq!(
+        msg(g.multinomial::<f32>(&[], 0, 1, true)),
+        "invalid probabilities: prob_dist must have at least one category"
+    );
+    assert_eq!(
+        msg(g.multinomial(&[1.0f32], 1, 0, true)),
+        "invalid probabilities: cannot sample num_samples <= 0 samples"
+    );
+    assert_eq!(
+        g.exponential(0.0, 3).unwrap_err().to_string(),
+        "invalid lambd = 0: exponential_ expects lambd > 0"
+    );
+    assert_eq!(
+        g.normal_tensor(&[0.0f32, 1.0], &[1.0, -2.0])
+            .unwrap_err()
+            .to_string(),
+        "std must be non-negative, got -2"
+    );
+    assert!(matches!(
+        g.normal_tensor(&[0.0f64, 1.0], &[1.0]),
+        Err(RngError::Shape(_))
+    ));
+    assert!(g.normal_mean_tensor(&[0.0f32], f64::NAN).is_err());
+    assert!(g.normal_std_tensor(0.0, &[f32::NAN]).is_err());
+    // a refused call draws nothing: the stream continues as if it was not made
+    let mut fresh = TorchGenerator::manual_seed(0);
+    assert_eq!(g.rand(4), fresh.rand(4));
+}
