@@ -437,11 +437,22 @@ def gen_schedules_more():
         opt = torch.optim.SGD([p], lr=base)
         sch = S.ReduceLROnPlateau(opt, **cfg)
         lrs = []
-        for m in metrics:
+        # torch's state_dict() after `resume_at` steps (mid-cooldown / mid-patience for some cases); the
+        # Rust test restores it and continues with the remaining metrics. JSON has no infinity:
+        # non-finite floats become "inf" / "-inf" / "NaN" strings.
+        resume_at = {"plateau_min_rel": 19, "plateau_max_abs": 23, "plateau_min_abs_no_cooldown": 30,
+                     "plateau_max_rel": 37}[name]
+        state = None
+        for t, m in enumerate(metrics):
+            if t == resume_at:
+                state = {k: (v if not isinstance(v, float) or math.isfinite(v) else
+                             ("NaN" if v != v else ("inf" if v > 0 else "-inf")))
+                         for k, v in sch.state_dict().items()}
             opt.step()
             sch.step(m)
             lrs.append(opt.param_groups[0]["lr"])
-        plateau.append({"name": name, "base_lr": base, "config": cfg, "metrics": metrics, "lrs": lrs})
+        plateau.append({"name": name, "base_lr": base, "config": cfg, "metrics": metrics, "lrs": lrs,
+                        "resume_at": resume_at, "torch_state": state})
     return {"torch_version": torch.__version__,
             "note": "cases: lrs[t] = lr in force after t scheduler.step() calls (momentum: SGD momentum or Adam "
                     "beta1 likewise); plateau: lrs[t] = lr after scheduler.step(metrics[t])",

@@ -104,8 +104,10 @@ mod linalg;
 mod optimizer;
 mod optimizers;
 mod plateau;
+mod plateau_state;
 mod rand;
 mod schedule;
+mod schedule_check;
 mod state;
 
 pub use clip::{clip_grad_norm, global_grad_clip_scale, l2_norm};

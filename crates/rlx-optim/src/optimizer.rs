@@ -40,8 +40,16 @@ pub trait Optimizer {
     /// Sets the learning rate (and the base rate an attached schedule scales).
     fn set_lr(&mut self, lr: f64);
     /// Attaches a learning-rate schedule that scales the current base rate;
-    /// its iteration 0 is the current iteration.
+    /// its iteration 0 is the current iteration. The schedule is taken as
+    /// it is; [`Optimizer::try_set_schedule`] checks it first.
     fn set_schedule(&mut self, schedule: LrSchedule);
+    /// [`Optimizer::set_schedule`] after [`LrSchedule::validate`]; on an
+    /// error nothing changes.
+    fn try_set_schedule(&mut self, schedule: LrSchedule) -> crate::error::Result<()> {
+        schedule.validate()?;
+        self.set_schedule(schedule);
+        Ok(())
+    }
     /// Iterations ended so far.
     fn iteration(&self) -> u64;
     /// A snapshot of all per-parameter state.

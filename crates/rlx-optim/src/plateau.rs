@@ -217,6 +217,18 @@ impl ReduceLrOnPlateau {
         &self.cfg
     }
 
+    /// Cooldown steps left (torch's `cooldown_counter`).
+    pub fn cooldown_left(&self) -> u64 {
+        self.cooldown_counter
+    }
+
+    pub(crate) fn restore_counters(&mut self, best: f64, num_bad: u64, cooldown: u64, steps: u64) {
+        self.best = best;
+        self.num_bad = num_bad;
+        self.cooldown_counter = cooldown;
+        self.steps = steps;
+    }
+
     /// Forgets the best metric and the counters (torch's `_reset`), keeping
     /// the rate.
     pub fn reset(&mut self) {

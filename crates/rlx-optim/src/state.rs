@@ -149,7 +149,7 @@ impl SavedParam {
     }
 }
 
-fn num(x: f64) -> Value {
+pub(crate) fn num(x: f64) -> Value {
     // JSON has no NaN / infinity: those are written as strings.
     if x.is_finite() {
         json!(x)
@@ -158,15 +158,15 @@ fn num(x: f64) -> Value {
     }
 }
 
-fn get_num(v: &Value, what: &str) -> Result<f64> {
+pub(crate) fn get_num(v: &Value, what: &str) -> Result<f64> {
     match v {
         Value::Number(n) => n
             .as_f64()
             .ok_or_else(|| OptimError::BadState(format!("{what}: not a number"))),
         Value::String(s) => match s.as_str() {
-            "NaN" => Ok(f64::NAN),
-            "inf" => Ok(f64::INFINITY),
-            "-inf" => Ok(f64::NEG_INFINITY),
+            "NaN" | "nan" => Ok(f64::NAN),
+            "inf" | "Infinity" => Ok(f64::INFINITY),
+            "-inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
             _ => Err(OptimError::BadState(format!(
                 "{what}: `{s}` is not a number"
             ))),
@@ -175,23 +175,23 @@ fn get_num(v: &Value, what: &str) -> Result<f64> {
     }
 }
 
-fn get<'a>(o: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a Value> {
+pub(crate) fn get<'a>(o: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a Value> {
     o.get(key)
         .ok_or_else(|| OptimError::BadState(format!("{what}: missing `{key}`")))
 }
 
-fn get_u64(o: &Map<String, Value>, key: &str, what: &str) -> Result<u64> {
+pub(crate) fn get_u64(o: &Map<String, Value>, key: &str, what: &str) -> Result<u64> {
     get(o, key, what)?
         .as_u64()
         .ok_or_else(|| OptimError::BadState(format!("{what}.{key}: not a non-negative integer")))
 }
 
-fn get_obj<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
+pub(crate) fn get_obj<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
     v.as_object()
         .ok_or_else(|| OptimError::BadState(format!("{what}: not an object")))
 }
 
-fn get_arr<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>> {
+pub(crate) fn get_arr<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>> {
     v.as_array()
         .ok_or_else(|| OptimError::BadState(format!("{what}: not an array")))
 }

@@ -178,6 +178,74 @@ fn reduce_lr_on_plateau_matches_torch() {
 }
 
 #[test]
+fn plateau_resumes_from_torch_state_dict_and_its_own() {
+    let fx = load("schedules_more.json");
+    let mut mid_cooldown = 0;
+    for case in fx["plateau"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let k = case["resume_at"].as_u64().unwrap() as usize;
+        let metrics = f64s(&case["metrics"]);
+        let want = f64s(&case["lrs"]);
+        let torch_state = case["torch_state"].to_string();
+        let mut resumed = ReduceLrOnPlateau::from_state_json(&torch_state).unwrap();
+        assert_eq!(resumed.steps(), k as u64, "{name}");
+        assert_eq!(*resumed.config(), plateau_config(&case["config"]), "{name}");
+        mid_cooldown += resumed.in_cooldown() as usize;
+        // our own saved state restores the same scheduler, bit for bit
+        let mine = resumed.state_json();
+        let again = ReduceLrOnPlateau::from_state_json(&mine).unwrap();
+        assert_eq!(again, resumed, "{name}");
+        let mut loaded = ReduceLrOnPlateau::new(1.0, PlateauConfig::default()).unwrap();
+        loaded.load_state_json(&mine).unwrap();
+        assert_eq!(loaded, resumed, "{name}");
+        for t in k..metrics.len() {
+            let x = resumed.step(metrics[t]);
+            assert!(
+                close(x, want[t]),
+                "{name} resumed at {k}, t={t}: {x} vs torch {}",
+                want[t]
+            );
+        }
+    }
+    assert!(mid_cooldown >= 1, "a case resumes inside a cooldown");
+}
+
+#[test]
+fn plateau_state_errors_name_the_field() {
+    let fx = load("schedules_more.json");
+    let good: serde_json::Value = fx["plateau"][0]["torch_state"].clone();
+    let with = |key: &str, v: serde_json::Value| {
+        let mut s = good.clone();
+        s[key] = v;
+        s.to_string()
+    };
+    let without = |key: &str| {
+        let mut s = good.clone();
+        s.as_object_mut().unwrap().remove(key);
+        s.to_string()
+    };
+    let err = |text: String| {
+        ReduceLrOnPlateau::from_state_json(&text)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(without("best")).contains("missing `best`"));
+    assert!(err(with("mode", "up".into())).contains("state.mode: `up` is not min / max"));
+    assert!(err(with("factor", 1.5.into())).contains("factor"));
+    assert!(err(with("min_lrs", serde_json::json!([0.1, 0.2]))).contains("min_lrs: 2 values"));
+    assert!(err(with("num_bad_epochs", (-1).into())).contains("num_bad_epochs"));
+    assert!(err(with("best", "lots".into())).contains("`lots` is not a number"));
+    assert!(err("[1, 2]".into()).contains("not an object"));
+    assert!(err("{".into()).contains("not JSON"));
+    // a failed load changes nothing
+    let mut s = ReduceLrOnPlateau::new(0.3, PlateauConfig::default()).unwrap();
+    s.step(1.0);
+    let before = s.clone();
+    assert!(s.load_state_json(&without("cooldown")).is_err());
+    assert_eq!(s, before);
+}
+
+#[test]
 fn plateau_rejects_bad_config_and_resets() {
     for cfg in [
         PlateauConfig {
@@ -220,4 +288,77 @@ fn plateau_rejects_bad_config_and_resets() {
     assert!(!p.in_cooldown() && p.num_bad_steps() == 0);
     assert_eq!(p.step(5.0), 0.25);
     assert_eq!(p.best(), 5.0);
+}
+
+/// What torch 2.15's schedulers refuse (their ValueError / ZeroDivisionError,
+/// checked with `tools/gen_optim_fixtures.py`'s torch env), refused here too.
+#[test]
+fn schedules_validate_as_torch_does() {
+    let one_cycle = |total_steps, pct_start, three_phase| match LrSchedule::one_cycle(total_steps) {
+        LrSchedule::OneCycle {
+            anneal,
+            div_factor,
+            final_div_factor,
+            base_momentum,
+            max_momentum,
+            ..
+        } => LrSchedule::OneCycle {
+            total_steps,
+            pct_start,
+            anneal,
+            div_factor,
+            final_div_factor,
+            three_phase,
+            base_momentum,
+            max_momentum,
+        },
+        _ => unreachable!(),
+    };
+    let why = |s: LrSchedule| s.validate().unwrap_err().to_string();
+    // torch: "Expected positive integer total_steps, but got 0"
+    assert!(why(one_cycle(0, 0.3, false)).contains("total_steps"));
+    // torch: "Expected float between 0 and 1 pct_start, but got 1.5"
+    assert!(why(one_cycle(10, 1.5, false)).contains("between 0 and 1"));
+    // torch: ZeroDivisionError at the first step (the first phase ends at 0)
+    assert!(why(one_cycle(10, 0.1, false)).contains("zero length"));
+    // torch steps these fine (a negative first phase is skipped)
+    one_cycle(1, 0.3, false).validate().unwrap();
+    one_cycle(100, 0.25, true).validate().unwrap();
+    one_cycle(7, 0.0, false).validate().unwrap();
+    // torch: "Expected positive integer T_0" / "Expected integer T_mult >= 1"
+    let wr = |t_0, t_mult| LrSchedule::CosineWarmRestarts {
+        t_0,
+        t_mult,
+        eta_min: 0.0,
+    };
+    assert!(why(wr(0, 1)).contains("T_0"));
+    assert!(why(wr(2, 0)).contains("T_mult"));
+    // torch: "Starting multiplicative factor expected to be greater than 0 ..."
+    let lin = LrSchedule::Linear {
+        start_factor: 0.0,
+        end_factor: 1.0,
+        total_iters: 5,
+    };
+    assert!(why(lin).contains("start_factor"));
+    // torch: ZeroDivisionError (integer modulo by zero)
+    assert!(why(LrSchedule::Step {
+        step_size: 0,
+        gamma: 0.5
+    })
+    .contains("step_size"));
+    assert!(why(LrSchedule::Cosine {
+        t_max: 0,
+        eta_min: 0.0
+    })
+    .contains("t_max"));
+    // try_set_schedule refuses and leaves the optimizer as it was
+    let mut opt = Adam::new(AdamConfig {
+        lr: 0.01,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(opt.try_set_schedule(one_cycle(10, 0.1, false)).is_err());
+    assert_eq!(opt.lr(), 0.01);
+    opt.try_set_schedule(one_cycle(10, 0.3, false)).unwrap();
+    assert!((opt.lr() - 0.01 / 25.0).abs() < 1e-15);
 }
