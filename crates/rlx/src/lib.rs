@@ -73,6 +73,11 @@ pub use rlx_runtime as runtime;
 /// GGUF v1 / v2 / v3 parser, writer, dequantize and quantize codecs.
 pub use rlx_gguf as gguf;
 
+#[cfg(feature = "geo")]
+/// Exact 2D Delaunay triangulation and discrete Voronoi grids (jump
+/// flooding and exact).
+pub use rlx_geo as geo;
+
 #[cfg(feature = "optim")]
 /// Training-step optimizers (SGD, Adam family, Adagrad, RMSprop, Adamax,
 /// Adadelta, ASGD, Rprop, Adafactor, LAMB, Lion, SOAP, Kron-PSGD, Muon,
