@@ -78,6 +78,11 @@ pub use rlx_gguf as gguf;
 /// flooding and exact).
 pub use rlx_geo as geo;
 
+#[cfg(feature = "sparse")]
+/// Sparse matrices: CSR / CSC / COO with validation, products, direct
+/// (faer) and Krylov (CG, BiCGSTAB) solves, scipy `.npz`.
+pub use rlx_sparse as sparse;
+
 #[cfg(feature = "optim")]
 /// Training-step optimizers (SGD, Adam family, Adagrad, RMSprop, Adamax,
 /// Adadelta, ASGD, Rprop, Adafactor, LAMB, Lion, SOAP, Kron-PSGD, Muon,
