@@ -264,6 +264,42 @@ pub enum PkgError {
     },
 }
 
+impl PkgError {
+    /// The variant's name (`"BadMagic"`, `"Overlap"`, ...): a stable word
+    /// for scripts and tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PkgError::Io { .. } => "Io",
+            PkgError::Truncated { .. } => "Truncated",
+            PkgError::BadMagic { .. } => "BadMagic",
+            PkgError::UnsupportedVersion { .. } => "UnsupportedVersion",
+            PkgError::UnsupportedFlags { .. } => "UnsupportedFlags",
+            PkgError::HeaderChecksum { .. } => "HeaderChecksum",
+            PkgError::TocChecksum { .. } => "TocChecksum",
+            PkgError::LengthOverflow { .. } => "LengthOverflow",
+            PkgError::BadLayout { .. } => "BadLayout",
+            PkgError::BadToc { .. } => "BadToc",
+            PkgError::BadTensor { .. } => "BadTensor",
+            PkgError::DuplicateName { .. } => "DuplicateName",
+            PkgError::DimsOverflow { .. } => "DimsOverflow",
+            PkgError::SizeMismatch { .. } => "SizeMismatch",
+            PkgError::Misaligned { .. } => "Misaligned",
+            PkgError::OutOfRange { .. } => "OutOfRange",
+            PkgError::Overlap { .. } => "Overlap",
+            PkgError::BadBlocks { .. } => "BadBlocks",
+            PkgError::BadPlacement { .. } => "BadPlacement",
+            PkgError::TensorChecksum { .. } => "TensorChecksum",
+            PkgError::Decompress { .. } => "Decompress",
+            PkgError::GraphParse { .. } => "GraphParse",
+            PkgError::GraphMismatch { .. } => "GraphMismatch",
+            PkgError::NotFound { .. } => "NotFound",
+            PkgError::UnknownRank { .. } => "UnknownRank",
+            PkgError::Write { .. } => "Write",
+            PkgError::Runtime { .. } => "Runtime",
+        }
+    }
+}
+
 impl From<RuntimeError> for PkgError {
     fn from(source: RuntimeError) -> Self {
         PkgError::Runtime { source }
