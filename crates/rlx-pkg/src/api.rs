@@ -18,7 +18,7 @@ pub fn open_rlxp(path: impl AsRef<Path>) -> Result<Package> {
 /// The graph stored in the package at `path` (no tensor is read).
 pub fn load_rlxp_graph(path: impl AsRef<Path>) -> Result<Graph> {
     Ok(Package::open_with(path, MaterializeMode::Lazy)?
-        .graph()
+        .graph()?
         .clone())
 }
 
@@ -56,7 +56,7 @@ pub fn compile_rlxp_bind_params(
     pkg: &Package,
     opts: &CompileOptions,
 ) -> Result<CompiledGraph> {
-    let mut compiled = session.try_compile_with(pkg.graph().clone(), opts)?;
+    let mut compiled = session.try_compile_with(pkg.graph()?.clone(), opts)?;
     for name in compiled.param_names() {
         compiled.set_param_from(&name, pkg, &name)?;
     }

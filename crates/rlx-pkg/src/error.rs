@@ -55,7 +55,9 @@ pub enum PkgError {
         flags: u32,
     },
     /// The header checksum does not match bytes 0..56.
-    #[error("header checksum mismatch (bytes 56..64): stored {stored:016x}, computed {computed:016x}")]
+    #[error(
+        "header checksum mismatch (bytes 56..64): stored {stored:016x}, computed {computed:016x}"
+    )]
     HeaderChecksum {
         /// The stored value.
         stored: u64,
@@ -205,7 +207,9 @@ pub enum PkgError {
         computed: u64,
     },
     /// A zstd block that does not decode to its stated length.
-    #[error("tensor \"{name}\": block {block} (file offset {offset}) does not decompress: {reason}")]
+    #[error(
+        "tensor \"{name}\": block {block} (file offset {offset}) does not decompress: {reason}"
+    )]
     Decompress {
         /// The tensor.
         name: String,
@@ -222,6 +226,12 @@ pub enum PkgError {
         /// The parser's error (with line and column).
         #[source]
         source: ParseError,
+    },
+    /// A weights-only package (its `graph` is empty) asked for its graph.
+    #[error("{path}: the package holds weights only (no graph)")]
+    NoGraph {
+        /// The package.
+        path: String,
     },
     /// The graph and the stored tensors disagree.
     #[error("graph param \"{param}\": {reason}")]
@@ -291,6 +301,7 @@ impl PkgError {
             PkgError::TensorChecksum { .. } => "TensorChecksum",
             PkgError::Decompress { .. } => "Decompress",
             PkgError::GraphParse { .. } => "GraphParse",
+            PkgError::NoGraph { .. } => "NoGraph",
             PkgError::GraphMismatch { .. } => "GraphMismatch",
             PkgError::NotFound { .. } => "NotFound",
             PkgError::UnknownRank { .. } => "UnknownRank",

@@ -126,14 +126,14 @@ impl Header {
                 ),
             });
         }
-        let toc_end = self
-            .toc_offset
-            .checked_add(self.toc_len)
-            .ok_or(PkgError::LengthOverflow {
-                what: "the TOC (header bytes 16..32)".into(),
-                offset: self.toc_offset,
-                len: self.toc_len,
-            })?;
+        let toc_end =
+            self.toc_offset
+                .checked_add(self.toc_len)
+                .ok_or(PkgError::LengthOverflow {
+                    what: "the TOC (header bytes 16..32)".into(),
+                    offset: self.toc_offset,
+                    len: self.toc_len,
+                })?;
         let data_end =
             self.data_offset
                 .checked_add(self.data_len)

@@ -5,9 +5,14 @@ use crate::error::{PkgError, Result};
 use crate::toc::TensorEntry;
 use rlx_ir::Graph;
 
-/// Parses the graph text of a package.
-pub(crate) fn parse(text: &str) -> Result<Graph> {
-    rlx_ir::parse_graph(text).map_err(|source| PkgError::GraphParse { source })
+/// Parses the graph text of a package (`None`: empty, weights only).
+pub(crate) fn parse(text: &str) -> Result<Option<Graph>> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    rlx_ir::parse_graph(text)
+        .map(Some)
+        .map_err(|source| PkgError::GraphParse { source })
 }
 
 /// Every param of `g` has a tensor of the same name, dtype and dims.
@@ -24,7 +29,9 @@ pub(crate) fn check_params<'a>(
             return Err(mismatch("no stored tensor of that name".into()));
         };
         let Some(dims) = shape.static_dims() else {
-            return Err(mismatch(format!("the graph declares symbolic dims {shape}")));
+            return Err(mismatch(format!(
+                "the graph declares symbolic dims {shape}"
+            )));
         };
         if t.dtype != shape.dtype() || t.dims != dims {
             return Err(mismatch(format!(

@@ -147,7 +147,11 @@ fn parse_policy(v: &Value) -> Result<PrecisionPolicy> {
     let low_s = as_str(&v["low"], "precision_policy.low")?;
     let low = DType::parse(low_s)
         .filter(|d| matches!(d, DType::F16 | DType::BF16))
-        .ok_or_else(|| bad(format!("precision_policy.low \"{low_s}\" is not f16 or bf16")))?;
+        .ok_or_else(|| {
+            bad(format!(
+                "precision_policy.low \"{low_s}\" is not f16 or bf16"
+            ))
+        })?;
     Ok(PrecisionPolicy::Custom {
         low,
         low_kinds: parse_kinds(&v["low_kinds"], "precision_policy.low_kinds")?,

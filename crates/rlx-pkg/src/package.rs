@@ -27,7 +27,7 @@ pub struct Package {
     source: Source,
     header: Header,
     toc: Toc,
-    graph: Graph,
+    graph: Option<Graph>,
     options: CompileOptions,
     index: HashMap<String, usize>,
     copied: Vec<Option<Vec<u8>>>,
@@ -124,7 +124,9 @@ impl Package {
             .map(|(i, t)| (t.name.clone(), i))
             .collect();
         let graph = graph_check::parse(&toc.graph)?;
-        graph_check::check_params(&graph, |n| index.get(n).map(|&i| &toc.tensors[i]))?;
+        if let Some(g) = &graph {
+            graph_check::check_params(g, |n| index.get(n).map(|&i| &toc.tensors[i]))?;
+        }
         let n = toc.tensors.len();
         Ok(Package {
             path,
@@ -169,9 +171,17 @@ impl Package {
         (self.header.major, self.header.minor)
     }
 
-    /// The stored graph (parsed and checked against the tensors at open).
-    pub fn graph(&self) -> &Graph {
-        &self.graph
+    /// The stored graph (parsed and checked against the tensors at open);
+    /// [`PkgError::NoGraph`] for a weights-only package.
+    pub fn graph(&self) -> Result<&Graph> {
+        self.graph.as_ref().ok_or_else(|| PkgError::NoGraph {
+            path: self.path.clone(),
+        })
+    }
+
+    /// Whether the package holds a graph (else weights only).
+    pub fn has_graph(&self) -> bool {
+        self.graph.is_some()
     }
 
     /// The stored compile options.
@@ -307,8 +317,10 @@ impl Package {
     pub fn tensor(&self, name: &str) -> Result<HostTensor> {
         let t = self.entry(name)?;
         let bytes = self.tensor_bytes(name)?;
-        Ok(HostTensor::from_bytes(t.dtype, &t.dims, bytes.to_vec())
-            .expect("sizes checked at open"))
+        Ok(
+            HostTensor::from_bytes(t.dtype, &t.dims, bytes.to_vec())
+                .expect("sizes checked at open"),
+        )
     }
 
     /// The bytes of blob `name`, checksum verified.

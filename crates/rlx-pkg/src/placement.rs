@@ -98,7 +98,10 @@ impl Placement {
             for t in &r.tensors {
                 if !known(t) {
                     return Err(PkgError::BadPlacement {
-                        reason: format!("rank {} needs tensor \"{t}\", which is not stored", r.rank),
+                        reason: format!(
+                            "rank {} needs tensor \"{t}\", which is not stored",
+                            r.rank
+                        ),
                     });
                 }
                 if !names.insert(t.as_str()) {

@@ -229,7 +229,8 @@ impl TensorEntry {
             reason,
         };
         let dtype_s = str_field(e, "dtype", &at)?;
-        let dtype = DType::parse(dtype_s).ok_or_else(|| bad(format!("unknown dtype \"{dtype_s}\"")))?;
+        let dtype =
+            DType::parse(dtype_s).ok_or_else(|| bad(format!("unknown dtype \"{dtype_s}\"")))?;
         let dims64 = dims_field(e, "dims", &at)?;
         let tier = match str_field(e, "tier", &at)? {
             "hot" => Tier::Hot,
@@ -518,7 +519,11 @@ fn check_overlaps(tensors: &[TensorEntry], blobs: &[BlobEntry]) -> Result<()> {
     let mut spans: Vec<(u64, u64, &str)> = tensors
         .iter()
         .map(|t| (t.offset, t.offset + t.len, t.name.as_str()))
-        .chain(blobs.iter().map(|b| (b.offset, b.offset + b.len, b.name.as_str())))
+        .chain(
+            blobs
+                .iter()
+                .map(|b| (b.offset, b.offset + b.len, b.name.as_str())),
+        )
         .filter(|s| s.1 > s.0)
         .collect();
     spans.sort_unstable();

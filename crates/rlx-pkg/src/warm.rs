@@ -44,7 +44,9 @@ pub(crate) fn decode_block(
 
 /// Calls `each(k, range)` for every block of `t`: its index and the byte
 /// range of its stored bytes within the tensor's stored bytes.
-pub(crate) fn block_ranges(t: &TensorEntry) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
+pub(crate) fn block_ranges(
+    t: &TensorEntry,
+) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
     let mut at = 0usize;
     t.blocks.iter().enumerate().map(move |(k, &(s, _))| {
         let r = at..at + s as usize;

@@ -75,8 +75,7 @@ impl Default for PackageBuilder {
 }
 
 impl PackageBuilder {
-    /// The graph the package runs (without one, an empty graph named
-    /// `weights`: a weights-only package).
+    /// The graph the package runs (without one, a weights-only package).
     pub fn graph(mut self, g: Graph) -> Self {
         self.graph = Some(g);
         self
@@ -108,7 +107,14 @@ impl PackageBuilder {
 
     /// Adds tensor `name` in the default tier.
     pub fn tensor(mut self, name: &str, t: &HostTensor) -> Self {
-        self.push(name, t.dtype(), t.dims().to_vec(), t.bytes().to_vec(), None, None);
+        self.push(
+            name,
+            t.dtype(),
+            t.dims().to_vec(),
+            t.bytes().to_vec(),
+            None,
+            None,
+        );
         self
     }
 
@@ -121,7 +127,13 @@ impl PackageBuilder {
 
     /// Adds a GGUF block-quantized weight as its blocks (`bytes`), with its
     /// logical `dims`; it is a `u8 [bytes.len()]` tensor to the graph.
-    pub fn quantized(mut self, name: &str, scheme: QuantScheme, dims: &[usize], bytes: Vec<u8>) -> Self {
+    pub fn quantized(
+        mut self,
+        name: &str,
+        scheme: QuantScheme,
+        dims: &[usize],
+        bytes: Vec<u8>,
+    ) -> Self {
         let quant = QuantInfo {
             scheme,
             dims: dims.to_vec(),
@@ -164,6 +176,49 @@ impl PackageBuilder {
                 s
             }
         }
+    }
+
+    /// Adds every tensor of the GGUF file at `path`: block-quantized ones
+    /// as their blocks, unchanged ([`Self::quantized`], row-major dims),
+    /// plain ones in their dtype; records the `source` metadata. (The GGUF
+    /// key / value metadata is not carried over.)
+    pub fn gguf(mut self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        let reader = match rlx_gguf::GgufReader::open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(PkgError::Write {
+                    reason: format!("{}: {e}", path.display()),
+                });
+                return self;
+            }
+        };
+        for info in reader.tensors() {
+            let name = info.name();
+            let read = match info.ggml_type().quant_scheme() {
+                Some(scheme) => reader.tensor_data(name).map(|b| {
+                    (
+                        Some(scheme),
+                        HostTensor::from_bytes(DType::U8, &[b.len()], b.to_vec()),
+                    )
+                }),
+                None => reader.tensor(name).map(|t| (None, Ok(t))),
+            };
+            match read {
+                Ok((Some(scheme), Ok(t))) => {
+                    self = self.quantized(name, scheme, &info.shape(), t.into_bytes())
+                }
+                Ok((None, Ok(t))) => self = self.tensor(name, &t),
+                Ok((_, Err(e))) => self.fail(PkgError::Write {
+                    reason: format!("tensor \"{name}\": {e}"),
+                }),
+                Err(e) => self.fail(PkgError::Write {
+                    reason: format!("{}: tensor \"{name}\": {e}", path.display()),
+                }),
+            }
+        }
+        self.metadata("source", &path.display().to_string())
+            .metadata("source_format", "gguf")
     }
 
     /// The placement table (default: rank 0 on `cpu` needs every tensor).
@@ -219,7 +274,6 @@ impl PackageBuilder {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let graph = self.graph.unwrap_or_else(|| Graph::new("weights"));
         let mut data: Vec<u8> = Vec::new();
         let mut entries = Vec::with_capacity(self.tensors.len());
         for p in self.tensors {
@@ -264,15 +318,15 @@ impl PackageBuilder {
                 checksum: checksum(&bytes),
             });
         }
-        let placement = self.placement.unwrap_or_else(|| {
-            Placement::single("cpu", entries.iter().map(|t| t.name.clone()))
-        });
+        let placement = self
+            .placement
+            .unwrap_or_else(|| Placement::single("cpu", entries.iter().map(|t| t.name.clone())));
         let mut metadata = self.metadata;
         metadata
             .entry("writer".into())
             .or_insert_with(|| format!("rlx-pkg {}", env!("CARGO_PKG_VERSION")));
         let toc = Toc {
-            graph: graph.to_text(),
+            graph: self.graph.as_ref().map(Graph::to_text).unwrap_or_default(),
             options: options_to_json(&self.options),
             tensors: entries,
             placement,
@@ -285,8 +339,9 @@ impl PackageBuilder {
         // The reader's checks, run on what we are about to write.
         let data_offset = (HEADER_LEN + toc_bytes.len() as u64).next_multiple_of(ALIGN);
         let checked = Toc::parse(&toc_bytes, data_offset, data.len() as u64)?;
-        let parsed = graph_check::parse(&checked.graph)?;
-        graph_check::check_params(&parsed, |n| checked.tensors.iter().find(|t| t.name == n))?;
+        if let Some(parsed) = graph_check::parse(&checked.graph)? {
+            graph_check::check_params(&parsed, |n| checked.tensors.iter().find(|t| t.name == n))?;
+        }
         let header = Header {
             major: MAJOR,
             minor: MINOR,

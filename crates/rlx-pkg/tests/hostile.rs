@@ -21,10 +21,9 @@ fn check(err: &PkgError, kind: &str, contains: &str, file: &str, how: &str) {
 
 #[test]
 fn every_hostile_package_gets_its_named_error() {
-    let manifest: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("hostile.json")).unwrap(),
-    )
-    .unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("hostile.json")).unwrap())
+            .unwrap();
     let cases = manifest.as_array().unwrap();
     assert!(cases.len() >= 40, "the corpus has {} cases", cases.len());
     let mut kinds = std::collections::BTreeSet::new();
@@ -37,7 +36,11 @@ fn every_hostile_package_gets_its_named_error() {
         let path = fixtures().join("hostile").join(file);
         let bytes = std::fs::read(&path).unwrap();
         let mut opened = vec![("bytes", Package::from_bytes(bytes))];
-        for mode in [MaterializeMode::Mmap, MaterializeMode::Copy, MaterializeMode::Lazy] {
+        for mode in [
+            MaterializeMode::Mmap,
+            MaterializeMode::Copy,
+            MaterializeMode::Lazy,
+        ] {
             opened.push((
                 match mode {
                     MaterializeMode::Mmap => "mmap",
@@ -147,7 +150,11 @@ fn five_thousand_mutations_never_panic() {
     for i in 0..5000 {
         let mut b = base.clone();
         for _ in 0..1 + rng.below(3) {
-            let span = if rng.below(4) == 0 { b.len() } else { toc_end.min(b.len()) };
+            let span = if rng.below(4) == 0 {
+                b.len()
+            } else {
+                toc_end.min(b.len())
+            };
             let at = rng.below(span as u64) as usize;
             match rng.below(5) {
                 0 => b[at] ^= 1 << rng.below(8),
@@ -182,7 +189,10 @@ fn five_thousand_mutations_never_panic() {
             }
         }
     }
-    assert!(opened > 0 && refused > 0, "opened {opened}, refused {refused}");
+    assert!(
+        opened > 0 && refused > 0,
+        "opened {opened}, refused {refused}"
+    );
     // The mutants reach past the checksums into the TOC, span and graph checks.
     assert!(kinds.len() >= 8, "only {kinds:?}");
     eprintln!("opened {opened}, refused {refused}: {kinds:?}");

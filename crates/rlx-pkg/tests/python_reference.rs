@@ -11,7 +11,9 @@ use rlx_runtime::{Device, Session};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rlxp").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rlxp")
+        .join(name)
 }
 
 fn reference() -> serde_json::Value {
@@ -28,7 +30,11 @@ fn unhex(s: &str) -> Vec<u8> {
 #[test]
 fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
     let r = reference();
-    for mode in [MaterializeMode::Mmap, MaterializeMode::Copy, MaterializeMode::Lazy] {
+    for mode in [
+        MaterializeMode::Mmap,
+        MaterializeMode::Copy,
+        MaterializeMode::Lazy,
+    ] {
         let p = Package::open_with(fixture("reference.rlxp"), mode).unwrap();
         assert_eq!(p.version(), (1, 0));
         p.verify().unwrap();
@@ -36,7 +42,11 @@ fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
         assert_eq!(p.tensor_names().len(), tensors.len());
         for (name, want) in tensors {
             let t = p.tensor(name).unwrap();
-            assert_eq!(t.dtype().short_name(), want["dtype"].as_str().unwrap(), "{name}");
+            assert_eq!(
+                t.dtype().short_name(),
+                want["dtype"].as_str().unwrap(),
+                "{name}"
+            );
             let dims: Vec<usize> = want["dims"]
                 .as_array()
                 .unwrap()
@@ -44,7 +54,11 @@ fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
                 .map(|d| d.as_u64().unwrap() as usize)
                 .collect();
             assert_eq!(t.dims(), &dims[..], "{name}");
-            assert_eq!(t.bytes(), &unhex(want["hex"].as_str().unwrap())[..], "{name} ({mode:?})");
+            assert_eq!(
+                t.bytes(),
+                &unhex(want["hex"].as_str().unwrap())[..],
+                "{name} ({mode:?})"
+            );
             let tier = match r["tiers"][name].as_str().unwrap() {
                 "hot" => Tier::Hot,
                 "warm" => Tier::Warm,
@@ -55,7 +69,10 @@ fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
         // Hot tensors are handed out in place when the file is mapped or copied.
         let view = p.view("w").unwrap();
         assert_eq!(view.is_some(), mode != MaterializeMode::Lazy, "{mode:?}");
-        assert!(p.view("emb").unwrap().is_none(), "a zstd tensor is not in place");
+        assert!(
+            p.view("emb").unwrap().is_none(),
+            "a zstd tensor is not in place"
+        );
         let q = p.entry("q").unwrap().quant.clone().unwrap();
         assert_eq!((q.scheme.name(), q.dims), ("Q8_0", vec![2, 32]));
         assert_eq!(
@@ -99,11 +116,24 @@ fn the_stored_graph_computes_what_numpy_computes() {
     let g = load_rlxp_graph(fixture("reference.rlxp")).unwrap();
     assert_eq!(g.params().len(), 2);
     let mut c = compile_rlxp(&Session::new(Device::Cpu), fixture("reference.rlxp")).unwrap();
-    let x: Vec<f32> = r["x"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    let x: Vec<f32> = r["x"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
     let y = c.run(&[("x", &x)]);
-    let want: Vec<f64> = r["y"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let want: Vec<f64> = r["y"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
     assert_eq!(y[0].len(), want.len());
     for (a, b) in y[0].iter().zip(&want) {
-        assert!((*a as f64 - b).abs() <= 1e-6 * (1.0 + b.abs()), "{a} vs numpy {b}");
+        assert!(
+            (*a as f64 - b).abs() <= 1e-6 * (1.0 + b.abs()),
+            "{a} vs numpy {b}"
+        );
     }
 }
