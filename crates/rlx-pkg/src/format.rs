@@ -142,7 +142,7 @@ impl Header {
                     offset: self.data_offset,
                     len: self.data_len,
                 })?;
-        if self.data_offset % ALIGN != 0 {
+        if !self.data_offset.is_multiple_of(ALIGN) {
             return Err(PkgError::BadLayout {
                 reason: format!(
                     "data_offset (bytes 32..40) is {}, not a multiple of {ALIGN}",

@@ -190,7 +190,7 @@ fn check_span(
     data_offset: u64,
     data_len: u64,
 ) -> Result<()> {
-    if offset % ALIGN != 0 {
+    if !offset.is_multiple_of(ALIGN) {
         return Err(PkgError::Misaligned {
             kind,
             name: name.to_string(),

@@ -385,9 +385,12 @@ fn align_to(data: &mut Vec<u8>) -> u64 {
     at
 }
 
+/// `(stored, raw)` bytes per zstd block.
+type Blocks = Vec<(u64, u64)>;
+
 /// zstd blocks of [`WRITE_BLOCK`] raw bytes; a block that does not shrink
 /// (or would pass the reader's ratio limit) is kept raw.
-fn compress(raw: &[u8], level: i32) -> Result<(Vec<(u64, u64)>, Vec<u8>)> {
+fn compress(raw: &[u8], level: i32) -> Result<(Blocks, Vec<u8>)> {
     let mut blocks = Vec::new();
     let mut out = Vec::new();
     for chunk in raw.chunks(WRITE_BLOCK) {

@@ -144,7 +144,7 @@ fn refix(b: &mut [u8]) {
 fn five_thousand_mutations_never_panic() {
     let base = std::fs::read(fixtures().join("reference.rlxp")).unwrap();
     let toc_end = 64 + u64::from_le_bytes(base[24..32].try_into().unwrap()) as usize;
-    let mut rng = Rng(0x5eed_24);
+    let mut rng = Rng(0x005e_ed24);
     let (mut opened, mut refused) = (0, 0);
     let mut kinds = std::collections::BTreeSet::new();
     for i in 0..5000 {
