@@ -69,6 +69,14 @@ fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
         // Hot tensors are handed out in place when the file is mapped or copied.
         let view = p.view("w").unwrap();
         assert_eq!(view.is_some(), mode != MaterializeMode::Lazy, "{mode:?}");
+        if mode == MaterializeMode::Mmap {
+            // Zero-copy: the same bytes at the same address every time, on a
+            // 64-byte boundary (the map is page aligned, spans 64-aligned).
+            let (a, b) = (view.unwrap(), p.view("w").unwrap().unwrap());
+            assert_eq!(a.as_ptr(), b.as_ptr());
+            assert_eq!(a.as_ptr() as usize % 64, 0);
+            assert_eq!(a, p.tensor("w").unwrap().bytes());
+        }
         assert!(
             p.view("emb").unwrap().is_none(),
             "a zstd tensor is not in place"
