@@ -34,6 +34,7 @@ mod api;
 mod error;
 pub mod format;
 mod graph_check;
+mod lift;
 mod options;
 mod package;
 mod placement;
@@ -47,6 +48,7 @@ pub use api::{
     load_rlxp_placement, open_rlxp, tensors_for_rank, weight_names_for_rank,
 };
 pub use error::{PkgError, Result};
+pub use lift::lift_constants;
 pub use options::{options_from_json, options_to_json};
 pub use package::Package;
 pub use placement::{Placement, RankPlacement};

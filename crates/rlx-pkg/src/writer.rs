@@ -81,6 +81,17 @@ impl PackageBuilder {
         self
     }
 
+    /// The graph with its constants of at least `min_bytes` bytes stored
+    /// as tensors in the default tier ([`crate::lift_constants`]): the way
+    /// to package an imported ONNX model, whose initializers are constants.
+    pub fn graph_lifting_constants(mut self, g: &Graph, min_bytes: usize) -> Self {
+        let (lifted, values) = crate::lift::lift_constants(g, min_bytes);
+        for (name, t) in &values {
+            self = self.tensor(name, t);
+        }
+        self.graph(lifted)
+    }
+
     /// The options the graph is compiled with (default: `CompileOptions::default()`).
     pub fn options(mut self, opts: CompileOptions) -> Self {
         self.options = opts;
