@@ -178,3 +178,76 @@ fn minilm_onnx_through_a_package_is_bit_identical_and_matches_onnxruntime() {
         }
     }
 }
+
+/// `[r, c]` -> `[c, r]` (f32).
+fn transpose(t: &HostTensor) -> HostTensor {
+    let (r, c) = (t.dims()[0], t.dims()[1]);
+    let v = t.to_vec::<f32>().unwrap();
+    let mut out = vec![0f32; r * c];
+    for i in 0..r {
+        for j in 0..c {
+            out[j * r + i] = v[i * c + j];
+        }
+    }
+    HostTensor::from_vec(out, &[c, r]).unwrap()
+}
+
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn minilm_safetensors_directory_through_a_package_is_bit_identical() {
+    use rlx_models::bert::{encoder_graph, load_params, BertConfig};
+    use rlx_runtime::{BytesWeightLoader, WeightLoader};
+    let dir = models()
+        .expect("RLX_MODELS is not set: run tools/fetch_models.sh")
+        .join("all-MiniLM-L6-v2");
+    let cfg =
+        BertConfig::from_json(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let eg = encoder_graph(&cfg, 1, 16).unwrap();
+    let st = BytesWeightLoader::open(dir.join("model.safetensors")).unwrap();
+    let session = Session::new(Device::Cpu);
+    let mut direct = session.try_compile(eg.graph.clone()).unwrap();
+    load_params(&mut direct, &st, &eg.transposed).unwrap();
+
+    // The package holds the weights as the graph wants them (torch Linear
+    // weights pre-transposed), the word embeddings warm, and the tokenizer.
+    let tokenizer = std::fs::read_to_string(dir.join("tokenizer.json")).unwrap();
+    let mut b = Package::builder()
+        .graph(eg.graph.clone())
+        .tokenizer_json(&tokenizer)
+        .tier("embeddings.word_embeddings.weight", Tier::Warm)
+        .metadata("source", "all-MiniLM-L6-v2/model.safetensors");
+    for (_, name, _) in eg.graph.params() {
+        let t = st.get_as(name, DType::F32).unwrap();
+        let t = if eg.transposed.iter().any(|n| n == name) {
+            transpose(&t)
+        } else {
+            t
+        };
+        b = b.tensor(name, &t);
+    }
+    let path = std::env::temp_dir().join(format!("minilm-st-{}.rlxp", std::process::id()));
+    b.write(&path).unwrap();
+    let pkg = Package::open(&path).unwrap();
+    assert_eq!(pkg.tokenizer_json().unwrap().unwrap(), tokenizer);
+    let mut c = compile_rlxp(&session, &path).unwrap();
+    let _ = std::fs::remove_file(&path);
+
+    let ids: Vec<i64> = (0..16)
+        .map(|i| [101, 7592, 2088, 999, 102, 0][i % 6])
+        .collect();
+    let mask: Vec<i64> = (0..16).map(|i| i64::from(i < 12)).collect();
+    let types = vec![0i64; 16];
+    let t = |v: &[i64]| HostTensor::from_vec(v.to_vec(), &[1, 16]).unwrap();
+    let (ids, mask, types) = (t(&ids), t(&mask), t(&types));
+    let feed = [
+        ("input_ids", &ids),
+        ("attention_mask", &mask),
+        ("token_type_ids", &types),
+    ];
+    let want = direct.try_run_typed(&feed).unwrap();
+    let got = c.try_run_typed(&feed).unwrap();
+    assert_eq!(got.len(), 2);
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.bytes(), w.bytes());
+    }
+}

@@ -342,3 +342,32 @@ fn the_writer_refuses_what_the_reader_would() {
     assert!(!p.has_graph());
     assert_eq!(p.graph().unwrap_err().kind(), "NoGraph");
 }
+
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn smollm2_gguf_keeps_every_block_as_it_is() {
+    let dir =
+        std::env::var("RLX_MODELS").expect("RLX_MODELS is not set: run tools/fetch_models.sh");
+    let src = PathBuf::from(dir).join("gguf/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let gguf = GgufReader::open(&src).unwrap();
+    let path = tmp("smollm2.rlxp");
+    Package::builder().gguf(&src).write(&path).unwrap();
+    for mode in [MaterializeMode::Mmap, MaterializeMode::Lazy] {
+        let p = Package::open_with(&path, mode).unwrap();
+        p.verify().unwrap();
+        assert_eq!(p.entries().len(), gguf.tensors().len());
+        let mut quantized = 0;
+        for info in gguf.tensors() {
+            let got = p.tensor_bytes(info.name()).unwrap();
+            assert_eq!(
+                &got[..],
+                gguf.tensor_data(info.name()).unwrap(),
+                "{}",
+                info.name()
+            );
+            quantized += usize::from(p.entry(info.name()).unwrap().quant.is_some());
+        }
+        assert!(quantized >= 100, "{quantized} quantized tensors");
+    }
+    let _ = std::fs::remove_file(path);
+}
