@@ -74,19 +74,30 @@ def raw_entry(name, dtype, dims, raw, data, tier="hot"):
             "offset": off, "len": len(raw), "checksum": hexsum(raw)}
 
 
-def zstd_entry(name, dtype, dims, raw, data, block, tier="warm", keep_raw=()):
-    """zstd blocks of `block` raw bytes; blocks whose index is in keep_raw are stored raw."""
+def byte_planes(chunk, es):
+    """All first bytes of the es-byte elements, then all second bytes, ..."""
+    return np.frombuffer(chunk, np.uint8).reshape(-1, es).T.tobytes()
+
+
+def zstd_entry(name, dtype, dims, raw, data, block, tier="warm", keep_raw=(), shuffle=0):
+    """zstd blocks of `block` raw bytes; blocks whose index is in keep_raw are stored raw;
+    shuffle=es byte-shuffles each block's es-byte elements first."""
     cctx = zstandard.ZstdCompressor(level=3)
     stored, blocks = b"", []
     for k, at in enumerate(range(0, len(raw), block)):
         chunk = raw[at:at + block]
+        if shuffle:
+            chunk = byte_planes(chunk, shuffle)
         z = chunk if k in keep_raw else cctx.compress(chunk)
         assert k in keep_raw or len(z) != len(chunk)
         stored += z
         blocks.append([len(z), len(chunk)])
     off = data.add(stored)
-    return {"name": name, "dtype": dtype, "dims": list(dims), "tier": tier, "encoding": "zstd",
-            "offset": off, "len": len(stored), "checksum": hexsum(stored), "blocks": blocks}
+    e = {"name": name, "dtype": dtype, "dims": list(dims), "tier": tier, "encoding": "zstd",
+         "offset": off, "len": len(stored), "checksum": hexsum(stored), "blocks": blocks}
+    if shuffle:
+        e["shuffle"] = True
+    return e
 
 
 GRAPH = """graph "ref" {
@@ -129,8 +140,9 @@ def reference():
     tensors = [
         raw_entry("w", "f32", w.shape, w.tobytes(), data),
         zstd_entry("b", "f32", b.shape, b.tobytes(), data, block=8, keep_raw=(0,)),
-        zstd_entry("emb", "f32", emb.shape, emb.tobytes(), data, block=2048),
-        zstd_entry("cold_table", "i32", table.shape, table.tobytes(), data, block=64, tier="cold"),
+        zstd_entry("emb", "f32", emb.shape, emb.tobytes(), data, block=2048, shuffle=4),
+        zstd_entry("cold_table", "i32", table.shape, table.tobytes(), data, block=24, tier="cold",
+                   keep_raw=(1,), shuffle=4),
         raw_entry("cold_half", "f16", half.shape, half.tobytes(), data, tier="cold"),
         raw_entry("q", "u8", [len(q)], q, data),
     ]
@@ -239,6 +251,10 @@ def hostile():
          "BadTensor", "unknown tier")
     case("hot_zstd", mutate(lambda t, d: t["tensors"][1].update(tier="hot")), "BadTensor",
          "hot tier must be stored raw")
+    case("shuffle_raw", mutate(lambda t, d: t["tensors"][0].update(shuffle=True)), "BadTensor",
+         "shuffle needs the zstd encoding")
+    case("shuffle_partial", mutate(lambda t, d: t["tensors"][1].update(
+        shuffle=True, len=12, blocks=[[6, 6], [6, 6]])), "BadBlocks", "not whole 4-byte elements")
     case("unknown_quant", mutate(lambda t, d: t["tensors"][0].update(
         quant={"scheme": "Q9_9", "dims": [4, 3]})), "BadTensor", "unknown quant scheme")
     case("quant_size", mutate(lambda t, d: t["tensors"][0].update(

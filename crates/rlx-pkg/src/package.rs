@@ -8,7 +8,7 @@ use crate::options::options_from_json;
 use crate::placement::Placement;
 use crate::source::{MaterializeMode, Source, TensorBytes};
 use crate::toc::{BlobEntry, Encoding, TensorEntry, Tier, Toc};
-use crate::warm::{block_ranges, decode_block, WarmCache, DEFAULT_WARM_BUDGET};
+use crate::warm::{block_ranges, BlockDecoder, WarmCache, DEFAULT_WARM_BUDGET};
 use crate::writer::PackageBuilder;
 use memmap2::Mmap;
 use rlx_ir::{ErrorSource, Graph, HostTensor};
@@ -291,8 +291,9 @@ impl Package {
         // nbytes: at most MAX_RATIO times the stored bytes (checked at open).
         let mut out = Vec::with_capacity(t.nbytes as usize);
         let base = self.header.data_offset + t.offset;
+        let mut dec = BlockDecoder::new();
         for (k, r) in block_ranges(t) {
-            decode_block(t, k, &stored[r.clone()], base + r.start as u64, &mut out)?;
+            dec.decode(t, k, &stored[r.clone()], base + r.start as u64, &mut out)?;
         }
         Ok(out)
     }
@@ -446,9 +447,10 @@ impl WeightLoader for Package {
         let base = self.header.data_offset + t.offset;
         let mut at = 0usize;
         let mut block = Vec::new();
+        let mut dec = BlockDecoder::new();
         for (k, r) in block_ranges(t) {
             block.clear();
-            decode_block(t, k, &stored[r.clone()], base + r.start as u64, &mut block)
+            dec.decode(t, k, &stored[r.clone()], base + r.start as u64, &mut block)
                 .map_err(|e| self.weight_error(e))?;
             sink(at, &block)?;
             at += block.len();

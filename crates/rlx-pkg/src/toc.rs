@@ -81,6 +81,10 @@ pub struct TensorEntry {
     pub checksum: u64,
     /// `(stored, raw)` bytes per zstd block; empty when raw.
     pub blocks: Vec<(u64, u64)>,
+    /// zstd blocks hold the tensor's bytes byte-shuffled (all first bytes
+    /// of the block's elements, then all second bytes, ...), which
+    /// compresses float weights better.
+    pub shuffle: bool,
     /// The block format of a quantized weight.
     pub quant: Option<QuantInfo>,
     /// Decoded bytes (`product(dims) * size(dtype)`).
@@ -321,6 +325,25 @@ impl TensorEntry {
             Encoding::Raw => Vec::new(),
             Encoding::Zstd => parse_blocks(e, &at, &name, len, nbytes)?,
         };
+        let shuffle = match e.get("shuffle") {
+            None | Some(Value::Null) => false,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| bad_toc(format!("{at}.shuffle is not a boolean")))?,
+        };
+        if shuffle && encoding == Encoding::Raw {
+            return Err(bad("shuffle needs the zstd encoding".into()));
+        }
+        let es = dtype.size_bytes() as u64;
+        if let Some(k) = blocks.iter().position(|&(_, r)| shuffle && r % es != 0) {
+            return Err(PkgError::BadBlocks {
+                name,
+                reason: format!(
+                    "block {k} of a shuffled tensor holds {} bytes, not whole {es}-byte elements",
+                    blocks[k].1
+                ),
+            });
+        }
         Ok(TensorEntry {
             name,
             dtype,
@@ -331,6 +354,7 @@ impl TensorEntry {
             len,
             checksum,
             blocks,
+            shuffle,
             quant,
             nbytes,
         })
@@ -349,6 +373,9 @@ impl TensorEntry {
         if self.encoding == Encoding::Zstd {
             let b: Vec<[u64; 2]> = self.blocks.iter().map(|&(s, r)| [s, r]).collect();
             m.insert("blocks".into(), json!(b));
+            if self.shuffle {
+                m.insert("shuffle".into(), json!(true));
+            }
         }
         if let Some(q) = &self.quant {
             m.insert(

@@ -295,9 +295,15 @@ impl PackageBuilder {
                 .or(p.tier)
                 .unwrap_or(self.default_tier);
             let nbytes = p.bytes.len() as u64;
+            // Byte-shuffle multi-byte elements (not quantized blocks).
+            let es = if p.quant.is_none() {
+                p.dtype.size_bytes()
+            } else {
+                1
+            };
             let (encoding, blocks, stored) = match tier {
                 Tier::Warm => {
-                    let (blocks, stored) = compress(&p.bytes, self.zstd_level)?;
+                    let (blocks, stored) = compress(&p.bytes, self.zstd_level, es)?;
                     (Encoding::Zstd, blocks, stored)
                 }
                 Tier::Hot | Tier::Cold => (Encoding::Raw, Vec::new(), p.bytes),
@@ -313,6 +319,7 @@ impl PackageBuilder {
                 offset,
                 len: stored.len() as u64,
                 checksum: checksum(&stored),
+                shuffle: encoding == Encoding::Zstd && es > 1,
                 blocks,
                 quant: p.quant,
                 nbytes,
@@ -399,13 +406,24 @@ fn align_to(data: &mut Vec<u8>) -> u64 {
 /// `(stored, raw)` bytes per zstd block.
 type Blocks = Vec<(u64, u64)>;
 
-/// zstd blocks of [`WRITE_BLOCK`] raw bytes; a block that does not shrink
-/// (or would pass the reader's ratio limit) is kept raw.
-fn compress(raw: &[u8], level: i32) -> Result<(Blocks, Vec<u8>)> {
+/// zstd blocks of [`WRITE_BLOCK`] raw bytes, byte-shuffled when `es > 1`;
+/// a block that does not shrink (or would pass the reader's ratio limit)
+/// is kept raw (still shuffled).
+fn compress(raw: &[u8], level: i32, es: usize) -> Result<(Blocks, Vec<u8>)> {
     let mut blocks = Vec::new();
     let mut out = Vec::new();
+    let mut cctx = zstd::bulk::Compressor::new(level).map_err(|e| PkgError::Write {
+        reason: format!("zstd: {e}"),
+    })?;
     for chunk in raw.chunks(WRITE_BLOCK) {
-        let z = zstd::bulk::compress(chunk, level).map_err(|e| PkgError::Write {
+        let shuffled;
+        let chunk = if es > 1 {
+            shuffled = crate::warm::shuffle(chunk, es);
+            &shuffled[..]
+        } else {
+            chunk
+        };
+        let z = cctx.compress(chunk).map_err(|e| PkgError::Write {
             reason: format!("zstd: {e}"),
         })?;
         let keep = z.len() < chunk.len() && (chunk.len() as u64) <= z.len() as u64 * MAX_RATIO;

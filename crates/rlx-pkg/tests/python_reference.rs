@@ -81,6 +81,9 @@ fn every_tensor_reads_back_byte_for_byte_in_every_mode() {
             p.view("emb").unwrap().is_none(),
             "a zstd tensor is not in place"
         );
+        // Byte-shuffled zstd blocks (one kept raw in cold_table) decode too.
+        assert!(p.entry("emb").unwrap().shuffle && p.entry("cold_table").unwrap().shuffle);
+        assert!(!p.entry("b").unwrap().shuffle);
         let q = p.entry("q").unwrap().quant.clone().unwrap();
         assert_eq!((q.scheme.name(), q.dims), ("Q8_0", vec![2, 32]));
         assert_eq!(
