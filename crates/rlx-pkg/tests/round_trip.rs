@@ -294,6 +294,25 @@ fn tiers_and_modes_give_identical_values_and_warm_memory_is_bounded() {
 }
 
 #[test]
+fn a_package_can_be_shared_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Package>();
+    let t = HostTensor::from_vec(values(1 << 18, 3), &[1 << 18]).unwrap();
+    let p = Package::from_bytes(
+        Package::builder()
+            .tensor_in("w", &t, Tier::Warm)
+            .to_bytes()
+            .unwrap(),
+    )
+    .unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| assert_eq!(p.tensor("w").unwrap(), t));
+        }
+    });
+}
+
+#[test]
 fn the_writer_refuses_what_the_reader_would() {
     let (g, weights) = model();
     let t = &weights[1].1;
