@@ -33,7 +33,8 @@
 //!
 //! ## Namespaces
 //!
-//! `rlx::ops` (op-builder enums), `rlx::compile` (compile options and
+//! `rlx::ops` (op-builder enums), `rlx::pkg` (`.rlxp` packages, feature
+//! `pkg`), `rlx::compile` (compile options and
 //! precision), `rlx::prelude` (the star import).
 #![deny(missing_docs)]
 
@@ -124,6 +125,35 @@ pub use rlx_onnx as onnx;
 /// min / median / p99) and the patterns the `compare` example runs next to
 /// their references.
 pub use rlx_bench as bench;
+
+#[cfg(feature = "pkg")]
+/// `.rlxp` packages: open, materialize the graph, compile with the stored
+/// options and bind the packed weights; write them with
+/// [`Package::builder`]. Format: `docs/rlxp.md`.
+///
+/// ```no_run
+/// use rlx::pkg::{compile_rlxp, open_rlxp, Package};
+/// use rlx::prelude::*;
+///
+/// let _pack: Package = open_rlxp("model.rlxp")?;
+/// let _compiled = compile_rlxp(&Session::new(Device::Cpu), "model.rlxp")?;
+/// # Ok::<(), rlx::pkg::PkgError>(())
+/// ```
+pub mod pkg {
+    pub use rlx_pkg::{
+        compile_rlxp, compile_rlxp_bind_params, compile_rlxp_with, load_rlxp_graph,
+        load_rlxp_placement, open_rlxp, tensors_for_rank, weight_names_for_rank, Encoding,
+        MaterializeMode, Package, PackageBuilder, PkgError, Placement, RankPlacement, TensorBytes,
+        TensorEntry, Tier,
+    };
+}
+
+#[cfg(feature = "pkg")]
+pub use rlx_pkg::{
+    compile_rlxp, compile_rlxp_bind_params, compile_rlxp_with, load_rlxp_graph,
+    load_rlxp_placement, open_rlxp, tensors_for_rank, weight_names_for_rank, MaterializeMode,
+    Package, Placement,
+};
 
 /// Weight quantization schemes: `QuantScheme` (GGUF block types and more)
 /// and `QuantMap` (scheme per tensor name).
@@ -280,6 +310,12 @@ pub mod prelude {
         global_grad_clip_scale, l2_norm, Adadelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Asgd,
         KronPsgd, Lamb, Lbfgs, Lion, Mars, Muon, NAdamW, Optimizer, QHAdamW, RAdam,
         ReduceLrOnPlateau, RmsProp, Rprop, Sgd, Soap, Sophia, SparseAdam, Stiefel,
+    };
+    #[cfg(feature = "pkg")]
+    pub use crate::pkg::{
+        compile_rlxp, compile_rlxp_bind_params, compile_rlxp_with, load_rlxp_graph,
+        load_rlxp_placement, open_rlxp, tensors_for_rank, weight_names_for_rank, MaterializeMode,
+        Package, Placement,
     };
     pub use crate::quant::QuantMap;
     pub use crate::{
