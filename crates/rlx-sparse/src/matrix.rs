@@ -117,9 +117,11 @@ impl<T: Scalar> CsrMatrix<T> {
         let (ip, ix, v) = (&self.c.indptr, &self.c.indices, &self.c.values);
         Ok((0..m)
             .map(|i| {
+                let span = ip[i]..ip[i + 1];
                 let mut s = T::ZERO;
-                for p in ip[i]..ip[i + 1] {
-                    s += v[p] * x[ix[p]];
+                for (&a, &j) in v[span.clone()].iter().zip(&ix[span]) {
+                    // SAFETY: construction checked every column index < ncols = x.len().
+                    s += a * unsafe { *x.get_unchecked(j) };
                 }
                 s
             })
