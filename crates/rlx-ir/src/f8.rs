@@ -11,19 +11,22 @@
 //! | [`F8E5M2Fnuz`] | `float8_e5m2fnuz` | 16 | none | `0x80` | no | 57344 |
 //! | [`F8E8M0`] | `float8_e8m0fnu` | 127 | none | `0xFF` | no sign, no zero | 2^127 |
 //!
-//! Rounding to the signed formats is to nearest, ties to even, from the
-//! exact value; a result past the largest finite value (or an infinity)
-//! becomes the format's infinity if it has one, NaN otherwise (torch and
-//! ml_dtypes do not saturate); a zero keeps its sign where the format has
-//! a negative zero. [`F8E8M0`] follows torch's `float8_e8m0fnu`: the
-//! sign is dropped, the exponent of the `f32` is rounded on its mantissa's
-//! guard / round / sticky bits (ties to even), zero and `f32` subnormals
-//! below 2^-127 become 2^-127, infinities and NaN become NaN.
+//! Rounding follows PyTorch (the reference the fixtures come from), which
+//! is ml_dtypes' except where noted: to nearest, ties to even, from the
+//! `f32` value (an `f64` is first rounded to `f32`, as torch does; ml_dtypes
+//! rounds once). Past the largest finite value (or from an infinity)
+//! [`F8E5M2`] gives its infinity, the fnuz formats their NaN, and
+//! [`F8E4M3`] saturates to +-448 (torch; ml_dtypes gives NaN). A zero keeps
+//! its sign where the format has a negative zero. [`F8E8M0`] follows
+//! torch's `float8_e8m0fnu`: the sign is dropped, the exponent of the `f32`
+//! is rounded on its mantissa's guard / round / sticky bits (ties to even),
+//! zero and `f32` subnormals up to 2^-127 become 2^-127 (ml_dtypes: NaN for
+//! zero and negatives), infinities and NaN become NaN.
 //!
 //! ```
 //! use rlx_ir::f8::{F8E4M3, F8E8M0};
 //! assert_eq!(F8E4M3::from_f32(448.0).to_bits(), 0x7E);
-//! assert!(F8E4M3::from_f32(480.0).to_f32().is_nan());
+//! assert_eq!(F8E4M3::from_f32(480.0).to_f32(), 448.0);
 //! assert_eq!(F8E4M3::from_f32(0.3).to_f32(), 0.3125);
 //! assert_eq!(F8E8M0::from_f32(3.0).to_f32(), 4.0);
 //! ```
@@ -119,11 +122,13 @@ impl Format {
         }
     }
 
-    /// The code past the largest finite value: inf where there is one.
+    /// The code past the largest finite value: inf where there is one, the
+    /// largest finite value for "fn" (torch saturates), NaN for fnuz.
     fn overflow(&self, neg: bool) -> u8 {
         match self.specials {
             Specials::Ieee => (self.exp_mask() << self.mbits) | sign_bit(neg),
-            _ => self.nan(neg),
+            Specials::Fn => (0x7F - 1) | sign_bit(neg),
+            Specials::Fnuz => self.nan(neg),
         }
     }
 
@@ -231,10 +236,10 @@ macro_rules! signed_f8 {
                 $name($fmt.encode(f64::from(x)))
             }
 
-            /// `x` rounded once, to nearest, ties to even (no detour
-            /// through `f32`).
+            /// `x` rounded to `f32`, then as [`Self::from_f32`] (torch's
+            /// double rounding).
             pub fn from_f64(x: f64) -> Self {
-                $name($fmt.encode(x))
+                Self::from_f32(x as f32)
             }
         }
 
@@ -330,8 +335,7 @@ impl F8E8M0 {
         F8E8M0((exponent + u32::from(up)) as u8)
     }
 
-    /// `x` through `f32` (the rule is defined on `f32` bits), then
-    /// [`Self::from_f32`].
+    /// `x` rounded to `f32`, then as [`Self::from_f32`] (torch).
     pub fn from_f64(x: f64) -> Self {
         Self::from_f32(x as f32)
     }
@@ -361,8 +365,8 @@ pub fn decode(dtype: DType, bits: u8) -> Option<f32> {
     })
 }
 
-/// `x` rounded to the 8-bit float `dtype` (its `from_f64`); `None` when
-/// `dtype` is not one.
+/// `x` rounded to the 8-bit float `dtype` (its `from_f64`: through `f32`,
+/// as torch); `None` when `dtype` is not one.
 pub fn encode(dtype: DType, x: f64) -> Option<u8> {
     Some(match dtype {
         DType::F8E4M3 => F8E4M3::from_f64(x).0,
@@ -414,5 +418,8 @@ mod tests {
         // -0 has no code in fnuz: it is +0.
         assert_eq!(F8E4M3Fnuz::from_f32(-0.0).to_bits(), 0);
         assert_eq!(F8E4M3::from_f32(-0.0).to_bits(), 0x80);
+        assert_eq!(F8E4M3::from_f32(f32::NEG_INFINITY).to_bits(), 0xFE);
+        assert_eq!(F8E5M2::from_f32(61440.0).to_bits(), 0x7C);
+        assert_eq!(F8E5M2Fnuz::from_f32(1e30).to_bits(), 0x80);
     }
 }
