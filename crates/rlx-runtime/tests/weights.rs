@@ -6,7 +6,7 @@
 use rlx_driver::Device;
 use rlx_ir::op::UnaryOp;
 use rlx_ir::{DType, Graph, GraphExt, Shape};
-use rlx_runtime::{BytesWeightLoader, Session, WeightError, WeightLoader};
+use rlx_runtime::{serialize_safetensors, BytesWeightLoader, Session, WeightError, WeightLoader};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -333,11 +333,22 @@ fn five_thousand_mutations_never_panic() {
         }
         if let Ok(l) = BytesWeightLoader::from_bytes(b) {
             loaded += 1;
+            let mut read = Vec::new();
             for name in l.names() {
                 if let Ok(t) = l.get(&name) {
                     assert_eq!(t.dims(), &l.meta(&name).unwrap().dims[..]);
                     let _ = l.get_as(&name, DType::F32);
+                    read.push((name, t));
                 }
+            }
+            // What loaded writes back and loads again the same.
+            let rows = read.iter().map(|(n, t)| (n.as_str(), t));
+            let again = serialize_safetensors(rows, l.file_metadata()).unwrap();
+            let back = BytesWeightLoader::from_bytes(again).unwrap();
+            assert_eq!(back.file_metadata(), l.file_metadata());
+            assert_eq!(back.names().len(), read.len());
+            for (name, t) in &read {
+                assert_eq!(&back.get(name).unwrap(), t);
             }
         }
     }
