@@ -5,7 +5,7 @@
 //! plus our own pass that names the offending tensor and offsets when the
 //! crate refuses a file); tensors are then zero-copy byte views
 //! ([`BytesWeightLoader::view`]) until [`WeightLoader::get`] copies one
-//! into a [`HostTensor`]. [`CompiledGraph::set_params_from`] sets every
+//! into a [`HostTensor`]. [`crate::CompiledGraph::set_params_from`] sets every
 //! param of a compiled graph from a loader, converting float dtypes.
 //! A header that names a tensor (or `__metadata__`, or a metadata key)
 //! twice is refused: readers disagree on which one counts.

@@ -41,7 +41,7 @@ impl CompiledGraph {
 
     /// Sets every param of the graph from `loader`: each param reads the
     /// tensor of the same name, converted to the param's dtype
-    /// ([`convert_dtype`]), with exactly the param's dims. Every tensor is
+    /// ([`super::convert_dtype`]), with exactly the param's dims. Every tensor is
     /// read and checked before any param changes, so on error no param is
     /// set.
     pub fn set_params_from(&mut self, loader: &dyn WeightLoader) -> Result<()> {
