@@ -170,34 +170,6 @@ pub struct CpuExecutable {
     bound: Bound,
 }
 
-/// Refuses a node other than a leaf or `Cast` whose output or an input has
-/// a storage-only dtype.
-fn check_storage_dtypes(g: &rlx_ir::Graph) -> Result<(), BackendError> {
-    for id in g.ids() {
-        let n = g.node(id);
-        if matches!(
-            n.op,
-            Op::Input { .. } | Op::Param { .. } | Op::Constant { .. } | Op::Cast
-        ) {
-            continue;
-        }
-        let stored = std::iter::once(n.shape.dtype())
-            .chain(n.inputs.iter().map(|&i| g.node(i).shape.dtype()))
-            .find(|d| d.is_storage_only());
-        if let Some(d) = stored {
-            return Err(BackendError::Kernel {
-                node: node_label(g, id),
-                message: format!(
-                    "{} does not compute on {d}, a storage-only dtype: only inputs, params, \
-                     constants and cast may hold it (cast it to a compute dtype first)",
-                    n.op.mnemonic()
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl CpuExecutable {
     /// Prepares the arena and constant buffers of `lir`.
     ///
@@ -206,7 +178,7 @@ impl CpuExecutable {
     /// the op and the dtype: only leaves and `Cast` may hold one.
     pub fn new(lir: LirModule) -> Result<CpuExecutable, BackendError> {
         let g = &lir.graph;
-        check_storage_dtypes(g)?;
+        crate::storage::check_storage_dtypes(g)?;
         let mut constants = Vec::new();
         let mut locs = Vec::with_capacity(g.len());
         let mut dims = Vec::with_capacity(g.len());

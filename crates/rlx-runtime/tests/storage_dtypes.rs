@@ -473,3 +473,83 @@ fn computing_on_a_storage_dtype_is_a_compile_error_naming_op_and_dtype() {
     let out = c.try_run(&[("x", &[0.3f32, 500.0, -1e-3][..])]).unwrap();
     assert_eq!(out[0], vec![0.3125, 448.0, -0.001953125]);
 }
+
+#[test]
+fn casts_fused_with_arithmetic_still_run_and_arithmetic_on_storage_is_refused() {
+    use rlx_ir::f8::F8E4M3;
+    // f8 -> f32, * 2, -> f8: elementwise fusion puts the casts and the mul
+    // in one region; only the mul computes, on f32.
+    let mut g = Graph::new("g");
+    let x = g.input("x", Shape::new(&[4], DType::F8E4M3));
+    let f = g.cast(x, DType::F32);
+    let y = g.mul(f, 2.0);
+    let q = g.cast(y, DType::F8E4M3);
+    g.set_outputs(vec![q, y]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let codes: Vec<F8E4M3> = [0.5f32, -1.5, 448.0, 2f32.powi(-9)]
+        .into_iter()
+        .map(F8E4M3::from_f32)
+        .collect();
+    let out = c
+        .try_run_typed(&[("x", &HostTensor::from_vec(codes, &[4]).unwrap())])
+        .unwrap();
+    assert_eq!(
+        out[1].to_vec::<f32>().unwrap(),
+        vec![1.0, -3.0, 896.0, 2f32.powi(-8)]
+    );
+    // 896 saturates to 448 (torch's float8_e4m3fn); the others are exact.
+    assert_eq!(out[0].bytes(), &[0x38, 0xC4, 0x7E, 0x02]);
+    // A u16 -> u16 chain fused the same way is refused at its add.
+    let mut g = Graph::new("g");
+    let x = g.input("x", Shape::new(&[4], DType::F32));
+    let u = g.cast(x, DType::U16);
+    let v = g.add(u, u);
+    let w = g.cast(v, DType::F32);
+    g.set_outputs(vec![w]);
+    let Err(e) = Session::new(Device::Cpu).try_compile(g) else {
+        panic!("add on u16 compiled")
+    };
+    assert!(e.to_string().contains("add does not compute on u16"), "{e}");
+}
+
+#[test]
+fn a_matmul_with_an_8_bit_fake_quant_epilogue_runs() {
+    // (x @ w + b) through float8_e5m2 and back: matmul epilogue fusion
+    // takes the add and both casts; only the add computes, on f32.
+    let mut g = Graph::new("g");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+    let w = g.param("w", Shape::new(&[3, 2], DType::F32));
+    let b = g.param("b", Shape::new(&[2], DType::F32));
+    let y = g.mm(x, w);
+    let y = g.add(y, b);
+    let q = g.cast(y, DType::F8E5M2);
+    let d = g.cast(q, DType::F32);
+    g.set_outputs(vec![d]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    c.set_param("w", &[1.0, 0.0, 1.0, 1.0, 2.0, 1.0]);
+    c.set_param("b", &[0.25, 0.0]);
+    let out = c
+        .try_run(&[("x", &[1.0, 2.0, 0.0, 0.5, 1.0, 1.0][..])])
+        .unwrap();
+    // [[3.25, 2], [3.75, 2]]: 3.25 ties to 3 (even mantissa), 3.75 to 4.
+    assert_eq!(out[0], vec![3.0, 2.0, 4.0, 2.0]);
+
+    // An add on the float8 value inside the fused epilogue is refused at
+    // compile time, naming the step.
+    let mut g = Graph::new("g");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F32));
+    let w = g.param("w", Shape::new(&[3, 2], DType::F32));
+    let y = g.mm(x, w);
+    let q = g.cast(y, DType::F8E5M2);
+    let s = g.add(q, q);
+    let d = g.cast(s, DType::F32);
+    g.set_outputs(vec![d]);
+    let Err(e) = Session::new(Device::Cpu).try_compile(g) else {
+        panic!("add on f8e5m2 compiled")
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("matmul+epilogue") && e.contains("add does not compute on f8e5m2"),
+        "{e}"
+    );
+}
