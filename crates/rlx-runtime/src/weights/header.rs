@@ -103,6 +103,10 @@ pub(super) fn diagnose(buf: &[u8], n: usize, err: &SafeTensorError) -> String {
     crate_msg
 }
 
+/// The largest header the `safetensors` crate parses (its
+/// `MAX_HEADER_SIZE`); a longer one is refused before any scan.
+const MAX_HEADER_BYTES: usize = 100_000_000;
+
 /// A key that appears twice in a header: a tensor name, `__metadata__`,
 /// or a key inside `__metadata__`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +123,10 @@ pub(super) enum Duplicate {
 /// different things to different readers. `None` when there is none, or
 /// when the header is not a JSON object (the crate then says why).
 pub(super) fn duplicate_key(header: &[u8]) -> Option<Duplicate> {
+    if header.len() > MAX_HEADER_BYTES {
+        // The crate refuses it without parsing; so need we.
+        return None;
+    }
     let mut de = serde_json::Deserializer::from_slice(header);
     de.deserialize_map(TopLevel).ok().flatten()
 }
