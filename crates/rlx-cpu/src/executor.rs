@@ -172,8 +172,13 @@ pub struct CpuExecutable {
 
 impl CpuExecutable {
     /// Prepares the arena and constant buffers of `lir`.
+    ///
+    /// A graph that computes on a storage-only dtype
+    /// ([`rlx_ir::DType::is_storage_only`]) is refused here, naming the node,
+    /// the op and the dtype: only leaves and `Cast` may hold one.
     pub fn new(lir: LirModule) -> Result<CpuExecutable, BackendError> {
         let g = &lir.graph;
+        crate::storage::check_storage_dtypes(g)?;
         let mut constants = Vec::new();
         let mut locs = Vec::with_capacity(g.len());
         let mut dims = Vec::with_capacity(g.len());

@@ -10,6 +10,7 @@
 mod executor;
 pub mod kernels;
 mod profile;
+mod storage;
 pub(crate) mod team;
 
 pub use executor::CpuExecutable;

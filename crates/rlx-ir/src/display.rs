@@ -59,15 +59,19 @@ fn constant_text(n: &Node, bytes: &[u8], full: bool) -> String {
         let t = HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.to_vec()).ok()?;
         (full || t.numel() <= 8).then(|| t.to_f64_lossy())
     });
-    match values {
-        // The value list is exact when re-encoding it gives the same bytes.
+    // The printed values; exact when re-encoding what they read back as
+    // gives the same bytes (a NaN prints without its sign).
+    let printed = values.map(|v| v.iter().map(|x| format!("{x}")).collect::<Vec<_>>());
+    match printed {
         Some(v)
             if !full
                 || v.iter()
-                    .flat_map(|&x| scalar_constant_bytes(x, n.shape.dtype()))
+                    .flat_map(|x| {
+                        let back = x.parse::<f64>().unwrap_or(f64::NAN);
+                        scalar_constant_bytes(back, n.shape.dtype())
+                    })
                     .eq(bytes.iter().copied()) =>
         {
-            let v: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
             format!("constant [{}]", v.join(", "))
         }
         _ if full => {

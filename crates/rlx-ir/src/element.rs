@@ -1,5 +1,6 @@
 //! Rust element types that map to a [`DType`].
 
+use crate::f8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2, F8E8M0};
 use crate::DType;
 use half::{bf16, f16};
 use num_complex::Complex32;
@@ -45,7 +46,9 @@ le_element!(i16, DType::I16);
 le_element!(i32, DType::I32);
 le_element!(i64, DType::I64);
 le_element!(u8, DType::U8);
+le_element!(u16, DType::U16);
 le_element!(u32, DType::U32);
+le_element!(u64, DType::U64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -126,6 +129,13 @@ pub fn scalar_constant_bytes(value: f64, dtype: DType) -> Vec<u8> {
         DType::U32 => (value as u32).write_le(&mut out),
         DType::Bool => (value != 0.0).write_le(&mut out),
         DType::C64 => Complex32::new(value as f32, 0.0).write_le(&mut out),
+        DType::U16 => (value as u16).write_le(&mut out),
+        DType::U64 => (value as u64).write_le(&mut out),
+        DType::F8E4M3 => F8E4M3::from_f64(value).write_le(&mut out),
+        DType::F8E5M2 => F8E5M2::from_f64(value).write_le(&mut out),
+        DType::F8E8M0 => F8E8M0::from_f64(value).write_le(&mut out),
+        DType::F8E4M3Fnuz => F8E4M3Fnuz::from_f64(value).write_le(&mut out),
+        DType::F8E5M2Fnuz => F8E5M2Fnuz::from_f64(value).write_le(&mut out),
     }
     out
 }

@@ -151,7 +151,20 @@ impl HostTensor {
                 .map(|v| v as f64)
                 .collect(),
             DType::U8 => from_le_bytes::<u8>(b).into_iter().map(f64::from).collect(),
+            DType::U16 => from_le_bytes::<u16>(b).into_iter().map(f64::from).collect(),
             DType::U32 => from_le_bytes::<u32>(b).into_iter().map(f64::from).collect(),
+            DType::U64 => from_le_bytes::<u64>(b)
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+            DType::F8E4M3
+            | DType::F8E5M2
+            | DType::F8E8M0
+            | DType::F8E4M3Fnuz
+            | DType::F8E5M2Fnuz => b
+                .iter()
+                .map(|&v| f64::from(crate::f8::decode(self.dtype, v).expect("an 8-bit float")))
+                .collect(),
             DType::Bool => b.iter().map(|&v| f64::from(v != 0)).collect(),
             DType::C64 => from_le_bytes::<f32>(b)
                 .chunks_exact(2)

@@ -28,6 +28,7 @@ mod element;
 pub mod env;
 mod error;
 mod ext;
+pub mod f8;
 mod fusion_policy;
 mod graph;
 mod hir;

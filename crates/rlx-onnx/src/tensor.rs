@@ -58,6 +58,13 @@ pub fn elem_type_of(d: DType) -> i32 {
         DType::U32 => DataType::Uint32,
         DType::BF16 => DataType::Bfloat16,
         DType::C64 => DataType::Complex64,
+        DType::U16 => DataType::Uint16,
+        DType::U64 => DataType::Uint64,
+        DType::F8E4M3 => DataType::Float8e4m3fn,
+        DType::F8E5M2 => DataType::Float8e5m2,
+        DType::F8E8M0 => DataType::Float8e8m0,
+        DType::F8E4M3Fnuz => DataType::Float8e4m3fnuz,
+        DType::F8E5M2Fnuz => DataType::Float8e5m2fnuz,
     };
     t as i32
 }
@@ -124,6 +131,13 @@ fn typed_bytes(t: &TensorProto, dtype: DType, numel: usize, name: &str) -> Resul
         DType::Bool => take!(int32_data, numel, |v| [(v != 0) as u8]),
         // float16 / bfloat16 travel as their bit patterns in int32_data.
         DType::F16 | DType::BF16 => take!(int32_data, numel, |v| (v as u16).to_le_bytes()),
+        // Not produced by dtype_of (those ONNX types import as narrow values,
+        // see crate::narrow); read as ONNX stores them all the same.
+        DType::U16 => take!(int32_data, numel, |v| (v as u16).to_le_bytes()),
+        DType::U64 => take!(uint64_data, numel, |v| v.to_le_bytes()),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E8M0 | DType::F8E4M3Fnuz | DType::F8E5M2Fnuz => {
+            take!(int32_data, numel, |v| [v as u8])
+        }
     }
     Ok(out)
 }

@@ -38,4 +38,7 @@ pub use params::graph_param_names;
 pub use rlx_compile::Precision;
 pub use rlx_driver::{device_label, parse_device, parse_device_list, Device, ParseDeviceError};
 pub use session::{fusion_target, Session};
-pub use weights::{BytesWeightLoader, PieceSink, TensorMeta, WeightError, WeightLoader};
+pub use weights::{
+    save_safetensors, serialize_safetensors, BytesWeightLoader, PieceSink, TensorMeta, WeightError,
+    WeightLoader,
+};

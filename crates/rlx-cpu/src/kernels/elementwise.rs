@@ -162,6 +162,13 @@ pub(crate) fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult
             map::<Complex32, Complex32>(x, out, |v| -v);
             Ok(())
         }
+        d @ (DType::U16
+        | DType::U64
+        | DType::F8E4M3
+        | DType::F8E5M2
+        | DType::F8E8M0
+        | DType::F8E4M3Fnuz
+        | DType::F8E5M2Fnuz) => Err(super::storage_only(u.name(), d)),
     }
 }
 
@@ -414,6 +421,13 @@ pub(crate) fn binary(op: BinaryOp, ins: &[View], out: &mut ViewMut) -> KernelRes
             zip2::<Complex32, Complex32, Complex32>(a, b, out, |x, y| binary_complex(op, x, y));
             Ok(())
         }
+        d @ (DType::U16
+        | DType::U64
+        | DType::F8E4M3
+        | DType::F8E5M2
+        | DType::F8E8M0
+        | DType::F8E4M3Fnuz
+        | DType::F8E5M2Fnuz) => Err(super::storage_only(op.name(), d)),
     }
 }
 
@@ -448,6 +462,13 @@ pub(crate) fn compare(op: CmpOp, ins: &[View], out: &mut ViewMut) -> KernelResul
             CmpOp::Eq => (x == y) as u8,
             _ => (x != y) as u8,
         }),
+        d @ (DType::U16
+        | DType::U64
+        | DType::F8E4M3
+        | DType::F8E5M2
+        | DType::F8E8M0
+        | DType::F8E4M3Fnuz
+        | DType::F8E5M2Fnuz) => return Err(super::storage_only(op.name(), d)),
     }
     Ok(())
 }
@@ -496,6 +517,12 @@ fn decode_f64(v: &View) -> Vec<f64> {
         DType::F16 => v.slice::<f16>().iter().map(|x| x.to_f64()).collect(),
         DType::BF16 => v.slice::<bf16>().iter().map(|x| x.to_f64()).collect(),
         DType::C64 => v.slice::<Complex32>().iter().map(|c| c.re as f64).collect(),
+        DType::U64 => v.slice::<u64>().iter().map(|&x| x as f64).collect(),
+        d if d.is_f8() => v
+            .slice::<u8>()
+            .iter()
+            .map(|&b| f64::from(rlx_ir::f8::decode(d, b).expect("an 8-bit float")))
+            .collect(),
         _ => decode_i64(v).into_iter().map(|x| x as f64).collect(),
     }
 }
@@ -508,6 +535,9 @@ fn decode_i64(v: &View) -> Vec<i64> {
         DType::I64 => v.slice::<i64>().to_vec(),
         DType::U8 | DType::Bool => v.slice::<u8>().iter().map(|&x| x as i64).collect(),
         DType::U32 => v.slice::<u32>().iter().map(|&x| x as i64).collect(),
+        DType::U16 => v.slice::<u16>().iter().map(|&x| x as i64).collect(),
+        // Past i64::MAX wraps, as numpy's astype.
+        DType::U64 => v.slice::<u64>().iter().map(|&x| x as i64).collect(),
         // float -> int truncates toward zero (numpy astype); NaN gives 0 here.
         _ => decode_f64(v).into_iter().map(|x| x as i64).collect(),
     }
@@ -570,6 +600,22 @@ pub(crate) fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
         DType::I64 => encode_int::<i64>(out, &decode_i64(x)),
         DType::U8 => encode_int::<u8>(out, &decode_i64(x)),
         DType::U32 => encode_int::<u32>(out, &decode_i64(x)),
+        DType::U16 => encode_int::<u16>(out, &decode_i64(x)),
+        // A float past i64::MAX still fits u64: convert floats directly
+        // (saturating, NaN -> 0), integers through i64 (wrapping, as numpy).
+        DType::U64 if x.dtype.is_float() || x.dtype.is_f8() => {
+            map_f64(x, out.slice::<u64>(), |v| v as u64)
+        }
+        DType::U64 => encode_int::<u64>(out, &decode_i64(x)),
+        // Rounded once from the exact value (ml_dtypes' astype; F8E8M0
+        // through f32, as its rule is defined there).
+        d @ (DType::F8E4M3
+        | DType::F8E5M2
+        | DType::F8E8M0
+        | DType::F8E4M3Fnuz
+        | DType::F8E5M2Fnuz) => map_f64(x, out.slice::<u8>(), |v| {
+            rlx_ir::f8::encode(d, v).expect("an 8-bit float")
+        }),
     }
     Ok(())
 }

@@ -84,6 +84,15 @@ pub(crate) fn run_in_place(node: &Node, ins: &[Option<View>], out: &mut ViewMut)
     }
 }
 
+/// The error of a kernel handed a storage-only dtype
+/// ([`DType::is_storage_only`]); [`crate::CpuExecutable::new`] refuses such
+/// graphs first, so this only guards the kernels.
+pub(crate) fn storage_only(op: &str, dtype: DType) -> KernelError {
+    KernelError::Message(format!(
+        "{op} does not compute on {dtype}, a storage-only dtype (cast it to a compute dtype first)"
+    ))
+}
+
 /// A kernel failure; the executor adds the node label.
 pub type KernelResult = Result<(), KernelError>;
 

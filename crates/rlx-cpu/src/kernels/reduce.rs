@@ -274,6 +274,19 @@ pub(crate) fn arg_reduce(
         DType::U8 | DType::Bool => arg_typed::<u8>(op, axis, x, out, |v| v as f64),
         DType::U32 => arg_typed::<u32>(op, axis, x, out, |v| v as f64),
         DType::C64 => return Err("argmax of complex".into()),
+        d @ (DType::U16
+        | DType::U64
+        | DType::F8E4M3
+        | DType::F8E5M2
+        | DType::F8E8M0
+        | DType::F8E4M3Fnuz
+        | DType::F8E5M2Fnuz) => {
+            let name = match op {
+                ArgReduceOp::ArgMax => "argmax",
+                ArgReduceOp::ArgMin => "argmin",
+            };
+            return Err(super::storage_only(name, d));
+        }
     }
     Ok(())
 }

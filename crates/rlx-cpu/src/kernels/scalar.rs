@@ -194,7 +194,7 @@ pub(crate) trait Int: Pod + Ord + Default {
     const MAX: Self;
     /// Wrapping conversion from i64.
     fn from_i64(v: i64) -> Self;
-    /// Conversion to i64 (u32 fits).
+    /// Conversion to i64 (u32 fits; u64 past i64::MAX wraps).
     fn to_i64(self) -> i64;
 }
 
@@ -209,7 +209,7 @@ macro_rules! int_impl {
     )*};
 }
 
-int_impl!(i8, i16, i32, i64, u8, u32);
+int_impl!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// numpy floor division on i64 (x // 0 = 0).
 pub(crate) fn floor_div(a: i64, b: i64) -> i64 {

@@ -271,7 +271,10 @@ pub(crate) fn shape(c: &mut Cursor) -> Result<Shape, ParseError> {
     let dtype = DType::ALL
         .into_iter()
         .find(|d| d.short_name() == dt)
-        .ok_or_else(|| c.error_at(at, "a dtype (f32, f16, bf16, f64, i8, ..., c64)"))?;
+        .ok_or_else(|| {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.short_name()).collect();
+            c.error_at(at, format!("a dtype (one of {})", names.join(", ")))
+        })?;
     let dims = c.list(|c| {
         c.skip_spaces();
         if c.peek().is_some_and(|ch| ch.is_ascii_digit()) {

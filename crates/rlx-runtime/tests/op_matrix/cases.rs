@@ -164,6 +164,16 @@ pub(crate) fn parse_tensor(t: &Value) -> Res<HostTensor> {
         DType::I64 => return ints_as::<i64>(data, &dims),
         DType::U8 => return ints_as::<u8>(data, &dims),
         DType::U32 => return ints_as::<u32>(data, &dims),
+        DType::U16 => return ints_as::<u16>(data, &dims),
+        DType::U64 => return ints_as::<u64>(data, &dims),
+        // Values rounded to the format (exact when the fixture holds its values).
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E8M0 | DType::F8E4M3Fnuz | DType::F8E5M2Fnuz => {
+            let bytes = floats()?
+                .into_iter()
+                .map(|v| rlx_ir::f8::encode(dtype, v).expect("an 8-bit float"))
+                .collect();
+            HostTensor::from_bytes(dtype, &dims, bytes)
+        }
     };
     tensor.map_err(|e| e.to_string())
 }

@@ -5,8 +5,18 @@
 //! plus our own pass that names the offending tensor and offsets when the
 //! crate refuses a file); tensors are then zero-copy byte views
 //! ([`BytesWeightLoader::view`]) until [`WeightLoader::get`] copies one
-//! into a [`HostTensor`]. [`CompiledGraph::set_params_from`] sets every
+//! into a [`HostTensor`]. [`crate::CompiledGraph::set_params_from`] sets every
 //! param of a compiled graph from a loader, converting float dtypes.
+//! A header that names a tensor (or `__metadata__`, or a metadata key)
+//! twice is refused: readers disagree on which one counts.
+//!
+//! Every dtype safetensors defines loads (including `U16`, `U64` and the
+//! 8-bit floats, which are RLX storage dtypes: see [`rlx_ir::f8`] and
+//! [`convert_dtype`]) except the packed sub-byte floats `F4`, `F6_E2M3`
+//! and `F6_E3M2`, whose element order within a byte no reference defines:
+//! reading one is a [`WeightError::UnsupportedDType`] naming it.
+//! [`serialize_safetensors`] / [`save_safetensors`] write any dtype back,
+//! in the layout the Python package writes.
 //!
 //! ```
 //! use rlx_runtime::{BytesWeightLoader, WeightLoader};
@@ -24,10 +34,21 @@
 //! assert_eq!(w.to_f64_lossy(), vec![1.5, -2.0]);
 //! ```
 
-use crate::{CompiledGraph, Result, RuntimeError};
+mod convert;
+mod dtype;
+mod header;
+mod params;
+mod save;
+
+pub use convert::convert_dtype;
+pub use save::{save_safetensors, serialize_safetensors};
+
+use crate::Result;
+use dtype::{rlx_dtype, sub_byte_reason};
+use header::{diagnose, duplicate_key, header_len, Duplicate};
 use memmap2::Mmap;
-use rlx_ir::{bf16, f16, DType, ErrorSource, HostTensor};
-use safetensors::tensor::{Dtype as StDtype, Metadata, SafeTensorError};
+use rlx_ir::{DType, ErrorSource, HostTensor};
+use safetensors::tensor::{Metadata, SafeTensorError};
 use safetensors::SafeTensors;
 use std::path::Path;
 use thiserror::Error;
@@ -67,8 +88,10 @@ pub enum WeightError {
         /// How many tensors the file has.
         count: usize,
     },
-    /// A tensor of a dtype RLX has no type for.
-    #[error("{source_name}: tensor \"{name}\" has dtype {dtype}, which RLX does not load")]
+    /// A tensor of a dtype RLX cannot read.
+    #[error(
+        "{source_name}: tensor \"{name}\" has dtype {dtype}, which RLX does not load: {reason}"
+    )]
     UnsupportedDType {
         /// The file.
         source_name: String,
@@ -76,9 +99,19 @@ pub enum WeightError {
         name: String,
         /// The safetensors dtype.
         dtype: String,
+        /// Why.
+        reason: String,
+    },
+    /// Tensors that cannot be written as a safetensors file.
+    #[error("{target}: cannot write safetensors: {reason}")]
+    Write {
+        /// The file (or `<bytes>`).
+        target: String,
+        /// What is wrong, naming the tensor.
+        reason: String,
     },
     /// A conversion that would change the kind of the data.
-    #[error("tensor \"{name}\": cannot convert {from} to {to} (float <-> float and integer / bool -> float are supported)")]
+    #[error("tensor \"{name}\": cannot convert {from} to {to} (only to a float or 8-bit float dtype, from any real dtype)")]
     Convert {
         /// The tensor.
         name: String,
@@ -150,45 +183,6 @@ pub type PieceSink<'a> = &'a mut dyn FnMut(usize, &[u8]) -> Result<()>;
 /// Bytes per piece [`BytesWeightLoader::read_pieces`] hands out.
 const PIECE_BYTES: usize = 1 << 20;
 
-/// Converts `t` (the tensor `name`) to `dtype`: the identity, float to
-/// float (f32 / f64 / f16 / bf16, rounding to nearest even), or integer /
-/// bool to float. Anything else is a [`WeightError::Convert`].
-pub fn convert_dtype(
-    name: &str,
-    t: HostTensor,
-    dtype: DType,
-) -> std::result::Result<HostTensor, WeightError> {
-    let from = t.dtype();
-    if from == dtype {
-        return Ok(t);
-    }
-    let float = |d: DType| matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
-    if !float(dtype) || from == DType::C64 {
-        return Err(WeightError::Convert {
-            name: name.to_string(),
-            from,
-            to: dtype,
-        });
-    }
-    let dims = t.dims().to_vec();
-    let v = t.to_f64_lossy();
-    let out = match dtype {
-        DType::F64 => HostTensor::from_vec(v, &dims),
-        DType::F32 => HostTensor::from_vec(v.into_iter().map(|x| x as f32).collect(), &dims),
-        // Through f32: exact for f16 / bf16 sources, and f64 -> f32 -> f16 is
-        // how torch and numpy narrow too.
-        DType::F16 => HostTensor::from_vec(
-            v.into_iter().map(|x| f16::from_f32(x as f32)).collect(),
-            &dims,
-        ),
-        _ => HostTensor::from_vec(
-            v.into_iter().map(|x| bf16::from_f32(x as f32)).collect(),
-            &dims,
-        ),
-    };
-    Ok(out.expect("same element count"))
-}
-
 enum Backing {
     Mapped(Mmap),
     Owned(Vec<u8>),
@@ -245,25 +239,6 @@ impl std::fmt::Debug for BytesWeightLoader {
     }
 }
 
-/// Our dtype of a safetensors dtype, if RLX has one.
-fn rlx_dtype(d: StDtype) -> Option<DType> {
-    Some(match d {
-        StDtype::BOOL => DType::Bool,
-        StDtype::U8 => DType::U8,
-        StDtype::I8 => DType::I8,
-        StDtype::I16 => DType::I16,
-        StDtype::F16 => DType::F16,
-        StDtype::BF16 => DType::BF16,
-        StDtype::I32 => DType::I32,
-        StDtype::U32 => DType::U32,
-        StDtype::F32 => DType::F32,
-        StDtype::C64 => DType::C64,
-        StDtype::F64 => DType::F64,
-        StDtype::I64 => DType::I64,
-        _ => return None,
-    })
-}
-
 impl BytesWeightLoader {
     /// Memory-maps and validates the safetensors file at `path`.
     ///
@@ -303,6 +278,20 @@ impl BytesWeightLoader {
             source: source.map(ErrorSource::new),
         };
         let n = header_len(buf).map_err(|reason| malformed(reason, None))?;
+        if let Some(dup) = duplicate_key(&buf[8..8 + n]) {
+            let reason = match dup {
+                Duplicate::Key(k) if k == "__metadata__" => {
+                    "\"__metadata__\" appears twice in the header".to_string()
+                }
+                Duplicate::Key(k) => format!(
+                    "tensor \"{k}\" is named twice in the header (readers disagree on which one counts)"
+                ),
+                Duplicate::MetadataKey(k) => {
+                    format!("metadata key \"{k}\" appears twice in \"__metadata__\"")
+                }
+            };
+            return Err(malformed(reason, None));
+        }
         let (_, metadata) = SafeTensors::read_metadata(buf)
             .map_err(|e| malformed(diagnose(buf, n, &e), Some(e)))?;
         Ok(BytesWeightLoader {
@@ -326,7 +315,8 @@ impl BytesWeightLoader {
         let dtype = rlx_dtype(info.dtype).ok_or_else(|| WeightError::UnsupportedDType {
             source_name: self.source_name.clone(),
             name: name.to_string(),
-            dtype: format!("{:?}", info.dtype),
+            dtype: info.dtype.to_string(),
+            reason: sub_byte_reason(info.dtype),
         })?;
         let (s, e) = info.data_offsets;
         // Validated at open: offsets are contiguous, in range and sized.
@@ -380,174 +370,6 @@ impl WeightLoader for BytesWeightLoader {
             sink(offset, piece)?;
             self.backing
                 .release(base + offset..base + offset + piece.len());
-        }
-        Ok(())
-    }
-}
-
-/// The header length of `buf`, checked against the file length.
-fn header_len(buf: &[u8]) -> std::result::Result<usize, String> {
-    let Some(len_bytes) = buf.get(..8) else {
-        return Err(format!(
-            "the file is {} bytes, shorter than the 8-byte header length",
-            buf.len()
-        ));
-    };
-    let n = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
-    let left = buf.len() as u64 - 8;
-    if n > left {
-        return Err(format!(
-            "header length {n} (bytes 0..8) runs past the end of the file: {left} bytes follow"
-        ));
-    }
-    Ok(n as usize)
-}
-
-/// Explains why the safetensors crate refused a file whose header length
-/// is in range: the first tensor whose dtype, size or offsets are wrong.
-fn diagnose(buf: &[u8], n: usize, err: &SafeTensorError) -> String {
-    let crate_msg = format!("{err}");
-    let Ok(header) = serde_json::from_slice::<serde_json::Value>(&buf[8..8 + n]) else {
-        return format!("header (bytes 8..{}): {crate_msg}", 8 + n);
-    };
-    let Some(table) = header.as_object() else {
-        return format!(
-            "header (bytes 8..{}) is not a JSON object: {crate_msg}",
-            8 + n
-        );
-    };
-    let data_len = buf.len() - 8 - n;
-    let mut rows: Vec<(&str, &serde_json::Value)> = table
-        .iter()
-        .filter(|(k, _)| k.as_str() != "__metadata__")
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let begin = |v: &serde_json::Value| v["data_offsets"][0].as_u64().unwrap_or(u64::MAX);
-    rows.sort_by_key(|(_, v)| begin(v));
-    let mut expected_begin = 0u64;
-    for (name, v) in rows {
-        let dtype = v["dtype"].as_str().unwrap_or("?");
-        let Ok(st) = serde_json::from_value::<StDtype>(v["dtype"].clone()) else {
-            return format!("tensor \"{name}\": unknown dtype {}", v["dtype"]);
-        };
-        let offs: Vec<u64> = v["data_offsets"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
-            .unwrap_or_default();
-        let shape: Option<Vec<u64>> = v["shape"]
-            .as_array()
-            .map(|a| a.iter().map(|x| x.as_u64()).collect::<Option<Vec<u64>>>())
-            .unwrap_or(None);
-        let (Some(shape), [b, e]) = (shape, offs.as_slice()) else {
-            return format!(
-                "tensor \"{name}\": needs a shape of integers and two data_offsets: {crate_msg}"
-            );
-        };
-        let (b, e) = (*b, *e);
-        let bytes = shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d))
-            .and_then(|c| c.checked_mul(st.bitsize() as u64))
-            .map(|bits| bits.div_ceil(8));
-        if e > data_len as u64 || b > e {
-            return format!(
-                "tensor \"{name}\": data_offsets [{b}, {e}] are out of range of the {data_len}-byte data section (file offset {})",
-                8 + n
-            );
-        }
-        if b != expected_begin {
-            let what = if b < expected_begin {
-                "overlaps the previous tensor"
-            } else {
-                "leaves a gap after the previous tensor"
-            };
-            return format!(
-                "tensor \"{name}\": data_offsets [{b}, {e}] {what} (which ends at {expected_begin})"
-            );
-        }
-        if bytes != Some(e - b) {
-            return format!(
-                "tensor \"{name}\": {dtype} {shape:?} needs {} bytes, data_offsets [{b}, {e}] hold {}",
-                bytes.map_or("more than u64".to_string(), |v| v.to_string()),
-                e - b
-            );
-        }
-        expected_begin = e;
-    }
-    if expected_begin != data_len as u64 {
-        return format!(
-            "the tensors cover {expected_begin} of the {data_len} data bytes (the last offset must be the end of the file)"
-        );
-    }
-    crate_msg
-}
-
-impl CompiledGraph {
-    /// Sets param `name` from `loader`'s tensor `tensor`. When it is stored
-    /// in exactly the param's dtype, it is copied in place piece by piece
-    /// ([`WeightLoader::read_pieces`]), so no whole host copy is made
-    /// (loading peaks near the params, not params + the largest tensor);
-    /// other float dtypes are converted through a host copy. Dims are
-    /// checked first: on such an error the param is unchanged; a loader
-    /// that fails while handing out pieces leaves it unset (a run asks for
-    /// it), never half-old, half-new.
-    pub fn set_param_from(
-        &mut self,
-        name: &str,
-        loader: &dyn WeightLoader,
-        tensor: &str,
-    ) -> Result<()> {
-        let i = self.param_index(name)?;
-        let shape = self.param_shapes()[i].1.clone();
-        let meta = loader.meta(tensor)?;
-        let dims = shape.static_dims().expect("compiled shapes are static");
-        if meta.dims != dims {
-            return Err(WeightError::Param {
-                name: name.to_string(),
-                reason: format!(
-                    "the graph expects {shape}, tensor \"{tensor}\" has dims {:?}",
-                    meta.dims
-                ),
-            }
-            .into());
-        }
-        if meta.dtype != shape.dtype() {
-            let t = loader.get_as(tensor, shape.dtype())?;
-            return self.set_param_typed(name, &t);
-        }
-        self.fill_param(i, |write| loader.read_pieces(tensor, write))
-    }
-
-    /// Sets every param of the graph from `loader`: each param reads the
-    /// tensor of the same name, converted to the param's dtype
-    /// ([`convert_dtype`]), with exactly the param's dims. Every tensor is
-    /// read and checked before any param changes, so on error no param is
-    /// set.
-    pub fn set_params_from(&mut self, loader: &dyn WeightLoader) -> Result<()> {
-        let mut staged = Vec::new();
-        for (name, shape) in self.param_shapes() {
-            let err = |reason: String| {
-                RuntimeError::from(WeightError::Param {
-                    name: name.clone(),
-                    reason,
-                })
-            };
-            let t = loader.get_as(&name, shape.dtype()).map_err(|e| {
-                RuntimeError::from(WeightError::ParamTensor {
-                    name: name.clone(),
-                    source: rlx_ir::SourceBox::new(e),
-                })
-            })?;
-            if shape.static_dims().as_deref() != Some(t.dims()) {
-                return Err(err(format!(
-                    "the graph expects {shape}, the loader holds dims {:?}",
-                    t.dims()
-                )));
-            }
-            staged.push((name, t));
-        }
-        for (name, t) in staged {
-            self.set_param_typed(&name, &t)?;
         }
         Ok(())
     }
