@@ -207,7 +207,9 @@ pub use rlx_runtime::{
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
 pub use rlx_runtime::{effective_config, EffectiveConfig};
-pub use rlx_runtime::{BytesWeightLoader, DynamicGraph, WeightLoader};
+pub use rlx_runtime::{
+    save_safetensors, serialize_safetensors, BytesWeightLoader, DynamicGraph, WeightLoader,
+};
 
 /// Op-builder enums: what `g.binary`, `g.compare`, `g.activation`,
 /// `g.reduce`, `g.attention_kind` take as their first argument.
