@@ -1,0 +1,47 @@
+//! # rlx-linalg — dense linear algebra as RLX custom ops
+//!
+//! Graph builders for dense linear algebra on `[..., n, n]` matrices
+//! (leading axes are batch axes, f32 or f64), each a custom op
+//! (`rlx_ir::custom`) with a CPU kernel on [faer](https://docs.rs/faer)
+//! (pure Rust, no system LAPACK; computed in f64), reverse (vjp) and
+//! forward (jvp) rules as JAX defines them, written as graph builders, and
+//! a batching (vmap) rule:
+//!
+//! | builder | op | reference |
+//! |---|---|---|
+//! | [`cholesky`] | `linalg.cholesky` | `jnp.linalg.cholesky` (input symmetrized) |
+//! | [`solve_triangular`] | `linalg.solve_triangular{lower, trans}` | `scipy.linalg.solve_triangular` |
+//! | [`solve`] | `linalg.solve{trans}` | `numpy.linalg.solve` |
+//! | [`inv`] | `linalg.inv` | `numpy.linalg.inv` |
+//! | [`det`] | `linalg.det` | `numpy.linalg.det` |
+//! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
+//!
+//! Degenerate input follows JAX, not an error: a matrix that is not
+//! positive definite has an all-NaN Cholesky factor; a singular matrix
+//! gives inf / NaN from solves and inverses, `det = 0`,
+//! `slogdet = (0, -inf)`. Derivatives of `det` / `slogdet` go through
+//! `A^{-1}`, so they are inf / NaN at a singular `A` (JAX's `det` uses a
+//! cofactor solve there and stays finite).
+//!
+//! ```
+//! use rlx_ir::{DType, Graph, Shape};
+//! let mut g = Graph::new("chol");
+//! let a = g.input("a", Shape::new(&[4, 3, 3], DType::F64));
+//! let l = rlx_linalg::cholesky(&mut g, a).unwrap();
+//! let b = g.input("b", Shape::new(&[4, 3, 2], DType::F64));
+//! let y = rlx_linalg::solve_triangular(&mut g, l, b, true, false).unwrap();
+//! assert_eq!(g.node(y).op.mnemonic(), "custom.linalg.solve_triangular{lower=true, trans=false}");
+//! ```
+#![deny(missing_docs)]
+
+mod emit;
+mod host;
+mod kernels;
+mod ops;
+mod rules;
+mod shapes;
+
+pub use ops::{
+    cholesky, det, inv, register, slogdet, solve, solve_triangular, CHOLESKY, DET, INV, SLOGDET,
+    SOLVE, SOLVE_TRIANGULAR,
+};
