@@ -3,7 +3,7 @@
 //! namespaced name, attributes, a shape / dtype rule, kernels per backend
 //! and optional vjp / jvp / vmap rules written as graph builders.
 //!
-//! A node holds an [`Op::Custom`](crate::Op::Custom) with a [`CustomOp`]
+//! A node holds an [`Op::Custom`] with a [`CustomOp`]
 //! (name + [`CustomAttrs`]); everything else lives in the [`OpExtension`]
 //! registered under that name ([`register_op`], idempotent and
 //! thread-safe). Building a node of an unregistered op fails (its shape
@@ -33,7 +33,7 @@ pub use registry::{
 use crate::{Graph, IrError, NodeId, Op, Shape};
 use std::fmt;
 
-/// The payload of an [`Op::Custom`](crate::Op::Custom) node: which extension and its attributes.
+/// The payload of an [`Op::Custom`] node: which extension and its attributes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CustomOp {
     /// The registered name, `namespace.op`.
