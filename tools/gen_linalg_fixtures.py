@@ -53,7 +53,26 @@ def jax_fn(op, attrs):
         return lambda a: (jnp.linalg.det(a),)
     if op == "slogdet":
         return lambda a: tuple(jnp.linalg.slogdet(a))
+    if op == "eigh":
+        return lambda a: eigh_canonical(jnp, *jnp.linalg.eigh(a), stop=jax.lax.stop_gradient)
+    if op == "qr":
+        return lambda a: qr_canonical(jnp, *jnp.linalg.qr(a), stop=jax.lax.stop_gradient)
     raise ValueError(op)
+
+
+def eigh_canonical(xp, w, v, stop=lambda x: x):
+    """Each eigenvector column's largest-magnitude entry (first on ties) positive."""
+    idx = xp.argmax(xp.abs(v), axis=-2)
+    pick = xp.take_along_axis(v, idx[..., None, :], axis=-2)
+    s = stop(xp.where(pick < 0, -1.0, 1.0))
+    return w, v * s
+
+
+def qr_canonical(xp, q, r, stop=lambda x: x):
+    """R with a non-negative diagonal."""
+    d = xp.diagonal(r, axis1=-2, axis2=-1)
+    s = stop(xp.where(d < 0, -1.0, 1.0))
+    return q * s[..., None, :], r * s[..., :, None]
 
 
 def np_forward(op, attrs, xs):
@@ -76,6 +95,11 @@ def np_forward(op, attrs, xs):
     if op == "slogdet":
         s, l = np.linalg.slogdet(xs[0])
         return [s, l]
+    if op == "eigh":
+        a = xs[0]
+        return list(eigh_canonical(np, *np.linalg.eigh(0.5 * (a + np.swapaxes(a, -1, -2)))))
+    if op == "qr":
+        return list(qr_canonical(np, *np.linalg.qr(xs[0])))
     raise ValueError(op)
 
 
@@ -126,6 +150,22 @@ cases.append(case("solve_4", "solve", [general((), 4), rng.standard_normal((4, 3
 cases.append(case("solve_batched", "solve", [general((2, 2), 3), rng.standard_normal((2, 2, 3, 1))]))
 cases.append(case("solve_f32", "solve", [general((), 3), rng.standard_normal((3, 2))], dtype="f32", rtol=2e-5, atol=2e-5))
 cases.append(case("solve_hilbert6", "solve", [hilbert(6), rng.standard_normal((6, 1))], rtol=1e-6, atol=1e-6))
+
+def sym(batch, n):
+    m = rng.standard_normal(batch + (n, n))
+    return m + np.swapaxes(m, -1, -2)
+
+
+cases.append(case("eigh_4", "eigh", [sym((), 4)]))
+cases.append(case("eigh_nonsymmetric", "eigh", [rng.standard_normal((3, 3))]))
+cases.append(case("eigh_batched", "eigh", [sym((2,), 3)]))
+cases.append(case("eigh_f32", "eigh", [sym((), 3)], dtype="f32", rtol=1e-4, atol=1e-4))
+cases.append(case("eigh_hilbert6", "eigh", [hilbert(6)], rtol=1e-6, atol=1e-6))
+cases.append(case("qr_tall", "qr", [rng.standard_normal((5, 3))]))
+cases.append(case("qr_square_batched", "qr", [rng.standard_normal((2, 4, 4))]))
+cases.append(case("qr_f32", "qr", [rng.standard_normal((4, 2))], dtype="f32", rtol=1e-4, atol=1e-4))
+cases.append(case("qr_wide", "qr", [rng.standard_normal((3, 5))], derivs=False))
+cases.append(case("eigh_repeated", "eigh", [np.diag([1.0, 1.0, 2.0])], derivs=False))
 
 # Degenerate inputs: forward only (JAX / numpy give NaN, 0 or -inf).
 not_pd = np.array([[1.0, 2.0], [2.0, 1.0]])

@@ -15,6 +15,8 @@
 //! | [`inv`] | `linalg.inv` | `numpy.linalg.inv` |
 //! | [`det`] | `linalg.det` | `numpy.linalg.det` |
 //! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
+//! | [`eigh`] | `linalg.eigh{output}` | `jnp.linalg.eigh` (column signs fixed) |
+//! | [`qr`] | `linalg.qr{output}` | `numpy.linalg.qr` reduced (diag R >= 0) |
 //!
 //! Degenerate input follows JAX, not an error: a matrix that is not
 //! positive definite has an all-NaN Cholesky factor; a singular matrix
@@ -34,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod decomp;
 mod emit;
 mod host;
 mod kernels;
@@ -42,6 +45,6 @@ mod rules;
 mod shapes;
 
 pub use ops::{
-    cholesky, det, inv, register, slogdet, solve, solve_triangular, CHOLESKY, DET, INV, SLOGDET,
-    SOLVE, SOLVE_TRIANGULAR,
+    cholesky, det, eigh, inv, qr, register, slogdet, solve, solve_triangular, CHOLESKY, DET, EIGH,
+    INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR,
 };

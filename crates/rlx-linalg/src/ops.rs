@@ -1,6 +1,6 @@
 //! The ops: their payloads, graph builders and registration.
 
-use crate::{kernels, rules, shapes};
+use crate::{decomp, kernels, rules, shapes};
 use rlx_ir::custom::{register_op, CustomAttr, CustomAttrs, CustomOp, OpExtension};
 use rlx_ir::{Arity, Graph, IrError, NodeId};
 
@@ -16,6 +16,10 @@ pub const INV: &str = "linalg.inv";
 pub const DET: &str = "linalg.det";
 /// `linalg.slogdet`.
 pub const SLOGDET: &str = "linalg.slogdet";
+/// `linalg.eigh`.
+pub const EIGH: &str = "linalg.eigh";
+/// `linalg.qr`.
+pub const QR: &str = "linalg.qr";
 
 pub(crate) fn solve_triangular_op(lower: bool, trans: bool) -> CustomOp {
     CustomOp::new(
@@ -84,6 +88,24 @@ pub fn register() {
         .with_kernel("cpu", kernels::slogdet)
         .with_vjp(rules::slogdet_vjp)
         .with_jvp(rules::slogdet_jvp),
+        OpExtension::new(
+            EIGH,
+            "eigenvalues (output=0) / eigenvectors (output=1) of (A + A^T) / 2",
+            Arity::exactly(1),
+            decomp::eigh_shape,
+        )
+        .with_kernel("cpu", decomp::eigh)
+        .with_vjp(rules::eigh_vjp)
+        .with_jvp(rules::eigh_jvp),
+        OpExtension::new(
+            QR,
+            "reduced QR: Q (output=0) / R (output=1)",
+            Arity::exactly(1),
+            decomp::qr_shape,
+        )
+        .with_kernel("cpu", decomp::qr)
+        .with_vjp(rules::qr_vjp)
+        .with_jvp(rules::qr_jvp),
     ];
     for ext in exts {
         register_op(ext.with_vmap(rules::vmap_leading)).expect("linalg op names are valid");
@@ -146,4 +168,28 @@ pub fn slogdet(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
     let sign = g.custom(of(0), &[a])?;
     let logabs = g.custom(of(1), &[a])?;
     Ok((sign, logabs))
+}
+
+fn pair(g: &mut Graph, name: &str, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
+    register();
+    let of = |k: i64| CustomOp::new(name, CustomAttrs::new().with("output", CustomAttr::Int(k)));
+    let first = g.custom(of(0), &[a])?;
+    let second = g.custom(of(1), &[a])?;
+    Ok((first, second))
+}
+
+/// `(w, V)` of the symmetric `(a + a^T) / 2` (`[..., n, n]`): eigenvalues
+/// ascending `[..., n]`, eigenvectors as the columns of `[..., n, n]`
+/// (`jnp.linalg.eigh`), each column's largest-magnitude entry positive.
+/// Derivatives follow JAX; with repeated eigenvalues the eigenvector
+/// derivatives are inf / NaN (the eigenvectors are not unique there).
+pub fn eigh(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
+    pair(g, EIGH, a)
+}
+
+/// The reduced QR `(Q [..., m, k], R [..., k, n])`, `k = min(m, n)`, of
+/// `a` (`numpy.linalg.qr`), with `R`'s diagonal non-negative. Derivatives
+/// (JAX's) need `m >= n` and a full-rank `a`.
+pub fn qr(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
+    pair(g, QR, a)
 }

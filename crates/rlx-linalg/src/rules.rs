@@ -317,3 +317,185 @@ pub(crate) fn vmap_leading(
     }
     g.custom(op.clone(), &args)
 }
+
+// ── eigh ──
+// JAX `eigh_jvp_rule` (A symmetrized, Ȧs = (Ȧ + Ȧ^T) / 2, M = V^T Ȧs V):
+//   ẇ = diag(M),  V̇ = V (F ∘ M),  F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it.
+// Transposed: Ā = sym(V (diag(w̄) + F ∘ (V^T V̄)) V^T).
+// Caveat (as in JAX): with repeated eigenvalues F is infinite and the
+// eigenvector derivatives are inf / NaN — the eigenvectors are not unique
+// there; the eigenvalue derivatives stay finite.
+
+fn sibling(op: &CustomOp, k: i64) -> CustomOp {
+    CustomOp::new(
+        op.name.clone(),
+        op.attrs
+            .clone()
+            .with("output", rlx_ir::custom::CustomAttr::Int(k)),
+    )
+}
+
+/// `F` of the eigenvalues `w` (`[..., n]`), `[..., n, n]`.
+fn eig_gaps(g: &mut Graph, w: NodeId) -> Result<NodeId, IrError> {
+    let s = g.shape(w).clone();
+    let n = last_dim(g, w)?;
+    let mut row = s.dims().to_vec();
+    row.insert(row.len() - 1, rlx_ir::Dim::Static(1));
+    let mut col = s.dims().to_vec();
+    col.push(rlx_ir::Dim::Static(1));
+    let wr = g.try_node(Op::Reshape, &[w], Some(Shape::from_dims(row, s.dtype())))?;
+    let wc = g.try_node(Op::Reshape, &[w], Some(Shape::from_dims(col, s.dtype())))?;
+    let d = sub(g, wr, wc)?; // w_j - w_i
+    let eye = mask(g, n, s.dtype(), |i, j| f64::from(u8::from(i == j)))?;
+    let d = add(g, d, eye)?;
+    let r = g.try_node(Op::Unary(rlx_ir::op::UnaryOp::Reciprocal), &[d], None)?;
+    sub(g, r, eye)
+}
+
+fn eigh_parts(g: &mut Graph, op: &CustomOp, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
+    let w = g.custom(sibling(op, 0), &[a])?;
+    let v = g.custom(sibling(op, 1), &[a])?;
+    Ok((w, v))
+}
+
+pub(crate) fn eigh_jvp(
+    g: &mut Graph,
+    op: &CustomOp,
+    x: &[NodeId],
+    _y: NodeId,
+    t: &[Option<NodeId>],
+) -> Result<NodeId, IrError> {
+    let (w, v) = eigh_parts(g, op, x[0])?;
+    let s = sym(g, t[0].expect("a tangent"))?;
+    let vt = mt(g, v)?;
+    let sv = matmul(g, s, v)?;
+    let m = matmul(g, vt, sv)?;
+    if output(op)? == 0 {
+        let n = last_dim(g, w)?;
+        let eye = mask(g, n, g.shape(w).dtype(), |i, j| f64::from(u8::from(i == j)))?;
+        let d = mul(g, m, eye)?;
+        let r = g.shape(d).rank();
+        return g.try_node(
+            Op::Reduce {
+                op: rlx_ir::op::ReduceOp::Sum,
+                axes: vec![r - 1],
+                keep_dim: false,
+            },
+            &[d],
+            None,
+        );
+    }
+    let f = eig_gaps(g, w)?;
+    let fm = mul(g, f, m)?;
+    matmul(g, v, fm)
+}
+
+pub(crate) fn eigh_vjp(
+    g: &mut Graph,
+    op: &CustomOp,
+    x: &[NodeId],
+    _y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>, IrError> {
+    let (w, v) = eigh_parts(g, op, x[0])?;
+    let vt = mt(g, v)?;
+    let inner = if output(op)? == 0 {
+        // diag(w̄) V^T: scale the rows of V^T.
+        let s = g.shape(ct).clone();
+        let mut col = s.dims().to_vec();
+        col.push(rlx_ir::Dim::Static(1));
+        let c = g.try_node(Op::Reshape, &[ct], Some(Shape::from_dims(col, s.dtype())))?;
+        mul(g, c, vt)?
+    } else {
+        let f = eig_gaps(g, w)?;
+        let vtc = matmul(g, vt, ct)?;
+        let fm = mul(g, f, vtc)?;
+        matmul(g, fm, vt)?
+    };
+    let a = matmul(g, v, inner)?;
+    Ok(vec![Some(sym(g, a)?)])
+}
+
+// ── qr ──
+// JAX `qr_jvp_rule` (real, m >= n): X = Ȧ R^{-1}, C = Q^T X,
+// Ω = tril(C, -1) - tril(C, -1)^T:  Q̇ = Q (Ω - C) + X,  Ṙ = (C - Ω) R.
+// Transposed: M = Q^T Q̄ - R̄ R^T, N = tril(M - M^T, -1) - M,
+// Ā = (Q N + Q̄) R^{-T}. Wide matrices (m < n) have no rule here (JAX
+// raises too); R must be nonsingular (A of full column rank).
+
+fn qr_parts(g: &mut Graph, op: &CustomOp, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
+    let s = g.shape(a);
+    let d = s.dims();
+    if d[d.len() - 2].as_static() < d[d.len() - 1].as_static() {
+        return Err(IrError::InvalidOp {
+            op: op.name.clone(),
+            reason: format!("derivatives of a QR need m >= n (as JAX), given {s}"),
+        });
+    }
+    let q = g.custom(sibling(op, 0), &[a])?;
+    let r = g.custom(sibling(op, 1), &[a])?;
+    Ok((q, r))
+}
+
+fn strict_lower(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let n = last_dim(g, x)?;
+    let m = mask(g, n, g.shape(x).dtype(), |i, j| f64::from(u8::from(j < i)))?;
+    mul(g, x, m)
+}
+
+pub(crate) fn qr_jvp(
+    g: &mut Graph,
+    op: &CustomOp,
+    x: &[NodeId],
+    _y: NodeId,
+    t: &[Option<NodeId>],
+) -> Result<NodeId, IrError> {
+    let (q, r) = qr_parts(g, op, x[0])?;
+    let ta = t[0].expect("a tangent");
+    let tat = mt(g, ta)?;
+    let xt = trisolve(g, r, tat, false, true)?; // R^{-T} Ȧ^T
+    let xx = mt(g, xt)?; // Ȧ R^{-1}
+    let qt = mt(g, q)?;
+    let c = matmul(g, qt, xx)?;
+    let lo = strict_lower(g, c)?;
+    let lot = mt(g, lo)?;
+    let omega = sub(g, lo, lot)?;
+    if output(op)? == 0 {
+        let d = sub(g, omega, c)?;
+        let qd = matmul(g, q, d)?;
+        add(g, qd, xx)
+    } else {
+        let d = sub(g, c, omega)?;
+        matmul(g, d, r)
+    }
+}
+
+pub(crate) fn qr_vjp(
+    g: &mut Graph,
+    op: &CustomOp,
+    x: &[NodeId],
+    _y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>, IrError> {
+    let (q, r) = qr_parts(g, op, x[0])?;
+    let first = output(op)? == 0;
+    let m = if first {
+        let qt = mt(g, q)?;
+        matmul(g, qt, ct)?
+    } else {
+        let rt = mt(g, r)?;
+        let p = matmul(g, ct, rt)?;
+        scale(g, p, -1.0)?
+    };
+    let mtr = mt(g, m)?;
+    let diff = sub(g, m, mtr)?;
+    let lo = strict_lower(g, diff)?;
+    let nn = sub(g, lo, m)?;
+    let mut gg = matmul(g, q, nn)?;
+    if first {
+        gg = add(g, gg, ct)?;
+    }
+    let ggt = mt(g, gg)?;
+    let s = trisolve(g, r, ggt, false, false)?; // R^{-1} G^T
+    Ok(vec![Some(mt(g, s)?)])
+}

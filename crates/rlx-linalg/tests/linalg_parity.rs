@@ -73,6 +73,14 @@ fn op_graph(c: &Value, dtype: DType) -> (Graph, Vec<NodeId>, Vec<NodeId>) {
             let (s, l) = rlx_linalg::slogdet(&mut g, xs[0]).unwrap();
             vec![s, l]
         }
+        "eigh" => {
+            let (w, v) = rlx_linalg::eigh(&mut g, xs[0]).unwrap();
+            vec![w, v]
+        }
+        "qr" => {
+            let (q, r) = rlx_linalg::qr(&mut g, xs[0]).unwrap();
+            vec![q, r]
+        }
         op => panic!("unknown op {op}"),
     };
     (g, xs, outs)
