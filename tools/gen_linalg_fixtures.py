@@ -57,6 +57,8 @@ def jax_fn(op, attrs):
         return lambda a: eigh_canonical(jnp, *jnp.linalg.eigh(a), stop=jax.lax.stop_gradient)
     if op == "qr":
         return lambda a: qr_canonical(jnp, *jnp.linalg.qr(a), stop=jax.lax.stop_gradient)
+    if op == "matrix_power":
+        return lambda a: (jnp.linalg.matrix_power(a, attrs["k"]),)
     raise ValueError(op)
 
 
@@ -100,6 +102,8 @@ def np_forward(op, attrs, xs):
         return list(eigh_canonical(np, *np.linalg.eigh(0.5 * (a + np.swapaxes(a, -1, -2)))))
     if op == "qr":
         return list(qr_canonical(np, *np.linalg.qr(xs[0])))
+    if op == "matrix_power":
+        return [np.linalg.matrix_power(xs[0], attrs["k"])]
     raise ValueError(op)
 
 
@@ -166,6 +170,9 @@ cases.append(case("qr_square_batched", "qr", [rng.standard_normal((2, 4, 4))]))
 cases.append(case("qr_f32", "qr", [rng.standard_normal((4, 2))], dtype="f32", rtol=1e-4, atol=1e-4))
 cases.append(case("qr_wide", "qr", [rng.standard_normal((3, 5))], derivs=False))
 cases.append(case("eigh_repeated", "eigh", [np.diag([1.0, 1.0, 2.0])], derivs=False))
+
+for k in [0, 1, 5, -3]:
+    cases.append(case(f"matrix_power_{k}", "matrix_power", [0.5 * general((2,), 3)], {"k": k}))
 
 # Degenerate inputs: forward only (JAX / numpy give NaN, 0 or -inf).
 not_pd = np.array([[1.0, 2.0], [2.0, 1.0]])

@@ -17,6 +17,7 @@
 //! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
 //! | [`eigh`] | `linalg.eigh{output}` | `jnp.linalg.eigh` (column signs fixed) |
 //! | [`qr`] | `linalg.qr{output}` | `numpy.linalg.qr` reduced (diag R >= 0) |
+//! | [`matrix_power`] | matmuls (and `linalg.inv`) | `numpy.linalg.matrix_power` |
 //!
 //! Degenerate input follows JAX, not an error: a matrix that is not
 //! positive definite has an all-NaN Cholesky factor; a singular matrix
@@ -36,6 +37,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod compose;
 mod decomp;
 mod emit;
 mod host;
@@ -44,6 +46,7 @@ mod ops;
 mod rules;
 mod shapes;
 
+pub use compose::matrix_power;
 pub use ops::{
     cholesky, det, eigh, inv, qr, register, slogdet, solve, solve_triangular, CHOLESKY, DET, EIGH,
     INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR,

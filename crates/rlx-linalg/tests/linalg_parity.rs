@@ -81,6 +81,10 @@ fn op_graph(c: &Value, dtype: DType) -> (Graph, Vec<NodeId>, Vec<NodeId>) {
             let (q, r) = rlx_linalg::qr(&mut g, xs[0]).unwrap();
             vec![q, r]
         }
+        "matrix_power" => {
+            let k = c["attrs"]["k"].as_i64().unwrap();
+            vec![rlx_linalg::matrix_power(&mut g, xs[0], k).unwrap()]
+        }
         op => panic!("unknown op {op}"),
     };
     (g, xs, outs)
