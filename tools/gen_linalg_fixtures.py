@@ -59,6 +59,10 @@ def jax_fn(op, attrs):
         return lambda a: qr_canonical(jnp, *jnp.linalg.qr(a), stop=jax.lax.stop_gradient)
     if op == "matrix_power":
         return lambda a: (jnp.linalg.matrix_power(a, attrs["k"]),)
+    if op == "expm":
+        return lambda a: (jsl.expm(a),)
+    if op == "lstsq":
+        return lambda a, b: (jnp.linalg.lstsq(a, b)[0],)
     raise ValueError(op)
 
 
@@ -104,6 +108,11 @@ def np_forward(op, attrs, xs):
         return list(qr_canonical(np, *np.linalg.qr(xs[0])))
     if op == "matrix_power":
         return [np.linalg.matrix_power(xs[0], attrs["k"])]
+    if op == "expm":
+        a = xs[0]
+        return [sl.expm(a) if a.ndim == 2 else np.stack([sl.expm(m) for m in a])]
+    if op == "lstsq":
+        return [np.linalg.lstsq(xs[0], xs[1], rcond=None)[0]]
     raise ValueError(op)
 
 
@@ -173,6 +182,11 @@ cases.append(case("eigh_repeated", "eigh", [np.diag([1.0, 1.0, 2.0])], derivs=Fa
 
 for k in [0, 1, 5, -3]:
     cases.append(case(f"matrix_power_{k}", "matrix_power", [0.5 * general((2,), 3)], {"k": k}))
+
+cases.append(case("expm_3", "expm", [rng.standard_normal((3, 3))]))
+cases.append(case("expm_large_norm", "expm", [4.0 * rng.standard_normal((4, 4))], rtol=1e-8, atol=1e-8))
+cases.append(case("expm_batched", "expm", [0.3 * rng.standard_normal((2, 3, 3))]))
+cases.append(case("lstsq_tall", "lstsq", [rng.standard_normal((6, 3)), rng.standard_normal((6, 2))]))
 
 # Degenerate inputs: forward only (JAX / numpy give NaN, 0 or -inf).
 not_pd = np.array([[1.0, 2.0], [2.0, 1.0]])

@@ -40,3 +40,15 @@ pub fn matrix_power(g: &mut Graph, a: NodeId, k: i64) -> Result<NodeId, IrError>
     }
     Ok(acc.expect("k != 0"))
 }
+
+/// The least-squares solution of `a x = b` for `a` `[..., m, n]` of full
+/// column rank (`m >= n`) and `b` `[..., m, k]`: `R^{-1} Q^T b` from the
+/// reduced QR (`numpy.linalg.lstsq(a, b)[0]` for such `a`; a
+/// rank-deficient `a` gives inf / NaN instead of numpy's minimum-norm
+/// solution).
+pub fn lstsq(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    let (q, r) = crate::qr(g, a)?;
+    let qt = crate::emit::mt(g, q)?;
+    let qtb = matmul(g, qt, b)?;
+    crate::solve_triangular(g, r, qtb, false, false)
+}

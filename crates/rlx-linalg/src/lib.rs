@@ -17,7 +17,9 @@
 //! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
 //! | [`eigh`] | `linalg.eigh{output}` | `jnp.linalg.eigh` (column signs fixed) |
 //! | [`qr`] | `linalg.qr{output}` | `numpy.linalg.qr` reduced (diag R >= 0) |
+//! | [`expm`] | `linalg.expm` | `scipy.linalg.expm` (Padé 13, scaling and squaring) |
 //! | [`matrix_power`] | matmuls (and `linalg.inv`) | `numpy.linalg.matrix_power` |
+//! | [`lstsq`] | `qr` + `solve_triangular` | `numpy.linalg.lstsq` (full column rank) |
 //!
 //! Degenerate input follows JAX, not an error: a matrix that is not
 //! positive definite has an all-NaN Cholesky factor; a singular matrix
@@ -40,14 +42,15 @@
 mod compose;
 mod decomp;
 mod emit;
+mod expm;
 mod host;
 mod kernels;
 mod ops;
 mod rules;
 mod shapes;
 
-pub use compose::matrix_power;
+pub use compose::{lstsq, matrix_power};
 pub use ops::{
-    cholesky, det, eigh, inv, qr, register, slogdet, solve, solve_triangular, CHOLESKY, DET, EIGH,
-    INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR,
+    cholesky, det, eigh, expm, inv, qr, register, slogdet, solve, solve_triangular, CHOLESKY, DET,
+    EIGH, EXPM, INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR,
 };

@@ -20,6 +20,8 @@ pub const SLOGDET: &str = "linalg.slogdet";
 pub const EIGH: &str = "linalg.eigh";
 /// `linalg.qr`.
 pub const QR: &str = "linalg.qr";
+/// `linalg.expm`.
+pub const EXPM: &str = "linalg.expm";
 
 pub(crate) fn solve_triangular_op(lower: bool, trans: bool) -> CustomOp {
     CustomOp::new(
@@ -106,6 +108,10 @@ pub fn register() {
         .with_kernel("cpu", decomp::qr)
         .with_vjp(rules::qr_vjp)
         .with_jvp(rules::qr_jvp),
+        OpExtension::new(EXPM, "e^A", Arity::exactly(1), shapes::same_square)
+            .with_kernel("cpu", crate::expm::expm)
+            .with_vjp(crate::expm::expm_vjp)
+            .with_jvp(crate::expm::expm_jvp),
     ];
     for ext in exts {
         register_op(ext.with_vmap(rules::vmap_leading)).expect("linalg op names are valid");
@@ -192,4 +198,10 @@ pub fn eigh(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
 /// (JAX's) need `m >= n` and a full-rank `a`.
 pub fn qr(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
     pair(g, QR, a)
+}
+
+/// The matrix exponential `e^a` of `[..., n, n]` (`scipy.linalg.expm`).
+pub fn expm(g: &mut Graph, a: NodeId) -> Result<NodeId, IrError> {
+    register();
+    g.custom(CustomOp::new(EXPM, CustomAttrs::new()), &[a])
 }
