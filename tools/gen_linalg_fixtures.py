@@ -61,6 +61,8 @@ def jax_fn(op, attrs):
         return lambda a: (jnp.linalg.matrix_power(a, attrs["k"]),)
     if op == "expm":
         return lambda a: (jsl.expm(a),)
+    if op == "svd":
+        return lambda a: svd_canonical(jnp, *jnp.linalg.svd(a, full_matrices=False), stop=jax.lax.stop_gradient)
     if op == "lstsq":
         return lambda a, b: (jnp.linalg.lstsq(a, b)[0],)
     raise ValueError(op)
@@ -72,6 +74,14 @@ def eigh_canonical(xp, w, v, stop=lambda x: x):
     pick = xp.take_along_axis(v, idx[..., None, :], axis=-2)
     s = stop(xp.where(pick < 0, -1.0, 1.0))
     return w, v * s
+
+
+def svd_canonical(xp, u, s, vt, stop=lambda x: x):
+    """Each U column's largest-magnitude entry positive, Vt's row flipped with it."""
+    idx = xp.argmax(xp.abs(u), axis=-2)
+    pick = xp.take_along_axis(u, idx[..., None, :], axis=-2)
+    sg = stop(xp.where(pick < 0, -1.0, 1.0))
+    return u * sg, s, vt * xp.swapaxes(sg, -1, -2)
 
 
 def qr_canonical(xp, q, r, stop=lambda x: x):
@@ -111,6 +121,8 @@ def np_forward(op, attrs, xs):
     if op == "expm":
         a = xs[0]
         return [sl.expm(a) if a.ndim == 2 else np.stack([sl.expm(m) for m in a])]
+    if op == "svd":
+        return list(svd_canonical(np, *np.linalg.svd(xs[0], full_matrices=False)))
     if op == "lstsq":
         return [np.linalg.lstsq(xs[0], xs[1], rcond=None)[0]]
     raise ValueError(op)
@@ -186,6 +198,10 @@ for k in [0, 1, 5, -3]:
 cases.append(case("expm_3", "expm", [rng.standard_normal((3, 3))]))
 cases.append(case("expm_large_norm", "expm", [4.0 * rng.standard_normal((4, 4))], rtol=1e-8, atol=1e-8))
 cases.append(case("expm_batched", "expm", [0.3 * rng.standard_normal((2, 3, 3))]))
+cases.append(case("svd_tall", "svd", [rng.standard_normal((5, 3))]))
+cases.append(case("svd_wide", "svd", [rng.standard_normal((3, 4))]))
+cases.append(case("svd_square_batched", "svd", [rng.standard_normal((2, 3, 3))]))
+cases.append(case("svd_f32", "svd", [rng.standard_normal((4, 3))], dtype="f32", rtol=1e-4, atol=1e-4))
 cases.append(case("lstsq_tall", "lstsq", [rng.standard_normal((6, 3)), rng.standard_normal((6, 2))]))
 
 # Degenerate inputs: forward only (JAX / numpy give NaN, 0 or -inf).

@@ -17,6 +17,7 @@
 //! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
 //! | [`eigh`] | `linalg.eigh{output}` | `jnp.linalg.eigh` (column signs fixed) |
 //! | [`qr`] | `linalg.qr{output}` | `numpy.linalg.qr` reduced (diag R >= 0) |
+//! | [`svd`] | `linalg.svd{output}` | `numpy.linalg.svd(full_matrices=False)` (column signs fixed) |
 //! | [`expm`] | `linalg.expm` | `scipy.linalg.expm` (Padé 13, scaling and squaring) |
 //! | [`matrix_power`] | matmuls (and `linalg.inv`) | `numpy.linalg.matrix_power` |
 //! | [`lstsq`] | `qr` + `solve_triangular` | `numpy.linalg.lstsq` (full column rank) |
@@ -48,9 +49,10 @@ mod kernels;
 mod ops;
 mod rules;
 mod shapes;
+mod svd;
 
 pub use compose::{lstsq, matrix_power};
 pub use ops::{
-    cholesky, det, eigh, expm, inv, qr, register, slogdet, solve, solve_triangular, CHOLESKY, DET,
-    EIGH, EXPM, INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR,
+    cholesky, det, eigh, expm, inv, qr, register, slogdet, solve, solve_triangular, svd, CHOLESKY,
+    DET, EIGH, EXPM, INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
 };

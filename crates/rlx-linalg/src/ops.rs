@@ -20,6 +20,8 @@ pub const SLOGDET: &str = "linalg.slogdet";
 pub const EIGH: &str = "linalg.eigh";
 /// `linalg.qr`.
 pub const QR: &str = "linalg.qr";
+/// `linalg.svd`.
+pub const SVD: &str = "linalg.svd";
 /// `linalg.expm`.
 pub const EXPM: &str = "linalg.expm";
 
@@ -108,6 +110,15 @@ pub fn register() {
         .with_kernel("cpu", decomp::qr)
         .with_vjp(rules::qr_vjp)
         .with_jvp(rules::qr_jvp),
+        OpExtension::new(
+            SVD,
+            "thin SVD: U (output=0), s (output=1), Vt (output=2)",
+            Arity::exactly(1),
+            crate::svd::svd_shape,
+        )
+        .with_kernel("cpu", crate::svd::svd)
+        .with_vjp(crate::svd::svd_vjp)
+        .with_jvp(crate::svd::svd_jvp),
         OpExtension::new(EXPM, "e^A", Arity::exactly(1), shapes::same_square)
             .with_kernel("cpu", crate::expm::expm)
             .with_vjp(crate::expm::expm_vjp)
@@ -204,4 +215,12 @@ pub fn qr(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
 pub fn expm(g: &mut Graph, a: NodeId) -> Result<NodeId, IrError> {
     register();
     g.custom(CustomOp::new(EXPM, CustomAttrs::new()), &[a])
+}
+
+/// The thin SVD `(U [..., m, k], s [..., k], Vt [..., k, n])` of `a`
+/// (`numpy.linalg.svd(a, full_matrices=False)`, `k = min(m, n)`), with
+/// fixed column signs; see the `svd` module docs for the derivative rules
+/// and their degenerate cases.
+pub fn svd(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError> {
+    crate::svd::svd_nodes(g, a)
 }

@@ -85,6 +85,10 @@ fn op_graph(c: &Value, dtype: DType) -> (Graph, Vec<NodeId>, Vec<NodeId>) {
             let k = c["attrs"]["k"].as_i64().unwrap();
             vec![rlx_linalg::matrix_power(&mut g, xs[0], k).unwrap()]
         }
+        "svd" => {
+            let (u, s, vt) = rlx_linalg::svd(&mut g, xs[0]).unwrap();
+            vec![u, s, vt]
+        }
         "expm" => vec![rlx_linalg::expm(&mut g, xs[0]).unwrap()],
         "lstsq" => vec![rlx_linalg::lstsq(&mut g, xs[0], xs[1]).unwrap()],
         op => panic!("unknown op {op}"),
