@@ -61,6 +61,8 @@ def jax_fn(op, attrs):
         return lambda a: (jnp.linalg.matrix_power(a, attrs["k"]),)
     if op == "expm":
         return lambda a: (jsl.expm(a),)
+    if op == "pinv":
+        return lambda a: (jnp.linalg.pinv(a, rtol=attrs["rcond"]),)
     if op == "svd":
         return lambda a: svd_canonical(jnp, *jnp.linalg.svd(a, full_matrices=False), stop=jax.lax.stop_gradient)
     if op == "lstsq":
@@ -121,6 +123,8 @@ def np_forward(op, attrs, xs):
     if op == "expm":
         a = xs[0]
         return [sl.expm(a) if a.ndim == 2 else np.stack([sl.expm(m) for m in a])]
+    if op == "pinv":
+        return [np.linalg.pinv(xs[0], rcond=attrs["rcond"])]
     if op == "svd":
         return list(svd_canonical(np, *np.linalg.svd(xs[0], full_matrices=False)))
     if op == "lstsq":
@@ -202,6 +206,10 @@ cases.append(case("svd_tall", "svd", [rng.standard_normal((5, 3))]))
 cases.append(case("svd_wide", "svd", [rng.standard_normal((3, 4))]))
 cases.append(case("svd_square_batched", "svd", [rng.standard_normal((2, 3, 3))]))
 cases.append(case("svd_f32", "svd", [rng.standard_normal((4, 3))], dtype="f32", rtol=1e-4, atol=1e-4))
+cases.append(case("pinv_tall", "pinv", [rng.standard_normal((4, 3))], {"rcond": 1e-15}))
+cases.append(case("pinv_wide_batched", "pinv", [rng.standard_normal((2, 2, 3))], {"rcond": 1e-15}))
+rank1 = np.outer([1.0, 2.0, 3.0], [1.0, -1.0])
+cases.append(case("pinv_rank_deficient", "pinv", [rank1], {"rcond": 1e-10}, derivs=False))
 cases.append(case("lstsq_tall", "lstsq", [rng.standard_normal((6, 3)), rng.standard_normal((6, 2))]))
 
 # Degenerate inputs: forward only (JAX / numpy give NaN, 0 or -inf).

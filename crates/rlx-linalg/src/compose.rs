@@ -52,3 +52,44 @@ pub fn lstsq(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
     let qtb = matmul(g, qt, b)?;
     crate::solve_triangular(g, r, qtb, false, false)
 }
+
+/// The pseudo-inverse of `a` `[..., m, n]` (`numpy.linalg.pinv(a, rcond)`):
+/// `V diag(s+) U^T` from the thin SVD, `s+ = 1 / s` where `s > rcond *
+/// max(s)` and 0 elsewhere. Derivatives go through the SVD's, so they
+/// need distinct non-zero singular values (a full-rank `a`).
+pub fn pinv(g: &mut Graph, a: NodeId, rcond: f64) -> Result<NodeId, IrError> {
+    use rlx_ir::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+    let (u, s, vt) = crate::svd(g, a)?;
+    let sh = g.shape(s).clone();
+    let r = sh.rank();
+    let smax = g.try_node(
+        Op::Reduce {
+            op: ReduceOp::Max,
+            axes: vec![r - 1],
+            keep_dim: true,
+        },
+        &[s],
+        None,
+    )?;
+    let rc = g.scalar(rcond, sh.dtype());
+    let cutoff = g.try_node(Op::Binary(BinaryOp::Mul), &[smax, rc], None)?;
+    let keep = g.try_node(Op::Compare(CmpOp::Gt), &[s, cutoff], None)?;
+    let one = g.scalar(1.0, sh.dtype());
+    let safe = g.try_node(Op::Select, &[keep, s, one], None)?;
+    let inv = g.try_node(Op::Unary(UnaryOp::Reciprocal), &[safe], None)?;
+    let zero = g.scalar(0.0, sh.dtype());
+    let zeros = g.try_node(Op::Broadcast, &[zero], Some(sh.clone()))?;
+    let sinv = g.try_node(Op::Select, &[keep, inv, zeros], None)?;
+    // V diag(s+) U^T = (Vt^T * s+ as a row) @ U^T
+    let mut row = sh.dims().to_vec();
+    row.insert(r - 1, rlx_ir::Dim::Static(1));
+    let sinv = g.try_node(
+        Op::Reshape,
+        &[sinv],
+        Some(rlx_ir::Shape::from_dims(row, sh.dtype())),
+    )?;
+    let v = crate::emit::mt(g, vt)?;
+    let vs = g.try_node(Op::Binary(BinaryOp::Mul), &[v, sinv], None)?;
+    let ut = crate::emit::mt(g, u)?;
+    matmul(g, vs, ut)
+}

@@ -20,6 +20,7 @@
 //! | [`svd`] | `linalg.svd{output}` | `numpy.linalg.svd(full_matrices=False)` (column signs fixed) |
 //! | [`expm`] | `linalg.expm` | `scipy.linalg.expm` (Padé 13, scaling and squaring) |
 //! | [`matrix_power`] | matmuls (and `linalg.inv`) | `numpy.linalg.matrix_power` |
+//! | [`pinv`] | `svd` + elementwise | `numpy.linalg.pinv` |
 //! | [`lstsq`] | `qr` + `solve_triangular` | `numpy.linalg.lstsq` (full column rank) |
 //!
 //! Degenerate input follows JAX, not an error: a matrix that is not
@@ -51,7 +52,7 @@ mod rules;
 mod shapes;
 mod svd;
 
-pub use compose::{lstsq, matrix_power};
+pub use compose::{lstsq, matrix_power, pinv};
 pub use ops::{
     cholesky, det, eigh, expm, inv, qr, register, slogdet, solve, solve_triangular, svd, CHOLESKY,
     DET, EIGH, EXPM, INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,

@@ -89,6 +89,10 @@ fn op_graph(c: &Value, dtype: DType) -> (Graph, Vec<NodeId>, Vec<NodeId>) {
             let (u, s, vt) = rlx_linalg::svd(&mut g, xs[0]).unwrap();
             vec![u, s, vt]
         }
+        "pinv" => {
+            let rcond = c["attrs"]["rcond"].as_f64().unwrap();
+            vec![rlx_linalg::pinv(&mut g, xs[0], rcond).unwrap()]
+        }
         "expm" => vec![rlx_linalg::expm(&mut g, xs[0]).unwrap()],
         "lstsq" => vec![rlx_linalg::lstsq(&mut g, xs[0], xs[1]).unwrap()],
         op => panic!("unknown op {op}"),
