@@ -84,6 +84,14 @@ pub enum CompileError {
         /// One problem per line.
         errors: String,
     },
+    /// A custom op the target has no kernel for (or that is not registered).
+    #[error("custom op `{op}` {}", if *registered { "registers no kernel for this backend" } else { "is not registered (call its crate's `register()` first)" })]
+    UnclaimedCustomOp {
+        /// The op's name.
+        op: String,
+        /// Whether its extension is registered at all.
+        registered: bool,
+    },
     /// A pass could not rebuild a node.
     #[error("{pass}: {source}")]
     Pass {

@@ -241,7 +241,10 @@ pub fn optimize_with(
     }
     let decompose_all = opts.decompose_composites;
     pipeline = pipeline.with_fn("decompose", move |g| {
-        decompose_unclaimed(g, &|op| !decompose_all && claims(op))
+        // A custom op is a primitive: never decomposed, so always asked of the target.
+        decompose_unclaimed(g, &|op| {
+            (matches!(op, rlx_ir::Op::Custom(_)) || !decompose_all) && claims(op)
+        })
     });
     if opts.simplify {
         pipeline = pipeline.with_fn("simplify", simplify);

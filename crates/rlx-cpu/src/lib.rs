@@ -28,6 +28,10 @@ pub(crate) fn claims(op: &Op) -> bool {
     // A weight format without a native quantized kernel runs decomposed.
     match op {
         Op::DequantMatMul { scheme, .. } => kernels::quant_matmul::supports(*scheme),
+        // A custom op runs only where its extension registers a cpu kernel.
+        Op::Custom(c) => {
+            rlx_ir::custom::lookup_op(&c.name).is_some_and(|e| e.kernel("cpu").is_some())
+        }
         _ => true,
     }
 }

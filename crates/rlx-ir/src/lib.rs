@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod builder;
+pub mod custom;
 mod display;
 mod dtype;
 mod element;

@@ -652,6 +652,8 @@ pub enum Op {
     Scan(ScanSpec),
     /// A user function with optional user derivative rules; a tuple of its results.
     CustomFn(CustomFnSpec),
+    /// A registered op extension (`rlx_ir::custom`): its name and attributes.
+    Custom(crate::custom::CustomOp),
     /// Result `index` of a tuple op: `shape` read at byte `offset` of its buffer.
     TupleGet {
         /// Which result.
@@ -714,6 +716,7 @@ pub enum OpKind {
     While,
     Scan,
     CustomFn,
+    Custom,
     TupleGet,
 }
 
@@ -775,6 +778,7 @@ impl Op {
             Op::While(_) => OpKind::While,
             Op::Scan(_) => OpKind::Scan,
             Op::CustomFn(_) => OpKind::CustomFn,
+            Op::Custom(_) => OpKind::Custom,
             Op::TupleGet { .. } => OpKind::TupleGet,
         }
     }
@@ -909,6 +913,7 @@ impl Op {
                 "dequant_matmul{{scheme={}, n={n}, k={k}}}",
                 scheme.map_or("none", QuantScheme::name)
             ),
+            Op::Custom(c) => c.to_string(),
             Op::If(_)
             | Op::While(_)
             | Op::Scan(_)

@@ -197,6 +197,8 @@ const DEQUANT_BATCH: &str =
     "batched block bytes (vmap over activations, keep quantized weights unbatched)";
 const DEQUANT_MATMUL: &str =
     "stored weight formats keep a rule of their own (w.r.t. x only); a plain float weight is decomposed";
+const CUSTOM_RULE: &str =
+    "the rule the op's extension registers; an op without one is refused, naming it";
 
 op_table! {
     /// The table entry of `kind`.
@@ -356,6 +358,9 @@ op_table! {
         arity: Arity::at_least(0), attrs: &[attr("name", "String"), attr("body", "Graph"), attr("vjp", "Option<Graph>"), attr("jvp", "Option<Graph>")],
         composite: false, declared_shape: false,
         vjp: Rule::Own, jvp: Rule::Own, vmap: Rule::Own },
+    Custom => OpInfo { kind: OpKind::Custom, name: "custom.*", family: "custom", summary: "a registered op extension (rlx_ir::custom): its own shape rule, kernels and rules",
+        arity: Arity::at_least(0), attrs: &[attr("name", "String"), attr("attrs", "CustomAttrs")], composite: false, declared_shape: false,
+        vjp: Rule::Partial(CUSTOM_RULE), jvp: Rule::Partial(CUSTOM_RULE), vmap: Rule::Partial(CUSTOM_RULE) },
     TupleGet => OpInfo { kind: OpKind::TupleGet, name: "tuple_get", family: "control", summary: "one result of a control-flow tuple",
         arity: Arity::exactly(1), attrs: &[attr("index", "usize"), attr("offset", "usize"), attr("shape", "Shape")], composite: false, declared_shape: false,
         vjp: Rule::Own, jvp: Rule::Own, vmap: Rule::Own },

@@ -100,6 +100,11 @@ pub mod train;
 /// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
 pub use rlx_peft as peft;
 
+#[cfg(feature = "linalg")]
+/// Dense linear algebra (cholesky, triangular / general solves, inverse,
+/// determinants) as custom ops on faer, with JAX's vjp / jvp rules.
+pub use rlx_linalg as linalg;
+
 #[cfg(feature = "gguf-convert")]
 /// safetensors / ONNX -> GGUF conversion with per-tensor quantization and a
 /// report of sizes and cosines.

@@ -149,6 +149,22 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
         Op::DequantMatMul { .. } if super::quant::kept_whole(&node.op) => {
             super::quant::batch_dequant_matmul(g, &node.op, ins, bat)?
         }
+        Op::Custom(c) => {
+            let id = x0.unwrap_or(NodeId(0));
+            let ext = super::custom_extension(g, c, id)?;
+            let rule = ext
+                .vmap
+                .ok_or_else(|| super::custom_refusal(g, c, id, "vmap"))?;
+            let out = rule(g, c, ins, bat, b)?;
+            if g.shape(out) != &out_shape {
+                return Err(AutodiffError::InvalidGraph(format!(
+                    "the vmap rule of custom op `{}` gave shape {}, expected {out_shape}",
+                    c.name,
+                    g.shape(out)
+                )));
+            }
+            out
+        }
         Op::Input { .. }
         | Op::Param { .. }
         | Op::Constant { .. }

@@ -112,6 +112,7 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         } => attention::attention_vjp(g, *mask, *scale, *softcap, *layout, x, ct),
         Op::Conv { window, groups } => conv::conv_vjp(g, window, *groups, x, ct),
         Op::Fft { kind, norm } => Ok(vec![Some(fft::vjp_fft(g, *kind, *norm, x[0], ct)?)]),
+        Op::Custom(c) => custom_vjp(g, node, c, y, ct),
         Op::DequantMatMul { scheme: None, .. }
         | Op::GroupNorm { .. }
         | Op::Rope { .. }
@@ -255,6 +256,11 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         Op::DequantMatMul {
             scheme: Some(_), ..
         } => quant::jvp_dequant_matmul(g, &node.op, x[1], t[0].expect("tangent"))?,
+        Op::Custom(c) => {
+            let ext = custom_extension(g, c, y)?;
+            let rule = ext.jvp.ok_or_else(|| custom_refusal(g, c, y, "jvp"))?;
+            rule(g, c, x, y, t)?
+        }
         Op::DequantMatMul { scheme: None, .. }
         | Op::LayerNorm { .. }
         | Op::RmsNorm { .. }
@@ -273,4 +279,63 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         | Op::TupleGet { .. } => return Err(no_rule(g, node, y, "jvp")),
     };
     Ok(Some(out))
+}
+
+/// The extension of the custom op `c` at node `y`, or an error naming it.
+pub(crate) fn custom_extension(
+    g: &Graph,
+    c: &rlx_ir::custom::CustomOp,
+    y: NodeId,
+) -> Result<std::sync::Arc<rlx_ir::custom::OpExtension>> {
+    c.extension()
+        .map_err(|e| AutodiffError::InvalidGraph(format!("{}: {e}", node_label(g, y))))
+}
+
+/// The refusal of `transform` for a custom op whose extension registers no such rule.
+pub(crate) fn custom_refusal(
+    g: &Graph,
+    c: &rlx_ir::custom::CustomOp,
+    y: NodeId,
+    transform: &'static str,
+) -> AutodiffError {
+    AutodiffError::Unsupported {
+        transform,
+        node: node_label(g, y),
+        reason: format!("custom op `{}` registers no {transform} rule", c.name),
+    }
+}
+
+/// The registered vjp rule of a custom op, its result checked: one
+/// cotangent (or `None`) per input, each of its input's shape.
+fn custom_vjp(
+    g: &mut Graph,
+    node: &Node,
+    c: &rlx_ir::custom::CustomOp,
+    y: NodeId,
+    ct: NodeId,
+) -> Result<Vec<Option<NodeId>>> {
+    let ext = custom_extension(g, c, y)?;
+    let rule = ext.vjp.ok_or_else(|| custom_refusal(g, c, y, "vjp"))?;
+    let cts = rule(g, c, &node.inputs, y, ct)?;
+    if cts.len() != node.inputs.len() {
+        return Err(AutodiffError::InvalidGraph(format!(
+            "the vjp rule of custom op `{}` returned {} cotangents for {} inputs",
+            c.name,
+            cts.len(),
+            node.inputs.len()
+        )));
+    }
+    for (k, (ct_k, &x_k)) in cts.iter().zip(&node.inputs).enumerate() {
+        if let Some(ct_k) = ct_k {
+            if g.shape(*ct_k) != g.shape(x_k) {
+                return Err(AutodiffError::InvalidGraph(format!(
+                    "the vjp rule of custom op `{}` gave input {k} a cotangent of shape {}, the input is {}",
+                    c.name,
+                    g.shape(*ct_k),
+                    g.shape(x_k)
+                )));
+            }
+        }
+    }
+    Ok(cts)
 }

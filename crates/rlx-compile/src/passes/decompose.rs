@@ -14,6 +14,14 @@ pub fn decompose_unclaimed(g: &Graph, claims: &dyn Fn(&Op) -> bool) -> Result<Gr
     let mut out = Graph::new(g.name());
     let mut map: Vec<NodeId> = Vec::with_capacity(g.len());
     for n in g.nodes() {
+        if let Op::Custom(c) = &n.op {
+            if !claims(&n.op) {
+                return Err(CompileError::UnclaimedCustomOp {
+                    op: c.name.clone(),
+                    registered: rlx_ir::custom::lookup_op(&c.name).is_some(),
+                });
+            }
+        }
         let id = if n.op.kind().is_composite() && !claims(&n.op) {
             let inputs: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
             let first_new = out.len();

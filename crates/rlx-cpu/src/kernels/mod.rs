@@ -407,10 +407,34 @@ pub(crate) fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelRe
             quant_matmul::dequant_matmul(*scheme, *n, *k, ins, out)
         }
         Op::TupleGet { offset, .. } => control::tuple_get(*offset, ins, out),
+        Op::Custom(c) => custom(c, ins, out),
         Op::If(_) | Op::While(_) | Op::Scan(_) | Op::CustomFn(_) => {
             Err("a control op runs through its compiled sub-graphs (kernels::control::run)".into())
         }
     }
+}
+
+/// A custom op: its extension's CPU kernel over the same bytes.
+fn custom(c: &rlx_ir::custom::CustomOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    use rlx_ir::custom::{KernelArg, KernelOut};
+    let ext = c.extension()?;
+    let kernel = ext
+        .kernel("cpu")
+        .ok_or_else(|| format!("custom op `{}` registers no cpu kernel", c.name))?;
+    let args: Vec<KernelArg> = ins
+        .iter()
+        .map(|v| KernelArg {
+            dims: v.dims,
+            dtype: v.dtype,
+            bytes: v.bytes,
+        })
+        .collect();
+    let mut o = KernelOut {
+        dims: out.dims,
+        dtype: out.dtype,
+        bytes: out.bytes,
+    };
+    kernel(c, &args, &mut o).map_err(|e| KernelError::Message(format!("{}: {e}", c.name)))
 }
 
 /// Element offsets of `dims`-shaped data read through `strides` (elements;

@@ -96,6 +96,7 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Scan(s) => control::infer_scan(s, inputs),
         CustomFn(s) => control::infer_custom_fn(s, inputs),
         TupleGet { offset, shape, .. } => control::infer_tuple_get(*offset, shape, inputs),
+        Custom(c) => crate::custom::infer_custom(c, inputs),
     }
 }
 
@@ -190,6 +191,7 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         | Op::While(_)
         | Op::Scan(_)
         | Op::CustomFn(_)
+        | Op::Custom(_)
         | Op::TupleGet { .. } => return Ok(None),
     };
     Ok(Some(id))

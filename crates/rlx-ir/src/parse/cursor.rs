@@ -32,7 +32,7 @@ impl<'a> Cursor<'a> {
         self.pos
     }
 
-    fn rest(&self) -> &'a str {
+    pub(crate) fn rest(&self) -> &'a str {
         &self.text[self.pos..]
     }
 
@@ -141,7 +141,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A raw number token (digits, signs, `.`, exponents, `inf`, `NaN`).
-    fn number_token(&mut self) -> &'a str {
+    pub(crate) fn number_token(&mut self) -> &'a str {
         self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'))
     }
 

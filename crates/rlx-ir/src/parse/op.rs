@@ -3,6 +3,7 @@
 
 use super::cursor::Cursor;
 use super::{shape, ParseError};
+use crate::custom::{CustomAttr, CustomAttrs, CustomOp};
 use crate::fft::{FftKind, FftNorm};
 use crate::op::{
     ArgReduceOp, AttentionLayout, BinaryOp, ChainOperand, ChainStep, CmpOp, DotDims, MaskKind,
@@ -245,6 +246,9 @@ pub(crate) fn op(c: &mut Cursor) -> Result<ParsedOp, ParseError> {
             window,
             count_include_pad,
         });
+    }
+    if let Some(name) = word.strip_prefix("custom.") {
+        return ready(Op::Custom(custom(c, at, name)?));
     }
     let axis_attr = |c: &mut Cursor| -> Result<usize, ParseError> {
         c.expect("{")?;
@@ -748,4 +752,57 @@ fn operands<const N: usize>(c: &mut Cursor) -> Result<[ChainOperand; N], ParseEr
     }
     c.expect(")")?;
     Ok(out)
+}
+
+/// `custom.<name>` then optional `{key=value, ...}` (see [`CustomAttr`]'s printer).
+fn custom(c: &mut Cursor, at: usize, name: &str) -> Result<CustomOp, ParseError> {
+    crate::custom::check_name(name).map_err(|e| c.error_at(at, e))?;
+    let mut attrs = CustomAttrs::new();
+    c.skip_spaces();
+    if c.rest().starts_with('{') {
+        c.expect("{")?;
+        let mut first = true;
+        while !c.eat("}") {
+            if !first {
+                c.expect(",")?;
+            }
+            first = false;
+            let key = c.word("an attribute name")?.to_string();
+            c.expect("=")?;
+            attrs.insert(key, custom_value(c)?);
+        }
+    }
+    Ok(CustomOp::new(name, attrs))
+}
+
+fn custom_value(c: &mut Cursor) -> Result<CustomAttr, ParseError> {
+    c.skip_spaces();
+    if c.rest().starts_with('"') {
+        return c.string("a string attribute").map(CustomAttr::Str);
+    }
+    if c.eat("true") {
+        return Ok(CustomAttr::Bool(true));
+    }
+    if c.eat("false") {
+        return Ok(CustomAttr::Bool(false));
+    }
+    if c.rest().starts_with("i64[") {
+        c.expect("i64")?;
+        return c.list(|c| c.i64("an integer")).map(CustomAttr::Ints);
+    }
+    if c.rest().starts_with("f64[") {
+        c.expect("f64")?;
+        return c.list(|c| c.f64("a float")).map(CustomAttr::Floats);
+    }
+    let at = c.pos();
+    let t = c.number_token();
+    if let Ok(i) = t.parse::<i64>() {
+        return Ok(CustomAttr::Int(i));
+    }
+    t.parse::<f64>().map(CustomAttr::Float).map_err(|_| {
+        c.error_at(
+            at,
+            "an attribute value (bool, integer, float, string, i64[..], f64[..])",
+        )
+    })
 }

@@ -18,11 +18,10 @@ pub struct OftNodes {
 
 /// OFT: `y = (x R) W^T + b`, `R` block-diagonal, each block PEFT's truncated
 /// Cayley-Neumann series `I + 2Q + 2Q^2 + ... + Q^(n-1)` of the
-/// skew-symmetric `Q` built from a row of `oft_R.weight`.
-///
-/// The exact Cayley transform needs a linear solve the IR does not have:
-/// `use_cayley_neumann = false` is [`PeftError::Unsupported`] here (the host
-/// [`crate::OftAdapter`] computes it).
+/// skew-symmetric `Q` built from a row of `oft_R.weight`, or, with
+/// `use_cayley_neumann = false`, the exact Cayley transform
+/// `(I + Q)^{-1} (I - Q)` (equal to PEFT's `(I - Q)(I + Q)^{-1}`: the two
+/// factors commute) through `rlx_linalg::solve`, differentiable like any op.
 pub fn oft(
     g: &mut Graph,
     prefix: &str,
@@ -31,13 +30,6 @@ pub fn oft(
     config: &OftConfig,
 ) -> Result<OftNodes> {
     config.check()?;
-    if !config.use_cayley_neumann {
-        return Err(PeftError::Unsupported(
-            "OFT graph with the exact Cayley transform (use_cayley_neumann = false): \
-             the IR has no linear solve; use the Neumann series or the host OftAdapter"
-                .into(),
-        ));
-    }
     let d = check_linear(g, x, base)?;
     if d.in_features != config.in_features() {
         return Err(PeftError::Shape {
@@ -63,7 +55,11 @@ pub fn oft(
     let place = constant(g, place, &[n_el, bs * bs], d.dtype);
     let flat_q = g.mm(oft_r, place);
     let q = g.reshape_(flat_q, &[rows as i64, bs as i64, bs as i64]);
-    let rotation = neumann(g, q, [rows, bs], config.num_cayley_neumann_terms, d.dtype);
+    let rotation = if config.use_cayley_neumann {
+        neumann(g, q, [rows, bs], config.num_cayley_neumann_terms, d.dtype)
+    } else {
+        exact_cayley(g, q, [rows, bs], d.dtype)?
+    };
 
     // x [N, r, bs] -> [r, N, bs] @ R [r, bs, bs] -> back to [..., in]
     let xd = g.shape(x).static_dims().ok_or_else(|| PeftError::Invalid {
@@ -81,6 +77,23 @@ pub fn oft(
         output: linear_unchecked(g, x_rot, base),
         oft_r,
         rotation,
+    })
+}
+
+/// PEFT's `_cayley_batch` without the Neumann series: `(I + Q)^{-1} (I - Q)`
+/// per block, one batched linear solve.
+fn exact_cayley(g: &mut Graph, q: NodeId, [rows, bs]: [usize; 2], dtype: DType) -> Result<NodeId> {
+    let mut eye = vec![0.0f64; bs * bs];
+    for i in 0..bs {
+        eye[i * bs + i] = 1.0;
+    }
+    let eye = constant(g, eye, &[bs, bs], dtype);
+    let eye = g.expand_(eye, &[rows, bs, bs]);
+    let plus = g.add(eye, q);
+    let minus = g.sub(eye, q);
+    rlx_linalg::solve(g, plus, minus).map_err(|e| PeftError::Invalid {
+        what: "OFT exact Cayley transform".into(),
+        reason: e.to_string(),
     })
 }
 

@@ -28,6 +28,7 @@
 
 mod cases;
 mod checks;
+mod custom;
 mod samples;
 
 use cases::{build_graph, guarded, install_panic_hook, load_cases, Res};

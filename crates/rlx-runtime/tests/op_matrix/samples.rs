@@ -24,6 +24,7 @@ pub(crate) fn all() -> Vec<Res<Sample>> {
         while_loop(),
         scan(),
         custom_fn(),
+        custom_op(),
     ]
 }
 
@@ -376,5 +377,25 @@ fn custom_fn() -> Res<Sample> {
         g,
         vec![f32_tensor(&x, &[3])],
         vec![f32_tensor(&want, &[3])],
+    )
+}
+
+/// `matrix.axpy3{alpha=0.5}(x, y) = 0.5 x^3 + y`, a registered custom op.
+fn custom_op() -> Res<Sample> {
+    crate::custom::register();
+    let (x, y) = (values(31, 6), values(32, 6));
+    let mut g = Graph::new("custom_op");
+    let xi = input(&mut g, "x0", &[2, 3], DType::F32);
+    let yi = input(&mut g, "x1", &[2, 3], DType::F32);
+    let r = g
+        .custom(crate::custom::op(0.5), &[xi, yi])
+        .map_err(|e| e.to_string())?;
+    g.set_outputs(vec![r]);
+    let want: Vec<f64> = x.iter().zip(&y).map(|(a, b)| 0.5 * a * a * a + b).collect();
+    sample(
+        "custom_op",
+        g,
+        vec![f32_tensor(&x, &[2, 3]), f32_tensor(&y, &[2, 3])],
+        vec![f32_tensor(&want, &[2, 3])],
     )
 }

@@ -1,0 +1,103 @@
+//! Fallible node builders the derivative rules share.
+
+use rlx_ir::op::{BinaryOp, ReduceOp};
+use rlx_ir::{DType, Dim, Graph, HostTensor, IrError, NodeId, Op, Shape};
+
+pub(crate) fn bin(g: &mut Graph, op: BinaryOp, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    g.try_node(Op::Binary(op), &[a, b], None)
+}
+
+pub(crate) fn add(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    bin(g, BinaryOp::Add, a, b)
+}
+
+pub(crate) fn sub(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    bin(g, BinaryOp::Sub, a, b)
+}
+
+pub(crate) fn mul(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    bin(g, BinaryOp::Mul, a, b)
+}
+
+/// `x * v` for a scalar `v`.
+pub(crate) fn scale(g: &mut Graph, x: NodeId, v: f64) -> Result<NodeId, IrError> {
+    let s = g.scalar(v, g.shape(x).dtype());
+    mul(g, x, s)
+}
+
+pub(crate) fn matmul(g: &mut Graph, a: NodeId, b: NodeId) -> Result<NodeId, IrError> {
+    g.try_node(Op::MatMul, &[a, b], None)
+}
+
+/// The matrix transpose: the last two axes swapped.
+pub(crate) fn mt(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let r = g.shape(x).rank();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    g.try_node(Op::Transpose { perm }, &[x], None)
+}
+
+/// `(x + x^T) / 2`.
+pub(crate) fn sym(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let t = mt(g, x)?;
+    let s = add(g, x, t)?;
+    scale(g, s, 0.5)
+}
+
+/// The sum over the last two axes.
+pub(crate) fn sum_last2(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let r = g.shape(x).rank();
+    g.try_node(
+        Op::Reduce {
+            op: ReduceOp::Sum,
+            axes: vec![r - 2, r - 1],
+            keep_dim: false,
+        },
+        &[x],
+        None,
+    )
+}
+
+/// `x` of dims `[...]` as `[..., 1, 1]`.
+pub(crate) fn unsqueeze2(g: &mut Graph, x: NodeId) -> Result<NodeId, IrError> {
+    let s = g.shape(x).clone();
+    let mut dims = s.dims().to_vec();
+    dims.extend([Dim::Static(1), Dim::Static(1)]);
+    g.try_node(Op::Reshape, &[x], Some(Shape::from_dims(dims, s.dtype())))
+}
+
+/// An `[n, n]` constant with entries `f(i, j)`.
+pub(crate) fn mask(
+    g: &mut Graph,
+    n: usize,
+    dtype: DType,
+    f: impl Fn(usize, usize) -> f64,
+) -> Result<NodeId, IrError> {
+    let v: Vec<f64> = (0..n * n).map(|k| f(k / n, k % n)).collect();
+    let t = match dtype {
+        DType::F32 => {
+            HostTensor::from_vec(v.iter().map(|&x| x as f32).collect::<Vec<f32>>(), &[n, n])
+        }
+        _ => HostTensor::from_vec(v, &[n, n]),
+    }?;
+    Ok(g.constant_tensor(&t))
+}
+
+/// Zeros of `like`'s shape.
+pub(crate) fn zeros_like(g: &mut Graph, like: NodeId) -> Result<NodeId, IrError> {
+    let s = g.shape(like).clone();
+    let z = g.scalar(0.0, s.dtype());
+    g.try_node(Op::Broadcast, &[z], Some(s))
+}
+
+/// The static size of the last axis of `x`.
+pub(crate) fn last_dim(g: &Graph, x: NodeId) -> Result<usize, IrError> {
+    let s = g.shape(x);
+    s.dims()
+        .last()
+        .and_then(Dim::as_static)
+        .ok_or_else(|| IrError::InvalidOp {
+            op: "linalg".into(),
+            reason: format!("derivative rules need a static matrix size, {s} is symbolic"),
+        })
+}
