@@ -31,6 +31,12 @@ def draw(shape, kind):
         return rng.uniform(-0.9, 0.9, size=shape)
     if kind == "big":
         return rng.uniform(-1e4, 1e4, size=shape)
+    if kind == "nan":  # normal draws with about a quarter NaN (never a whole row)
+        a = rng.randn(*shape)
+        m = rng.uniform(size=shape) < 0.25
+        m[..., 0] = False
+        a[m] = np.nan
+        return a
     if kind.startswith("i"):  # i<lo>_<hi>: integers in [lo, hi)
         lo, hi = kind[1:].split("_")
         return rng.randint(int(lo), int(hi), size=shape).astype(np.int32)
@@ -46,7 +52,7 @@ def prog(name, inputs, f):
     def enc(a):
         a = np.asarray(a)
         dt = {"f": "f32", "i": "i32", "b": "bool", "u": "i32"}[a.dtype.kind]
-        data = a.astype(np.float64).ravel().tolist() if dt != "bool" else a.astype(np.float64).ravel().tolist()
+        data = [None if np.isnan(v) else v for v in a.astype(np.float64).ravel().tolist()]  # null = NaN
         return {"dtype": dt, "shape": list(a.shape), "data": data}
     programs.append({
         "name": name,
@@ -161,6 +167,48 @@ prog("convolve_1d", [("a", [6], F), ("v", [3], F)], lambda a, v: (jnp.convolve(a
 prog("misc", [("x", [3, 4], F), ("u", [3], F), ("w", [3], F)],
      lambda x, u, w: (jnp.diff(x, axis=1), jnp.cross(u, w), jnp.average(x, axis=0), jnp.ediff1d(u),
                       jnp.rot90(x), jnp.atleast_3d(u), jnp.logspace(0.0, 2.0, 3)))
+
+# ── more jax.numpy names ──
+prog("nan_reductions", [("x", [3, 5], "nan")],
+     lambda x: (jnp.nansum(x, axis=1), jnp.nanmean(x, axis=1), jnp.nanmax(x, axis=1), jnp.nanmin(x), jnp.nanprod(x, axis=1),
+                jnp.nanvar(x, axis=1), jnp.nanstd(x, axis=1, ddof=1), jnp.nanargmax(x, axis=1), jnp.nanargmin(x, axis=1),
+                jnp.nancumsum(x, axis=1), jnp.nancumprod(x, axis=1), jnp.nan_to_num(x, nan=-7.0), jnp.isnan(x)))
+prog("cumprod_quantile", [("x", [3, 7], F)],
+     lambda x: (jnp.cumprod(x, axis=1), jnp.cumulative_prod(x[0]), jnp.quantile(x, 0.3, axis=1), jnp.percentile(x, 75.0),
+                jnp.quantile(x, 0.5, axis=0, keepdims=True), jnp.cumulative_sum(x, axis=0)))
+prog("searching", [("a", [6], F), ("v", [2, 3], F), ("i", [7], "i0_4")],
+     lambda a, v, i: (jnp.searchsorted(jnp.sort(a), v), jnp.searchsorted(jnp.sort(a), jnp.sort(a)[2], side="right"),
+                      jnp.digitize(v, jnp.sort(a)), jnp.isin(i, jnp.array([1, 3])), jnp.bincount(i, length=5),
+                      jnp.array_equiv(v, v[0]), jnp.array_equal(v, v), jnp.allclose(v, v + 1e-9)))
+prog("rearrange", [("x", [3, 4], F), ("y", [2], F)],
+     lambda x, y: (jnp.append(x, x[:1], axis=0), jnp.append(x, y), jnp.delete(x, -1, axis=1), jnp.insert(x, 2, 9.0, axis=1),
+                   *jnp.unstack(x, axis=1)[:2], jnp.rollaxis(jnp.reshape(x, (3, 2, 2)), 2), jnp.resize(y, (2, 3)),
+                   jnp.diagflat(y, 1), jnp.fill_diagonal(x, 5.0, inplace=False), jnp.fliplr(x), jnp.flipud(x),
+                   jnp.permute_dims(x, (1, 0)), jnp.atleast_1d(y[0]), jnp.atleast_2d(y), jnp.dstack([x, x]),
+                   *jnp.hsplit(x, 2), *jnp.vsplit(x[:2], 2)))
+prog("index_helpers", [("x", [3, 4], F)],
+     lambda x: (jnp.indices((2, 3)), *jnp.tril_indices(3), *jnp.triu_indices(3, 1, 4), *jnp.tril_indices_from(x, -1),
+                jnp.ravel_multi_index((jnp.array([1, 2]), jnp.array([3, 0])), (3, 4)),
+                *jnp.unravel_index(jnp.array([5, 11, 0]), (3, 4)), *jnp.diag_indices(3)))
+prog("numerical", [("x", [3, 5], F), ("p", [4], F), ("q", [2], F), ("t", [6], F)],
+     lambda x, p, q, t: (jnp.trapezoid(x, dx=0.5, axis=1), jnp.gradient(x, axis=1), jnp.gradient(t), jnp.cov(x), jnp.corrcoef(x),
+                         jnp.vander(q, 3), jnp.vander(t[:3], increasing=True), jnp.polyval(p, t), jnp.polyadd(p, q),
+                         jnp.polysub(q, p), jnp.polymul(p, q), jnp.polyder(p), jnp.polyint(p)))
+prog("windows", [("x", [1], F)],
+     lambda x: (jnp.hamming(6), jnp.hanning(5), jnp.blackman(7), jnp.bartlett(6), jnp.linspace(0, 1, 4, endpoint=False),
+                jnp.logspace(0, 1, 4, base=2.0), jnp.geomspace(1.0, 100.0, 3)))
+prog("products_more", [("a", [2, 3, 4], F), ("v", [4], F), ("w", [3], F)],
+     lambda a, v, w: (jnp.matvec(a, v), jnp.vecmat(w, a), jnp.vecdot(a, v), jnp.cross(a[0, :, :3], a[1, :, :3])))
+prog("elementwise_more", [("x", [6], F), ("y", [6], F), ("k", [6], "i-3_4")],
+     lambda x, y, k: (jnp.fabs(x), jnp.isneginf(x / 0.0), jnp.isposinf(x / 0.0), jnp.angle(x), jnp.invert(k),
+                      jnp.bitwise_not(x > 0), *jnp.modf(x * 3), *jnp.divmod(x * 3, 0.7), jnp.ldexp(x, k),
+                      jnp.float_power(jnp.abs(x), y), jnp.fmax(x, y), jnp.fmin(x, y), jnp.amax(x), jnp.amin(x),
+                      jnp.logical_or(x > 0, y > 0), jnp.logical_not(x > 0), jnp.bitwise_and(k, 3), jnp.bitwise_or(k > 0, x > 0),
+                      jnp.bitwise_xor(k, 5), jnp.signbit(x), jnp.positive(x), jnp.negative(x), jnp.rint(x * 2),
+                      jnp.select([x > 0.5, x < -0.5], [x, y], -1.0), jnp.around(x, 1), jnp.true_divide(x, y),
+                      jnp.subtract(x, y), jnp.multiply(x, 2.0), jnp.divide(k, 2), jnp.add(x, 1.0), jnp.isinf(x), jnp.isfinite(x)))
+prog("meshgrid_bcast", [("x", [3], F), ("y", [2], F)],
+     lambda x, y: (*jnp.meshgrid(x, y), *jnp.meshgrid(x, y, indexing="ij"), *jnp.broadcast_arrays(x[None, :], y[:, None])))
 
 # ── transforms ──
 def mlp_loss(x, w):

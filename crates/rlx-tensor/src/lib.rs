@@ -62,6 +62,7 @@ mod linalg;
 mod movement;
 pub mod nn;
 pub mod np;
+mod np_ext;
 mod operators;
 mod reduce;
 mod scope;

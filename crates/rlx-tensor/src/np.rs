@@ -15,6 +15,7 @@ pub use crate::creation::{
     ones_like, tri, zeros, zeros_like,
 };
 pub use crate::linalg::einsum;
+pub use crate::np_ext::*;
 
 macro_rules! unary_fns {
     ($($(#[$m:meta])* $name:ident => $method:ident;)*) => {
@@ -250,8 +251,8 @@ pub fn array_equal(a: &Tensor, b: &Tensor) -> Tensor {
     a.eq(b).all(None, false)
 }
 /// NaN / infinities replaced.
-pub fn nan_to_num(x: &Tensor, nan: f64, posinf: f64, neginf: f64) -> Tensor {
-    x.nan_to_num(nan, posinf, neginf)
+pub fn nan_to_num(x: &Tensor, nan_value: f64, posinf: f64, neginf: f64) -> Tensor {
+    x.nan_to_num(nan_value, posinf, neginf)
 }
 /// `clip(x, lo, hi)`.
 pub fn clip(x: &Tensor, lo: Option<f64>, hi: Option<f64>) -> Tensor {
@@ -520,9 +521,9 @@ pub fn diag(x: &Tensor, k: i64) -> Tensor {
             TensorError::invalid("diag", format!("needs rank 1 or 2, given {}", x.shape()))
         })?;
         let m = n + k.unsigned_abs() as usize;
-        let e = crate::creation::eye(m, None, k).astype(x.dtype());
+        let ey = crate::creation::eye(m, None, k).astype(x.dtype());
         let v = x.pad(&[(0, m - n)], 0.0);
-        let out = if k >= 0 { e * v.reshape(&[m as i64, 1]) } else { e * v.reshape(&[1, m as i64]) };
+        let out = if k >= 0 { &ey * v.reshape(&[m as i64, 1]) } else { &ey * v.reshape(&[1, m as i64]) };
         out.check().cloned()
     })())
 }
@@ -632,7 +633,7 @@ pub fn split_at(x: &Tensor, indices: &[usize], axis: i64) -> Vec<Tensor> {
     })();
     match r {
         Ok(v) => v,
-        Err(e) => vec![Tensor::sticky(Err(e))],
+        Err(err) => vec![Tensor::sticky(Err(err))],
     }
 }
 fn split_impl(x: &Tensor, sections: usize, axis: i64, exact: bool) -> Vec<Tensor> {
@@ -656,7 +657,7 @@ fn split_impl(x: &Tensor, sections: usize, axis: i64, exact: bool) -> Vec<Tensor
     })();
     match r {
         Ok(v) => v,
-        Err(e) => vec![Tensor::sticky(Err(e))],
+        Err(err) => vec![Tensor::sticky(Err(err))],
     }
 }
 /// numpy `hsplit`.

@@ -19,6 +19,14 @@ fn ln(x: &Tensor, g: impl Into<rlx_tensor::Arg>, b: impl Into<rlx_tensor::Arg>) 
     (x - &m) / (v + 1e-5).sqrt() * g + b
 }
 
+fn ints(v: &[i32]) -> Tensor {
+    np::asarray(&rlx_ir::HostTensor::from_vec(v.to_vec(), &[v.len()]).unwrap())
+}
+
+fn pair(p: (Tensor, Tensor)) -> [Tensor; 2] {
+    [p.0, p.1]
+}
+
 fn mlp_loss(x: &Tensor, w: &Tensor) -> Tensor {
     x.matmul(w).tanh().sum(None, false)
 }
@@ -275,6 +283,98 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
                 np::logspace(0.0, 2.0, 3, true, 10.0),
             ]
         }
+        "nan_reductions" => {
+            let x = t("x");
+            vec![
+                np::nansum(&x, 1, false), np::nanmean(&x, 1, false), np::nanmax(&x, 1, false), np::nanmin(&x, None, false),
+                np::nanprod(&x, 1, false), np::nanvar(&x, 1, 0, false), np::nanstd(&x, 1, 1, false),
+                np::nanargmax(&x, Some(1), false), np::nanargmin(&x, Some(1), false), np::nancumsum(&x, Some(1)),
+                np::nancumprod(&x, Some(1)), np::nan_to_num(&x, -7.0, f32::MAX as f64, f32::MIN as f64), np::isnan(&x),
+            ]
+        }
+        "cumprod_quantile" => {
+            let x = t("x");
+            vec![
+                np::cumprod(&x, Some(1)), np::cumulative_prod(&x.at(s![0]), None), np::quantile(&x, 0.3, Some(1), false),
+                np::percentile(&x, 75.0, None, false), np::quantile(&x, 0.5, Some(0), true), np::cumulative_sum(&x, Some(0)),
+            ]
+        }
+        "searching" => {
+            let (a, v, idx) = (t("a"), t("v"), t("i"));
+            let sa = np::sort(&a, 0);
+            vec![
+                np::searchsorted(&sa, &v, false), np::searchsorted(&sa, &sa.at(s![2]), true), np::digitize(&v, &sa, false),
+                np::isin(&idx, &ints(&[1, 3])), np::bincount(&idx, 5), np::array_equiv(&v, &v.at(s![0])),
+                np::array_equal(&v, &v), np::allclose(&v, &v + 1e-9, 1e-5, 1e-8),
+            ]
+        }
+        "rearrange" => {
+            let (x, y) = (t("x"), t("y"));
+            let mut o = vec![
+                np::append(&x, &x.at(s![..1]), Some(0)), np::append(&x, &y, None), np::delete(&x, -1, 1), np::insert(&x, 2, 9.0, 1),
+            ];
+            o.extend(np::unstack(&x, 1).into_iter().take(2));
+            o.extend([
+                np::rollaxis(&x.reshape(&[3, 2, 2]), 2, 0), np::resize(&y, &[2, 3]), np::diagflat(&y, 1), np::fill_diagonal(&x, 5.0),
+                np::fliplr(&x), np::flipud(&x), np::permute_dims(&x, &[1, 0]), np::atleast_1d(&y.at(s![0])), np::atleast_2d(&y),
+                np::dstack(&[&x, &x]),
+            ]);
+            o.extend(np::hsplit(&x, 2));
+            o.extend(np::vsplit(&x.at(s![..2]), 2));
+            o
+        }
+        "index_helpers" => {
+            let x = t("x");
+            let mut o = vec![np::indices(&[2, 3])];
+            o.extend(pair(np::tril_indices(3, 0, None)));
+            o.extend(pair(np::triu_indices(3, 1, Some(4))));
+            o.extend(pair(np::tril_indices_from(&x, -1)));
+            o.push(np::ravel_multi_index(&[&ints(&[1, 2]), &ints(&[3, 0])], &[3, 4]));
+            o.extend(np::unravel_index(&ints(&[5, 11, 0]), &[3, 4]));
+            o.extend(pair(np::diag_indices(3)));
+            o
+        }
+        "numerical" => {
+            let (x, p, q, tt) = (t("x"), t("p"), t("q"), t("t"));
+            vec![
+                np::trapezoid(&x, 0.5, 1), np::gradient(&x, 1), np::gradient(&tt, 0), np::cov(&x), np::corrcoef(&x),
+                np::vander(&q, Some(3), false), np::vander(&tt.at(s![..3]), None, true), np::polyval(&p, &tt),
+                np::polyadd(&p, &q), np::polysub(&q, &p), np::polymul(&p, &q), np::polyder(&p), np::polyint(&p),
+            ]
+        }
+        "windows" => vec![
+            np::hamming(6), np::hanning(5), np::blackman(7), np::bartlett(6), np::linspace(0.0, 1.0, 4, false),
+            np::logspace(0.0, 1.0, 4, true, 2.0), np::geomspace(1.0, 100.0, 3, true),
+        ],
+        "products_more" => {
+            let (a, v, w) = (t("a"), t("v"), t("w"));
+            vec![
+                np::matvec(&a, &v), np::vecmat(&w, &a), np::vecdot(&a, &v),
+                np::cross(&a.at(s![0, .., ..3]), &a.at(s![1, .., ..3])),
+            ]
+        }
+        "elementwise_more" => {
+            let (x, y, k) = (t("x"), t("y"), t("k"));
+            let x3 = &x * 3.0;
+            let (fr, int) = np::modf(&x3);
+            let (dq, dr) = np::divmod(&x3, 0.7);
+            vec![
+                np::fabs(&x), np::isneginf(&(&x / 0.0)), np::isposinf(&(&x / 0.0)), np::angle(&x), np::invert(&k),
+                np::bitwise_not(&x.gt(0)), fr, int, dq, dr, np::ldexp(&x, &k),
+                np::float_power(&x.abs(), &y), np::fmax(&x, &y), np::fmin(&x, &y), np::amax(&x, None, false), np::amin(&x, None, false),
+                np::logical_or(&x.gt(0), y.gt(0)), np::logical_not(&x.gt(0)), np::bitwise_and(&k, 3), np::bitwise_or(&k.gt(0), x.gt(0)),
+                np::bitwise_xor(&k, 5), np::signbit(&x), np::positive(&x), np::negative(&x), np::rint(&(&x * 2.0)),
+                np::select_(&[&x.gt(0.5), &x.lt(-0.5)], &[&x, &y], -1.0), np::around(&x, 1), np::true_divide(&x, &y),
+                np::subtract(&x, &y), np::multiply(&x, 2.0), np::divide(&k, 2), np::add(&x, 1.0), np::isinf(&x), np::isfinite(&x),
+            ]
+        }
+        "meshgrid_bcast" => {
+            let (x, y) = (t("x"), t("y"));
+            let mut o = np::meshgrid(&[&x, &y], false);
+            o.extend(np::meshgrid(&[&x, &y], true));
+            o.extend(np::broadcast_arrays(&[&x.at(s![None, ..]), &y.at(s![.., None])]));
+            o
+        }
         "grad_mlp" => {
             let (x, w) = (t("x"), t("w"));
             let mut v = vec![grad(mlp_loss)(&[&x, &w])];
@@ -354,7 +454,7 @@ fn jax_numpy_programs_match_jax() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs.json")).unwrap();
     let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
     let progs = fx["programs"].as_array().unwrap();
-    assert!(progs.len() >= 60, "the suite has {} programs", progs.len());
+    assert!(progs.len() >= 70, "the suite has {} programs", progs.len());
     let mut failures = Vec::new();
     let mut compared = 0;
     for p in progs {
@@ -390,6 +490,6 @@ fn jax_numpy_programs_match_jax() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(compared >= 220, "only {compared} outputs compared");
+    assert!(compared >= 340, "only {compared} outputs compared");
     eprintln!("{} programs, {compared} outputs match JAX", progs.len());
 }

@@ -25,7 +25,7 @@ pub fn parse_tensor(v: &Value) -> Fx {
         name: v.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
         dtype,
         dims: v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect(),
-        data: v["data"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap()).collect(),
+        data: v["data"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap_or(f64::NAN)).collect(), // null = NaN
     }
 }
 
