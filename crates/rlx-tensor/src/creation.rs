@@ -116,7 +116,11 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: Option<DType>) -> Tensor 
 /// numpy `linspace(start, stop, num, endpoint=True)`.
 pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool) -> Tensor {
     let div = if endpoint { num.saturating_sub(1) } else { num };
-    let step = if div == 0 { 0.0 } else { (stop - start) / div as f64 };
+    let step = if div == 0 {
+        0.0
+    } else {
+        (stop - start) / div as f64
+    };
     iota(&[num], 0, start, step, Tensor::float_dtype())
 }
 

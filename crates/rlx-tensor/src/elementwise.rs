@@ -271,19 +271,34 @@ impl Tensor {
     pub fn logical_and(&self, other: impl Into<Arg>) -> Tensor {
         let (a, b) = (self.astype(DType::Bool), other.into());
         let b = bool_arg(b);
-        Tensor::sticky(nary("logical_and", Op::Binary(BinaryOp::And), &[&a.into(), &b], Some(DType::Bool)))
+        Tensor::sticky(nary(
+            "logical_and",
+            Op::Binary(BinaryOp::And),
+            &[&a.into(), &b],
+            Some(DType::Bool),
+        ))
     }
     /// Logical or (Bool).
     pub fn logical_or(&self, other: impl Into<Arg>) -> Tensor {
         let (a, b) = (self.astype(DType::Bool), other.into());
         let b = bool_arg(b);
-        Tensor::sticky(nary("logical_or", Op::Binary(BinaryOp::Or), &[&a.into(), &b], Some(DType::Bool)))
+        Tensor::sticky(nary(
+            "logical_or",
+            Op::Binary(BinaryOp::Or),
+            &[&a.into(), &b],
+            Some(DType::Bool),
+        ))
     }
     /// Logical xor (Bool).
     pub fn logical_xor(&self, other: impl Into<Arg>) -> Tensor {
         let (a, b) = (self.astype(DType::Bool), other.into());
         let b = bool_arg(b);
-        Tensor::sticky(nary("logical_xor", Op::Binary(BinaryOp::Xor), &[&a.into(), &b], Some(DType::Bool)))
+        Tensor::sticky(nary(
+            "logical_xor",
+            Op::Binary(BinaryOp::Xor),
+            &[&a.into(), &b],
+            Some(DType::Bool),
+        ))
     }
     /// Logical not (Bool).
     pub fn logical_not(&self) -> Tensor {
@@ -521,7 +536,9 @@ impl Tensor {
     /// `|x|` with the sign of `other`.
     pub fn copysign(&self, other: impl Into<Arg>) -> Tensor {
         let y = arg_tensor_like(other.into(), self);
-        let neg = y.lt(0.0).logical_or(&y.eq(0.0).logical_and(&(1.0 / y.float()).lt(0.0)));
+        let neg = y
+            .lt(0.0)
+            .logical_or(y.eq(0.0).logical_and((1.0 / y.float()).lt(0.0)));
         let a = self.abs();
         crate::np::where_(&neg, -&a, &a)
     }
@@ -533,14 +550,15 @@ impl Tensor {
             self - q * &y
         } else {
             let r = self.remainder(&y);
-            let fix = r.ne(0).logical_and(&self.lt(0).logical_xor(&y.lt(0)));
+            let fix = r.ne(0).logical_and(self.lt(0).logical_xor(y.lt(0)));
             crate::np::where_(&fix, &r - &y, &r)
         }
     }
     /// Sign bit set (Bool; true for -0.0).
     pub fn signbit(&self) -> Tensor {
         let x = self.float();
-        x.lt(0.0).logical_or(&x.eq(0.0).logical_and(&(1.0 / &x).lt(0.0)))
+        x.lt(0.0)
+            .logical_or(x.eq(0.0).logical_and((1.0 / &x).lt(0.0)))
     }
     /// `+x` (a copy).
     pub fn positive(&self) -> Tensor {

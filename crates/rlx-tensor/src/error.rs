@@ -15,7 +15,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum TensorError {
     /// Two shapes do not broadcast under numpy's rules.
-    #[error("{op}: shapes {lhs} and {rhs} do not broadcast (numpy rules: trailing dims equal or 1)")]
+    #[error(
+        "{op}: shapes {lhs} and {rhs} do not broadcast (numpy rules: trailing dims equal or 1)"
+    )]
     Broadcast {
         /// The operation.
         op: String,
@@ -60,7 +62,7 @@ pub enum TensorError {
         op: String,
         /// The IR's error.
         #[source]
-        source: IrError,
+        source: Box<IrError>,
     },
     /// A transform (grad, jvp, vmap, ...) failed.
     #[error("{transform}: {source}")]
@@ -69,7 +71,7 @@ pub enum TensorError {
         transform: &'static str,
         /// The autodiff error.
         #[source]
-        source: AutodiffError,
+        source: Box<AutodiffError>,
     },
     /// Compiling or running a jitted function failed.
     #[error("{what}: {source}")]
@@ -78,7 +80,7 @@ pub enum TensorError {
         what: String,
         /// The runtime error.
         #[source]
-        source: RuntimeError,
+        source: Box<RuntimeError>,
     },
 }
 
@@ -95,7 +97,7 @@ impl TensorError {
     pub(crate) fn ir(op: impl Into<String>, source: IrError) -> TensorError {
         TensorError::Ir {
             op: op.into(),
-            source,
+            source: Box::new(source),
         }
     }
 }

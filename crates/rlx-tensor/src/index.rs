@@ -214,12 +214,18 @@ impl Tensor {
     pub fn try_at(&self, spec: SliceSpec) -> Result<Tensor> {
         self.check()?;
         let dims = self.dims().ok_or_else(|| {
-            TensorError::invalid("index", format!("needs static dims, given {}", self.shape()))
+            TensorError::invalid(
+                "index",
+                format!("needs static dims, given {}", self.shape()),
+            )
         })?;
         let items = &spec.items;
         let ellipses = items.iter().filter(|i| **i == SliceItem::Ellipsis).count();
         if ellipses > 1 {
-            return Err(TensorError::invalid("index", "an index can only have a single ellipsis ('...')"));
+            return Err(TensorError::invalid(
+                "index",
+                "an index can only have a single ellipsis ('...')",
+            ));
         }
         let consuming = items
             .iter()
@@ -228,7 +234,11 @@ impl Tensor {
         if consuming > dims.len() {
             return Err(TensorError::invalid(
                 "index",
-                format!("too many indices: {consuming} for a tensor of rank {} ({})", dims.len(), self.shape()),
+                format!(
+                    "too many indices: {consuming} for a tensor of rank {} ({})",
+                    dims.len(),
+                    self.shape()
+                ),
             ));
         }
         // Expand the ellipsis (or pad at the end) with full axes.
@@ -266,7 +276,10 @@ impl Tensor {
                 }
                 SliceItem::Range { start, stop, step } => {
                     if step == 0 {
-                        return Err(TensorError::invalid("index", format!("slice step cannot be zero (axis {axis})")));
+                        return Err(TensorError::invalid(
+                            "index",
+                            format!("slice step cannot be zero (axis {axis})"),
+                        ));
                     }
                     let (first, len) = resolve_range(dims[axis], start, stop, step);
                     parts.push((first, step, len));
@@ -315,10 +328,15 @@ impl Tensor {
 
     /// numpy `take_along_axis(indices, axis)`.
     pub fn take_along_axis(&self, indices: &Tensor, axis: i64) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             self.check()?;
             let ax = norm_axis("take_along_axis", axis, self.ndim())?;
-            Tensor::op("take_along_axis", Op::GatherElements { axis: ax }, &[self, indices], None)
-        })())
+            Tensor::op(
+                "take_along_axis",
+                Op::GatherElements { axis: ax },
+                &[self, indices],
+                None,
+            )
+        })
     }
 }

@@ -24,17 +24,29 @@ impl Tensor {
         if self.ndim() == 0 || other.ndim() == 0 {
             return Err(TensorError::invalid(
                 "matmul",
-                format!("operands must have rank >= 1, given {} and {}", self.shape(), other.shape()),
+                format!(
+                    "operands must have rank >= 1, given {} and {}",
+                    self.shape(),
+                    other.shape()
+                ),
             ));
         }
         let dt = promote_types(self.dtype(), other.dtype());
         let (a, b) = (self.try_astype(dt)?, other.try_astype(dt)?);
         let ka = a.shape().dims().last().cloned();
-        let kb = if b.ndim() == 1 { b.shape().dims()[0].clone() } else { b.shape().dims()[b.ndim() - 2].clone() };
+        let kb = if b.ndim() == 1 {
+            b.shape().dims()[0].clone()
+        } else {
+            b.shape().dims()[b.ndim() - 2].clone()
+        };
         if ka != Some(kb) {
             return Err(TensorError::invalid(
                 "matmul",
-                format!("contracting dims differ: {} @ {}", self.shape(), other.shape()),
+                format!(
+                    "contracting dims differ: {} @ {}",
+                    self.shape(),
+                    other.shape()
+                ),
             ));
         }
         Tensor::op("matmul", Op::MatMul, &[&a, &b], None)
@@ -48,7 +60,7 @@ impl Tensor {
     /// numpy `dot`: products of vectors and matrices; for N-d operands the
     /// sum over the last axis of `self` and the second-to-last of `other`.
     pub fn dot(&self, other: &Tensor) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let (ra, rb) = (self.ndim(), other.ndim());
             if ra == 0 || rb == 0 {
                 return (self * other).check().cloned();
@@ -58,7 +70,7 @@ impl Tensor {
             }
             let bx = if rb == 1 { 0 } else { rb - 2 };
             tensordot_axes(self, other, &[ra - 1], &[bx])
-        })())
+        })
     }
 
     /// numpy `vdot`: the dot product of the flattened operands.
@@ -68,12 +80,12 @@ impl Tensor {
 
     /// numpy `inner`: the sum over the last axes.
     pub fn inner(&self, other: &Tensor) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             if self.ndim() == 0 || other.ndim() == 0 {
                 return (self * other).check().cloned();
             }
             tensordot_axes(self, other, &[self.ndim() - 1], &[other.ndim() - 1])
-        })())
+        })
     }
 
     /// numpy `outer` of the flattened operands.
@@ -83,7 +95,7 @@ impl Tensor {
 
     /// numpy `tensordot(a, b, axes=(a_axes, b_axes))`.
     pub fn tensordot(&self, other: &Tensor, a_axes: &[i64], b_axes: &[i64]) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let na = a_axes
                 .iter()
                 .map(|&a| crate::reduce::norm_axis("tensordot", a, self.ndim()))
@@ -93,12 +105,12 @@ impl Tensor {
                 .map(|&a| crate::reduce::norm_axis("tensordot", a, other.ndim()))
                 .collect::<Result<Vec<_>>>()?;
             tensordot_axes(self, other, &na, &nb)
-        })())
+        })
     }
 
     /// numpy `kron` of two tensors of equal rank.
     pub fn kron(&self, other: &Tensor) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let (da, db) = (dims_of(self, "kron")?, dims_of(other, "kron")?);
             let r = da.len().max(db.len());
             let pad = |d: &[usize]| {
@@ -111,7 +123,7 @@ impl Tensor {
             let b_sh: Vec<i64> = db.iter().flat_map(|&v| [1, v as i64]).collect();
             let out: Vec<i64> = da.iter().zip(&db).map(|(&x, &y)| (x * y) as i64).collect();
             (self.reshape(&a_sh) * other.reshape(&b_sh)).try_reshape(&out)
-        })())
+        })
     }
 }
 
@@ -120,13 +132,22 @@ impl Tensor {
 fn tensordot_axes(a: &Tensor, b: &Tensor, ax_a: &[usize], ax_b: &[usize]) -> Result<Tensor> {
     let (da, db) = (dims_of(a, "tensordot")?, dims_of(b, "tensordot")?);
     if ax_a.len() != ax_b.len() {
-        return Err(TensorError::invalid("tensordot", "axes lists differ in length"));
+        return Err(TensorError::invalid(
+            "tensordot",
+            "axes lists differ in length",
+        ));
     }
     for (&x, &y) in ax_a.iter().zip(ax_b) {
         if da[x] != db[y] {
             return Err(TensorError::invalid(
                 "tensordot",
-                format!("axis {x} of {} (size {}) does not match axis {y} of {} (size {})", a.shape(), da[x], b.shape(), db[y]),
+                format!(
+                    "axis {x} of {} (size {}) does not match axis {y} of {} (size {})",
+                    a.shape(),
+                    da[x],
+                    b.shape(),
+                    db[y]
+                ),
             ));
         }
     }
@@ -139,7 +160,11 @@ fn tensordot_axes(a: &Tensor, b: &Tensor, ax_a: &[usize], ax_b: &[usize]) -> Res
     let n: usize = free_b.iter().map(|&i| db[i]).product();
     let a2 = a.try_transpose(&pa)?.try_reshape(&[m as i64, k as i64])?;
     let b2 = b.try_transpose(&pb)?.try_reshape(&[k as i64, n as i64])?;
-    let out: Vec<usize> = free_a.iter().map(|&i| da[i]).chain(free_b.iter().map(|&i| db[i])).collect();
+    let out: Vec<usize> = free_a
+        .iter()
+        .map(|&i| da[i])
+        .chain(free_b.iter().map(|&i| db[i]))
+        .collect();
     a2.try_matmul(&b2)?.try_reshape(&as_i64(&out))
 }
 
@@ -163,27 +188,46 @@ pub fn try_einsum(spec: &str, operands: &[&Tensor]) -> Result<Tensor> {
     };
     let ins: Vec<Vec<char>> = lhs.split(',').map(|s| s.chars().collect()).collect();
     if ins.len() != operands.len() || !(1..=2).contains(&ins.len()) {
-        return Err(bad(format!("{} operand specs for {} operands (1 or 2 supported)", ins.len(), operands.len())));
+        return Err(bad(format!(
+            "{} operand specs for {} operands (1 or 2 supported)",
+            ins.len(),
+            operands.len()
+        )));
     }
     for (spec_i, t) in ins.iter().zip(operands) {
         if spec_i.iter().any(|c| !c.is_ascii_alphabetic()) {
             return Err(bad("labels must be letters (no ellipsis)".into()));
         }
         if spec_i.len() != t.ndim() {
-            return Err(bad(format!("{} labels for operand of rank {} ({})", spec_i.len(), t.ndim(), t.shape())));
+            return Err(bad(format!(
+                "{} labels for operand of rank {} ({})",
+                spec_i.len(),
+                t.ndim(),
+                t.shape()
+            )));
         }
         let mut s = spec_i.clone();
         s.sort_unstable();
         s.dedup();
         if s.len() != spec_i.len() {
-            return Err(bad("a repeated label within one operand (diagonals) is not supported".into()));
+            return Err(bad(
+                "a repeated label within one operand (diagonals) is not supported".into(),
+            ));
         }
     }
-    let count = |c: char| ins.iter().map(|s| s.iter().filter(|&&x| x == c).count()).sum::<usize>();
+    let count = |c: char| {
+        ins.iter()
+            .map(|s| s.iter().filter(|&&x| x == c).count())
+            .sum::<usize>()
+    };
     let out: Vec<char> = match rhs {
         Some(r) => r.chars().collect(),
         None => {
-            let mut v: Vec<char> = ins.concat().into_iter().filter(|&c| count(c) == 1).collect();
+            let mut v: Vec<char> = ins
+                .concat()
+                .into_iter()
+                .filter(|&c| count(c) == 1)
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -210,15 +254,29 @@ pub fn try_einsum(spec: &str, operands: &[&Tensor]) -> Result<Tensor> {
     // Sum out labels that are in one operand only and not in the output.
     let mut ops: Vec<(Tensor, Vec<char>)> = Vec::new();
     for (s, t) in ins.iter().zip(operands) {
-        let other: Vec<char> = ins.iter().filter(|o| !std::ptr::eq(*o, s)).flatten().copied().collect();
+        let other: Vec<char> = ins
+            .iter()
+            .filter(|o| !std::ptr::eq(*o, s))
+            .flatten()
+            .copied()
+            .collect();
         let drop: Vec<i64> = s
             .iter()
             .enumerate()
             .filter(|(_, c)| !out.contains(c) && !other.contains(c))
             .map(|(i, _)| i as i64)
             .collect();
-        let t = if drop.is_empty() { (*t).clone() } else { t.try_reduce(rlx_ir::op::ReduceOp::Sum, drop.clone(), false)? };
-        let s: Vec<char> = s.iter().enumerate().filter(|(i, _)| !drop.contains(&(*i as i64))).map(|(_, c)| *c).collect();
+        let t = if drop.is_empty() {
+            (*t).clone()
+        } else {
+            t.try_reduce(rlx_ir::op::ReduceOp::Sum, drop.clone(), false)?
+        };
+        let s: Vec<char> = s
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(&(*i as i64)))
+            .map(|(_, c)| *c)
+            .collect();
         ops.push((t, s));
     }
     let (res, labels) = if ops.len() == 1 {
@@ -226,13 +284,32 @@ pub fn try_einsum(spec: &str, operands: &[&Tensor]) -> Result<Tensor> {
     } else {
         let (b, sb) = ops.pop().expect("two operands");
         let (a, sa) = ops.pop().expect("two operands");
-        let batch: Vec<char> = sa.iter().filter(|c| sb.contains(c) && out.contains(c)).copied().collect();
-        let contract: Vec<char> = sa.iter().filter(|c| sb.contains(c) && !out.contains(c)).copied().collect();
+        let batch: Vec<char> = sa
+            .iter()
+            .filter(|c| sb.contains(c) && out.contains(c))
+            .copied()
+            .collect();
+        let contract: Vec<char> = sa
+            .iter()
+            .filter(|c| sb.contains(c) && !out.contains(c))
+            .copied()
+            .collect();
         let fa: Vec<char> = sa.iter().filter(|c| !sb.contains(c)).copied().collect();
         let fb: Vec<char> = sb.iter().filter(|c| !sa.contains(c)).copied().collect();
-        let pos = |s: &[char], c: &char| s.iter().position(|x| x == c).expect("label present") as i64;
-        let pa: Vec<i64> = batch.iter().chain(&fa).chain(&contract).map(|c| pos(&sa, c)).collect();
-        let pb: Vec<i64> = batch.iter().chain(&contract).chain(&fb).map(|c| pos(&sb, c)).collect();
+        let pos =
+            |s: &[char], c: &char| s.iter().position(|x| x == c).expect("label present") as i64;
+        let pa: Vec<i64> = batch
+            .iter()
+            .chain(&fa)
+            .chain(&contract)
+            .map(|c| pos(&sa, c))
+            .collect();
+        let pb: Vec<i64> = batch
+            .iter()
+            .chain(&contract)
+            .chain(&fb)
+            .map(|c| pos(&sb, c))
+            .collect();
         let prod = |cs: &[char]| cs.iter().map(|c| size[c]).product::<usize>() as i64;
         let (nb, nm, nk, nn) = (prod(&batch), prod(&fa), prod(&contract), prod(&fb));
         let a3 = a.try_transpose(&pa)?.try_reshape(&[nb, nm, nk])?;
@@ -243,13 +320,24 @@ pub fn try_einsum(spec: &str, operands: &[&Tensor]) -> Result<Tensor> {
         (r.try_reshape(&dims)?, labels)
     };
     // Sum labels still present but not in the output (one-operand case), then order.
-    let drop: Vec<i64> = labels.iter().enumerate().filter(|(_, c)| !out.contains(c)).map(|(i, _)| i as i64).collect();
+    let drop: Vec<i64> = labels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !out.contains(c))
+        .map(|(i, _)| i as i64)
+        .collect();
     let (res, labels) = if drop.is_empty() {
         (res, labels)
     } else {
         let kept: Vec<char> = labels.iter().filter(|c| out.contains(c)).copied().collect();
-        (res.try_reduce(rlx_ir::op::ReduceOp::Sum, drop, false)?, kept)
+        (
+            res.try_reduce(rlx_ir::op::ReduceOp::Sum, drop, false)?,
+            kept,
+        )
     };
-    let perm: Vec<i64> = out.iter().map(|c| labels.iter().position(|x| x == c).expect("label") as i64).collect();
+    let perm: Vec<i64> = out
+        .iter()
+        .map(|c| labels.iter().position(|x| x == c).expect("label") as i64)
+        .collect();
     res.try_transpose(&perm)
 }

@@ -26,13 +26,17 @@ impl Tensor {
                 format!("at most one -1 and no other negative dim, given {dims:?}"),
             ));
         }
-        let known: usize = dims.iter().filter(|&&x| x >= 0).map(|&x| x as usize).product();
+        let known: usize = dims
+            .iter()
+            .filter(|&&x| x >= 0)
+            .map(|&x| x as usize)
+            .product();
         let out: Vec<usize> = dims
             .iter()
             .map(|&x| {
                 if x >= 0 {
                     Ok(x as usize)
-                } else if known == 0 || total % known != 0 {
+                } else if known == 0 || !total.is_multiple_of(known) {
                     Err(())
                 } else {
                     Ok(total / known)
@@ -48,13 +52,21 @@ impl Tensor {
         if out.iter().product::<usize>() != total {
             return Err(TensorError::invalid(
                 "reshape",
-                format!("cannot reshape {} ({total} elements) into {dims:?}", self.shape()),
+                format!(
+                    "cannot reshape {} ({total} elements) into {dims:?}",
+                    self.shape()
+                ),
             ));
         }
         if out == d {
             return Ok(self.clone());
         }
-        Tensor::op("reshape", Op::Reshape, &[self], Some(Shape::new(&out, self.dtype())))
+        Tensor::op(
+            "reshape",
+            Op::Reshape,
+            &[self],
+            Some(Shape::new(&out, self.dtype())),
+        )
     }
 
     /// [`Tensor::try_reshape`], failing softly.
@@ -83,7 +95,10 @@ impl Tensor {
         if seen != (0..r).collect::<Vec<_>>() {
             return Err(TensorError::invalid(
                 "transpose",
-                format!("{perm:?} is not a permutation of the {r} axes of {}", self.shape()),
+                format!(
+                    "{perm:?} is not a permutation of the {r} axes of {}",
+                    self.shape()
+                ),
             ));
         }
         if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -116,29 +131,29 @@ impl Tensor {
     /// numpy `swapaxes(a, b)`.
     pub fn swapaxes(&self, a: i64, b: i64) -> Tensor {
         let r = self.ndim();
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let (a, b) = (norm_axis("swapaxes", a, r)?, norm_axis("swapaxes", b, r)?);
             let mut p: Vec<i64> = (0..r as i64).collect();
             p.swap(a, b);
             self.try_transpose(&p)
-        })())
+        })
     }
 
     /// numpy `moveaxis(source, destination)`.
     pub fn moveaxis(&self, source: i64, destination: i64) -> Tensor {
         let r = self.ndim();
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let s = norm_axis("moveaxis", source, r)?;
             let d = norm_axis("moveaxis", destination, r)?;
             let mut p: Vec<i64> = (0..r as i64).filter(|&a| a != s as i64).collect();
             p.insert(d, s as i64);
             self.try_transpose(&p)
-        })())
+        })
     }
 
     /// numpy `expand_dims(axis)`: new size-1 axes at `axes` of the result.
     pub fn expand_dims(&self, axes: impl Into<Axes>) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "expand_dims")?;
             let axes = axes.into();
             let n_new = match &axes {
@@ -148,16 +163,22 @@ impl Tensor {
             let ax = norm_axes("expand_dims", &axes, d.len() + n_new)?;
             let mut src = d.iter();
             let out: Vec<i64> = (0..d.len() + n_new)
-                .map(|i| if ax.contains(&i) { 1 } else { *src.next().unwrap_or(&1) as i64 })
+                .map(|i| {
+                    if ax.contains(&i) {
+                        1
+                    } else {
+                        *src.next().unwrap_or(&1) as i64
+                    }
+                })
                 .collect();
             self.try_reshape(&out)
-        })())
+        })
     }
 
     /// Removes size-1 axes: all of them (`Axes::All`) or the given ones
     /// (an error names an axis that is not of size 1).
     pub fn squeeze(&self, axes: impl Into<Axes>) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "squeeze")?;
             let drop: Vec<usize> = match axes.into() {
                 Axes::All => (0..d.len()).filter(|&i| d[i] == 1).collect(),
@@ -177,7 +198,7 @@ impl Tensor {
                 .map(|i| d[i] as i64)
                 .collect();
             self.try_reshape(&out)
-        })())
+        })
     }
 
     /// numpy `broadcast_to(dims)`.
@@ -205,18 +226,22 @@ impl Tensor {
 
     /// Broadcast to the shape `x` and `self` broadcast to together.
     pub(crate) fn broadcast_to_like(&self, x: &Tensor) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let s = crate::tensor::broadcast_shapes("broadcast", &self.shape(), &x.shape())?;
             let d: Option<Vec<usize>> = s.iter().map(|d| d.as_static()).collect();
             let d = d.ok_or_else(|| TensorError::invalid("broadcast", "needs static dims"))?;
             self.try_broadcast_to(&d)
-        })())
+        })
     }
 
     /// A strided slice: per axis `(start, step, len)` (already resolved).
     pub(crate) fn try_strided(&self, parts: &[(usize, i64, usize)]) -> Result<Tensor> {
         let d = static_dims(self, "slice")?;
-        if parts.iter().enumerate().all(|(i, &(s, st, n))| s == 0 && st == 1 && n == d[i]) {
+        if parts
+            .iter()
+            .enumerate()
+            .all(|(i, &(s, st, n))| s == 0 && st == 1 && n == d[i])
+        {
             return Ok(self.clone());
         }
         let spec = SliceSpec {
@@ -224,30 +249,45 @@ impl Tensor {
             steps: parts.iter().map(|p| p.1).collect(),
         };
         let out: Vec<usize> = parts.iter().map(|p| p.2).collect();
-        Tensor::op("slice", Op::Slice(spec), &[self], Some(Shape::new(&out, self.dtype())))
+        Tensor::op(
+            "slice",
+            Op::Slice(spec),
+            &[self],
+            Some(Shape::new(&out, self.dtype())),
+        )
     }
 
     /// `len` elements from `start` along `axis` (PyTorch `narrow`).
     pub fn narrow(&self, axis: i64, start: usize, len: usize) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "narrow")?;
             let ax = norm_axis("narrow", axis, d.len())?;
             if start + len > d[ax] {
                 return Err(TensorError::invalid(
                     "narrow",
-                    format!("{start}..{} is out of bounds for axis {ax} of size {}", start + len, d[ax]),
+                    format!(
+                        "{start}..{} is out of bounds for axis {ax} of size {}",
+                        start + len,
+                        d[ax]
+                    ),
                 ));
             }
             let parts: Vec<(usize, i64, usize)> = (0..d.len())
-                .map(|i| if i == ax { (start, 1, len) } else { (0, 1, d[i]) })
+                .map(|i| {
+                    if i == ax {
+                        (start, 1, len)
+                    } else {
+                        (0, 1, d[i])
+                    }
+                })
                 .collect();
             self.try_strided(&parts)
-        })())
+        })
     }
 
     /// numpy `flip(axis)` (`Axes::All` reverses every axis).
     pub fn flip(&self, axes: impl Into<Axes>) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "flip")?;
             let ax = norm_axes("flip", &axes.into(), d.len())?;
             let parts: Vec<(usize, i64, usize)> = (0..d.len())
@@ -260,12 +300,12 @@ impl Tensor {
                 })
                 .collect();
             self.try_strided(&parts)
-        })())
+        })
     }
 
     /// numpy `roll(shift, axis)` (`None`: of the flattened tensor, reshaped back).
     pub fn roll(&self, shift: i64, axis: Option<i64>) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "roll")?;
             let (x, ax) = match axis {
                 Some(a) => (self.clone(), norm_axis("roll", a, d.len())?),
@@ -289,12 +329,12 @@ impl Tensor {
             } else {
                 Ok(r)
             }
-        })())
+        })
     }
 
     /// numpy `repeat(repeats, axis)` (`None`: of the flattened tensor).
     pub fn repeat(&self, repeats: usize, axis: Option<i64>) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let (x, ax) = match axis {
                 Some(a) => (self.clone(), norm_axis("repeat", a, self.ndim())?),
                 None => (self.try_reshape(&[-1])?, 0),
@@ -308,12 +348,12 @@ impl Tensor {
             out[ax] *= repeats as i64;
             let e: Vec<i64> = e.iter().map(|&v| v as i64).collect();
             x.try_reshape(&e)?.try_broadcast_to(&b)?.try_reshape(&out)
-        })())
+        })
     }
 
     /// numpy `tile(reps)`.
     pub fn tile(&self, reps: &[usize]) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "tile")?;
             let r = d.len().max(reps.len());
             let mut dd = vec![1usize; r - d.len()];
@@ -323,8 +363,10 @@ impl Tensor {
             let inter: Vec<i64> = dd.iter().flat_map(|&v| [1, v as i64]).collect();
             let big: Vec<usize> = rr.iter().zip(&dd).flat_map(|(&a, &b)| [a, b]).collect();
             let out: Vec<i64> = rr.iter().zip(&dd).map(|(&a, &b)| (a * b) as i64).collect();
-            self.try_reshape(&inter)?.try_broadcast_to(&big)?.try_reshape(&out)
-        })())
+            self.try_reshape(&inter)?
+                .try_broadcast_to(&big)?
+                .try_reshape(&out)
+        })
     }
 
     /// numpy `pad(pad_width, constant_values=value)`.
@@ -334,16 +376,29 @@ impl Tensor {
 
     /// Padding with a [`PadMode`] (constant, reflect, edge).
     pub fn pad_mode(&self, pads: &[(usize, usize)], mode: PadMode) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             self.check()?;
             if pads.len() != self.ndim() {
                 return Err(TensorError::invalid(
                     "pad",
-                    format!("{} pad widths for rank {} ({})", pads.len(), self.ndim(), self.shape()),
+                    format!(
+                        "{} pad widths for rank {} ({})",
+                        pads.len(),
+                        self.ndim(),
+                        self.shape()
+                    ),
                 ));
             }
-            Tensor::op("pad", Op::Pad { pads: pads.to_vec(), mode }, &[self], None)
-        })())
+            Tensor::op(
+                "pad",
+                Op::Pad {
+                    pads: pads.to_vec(),
+                    mode,
+                },
+                &[self],
+                None,
+            )
+        })
     }
 
     fn tri_mask(&self, k: i64, lower: bool) -> Result<Tensor> {
@@ -370,18 +425,24 @@ impl Tensor {
 
     /// numpy `diagonal(offset)` of the last two axes.
     pub fn diagonal(&self, offset: i64) -> Tensor {
-        Tensor::sticky((|| {
+        Tensor::sticky_with(|| {
             let d = static_dims(self, "diagonal")?;
             if d.len() < 2 {
                 return Err(TensorError::invalid("diagonal", "needs rank >= 2"));
             }
             let (n, m) = (d[d.len() - 2] as i64, d[d.len() - 1] as i64);
-            let len = if offset >= 0 { n.min(m - offset) } else { (n + offset).min(m) }.max(0);
-            let mask = crate::creation::eye(n as usize, Some(m as usize), offset).astype(self.dtype());
+            let len = if offset >= 0 {
+                n.min(m - offset)
+            } else {
+                (n + offset).min(m)
+            }
+            .max(0);
+            let mask =
+                crate::creation::eye(n as usize, Some(m as usize), offset).astype(self.dtype());
             let picked = (self * mask).sum(if offset >= 0 { -1 } else { -2 }, false);
             // Row r holds x[r, r + k] (k >= 0); column c holds x[c - k, c] (k < 0).
             Ok(picked.narrow(-1, 0, len as usize))
-        })())
+        })
     }
 
     /// numpy `trace(offset)`: sum of the diagonal.

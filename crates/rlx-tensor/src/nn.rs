@@ -84,20 +84,20 @@ pub fn glu(x: &Tensor, axis: i64) -> Tensor {
 
 /// Softmax along `axis`.
 pub fn softmax(x: &Tensor, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let x = x.float();
         let a = norm_axis("softmax", axis, x.ndim())?;
         Tensor::op("softmax", Op::Softmax { axis: a }, &[&x], None)
-    })())
+    })
 }
 
 /// Log-softmax along `axis`.
 pub fn log_softmax(x: &Tensor, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let x = x.float();
         let a = norm_axis("log_softmax", axis, x.ndim())?;
         Tensor::op("log_softmax", Op::LogSoftmax { axis: a }, &[&x], None)
-    })())
+    })
 }
 
 /// `log(sum(exp(x)))` over `axes`, stable.
@@ -116,7 +116,7 @@ pub fn standardize(x: &Tensor, axes: impl Into<Axes>, eps: f64) -> Tensor {
 
 /// Layer norm over the last axis with optional `gamma` / `beta` of its size.
 pub fn layer_norm(x: &Tensor, gamma: Option<&Tensor>, beta: Option<&Tensor>, eps: f64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let x = x.float();
         x.check()?;
         if x.ndim() == 0 {
@@ -138,26 +138,34 @@ pub fn layer_norm(x: &Tensor, gamma: Option<&Tensor>, beta: Option<&Tensor>, eps
             }
             (None, None) => {}
         }
-        Tensor::op("layer_norm", Op::LayerNorm { axis: x.ndim() - 1, eps }, &ins, None)
-    })())
+        Tensor::op(
+            "layer_norm",
+            Op::LayerNorm {
+                axis: x.ndim() - 1,
+                eps,
+            },
+            &ins,
+            None,
+        )
+    })
 }
 
 /// RMS norm over the last axis with an optional `gamma`.
 pub fn rms_norm(x: &Tensor, gamma: Option<&Tensor>, eps: f64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let x = x.float();
         let mut ins = vec![&x];
         if let Some(g) = gamma {
             ins.push(g);
         }
         Tensor::op("rms_norm", Op::RmsNorm { eps }, &ins, None)
-    })())
+    })
 }
 
 /// `jax.nn.one_hot(x, num_classes)`: a new last axis; out-of-range
 /// indices give all zeros.
 pub fn one_hot(x: &Tensor, num_classes: usize) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         x.check()?;
         let mut d = x
             .dims()
@@ -165,22 +173,41 @@ pub fn one_hot(x: &Tensor, num_classes: usize) -> Tensor {
         d.push(num_classes);
         let classes = crate::creation::iota(&d, d.len() - 1, 0.0, 1.0, DType::I32);
         let xi = x.astype(DType::I32).expand_dims(-1);
-        classes.eq(&xi).astype(Tensor::float_dtype()).check().cloned()
-    })())
+        classes
+            .eq(&xi)
+            .astype(Tensor::float_dtype())
+            .check()
+            .cloned()
+    })
 }
 
-fn window(op: &str, spatial: usize, kernel: &[usize], stride: &[usize], padding: &[(usize, usize)], dilation: &[usize]) -> Result<Window> {
+fn window(
+    op: &str,
+    spatial: usize,
+    kernel: &[usize],
+    stride: &[usize],
+    padding: &[(usize, usize)],
+    dilation: &[usize],
+) -> Result<Window> {
     let fill = |v: &[usize], d: usize, what: &str| -> Result<Vec<usize>> {
         match v.len() {
             0 => Ok(vec![d; spatial]),
             n if n == spatial => Ok(v.to_vec()),
-            n => Err(TensorError::invalid(op, format!("{n} {what} values for {spatial} spatial dims"))),
+            n => Err(TensorError::invalid(
+                op,
+                format!("{n} {what} values for {spatial} spatial dims"),
+            )),
         }
     };
     let padding = match padding.len() {
         0 => vec![(0, 0); spatial],
         n if n == spatial => padding.to_vec(),
-        n => return Err(TensorError::invalid(op, format!("{n} padding pairs for {spatial} spatial dims"))),
+        n => {
+            return Err(TensorError::invalid(
+                op,
+                format!("{n} padding pairs for {spatial} spatial dims"),
+            ))
+        }
     };
     Ok(Window {
         kernel: kernel.to_vec(),
@@ -202,7 +229,7 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         x.check()?;
         w.check()?;
         let spatial = x.ndim().saturating_sub(2);
@@ -215,12 +242,26 @@ pub fn conv(
         if let Some(b) = bias {
             ins.push(b);
         }
-        Tensor::op("conv", Op::Conv { window: win, groups }, &ins, None)
-    })())
+        Tensor::op(
+            "conv",
+            Op::Conv {
+                window: win,
+                groups,
+            },
+            &ins,
+            None,
+        )
+    })
 }
 
-fn pool(kind: PoolKind, x: &Tensor, kernel: &[usize], stride: &[usize], padding: &[(usize, usize)]) -> Tensor {
-    Tensor::sticky((|| {
+fn pool(
+    kind: PoolKind,
+    x: &Tensor,
+    kernel: &[usize],
+    stride: &[usize],
+    padding: &[(usize, usize)],
+) -> Tensor {
+    Tensor::sticky_with(|| {
         x.check()?;
         let spatial = x.ndim().saturating_sub(2);
         let stride = if stride.is_empty() { kernel } else { stride };
@@ -235,15 +276,25 @@ fn pool(kind: PoolKind, x: &Tensor, kernel: &[usize], stride: &[usize], padding:
             &[x],
             None,
         )
-    })())
+    })
 }
 
 /// Max pooling over the spatial dims of `x [N, C, *sp]` (stride defaults to the kernel).
-pub fn max_pool(x: &Tensor, kernel: &[usize], stride: &[usize], padding: &[(usize, usize)]) -> Tensor {
+pub fn max_pool(
+    x: &Tensor,
+    kernel: &[usize],
+    stride: &[usize],
+    padding: &[(usize, usize)],
+) -> Tensor {
     pool(PoolKind::Max, x, kernel, stride, padding)
 }
 
 /// Average pooling (padded cells not counted).
-pub fn avg_pool(x: &Tensor, kernel: &[usize], stride: &[usize], padding: &[(usize, usize)]) -> Tensor {
+pub fn avg_pool(
+    x: &Tensor,
+    kernel: &[usize],
+    stride: &[usize],
+    padding: &[(usize, usize)],
+) -> Tensor {
     pool(PoolKind::Avg, x, kernel, stride, padding)
 }

@@ -367,14 +367,19 @@ pub fn cumulative_sum(x: &Tensor, axis: Option<i64>) -> Tensor {
 }
 /// numpy `diff(n=1, axis)`.
 pub fn diff(x: &Tensor, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let ax = norm_axis("diff", axis, x.ndim())?;
-        let n = x.shape().dim(ax).ok_or_else(|| TensorError::invalid("diff", "needs a static axis"))?;
+        let n = x
+            .shape()
+            .dim(ax)
+            .ok_or_else(|| TensorError::invalid("diff", "needs a static axis"))?;
         if n == 0 {
             return Err(TensorError::invalid("diff", "of an empty axis"));
         }
-        (x.narrow(ax as i64, 1, n - 1) - x.narrow(ax as i64, 0, n - 1)).check().cloned()
-    })())
+        (x.narrow(ax as i64, 1, n - 1) - x.narrow(ax as i64, 0, n - 1))
+            .check()
+            .cloned()
+    })
 }
 /// numpy `ediff1d`: `diff` of the flattened tensor.
 pub fn ediff1d(x: &Tensor) -> Tensor {
@@ -443,7 +448,11 @@ pub fn broadcast_arrays(xs: &[&Tensor]) -> Vec<Tensor> {
 }
 /// numpy `atleast_1d`.
 pub fn atleast_1d(x: &Tensor) -> Tensor {
-    if x.ndim() >= 1 { x.clone() } else { x.reshape(&[1]) }
+    if x.ndim() >= 1 {
+        x.clone()
+    } else {
+        x.reshape(&[1])
+    }
 }
 /// numpy `atleast_2d`.
 pub fn atleast_2d(x: &Tensor) -> Tensor {
@@ -516,16 +525,23 @@ pub fn diag(x: &Tensor, k: i64) -> Tensor {
     if x.ndim() == 2 {
         return x.diagonal(k);
     }
-    Tensor::sticky((|| {
-        let n = x.dims().and_then(|d| (d.len() == 1).then(|| d[0])).ok_or_else(|| {
-            TensorError::invalid("diag", format!("needs rank 1 or 2, given {}", x.shape()))
-        })?;
+    Tensor::sticky_with(|| {
+        let n = x
+            .dims()
+            .and_then(|d| (d.len() == 1).then(|| d[0]))
+            .ok_or_else(|| {
+                TensorError::invalid("diag", format!("needs rank 1 or 2, given {}", x.shape()))
+            })?;
         let m = n + k.unsigned_abs() as usize;
         let ey = crate::creation::eye(m, None, k).astype(x.dtype());
         let v = x.pad(&[(0, m - n)], 0.0);
-        let out = if k >= 0 { &ey * v.reshape(&[m as i64, 1]) } else { &ey * v.reshape(&[1, m as i64]) };
+        let out = if k >= 0 {
+            &ey * v.reshape(&[m as i64, 1])
+        } else {
+            &ey * v.reshape(&[1, m as i64])
+        };
         out.check().cloned()
-    })())
+    })
 }
 
 fn join(op: &str, xs: &[&Tensor], axis: i64) -> Result<Tensor> {
@@ -542,14 +558,22 @@ fn join(op: &str, xs: &[&Tensor], axis: i64) -> Result<Tensor> {
         if x.ndim() != first.ndim() {
             return Err(TensorError::invalid(
                 op,
-                format!("all inputs need the same rank, given {} and {}", first.shape(), x.shape()),
+                format!(
+                    "all inputs need the same rank, given {} and {}",
+                    first.shape(),
+                    x.shape()
+                ),
             ));
         }
         for i in 0..first.ndim() {
             if i != ax && x.shape().dims()[i] != first.shape().dims()[i] {
                 return Err(TensorError::invalid(
                     op,
-                    format!("dims off axis {ax} must match, given {} and {}", first.shape(), x.shape()),
+                    format!(
+                        "dims off axis {ax} must match, given {} and {}",
+                        first.shape(),
+                        x.shape()
+                    ),
                 ));
             }
         }
@@ -572,19 +596,23 @@ pub fn concat(xs: &[&Tensor], axis: i64) -> Tensor {
 }
 /// numpy `stack(xs, axis)`: a new axis.
 pub fn stack(xs: &[&Tensor], axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let r = xs.first().map(|x| x.ndim()).unwrap_or(0) as i64;
         let a = if axis < 0 { axis + r + 1 } else { axis };
         let ex: Vec<Tensor> = xs.iter().map(|x| x.expand_dims(a)).collect();
         let refs: Vec<&Tensor> = ex.iter().collect();
         join("stack", &refs, a)
-    })())
+    })
 }
 /// numpy `hstack`.
 pub fn hstack(xs: &[&Tensor]) -> Tensor {
     let ex: Vec<Tensor> = xs.iter().map(|x| atleast_1d(x)).collect();
     let refs: Vec<&Tensor> = ex.iter().collect();
-    let axis = if ex.first().map(|x| x.ndim()) == Some(1) { 0 } else { 1 };
+    let axis = if ex.first().map(|x| x.ndim()) == Some(1) {
+        0
+    } else {
+        1
+    };
     concatenate(&refs, axis)
 }
 /// numpy `vstack` / `row_stack`.
@@ -603,7 +631,13 @@ pub fn dstack(xs: &[&Tensor]) -> Tensor {
 pub fn column_stack(xs: &[&Tensor]) -> Tensor {
     let ex: Vec<Tensor> = xs
         .iter()
-        .map(|x| if x.ndim() < 2 { atleast_1d(x).expand_dims(1) } else { (*x).clone() })
+        .map(|x| {
+            if x.ndim() < 2 {
+                atleast_1d(x).expand_dims(1)
+            } else {
+                (*x).clone()
+            }
+        })
         .collect();
     let refs: Vec<&Tensor> = ex.iter().collect();
     concatenate(&refs, 1)
@@ -622,7 +656,10 @@ pub fn array_split(x: &Tensor, sections: usize, axis: i64) -> Vec<Tensor> {
 pub fn split_at(x: &Tensor, indices: &[usize], axis: i64) -> Vec<Tensor> {
     let r = (|| {
         let ax = norm_axis("split", axis, x.ndim())?;
-        let n = x.shape().dim(ax).ok_or_else(|| TensorError::invalid("split", "needs a static axis"))?;
+        let n = x
+            .shape()
+            .dim(ax)
+            .ok_or_else(|| TensorError::invalid("split", "needs a static axis"))?;
         let mut bounds = vec![0];
         bounds.extend(indices.iter().map(|&i| i.min(n)));
         bounds.push(n);
@@ -639,7 +676,10 @@ pub fn split_at(x: &Tensor, indices: &[usize], axis: i64) -> Vec<Tensor> {
 fn split_impl(x: &Tensor, sections: usize, axis: i64, exact: bool) -> Vec<Tensor> {
     let r = (|| {
         let ax = norm_axis("split", axis, x.ndim())?;
-        let n = x.shape().dim(ax).ok_or_else(|| TensorError::invalid("split", "needs a static axis"))?;
+        let n = x
+            .shape()
+            .dim(ax)
+            .ok_or_else(|| TensorError::invalid("split", "needs a static axis"))?;
         if sections == 0 || (exact && n % sections != 0) {
             return Err(TensorError::invalid(
                 "split",
@@ -812,13 +852,28 @@ fn correlate_full(a: &Tensor, v: &Tensor) -> Tensor {
 }
 /// Bitwise and (logical on Bool).
 pub fn bitwise_and(a: &Tensor, b: impl Into<Arg>) -> Tensor {
-    Tensor::sticky(nary("bitwise_and", Op::Binary(BinaryOp::And), &[&a.into(), &b.into()], None))
+    Tensor::sticky(nary(
+        "bitwise_and",
+        Op::Binary(BinaryOp::And),
+        &[&a.into(), &b.into()],
+        None,
+    ))
 }
 /// Bitwise or.
 pub fn bitwise_or(a: &Tensor, b: impl Into<Arg>) -> Tensor {
-    Tensor::sticky(nary("bitwise_or", Op::Binary(BinaryOp::Or), &[&a.into(), &b.into()], None))
+    Tensor::sticky(nary(
+        "bitwise_or",
+        Op::Binary(BinaryOp::Or),
+        &[&a.into(), &b.into()],
+        None,
+    ))
 }
 /// Bitwise xor.
 pub fn bitwise_xor(a: &Tensor, b: impl Into<Arg>) -> Tensor {
-    Tensor::sticky(nary("bitwise_xor", Op::Binary(BinaryOp::Xor), &[&a.into(), &b.into()], None))
+    Tensor::sticky(nary(
+        "bitwise_xor",
+        Op::Binary(BinaryOp::Xor),
+        &[&a.into(), &b.into()],
+        None,
+    ))
 }

@@ -5,7 +5,9 @@
 
 #![allow(non_upper_case_globals)]
 
-use crate::creation::{arange, array, asarray, eye, full, iota, linspace, ones_like, scalar, zeros_like};
+use crate::creation::{
+    arange, array, asarray, eye, full, iota, linspace, ones_like, scalar, zeros_like,
+};
 use crate::elementwise::Arg;
 use crate::error::{Result, TensorError};
 use crate::np::{concatenate, stack, where_};
@@ -128,7 +130,11 @@ pub fn nanmin(x: &Tensor, axes: impl Into<Axes>, keepdims: bool) -> Tensor {
 /// `mean` ignoring NaNs.
 pub fn nanmean(x: &Tensor, axes: impl Into<Axes>, keepdims: bool) -> Tensor {
     let a = axes.into();
-    let n = x.isnan().logical_not().astype(x.float().dtype()).sum(a.clone(), keepdims);
+    let n = x
+        .isnan()
+        .logical_not()
+        .astype(x.float().dtype())
+        .sum(a.clone(), keepdims);
     nansum(&x.float(), a, keepdims) / n
 }
 /// `var(ddof)` ignoring NaNs.
@@ -164,13 +170,17 @@ pub fn nancumprod(x: &Tensor, axis: Option<i64>) -> Tensor {
 /// Cumulative product along `axis` (`None`: flattened), by log-depth
 /// doubling (`ceil(log2 n)` multiplies; exact products, any signs).
 pub fn cumprod(x: &Tensor, axis: Option<i64>) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let (x, axis) = match axis {
             Some(a) => (x.clone(), a),
             None => (x.ravel(), 0),
         };
         let (ax, n) = axis_len(&x, "cumprod", axis)?;
-        let mut acc = if x.dtype() == DType::Bool { x.astype(DType::I32) } else { x.clone() };
+        let mut acc = if x.dtype() == DType::Bool {
+            x.astype(DType::I32)
+        } else {
+            x.clone()
+        };
         let mut k = 1;
         while k < n {
             let head = ones_like(&acc.narrow(ax as i64, 0, k));
@@ -179,7 +189,7 @@ pub fn cumprod(x: &Tensor, axis: Option<i64>) -> Tensor {
             k *= 2;
         }
         acc.check().cloned()
-    })())
+    })
 }
 /// Array-API `cumulative_prod`.
 pub fn cumulative_prod(x: &Tensor, axis: Option<i64>) -> Tensor {
@@ -190,9 +200,12 @@ pub fn cumulative_prod(x: &Tensor, axis: Option<i64>) -> Tensor {
 
 /// numpy `quantile(x, q, axis, method="linear")` for one `q` in [0, 1].
 pub fn quantile(x: &Tensor, q: f64, axis: Option<i64>, keepdims: bool) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         if !(0.0..=1.0).contains(&q) {
-            return Err(TensorError::invalid("quantile", format!("q must be in [0, 1], given {q}")));
+            return Err(TensorError::invalid(
+                "quantile",
+                format!("q must be in [0, 1], given {q}"),
+            ));
         }
         let rank = x.ndim();
         let (y, axis_i) = match axis {
@@ -212,12 +225,16 @@ pub fn quantile(x: &Tensor, q: f64, axis: Option<i64>, keepdims: bool) -> Tensor
         let b = s.narrow(ax as i64, hi, 1);
         let r = &a + (&b - &a) * frac;
         let r = if keepdims {
-            if axis.is_none() { r.reshape(&vec![1; rank]) } else { r }
+            if axis.is_none() {
+                r.reshape(&vec![1; rank])
+            } else {
+                r
+            }
         } else {
             r.squeeze(Axes::Some(vec![ax as i64]))
         };
         r.check().cloned()
-    })())
+    })
 }
 /// numpy `percentile(x, q)` with `q` in [0, 100].
 pub fn percentile(x: &Tensor, q: f64, axis: Option<i64>, keepdims: bool) -> Tensor {
@@ -240,12 +257,14 @@ pub fn digitize(x: &Tensor, bins: &Tensor, right: bool) -> Tensor {
 }
 /// numpy `isin(element, test_elements)` (Bool).
 pub fn isin(element: &Tensor, test: &Tensor) -> Tensor {
-    element.expand_dims(-1).eq(&test.ravel()).any(-1, false)
+    element.expand_dims(-1).eq(test.ravel()).any(-1, false)
 }
 /// numpy `bincount(x, length)` of non-negative integers (values at or past
 /// `length` are not counted; `length` must cover them to match numpy).
 pub fn bincount(x: &Tensor, length: usize) -> Tensor {
-    crate::nn::one_hot(&x.ravel(), length).astype(DType::I32).sum(0, false)
+    crate::nn::one_hot(&x.ravel(), length)
+        .astype(DType::I32)
+        .sum(0, false)
 }
 /// numpy `array_equiv`: broadcastable and all equal (Bool scalar).
 pub fn array_equiv(a: &Tensor, b: &Tensor) -> Tensor {
@@ -256,7 +275,10 @@ pub fn array_equiv(a: &Tensor, b: &Tensor) -> Tensor {
 }
 /// numpy `broadcast_shapes` of dims.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
-    let (sa, sb) = (rlx_ir::Shape::new(a, DType::F32), rlx_ir::Shape::new(b, DType::F32));
+    let (sa, sb) = (
+        rlx_ir::Shape::new(a, DType::F32),
+        rlx_ir::Shape::new(b, DType::F32),
+    );
     let d = crate::tensor::broadcast_shapes("broadcast_shapes", &sa, &sb)?;
     Ok(d.iter().filter_map(|d| d.as_static()).collect())
 }
@@ -272,67 +294,97 @@ pub fn append(x: &Tensor, values: &Tensor, axis: Option<i64>) -> Tensor {
 }
 /// numpy `delete(x, index, axis)` of one index (negative from the end).
 pub fn delete(x: &Tensor, index: i64, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let (ax, n) = axis_len(x, "delete", axis)?;
         let i = if index < 0 { index + n as i64 } else { index };
         if i < 0 || i >= n as i64 {
-            return Err(TensorError::invalid("delete", format!("index {index} is out of bounds for axis {ax} with size {n}")));
+            return Err(TensorError::invalid(
+                "delete",
+                format!("index {index} is out of bounds for axis {ax} with size {n}"),
+            ));
         }
         let i = i as usize;
-        concatenate(&[&x.narrow(ax as i64, 0, i), &x.narrow(ax as i64, i + 1, n - i - 1)], ax as i64)
-            .check()
-            .cloned()
-    })())
+        concatenate(
+            &[
+                &x.narrow(ax as i64, 0, i),
+                &x.narrow(ax as i64, i + 1, n - i - 1),
+            ],
+            ax as i64,
+        )
+        .check()
+        .cloned()
+    })
 }
 /// numpy `insert(x, index, value, axis)`: one slice of `value` before `index`.
 pub fn insert(x: &Tensor, index: usize, value: f64, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let (ax, n) = axis_len(x, "insert", axis)?;
         if index > n {
-            return Err(TensorError::invalid("insert", format!("index {index} is out of bounds for axis {ax} with size {n}")));
+            return Err(TensorError::invalid(
+                "insert",
+                format!("index {index} is out of bounds for axis {ax} with size {n}"),
+            ));
         }
         let mut d = x.dims().unwrap_or_default();
         d[ax] = 1;
         let v = full(&d, value, x.dtype());
-        concatenate(&[&x.narrow(ax as i64, 0, index), &v, &x.narrow(ax as i64, index, n - index)], ax as i64)
-            .check()
-            .cloned()
-    })())
+        concatenate(
+            &[
+                &x.narrow(ax as i64, 0, index),
+                &v,
+                &x.narrow(ax as i64, index, n - index),
+            ],
+            ax as i64,
+        )
+        .check()
+        .cloned()
+    })
 }
 /// Array-API `unstack`: the slices along `axis`.
 pub fn unstack(x: &Tensor, axis: i64) -> Vec<Tensor> {
     match axis_len(x, "unstack", axis) {
         Ok((ax, n)) => (0..n)
-            .map(|i| x.narrow(ax as i64, i, 1).squeeze(Axes::Some(vec![ax as i64])))
+            .map(|i| {
+                x.narrow(ax as i64, i, 1)
+                    .squeeze(Axes::Some(vec![ax as i64]))
+            })
             .collect(),
         Err(err) => vec![Tensor::sticky(Err(err))],
     }
 }
 /// numpy `rollaxis(x, axis, start)`.
 pub fn rollaxis(x: &Tensor, axis: i64, start: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let r = x.ndim() as i64;
         let a = norm_axis("rollaxis", axis, x.ndim())? as i64;
         let s = if start < 0 { start + r } else { start };
         if !(0..=r).contains(&s) {
-            return Err(TensorError::invalid("rollaxis", format!("start {start} out of range for rank {r}")));
+            return Err(TensorError::invalid(
+                "rollaxis",
+                format!("start {start} out of range for rank {r}"),
+            ));
         }
         let dst = if a < s { s - 1 } else { s };
         x.moveaxis(a, dst).check().cloned()
-    })())
+    })
 }
 /// numpy `resize(x, dims)`: the flattened data repeated to fill `dims`.
 pub fn resize(x: &Tensor, dims: &[usize]) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let total: usize = dims.iter().product();
-        let n = x.size().ok_or_else(|| TensorError::invalid("resize", "needs static dims"))?;
+        let n = x
+            .size()
+            .ok_or_else(|| TensorError::invalid("resize", "needs static dims"))?;
         if n == 0 {
-            return Ok(zeros_like(x).reshape(&[0]).pad(&[(0, total)], 0.0).reshape(&dims.iter().map(|&d| d as i64).collect::<Vec<_>>()));
+            return Ok(zeros_like(x)
+                .reshape(&[0])
+                .pad(&[(0, total)], 0.0)
+                .reshape(&dims.iter().map(|&d| d as i64).collect::<Vec<_>>()));
         }
         let reps = total.div_ceil(n);
         let flat = x.ravel().tile(&[reps]).narrow(0, 0, total);
         flat.try_reshape(&dims.iter().map(|&d| d as i64).collect::<Vec<_>>())
-    })())
+    })
 }
 /// numpy `diagflat(v, k)`.
 pub fn diagflat(v: &Tensor, k: i64) -> Tensor {
@@ -342,18 +394,26 @@ pub fn diagflat(v: &Tensor, k: i64) -> Tensor {
 pub fn fill_diagonal(x: &Tensor, val: f64) -> Tensor {
     match x.dims() {
         Some(d) if d.len() == 2 => where_(&eye(d[0], Some(d[1]), 0).ne(0.0), val, x),
-        _ => fail("fill_diagonal", format!("needs a 2-d tensor, given {}", x.shape())),
+        _ => fail(
+            "fill_diagonal",
+            format!("needs a 2-d tensor, given {}", x.shape()),
+        ),
     }
 }
 /// numpy `indices(dims)`: a `[rank, *dims]` `I32` grid.
 pub fn indices(dims: &[usize]) -> Tensor {
-    let parts: Vec<Tensor> = (0..dims.len()).map(|a| iota(dims, a, 0.0, 1.0, DType::I32)).collect();
+    let parts: Vec<Tensor> = (0..dims.len())
+        .map(|a| iota(dims, a, 0.0, 1.0, DType::I32))
+        .collect();
     let refs: Vec<&Tensor> = parts.iter().collect();
     stack(&refs, 0)
 }
 /// numpy `diag_indices(n)`: `(arange(n), arange(n))`.
 pub fn diag_indices(n: usize) -> (Tensor, Tensor) {
-    (arange(0.0, n as f64, 1.0, None), arange(0.0, n as f64, 1.0, None))
+    (
+        arange(0.0, n as f64, 1.0, None),
+        arange(0.0, n as f64, 1.0, None),
+    )
 }
 fn tri_indices(n: usize, k: i64, m: usize, lower: bool) -> (Tensor, Tensor) {
     let mut rows = Vec::new();
@@ -387,17 +447,30 @@ pub fn triu_indices(n: usize, k: i64, m: Option<usize>) -> (Tensor, Tensor) {
 /// numpy `tril_indices_from(x, k)`.
 pub fn tril_indices_from(x: &Tensor, k: i64) -> (Tensor, Tensor) {
     let d = x.dims().unwrap_or_default();
-    tri_indices(d.first().copied().unwrap_or(0), k, d.get(1).copied().unwrap_or(0), true)
+    tri_indices(
+        d.first().copied().unwrap_or(0),
+        k,
+        d.get(1).copied().unwrap_or(0),
+        true,
+    )
 }
 /// numpy `triu_indices_from(x, k)`.
 pub fn triu_indices_from(x: &Tensor, k: i64) -> (Tensor, Tensor) {
     let d = x.dims().unwrap_or_default();
-    tri_indices(d.first().copied().unwrap_or(0), k, d.get(1).copied().unwrap_or(0), false)
+    tri_indices(
+        d.first().copied().unwrap_or(0),
+        k,
+        d.get(1).copied().unwrap_or(0),
+        false,
+    )
 }
 /// numpy `ravel_multi_index(indices, dims)`: flat indices of `I32` index tensors.
 pub fn ravel_multi_index(idx: &[&Tensor], dims: &[usize]) -> Tensor {
     if idx.len() != dims.len() {
-        return fail("ravel_multi_index", format!("{} index tensors for {} dims", idx.len(), dims.len()));
+        return fail(
+            "ravel_multi_index",
+            format!("{} index tensors for {} dims", idx.len(), dims.len()),
+        );
     }
     let mut acc: Option<Tensor> = None;
     let mut stride = 1usize;
@@ -427,7 +500,7 @@ pub fn unravel_index(idx: &Tensor, dims: &[usize]) -> Vec<Tensor> {
 
 /// numpy `trapezoid(y, dx, axis)`.
 pub fn trapezoid(y: &Tensor, dx: f64, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let (ax, n) = axis_len(y, "trapezoid", axis)?;
         if n < 2 {
             return Ok(zeros_like(&y.float()).sum(ax as i64, false));
@@ -435,15 +508,18 @@ pub fn trapezoid(y: &Tensor, dx: f64, axis: i64) -> Tensor {
         let y = y.float();
         let s = (y.narrow(ax as i64, 1, n - 1) + y.narrow(ax as i64, 0, n - 1)) * (0.5 * dx);
         s.sum(ax as i64, false).check().cloned()
-    })())
+    })
 }
 /// numpy `gradient(y, axis)` with unit spacing: central differences inside,
 /// one-sided at the ends.
 pub fn gradient(y: &Tensor, axis: i64) -> Tensor {
-    Tensor::sticky((|| {
+    Tensor::sticky_with(|| {
         let (ax, n) = axis_len(y, "gradient", axis)?;
         if n < 2 {
-            return Err(TensorError::invalid("gradient", "needs at least 2 points along the axis"));
+            return Err(TensorError::invalid(
+                "gradient",
+                "needs at least 2 points along the axis",
+            ));
         }
         let y = y.float();
         let a = ax as i64;
@@ -454,7 +530,7 @@ pub fn gradient(y: &Tensor, axis: i64) -> Tensor {
         }
         let mid = (y.narrow(a, 2, n - 2) - y.narrow(a, 0, n - 2)) * 0.5;
         concatenate(&[&first, &mid, &last], a).check().cloned()
-    })())
+    })
 }
 /// numpy `cov(x)` of the rows of a 2-d tensor (`ddof = 1`).
 pub fn cov(x: &Tensor) -> Tensor {
@@ -511,7 +587,9 @@ pub fn polymul(a: &Tensor, b: &Tensor) -> Tensor {
 pub fn polyder(p: &Tensor) -> Tensor {
     let n = p.size().unwrap_or(0);
     if n <= 1 {
-        return zeros_like(&p.float()).narrow(0, 0, 1.min(n)).pad(&[(0, 1 - n.min(1))], 0.0);
+        return zeros_like(&p.float())
+            .narrow(0, 0, 1.min(n))
+            .pad(&[(0, 1 - n.min(1))], 0.0);
     }
     let pw = arange(n as f64 - 1.0, 0.0, -1.0, None).astype(p.float().dtype());
     p.float().narrow(0, 0, n - 1) * pw

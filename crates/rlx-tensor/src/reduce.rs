@@ -73,14 +73,22 @@ pub(crate) fn norm_axes(op: &str, axes: &Axes, rank: usize) -> Result<Vec<usize>
     out.sort_unstable();
     out.dedup();
     if out.len() != n {
-        return Err(TensorError::invalid(op, format!("repeated axis in {axes:?}")));
+        return Err(TensorError::invalid(
+            op,
+            format!("repeated axis in {axes:?}"),
+        ));
     }
     Ok(out)
 }
 
 impl Tensor {
     /// Any reduction over `axes`.
-    pub fn try_reduce(&self, op: ReduceOp, axes: impl Into<Axes>, keepdims: bool) -> Result<Tensor> {
+    pub fn try_reduce(
+        &self,
+        op: ReduceOp,
+        axes: impl Into<Axes>,
+        keepdims: bool,
+    ) -> Result<Tensor> {
         self.check()?;
         let name = op.name();
         let axes = norm_axes(name, &axes.into(), self.ndim())?;
@@ -175,7 +183,11 @@ impl Tensor {
 
     fn arg_reduce(&self, op: ArgReduceOp, axis: Option<i64>, keepdims: bool) -> Result<Tensor> {
         self.check()?;
-        let name = if op == ArgReduceOp::ArgMax { "argmax" } else { "argmin" };
+        let name = if op == ArgReduceOp::ArgMax {
+            "argmax"
+        } else {
+            "argmin"
+        };
         let (x, axis) = match axis {
             Some(a) => (self.clone(), norm_axis(name, a, self.ndim())?),
             None => (self.try_reshape(&[-1])?, 0),
@@ -233,7 +245,11 @@ impl Tensor {
             Some(a) => (self.clone(), norm_axis("cumsum", a, self.ndim())?),
             None => (self.try_reshape(&[-1])?, 0),
         };
-        let x = if x.dtype() == DType::Bool { x.try_astype(DType::I32)? } else { x };
+        let x = if x.dtype() == DType::Bool {
+            x.try_astype(DType::I32)?
+        } else {
+            x
+        };
         Tensor::op(
             "cumsum",
             Op::Cumsum {

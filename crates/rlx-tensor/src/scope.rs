@@ -118,12 +118,7 @@ impl ScopeData {
                 current_id: self.id,
             });
         }
-        if let Some((_, node)) = self
-            .captures
-            .borrow()
-            .iter()
-            .find(|(c, _)| c.same_node(t))
-        {
+        if let Some((_, node)) = self.captures.borrow().iter().find(|(c, _)| c.same_node(t)) {
             return Ok(*node);
         }
         let k = self.captures.borrow().len();
@@ -307,12 +302,17 @@ pub fn graph_with<O: Outputs>(
 ) -> Result<Graph> {
     let verify = opts.verify;
     let data = ScopeData::new(opts, false);
-    let outs = run_in(&data, || f(&GraphScope { data: data.clone() }).into_tensors());
+    let outs = run_in(&data, || {
+        f(&GraphScope { data: data.clone() }).into_tensors()
+    });
     let g = finish(&data, &outs, "graph outputs")?;
     if verify {
         let errs = rlx_ir::verify_all(&g);
         if let Some(e) = errs.first() {
-            return Err(TensorError::invalid("graph", format!("the built graph does not verify: {e}")));
+            return Err(TensorError::invalid(
+                "graph",
+                format!("the built graph does not verify: {e}"),
+            ));
         }
     }
     Ok(g)
@@ -328,9 +328,7 @@ pub(crate) fn run_in<R>(data: &Rc<ScopeData>, f: impl FnOnce() -> R) -> R {
 pub(crate) fn trace_scope(name: &str) -> Rc<ScopeData> {
     let opts = ScopeOptions {
         name: name.into(),
-        float_dtype: current()
-            .map(|c| c.opts.float_dtype)
-            .unwrap_or(DType::F32),
+        float_dtype: current().map(|c| c.opts.float_dtype).unwrap_or(DType::F32),
         verify: false,
     };
     ScopeData::new(opts, true)

@@ -72,6 +72,11 @@ impl Tensor {
         }
     }
 
+    /// [`Tensor::sticky`] of a fallible builder.
+    pub(crate) fn sticky_with(f: impl FnOnce() -> Result<Tensor>) -> Tensor {
+        Tensor::sticky(f())
+    }
+
     pub(crate) fn parts(&self) -> Result<(&Rc<ScopeData>, NodeId, &Shape)> {
         match &*self.repr {
             Repr::Node { scope, id, shape } => Ok((scope, *id, shape)),
@@ -81,9 +86,14 @@ impl Tensor {
 
     pub(crate) fn same_node(&self, other: &Tensor) -> bool {
         match (&*self.repr, &*other.repr) {
-            (Repr::Node { scope: a, id: x, .. }, Repr::Node { scope: b, id: y, .. }) => {
-                a.id == b.id && x == y
-            }
+            (
+                Repr::Node {
+                    scope: a, id: x, ..
+                },
+                Repr::Node {
+                    scope: b, id: y, ..
+                },
+            ) => a.id == b.id && x == y,
             _ => false,
         }
     }
@@ -201,7 +211,6 @@ pub fn broadcast_shapes(op: &str, a: &Shape, b: &Shape) -> Result<Vec<Dim>> {
                     rhs: b.clone(),
                 })
             }
-            
         };
         out.push(d);
     }

@@ -115,7 +115,12 @@ fn trace<M, F: TraceFn<M> + ?Sized>(name: &str, f: &F, shapes: &[Shape]) -> Resu
     }
     let outs = run_in(&data, || f.call_traced(&tensors));
     let graph = finish(&data, &outs, name)?;
-    let captures = data.captures.borrow().iter().map(|(t, _)| t.clone()).collect();
+    let captures = data
+        .captures
+        .borrow()
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect();
     Ok(Traced {
         graph,
         args,
@@ -132,7 +137,10 @@ fn inline(op: &str, g: &Graph, bind: &HashMap<String, Tensor>) -> Result<Vec<Ten
         let id = match &n.op {
             Op::Input { name } => {
                 let t = bind.get(name).ok_or_else(|| {
-                    TensorError::invalid(op, format!("the transformed graph has an unbound input \"{name}\""))
+                    TensorError::invalid(
+                        op,
+                        format!("the transformed graph has an unbound input \"{name}\""),
+                    )
                 })?;
                 scope.resolve(t, op)?
             }
@@ -190,7 +198,10 @@ fn shapes_of(args: &[&Tensor]) -> Result<Vec<Shape>> {
 }
 
 fn ad(transform: &'static str) -> impl Fn(rlx_autodiff::AutodiffError) -> TensorError {
-    move |source| TensorError::Autodiff { transform, source }
+    move |source| TensorError::Autodiff {
+        transform,
+        source: Box::new(source),
+    }
 }
 
 /// `[value, grads...]` of `f` at `args` with respect to `argnums`.
@@ -207,13 +218,19 @@ fn value_and_grads<M, F: TraceFn<M> + ?Sized>(
     if t.graph.shape(loss).numel() != Some(1) {
         return Err(TensorError::invalid(
             "grad",
-            format!("needs a scalar output, the function returned {}", t.graph.shape(loss)),
+            format!(
+                "needs a scalar output, the function returned {}",
+                t.graph.shape(loss)
+            ),
         ));
     }
     let mut wrt = Vec::with_capacity(argnums.len());
     for &i in argnums {
         wrt.push(*t.args.get(i).ok_or_else(|| {
-            TensorError::invalid("grad", format!("argnum {i} but the function has {} arguments", args.len()))
+            TensorError::invalid(
+                "grad",
+                format!("argnum {i} but the function has {} arguments", args.len()),
+            )
         })?);
     }
     let mut g = t.graph.clone();
@@ -244,11 +261,17 @@ pub fn grad<M, F: TraceFn<M>>(f: F) -> impl Fn(&[&Tensor]) -> Tensor {
 }
 
 /// `jax.grad(f, argnums)`: gradients with respect to several arguments.
-pub fn grad_argnums<M, F: TraceFn<M>>(f: F, argnums: &[usize]) -> impl Fn(&[&Tensor]) -> Vec<Tensor> {
+pub fn grad_argnums<M, F: TraceFn<M>>(
+    f: F,
+    argnums: &[usize],
+) -> impl Fn(&[&Tensor]) -> Vec<Tensor> {
     let argnums = argnums.to_vec();
     move |args: &[&Tensor]| match value_and_grads(&f, args, &argnums) {
         Ok((_, g)) => g,
-        Err(e) => argnums.iter().map(|_| Tensor::sticky(Err(e.clone()))).collect(),
+        Err(e) => argnums
+            .iter()
+            .map(|_| Tensor::sticky(Err(e.clone())))
+            .collect(),
     }
 }
 
@@ -261,10 +284,17 @@ pub fn value_and_grad<M, F: TraceFn<M>>(f: F) -> impl Fn(&[&Tensor]) -> (Tensor,
 }
 
 /// `jax.jvp(f, primals, tangents)`: `(f(primals), J·tangents)` for every output.
-pub fn jvp<M, F: TraceFn<M>>(f: F, primals: &[&Tensor], tangents: &[&Tensor]) -> (Vec<Tensor>, Vec<Tensor>) {
+pub fn jvp<M, F: TraceFn<M>>(
+    f: F,
+    primals: &[&Tensor],
+    tangents: &[&Tensor],
+) -> (Vec<Tensor>, Vec<Tensor>) {
     match try_jvp(&f, primals, tangents) {
         Ok(r) => r,
-        Err(e) => (vec![Tensor::sticky(Err(e.clone()))], vec![Tensor::failed(e)]),
+        Err(e) => (
+            vec![Tensor::sticky(Err(e.clone()))],
+            vec![Tensor::failed(e)],
+        ),
     }
 }
 
@@ -280,7 +310,10 @@ pub fn try_jvp<M, F: TraceFn<M> + ?Sized>(
     let j = rlx_autodiff::jvp(&t.graph, &t.args).map_err(ad("jvp"))?;
     let mut b = bindings(&t, primals);
     for (i, v) in tangents.iter().enumerate() {
-        b.insert(format!("{}{}", rlx_autodiff::TANGENT_PREFIX, arg_name(i)), (*v).clone());
+        b.insert(
+            format!("{}{}", rlx_autodiff::TANGENT_PREFIX, arg_name(i)),
+            (*v).clone(),
+        );
     }
     let mut outs = inline("jvp", &j, &b)?;
     let tans = outs.split_off(n_out);
@@ -312,7 +345,10 @@ fn check_tangents(op: &str, primals: &[&Tensor], tangents: &[&Tensor]) -> Result
 pub fn hvp<M, F: TraceFn<M>>(f: F, primals: &[&Tensor], tangents: &[&Tensor]) -> Vec<Tensor> {
     match try_hvp(&f, primals, tangents) {
         Ok(r) => r,
-        Err(e) => primals.iter().map(|_| Tensor::sticky(Err(e.clone()))).collect(),
+        Err(e) => primals
+            .iter()
+            .map(|_| Tensor::sticky(Err(e.clone())))
+            .collect(),
     }
 }
 
@@ -333,7 +369,10 @@ pub fn try_hvp<M, F: TraceFn<M> + ?Sized>(
     let h = rlx_autodiff::hvp(&g, &t.args).map_err(ad("hvp"))?;
     let mut b = bindings(&t, primals);
     for (i, v) in tangents.iter().enumerate() {
-        b.insert(format!("{}{}", rlx_autodiff::TANGENT_PREFIX, arg_name(i)), (*v).clone());
+        b.insert(
+            format!("{}{}", rlx_autodiff::TANGENT_PREFIX, arg_name(i)),
+            (*v).clone(),
+        );
     }
     inline("hvp", &h, &b)
 }
@@ -386,11 +425,15 @@ pub fn try_vmap<M, F: TraceFn<M> + ?Sized>(
         match ax {
             None => shapes.push(s),
             Some(axis) => {
-                let d = a.dims().ok_or_else(|| TensorError::invalid("vmap", "needs static dims"))?;
+                let d = a
+                    .dims()
+                    .ok_or_else(|| TensorError::invalid("vmap", "needs static dims"))?;
                 if *axis >= d.len() {
                     return Err(TensorError::invalid(
                         "vmap",
-                        format!("in_axes[{i}] = {axis} is out of range for argument {i} of shape {s}"),
+                        format!(
+                            "in_axes[{i}] = {axis} is out of range for argument {i} of shape {s}"
+                        ),
                     ));
                 }
                 match batch {
@@ -409,7 +452,9 @@ pub fn try_vmap<M, F: TraceFn<M> + ?Sized>(
             }
         }
     }
-    let (_, b) = batch.ok_or_else(|| TensorError::invalid("vmap", "no argument is batched (all in_axes are None)"))?;
+    let (_, b) = batch.ok_or_else(|| {
+        TensorError::invalid("vmap", "no argument is batched (all in_axes are None)")
+    })?;
     let t = trace("vmap", f, &shapes)?;
     let names: Vec<(String, usize)> = in_axes
         .iter()
@@ -488,19 +533,24 @@ impl<M, F: TraceFn<M>> Jit<F, M> {
                 .try_compile_with(g, &self.opts.compile)
                 .map_err(|source| TensorError::Runtime {
                     what: "jit compile".into(),
-                    source,
+                    source: Box::new(source),
                 })?;
             self.traces.set(self.traces.get() + 1);
             self.cache.borrow_mut().insert(key.clone(), c);
         }
         let names: Vec<String> = (0..args.len()).map(arg_name).collect();
-        let inputs: Vec<(&str, &HostTensor)> = names.iter().map(|n| n.as_str()).zip(args.iter().copied()).collect();
+        let inputs: Vec<(&str, &HostTensor)> = names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(args.iter().copied())
+            .collect();
         let mut cache = self.cache.borrow_mut();
         let c = cache.get_mut(&key).expect("compiled above");
-        c.try_run_typed(&inputs).map_err(|source| TensorError::Runtime {
-            what: "jit run".into(),
-            source,
-        })
+        c.try_run_typed(&inputs)
+            .map_err(|source| TensorError::Runtime {
+                what: "jit run".into(),
+                source: Box::new(source),
+            })
     }
 
     /// The graph `f` traces to for these argument shapes (inputs `arg0`, ...).

@@ -3,7 +3,7 @@
 //! transforms of the wrong kind of function.
 
 use rlx_tensor::{
-    attempt, einsum, graph, grad, jit, s, shape, vmap, GraphScope, Tensor, TensorError,
+    attempt, einsum, grad, graph, jit, s, shape, vmap, GraphScope, Tensor, TensorError,
 };
 
 fn err_of(r: Result<rlx_tensor::Graph, TensorError>) -> String {
@@ -34,12 +34,19 @@ fn first_error_wins_and_try_forms_return_it() {
         let a = g.input("a", shape![2, 3]);
         let b = g.input("b", shape![3, 2]);
         let e = a.try_mul(&b).unwrap_err();
-        assert!(e.to_string().starts_with("mul: shapes f32[2,3] and f32[3,2]"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("mul: shapes f32[2,3] and f32[3,2]"),
+            "{e}"
+        );
         let bad = a.sum(5, false);
         let _also_bad = a.at(s![7]);
         bad
     });
-    assert_eq!(err_of(r), "sum: axis 5 is out of bounds for a tensor of rank 2");
+    assert_eq!(
+        err_of(r),
+        "sum: axis 5 is out of bounds for a tensor of rank 2"
+    );
 }
 
 #[test]
@@ -72,7 +79,11 @@ fn tensor_of_an_outer_scope_in_an_inner_graph_is_foreign() {
         assert!(msg.contains("used in scope \"inner\""), "{msg}");
         x.exp()
     });
-    assert!(outer.is_ok(), "the outer graph is unaffected: {:?}", outer.err());
+    assert!(
+        outer.is_ok(),
+        "the outer graph is unaffected: {:?}",
+        outer.err()
+    );
 }
 
 #[test]
@@ -112,20 +123,48 @@ fn returning_a_foreign_tensor_as_output_is_an_error() {
     .unwrap();
     let x = escaped.unwrap();
     let msg = err_of(graph("b", |_| x.clone()));
-    assert!(msg.starts_with("graph outputs: tensor of scope \"a\""), "{msg}");
+    assert!(
+        msg.starts_with("graph outputs: tensor of scope \"a\""),
+        "{msg}"
+    );
 }
 
 #[test]
 fn indexing_errors_name_the_problem() {
-    let cases: Vec<(&str, Box<dyn Fn(&Tensor) -> Tensor>)> = vec![
-        ("index: index 7 is out of bounds for axis 0 with size 4", Box::new(|x| x.at(s![7]))),
-        ("index: index -5 is out of bounds for axis 1 with size 3", Box::new(|x| x.at(s![.., -5]))),
-        ("index: too many indices: 3 for a tensor of rank 2 (f32[4,3])", Box::new(|x| x.at(s![0, 0, 0]))),
-        ("index: slice step cannot be zero (axis 0)", Box::new(|x| x.at(s![..;0]))),
-        ("index: an index can only have a single ellipsis ('...')", Box::new(|x| x.at(s![..., 0, ...]))),
-        ("reshape: cannot reshape f32[4,3] into [5, -1]", Box::new(|x| x.reshape(&[5, -1]))),
-        ("squeeze: axis 0 of f32[4,3] has size 4, not 1", Box::new(|x| x.squeeze(0))),
-        ("transpose: [0, 0] is not a permutation of the 2 axes of f32[4,3]", Box::new(|x| x.transpose(&[0, 0]))),
+    type Case = (&'static str, Box<dyn Fn(&Tensor) -> Tensor>);
+    let cases: Vec<Case> = vec![
+        (
+            "index: index 7 is out of bounds for axis 0 with size 4",
+            Box::new(|x| x.at(s![7])),
+        ),
+        (
+            "index: index -5 is out of bounds for axis 1 with size 3",
+            Box::new(|x| x.at(s![.., -5])),
+        ),
+        (
+            "index: too many indices: 3 for a tensor of rank 2 (f32[4,3])",
+            Box::new(|x| x.at(s![0, 0, 0])),
+        ),
+        (
+            "index: slice step cannot be zero (axis 0)",
+            Box::new(|x| x.at(s![..;0])),
+        ),
+        (
+            "index: an index can only have a single ellipsis ('...')",
+            Box::new(|x| x.at(s![..., 0, ...])),
+        ),
+        (
+            "reshape: cannot reshape f32[4,3] into [5, -1]",
+            Box::new(|x| x.reshape(&[5, -1])),
+        ),
+        (
+            "squeeze: axis 0 of f32[4,3] has size 4, not 1",
+            Box::new(|x| x.squeeze(0)),
+        ),
+        (
+            "transpose: [0, 0] is not a permutation of the 2 axes of f32[4,3]",
+            Box::new(|x| x.transpose(&[0, 0])),
+        ),
     ];
     for (want, f) in cases {
         let r = graph("g", |g| {
@@ -143,7 +182,10 @@ fn einsum_errors() {
         let b = g.input("b", shape![4, 5]);
         einsum("ij,jk->ik", &[&a, &b])
     });
-    assert_eq!(err_of(r), "einsum: \"ij,jk->ik\": label 'j' has sizes 3 and 4");
+    assert_eq!(
+        err_of(r),
+        "einsum: \"ij,jk->ik\": label 'j' has sizes 3 and 4"
+    );
     let r = graph("g", |g| {
         let a = g.input("a", shape![3, 3]);
         einsum("ii->", &[&a])
@@ -158,7 +200,10 @@ fn transform_misuse() {
         let x = g.input("x", shape![3]);
         grad(|x: &Tensor| x * 2.0)(&[&x])
     });
-    assert_eq!(err_of(r), "grad: needs a scalar output, the function returned f32[3]");
+    assert_eq!(
+        err_of(r),
+        "grad: needs a scalar output, the function returned f32[3]"
+    );
     // Wrong number of arguments.
     let r = graph("g", |g| {
         let x = g.input("x", shape![3]);
@@ -189,8 +234,15 @@ fn jit_errors_are_typed() {
     let x = rlx_ir::HostTensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
     let y = rlx_ir::HostTensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     let e = f.call(&[&x, &y]).unwrap_err();
-    assert!(e.to_string().starts_with("add: shapes f32[2] and f32[3] do not broadcast"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("add: shapes f32[2] and f32[3] do not broadcast"),
+        "{e}"
+    );
     let e = f.call(&[&x]).unwrap_err();
-    assert_eq!(e.to_string(), "jit: the function takes 2 arguments, given 1");
+    assert_eq!(
+        e.to_string(),
+        "jit: the function takes 2 arguments, given 1"
+    );
     assert_eq!(f.traces(), 0);
 }

@@ -7,12 +7,31 @@ use common::{compare, host, parse_tensor, Fx};
 use rlx_tensor::{grad, jit, Tensor};
 
 fn fixture(name: &str) -> (Vec<Fx>, Vec<Fx>) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/programs.json"
+    ))
+    .unwrap();
     let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let p = fx["programs"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap();
+    let p = fx["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap();
     (
-        p["inputs"].as_array().unwrap().iter().map(parse_tensor).collect(),
-        p["outputs"].as_array().unwrap().iter().map(parse_tensor).collect(),
+        p["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(parse_tensor)
+            .collect(),
+        p["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(parse_tensor)
+            .collect(),
     )
 }
 

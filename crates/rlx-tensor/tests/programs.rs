@@ -51,7 +51,12 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         }
         "int_true_div" => {
             let (a, b) = (t("a"), t("b"));
-            vec![&a / &b, np::floor_divide(&a, &b), np::remainder(&a, &b), &a + &b]
+            vec![
+                &a / &b,
+                np::floor_divide(&a, &b),
+                np::remainder(&a, &b),
+                &a + &b,
+            ]
         }
         "slice_steps" => vec![t("x").at(s![.., 1..4, ..;2])],
         "slice_neg_newaxis" => vec![t("x").at(s![-1, ..., None])],
@@ -65,11 +70,18 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         }
         "slice_clamp" => {
             let x = t("x");
-            vec![x.at(s![rg(-100, 100)]), x.at(s![3..1]), x.at(s![tail(10)])]
+            vec![
+                x.at(s![rg(-100, 100)]),
+                x.at(s![rg(3, 1)]),
+                x.at(s![tail(10)]),
+            ]
         }
         "take_neg" => {
             let (x, idx) = (t("x"), t("i"));
-            vec![x.take(&idx, Some(0)), x.take(&np::remainder(&idx, 3), Some(1))]
+            vec![
+                x.take(&idx, Some(0)),
+                x.take(&np::remainder(&idx, 3), Some(1)),
+            ]
         }
         "take_along" => vec![t("x").take_along_axis(&t("i"), 1)],
         "sum_keepdims" => {
@@ -78,23 +90,45 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         }
         "mean_max_min" => {
             let x = t("x");
-            vec![x.mean(-1, false), x.max([0, 2], true), x.min(None, false), x.at(s![0]).prod(0, false)]
+            vec![
+                x.mean(-1, false),
+                x.max([0, 2], true),
+                x.min(None, false),
+                x.at(s![0]).prod(0, false),
+            ]
         }
         "var_std" => {
             let x = t("x");
-            vec![x.var(1, 1, false), x.std(0, 0, false), x.var(None, 0, true), x.ptp(1, false)]
+            vec![
+                x.var(1, 1, false),
+                x.std(0, 0, false),
+                x.var(None, 0, true),
+                x.ptp(1, false),
+            ]
         }
         "argmax_argmin" => {
             let x = t("x");
-            vec![x.argmax(Some(1), false), x.argmin(None, false), x.argmax(Some(0), true)]
+            vec![
+                x.argmax(Some(1), false),
+                x.argmin(None, false),
+                x.argmax(Some(0), true),
+            ]
         }
         "logsumexp_big" => {
             let x = t("x");
-            vec![nn::logsumexp(&x, -1, false), x.logsumexp(0, true), (-&x).logsumexp(None, false)]
+            vec![
+                nn::logsumexp(&x, -1, false),
+                x.logsumexp(0, true),
+                (-&x).logsumexp(None, false),
+            ]
         }
         "softmax_big" => {
             let x = t("x");
-            vec![nn::softmax(&x, -1), nn::log_softmax(&x, -1), nn::softmax(&x, 0)]
+            vec![
+                nn::softmax(&x, -1),
+                nn::log_softmax(&x, -1),
+                nn::softmax(&x, 0),
+            ]
         }
         "cumsum" => {
             let x = t("x");
@@ -102,11 +136,21 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         }
         "all_any_count" => {
             let x = t("x");
-            vec![x.all(1, false), x.any(0, false), x.count_nonzero(1, false), x.gt(0).sum(None, false)]
+            vec![
+                x.all(1, false),
+                x.any(0, false),
+                x.count_nonzero(1, false),
+                x.gt(0).sum(None, false),
+            ]
         }
         "sort_median" => {
             let x = t("x");
-            vec![x.sort(1), x.argsort(0), x.median(Some(1), false), x.median(None, false)]
+            vec![
+                x.sort(1),
+                x.argsort(0),
+                x.median(Some(1), false),
+                x.median(None, false),
+            ]
         }
         "einsum_mm" => vec![einsum("ij,jk->ik", &[&t("a"), &t("b")])],
         "einsum_batch" => vec![einsum("bij,bjk->bik", &[&t("a"), &t("b")])],
@@ -154,7 +198,12 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         "join_split" => {
             let (a, b) = (t("a"), t("b"));
             let c = np::concatenate(&[&a, &b], 1);
-            let mut v = vec![c.clone(), np::stack(&[&a, &b], -1), np::vstack(&[&a, &b]), np::hstack(&[&a, &b])];
+            let mut v = vec![
+                c.clone(),
+                np::stack(&[&a, &b], -1),
+                np::vstack(&[&a, &b]),
+                np::hstack(&[&a, &b]),
+            ];
             v.extend(np::split(&c, 3, 1));
             v.extend(np::array_split(&a, 2, 1));
             v.push(np::column_stack(&[&a.at(s![0]), &b.at(s![0])]));
@@ -213,39 +262,85 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         "unary_math" => {
             let x = t("x");
             vec![
-                x.exp(), x.log(), x.sqrt(), x.log2(), x.log10(), x.log1p(), x.expm1(), (-&x).cbrt(),
-                x.sinh(), x.cosh(), x.arcsinh(), (&x + 1.0).arccosh(), x.exp2(), x.reciprocal(), x.square(),
+                x.exp(),
+                x.log(),
+                x.sqrt(),
+                x.log2(),
+                x.log10(),
+                x.log1p(),
+                x.expm1(),
+                (-&x).cbrt(),
+                x.sinh(),
+                x.cosh(),
+                x.arcsinh(),
+                (&x + 1.0).arccosh(),
+                x.exp2(),
+                x.reciprocal(),
+                x.square(),
             ]
         }
         "trig" => {
             let x = t("x");
             vec![
-                x.sin(), x.cos(), x.tan(), x.arcsin(), x.arccos(), x.arctan(), x.arctanh(),
-                x.arctan2(&x.at(s![..;-1])), x.sinc(), x.deg2rad(), x.rad2deg(), x.tanh(),
+                x.sin(),
+                x.cos(),
+                x.tan(),
+                x.arcsin(),
+                x.arccos(),
+                x.arctan(),
+                x.arctanh(),
+                x.arctan2(x.at(s![..;-1])),
+                x.sinc(),
+                x.deg2rad(),
+                x.rad2deg(),
+                x.tanh(),
             ]
         }
         "rounding" => {
             let x = t("x");
             let x3 = &x * 3.0;
             vec![
-                x3.floor(), x3.ceil(), x3.round(), x3.trunc(), x.sign(), x.abs(),
-                np::round(&x, 2), np::fmod(&x3, 1.0), np::remainder(&x3, 1.0),
+                x3.floor(),
+                x3.ceil(),
+                x3.round(),
+                x3.trunc(),
+                x.sign(),
+                x.abs(),
+                np::round(&x, 2),
+                np::fmod(&x3, 1.0),
+                np::remainder(&x3, 1.0),
             ]
         }
         "binary_math" => {
             let (a, b) = (t("a"), t("b"));
             vec![
-                a.hypot(&b), a.logaddexp(&b), a.logaddexp2(&b), a.copysign(&b), a.heaviside(0.5),
-                np::isclose(&a, &a + 1e-9, 1e-5, 1e-8), np::logical_and(&a.gt(0), b.gt(0)),
-                np::logical_xor(&a.gt(0), b.gt(0)), np::power(&a.abs(), &b),
+                a.hypot(&b),
+                a.logaddexp(&b),
+                a.logaddexp2(&b),
+                a.copysign(&b),
+                a.heaviside(0.5),
+                np::isclose(&a, &a + 1e-9, 1e-5, 1e-8),
+                np::logical_and(&a.gt(0), b.gt(0)),
+                np::logical_xor(&a.gt(0), b.gt(0)),
+                np::power(&a.abs(), &b),
             ]
         }
         "activations" => {
             let x = t("x");
             vec![
-                nn::relu(&x), nn::gelu(&x, false), nn::gelu(&x, true), nn::silu(&x), nn::sigmoid(&x),
-                nn::softplus(&x), nn::elu(&x, 1.0), nn::leaky_relu(&x, 0.1), nn::log_sigmoid(&x),
-                nn::relu6(&(&x * 4.0)), nn::selu(&x), nn::hard_tanh(&(&x * 2.0)), nn::celu(&x, 1.5),
+                nn::relu(&x),
+                nn::gelu(&x, false),
+                nn::gelu(&x, true),
+                nn::silu(&x),
+                nn::sigmoid(&x),
+                nn::softplus(&x),
+                nn::elu(&x, 1.0),
+                nn::leaky_relu(&x, 0.1),
+                nn::log_sigmoid(&x),
+                nn::relu6(&(&x * 4.0)),
+                nn::selu(&x),
+                nn::hard_tanh(&(&x * 2.0)),
+                nn::celu(&x, 1.5),
             ]
         }
         "norms" => {
@@ -286,37 +381,65 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         "nan_reductions" => {
             let x = t("x");
             vec![
-                np::nansum(&x, 1, false), np::nanmean(&x, 1, false), np::nanmax(&x, 1, false), np::nanmin(&x, None, false),
-                np::nanprod(&x, 1, false), np::nanvar(&x, 1, 0, false), np::nanstd(&x, 1, 1, false),
-                np::nanargmax(&x, Some(1), false), np::nanargmin(&x, Some(1), false), np::nancumsum(&x, Some(1)),
-                np::nancumprod(&x, Some(1)), np::nan_to_num(&x, -7.0, f32::MAX as f64, f32::MIN as f64), np::isnan(&x),
+                np::nansum(&x, 1, false),
+                np::nanmean(&x, 1, false),
+                np::nanmax(&x, 1, false),
+                np::nanmin(&x, None, false),
+                np::nanprod(&x, 1, false),
+                np::nanvar(&x, 1, 0, false),
+                np::nanstd(&x, 1, 1, false),
+                np::nanargmax(&x, Some(1), false),
+                np::nanargmin(&x, Some(1), false),
+                np::nancumsum(&x, Some(1)),
+                np::nancumprod(&x, Some(1)),
+                np::nan_to_num(&x, -7.0, f32::MAX as f64, f32::MIN as f64),
+                np::isnan(&x),
             ]
         }
         "cumprod_quantile" => {
             let x = t("x");
             vec![
-                np::cumprod(&x, Some(1)), np::cumulative_prod(&x.at(s![0]), None), np::quantile(&x, 0.3, Some(1), false),
-                np::percentile(&x, 75.0, None, false), np::quantile(&x, 0.5, Some(0), true), np::cumulative_sum(&x, Some(0)),
+                np::cumprod(&x, Some(1)),
+                np::cumulative_prod(&x.at(s![0]), None),
+                np::quantile(&x, 0.3, Some(1), false),
+                np::percentile(&x, 75.0, None, false),
+                np::quantile(&x, 0.5, Some(0), true),
+                np::cumulative_sum(&x, Some(0)),
             ]
         }
         "searching" => {
             let (a, v, idx) = (t("a"), t("v"), t("i"));
             let sa = np::sort(&a, 0);
             vec![
-                np::searchsorted(&sa, &v, false), np::searchsorted(&sa, &sa.at(s![2]), true), np::digitize(&v, &sa, false),
-                np::isin(&idx, &ints(&[1, 3])), np::bincount(&idx, 5), np::array_equiv(&v, &v.at(s![0])),
-                np::array_equal(&v, &v), np::allclose(&v, &v + 1e-9, 1e-5, 1e-8),
+                np::searchsorted(&sa, &v, false),
+                np::searchsorted(&sa, &sa.at(s![2]), true),
+                np::digitize(&v, &sa, false),
+                np::isin(&idx, &ints(&[1, 3])),
+                np::bincount(&idx, 5),
+                np::array_equiv(&v, &v.at(s![0])),
+                np::array_equal(&v, &v),
+                np::allclose(&v, &v + 1e-9, 1e-5, 1e-8),
             ]
         }
         "rearrange" => {
             let (x, y) = (t("x"), t("y"));
             let mut o = vec![
-                np::append(&x, &x.at(s![..1]), Some(0)), np::append(&x, &y, None), np::delete(&x, -1, 1), np::insert(&x, 2, 9.0, 1),
+                np::append(&x, &x.at(s![..1]), Some(0)),
+                np::append(&x, &y, None),
+                np::delete(&x, -1, 1),
+                np::insert(&x, 2, 9.0, 1),
             ];
             o.extend(np::unstack(&x, 1).into_iter().take(2));
             o.extend([
-                np::rollaxis(&x.reshape(&[3, 2, 2]), 2, 0), np::resize(&y, &[2, 3]), np::diagflat(&y, 1), np::fill_diagonal(&x, 5.0),
-                np::fliplr(&x), np::flipud(&x), np::permute_dims(&x, &[1, 0]), np::atleast_1d(&y.at(s![0])), np::atleast_2d(&y),
+                np::rollaxis(&x.reshape(&[3, 2, 2]), 2, 0),
+                np::resize(&y, &[2, 3]),
+                np::diagflat(&y, 1),
+                np::fill_diagonal(&x, 5.0),
+                np::fliplr(&x),
+                np::flipud(&x),
+                np::permute_dims(&x, &[1, 0]),
+                np::atleast_1d(&y.at(s![0])),
+                np::atleast_2d(&y),
                 np::dstack(&[&x, &x]),
             ]);
             o.extend(np::hsplit(&x, 2));
@@ -329,7 +452,10 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
             o.extend(pair(np::tril_indices(3, 0, None)));
             o.extend(pair(np::triu_indices(3, 1, Some(4))));
             o.extend(pair(np::tril_indices_from(&x, -1)));
-            o.push(np::ravel_multi_index(&[&ints(&[1, 2]), &ints(&[3, 0])], &[3, 4]));
+            o.push(np::ravel_multi_index(
+                &[&ints(&[1, 2]), &ints(&[3, 0])],
+                &[3, 4],
+            ));
             o.extend(np::unravel_index(&ints(&[5, 11, 0]), &[3, 4]));
             o.extend(pair(np::diag_indices(3)));
             o
@@ -337,19 +463,36 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         "numerical" => {
             let (x, p, q, tt) = (t("x"), t("p"), t("q"), t("t"));
             vec![
-                np::trapezoid(&x, 0.5, 1), np::gradient(&x, 1), np::gradient(&tt, 0), np::cov(&x), np::corrcoef(&x),
-                np::vander(&q, Some(3), false), np::vander(&tt.at(s![..3]), None, true), np::polyval(&p, &tt),
-                np::polyadd(&p, &q), np::polysub(&q, &p), np::polymul(&p, &q), np::polyder(&p), np::polyint(&p),
+                np::trapezoid(&x, 0.5, 1),
+                np::gradient(&x, 1),
+                np::gradient(&tt, 0),
+                np::cov(&x),
+                np::corrcoef(&x),
+                np::vander(&q, Some(3), false),
+                np::vander(&tt.at(s![..3]), None, true),
+                np::polyval(&p, &tt),
+                np::polyadd(&p, &q),
+                np::polysub(&q, &p),
+                np::polymul(&p, &q),
+                np::polyder(&p),
+                np::polyint(&p),
             ]
         }
         "windows" => vec![
-            np::hamming(6), np::hanning(5), np::blackman(7), np::bartlett(6), np::linspace(0.0, 1.0, 4, false),
-            np::logspace(0.0, 1.0, 4, true, 2.0), np::geomspace(1.0, 100.0, 3, true),
+            np::hamming(6),
+            np::hanning(5),
+            np::blackman(7),
+            np::bartlett(6),
+            np::linspace(0.0, 1.0, 4, false),
+            np::logspace(0.0, 1.0, 4, true, 2.0),
+            np::geomspace(1.0, 100.0, 3, true),
         ],
         "products_more" => {
             let (a, v, w) = (t("a"), t("v"), t("w"));
             vec![
-                np::matvec(&a, &v), np::vecmat(&w, &a), np::vecdot(&a, &v),
+                np::matvec(&a, &v),
+                np::vecmat(&w, &a),
+                np::vecdot(&a, &v),
                 np::cross(&a.at(s![0, .., ..3]), &a.at(s![1, .., ..3])),
             ]
         }
@@ -359,20 +502,50 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
             let (fr, int) = np::modf(&x3);
             let (dq, dr) = np::divmod(&x3, 0.7);
             vec![
-                np::fabs(&x), np::isneginf(&(&x / 0.0)), np::isposinf(&(&x / 0.0)), np::angle(&x), np::invert(&k),
-                np::bitwise_not(&x.gt(0)), fr, int, dq, dr, np::ldexp(&x, &k),
-                np::float_power(&x.abs(), &y), np::fmax(&x, &y), np::fmin(&x, &y), np::amax(&x, None, false), np::amin(&x, None, false),
-                np::logical_or(&x.gt(0), y.gt(0)), np::logical_not(&x.gt(0)), np::bitwise_and(&k, 3), np::bitwise_or(&k.gt(0), x.gt(0)),
-                np::bitwise_xor(&k, 5), np::signbit(&x), np::positive(&x), np::negative(&x), np::rint(&(&x * 2.0)),
-                np::select_(&[&x.gt(0.5), &x.lt(-0.5)], &[&x, &y], -1.0), np::around(&x, 1), np::true_divide(&x, &y),
-                np::subtract(&x, &y), np::multiply(&x, 2.0), np::divide(&k, 2), np::add(&x, 1.0), np::isinf(&x), np::isfinite(&x),
+                np::fabs(&x),
+                np::isneginf(&(&x / 0.0)),
+                np::isposinf(&(&x / 0.0)),
+                np::angle(&x),
+                np::invert(&k),
+                np::bitwise_not(&x.gt(0)),
+                fr,
+                int,
+                dq,
+                dr,
+                np::ldexp(&x, &k),
+                np::float_power(&x.abs(), &y),
+                np::fmax(&x, &y),
+                np::fmin(&x, &y),
+                np::amax(&x, None, false),
+                np::amin(&x, None, false),
+                np::logical_or(&x.gt(0), y.gt(0)),
+                np::logical_not(&x.gt(0)),
+                np::bitwise_and(&k, 3),
+                np::bitwise_or(&k.gt(0), x.gt(0)),
+                np::bitwise_xor(&k, 5),
+                np::signbit(&x),
+                np::positive(&x),
+                np::negative(&x),
+                np::rint(&(&x * 2.0)),
+                np::select_(&[&x.gt(0.5), &x.lt(-0.5)], &[&x, &y], -1.0),
+                np::around(&x, 1),
+                np::true_divide(&x, &y),
+                np::subtract(&x, &y),
+                np::multiply(&x, 2.0),
+                np::divide(&k, 2),
+                np::add(&x, 1.0),
+                np::isinf(&x),
+                np::isfinite(&x),
             ]
         }
         "meshgrid_bcast" => {
             let (x, y) = (t("x"), t("y"));
             let mut o = np::meshgrid(&[&x, &y], false);
             o.extend(np::meshgrid(&[&x, &y], true));
-            o.extend(np::broadcast_arrays(&[&x.at(s![None, ..]), &y.at(s![.., None])]));
+            o.extend(np::broadcast_arrays(&[
+                &x.at(s![None, ..]),
+                &y.at(s![.., None]),
+            ]));
             o
         }
         "grad_mlp" => {
@@ -385,14 +558,20 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         "grad_logsumexp_big" => vec![grad(|x: &Tensor| x.logsumexp(None, false))(&[&t("x")])],
         "grad_softmax" => {
             let c = t("c");
-            vec![grad(move |x: &Tensor| (nn::softmax(x, -1) * &c).mean(None, false))(&[&t("x")])]
+            vec![grad(move |x: &Tensor| {
+                (nn::softmax(x, -1) * &c).mean(None, false)
+            })(&[&t("x")])]
         }
         "grad_slice" => vec![grad(|x: &Tensor| {
-            x.at(s![.., 1..4, ..;2]).square().sum(None, false) + x.at(s![-1, ..., 3]).sum(None, false)
+            x.at(s![.., 1..4, ..;2]).square().sum(None, false)
+                + x.at(s![-1, ..., 3]).sum(None, false)
         })(&[&t("x")])],
         "grad_norm" => {
             let b = t("b");
-            grad_argnums(move |x: &Tensor, g: &Tensor| ln(x, g, &b).square().sum(None, false), &[0, 1])(&[&t("x"), &t("g")])
+            grad_argnums(
+                move |x: &Tensor, g: &Tensor| ln(x, g, &b).square().sum(None, false),
+                &[0, 1],
+            )(&[&t("x"), &t("g")])
         }
         "grad_bcast" => grad_argnums(
             |a: &Tensor, b: &Tensor| ((a * b).sin() + a / (b * b + 1.0)).sum(None, false),
@@ -400,7 +579,12 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
         )(&[&t("a"), &t("b")]),
         "grad_einsum_take" => {
             let (b, idx) = (t("b"), t("i"));
-            vec![grad(move |a: &Tensor| einsum("ij,jk->ik", &[a, &b]).take(&idx, Some(0)).square().sum(None, false))(&[&t("a")])]
+            vec![grad(move |a: &Tensor| {
+                einsum("ij,jk->ik", &[a, &b])
+                    .take(&idx, Some(0))
+                    .square()
+                    .sum(None, false)
+            })(&[&t("a")])]
         }
         "jvp_sin" => {
             let (p, tn) = jvp(|x: &Tensor| x.sin() * x, &[&t("x")], &[&t("v")]);
@@ -419,16 +603,30 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
             &[&t("x")],
             &[&t("v")],
         ),
-        "hvp_logsumexp" => hvp(|x: &Tensor| x.logsumexp(None, false), &[&t("x")], &[&t("v")]),
-        "vmap_mv" => vmap(|x: &Tensor, w: &Tensor| nn::softmax(&x.matmul(w), -1), &[Some(0), None], 0)(&[&t("x"), &t("w")]),
-        "vmap_axes" => vmap(|a: &Tensor, b: &Tensor| a * b + a.sum(None, false), &[Some(1), Some(0)], 1)(&[&t("x"), &t("y")]),
+        "hvp_logsumexp" => hvp(
+            |x: &Tensor| x.logsumexp(None, false),
+            &[&t("x")],
+            &[&t("v")],
+        ),
+        "vmap_mv" => vmap(
+            |x: &Tensor, w: &Tensor| nn::softmax(&x.matmul(w), -1),
+            &[Some(0), None],
+            0,
+        )(&[&t("x"), &t("w")]),
+        "vmap_axes" => vmap(
+            |a: &Tensor, b: &Tensor| a * b + a.sum(None, false),
+            &[Some(1), Some(0)],
+            1,
+        )(&[&t("x"), &t("y")]),
         "vmap_grad" => {
             let g = grad(|r: &Tensor| r.tanh().square().sum(None, false));
             vmap(g, &[Some(0)], 0)(&[&t("x")])
         }
         "grad_capture" => {
             let c = t("c");
-            vec![grad(move |x: &Tensor| (x * &c * x).sum(None, false))(&[&t("x")])]
+            vec![grad(move |x: &Tensor| (x * &c * x).sum(None, false))(&[
+                &t("x"),
+            ])]
         }
         "grad_grad" => {
             let g1 = grad(|x: &Tensor| x.sin() * x.pow(3.0));
@@ -444,14 +642,24 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
 fn tolerance(name: &str) -> (f64, f64) {
     match name {
         "logsumexp_big" | "softmax_big" | "grad_logsumexp_big" => (1e-6, 2e-6),
-        n if n.starts_with("hvp") || n.starts_with("grad") || n.starts_with("jvp") || n.starts_with("vmap") => (1e-4, 1e-5),
+        n if n.starts_with("hvp")
+            || n.starts_with("grad")
+            || n.starts_with("jvp")
+            || n.starts_with("vmap") =>
+        {
+            (1e-4, 1e-5)
+        }
         _ => (1e-4, 1e-5),
     }
 }
 
 #[test]
 fn jax_numpy_programs_match_jax() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/programs.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/programs.json"
+    ))
+    .unwrap();
     let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
     let progs = fx["programs"].as_array().unwrap();
     assert!(progs.len() >= 70, "the suite has {} programs", progs.len());
@@ -459,12 +667,27 @@ fn jax_numpy_programs_match_jax() {
     let mut compared = 0;
     for p in progs {
         let name = p["name"].as_str().unwrap();
-        let inputs: Vec<Fx> = p["inputs"].as_array().unwrap().iter().map(parse_tensor).collect();
-        let wants: Vec<Fx> = p["outputs"].as_array().unwrap().iter().map(parse_tensor).collect();
+        let inputs: Vec<Fx> = p["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(parse_tensor)
+            .collect();
+        let wants: Vec<Fx> = p["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(parse_tensor)
+            .collect();
         let built = graph(name, |g| {
             let ins: Ins = inputs
                 .iter()
-                .map(|f| (f.name.clone(), g.input(&f.name, rlx_ir::Shape::new(&f.dims, f.dtype))))
+                .map(|f| {
+                    (
+                        f.name.clone(),
+                        g.input(&f.name, rlx_ir::Shape::new(&f.dims, f.dtype)),
+                    )
+                })
                 .collect();
             build(name, &ins).unwrap_or_else(|| panic!("no Rust spelling of program {name}"))
         });
@@ -476,10 +699,15 @@ fn jax_numpy_programs_match_jax() {
             }
         };
         if g.outputs().len() != wants.len() {
-            failures.push(format!("{name}: {} outputs, want {}", g.outputs().len(), wants.len()));
+            failures.push(format!(
+                "{name}: {} outputs, want {}",
+                g.outputs().len(),
+                wants.len()
+            ));
             continue;
         }
-        let hosts: Vec<(&str, rlx_ir::HostTensor)> = inputs.iter().map(|f| (f.name.as_str(), host(f))).collect();
+        let hosts: Vec<(&str, rlx_ir::HostTensor)> =
+            inputs.iter().map(|f| (f.name.as_str(), host(f))).collect();
         let outs = run(g, &hosts);
         let (rtol, atol) = tolerance(name);
         for (k, (o, w)) in outs.iter().zip(&wants).enumerate() {
@@ -489,7 +717,12 @@ fn jax_numpy_programs_match_jax() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(compared >= 340, "only {compared} outputs compared");
     eprintln!("{} programs, {compared} outputs match JAX", progs.len());
 }

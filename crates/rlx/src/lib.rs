@@ -272,8 +272,6 @@ pub mod compile {
 /// ```
 pub mod prelude {
     // Tensor DSL (expression-style graph building) — feature `tensor`.
-    #[cfg(feature = "tensor")]
-    pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
     pub use crate::autodiff::{
         grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
         vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
@@ -296,6 +294,8 @@ pub mod prelude {
         ReduceLrOnPlateau, RmsProp, Rprop, Sgd, Soap, Sophia, SparseAdam, Stiefel,
     };
     pub use crate::quant::QuantMap;
+    #[cfg(feature = "tensor")]
+    pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,

@@ -22,18 +22,44 @@ pub fn parse_tensor(v: &Value) -> Fx {
         d => panic!("fixture dtype {d}"),
     };
     Fx {
-        name: v.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+        name: v
+            .get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string(),
         dtype,
-        dims: v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect(),
-        data: v["data"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap_or(f64::NAN)).collect(), // null = NaN
+        dims: v["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect(),
+        data: v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_f64().unwrap_or(f64::NAN))
+            .collect(), // null = NaN
     }
 }
 
 pub fn host(fx: &Fx) -> HostTensor {
     match fx.dtype {
-        DType::F32 => HostTensor::from_vec(fx.data.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &fx.dims).unwrap(),
-        DType::I32 => HostTensor::from_vec(fx.data.iter().map(|&v| v as i32).collect::<Vec<i32>>(), &fx.dims).unwrap(),
-        DType::Bool => HostTensor::from_vec(fx.data.iter().map(|&v| v != 0.0).collect::<Vec<bool>>(), &fx.dims).unwrap(),
+        DType::F32 => HostTensor::from_vec(
+            fx.data.iter().map(|&v| v as f32).collect::<Vec<f32>>(),
+            &fx.dims,
+        )
+        .unwrap(),
+        DType::I32 => HostTensor::from_vec(
+            fx.data.iter().map(|&v| v as i32).collect::<Vec<i32>>(),
+            &fx.dims,
+        )
+        .unwrap(),
+        DType::Bool => HostTensor::from_vec(
+            fx.data.iter().map(|&v| v != 0.0).collect::<Vec<bool>>(),
+            &fx.dims,
+        )
+        .unwrap(),
         d => panic!("{d}"),
     }
 }
@@ -46,21 +72,37 @@ pub fn run(g: Graph, inputs: &[(&str, HostTensor)]) -> Vec<HostTensor> {
 }
 
 /// `got` against `want`: same dims, dtype class, values within `atol + rtol |want|`.
-pub fn compare(what: &str, got: &HostTensor, want: &Fx, rtol: f64, atol: f64) -> Result<(), String> {
+pub fn compare(
+    what: &str,
+    got: &HostTensor,
+    want: &Fx,
+    rtol: f64,
+    atol: f64,
+) -> Result<(), String> {
     if got.dims() != want.dims.as_slice() {
-        return Err(format!("{what}: dims {:?}, want {:?}", got.dims(), want.dims));
+        return Err(format!(
+            "{what}: dims {:?}, want {:?}",
+            got.dims(),
+            want.dims
+        ));
     }
     let float_got = got.dtype().is_float();
     let float_want = want.dtype == DType::F32;
     if float_got != float_want || (want.dtype == DType::Bool) != (got.dtype() == DType::Bool) {
-        return Err(format!("{what}: dtype {}, want {:?}", got.dtype(), want.dtype));
+        return Err(format!(
+            "{what}: dtype {}, want {:?}",
+            got.dtype(),
+            want.dtype
+        ));
     }
     let g = got.to_f64_lossy();
     let scale = want.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (i, (a, b)) in g.iter().zip(&want.data).enumerate() {
         let tol = atol * scale.max(1.0) + rtol * b.abs();
         if !((a - b).abs() <= tol || (a.is_nan() && b.is_nan()) || a == b) {
-            return Err(format!("{what}: element {i} is {a}, want {b} (tol {tol:.3e})"));
+            return Err(format!(
+                "{what}: element {i} is {a}, want {b} (tol {tol:.3e})"
+            ));
         }
     }
     Ok(())
