@@ -78,6 +78,8 @@ prog("slice_neg_newaxis", [("x", [4, 6, 8], F)], lambda x: x[-1, ..., None])
 prog("slice_reverse", [("x", [4, 6], F)], lambda x: (x[::-1, 5::-2], x[-3:-1, :-2]))
 prog("slice_int", [("x", [3, 4, 5], F)], lambda x: (x[1, -2], x[..., -1], x[None, 2]))
 prog("slice_clamp", [("x", [5], F)], lambda x: (x[-100:100], x[3:1], x[10:]))
+prog("slice_more", [("x", [9, 4], F)],
+     lambda x: (x[:3], x[4:0:-1], x[::-2], x[None, 1, None], x[0:8:3], x[..., ::-1], x[-2:, -1:], x[2:-2:2, 1]))
 prog("take_neg", [("x", [5, 3], F), ("i", [4], "i-5_5")],
      lambda x, i: (jnp.take(x, i, axis=0), jnp.take(x, i % 3, axis=1)))
 prog("take_along", [("x", [3, 4], F), ("i", [3, 2], "i0_4")],
@@ -241,6 +243,8 @@ prog("vmap_grad", [("x", [4, 3], F)],
      lambda x: jax.vmap(jax.grad(lambda r: jnp.sum(jnp.tanh(r) ** 2)))(x))
 prog("grad_capture", [("x", [3], F), ("c", [3], F)],
      lambda x, c: jax.grad(lambda x: jnp.sum(x * c * x))(x))
+prog("grad_nested_capture", [("x", [4], F), ("c", [4], F)],
+     lambda x, c: jax.grad(lambda x: jnp.sum(jax.grad(lambda y: jnp.sum(jnp.sin(y * c) * x))(x)))(x))
 prog("grad_grad", [("x", [], F)], lambda x: jax.grad(jax.grad(lambda x: jnp.sin(x) * x ** 3))(x))
 
 out = pathlib.Path(__file__).resolve().parent.parent / "crates/rlx-tensor/tests/fixtures/programs.json"

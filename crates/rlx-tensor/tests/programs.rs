@@ -76,6 +76,19 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
                 x.at(s![tail(10)]),
             ]
         }
+        "slice_more" => {
+            let x = t("x");
+            vec![
+                x.at(s![..=2]),
+                x.at(s![4..0;-1]),
+                x.at(s![..;-2]),
+                x.at(s![None, 1, rlx_tensor::NEW_AXIS]),
+                x.at(s![rg(0, 8).step(3)]),
+                x.at(s![..., ..;-1]),
+                x.at(s![-2.., tail(-1)]),
+                x.at(s![2..-2;2, 1]),
+            ]
+        }
         "take_neg" => {
             let (x, idx) = (t("x"), t("i"));
             vec![
@@ -627,6 +640,15 @@ fn build(name: &str, i: &Ins) -> Option<Vec<Tensor>> {
             vec![grad(move |x: &Tensor| (x * &c * x).sum(None, false))(&[
                 &t("x"),
             ])]
+        }
+        "grad_nested_capture" => {
+            let c = t("c");
+            let outer = grad(move |x: &Tensor| {
+                let (x2, c2) = (x.clone(), c.clone());
+                let inner = grad(move |y: &Tensor| ((y * &c2).sin() * &x2).sum(None, false));
+                inner(&[x]).sum(None, false)
+            });
+            vec![outer(&[&t("x")])]
         }
         "grad_grad" => {
             let g1 = grad(|x: &Tensor| x.sin() * x.pow(3.0));
