@@ -158,3 +158,20 @@ pub fn array(values: &[f32], dims: &[usize]) -> Tensor {
             .and_then(|t| Tensor::leaf("array", |g| Ok(g.constant_tensor(&t)))),
     )
 }
+
+impl Tensor {
+    /// A constant of `dims` from row-major `F32` values, in the active
+    /// scope (with feature `eval` and no scope active: an eager tensor).
+    pub fn from_vec(values: Vec<f32>, dims: &[usize]) -> Tensor {
+        Tensor::sticky_with(|| {
+            let t =
+                HostTensor::from_vec(values, dims).map_err(|e| TensorError::ir("from_vec", e))?;
+            Tensor::leaf("from_vec", |g| Ok(g.constant_tensor(&t)))
+        })
+    }
+
+    /// A constant holding a host tensor of any dtype.
+    pub fn from_host(t: &HostTensor) -> Tensor {
+        asarray(t)
+    }
+}

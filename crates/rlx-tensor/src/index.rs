@@ -192,10 +192,19 @@ macro_rules! __s_munch {
         $crate::__s_munch!([$($acc,)* $crate::SliceItem::Ellipsis,] $($($rest)*)?)
     };
     ([$($acc:expr,)*] $e:expr ; $step:expr $(, $($rest:tt)*)?) => {
-        $crate::__s_munch!([$($acc,)* $crate::__stepped($e, $step),] $($($rest)*)?)
+        $crate::__s_munch!([$($acc,)* {
+            // `4..0` is an empty Rust range but a valid numpy slice.
+            #[allow(clippy::reversed_empty_ranges)]
+            let item = $e;
+            $crate::__stepped(item, $step)
+        },] $($($rest)*)?)
     };
     ([$($acc:expr,)*] $e:expr $(, $($rest:tt)*)?) => {
-        $crate::__s_munch!([$($acc,)* $crate::IntoSliceItem::into_slice_item($e),] $($($rest)*)?)
+        $crate::__s_munch!([$($acc,)* {
+            #[allow(clippy::reversed_empty_ranges)]
+            let item = $e;
+            $crate::IntoSliceItem::into_slice_item(item)
+        },] $($($rest)*)?)
     };
 }
 

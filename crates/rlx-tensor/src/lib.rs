@@ -48,6 +48,14 @@
 //! indices, `None` for a new axis, `...`); [`ix`], [`rg`], [`ax`], [`tail`]
 //! build entries as functions. [`shape!`] builds a [`Shape`].
 //!
+//! ## Eager mode (feature `eval`)
+//!
+//! With no scope active, operations go to the thread's *eager* scope;
+//! [`Tensor::from_vec`] makes a tensor there and `to_vec` / `item` /
+//! `to_host` evaluate it: the sub-graph the value needs is compiled once per
+//! structure (ops and shapes; constants are fed as inputs) and cached per
+//! thread, so a repeated eager expression costs one compiled run.
+//!
 //! ## Coverage
 //!
 //! `docs/tensor-coverage.md` lists the `jax.numpy` names [`np`] provides
@@ -55,6 +63,8 @@
 #![deny(missing_docs)]
 
 mod creation;
+#[cfg(feature = "eval")]
+mod eager;
 mod elementwise;
 mod error;
 mod index;
@@ -70,6 +80,8 @@ mod tensor;
 mod transform;
 
 pub use creation::{full, iota, ones, scalar, try_full, try_scalar, zeros};
+#[cfg(feature = "eval")]
+pub use eager::{eager_cache_stats, reset_eager};
 pub use elementwise::Arg;
 pub use error::{Result, TensorError};
 #[doc(hidden)]

@@ -74,7 +74,11 @@ pub(crate) fn capture_name(k: usize) -> String {
 }
 
 impl ScopeData {
-    fn new(opts: ScopeOptions, captures_allowed: bool) -> Rc<ScopeData> {
+    pub(crate) fn new(
+        opts: ScopeOptions,
+        captures_allowed: bool,
+        parent: Option<Rc<ScopeData>>,
+    ) -> Rc<ScopeData> {
         let id = NEXT_ID.with(|n| {
             let id = n.get();
             n.set(id + 1);
@@ -87,7 +91,7 @@ impl ScopeData {
             error: RefCell::new(None),
             captures_allowed,
             captures: RefCell::new(Vec::new()),
-            parent: current(),
+            parent,
         })
     }
 
@@ -137,9 +141,19 @@ pub(crate) fn current() -> Option<Rc<ScopeData>> {
     STACK.with(|s| s.borrow().last().cloned())
 }
 
-/// The innermost active scope, or [`TensorError::NoScope`].
+/// The innermost active scope; with no scope active, the thread's eager
+/// scope (feature `eval`) or [`TensorError::NoScope`].
 pub(crate) fn current_or(op: &str) -> Result<Rc<ScopeData>> {
-    current().ok_or_else(|| TensorError::NoScope { op: op.into() })
+    if let Some(s) = current() {
+        return Ok(s);
+    }
+    #[cfg(feature = "eval")]
+    {
+        let _ = op;
+        Ok(crate::eager::scope())
+    }
+    #[cfg(not(feature = "eval"))]
+    Err(TensorError::NoScope { op: op.into() })
 }
 
 /// Pops the scope when dropped (also on unwinding).
@@ -301,7 +315,7 @@ pub fn graph_with<O: Outputs>(
     f: impl FnOnce(&GraphScope) -> O,
 ) -> Result<Graph> {
     let verify = opts.verify;
-    let data = ScopeData::new(opts, false);
+    let data = ScopeData::new(opts, false, current());
     let outs = run_in(&data, || {
         f(&GraphScope { data: data.clone() }).into_tensors()
     });
@@ -331,7 +345,7 @@ pub(crate) fn trace_scope(name: &str) -> Rc<ScopeData> {
         float_dtype: current().map(|c| c.opts.float_dtype).unwrap_or(DType::F32),
         verify: false,
     };
-    ScopeData::new(opts, true)
+    ScopeData::new(opts, true, current_or("trace").ok())
 }
 
 /// Sets the outputs and takes the graph out of a finished scope.

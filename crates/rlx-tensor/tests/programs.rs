@@ -748,3 +748,71 @@ fn jax_numpy_programs_match_jax() {
     assert!(compared >= 340, "only {compared} outputs compared");
     eprintln!("{} programs, {compared} outputs match JAX", progs.len());
 }
+
+/// The same suite in eager mode: inputs are eager constants, every output
+/// is evaluated with `to_host`; a second pass compiles nothing new.
+#[cfg(feature = "eval")]
+#[test]
+fn jax_numpy_programs_match_jax_eagerly() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/programs.json"
+    ))
+    .unwrap();
+    let fx: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let progs = fx["programs"].as_array().unwrap();
+    let mut compiles_after_first = 0;
+    for pass in 0..2 {
+        let mut failures = Vec::new();
+        for p in progs {
+            let name = p["name"].as_str().unwrap();
+            let inputs: Vec<Fx> = p["inputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(parse_tensor)
+                .collect();
+            let wants: Vec<Fx> = p["outputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(parse_tensor)
+                .collect();
+            let ins: Ins = inputs
+                .iter()
+                .map(|f| (f.name.clone(), Tensor::from_host(&host(f))))
+                .collect();
+            let outs = build(name, &ins).unwrap();
+            let (rtol, atol) = tolerance(name);
+            for (k, (o, w)) in outs.iter().zip(&wants).enumerate() {
+                match o.to_host() {
+                    Ok(h) => {
+                        if let Err(e) =
+                            compare(&format!("eager {name} output {k}"), &h, w, rtol, atol)
+                        {
+                            failures.push(e);
+                        }
+                    }
+                    Err(e) => failures.push(format!("eager {name} output {k}: {e}")),
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} failures:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        let (compiles, hits) = rlx_tensor::eager_cache_stats();
+        if pass == 0 {
+            compiles_after_first = compiles;
+        } else {
+            assert_eq!(
+                compiles, compiles_after_first,
+                "the second pass hit the cache"
+            );
+            assert!(hits >= 350, "{hits} cache hits");
+        }
+        rlx_tensor::reset_eager();
+    }
+}
