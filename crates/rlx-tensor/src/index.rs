@@ -284,10 +284,17 @@ impl Tensor {
                     axis += 1;
                 }
                 SliceItem::Range { start, stop, step } => {
-                    if step == 0 {
+                    if step == 0 || step == i64::MIN {
                         return Err(TensorError::invalid(
                             "index",
-                            format!("slice step cannot be zero (axis {axis})"),
+                            format!(
+                                "slice step cannot be {} (axis {axis})",
+                                if step == 0 {
+                                    "zero".to_string()
+                                } else {
+                                    step.to_string()
+                                }
+                            ),
                         ));
                     }
                     let (first, len) = resolve_range(dims[axis], start, stop, step);
