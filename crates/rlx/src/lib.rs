@@ -30,6 +30,7 @@
 //! | `rlx::opt`     | `rlx-opt`     | facade: `rlx-fusion` + `rlx-autodiff` + `rlx-compile` |
 //! | `rlx::driver`  | `rlx-driver`  | `Device` enum, backend registry                |
 //! | `rlx::runtime` | `rlx-runtime` | `Session`, `CompiledGraph`                     |
+//! | `rlx::tensor`  | `rlx-tensor`  | `Tensor` DSL: jax.numpy names, `s!`, grad / vmap / jit |
 //!
 //! ## Namespaces
 //!
@@ -40,6 +41,26 @@
 
 /// Tensor IR — types, shapes, ops, graph builder.
 pub use rlx_ir as ir;
+
+/// Symbolic tensor DSL — operator-overloaded graph building in the
+/// vocabulary of `jax.numpy` (`rlx::tensor::np`, `rlx::tensor::nn`), numpy
+/// indexing (`s!`) and function transforms over closures (`grad`, `jvp`,
+/// `hvp`, `vmap`, `jit`). Available with the `tensor` feature (on by default).
+///
+/// ```
+/// use rlx::prelude::*;
+/// let g = graph("affine", |g| {
+///     let x = g.input("x", shape![2, 4]);
+///     let w = g.param("w", shape![4, 3]);
+///     (x.matmul(&w) + 1.0).relu().at(s![.., 1..])
+/// })
+/// .unwrap();
+/// let mut c = Session::new(Device::Cpu).compile(g);
+/// c.set_param("w", &[0.5; 12]);
+/// assert_eq!(c.run(&[("x", &[1.0; 8])]), vec![vec![3.0; 4]]);
+/// ```
+#[cfg(feature = "tensor")]
+pub use rlx_tensor as tensor;
 
 /// Graph rewrites and the compile pipeline.
 pub use rlx_opt as opt;
@@ -297,6 +318,7 @@ pub mod compile {
 /// assert_eq!(half, vec![vec![2.0, 5.0, -6.0, 0.25]]);
 /// ```
 pub mod prelude {
+    // Tensor DSL (expression-style graph building) — feature `tensor`.
     pub use crate::autodiff::{
         grad, grad_with_loss, grad_with_loss_opts, hvp, jvp, nth_order_grad, prepare_graph_for_ad,
         vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
@@ -325,6 +347,8 @@ pub mod prelude {
         Package, Placement,
     };
     pub use crate::quant::QuantMap;
+    #[cfg(feature = "tensor")]
+    pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,
