@@ -8,6 +8,9 @@
 //! * [`voronoi_grid`]: the nearest site of every pixel of a grid, exact or
 //!   by jump flooding ([`VoronoiMode`]).
 //!
+//! [`ops`] registers both as custom ops (`geo.delaunay`,
+//! `geo.voronoi_grid`) with CPU kernels, for use inside graphs.
+//!
 //! Checked against `scipy.spatial.Delaunay` (triangles as sets on random
 //! points), an exact empty-circumcircle test on degenerate sets, and a numpy
 //! brute-force nearest-site grid (`tools/gen_geo_fixtures.py`).
@@ -15,6 +18,7 @@
 
 mod delaunay;
 mod error;
+pub mod ops;
 mod voronoi;
 
 pub use delaunay::{delaunay, delaunay_i64, Triangulation};
