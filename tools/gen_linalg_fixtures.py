@@ -61,6 +61,8 @@ def jax_fn(op, attrs):
         return lambda a: (jnp.linalg.matrix_power(a, attrs["k"]),)
     if op == "expm":
         return lambda a: (jsl.expm(a),)
+    if op == "lu":
+        return lambda a: tuple(jax.vmap(jsl.lu)(a) if a.ndim == 3 else jsl.lu(a))
     if op == "pinv":
         return lambda a: (jnp.linalg.pinv(a, rtol=attrs["rcond"]),)
     if op == "svd":
@@ -123,6 +125,11 @@ def np_forward(op, attrs, xs):
     if op == "expm":
         a = xs[0]
         return [sl.expm(a) if a.ndim == 2 else np.stack([sl.expm(m) for m in a])]
+    if op == "lu":
+        a = xs[0]
+        if a.ndim == 2:
+            return list(sl.lu(a))
+        return [np.stack(t) for t in zip(*[sl.lu(m) for m in a])]
     if op == "pinv":
         return [np.linalg.pinv(xs[0], rcond=attrs["rcond"])]
     if op == "svd":
@@ -206,6 +213,9 @@ cases.append(case("svd_tall", "svd", [rng.standard_normal((5, 3))]))
 cases.append(case("svd_wide", "svd", [rng.standard_normal((3, 4))]))
 cases.append(case("svd_square_batched", "svd", [rng.standard_normal((2, 3, 3))]))
 cases.append(case("svd_f32", "svd", [rng.standard_normal((4, 3))], dtype="f32", rtol=1e-4, atol=1e-4))
+cases.append(case("lu_4", "lu", [rng.standard_normal((4, 4))]))
+cases.append(case("lu_batched", "lu", [rng.standard_normal((2, 3, 3))]))
+cases.append(case("lu_f32", "lu", [rng.standard_normal((3, 3))], dtype="f32", rtol=2e-5, atol=2e-5))
 cases.append(case("pinv_tall", "pinv", [rng.standard_normal((4, 3))], {"rcond": 1e-15}))
 cases.append(case("pinv_wide_batched", "pinv", [rng.standard_normal((2, 2, 3))], {"rcond": 1e-15}))
 rank1 = np.outer([1.0, 2.0, 3.0], [1.0, -1.0])

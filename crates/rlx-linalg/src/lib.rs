@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | [`cholesky`] | `linalg.cholesky` | `jnp.linalg.cholesky` (input symmetrized) |
 //! | [`solve_triangular`] | `linalg.solve_triangular{lower, trans}` | `scipy.linalg.solve_triangular` |
+//! | [`lu`] / [`lu_solve`] | `linalg.lu{output}` (+ triangular solves) | `scipy.linalg.lu` / `lu_solve` |
 //! | [`solve`] | `linalg.solve{trans}` | `numpy.linalg.solve` |
 //! | [`inv`] | `linalg.inv` | `numpy.linalg.inv` |
 //! | [`det`] | `linalg.det` | `numpy.linalg.det` |
@@ -47,6 +48,7 @@ mod emit;
 mod expm;
 mod host;
 mod kernels;
+mod lu;
 mod ops;
 mod rules;
 mod shapes;
@@ -54,6 +56,6 @@ mod svd;
 
 pub use compose::{lstsq, matrix_power, pinv};
 pub use ops::{
-    cholesky, det, eigh, expm, inv, qr, register, slogdet, solve, solve_triangular, svd, CHOLESKY,
-    DET, EIGH, EXPM, INV, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
+    cholesky, det, eigh, expm, inv, lu, lu_solve, qr, register, slogdet, solve, solve_triangular,
+    svd, CHOLESKY, DET, EIGH, EXPM, INV, LU, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
 };

@@ -20,6 +20,8 @@ pub const SLOGDET: &str = "linalg.slogdet";
 pub const EIGH: &str = "linalg.eigh";
 /// `linalg.qr`.
 pub const QR: &str = "linalg.qr";
+/// `linalg.lu`.
+pub const LU: &str = "linalg.lu";
 /// `linalg.svd`.
 pub const SVD: &str = "linalg.svd";
 /// `linalg.expm`.
@@ -119,6 +121,15 @@ pub fn register() {
         .with_kernel("cpu", crate::svd::svd)
         .with_vjp(crate::svd::svd_vjp)
         .with_jvp(crate::svd::svd_jvp),
+        OpExtension::new(
+            LU,
+            "A = P L U: P (output=0), L (output=1), U (output=2)",
+            Arity::exactly(1),
+            crate::lu::lu_shape,
+        )
+        .with_kernel("cpu", crate::lu::lu)
+        .with_vjp(crate::lu::lu_vjp)
+        .with_jvp(crate::lu::lu_jvp),
         OpExtension::new(EXPM, "e^A", Arity::exactly(1), shapes::same_square)
             .with_kernel("cpu", crate::expm::expm)
             .with_vjp(crate::expm::expm_vjp)
@@ -223,4 +234,28 @@ pub fn expm(g: &mut Graph, a: NodeId) -> Result<NodeId, IrError> {
 /// and their degenerate cases.
 pub fn svd(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError> {
     crate::svd::svd_nodes(g, a)
+}
+
+/// `(P, L, U)` with `a = P L U` for square `a` `[..., n, n]`
+/// (`scipy.linalg.lu`, partial pivoting): `P` a permutation matrix, `L`
+/// unit lower triangular, `U` upper triangular.
+pub fn lu(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError> {
+    register();
+    let of = |k: i64| CustomOp::new(LU, CustomAttrs::new().with("output", CustomAttr::Int(k)));
+    let p = g.custom(of(0), &[a])?;
+    let l = g.custom(of(1), &[a])?;
+    let u = g.custom(of(2), &[a])?;
+    Ok((p, l, u))
+}
+
+/// `x` with `a x = b` from `lu(a)`'s factors: `U^{-1} L^{-1} P^T b`.
+pub fn lu_solve(
+    g: &mut Graph,
+    (p, l, u): (NodeId, NodeId, NodeId),
+    b: NodeId,
+) -> Result<NodeId, IrError> {
+    let pt = crate::emit::mt(g, p)?;
+    let pb = crate::emit::matmul(g, pt, b)?;
+    let y = solve_triangular(g, l, pb, true, false)?;
+    solve_triangular(g, u, y, false, false)
 }

@@ -93,6 +93,10 @@ fn op_graph(c: &Value, dtype: DType) -> (Graph, Vec<NodeId>, Vec<NodeId>) {
             let rcond = c["attrs"]["rcond"].as_f64().unwrap();
             vec![rlx_linalg::pinv(&mut g, xs[0], rcond).unwrap()]
         }
+        "lu" => {
+            let (p, l, u) = rlx_linalg::lu(&mut g, xs[0]).unwrap();
+            vec![p, l, u]
+        }
         "expm" => vec![rlx_linalg::expm(&mut g, xs[0]).unwrap()],
         "lstsq" => vec![rlx_linalg::lstsq(&mut g, xs[0], xs[1]).unwrap()],
         op => panic!("unknown op {op}"),

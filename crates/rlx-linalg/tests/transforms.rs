@@ -1,6 +1,6 @@
 //! vmap of linalg ops against numpy's batched results (fixtures), mixed
 //! batched / unbatched operands against per-example runs, and bad input
-//! as typed errors naming the shapes.
+//! as typed errors naming the shapes; `lu_solve` against `numpy.linalg.solve`.
 
 use rlx_autodiff::vmap;
 use rlx_driver::Device;
@@ -143,4 +143,25 @@ fn bad_shapes_and_dtypes_are_typed_errors_naming_them() {
     let ints = g.input("i", Shape::new(&[2, 2], DType::I32));
     let e = rlx_linalg::det(&mut g, ints).unwrap_err().to_string();
     assert!(e.contains("f32 or f64"), "{e}");
+}
+
+#[test]
+fn lu_solve_matches_numpy_solve() {
+    let c = case("solve_4");
+    let (ad, a) = tensor(&c["inputs"][0]);
+    let (bd, b) = tensor(&c["inputs"][1]);
+    let mut g = Graph::new("lu_solve");
+    let ai = g.input("a", Shape::new(&ad, DType::F64));
+    let bi = g.input("b", Shape::new(&bd, DType::F64));
+    let f = rlx_linalg::lu(&mut g, ai).unwrap();
+    let x = rlx_linalg::lu_solve(&mut g, f, bi).unwrap();
+    g.set_outputs(vec![x]);
+    let got = run(
+        g,
+        &[
+            ("a", HostTensor::from_vec(a, &ad).unwrap()),
+            ("b", HostTensor::from_vec(b, &bd).unwrap()),
+        ],
+    );
+    close(&got[0], &tensor(&c["outputs"][0]).1);
 }
