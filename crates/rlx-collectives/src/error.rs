@@ -9,8 +9,8 @@ pub type Result<T> = std::result::Result<T, CollectiveError>;
 ///
 /// Transport failures name the peer rank they concern. After any transport
 /// error a TCP group is failed for good (its sockets are shut so that the
-/// other ranks learn of it at once) and every later call returns
-/// [`CollectiveError::GroupFailed`].
+/// other ranks learn of it at once): later receives return the error that
+/// failed it, later sends [`CollectiveError::GroupFailed`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CollectiveError {
     /// A configuration value is out of range (world size 0, rank >= world, ...).

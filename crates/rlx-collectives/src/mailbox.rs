@@ -55,19 +55,20 @@ impl Mailbox {
         self.cv.notify_all();
     }
 
-    /// Fails every current and later receive with [`CollectiveError::GroupFailed`].
+    /// Fails every current and later receive with `why` (the first error
+    /// that failed the group, so that each waiting rank names the cause).
     pub(crate) fn fail(&self, why: &CollectiveError) {
         let mut s = self.lock();
         if s.failed.is_none() {
-            s.failed = Some(CollectiveError::GroupFailed(why.to_string()));
+            s.failed = Some(why.clone());
         }
         drop(s);
         self.cv.notify_all();
     }
 
-    /// The error the group failed with, if it did.
+    /// [`CollectiveError::GroupFailed`] with the cause, if the group failed.
     pub(crate) fn failure(&self) -> Option<CollectiveError> {
-        self.lock().failed.clone()
+        self.lock().failed.as_ref().map(|e| CollectiveError::GroupFailed(e.to_string()))
     }
 
     /// Takes the oldest message from `src` tagged `tag`, waiting at most `timeout`.

@@ -50,8 +50,9 @@ impl Shared {
 /// Each peer connection has a reader thread that queues incoming frames, so
 /// sends never wait for the peer to call `recv`. Every receive waits at
 /// most [`TcpConfig::timeout`]. After any transport error the group is
-/// failed: its sockets are shut (the peers see the disconnect at once) and
-/// every later call returns [`CollectiveError::GroupFailed`].
+/// failed: its sockets are shut (the peers see the disconnect at once),
+/// later receives return the error that failed it and later sends
+/// [`CollectiveError::GroupFailed`].
 pub struct TcpGroup {
     rank: usize,
     world: usize,
@@ -244,10 +245,7 @@ impl ProcessGroup for TcpGroup {
 
     fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>> {
         check_rank(self, src)?;
-        self.shared.mailbox.take(src, tag, self.timeout).map_err(|e| match e {
-            CollectiveError::GroupFailed(_) => e,
-            e => self.fail(e),
-        })
+        self.shared.mailbox.take(src, tag, self.timeout).map_err(|e| self.fail(e))
     }
 }
 
