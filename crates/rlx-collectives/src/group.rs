@@ -58,6 +58,15 @@ pub trait ProcessGroup: Send + Sync {
         self.send(dst, tag, data)?;
         self.recv(src, tag)
     }
+    /// Fails the group because of `why` (a collective found a bad message):
+    /// the other ranks must learn of it at once instead of waiting for their
+    /// timeout. Transports fail themselves on their own errors already.
+    fn abort(&self, why: &CollectiveError);
+}
+
+/// Runs the communicating part of a collective; on error, fails the group.
+pub(crate) fn guarded<T>(pg: &dyn ProcessGroup, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    f().inspect_err(|e| pg.abort(e))
 }
 
 /// Checks that `rank` is a rank of `pg`.

@@ -63,12 +63,13 @@ impl ProcessGroup for LoopbackGroup {
     }
     fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>> {
         crate::group::check_rank(self, src)?;
-        self.boxes[self.rank].take(src, tag, self.timeout).inspect_err(|e| {
-            if self.boxes[self.rank].failure().is_none() {
-                self.boxes[self.rank].fail(e);
-                self.leave(&format!("failed: {e}"));
-            }
-        })
+        self.boxes[self.rank].take(src, tag, self.timeout).inspect_err(|e| self.abort(e))
+    }
+    fn abort(&self, why: &CollectiveError) {
+        if self.boxes[self.rank].failure().is_none() {
+            self.boxes[self.rank].fail(why);
+            self.leave(&format!("failed: {why}"));
+        }
     }
 }
 

@@ -82,6 +82,10 @@ impl ProcessGroup for SubGroup {
         self.parent
             .send_recv(self.parent_rank(dst)?, data, self.parent_rank(src)?, tag)
     }
+    fn abort(&self, why: &CollectiveError) {
+        // Messages of all groups share the parent's connections.
+        self.parent.abort(why)
+    }
 }
 
 /// The groups one process takes part in, by [`GroupId`]: the world group

@@ -121,11 +121,15 @@ fn silent_rank_times_out() {
 #[test]
 fn mismatched_inputs_are_named_errors() {
     with_deadline(30, || {
+        let t0 = std::time::Instant::now();
         let out = on_loopback(2, T, |pg| {
             let x = vec![1.0f32; 3 + pg.rank()];
             all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
         });
         assert!(matches!(out[0], Err(CollectiveError::LengthMismatch { peer: 1, expected: 3, got: 4, .. })), "{:?}", out[0]);
+        // Rank 0 failed the group, so rank 1 learns of it at once, not after T.
+        assert!(matches!(out[1], Err(CollectiveError::PeerDisconnected { peer: 0, .. })), "{:?}", out[1]);
+        assert!(t0.elapsed() < Duration::from_secs(3));
         let out = on_loopback(2, Duration::from_secs(1), |pg| {
             if pg.rank() == 0 {
                 all_gather(pg, &[1.0f32]).map(|_| ())

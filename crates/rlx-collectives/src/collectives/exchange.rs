@@ -4,7 +4,7 @@
 use super::{equal_chunk, ring};
 use crate::element::{decode, encode, Element};
 use crate::error::{CollectiveError, Result};
-use crate::group::{check_rank, ProcessGroup, Tag};
+use crate::group::{check_rank, guarded, ProcessGroup, Tag};
 
 /// Concatenates every rank's `data` in rank order (ring all-gather).
 /// All ranks pass the same length.
@@ -15,7 +15,7 @@ pub fn all_gather<T: Element>(pg: &dyn ProcessGroup, data: &[T]) -> Result<Vec<T
     let mut buf = vec![T::ZERO; n * l];
     buf[r * l..(r + 1) * l].copy_from_slice(data);
     let bounds: Vec<_> = (0..n).map(|i| (i * l, (i + 1) * l)).collect();
-    ring::all_gather_in_place(pg, &mut buf, &bounds, op, 0, "all_gather")?;
+    guarded(pg, || ring::all_gather_in_place(pg, &mut buf, &bounds, op, 0, "all_gather"))?;
     Ok(buf)
 }
 
@@ -26,15 +26,17 @@ pub fn broadcast<T: Element>(pg: &dyn ProcessGroup, data: &[T], root: usize) -> 
     let (n, r, gid) = (pg.world_size(), pg.rank(), pg.group_id());
     let op = pg.next_op();
     let tag = Tag::op(gid, op, 0);
-    if r == root {
-        let payload = encode(data);
-        for dst in (0..n).filter(|&d| d != root) {
-            pg.send(dst, tag, &payload)?;
+    guarded(pg, || {
+        if r == root {
+            let payload = encode(data);
+            for dst in (0..n).filter(|&d| d != root) {
+                pg.send(dst, tag, &payload)?;
+            }
+            Ok(data.to_vec())
+        } else {
+            decode("broadcast", root, &pg.recv(root, tag)?, Some(data.len()))
         }
-        Ok(data.to_vec())
-    } else {
-        decode("broadcast", root, &pg.recv(root, tag)?, Some(data.len()))
-    }
+    })
 }
 
 /// Splits `data` into n equal chunks and sends chunk `j` to rank `j`; the
@@ -45,13 +47,15 @@ pub fn all_to_all<T: Element>(pg: &dyn ProcessGroup, data: &[T]) -> Result<Vec<T
     let op = pg.next_op();
     let mut out = vec![T::ZERO; data.len()];
     out[r * c..(r + 1) * c].copy_from_slice(&data[r * c..(r + 1) * c]);
-    for s in 1..n {
-        let (dst, src) = ((r + s) % n, (r + n - s) % n);
-        let payload = encode(&data[dst * c..(dst + 1) * c]);
-        let got = pg.send_recv(dst, &payload, src, Tag::op(gid, op, s as u16))?;
-        out[src * c..(src + 1) * c].copy_from_slice(&decode::<T>("all_to_all", src, &got, Some(c))?);
-    }
-    Ok(out)
+    guarded(pg, || {
+        for s in 1..n {
+            let (dst, src) = ((r + s) % n, (r + n - s) % n);
+            let payload = encode(&data[dst * c..(dst + 1) * c]);
+            let got = pg.send_recv(dst, &payload, src, Tag::op(gid, op, s as u16))?;
+            out[src * c..(src + 1) * c].copy_from_slice(&decode::<T>("all_to_all", src, &got, Some(c))?);
+        }
+        Ok(out)
+    })
 }
 
 /// Collective permutation (JAX's `ppermute`): for each `(src, dst)` pair,
@@ -78,20 +82,22 @@ pub fn ppermute<T: Element>(pg: &dyn ProcessGroup, data: &[T], perm: &[(usize, u
     let tag = Tag::op(gid, op, 0);
     let to = perm.iter().find(|p| p.0 == r).map(|p| p.1);
     let from = perm.iter().find(|p| p.1 == r).map(|p| p.0);
-    let got = match (to, from) {
-        (Some(d), Some(s)) if d == r && s == r => return Ok(data.to_vec()),
-        (Some(d), Some(s)) => Some((s, pg.send_recv(d, &encode(data), s, tag)?)),
-        (Some(d), None) => {
-            pg.send(d, tag, &encode(data))?;
-            None
+    guarded(pg, || {
+        let got = match (to, from) {
+            (Some(d), Some(s)) if d == r && s == r => return Ok(data.to_vec()),
+            (Some(d), Some(s)) => Some((s, pg.send_recv(d, &encode(data), s, tag)?)),
+            (Some(d), None) => {
+                pg.send(d, tag, &encode(data))?;
+                None
+            }
+            (None, Some(s)) => Some((s, pg.recv(s, tag)?)),
+            (None, None) => None,
+        };
+        match got {
+            Some((s, bytes)) => decode("ppermute", s, &bytes, Some(data.len())),
+            None => Ok(vec![T::ZERO; data.len()]),
         }
-        (None, Some(s)) => Some((s, pg.recv(s, tag)?)),
-        (None, None) => None,
-    };
-    match got {
-        Some((s, bytes)) => decode("ppermute", s, &bytes, Some(data.len())),
-        None => Ok(vec![T::ZERO; data.len()]),
-    }
+    })
 }
 
 /// Sends `data` to rank `dst` with user tag `tag` (point to point).
@@ -103,5 +109,5 @@ pub fn send<T: Element>(pg: &dyn ProcessGroup, dst: usize, tag: u32, data: &[T])
 /// Receives the oldest message with user tag `tag` from rank `src`.
 pub fn recv<T: Element>(pg: &dyn ProcessGroup, src: usize, tag: u32) -> Result<Vec<T>> {
     check_rank(pg, src)?;
-    decode("recv", src, &pg.recv(src, Tag::user(pg.group_id(), tag))?, None)
+    guarded(pg, || decode("recv", src, &pg.recv(src, Tag::user(pg.group_id(), tag))?, None))
 }

@@ -3,7 +3,7 @@
 use super::{chunk_bounds, deterministic, equal_chunk, ring, ReduceKind, ReduceMode};
 use crate::element::Element;
 use crate::error::Result;
-use crate::group::ProcessGroup;
+use crate::group::{guarded, ProcessGroup};
 
 /// Reduces `data` element-wise across all ranks; every rank gets the result.
 ///
@@ -32,7 +32,7 @@ pub fn all_reduce<T: Element>(pg: &dyn ProcessGroup, data: &[T], kind: ReduceKin
     kind.check::<T>()?;
     let op = pg.next_op();
     let n = pg.world_size();
-    match mode {
+    guarded(pg, || match mode {
         ReduceMode::Deterministic => deterministic::all_reduce(pg, data, kind, op),
         ReduceMode::Ring => {
             const NAME: &str = "all_reduce";
@@ -46,7 +46,7 @@ pub fn all_reduce<T: Element>(pg: &dyn ProcessGroup, data: &[T], kind: ReduceKin
             ring::all_gather_in_place(pg, &mut buf, &bounds, op, n - 1, NAME)?;
             Ok(buf)
         }
-    }
+    })
 }
 
 /// Reduces `data` (n equal chunks, n = world size) element-wise across
@@ -64,7 +64,7 @@ pub fn reduce_scatter<T: Element>(
     let chunk = equal_chunk("reduce_scatter", pg, data.len())?;
     let op = pg.next_op();
     let (n, r) = (pg.world_size(), pg.rank());
-    match mode {
+    guarded(pg, || match mode {
         ReduceMode::Deterministic => deterministic::reduce_scatter(pg, data, chunk, kind, op),
         ReduceMode::Ring => {
             let mut buf = data.to_vec();
@@ -72,5 +72,5 @@ pub fn reduce_scatter<T: Element>(
             ring::reduce_scatter_in_place(pg, &mut buf, &bounds, kind, op, "reduce_scatter")?;
             Ok(buf[r * chunk..(r + 1) * chunk].iter().map(|&v| kind.finish(v, n)).collect())
         }
-    }
+    })
 }

@@ -247,6 +247,9 @@ impl ProcessGroup for TcpGroup {
         check_rank(self, src)?;
         self.shared.mailbox.take(src, tag, self.timeout).map_err(|e| self.fail(e))
     }
+    fn abort(&self, why: &CollectiveError) {
+        self.shared.fail(why);
+    }
 }
 
 impl Drop for TcpGroup {
