@@ -53,7 +53,9 @@ mod sealed {
 /// rounded once). [`ReduceMode::Deterministic`](crate::ReduceMode::Deterministic)
 /// accumulates in f64 (see [`Element::to_f64`]). Max / min propagate NaN.
 /// `i32` sums wrap; `i32` has no mean.
-pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static
+{
     /// The element's [`DType`].
     const DTYPE: DType;
     /// Bytes per element on the wire.
@@ -239,13 +241,20 @@ pub(crate) fn decode<T: Element>(
     if code != T::DTYPE.code() {
         return Err(CollectiveError::CorruptFrame {
             peer,
-            reason: format!("{op}: dtype code {code} where {} was expected", T::DTYPE.name()),
+            reason: format!(
+                "{op}: dtype code {code} where {} was expected",
+                T::DTYPE.name()
+            ),
         });
     }
     if body.len() % T::SIZE != 0 {
         return Err(CollectiveError::CorruptFrame {
             peer,
-            reason: format!("{op}: {} bytes is not a whole number of {}", body.len(), T::DTYPE.name()),
+            reason: format!(
+                "{op}: {} bytes is not a whole number of {}",
+                body.len(),
+                T::DTYPE.name()
+            ),
         });
     }
     let n = body.len() / T::SIZE;
@@ -275,8 +284,14 @@ mod tests {
             decode::<f32>("t", 1, &b, Some(2)),
             Err(CollectiveError::LengthMismatch { got: 3, .. })
         ));
-        assert!(matches!(decode::<i32>("t", 1, &b, None), Err(CollectiveError::CorruptFrame { .. })));
-        assert!(matches!(decode::<f32>("t", 1, &[], None), Err(CollectiveError::CorruptFrame { .. })));
+        assert!(matches!(
+            decode::<i32>("t", 1, &b, None),
+            Err(CollectiveError::CorruptFrame { .. })
+        ));
+        assert!(matches!(
+            decode::<f32>("t", 1, &[], None),
+            Err(CollectiveError::CorruptFrame { .. })
+        ));
     }
 
     #[test]
@@ -284,6 +299,6 @@ mod tests {
         // 2048 + 1 is a tie in f16 (spacing 2): nearest-even keeps 2048.
         let a = f16::from_f32(2048.0);
         assert_eq!(a.add(f16::ONE), a);
-        assert_eq!(Element::max(f32::NAN, 1.0).is_nan(), true);
+        assert!(Element::max(f32::NAN, 1.0).is_nan());
     }
 }

@@ -48,7 +48,8 @@ mod registry;
 pub mod tcp;
 
 pub use collectives::{
-    all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send, ReduceKind, ReduceMode,
+    all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
+    ReduceKind, ReduceMode,
 };
 pub use element::{DType, Element};
 pub use error::{CollectiveError, Result};
@@ -64,8 +65,8 @@ pub mod prelude {
     #[cfg(feature = "mpi")]
     pub use crate::MpiGroup;
     pub use crate::{
-        all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send, CollectiveError, DType,
-        Element, GroupId, GroupRegistry, LoopbackGroup, ProcessGroup, ReduceKind, ReduceMode, SubGroup, TcpConfig,
-        TcpGroup,
+        all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
+        CollectiveError, DType, Element, GroupId, GroupRegistry, LoopbackGroup, ProcessGroup,
+        ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
     };
 }

@@ -63,7 +63,9 @@ impl ProcessGroup for LoopbackGroup {
     }
     fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>> {
         crate::group::check_rank(self, src)?;
-        self.boxes[self.rank].take(src, tag, self.timeout).inspect_err(|e| self.abort(e))
+        self.boxes[self.rank]
+            .take(src, tag, self.timeout)
+            .inspect_err(|e| self.abort(e))
     }
     fn abort(&self, why: &CollectiveError) {
         if self.boxes[self.rank].failure().is_none() {

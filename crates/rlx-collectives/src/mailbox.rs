@@ -68,7 +68,10 @@ impl Mailbox {
 
     /// [`CollectiveError::GroupFailed`] with the cause, if the group failed.
     pub(crate) fn failure(&self) -> Option<CollectiveError> {
-        self.lock().failed.as_ref().map(|e| CollectiveError::GroupFailed(e.to_string()))
+        self.lock()
+            .failed
+            .as_ref()
+            .map(|e| CollectiveError::GroupFailed(e.to_string()))
     }
 
     /// Takes the oldest message from `src` tagged `tag`, waiting at most `timeout`.

@@ -3,14 +3,17 @@
 use crate::error::{CollectiveError, Result};
 use crate::group::{check_rank, GroupId, ProcessGroup, Tag};
 use mpi::environment::Universe;
-use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::point_to_point::MatchedReceiveVec;
+use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Threading;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Messages that arrived before they were asked for, by source.
+type Pending = Vec<VecDeque<(Tag, Vec<u8>)>>;
 
 /// MPI tag of every message; the RLX [`Tag`] travels in an 8-byte header.
 const MPI_TAG: i32 = 0;
@@ -32,7 +35,7 @@ pub struct MpiGroup {
     rank: usize,
     world: usize,
     timeout: Duration,
-    pending: Mutex<Vec<VecDeque<(Tag, Vec<u8>)>>>,
+    pending: Mutex<Pending>,
     seq: AtomicU32,
     failed: Mutex<Option<CollectiveError>>,
 }
@@ -41,8 +44,10 @@ impl MpiGroup {
     /// Initializes MPI and returns the world group; every receive waits at
     /// most `timeout`.
     pub fn init(timeout: Duration) -> Result<Self> {
-        let (universe, level) = mpi::initialize_with_threading(Threading::Multiple)
-            .ok_or_else(|| CollectiveError::Mpi("MPI was already initialized in this process".into()))?;
+        let (universe, level) =
+            mpi::initialize_with_threading(Threading::Multiple).ok_or_else(|| {
+                CollectiveError::Mpi("MPI was already initialized in this process".into())
+            })?;
         if level < Threading::Serialized {
             return Err(CollectiveError::Mpi(format!(
                 "the MPI library provides thread level {level:?}, Serialized or better is needed"
@@ -89,7 +94,10 @@ impl MpiGroup {
                 return Ok(pend[src].remove(i).map(|m| m.1));
             }
             let world = self.universe.world();
-            let Some(probed) = world.process_at_rank(src as i32).immediate_matched_probe_with_tag(MPI_TAG) else {
+            let Some(probed) = world
+                .process_at_rank(src as i32)
+                .immediate_matched_probe_with_tag(MPI_TAG)
+            else {
                 return Ok(None);
             };
             let (mut buf, _) = probed.matched_receive_vec::<u8>();
@@ -127,7 +135,8 @@ impl ProcessGroup for MpiGroup {
         check_rank(self, dst)?;
         self.check_failed()?;
         if dst == self.rank {
-            self.pending.lock().unwrap_or_else(|p| p.into_inner())[dst].push_back((tag, data.to_vec()));
+            self.pending.lock().unwrap_or_else(|p| p.into_inner())[dst]
+                .push_back((tag, data.to_vec()));
             return Ok(());
         }
         let buf = Self::framed(tag, data);
@@ -175,9 +184,10 @@ impl ProcessGroup for MpiGroup {
         let buf = Self::framed(tag, data);
         let world = self.universe.world();
         mpi::request::scope(|scope| {
-            let mut req = world
-                .process_at_rank(dst as i32)
-                .immediate_send_with_tag(scope, &buf[..], MPI_TAG);
+            let mut req =
+                world
+                    .process_at_rank(dst as i32)
+                    .immediate_send_with_tag(scope, &buf[..], MPI_TAG);
             let got = self.recv(src, tag);
             let start = Instant::now();
             loop {
@@ -201,7 +211,10 @@ impl ProcessGroup for MpiGroup {
     fn abort(&self, why: &CollectiveError) {
         let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
         if f.is_none() {
-            log::warn!("rlx-collectives: rank {} failed its MPI group: {why}", self.rank);
+            log::warn!(
+                "rlx-collectives: rank {} failed its MPI group: {why}",
+                self.rank
+            );
             *f = Some(why.clone());
         }
     }

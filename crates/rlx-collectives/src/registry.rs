@@ -20,7 +20,11 @@ pub struct SubGroup {
 impl SubGroup {
     /// This process's view of the sub-group `members` (parent ranks) with id
     /// `id`, or `None` when this process is not a member.
-    pub fn new(parent: Arc<dyn ProcessGroup>, members: &[usize], id: GroupId) -> Result<Option<Self>> {
+    pub fn new(
+        parent: Arc<dyn ProcessGroup>,
+        members: &[usize],
+        id: GroupId,
+    ) -> Result<Option<Self>> {
         let world = parent.world_size();
         let mut seen = vec![false; world];
         for &m in members {
@@ -28,7 +32,9 @@ impl SubGroup {
                 return Err(CollectiveError::InvalidRank { rank: m, world });
             }
             if std::mem::replace(&mut seen[m], true) {
-                return Err(CollectiveError::InvalidConfig(format!("rank {m} listed twice in a sub-group")));
+                return Err(CollectiveError::InvalidConfig(format!(
+                    "rank {m} listed twice in a sub-group"
+                )));
             }
         }
         if members.is_empty() {
@@ -52,10 +58,13 @@ impl SubGroup {
     }
 
     fn parent_rank(&self, r: usize) -> Result<usize> {
-        self.members.get(r).copied().ok_or(CollectiveError::InvalidRank {
-            rank: r,
-            world: self.members.len(),
-        })
+        self.members
+            .get(r)
+            .copied()
+            .ok_or(CollectiveError::InvalidRank {
+                rank: r,
+                world: self.members.len(),
+            })
     }
 }
 

@@ -32,8 +32,14 @@ fn deterministic_ignores_arrival_order() {
                 for c in cases(n) {
                     std::thread::sleep(d);
                     if c["dtype"] == "f32" {
-                        let x: Vec<f32> = c["inputs"][pg.rank()].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
-                        let y = all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap();
+                        let x: Vec<f32> = c["inputs"][pg.rank()]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|v| v.as_f64().unwrap() as f32)
+                            .collect();
+                        let y =
+                            all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap();
                         out.extend(y.iter().map(|v| (*v as f64).to_bits()));
                     }
                 }
@@ -63,12 +69,24 @@ fn sub_groups_reduce_their_members_only() {
                     for (id, n) in [(a, 2usize), (b, 3)] {
                         match reg.get(id) {
                             Ok(g) => {
-                                let c = cases(n).into_iter().find(|c| c["dtype"] == "f64" && c["len"] == 13).unwrap();
-                                let num = |v: &serde_json::Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+                                let c = cases(n)
+                                    .into_iter()
+                                    .find(|c| c["dtype"] == "f64" && c["len"] == 13)
+                                    .unwrap();
+                                let num = |v: &serde_json::Value| -> Vec<f64> {
+                                    v.as_array()
+                                        .unwrap()
+                                        .iter()
+                                        .map(|v| v.as_f64().unwrap())
+                                        .collect()
+                                };
                                 let x = num(&c["inputs"][g.rank()]);
-                                let y = all_reduce(&*g, &x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap();
+                                let y =
+                                    all_reduce(&*g, &x, ReduceKind::Sum, ReduceMode::Deterministic)
+                                        .unwrap();
                                 assert_eq!(y, num(&c["det"]["sum"]));
-                                let z = all_reduce(&*g, &x, ReduceKind::Max, ReduceMode::Ring).unwrap();
+                                let z =
+                                    all_reduce(&*g, &x, ReduceKind::Max, ReduceMode::Ring).unwrap();
                                 assert_eq!(z, num(&c["exact"]["max"]));
                                 res.push(true);
                             }
@@ -76,15 +94,32 @@ fn sub_groups_reduce_their_members_only() {
                             Err(e) => panic!("{e}"),
                         }
                     }
-                    assert!(matches!(reg.get(GroupId(9)), Err(CollectiveError::UnknownGroup(9))));
-                    assert!(matches!(reg.new_subgroup(&[0, 0]), Err(CollectiveError::InvalidConfig(_))));
-                    assert!(matches!(reg.new_subgroup(&[5]), Err(CollectiveError::InvalidRank { rank: 5, .. })));
+                    assert!(matches!(
+                        reg.get(GroupId(9)),
+                        Err(CollectiveError::UnknownGroup(9))
+                    ));
+                    assert!(matches!(
+                        reg.new_subgroup(&[0, 0]),
+                        Err(CollectiveError::InvalidConfig(_))
+                    ));
+                    assert!(matches!(
+                        reg.new_subgroup(&[5]),
+                        Err(CollectiveError::InvalidRank { rank: 5, .. })
+                    ));
                     res
                 })
             })
             .collect();
         let out: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
-        assert_eq!(out, vec![vec![false, true], vec![true, false], vec![false, true], vec![true, true]]);
+        assert_eq!(
+            out,
+            vec![
+                vec![false, true],
+                vec![true, false],
+                vec![false, true],
+                vec![true, true]
+            ]
+        );
     });
 }
 
@@ -95,11 +130,20 @@ fn dropped_rank_is_an_error_not_a_hang() {
         drop(ranks.pop());
         let t0 = std::time::Instant::now();
         let out: Vec<_> = std::thread::scope(|s| {
-            let hs: Vec<_> = ranks.iter().map(|pg| s.spawn(move || all_reduce(pg, &[1.0f32; 5], ReduceKind::Sum, ReduceMode::Ring))).collect();
+            let hs: Vec<_> = ranks
+                .iter()
+                .map(|pg| {
+                    s.spawn(move || all_reduce(pg, &[1.0f32; 5], ReduceKind::Sum, ReduceMode::Ring))
+                })
+                .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(t0.elapsed() < Duration::from_secs(5));
-        assert!(out.iter().all(|r| matches!(r, Err(CollectiveError::PeerDisconnected { .. }))), "{out:?}");
+        assert!(
+            out.iter()
+                .all(|r| matches!(r, Err(CollectiveError::PeerDisconnected { .. }))),
+            "{out:?}"
+        );
     });
 }
 
@@ -114,7 +158,11 @@ fn silent_rank_times_out() {
             }
             all_reduce(pg, &[1i32, 2], ReduceKind::Sum, ReduceMode::Deterministic)
         });
-        assert!(matches!(out[0], Err(CollectiveError::Timeout { peer: 1, .. })), "{:?}", out[0]);
+        assert!(
+            matches!(out[0], Err(CollectiveError::Timeout { peer: 1, .. })),
+            "{:?}",
+            out[0]
+        );
     });
 }
 
@@ -126,9 +174,28 @@ fn mismatched_inputs_are_named_errors() {
             let x = vec![1.0f32; 3 + pg.rank()];
             all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
         });
-        assert!(matches!(out[0], Err(CollectiveError::LengthMismatch { peer: 1, expected: 3, got: 4, .. })), "{:?}", out[0]);
+        assert!(
+            matches!(
+                out[0],
+                Err(CollectiveError::LengthMismatch {
+                    peer: 1,
+                    expected: 3,
+                    got: 4,
+                    ..
+                })
+            ),
+            "{:?}",
+            out[0]
+        );
         // Rank 0 failed the group, so rank 1 learns of it at once, not after T.
-        assert!(matches!(out[1], Err(CollectiveError::PeerDisconnected { peer: 0, .. })), "{:?}", out[1]);
+        assert!(
+            matches!(
+                out[1],
+                Err(CollectiveError::PeerDisconnected { peer: 0, .. })
+            ),
+            "{:?}",
+            out[1]
+        );
         assert!(t0.elapsed() < Duration::from_secs(3));
         let out = on_loopback(2, Duration::from_secs(1), |pg| {
             if pg.rank() == 0 {
@@ -137,10 +204,18 @@ fn mismatched_inputs_are_named_errors() {
                 all_gather(pg, &[1.0f64]).map(|_| ())
             }
         });
-        assert!(out.iter().all(|r| matches!(r, Err(CollectiveError::CorruptFrame { .. }))), "{out:?}");
+        assert!(
+            out.iter()
+                .all(|r| matches!(r, Err(CollectiveError::CorruptFrame { .. }))),
+            "{out:?}"
+        );
         let out = on_loopback(2, T, |pg| ppermute(pg, &[1i32], &[(0, 1), (1, 1)]));
-        assert!(out.iter().all(|r| matches!(r, Err(CollectiveError::InvalidPermutation(_)))));
+        assert!(out
+            .iter()
+            .all(|r| matches!(r, Err(CollectiveError::InvalidPermutation(_)))));
         let out = on_loopback(2, T, |pg| broadcast(pg, &[1i32], 2));
-        assert!(out.iter().all(|r| matches!(r, Err(CollectiveError::InvalidRank { rank: 2, world: 2 }))));
+        assert!(out
+            .iter()
+            .all(|r| matches!(r, Err(CollectiveError::InvalidRank { rank: 2, world: 2 }))));
     });
 }

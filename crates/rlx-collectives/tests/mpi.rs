@@ -46,13 +46,15 @@ fn main() {
             let t0 = Instant::now();
             let mut ours = Vec::new();
             for _ in 0..reps {
-                ours = all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Ring).unwrap_or_else(|e| fail(e.to_string()));
+                ours = all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Ring)
+                    .unwrap_or_else(|e| fail(e.to_string()));
             }
             let ring = t0.elapsed() / reps;
             world.barrier();
             let t0 = Instant::now();
             for _ in 0..reps {
-                all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap_or_else(|e| fail(e.to_string()));
+                all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
+                    .unwrap_or_else(|e| fail(e.to_string()));
             }
             let detm = t0.elapsed() / reps;
             if ours != y {

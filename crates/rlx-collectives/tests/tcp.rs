@@ -5,8 +5,8 @@
 mod common;
 use common::*;
 use rlx_collectives::*;
-use std::result::Result;
 use std::io::Write;
+use std::result::Result;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,10 @@ fn deterministic_is_bitwise_equal_to_loopback() {
     with_deadline(120, || {
         for n in 1..=4 {
             let lo = on_loopback(n, Duration::from_secs(10), |pg| det_bits(pg).unwrap());
-            let tcp: Vec<Vec<u64>> = on_tcp(n, quick, |pg| det_bits(pg).unwrap()).into_iter().map(|r| r.unwrap()).collect();
+            let tcp: Vec<Vec<u64>> = on_tcp(n, quick, |pg| det_bits(pg).unwrap())
+                .into_iter()
+                .map(|r| r.unwrap())
+                .collect();
             assert!(lo.iter().chain(&tcp).all(|b| b == &lo[0]), "world {n}");
         }
     });
@@ -36,7 +39,9 @@ fn deterministic_is_bitwise_equal_to_loopback() {
 fn large_buffers_and_sub_groups() {
     with_deadline(120, || {
         let out = on_tcp(3, quick, |pg| {
-            let x: Vec<f32> = (0..1_000_003).map(|i| ((i * (pg.rank() + 1)) % 1000) as f32).collect();
+            let x: Vec<f32> = (0..1_000_003)
+                .map(|i| ((i * (pg.rank() + 1)) % 1000) as f32)
+                .collect();
             let y = all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Ring).unwrap();
             for i in [0usize, 1, 999, 1_000_002] {
                 let want: f32 = (1..=3).map(|k| ((i * k) % 1000) as f32).sum();
@@ -52,12 +57,18 @@ fn large_buffers_and_sub_groups() {
 
 /// Runs a world of 3 where rank 2 injects `kind` at its frame `at`;
 /// returns every rank's outcome and how long each took.
-fn faulty_world(kind: FaultKind, at: u64, timeout: Duration) -> Vec<(Result<(), CollectiveError>, Duration)> {
+fn faulty_world(
+    kind: FaultKind,
+    at: u64,
+    timeout: Duration,
+) -> Vec<(Result<(), CollectiveError>, Duration)> {
     let out = on_tcp(
         3,
         |c| {
             let r = c.rank;
-            let c = c.timeout(timeout).rendezvous_timeout(Duration::from_secs(20));
+            let c = c
+                .timeout(timeout)
+                .rendezvous_timeout(Duration::from_secs(20));
             if r == 2 {
                 c.fault(Fault { at_frame: at, kind })
             } else {
@@ -82,22 +93,33 @@ fn faulty_world(kind: FaultKind, at: u64, timeout: Duration) -> Vec<(Result<(), 
     out.into_iter().map(|r| r.expect("group formed")).collect()
 }
 
-fn check_survivors(out: &[(Result<(), CollectiveError>, Duration)], limit: Duration, want: impl Fn(&CollectiveError) -> bool) {
+fn check_survivors(
+    out: &[(Result<(), CollectiveError>, Duration)],
+    limit: Duration,
+    want: impl Fn(&CollectiveError) -> bool,
+) {
     for (r, (res, took)) in out.iter().enumerate() {
-        let e = res.as_ref().expect_err(&format!("rank {r} reported success"));
+        let e = res
+            .as_ref()
+            .expect_err(&format!("rank {r} reported success"));
         if r < 2 {
             assert!(*took < limit, "rank {r} took {took:?}: {e}");
         }
         eprintln!("rank {r}: {e} after {took:?}");
     }
-    assert!(out[..2].iter().any(|(r, _)| want(r.as_ref().unwrap_err())), "no survivor saw the named error: {out:?}");
+    assert!(
+        out[..2].iter().any(|(r, _)| want(r.as_ref().unwrap_err())),
+        "no survivor saw the named error: {out:?}"
+    );
 }
 
 #[test]
 fn truncated_frame() {
     with_deadline(60, || {
         let out = faulty_world(FaultKind::Truncate, 5, Duration::from_secs(3));
-        check_survivors(&out, Duration::from_secs(3), |e| matches!(e, CollectiveError::TruncatedFrame { peer: 2, .. }));
+        check_survivors(&out, Duration::from_secs(3), |e| {
+            matches!(e, CollectiveError::TruncatedFrame { peer: 2, .. })
+        });
     });
 }
 
@@ -105,7 +127,9 @@ fn truncated_frame() {
 fn oversized_frame() {
     with_deadline(60, || {
         let out = faulty_world(FaultKind::Oversize, 5, Duration::from_secs(3));
-        check_survivors(&out, Duration::from_secs(3), |e| matches!(e, CollectiveError::FrameTooLarge { peer: 2, .. }));
+        check_survivors(&out, Duration::from_secs(3), |e| {
+            matches!(e, CollectiveError::FrameTooLarge { peer: 2, .. })
+        });
     });
 }
 
@@ -113,7 +137,9 @@ fn oversized_frame() {
 fn corrupted_frame() {
     with_deadline(60, || {
         let out = faulty_world(FaultKind::Corrupt, 5, Duration::from_secs(3));
-        check_survivors(&out, Duration::from_secs(3), |e| matches!(e, CollectiveError::CorruptFrame { peer: 2, .. }));
+        check_survivors(&out, Duration::from_secs(3), |e| {
+            matches!(e, CollectiveError::CorruptFrame { peer: 2, .. })
+        });
     });
 }
 
@@ -122,7 +148,9 @@ fn peer_stops_responding() {
     with_deadline(60, || {
         let t = Duration::from_millis(1500);
         let out = faulty_world(FaultKind::Stall(Duration::from_secs(6)), 5, t);
-        check_survivors(&out, t + Duration::from_secs(2), |e| matches!(e, CollectiveError::Timeout { peer: 2, .. }));
+        check_survivors(&out, t + Duration::from_secs(2), |e| {
+            matches!(e, CollectiveError::Timeout { peer: 2, .. })
+        });
     });
 }
 
@@ -130,7 +158,9 @@ fn peer_stops_responding() {
 fn peer_dies_mid_collective() {
     with_deadline(60, || {
         let out = faulty_world(FaultKind::Die, 5, Duration::from_secs(10));
-        check_survivors(&out, Duration::from_secs(3), |e| matches!(e, CollectiveError::PeerDisconnected { peer: 2, .. }));
+        check_survivors(&out, Duration::from_secs(3), |e| {
+            matches!(e, CollectiveError::PeerDisconnected { peer: 2, .. })
+        });
     });
 }
 
@@ -142,14 +172,21 @@ impl log::Log for Capture {
         true
     }
     fn log(&self, r: &log::Record) {
-        LOG.get_or_init(Default::default).lock().unwrap().push(r.args().to_string());
+        LOG.get_or_init(Default::default)
+            .lock()
+            .unwrap()
+            .push(r.args().to_string());
     }
     fn flush(&self) {}
 }
 fn logged(needle: &str) -> bool {
     let _ = log::set_logger(&Capture);
     log::set_max_level(log::LevelFilter::Warn);
-    LOG.get_or_init(Default::default).lock().unwrap().iter().any(|m| m.contains(needle))
+    LOG.get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|m| m.contains(needle))
 }
 
 #[test]
@@ -161,7 +198,9 @@ fn wrong_secret_is_refused_and_logged() {
             3,
             |c| {
                 let r = c.rank;
-                let c = c.timeout(Duration::from_secs(2)).rendezvous_timeout(Duration::from_secs(3));
+                let c = c
+                    .timeout(Duration::from_secs(2))
+                    .rendezvous_timeout(Duration::from_secs(3));
                 if r == 2 {
                     TcpConfig::new(c.coordinator.clone(), 2, 3, b"not the secret")
                         .timeout(Duration::from_secs(2))
@@ -172,10 +211,26 @@ fn wrong_secret_is_refused_and_logged() {
             },
             |_| (),
         );
-        assert!(t0.elapsed() < Duration::from_secs(8), "took {:?}", t0.elapsed());
-        assert!(matches!(out[2], Err(CollectiveError::AuthFailed { .. })), "{:?}", out[2]);
-        assert!(matches!(out[0], Err(CollectiveError::RendezvousFailed(_))), "{:?}", out[0]);
-        assert!(matches!(out[1], Err(CollectiveError::RendezvousFailed(_))), "{:?}", out[1]);
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "took {:?}",
+            t0.elapsed()
+        );
+        assert!(
+            matches!(out[2], Err(CollectiveError::AuthFailed { .. })),
+            "{:?}",
+            out[2]
+        );
+        assert!(
+            matches!(out[0], Err(CollectiveError::RendezvousFailed(_))),
+            "{:?}",
+            out[0]
+        );
+        assert!(
+            matches!(out[1], Err(CollectiveError::RendezvousFailed(_))),
+            "{:?}",
+            out[1]
+        );
     });
     assert!(logged("does not know the shared secret"));
     assert!(logged("refused a connection"));
@@ -194,10 +249,16 @@ fn unauthenticated_connections_are_refused_and_the_group_still_forms() {
         let hs: Vec<_> = (1..3)
             .map(|r| {
                 let c = quick(TcpConfig::new(addr.to_string(), r, 3, b"test secret"));
-                std::thread::spawn(move || TcpGroup::join(c).and_then(|g| all_gather(&g, &[r as i32])))
+                std::thread::spawn(move || {
+                    TcpGroup::join(c).and_then(|g| all_gather(&g, &[r as i32]))
+                })
             })
             .collect();
-        let g0 = TcpGroup::join_with_listener(quick(TcpConfig::new(addr.to_string(), 0, 3, b"test secret")), listener).unwrap();
+        let g0 = TcpGroup::join_with_listener(
+            quick(TcpConfig::new(addr.to_string(), 0, 3, b"test secret")),
+            listener,
+        )
+        .unwrap();
         assert_eq!(all_gather(&g0, &[0i32]).unwrap(), vec![0, 1, 2]);
         for h in hs {
             assert_eq!(h.join().unwrap().unwrap(), vec![0, 1, 2]);
@@ -211,7 +272,10 @@ fn duplicate_rank_fails_the_rendezvous() {
     with_deadline(60, || {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let cfg = |r: usize| quick(TcpConfig::new(addr.clone(), r, 3, b"test secret")).rendezvous_timeout(Duration::from_secs(5));
+        let cfg = |r: usize| {
+            quick(TcpConfig::new(addr.clone(), r, 3, b"test secret"))
+                .rendezvous_timeout(Duration::from_secs(5))
+        };
         let t0 = Instant::now();
         let c0 = cfg(0);
         let h0 = std::thread::spawn(move || TcpGroup::join_with_listener(c0, listener).map(|_| ()));
@@ -227,19 +291,39 @@ fn duplicate_rank_fails_the_rendezvous() {
         let r0 = h0.join().unwrap();
         let r2 = h2.join().unwrap();
         let rd: Vec<_> = dups.into_iter().map(|h| h.join().unwrap()).collect();
-        assert!(t0.elapsed() < Duration::from_secs(8), "took {:?}", t0.elapsed());
-        assert!(matches!(r0, Err(CollectiveError::DuplicateRank { rank: 1 })), "{r0:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "took {:?}",
+            t0.elapsed()
+        );
+        assert!(
+            matches!(r0, Err(CollectiveError::DuplicateRank { rank: 1 })),
+            "{r0:?}"
+        );
         assert!(r2.is_err(), "{r2:?}");
-        assert!(rd.iter().any(|r| matches!(r, Err(CollectiveError::DuplicateRank { rank: 1 }))), "{rd:?}");
+        assert!(
+            rd.iter()
+                .any(|r| matches!(r, Err(CollectiveError::DuplicateRank { rank: 1 }))),
+            "{rd:?}"
+        );
         assert!(rd.iter().all(|r| r.is_err()), "{rd:?}");
     });
 }
 
 #[test]
 fn bad_configs_are_refused() {
-    assert!(matches!(TcpGroup::join(TcpConfig::new("127.0.0.1:1", 3, 3, b"s")), Err(CollectiveError::InvalidRank { rank: 3, world: 3 })));
-    assert!(matches!(TcpGroup::join(TcpConfig::new("127.0.0.1:1", 1, 3, b"")), Err(CollectiveError::InvalidConfig(_))));
-    assert!(matches!(TcpGroup::join(TcpConfig::new("127.0.0.1:1", 0, 0, b"s")), Err(CollectiveError::InvalidConfig(_))));
+    assert!(matches!(
+        TcpGroup::join(TcpConfig::new("127.0.0.1:1", 3, 3, b"s")),
+        Err(CollectiveError::InvalidRank { rank: 3, world: 3 })
+    ));
+    assert!(matches!(
+        TcpGroup::join(TcpConfig::new("127.0.0.1:1", 1, 3, b"")),
+        Err(CollectiveError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        TcpGroup::join(TcpConfig::new("127.0.0.1:1", 0, 0, b"s")),
+        Err(CollectiveError::InvalidConfig(_))
+    ));
     let dbg = format!("{:?}", TcpConfig::new("h:1", 0, 1, b"hunter2"));
     assert!(!dbg.contains("hunter2") && dbg.contains("redacted"));
 }
@@ -255,10 +339,29 @@ fn frame_over_the_configured_maximum() {
                 let r = c.rank;
                 quick(c).max_frame(if r == 0 { 1000 } else { 1 << 20 })
             },
-            |pg| all_reduce(pg, &vec![1.0f64; 1000], ReduceKind::Sum, ReduceMode::Deterministic).map(|_| ()),
+            |pg| {
+                all_reduce(
+                    pg,
+                    &vec![1.0f64; 1000],
+                    ReduceKind::Sum,
+                    ReduceMode::Deterministic,
+                )
+                .map(|_| ())
+            },
         );
         let out: Vec<_> = out.into_iter().map(|r| r.unwrap()).collect();
-        assert!(matches!(out[0], Err(CollectiveError::FrameTooLarge { peer: 1, max: 1000, .. })), "{:?}", out[0]);
+        assert!(
+            matches!(
+                out[0],
+                Err(CollectiveError::FrameTooLarge {
+                    peer: 1,
+                    max: 1000,
+                    ..
+                })
+            ),
+            "{:?}",
+            out[0]
+        );
         assert!(out[1].is_err());
     });
 }

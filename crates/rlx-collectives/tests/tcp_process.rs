@@ -15,7 +15,9 @@ const CHILD_VAR: &str = "COLLECTIVES_TEST_CHILD";
 #[test]
 #[ignore = "child process of killed_process_mid_collective"]
 fn child_rank() {
-    let Ok(spec) = std::env::var(CHILD_VAR) else { return };
+    let Ok(spec) = std::env::var(CHILD_VAR) else {
+        return;
+    };
     let parts: Vec<&str> = spec.split(',').collect();
     let (rank, world) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
     let pg = TcpGroup::join(quick(TcpConfig::new(parts[0], rank, world, b"test secret"))).unwrap();
@@ -50,7 +52,13 @@ fn killed_process_mid_collective() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_rank", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "child_rank",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_VAR, format!("{addr},2,3"))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -59,7 +67,11 @@ fn killed_process_mid_collective() {
         let survivors: Vec<_> = (0..2)
             .map(|r| {
                 let c = quick(TcpConfig::new(addr.clone(), r, 3, b"test secret"));
-                let l = if r == 0 { Some(listener.try_clone().unwrap()) } else { None };
+                let l = if r == 0 {
+                    Some(listener.try_clone().unwrap())
+                } else {
+                    None
+                };
                 std::thread::spawn(move || {
                     let pg = match l {
                         Some(l) => TcpGroup::join_with_listener(c, l).unwrap(),
@@ -84,7 +96,10 @@ fn killed_process_mid_collective() {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         while !line.contains("joined") {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "child exited before joining");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "child exited before joining"
+            );
         }
         std::thread::sleep(Duration::from_millis(300));
         child.kill().unwrap(); // SIGKILL
@@ -93,13 +108,26 @@ fn killed_process_mid_collective() {
         assert!(!status.success());
         for (r, h) in survivors.into_iter().enumerate() {
             let (e, at, rounds) = h.join().unwrap();
-            eprintln!("rank {r}: {e} after {rounds} rounds, {:?} after the kill", at.saturating_duration_since(killed_at));
-            assert!(rounds > 0, "rank {r} never completed a round before the kill");
+            eprintln!(
+                "rank {r}: {e} after {rounds} rounds, {:?} after the kill",
+                at.saturating_duration_since(killed_at)
+            );
             assert!(
-                matches!(e, CollectiveError::PeerDisconnected { .. } | CollectiveError::TruncatedFrame { .. }),
+                rounds > 0,
+                "rank {r} never completed a round before the kill"
+            );
+            assert!(
+                matches!(
+                    e,
+                    CollectiveError::PeerDisconnected { .. }
+                        | CollectiveError::TruncatedFrame { .. }
+                ),
                 "rank {r}: {e}"
             );
-            assert!(at.saturating_duration_since(killed_at) < Duration::from_secs(5), "rank {r} took too long");
+            assert!(
+                at.saturating_duration_since(killed_at) < Duration::from_secs(5),
+                "rank {r} took too long"
+            );
         }
         assert!(zombies().is_empty(), "zombies: {:?}", zombies());
     });

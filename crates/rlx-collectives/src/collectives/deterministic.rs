@@ -19,11 +19,19 @@ pub(crate) fn fold<T: Element>(kind: ReduceKind, parts: &[&[T]]) -> Vec<T> {
                 for p in parts {
                     let x = p[i].to_f64();
                     let t = s + x;
-                    c += if s.abs() >= x.abs() { (s - t) + x } else { (x - t) + s };
+                    c += if s.abs() >= x.abs() {
+                        (s - t) + x
+                    } else {
+                        (x - t) + s
+                    };
                     s = t;
                 }
                 let total = s + c;
-                T::from_f64(if kind == ReduceKind::Mean { total / n as f64 } else { total })
+                T::from_f64(if kind == ReduceKind::Mean {
+                    total / n as f64
+                } else {
+                    total
+                })
             } else {
                 let mut acc = parts[0][i];
                 for p in &parts[1..] {
@@ -37,7 +45,12 @@ pub(crate) fn fold<T: Element>(kind: ReduceKind, parts: &[&[T]]) -> Vec<T> {
 
 /// Deterministic all-reduce: every rank sends its buffer to rank 0, which
 /// folds them in rank order and sends the result back.
-pub(crate) fn all_reduce<T: Element>(pg: &dyn ProcessGroup, data: &[T], kind: ReduceKind, op: u32) -> Result<Vec<T>> {
+pub(crate) fn all_reduce<T: Element>(
+    pg: &dyn ProcessGroup,
+    data: &[T],
+    kind: ReduceKind,
+    op: u32,
+) -> Result<Vec<T>> {
     const NAME: &str = "all_reduce";
     let (n, r, gid) = (pg.world_size(), pg.rank(), pg.group_id());
     if r != 0 {
@@ -80,7 +93,13 @@ pub(crate) fn reduce_scatter<T: Element>(
     }
     let own = &data[r * chunk..(r + 1) * chunk];
     let parts: Vec<&[T]> = (0..n)
-        .map(|i| if i == r { own } else { got[i].as_deref().unwrap_or(own) })
+        .map(|i| {
+            if i == r {
+                own
+            } else {
+                got[i].as_deref().unwrap_or(own)
+            }
+        })
         .collect();
     Ok(fold(kind, &parts))
 }

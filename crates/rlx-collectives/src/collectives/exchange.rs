@@ -15,7 +15,9 @@ pub fn all_gather<T: Element>(pg: &dyn ProcessGroup, data: &[T]) -> Result<Vec<T
     let mut buf = vec![T::ZERO; n * l];
     buf[r * l..(r + 1) * l].copy_from_slice(data);
     let bounds: Vec<_> = (0..n).map(|i| (i * l, (i + 1) * l)).collect();
-    guarded(pg, || ring::all_gather_in_place(pg, &mut buf, &bounds, op, 0, "all_gather"))?;
+    guarded(pg, || {
+        ring::all_gather_in_place(pg, &mut buf, &bounds, op, 0, "all_gather")
+    })?;
     Ok(buf)
 }
 
@@ -52,7 +54,12 @@ pub fn all_to_all<T: Element>(pg: &dyn ProcessGroup, data: &[T]) -> Result<Vec<T
             let (dst, src) = ((r + s) % n, (r + n - s) % n);
             let payload = encode(&data[dst * c..(dst + 1) * c]);
             let got = pg.send_recv(dst, &payload, src, Tag::op(gid, op, s as u16))?;
-            out[src * c..(src + 1) * c].copy_from_slice(&decode::<T>("all_to_all", src, &got, Some(c))?);
+            out[src * c..(src + 1) * c].copy_from_slice(&decode::<T>(
+                "all_to_all",
+                src,
+                &got,
+                Some(c),
+            )?);
         }
         Ok(out)
     })
@@ -62,7 +69,11 @@ pub fn all_to_all<T: Element>(pg: &dyn ProcessGroup, data: &[T]) -> Result<Vec<T
 /// rank `src`'s `data` becomes rank `dst`'s result; a rank no pair sends to
 /// gets zeros. No rank may appear twice as a source or twice as a
 /// destination ([`CollectiveError::InvalidPermutation`]).
-pub fn ppermute<T: Element>(pg: &dyn ProcessGroup, data: &[T], perm: &[(usize, usize)]) -> Result<Vec<T>> {
+pub fn ppermute<T: Element>(
+    pg: &dyn ProcessGroup,
+    data: &[T],
+    perm: &[(usize, usize)],
+) -> Result<Vec<T>> {
     let (n, r, gid) = (pg.world_size(), pg.rank(), pg.group_id());
     let (mut srcs, mut dsts) = (vec![false; n], vec![false; n]);
     for &(s, d) in perm {
@@ -72,10 +83,14 @@ pub fn ppermute<T: Element>(pg: &dyn ProcessGroup, data: &[T], perm: &[(usize, u
             )));
         }
         if std::mem::replace(&mut srcs[s], true) {
-            return Err(CollectiveError::InvalidPermutation(format!("rank {s} is a source twice")));
+            return Err(CollectiveError::InvalidPermutation(format!(
+                "rank {s} is a source twice"
+            )));
         }
         if std::mem::replace(&mut dsts[d], true) {
-            return Err(CollectiveError::InvalidPermutation(format!("rank {d} is a destination twice")));
+            return Err(CollectiveError::InvalidPermutation(format!(
+                "rank {d} is a destination twice"
+            )));
         }
     }
     let op = pg.next_op();
@@ -109,5 +124,12 @@ pub fn send<T: Element>(pg: &dyn ProcessGroup, dst: usize, tag: u32, data: &[T])
 /// Receives the oldest message with user tag `tag` from rank `src`.
 pub fn recv<T: Element>(pg: &dyn ProcessGroup, src: usize, tag: u32) -> Result<Vec<T>> {
     check_rank(pg, src)?;
-    guarded(pg, || decode("recv", src, &pg.recv(src, Tag::user(pg.group_id(), tag))?, None))
+    guarded(pg, || {
+        decode(
+            "recv",
+            src,
+            &pg.recv(src, Tag::user(pg.group_id(), tag))?,
+            None,
+        )
+    })
 }

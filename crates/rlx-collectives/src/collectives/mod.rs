@@ -108,7 +108,7 @@ pub(crate) fn chunk_bounds(len: usize, n: usize) -> Vec<(usize, usize)> {
 /// Length of each of `pg.world_size()` equal chunks of `len`, or an error.
 pub(crate) fn equal_chunk(op: &'static str, pg: &dyn ProcessGroup, len: usize) -> Result<usize> {
     let n = pg.world_size();
-    if len % n != 0 {
+    if !len.is_multiple_of(n) {
         return Err(CollectiveError::NotDivisible { op, len, world: n });
     }
     Ok(len / n)

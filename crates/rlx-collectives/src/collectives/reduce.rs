@@ -28,7 +28,12 @@ use crate::group::{guarded, ProcessGroup};
 ///     assert_eq!(h.join().unwrap(), vec![1.0, 2.0]);
 /// }
 /// ```
-pub fn all_reduce<T: Element>(pg: &dyn ProcessGroup, data: &[T], kind: ReduceKind, mode: ReduceMode) -> Result<Vec<T>> {
+pub fn all_reduce<T: Element>(
+    pg: &dyn ProcessGroup,
+    data: &[T],
+    kind: ReduceKind,
+    mode: ReduceMode,
+) -> Result<Vec<T>> {
     kind.check::<T>()?;
     let op = pg.next_op();
     let n = pg.world_size();
@@ -70,7 +75,10 @@ pub fn reduce_scatter<T: Element>(
             let mut buf = data.to_vec();
             let bounds: Vec<_> = (0..n).map(|i| (i * chunk, (i + 1) * chunk)).collect();
             ring::reduce_scatter_in_place(pg, &mut buf, &bounds, kind, op, "reduce_scatter")?;
-            Ok(buf[r * chunk..(r + 1) * chunk].iter().map(|&v| kind.finish(v, n)).collect())
+            Ok(buf[r * chunk..(r + 1) * chunk]
+                .iter()
+                .map(|&v| kind.finish(v, n))
+                .collect())
         }
     })
 }

@@ -50,7 +50,12 @@ impl TcpConfig {
     /// `secret` (any non-empty bytes every rank shares). Defaults: 30 s
     /// message timeout, 60 s rendezvous timeout, 1 GiB frames, peers on
     /// 127.0.0.1.
-    pub fn new(coordinator: impl Into<String>, rank: usize, world: usize, secret: impl AsRef<[u8]>) -> Self {
+    pub fn new(
+        coordinator: impl Into<String>,
+        rank: usize,
+        world: usize,
+        secret: impl AsRef<[u8]>,
+    ) -> Self {
         TcpConfig {
             coordinator: coordinator.into(),
             rank,
@@ -111,7 +116,10 @@ impl TcpConfig {
             return Err(CollectiveError::InvalidConfig("max_frame 0".into()));
         }
         if self.world > u16::MAX as usize {
-            return Err(CollectiveError::InvalidConfig(format!("world size {} over 65535", self.world)));
+            return Err(CollectiveError::InvalidConfig(format!(
+                "world size {} over 65535",
+                self.world
+            )));
         }
         Ok(())
     }

@@ -35,20 +35,42 @@ impl Conn {
 
     /// Sends a rendezvous control message from rank `me`.
     pub(crate) fn send_ctl(&mut self, me: usize, msg: &[u8]) -> Result<()> {
-        frame::write_frame(&mut self.stream, &self.key, me, self.send_seq, CONTROL, 0, msg, None).map_err(|e| {
-            CollectiveError::PeerDisconnected {
-                peer: self.peer,
-                detail: format!("sending rendezvous message: {e}"),
-            }
+        frame::write_frame(
+            &mut self.stream,
+            &self.key,
+            me,
+            self.send_seq,
+            CONTROL,
+            0,
+            msg,
+            None,
+        )
+        .map_err(|e| CollectiveError::PeerDisconnected {
+            peer: self.peer,
+            detail: format!("sending rendezvous message: {e}"),
         })?;
         self.send_seq += 1;
         Ok(())
     }
 
     /// Receives a rendezvous control message, waiting until `deadline`.
-    pub(crate) fn recv_ctl(&mut self, deadline: Instant, stall: Duration, max: u64) -> Result<Vec<u8>> {
+    pub(crate) fn recv_ctl(
+        &mut self,
+        deadline: Instant,
+        stall: Duration,
+        max: u64,
+    ) -> Result<Vec<u8>> {
         let peer = self.peer;
-        match frame::read_frame(&mut self.stream, &self.key, peer, self.recv_seq, max, Some(deadline), stall, None) {
+        match frame::read_frame(
+            &mut self.stream,
+            &self.key,
+            peer,
+            self.recv_seq,
+            max,
+            Some(deadline),
+            stall,
+            None,
+        ) {
             Ok(f) if f.kind == CONTROL => {
                 self.recv_seq += 1;
                 Ok(f.payload)
@@ -58,10 +80,12 @@ impl Conn {
                 reason: format!("frame kind {} during rendezvous", f.kind),
             }),
             Err(ReadError::Failed(e)) => Err(e),
-            Err(ReadError::Closed) | Err(ReadError::Stopped) => Err(CollectiveError::PeerDisconnected {
-                peer,
-                detail: "connection closed during rendezvous".into(),
-            }),
+            Err(ReadError::Closed) | Err(ReadError::Stopped) => {
+                Err(CollectiveError::PeerDisconnected {
+                    peer,
+                    detail: "connection closed during rendezvous".into(),
+                })
+            }
             Err(ReadError::Idle) => Err(CollectiveError::Timeout {
                 peer,
                 after: stall,

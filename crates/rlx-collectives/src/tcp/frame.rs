@@ -62,6 +62,7 @@ fn header(kind: u32, tag: u64, seq: u64, len: u64) -> [u8; HEADER] {
 
 /// Writes one frame from rank `from`, applying `fault` if given. A
 /// truncating or oversize fault leaves the stream unusable and returns an error.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_frame(
     w: &mut TcpStream,
     key: &[u8; 32],
@@ -133,7 +134,12 @@ fn fill(
                 got += k;
                 last = Instant::now();
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 if stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
                     return Fill::Stopped;
                 }
@@ -187,7 +193,8 @@ pub(crate) fn read_frame(
         Fill::Stopped => return Err(ReadError::Stopped),
         Fill::Io(e) => return Err(disconnected(e)),
     }
-    let corrupt = |reason: String| ReadError::Failed(CollectiveError::CorruptFrame { peer, reason });
+    let corrupt =
+        |reason: String| ReadError::Failed(CollectiveError::CorruptFrame { peer, reason });
     if h[..4] != MAGIC {
         return Err(corrupt(format!("bad magic {:02x?}", &h[..4])));
     }
@@ -195,12 +202,23 @@ pub(crate) fn read_frame(
     let kind = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
     let (tag, got_seq, len) = (word(8), word(16), word(24));
     if len > max {
-        return Err(ReadError::Failed(CollectiveError::FrameTooLarge { peer, len, max }));
+        return Err(ReadError::Failed(CollectiveError::FrameTooLarge {
+            peer,
+            len,
+            max,
+        }));
     }
     let mut body = vec![0u8; len as usize + MAC];
     match fill(s, &mut body, None, stall, stop) {
         Fill::Full => {}
-        Fill::Eof(n) => return Err(truncated("payload", n, len + MAC as u64, "connection closed")),
+        Fill::Eof(n) => {
+            return Err(truncated(
+                "payload",
+                n,
+                len + MAC as u64,
+                "connection closed",
+            ))
+        }
         Fill::Stalled(n) => return Err(truncated("payload", n, len + MAC as u64, "stalled")),
         Fill::Idle => return Err(truncated("payload", 0, len + MAC as u64, "stalled")),
         Fill::Stopped => return Err(ReadError::Stopped),
@@ -213,7 +231,9 @@ pub(crate) fn read_frame(
         return Err(corrupt("MAC mismatch (changed bytes or wrong key)".into()));
     }
     if got_seq != seq {
-        return Err(corrupt(format!("sequence {got_seq} where {seq} was expected")));
+        return Err(corrupt(format!(
+            "sequence {got_seq} where {seq} was expected"
+        )));
     }
     body.truncate(len as usize);
     Ok(Frame {

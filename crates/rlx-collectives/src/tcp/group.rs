@@ -33,7 +33,10 @@ impl Shared {
     /// that the peers learn of it at once.
     fn fail(&self, why: &CollectiveError) {
         if self.mailbox.failure().is_none() {
-            log::warn!("rlx-collectives: rank {} failed its TCP group: {why}", self.rank);
+            log::warn!(
+                "rlx-collectives: rank {} failed its TCP group: {why}",
+                self.rank
+            );
         }
         self.mailbox.fail(why);
         self.stop.store(true, Ordering::Relaxed);
@@ -72,8 +75,12 @@ impl TcpGroup {
     pub fn join(cfg: TcpConfig) -> Result<Self> {
         cfg.validate()?;
         if cfg.rank == 0 {
-            let l = TcpListener::bind(&cfg.coordinator)
-                .map_err(|e| CollectiveError::io(format!("binding the coordinator address {}", cfg.coordinator), &e))?;
+            let l = TcpListener::bind(&cfg.coordinator).map_err(|e| {
+                CollectiveError::io(
+                    format!("binding the coordinator address {}", cfg.coordinator),
+                    &e,
+                )
+            })?;
             return Self::join_with_listener(cfg, l);
         }
         let conns = rendezvous::form_peer(&cfg)?;
@@ -102,7 +109,10 @@ impl TcpGroup {
             match c {
                 None => writers.push(None),
                 Some(c) => {
-                    let clone = |s: &TcpStream| s.try_clone().map_err(|e| CollectiveError::io("cloning a peer socket", &e));
+                    let clone = |s: &TcpStream| {
+                        s.try_clone()
+                            .map_err(|e| CollectiveError::io("cloning a peer socket", &e))
+                    };
                     sockets.push(clone(&c.stream)?);
                     reading.push((clone(&c.stream)?, c.key, c.peer, c.recv_seq));
                     c.stream
@@ -152,7 +162,15 @@ impl TcpGroup {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn read_loop(sh: Arc<Shared>, mut s: TcpStream, key: [u8; 32], peer: usize, mut seq: u64, max: u64, stall: Duration) {
+fn read_loop(
+    sh: Arc<Shared>,
+    mut s: TcpStream,
+    key: [u8; 32],
+    peer: usize,
+    mut seq: u64,
+    max: u64,
+    stall: Duration,
+) {
     loop {
         match frame::read_frame(&mut s, &key, peer, seq, max, None, stall, Some(&sh.stop)) {
             Ok(f) if f.kind == DATA => {
@@ -218,7 +236,9 @@ impl ProcessGroup for TcpGroup {
         match fault {
             Some(FaultKind::Stall(d)) => std::thread::sleep(d),
             Some(FaultKind::Die) => {
-                return Err(self.fail(CollectiveError::GroupFailed("fault injected: rank died".into())));
+                return Err(self.fail(CollectiveError::GroupFailed(
+                    "fault injected: rank died".into(),
+                )));
             }
             _ => {}
         }
@@ -229,11 +249,13 @@ impl ProcessGroup for TcpGroup {
         drop(w);
         wrote.map_err(|e| {
             let err = match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => CollectiveError::Timeout {
-                    peer: dst,
-                    after: self.timeout,
-                    what: "the peer to accept data".into(),
-                },
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    CollectiveError::Timeout {
+                        peer: dst,
+                        after: self.timeout,
+                        what: "the peer to accept data".into(),
+                    }
+                }
                 _ => CollectiveError::PeerDisconnected {
                     peer: dst,
                     detail: format!("sending: {e}"),
@@ -245,7 +267,10 @@ impl ProcessGroup for TcpGroup {
 
     fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>> {
         check_rank(self, src)?;
-        self.shared.mailbox.take(src, tag, self.timeout).map_err(|e| self.fail(e))
+        self.shared
+            .mailbox
+            .take(src, tag, self.timeout)
+            .map_err(|e| self.fail(e))
     }
     fn abort(&self, why: &CollectiveError) {
         self.shared.fail(why);

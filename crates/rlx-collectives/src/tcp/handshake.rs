@@ -55,7 +55,8 @@ fn keyed(key: &[u8; 32], parts: &[&[u8]]) -> blake3::Hash {
 
 fn nonce() -> Result<[u8; 32]> {
     let mut n = [0u8; 32];
-    getrandom::fill(&mut n).map_err(|e| CollectiveError::InvalidConfig(format!("no OS randomness: {e}")))?;
+    getrandom::fill(&mut n)
+        .map_err(|e| CollectiveError::InvalidConfig(format!("no OS randomness: {e}")))?;
     Ok(n)
 }
 
@@ -84,13 +85,19 @@ fn encode_hello(h: &Hello, nonce: &[u8; 32]) -> Vec<u8> {
 }
 
 /// Runs the connector side; returns the session key. `timeout` bounds each read.
-pub(crate) fn connect(s: &mut TcpStream, key: &[u8; 32], hello: &Hello, timeout: Duration) -> Result<[u8; 32]> {
+pub(crate) fn connect(
+    s: &mut TcpStream,
+    key: &[u8; 32],
+    hello: &Hello,
+    timeout: Duration,
+) -> Result<[u8; 32]> {
     s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
         .map_err(|e| CollectiveError::io("set read timeout", &e))?;
     let hb = encode_hello(hello, &nonce()?);
     s.write_all(&hb).map_err(io_auth(s, "sending hello"))?;
     let mut ch = [0u8; 64];
-    s.read_exact(&mut ch).map_err(io_auth(s, "reading challenge"))?;
+    s.read_exact(&mut ch)
+        .map_err(io_auth(s, "reading challenge"))?;
     let na = &ch[..32];
     let mac_a: [u8; 32] = ch[32..].try_into().expect("32 bytes");
     if keyed(key, &[b"acceptor", &hb, na]) != blake3::Hash::from_bytes(mac_a) {
@@ -99,7 +106,8 @@ pub(crate) fn connect(s: &mut TcpStream, key: &[u8; 32], hello: &Hello, timeout:
         return Err(e);
     }
     let mac_c = keyed(key, &[b"connector", &hb, na]);
-    s.write_all(mac_c.as_bytes()).map_err(io_auth(s, "sending response"))?;
+    s.write_all(mac_c.as_bytes())
+        .map_err(io_auth(s, "sending response"))?;
     let mut v = [0u8; 1];
     s.read_exact(&mut v)
         .map_err(io_auth(s, "reading verdict (refused: wrong secret?)"))?;
@@ -129,20 +137,25 @@ pub(crate) fn accept(
     s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
         .map_err(|e| CollectiveError::io("set read timeout", &e))?;
     let mut fixed = [0u8; 50];
-    s.read_exact(&mut fixed).map_err(io_auth(s, "reading hello"))?;
+    s.read_exact(&mut fixed)
+        .map_err(io_auth(s, "reading hello"))?;
     if fixed[..4] != MAGIC {
         return Err(auth_err(s, "not an RLX peer (bad hello magic)"));
     }
     let word = |i: usize| u32::from_le_bytes(fixed[i..i + 4].try_into().expect("4 bytes"));
     if word(4) != VERSION {
-        return Err(auth_err(s, format!("protocol version {} (want {VERSION})", word(4))));
+        return Err(auth_err(
+            s,
+            format!("protocol version {} (want {VERSION})", word(4)),
+        ));
     }
     let alen = u16::from_le_bytes([fixed[48], fixed[49]]) as usize;
     if alen > MAX_ADDR {
         return Err(auth_err(s, format!("listen address of {alen} bytes")));
     }
     let mut addr = vec![0u8; alen];
-    s.read_exact(&mut addr).map_err(io_auth(s, "reading hello"))?;
+    s.read_exact(&mut addr)
+        .map_err(io_auth(s, "reading hello"))?;
     let mut hb = fixed.to_vec();
     hb.extend_from_slice(&addr);
     let na = nonce()?;
@@ -151,10 +164,15 @@ pub(crate) fn accept(
     ch.extend_from_slice(mac_a.as_bytes());
     s.write_all(&ch).map_err(io_auth(s, "sending challenge"))?;
     let mut mac_c = [0u8; 32];
-    s.read_exact(&mut mac_c)
-        .map_err(io_auth(s, "reading response (the peer has a different secret?)"))?;
+    s.read_exact(&mut mac_c).map_err(io_auth(
+        s,
+        "reading response (the peer has a different secret?)",
+    ))?;
     if keyed(key, &[b"connector", &hb, &na]) != blake3::Hash::from_bytes(mac_c) {
-        return Err(auth_err(s, "wrong response: the peer does not know the shared secret"));
+        return Err(auth_err(
+            s,
+            "wrong response: the peer does not know the shared secret",
+        ));
     }
     let hello = Hello {
         rank: word(8) as usize,
@@ -162,6 +180,11 @@ pub(crate) fn accept(
         listen: String::from_utf8(addr).map_err(|_| auth_err(s, "listen address is not UTF-8"))?,
     };
     let verdict = judge(&hello);
-    s.write_all(&[verdict as u8]).map_err(io_auth(s, "sending verdict"))?;
-    Ok((hello, verdict, *keyed(key, &[b"session", &hb, &na]).as_bytes()))
+    s.write_all(&[verdict as u8])
+        .map_err(io_auth(s, "sending verdict"))?;
+    Ok((
+        hello,
+        verdict,
+        *keyed(key, &[b"session", &hb, &na]).as_bytes(),
+    ))
 }

@@ -29,6 +29,7 @@ fn rdv_timeout(cfg: &TcpConfig, what: String) -> CollectiveError {
 /// `expected` holds have joined; stores them in `conns` (and their listen
 /// addresses in `addrs`). Peers that fail authentication are refused and
 /// logged; a duplicate or unexpected rank fails the rendezvous.
+#[allow(clippy::too_many_arguments)]
 fn accept_peers(
     cfg: &TcpConfig,
     key: &[u8; 32],
@@ -45,8 +46,13 @@ fn accept_peers(
             Ok(x) => x,
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
-                    let missing: Vec<usize> = (0..conns.len()).filter(|&r| expected(r) && conns[r].is_none()).collect();
-                    return Err(rdv_timeout(cfg, format!("ranks {missing:?} did not join rank {}", cfg.rank)));
+                    let missing: Vec<usize> = (0..conns.len())
+                        .filter(|&r| expected(r) && conns[r].is_none())
+                        .collect();
+                    return Err(rdv_timeout(
+                        cfg,
+                        format!("ranks {missing:?} did not join rank {}", cfg.rank),
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
@@ -54,7 +60,10 @@ fn accept_peers(
             Err(e) => return Err(CollectiveError::io("accepting a peer", &e)),
         };
         if let Err(e) = s.set_nonblocking(false) {
-            log::warn!("rlx-collectives: rank {}: dropping connection from {from}: {e}", cfg.rank);
+            log::warn!(
+                "rlx-collectives: rank {}: dropping connection from {from}: {e}",
+                cfg.rank
+            );
             continue;
         }
         let t = remaining(deadline).min(cfg.timeout);
@@ -71,7 +80,10 @@ fn accept_peers(
         };
         match handshake::accept(&mut s, key, t, judge) {
             Err(e) => {
-                log::warn!("rlx-collectives: rank {} refused a connection from {from}: {e}", cfg.rank);
+                log::warn!(
+                    "rlx-collectives: rank {} refused a connection from {from}: {e}",
+                    cfg.rank
+                );
             }
             Ok((h, Verdict::Accept, session)) => {
                 if let Some(a) = addrs.as_deref_mut() {
@@ -81,7 +93,11 @@ fn accept_peers(
                 joined += 1;
             }
             Ok((h, Verdict::Duplicate, _)) => {
-                log::warn!("rlx-collectives: rank {} refused {from}: rank {} joined twice", cfg.rank, h.rank);
+                log::warn!(
+                    "rlx-collectives: rank {} refused {from}: rank {} joined twice",
+                    cfg.rank,
+                    h.rank
+                );
                 return Err(CollectiveError::DuplicateRank { rank: h.rank });
             }
             Ok((h, v, _)) => {
@@ -96,7 +112,14 @@ fn accept_peers(
 
 /// Connects to `addr` and authenticates as this rank, retrying refused
 /// connections until `deadline`.
-fn connect_to(cfg: &TcpConfig, key: &[u8; 32], addr: &str, peer: usize, listen: &str, deadline: Instant) -> Result<Conn> {
+fn connect_to(
+    cfg: &TcpConfig,
+    key: &[u8; 32],
+    addr: &str,
+    peer: usize,
+    listen: &str,
+    deadline: Instant,
+) -> Result<Conn> {
     let hello = Hello {
         rank: cfg.rank,
         world: cfg.world,
@@ -107,15 +130,23 @@ fn connect_to(cfg: &TcpConfig, key: &[u8; 32], addr: &str, peer: usize, listen: 
             .to_socket_addrs()
             .map_err(|e| CollectiveError::InvalidConfig(format!("address {addr:?}: {e}")))?
             .collect();
-        let attempt = resolved
-            .iter()
-            .find_map(|a| TcpStream::connect_timeout(a, remaining(deadline).clamp(Duration::from_millis(1), Duration::from_secs(1))).ok());
+        let attempt = resolved.iter().find_map(|a| {
+            TcpStream::connect_timeout(
+                a,
+                remaining(deadline).clamp(Duration::from_millis(1), Duration::from_secs(1)),
+            )
+            .ok()
+        });
         if let Some(mut s) = attempt {
-            let session = handshake::connect(&mut s, key, &hello, remaining(deadline).min(cfg.timeout))?;
+            let session =
+                handshake::connect(&mut s, key, &hello, remaining(deadline).min(cfg.timeout))?;
             return Conn::new(s, session, peer);
         }
         if Instant::now() >= deadline {
-            return Err(rdv_timeout(cfg, format!("rank {} could not reach rank {peer} at {addr}", cfg.rank)));
+            return Err(rdv_timeout(
+                cfg,
+                format!("rank {} could not reach rank {peer} at {addr}", cfg.rank),
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -143,7 +174,16 @@ pub(crate) fn form_root(cfg: &TcpConfig, listener: TcpListener) -> Result<Vec<Op
     let n = cfg.world;
     let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
     let mut addrs = vec![String::new(); n];
-    let joined = accept_peers(cfg, &key, &listener, &mut conns, Some(&mut addrs), |r| r > 0, n - 1, deadline);
+    let joined = accept_peers(
+        cfg,
+        &key,
+        &listener,
+        &mut conns,
+        Some(&mut addrs),
+        |r| r > 0,
+        n - 1,
+        deadline,
+    );
     if let Err(e) = joined {
         abort_all(cfg, &mut conns, &e.to_string());
         return Err(e);
@@ -162,7 +202,11 @@ pub(crate) fn form_root(cfg: &TcpConfig, listener: TcpListener) -> Result<Vec<Op
             match c.recv_ctl(deadline, cfg.timeout, cfg.max_frame) {
                 Ok(m) if m.first() == Some(&READY) => {}
                 Ok(m) if m.first() == Some(&FAIL) => {
-                    outcome = Err(CollectiveError::RendezvousFailed(format!("rank {}: {}", c.peer, text(&m[1..]))));
+                    outcome = Err(CollectiveError::RendezvousFailed(format!(
+                        "rank {}: {}",
+                        c.peer,
+                        text(&m[1..])
+                    )));
                     break;
                 }
                 Ok(_) => {
@@ -212,7 +256,12 @@ pub(crate) fn form_peer(cfg: &TcpConfig) -> Result<Vec<Option<Conn>>> {
     let msg = c0.recv_ctl(deadline, cfg.timeout, cfg.max_frame)?;
     let table: Vec<String> = match msg.split_first() {
         Some((&TABLE, rest)) => text(rest).split('\n').map(str::to_string).collect(),
-        Some((&ABORT, rest)) => return Err(CollectiveError::RendezvousFailed(format!("rank 0 aborted: {}", text(rest)))),
+        Some((&ABORT, rest)) => {
+            return Err(CollectiveError::RendezvousFailed(format!(
+                "rank 0 aborted: {}",
+                text(rest)
+            )))
+        }
         _ => {
             return Err(CollectiveError::CorruptFrame {
                 peer: 0,
@@ -221,13 +270,25 @@ pub(crate) fn form_peer(cfg: &TcpConfig) -> Result<Vec<Option<Conn>>> {
         }
     };
     if table.len() != n {
-        return Err(CollectiveError::RendezvousFailed(format!("address table of {} ranks, want {n}", table.len())));
+        return Err(CollectiveError::RendezvousFailed(format!(
+            "address table of {} ranks, want {n}",
+            table.len()
+        )));
     }
     let mesh = (|| -> Result<()> {
         for (j, addr) in table.iter().enumerate().take(me).skip(1) {
             conns[j] = Some(connect_to(cfg, &key, addr, j, &listen, deadline)?);
         }
-        accept_peers(cfg, &key, &listener, &mut conns, None, |r| r > me, n - 1 - me, deadline)
+        accept_peers(
+            cfg,
+            &key,
+            &listener,
+            &mut conns,
+            None,
+            |r| r > me,
+            n - 1 - me,
+            deadline,
+        )
     })();
     if let Err(e) = mesh {
         let mut m = vec![FAIL];
@@ -236,9 +297,17 @@ pub(crate) fn form_peer(cfg: &TcpConfig) -> Result<Vec<Option<Conn>>> {
         return Err(e);
     }
     c0.send_ctl(me, &[READY])?;
-    match c0.recv_ctl(deadline, cfg.timeout, cfg.max_frame)?.split_first() {
+    match c0
+        .recv_ctl(deadline, cfg.timeout, cfg.max_frame)?
+        .split_first()
+    {
         Some((&GO, _)) => {}
-        Some((&ABORT, rest)) => return Err(CollectiveError::RendezvousFailed(format!("rank 0 aborted: {}", text(rest)))),
+        Some((&ABORT, rest)) => {
+            return Err(CollectiveError::RendezvousFailed(format!(
+                "rank 0 aborted: {}",
+                text(rest)
+            )))
+        }
         _ => {
             return Err(CollectiveError::CorruptFrame {
                 peer: 0,

@@ -5,8 +5,8 @@
 
 use half::f16;
 use rlx_collectives::*;
-use std::result::Result;
 use serde_json::Value;
+use std::result::Result;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -58,15 +58,29 @@ fn eps<T: Element>() -> f64 {
 }
 
 /// Ring results: within n * eps * sum|x| of the exact f64 reference.
-fn close<T: Element>(what: &str, got: &[T], exact: &[f64], abs_sum: &[f64], n: usize, scale: f64) -> Result<(), String> {
+fn close<T: Element>(
+    what: &str,
+    got: &[T],
+    exact: &[f64],
+    abs_sum: &[f64],
+    n: usize,
+    scale: f64,
+) -> Result<(), String> {
     if got.len() != exact.len() {
-        return Err(format!("{what}: {} elements, want {}", got.len(), exact.len()));
+        return Err(format!(
+            "{what}: {} elements, want {}",
+            got.len(),
+            exact.len()
+        ));
     }
     for i in 0..got.len() {
         let tol = (n as f64 + 1.0) * eps::<T>() * abs_sum[i] * scale + f64::MIN_POSITIVE;
         let err = (got[i].to_f64() - exact[i]).abs();
         if err > tol {
-            return Err(format!("{what}[{i}]: got {:?}, want {} (err {err:e} > tol {tol:e})", got[i], exact[i]));
+            return Err(format!(
+                "{what}[{i}]: got {:?}, want {} (err {err:e} > tol {tol:e})",
+                got[i], exact[i]
+            ));
         }
     }
     Ok(())
@@ -83,9 +97,16 @@ fn run_case<T: Element>(pg: &dyn ProcessGroup, c: &Value) -> Result<(), String> 
     let (n, r) = (pg.world_size(), pg.rank());
     let len = c["len"].as_u64().unwrap() as usize;
     let name = format!("n={n} rank={r} {} len={len}", c["dtype"]);
-    let inputs: Vec<Vec<T>> = c["inputs"].as_array().unwrap().iter().map(vals::<T>).collect();
+    let inputs: Vec<Vec<T>> = c["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(vals::<T>)
+        .collect();
     let x = &inputs[r];
-    let abs_sum: Vec<f64> = (0..len).map(|i| inputs.iter().map(|v| v[i].to_f64().abs()).sum()).collect();
+    let abs_sum: Vec<f64> = (0..len)
+        .map(|i| inputs.iter().map(|v| v[i].to_f64().abs()).sum())
+        .collect();
     let is_int = T::DTYPE == DType::I32;
     let e = |e: CollectiveError| format!("{name}: {e}");
 
@@ -100,40 +121,75 @@ fn run_case<T: Element>(pg: &dyn ProcessGroup, c: &Value) -> Result<(), String> 
             continue;
         }
         let det = all_reduce(pg, x, kind, ReduceMode::Deterministic).map_err(e)?;
-        same(&format!("{name} all_reduce {kname} det"), &det, &vals::<T>(&c["det"][kname]))?;
+        same(
+            &format!("{name} all_reduce {kname} det"),
+            &det,
+            &vals::<T>(&c["det"][kname]),
+        )?;
         let ring = all_reduce(pg, x, kind, ReduceMode::Ring).map_err(e)?;
         let what = format!("{name} all_reduce {kname} ring");
         if is_int || matches!(kind, ReduceKind::Max | ReduceKind::Min) {
             same(&what, &ring, &vals::<T>(&c["exact"][kname]))?;
         } else {
             let exact: Vec<f64> = vals::<f64>(&c["exact"][kname]);
-            let scale = if kind == ReduceKind::Mean { 1.0 / n as f64 } else { 1.0 };
+            let scale = if kind == ReduceKind::Mean {
+                1.0 / n as f64
+            } else {
+                1.0
+            };
             close(&what, &ring, &exact, &abs_sum, n, scale)?;
         }
     }
 
-    same(&format!("{name} all_gather"), &all_gather(pg, x).map_err(e)?, &vals::<T>(&c["all_gather"]))?;
+    same(
+        &format!("{name} all_gather"),
+        &all_gather(pg, x).map_err(e)?,
+        &vals::<T>(&c["all_gather"]),
+    )?;
 
-    if len % n == 0 {
+    if len.is_multiple_of(n) {
         let ch = len / n;
         for (kname, kind) in KINDS {
             if is_int && kind == ReduceKind::Mean {
                 continue;
             }
             let det = reduce_scatter(pg, x, kind, ReduceMode::Deterministic).map_err(e)?;
-            same(&format!("{name} reduce_scatter {kname} det"), &det, &vals::<T>(&c["det"][kname])[r * ch..(r + 1) * ch])?;
+            same(
+                &format!("{name} reduce_scatter {kname} det"),
+                &det,
+                &vals::<T>(&c["det"][kname])[r * ch..(r + 1) * ch],
+            )?;
             let ring = reduce_scatter(pg, x, kind, ReduceMode::Ring).map_err(e)?;
             let what = format!("{name} reduce_scatter {kname} ring");
             if is_int || matches!(kind, ReduceKind::Max | ReduceKind::Min) {
-                same(&what, &ring, &vals::<T>(&c["exact"][kname])[r * ch..(r + 1) * ch])?;
+                same(
+                    &what,
+                    &ring,
+                    &vals::<T>(&c["exact"][kname])[r * ch..(r + 1) * ch],
+                )?;
             } else {
                 let exact: Vec<f64> = vals::<f64>(&c["exact"][kname]);
-                let scale = if kind == ReduceKind::Mean { 1.0 / n as f64 } else { 1.0 };
-                close(&what, &ring, &exact[r * ch..(r + 1) * ch], &abs_sum[r * ch..(r + 1) * ch], n, scale)?;
+                let scale = if kind == ReduceKind::Mean {
+                    1.0 / n as f64
+                } else {
+                    1.0
+                };
+                close(
+                    &what,
+                    &ring,
+                    &exact[r * ch..(r + 1) * ch],
+                    &abs_sum[r * ch..(r + 1) * ch],
+                    n,
+                    scale,
+                )?;
             }
         }
         let a2a = all_to_all(pg, x).map_err(e)?;
-        same(&format!("{name} all_to_all"), &a2a, &vals::<T>(&c["all_to_all"][r]))?;
+        same(
+            &format!("{name} all_to_all"),
+            &a2a,
+            &vals::<T>(&c["all_to_all"][r]),
+        )?;
     } else {
         match reduce_scatter(pg, x, ReduceKind::Sum, ReduceMode::Ring) {
             Err(CollectiveError::NotDivisible { .. }) => {}
@@ -146,22 +202,39 @@ fn run_case<T: Element>(pg: &dyn ProcessGroup, c: &Value) -> Result<(), String> 
     }
 
     let root = c["broadcast_root"].as_u64().unwrap() as usize;
-    same(&format!("{name} broadcast"), &broadcast(pg, x, root).map_err(e)?, &vals::<T>(&c["broadcast"]))?;
+    same(
+        &format!("{name} broadcast"),
+        &broadcast(pg, x, root).map_err(e)?,
+        &vals::<T>(&c["broadcast"]),
+    )?;
 
     for p in c["ppermute"].as_array().unwrap() {
         let perm: Vec<(usize, usize)> = p["perm"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|q| (q[0].as_u64().unwrap() as usize, q[1].as_u64().unwrap() as usize))
+            .map(|q| {
+                (
+                    q[0].as_u64().unwrap() as usize,
+                    q[1].as_u64().unwrap() as usize,
+                )
+            })
             .collect();
         let got = ppermute(pg, x, &perm).map_err(e)?;
-        same(&format!("{name} ppermute {perm:?}"), &got, &vals::<T>(&p["out"][r]))?;
+        same(
+            &format!("{name} ppermute {perm:?}"),
+            &got,
+            &vals::<T>(&p["out"][r]),
+        )?;
     }
 
     send(pg, (r + 1) % n, 7, x).map_err(e)?;
     let left = (r + n - 1) % n;
-    same(&format!("{name} send/recv"), &recv::<T>(pg, left, 7).map_err(e)?, &inputs[left])?;
+    same(
+        &format!("{name} send/recv"),
+        &recv::<T>(pg, left, 7).map_err(e)?,
+        &inputs[left],
+    )?;
     Ok(())
 }
 
@@ -190,7 +263,8 @@ pub fn det_bits(pg: &dyn ProcessGroup) -> Result<Vec<u64>, String> {
         macro_rules! go {
             ($t:ty) => {{
                 let x = vals::<$t>(&c["inputs"][r]);
-                let y = all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic).map_err(|e| e.to_string())?;
+                let y = all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
+                    .map_err(|e| e.to_string())?;
                 out.extend(bits(&y));
             }};
         }
@@ -218,7 +292,11 @@ pub fn with_deadline<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send 
 }
 
 /// Runs `f` on every rank of a loopback group of `n`, one thread each.
-pub fn on_loopback<R: Send>(n: usize, timeout: Duration, f: impl Fn(&dyn ProcessGroup) -> R + Sync) -> Vec<R> {
+pub fn on_loopback<R: Send>(
+    n: usize,
+    timeout: Duration,
+    f: impl Fn(&dyn ProcessGroup) -> R + Sync,
+) -> Vec<R> {
     let ranks = LoopbackGroup::new_world(n, timeout).unwrap();
     std::thread::scope(|s| {
         let hs: Vec<_> = ranks.iter().map(|pg| s.spawn(|| f(pg))).collect();
@@ -257,5 +335,6 @@ pub fn on_tcp<R: Send>(
 
 /// Short timeouts for tests.
 pub fn quick(c: TcpConfig) -> TcpConfig {
-    c.timeout(Duration::from_secs(5)).rendezvous_timeout(Duration::from_secs(20))
+    c.timeout(Duration::from_secs(5))
+        .rendezvous_timeout(Duration::from_secs(20))
 }
