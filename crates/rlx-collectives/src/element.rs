@@ -79,6 +79,21 @@ pub trait Element:
     /// The f64 rounded to nearest-even in the element type (for `i32`: wrapping
     /// conversion of an integral value).
     fn from_f64(v: f64) -> Self;
+    /// `input` and `output` as a [`NativeBuf`] a transport can reduce
+    /// itself, if the type has one (f32, f64, i32; not f16).
+    fn native<'a>(input: &'a [Self], output: &'a mut [Self]) -> Option<NativeBuf<'a>>;
+}
+
+/// A buffer handed to a transport's own sum (see
+/// [`ProcessGroup::native_sum`](crate::ProcessGroup::native_sum)).
+#[derive(Debug)]
+pub enum NativeBuf<'a> {
+    /// f32 elements: this rank's input, and where the sum goes.
+    F32(&'a [f32], &'a mut [f32]),
+    /// f64 elements: this rank's input, and where the sum goes.
+    F64(&'a [f64], &'a mut [f64]),
+    /// i32 elements: this rank's input, and where the sum goes.
+    I32(&'a [i32], &'a mut [i32]),
 }
 
 macro_rules! float_minmax {
@@ -129,6 +144,9 @@ impl Element for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32
     }
+    fn native<'a>(input: &'a [Self], output: &'a mut [Self]) -> Option<NativeBuf<'a>> {
+        Some(NativeBuf::F32(input, output))
+    }
 }
 
 impl Element for f64 {
@@ -156,6 +174,9 @@ impl Element for f64 {
     fn from_f64(v: f64) -> Self {
         v
     }
+    fn native<'a>(input: &'a [Self], output: &'a mut [Self]) -> Option<NativeBuf<'a>> {
+        Some(NativeBuf::F64(input, output))
+    }
 }
 
 impl Element for f16 {
@@ -181,6 +202,9 @@ impl Element for f16 {
     }
     fn from_f64(v: f64) -> Self {
         f16::from_f64(v)
+    }
+    fn native<'a>(_input: &'a [Self], _output: &'a mut [Self]) -> Option<NativeBuf<'a>> {
+        None
     }
 }
 
@@ -211,6 +235,9 @@ impl Element for i32 {
     }
     fn from_f64(v: f64) -> Self {
         (v as i64) as i32
+    }
+    fn native<'a>(input: &'a [Self], output: &'a mut [Self]) -> Option<NativeBuf<'a>> {
+        Some(NativeBuf::I32(input, output))
     }
 }
 

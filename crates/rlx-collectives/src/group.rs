@@ -1,5 +1,6 @@
 //! The [`ProcessGroup`] trait: ranks that exchange tagged byte messages.
 
+use crate::element::NativeBuf;
 use crate::error::{CollectiveError, Result};
 
 /// Identifies a process group among those a [`GroupRegistry`](crate::GroupRegistry)
@@ -62,6 +63,14 @@ pub trait ProcessGroup: Send + Sync {
     /// the other ranks must learn of it at once instead of waiting for their
     /// timeout. Transports fail themselves on their own errors already.
     fn abort(&self, why: &CollectiveError);
+    /// Sums the input of `buf` element-wise across all ranks into its output
+    /// with the transport's own all-reduce, if it has one (MPI: `MPI_Allreduce`).
+    /// Used by [`ReduceMode::Ring`](crate::ReduceMode::Ring) Sum / Mean;
+    /// `None` (the default) means "not available, use the ring".
+    fn native_sum(&self, buf: NativeBuf<'_>) -> Option<Result<()>> {
+        let _ = buf;
+        None
+    }
 }
 
 /// Runs the communicating part of a collective; on error, fails the group.

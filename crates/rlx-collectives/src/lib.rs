@@ -51,7 +51,7 @@ pub use collectives::{
     all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
     ReduceKind, ReduceMode,
 };
-pub use element::{DType, Element};
+pub use element::{DType, Element, NativeBuf};
 pub use error::{CollectiveError, Result};
 pub use group::{GroupId, ProcessGroup, Tag};
 pub use loopback::LoopbackGroup;

@@ -91,6 +91,16 @@ impl ProcessGroup for SubGroup {
         self.parent
             .send_recv(self.parent_rank(dst)?, data, self.parent_rank(src)?, tag)
     }
+    fn native_sum(&self, buf: crate::element::NativeBuf<'_>) -> Option<Result<()>> {
+        // Only the whole parent group can use the parent's own all-reduce.
+        if self.members.len() == self.parent.world_size()
+            && self.members.iter().enumerate().all(|(i, &m)| i == m)
+        {
+            self.parent.native_sum(buf)
+        } else {
+            None
+        }
+    }
     fn abort(&self, why: &CollectiveError) {
         // Messages of all groups share the parent's connections.
         self.parent.abort(why)

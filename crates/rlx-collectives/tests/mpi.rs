@@ -12,17 +12,17 @@ use rlx_collectives::*;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let pg = MpiGroup::init(Duration::from_secs(60)).expect("MPI init");
+    let pg = std::sync::Arc::new(MpiGroup::init(Duration::from_secs(60)).expect("MPI init"));
     let (n, r) = (pg.world_size(), pg.rank());
     let fail = |what: String| -> ! {
         eprintln!("rank {r}/{n}: FAILED: {what}");
         std::process::exit(1);
     };
-    match suite(&pg) {
+    match suite(&*pg) {
         Ok(k) => println!("rank {r}/{n}: suite ok ({k} cases)"),
         Err(e) => fail(e),
     }
-    let det = det_bits(&pg).unwrap_or_else(|e| fail(e));
+    let det = det_bits(&*pg).unwrap_or_else(|e| fail(e));
     let lo = on_loopback(n, Duration::from_secs(30), |g| det_bits(g).unwrap());
     if lo.iter().any(|b| b != &det) {
         fail("Deterministic bits differ between MPI and loopback".into());
@@ -46,14 +46,30 @@ fn main() {
             let t0 = Instant::now();
             let mut ours = Vec::new();
             for _ in 0..reps {
-                ours = all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Ring)
+                ours = all_reduce(&*pg, &x, ReduceKind::Sum, ReduceMode::Ring)
                     .unwrap_or_else(|e| fail(e.to_string()));
             }
             let ring = t0.elapsed() / reps;
+            // The same ranks in reverse order: no native path, the
+            // point-to-point ring over MPI messages.
+            let rev: Vec<usize> = (0..n).rev().collect();
+            let sub = SubGroup::new(pg.clone(), &rev, GroupId(1))
+                .unwrap()
+                .expect("member");
             world.barrier();
             let t0 = Instant::now();
             for _ in 0..reps {
-                all_reduce(&pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
+                let p2p = all_reduce(&sub, &x, ReduceKind::Sum, ReduceMode::Ring)
+                    .unwrap_or_else(|e| fail(e.to_string()));
+                if p2p != y {
+                    fail(format!("{mb} MB point-to-point ring differs from MPI's"));
+                }
+            }
+            let p2p = t0.elapsed() / reps;
+            world.barrier();
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                all_reduce(&*pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
                     .unwrap_or_else(|e| fail(e.to_string()));
             }
             let detm = t0.elapsed() / reps;
@@ -61,7 +77,11 @@ fn main() {
                 fail(format!("{mb} MB ring all_reduce differs from MPI's"));
             }
             if r == 0 {
-                println!("all_reduce {mb} MB f32 on {n} ranks: bare rsmpi {bare:?}, Ring {ring:?} ({:.2}x), Deterministic {detm:?}", ring.as_secs_f64() / bare.as_secs_f64());
+                println!(
+                    "all_reduce {mb} MB f32 on {n} ranks: bare rsmpi {bare:?}, Ring {ring:?} ({:.2}x), point-to-point ring {p2p:?} ({:.2}x), Deterministic {detm:?}",
+                    ring.as_secs_f64() / bare.as_secs_f64(),
+                    p2p.as_secs_f64() / bare.as_secs_f64()
+                );
             }
         }
     }

@@ -41,6 +41,16 @@ pub fn all_reduce<T: Element>(
         ReduceMode::Deterministic => deterministic::all_reduce(pg, data, kind, op),
         ReduceMode::Ring => {
             const NAME: &str = "all_reduce";
+            if matches!(kind, ReduceKind::Sum | ReduceKind::Mean) {
+                let mut out = vec![T::ZERO; data.len()];
+                if let Some(done) = T::native(data, &mut out).and_then(|b| pg.native_sum(b)) {
+                    done?;
+                    if kind == ReduceKind::Mean {
+                        out.iter_mut().for_each(|v| *v = kind.finish(*v, n));
+                    }
+                    return Ok(out);
+                }
+            }
             let mut buf = data.to_vec();
             let bounds = chunk_bounds(buf.len(), n);
             ring::reduce_scatter_in_place(pg, &mut buf, &bounds, kind, op, NAME)?;
