@@ -192,6 +192,14 @@ pub mod quant {
 /// (`RandomState`/MT19937, `Generator`/PCG64, the torch CPU generator).
 pub use rlx_rng as rng;
 
+#[cfg(feature = "distributed")]
+/// Process groups (`LoopbackGroup`, `TcpGroup`, `MpiGroup` with feature
+/// `mpi`), sub-groups by id (`GroupRegistry`) and host collectives on
+/// f16 / f32 / f64 / i32 buffers (`all_reduce` with `ReduceMode::Ring` or
+/// `ReduceMode::Deterministic`, `all_gather`, `reduce_scatter`, `broadcast`,
+/// `all_to_all`, `ppermute`, `send` / `recv`).
+pub use rlx_collectives as collectives;
+
 /// Crate-wide result type — alias of `anyhow::Result<T>`.
 pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 

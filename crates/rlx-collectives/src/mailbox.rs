@@ -1,0 +1,107 @@
+//! Per-source queues of received messages, shared by the transports.
+
+use crate::error::{CollectiveError, Result};
+use crate::group::Tag;
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+struct State {
+    queues: Vec<VecDeque<(Tag, Vec<u8>)>>,
+    closed: Vec<Option<CollectiveError>>,
+    failed: Option<CollectiveError>,
+}
+
+/// Messages that arrived for one rank, by source, waiting to be received.
+pub(crate) struct Mailbox {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Mailbox {
+    /// An empty mailbox for messages from `world` ranks.
+    pub(crate) fn new(world: usize) -> Self {
+        Mailbox {
+            state: Mutex::new(State {
+                queues: (0..world).map(|_| VecDeque::new()).collect(),
+                closed: vec![None; world],
+                failed: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means another thread panicked while holding
+        // it; the queues are still consistent (every update is one push/pop).
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a message from `src`.
+    pub(crate) fn push(&self, src: usize, tag: Tag, data: Vec<u8>) {
+        self.lock().queues[src].push_back((tag, data));
+        self.cv.notify_all();
+    }
+
+    /// Records that nothing more will come from `src`, and why. Messages
+    /// already queued are still delivered.
+    pub(crate) fn close(&self, src: usize, why: CollectiveError) {
+        let mut s = self.lock();
+        if s.closed[src].is_none() {
+            s.closed[src] = Some(why);
+        }
+        drop(s);
+        self.cv.notify_all();
+    }
+
+    /// Fails every current and later receive with `why` (the first error
+    /// that failed the group, so that each waiting rank names the cause).
+    pub(crate) fn fail(&self, why: &CollectiveError) {
+        let mut s = self.lock();
+        if s.failed.is_none() {
+            s.failed = Some(why.clone());
+        }
+        drop(s);
+        self.cv.notify_all();
+    }
+
+    /// [`CollectiveError::GroupFailed`] with the cause, if the group failed.
+    pub(crate) fn failure(&self) -> Option<CollectiveError> {
+        self.lock()
+            .failed
+            .as_ref()
+            .map(|e| CollectiveError::GroupFailed(e.to_string()))
+    }
+
+    /// Takes the oldest message from `src` tagged `tag`, waiting at most `timeout`.
+    pub(crate) fn take(&self, src: usize, tag: Tag, timeout: Duration) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            if let Some(f) = &s.failed {
+                return Err(f.clone());
+            }
+            if let Some(i) = s.queues[src].iter().position(|(t, _)| *t == tag) {
+                let (_, data) = s.queues[src].remove(i).expect("index from position");
+                return Ok(data);
+            }
+            if let Some(e) = &s.closed[src] {
+                return Err(e.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(CollectiveError::Timeout {
+                    peer: src,
+                    after: timeout,
+                    what: format!("message with tag {:#x}", tag.0),
+                });
+            }
+            s = self
+                .cv
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Length-prefixed, MAC-protected frames on a connection.
+//!
+//! A frame is a 32-byte header (`b"RLXF"`, kind u32, tag u64, sequence
+//! u64, payload length u64; little-endian), the payload, and a 32-byte
+//! BLAKE3 keyed hash of (header, sender rank, payload) under the
+//! connection's session key. Sequence numbers count the frames of one
+//! direction of one connection from 0, so a dropped, replayed or reordered
+//! frame fails the check as well as a changed byte.
+
+use super::config::FaultKind;
+use crate::error::CollectiveError;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const MAGIC: [u8; 4] = *b"RLXF";
+const HEADER: usize = 32;
+const MAC: usize = 32;
+
+/// Frame kinds.
+pub(crate) const DATA: u32 = 0;
+/// Rendezvous control frames (address table, ready, go, abort).
+pub(crate) const CONTROL: u32 = 1;
+
+/// One received frame.
+pub(crate) struct Frame {
+    pub kind: u32,
+    pub tag: u64,
+    pub payload: Vec<u8>,
+}
+
+/// Why reading a frame stopped.
+pub(crate) enum ReadError {
+    /// The group is shutting down.
+    Stopped,
+    /// The peer closed the connection between frames.
+    Closed,
+    /// No frame started before the deadline.
+    Idle,
+    /// A named failure.
+    Failed(CollectiveError),
+}
+
+fn mac(key: &[u8; 32], header: &[u8], from: usize, payload: &[u8]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_keyed(key);
+    h.update(header);
+    h.update(&(from as u64).to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+fn header(kind: u32, tag: u64, seq: u64, len: u64) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..4].copy_from_slice(&MAGIC);
+    h[4..8].copy_from_slice(&kind.to_le_bytes());
+    h[8..16].copy_from_slice(&tag.to_le_bytes());
+    h[16..24].copy_from_slice(&seq.to_le_bytes());
+    h[24..32].copy_from_slice(&len.to_le_bytes());
+    h
+}
+
+/// Writes one frame from rank `from`, applying `fault` if given. A
+/// truncating or oversize fault leaves the stream unusable and returns an error.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_frame(
+    w: &mut TcpStream,
+    key: &[u8; 32],
+    from: usize,
+    seq: u64,
+    kind: u32,
+    tag: u64,
+    payload: &[u8],
+    fault: Option<FaultKind>,
+) -> std::io::Result<()> {
+    let h = header(kind, tag, seq, payload.len() as u64);
+    let m = mac(key, &h, from, payload);
+    match fault {
+        Some(FaultKind::Truncate) => {
+            w.write_all(&h)?;
+            w.write_all(&payload[..payload.len() / 2])?;
+            w.flush()?;
+            return Err(std::io::Error::other("fault injected: truncated frame"));
+        }
+        Some(FaultKind::Oversize) => {
+            w.write_all(&header(kind, tag, seq, u64::MAX / 2))?;
+            w.flush()?;
+            return Err(std::io::Error::other("fault injected: oversize frame"));
+        }
+        Some(FaultKind::Corrupt) => {
+            let mut bad = payload.to_vec();
+            let mut bad_mac = *m.as_bytes();
+            match bad.last_mut() {
+                Some(b) => *b ^= 0x10,
+                None => bad_mac[0] ^= 0x10,
+            }
+            w.write_all(&h)?;
+            w.write_all(&bad)?;
+            w.write_all(&bad_mac)?;
+            return w.flush();
+        }
+        _ => {}
+    }
+    w.write_all(&h)?;
+    w.write_all(payload)?;
+    w.write_all(m.as_bytes())?;
+    w.flush()
+}
+
+enum Fill {
+    Full,
+    Eof(usize),
+    Stalled(usize),
+    Idle,
+    Stopped,
+    Io(std::io::Error),
+}
+
+/// Fills `buf`. Before the first byte waits until `first` (forever if
+/// `None`); after it, fails when no byte arrives for `stall`.
+fn fill(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    first: Option<Instant>,
+    stall: Duration,
+    stop: Option<&AtomicBool>,
+) -> Fill {
+    let mut got = 0;
+    let mut last = Instant::now();
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Fill::Eof(got),
+            Ok(k) => {
+                got += k;
+                last = Instant::now();
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                if stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    return Fill::Stopped;
+                }
+                let now = Instant::now();
+                if got == 0 {
+                    if first.is_some_and(|d| now >= d) {
+                        return Fill::Idle;
+                    }
+                } else if now.duration_since(last) >= stall {
+                    return Fill::Stalled(got);
+                }
+            }
+            Err(e) => return Fill::Io(e),
+        }
+    }
+    Fill::Full
+}
+
+/// Reads one frame from rank `peer`, whose sequence number must be `seq`.
+/// The stream must have a short read timeout (it is the polling interval).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_frame(
+    s: &mut TcpStream,
+    key: &[u8; 32],
+    peer: usize,
+    seq: u64,
+    max: u64,
+    first: Option<Instant>,
+    stall: Duration,
+    stop: Option<&AtomicBool>,
+) -> Result<Frame, ReadError> {
+    let disconnected = |e: std::io::Error| {
+        ReadError::Failed(CollectiveError::PeerDisconnected {
+            peer,
+            detail: e.to_string(),
+        })
+    };
+    let truncated = |what: &str, got: usize, of: u64, how: &str| {
+        ReadError::Failed(CollectiveError::TruncatedFrame {
+            peer,
+            detail: format!("{how} after {got} of {of} {what} bytes"),
+        })
+    };
+    let mut h = [0u8; HEADER];
+    match fill(s, &mut h, first, stall, stop) {
+        Fill::Full => {}
+        Fill::Eof(0) => return Err(ReadError::Closed),
+        Fill::Eof(n) => return Err(truncated("header", n, HEADER as u64, "connection closed")),
+        Fill::Stalled(n) => return Err(truncated("header", n, HEADER as u64, "stalled")),
+        Fill::Idle => return Err(ReadError::Idle),
+        Fill::Stopped => return Err(ReadError::Stopped),
+        Fill::Io(e) => return Err(disconnected(e)),
+    }
+    let corrupt =
+        |reason: String| ReadError::Failed(CollectiveError::CorruptFrame { peer, reason });
+    if h[..4] != MAGIC {
+        return Err(corrupt(format!("bad magic {:02x?}", &h[..4])));
+    }
+    let word = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+    let kind = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
+    let (tag, got_seq, len) = (word(8), word(16), word(24));
+    if len > max {
+        return Err(ReadError::Failed(CollectiveError::FrameTooLarge {
+            peer,
+            len,
+            max,
+        }));
+    }
+    let mut body = vec![0u8; len as usize + MAC];
+    match fill(s, &mut body, None, stall, stop) {
+        Fill::Full => {}
+        Fill::Eof(n) => {
+            return Err(truncated(
+                "payload",
+                n,
+                len + MAC as u64,
+                "connection closed",
+            ))
+        }
+        Fill::Stalled(n) => return Err(truncated("payload", n, len + MAC as u64, "stalled")),
+        Fill::Idle => return Err(truncated("payload", 0, len + MAC as u64, "stalled")),
+        Fill::Stopped => return Err(ReadError::Stopped),
+        Fill::Io(e) => return Err(disconnected(e)),
+    }
+    let (payload, tail) = body.split_at(len as usize);
+    let want = mac(key, &h, peer, payload);
+    let got_mac: [u8; 32] = tail.try_into().expect("32 bytes");
+    if want != blake3::Hash::from_bytes(got_mac) {
+        return Err(corrupt("MAC mismatch (changed bytes or wrong key)".into()));
+    }
+    if got_seq != seq {
+        return Err(corrupt(format!(
+            "sequence {got_seq} where {seq} was expected"
+        )));
+    }
+    body.truncate(len as usize);
+    Ok(Frame {
+        kind,
+        tag,
+        payload: body,
+    })
+}

@@ -1,0 +1,11 @@
+//! The TCP transport: rendezvous, handshake, frames, [`TcpGroup`].
+
+mod config;
+mod conn;
+mod frame;
+mod group;
+mod handshake;
+mod rendezvous;
+
+pub use config::{Fault, FaultKind, TcpConfig};
+pub use group::TcpGroup;
