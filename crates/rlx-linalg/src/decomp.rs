@@ -7,7 +7,7 @@
 //! eigenvector column has its largest-magnitude entry (the first, on ties)
 //! positive, and `R` of a QR has a non-negative diagonal.
 
-use crate::host::{mat, push, read, write};
+use crate::host::{column_signs, mat, push, read, write};
 use rlx_ir::custom::{CustomOp, KernelArg, KernelOut};
 use rlx_ir::{Dim, Shape};
 
@@ -74,21 +74,7 @@ pub(crate) fn eigh(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Res
             res.extend((0..n).map(|j| w[j]));
             continue;
         }
-        let sign: Vec<f64> = (0..n)
-            .map(|c| {
-                let mut best = 0;
-                for r in 1..n {
-                    if u[(r, c)].abs() > u[(best, c)].abs() {
-                        best = r;
-                    }
-                }
-                if u[(best, c)] < 0.0 {
-                    -1.0
-                } else {
-                    1.0
-                }
-            })
-            .collect();
+        let sign = column_signs(u);
         let v = faer::Mat::from_fn(n, n, |r, c| u[(r, c)] * sign[c]);
         push(&mut res, v.as_ref());
     }

@@ -77,3 +77,25 @@ pub(crate) fn push(out: &mut Vec<f64>, m: faer::MatRef<'_, f64>) {
         }
     }
 }
+
+/// Per column of `u`: `-1.0` where its largest-magnitude entry (the first
+/// such row on ties) is negative, else `1.0`. Multiplying the columns by
+/// these fixes the sign of eigenvectors / singular vectors, so their
+/// derivatives are well defined.
+pub(crate) fn column_signs(u: faer::MatRef<'_, f64>) -> Vec<f64> {
+    (0..u.ncols())
+        .map(|c| {
+            let mut best = 0;
+            for r in 1..u.nrows() {
+                if u[(r, c)].abs() > u[(best, c)].abs() {
+                    best = r;
+                }
+            }
+            if u[(best, c)] < 0.0 {
+                -1.0
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}

@@ -17,7 +17,7 @@
 //! singular value makes `S^{-1}` infinite. Singular-value derivatives stay finite.
 
 use crate::emit::*;
-use crate::host::{mat, push, read, write};
+use crate::host::{column_signs, mat, push, read, write};
 use rlx_ir::custom::{CustomAttr, CustomOp, KernelArg, KernelOut};
 use rlx_ir::{Dim, Graph, IrError, NodeId, Op, Shape};
 
@@ -71,21 +71,7 @@ pub(crate) fn svd(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Resu
             continue;
         };
         let (u, s, v) = (f.U(), f.S().column_vector(), f.V());
-        let sign: Vec<f64> = (0..k)
-            .map(|c| {
-                let mut best = 0;
-                for row in 1..m {
-                    if u[(row, c)].abs() > u[(best, c)].abs() {
-                        best = row;
-                    }
-                }
-                if u[(best, c)] < 0.0 {
-                    -1.0
-                } else {
-                    1.0
-                }
-            })
-            .collect();
+        let sign = column_signs(u);
         match which {
             0 => push(
                 &mut res,
