@@ -168,6 +168,8 @@ pub struct CpuExecutable {
     packing: packed_weights::Packing,
     /// Caller tensors of the current run read / written in place.
     bound: Bound,
+    /// Threads this executable's kernels use (`None`: [`crate::num_threads`]'s default).
+    thread_limit: Option<usize>,
 }
 
 impl CpuExecutable {
@@ -235,6 +237,7 @@ impl CpuExecutable {
             packing: packed_weights::Packing::plan(&lir),
             lir,
             profile: Profile::from_env(),
+            thread_limit: None,
         };
         exec.pack_weights();
         Ok(exec)
@@ -256,6 +259,15 @@ impl CpuExecutable {
     /// allows, outputs computed into `outputs` (empty: into the arena) where
     /// [`Loc::Output`] allows.
     fn execute(
+        &mut self,
+        inputs: &[&HostTensor],
+        outputs: &mut [HostTensor],
+    ) -> Result<(), BackendError> {
+        crate::threads::with_limit(self.thread_limit, || self.execute_here(inputs, outputs))
+    }
+
+    /// [`Self::execute`] under the thread limit in force.
+    fn execute_here(
         &mut self,
         inputs: &[&HostTensor],
         outputs: &mut [HostTensor],
@@ -597,6 +609,16 @@ impl Executable for CpuExecutable {
 
     fn lir(&self) -> &LirModule {
         &self.lir
+    }
+
+    fn limit_threads(&mut self, threads: Option<usize>) -> Result<(), BackendError> {
+        if threads == Some(0) {
+            return Err(BackendError::Signature(
+                "a thread limit must be at least 1 (0 given)".into(),
+            ));
+        }
+        self.thread_limit = threads;
+        Ok(())
     }
 
     fn subgraph_lirs(&self) -> Vec<(NodeId, &LirModule)> {

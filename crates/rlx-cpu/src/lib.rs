@@ -12,8 +12,10 @@ pub mod kernels;
 mod profile;
 mod storage;
 pub(crate) mod team;
+mod threads;
 
 pub use executor::CpuExecutable;
+pub use threads::num_threads;
 
 use rlx_compile::LirModule;
 use rlx_driver::{Backend, BackendError, Device, Executable};

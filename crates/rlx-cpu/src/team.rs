@@ -172,7 +172,7 @@ unsafe fn trampoline<F: Fn(usize) + Sync>(data: usize, part: usize) {
     f(part)
 }
 
-/// Threads a job may use: `RLX_NUM_THREADS` or the available cores.
+/// Threads a job may use ([`crate::num_threads`]).
 pub(crate) fn threads() -> usize {
     super::kernels::gemm::num_threads()
 }

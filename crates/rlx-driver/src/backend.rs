@@ -95,6 +95,17 @@ pub trait Executable: Send {
     fn subgraph_lirs(&self) -> Vec<(NodeId, &LirModule)> {
         Vec::new()
     }
+    /// Runs this executable's kernels on at most `threads` host threads
+    /// (`None`: the backend's default). A backend without host threads
+    /// refuses a limit, saying so.
+    fn limit_threads(&mut self, threads: Option<usize>) -> Result<(), BackendError> {
+        match threads {
+            None => Ok(()),
+            Some(n) => Err(BackendError::Signature(format!(
+                "this backend has no host thread count to limit (asked for {n})"
+            ))),
+        }
+    }
     /// A handle on param `index`'s uploaded storage that another executable
     /// of the same backend can adopt without a copy; `None` when it is not
     /// set or the backend does not share params.

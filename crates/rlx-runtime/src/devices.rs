@@ -4,7 +4,7 @@
 //! Only backends compiled into this build and registered count as
 //! available; asking for any other device is an error that says why.
 
-use crate::{CompiledGraph, Result, RuntimeError, Session};
+use crate::{CompileOptions, CompiledGraph, DevicePolicy, Result, RuntimeError, Session};
 use rlx_driver::{
     device_label, parse_device, parse_device_list, registry, Device, ParseDeviceError,
 };
@@ -183,17 +183,52 @@ pub struct DeviceFallbackError {
 }
 
 /// Compiles and runs `g` on the first device of `chain` that succeeds.
-/// Returns the device used and the outputs.
+/// Returns the device used and the outputs. [`run_with_policy`] with the
+/// default policy (any device, fallback on).
 pub fn run_with_fallback(
     g: &Graph,
     chain: &[Device],
     params: &[(&str, &[f32])],
     inputs: &[(&str, &[f32])],
 ) -> std::result::Result<(Device, Vec<Vec<f32>>), DeviceFallbackError> {
+    run_with_policy(g, chain, &DevicePolicy::default(), params, inputs)
+}
+
+/// Compiles and runs `g` on the devices of `chain` in order, skipping those
+/// `policy` refuses, at the policy's precision, until one succeeds; with
+/// the policy's fallback off, the first permitted device's failure is
+/// final. The error lists every device of the chain considered and why it
+/// was not used.
+///
+/// ```
+/// use rlx_runtime::{run_with_policy, Device, DevicePolicy};
+/// use rlx_ir::{DType, Graph, GraphExt, Shape};
+/// let mut g = Graph::new("neg");
+/// let x = g.input("x", Shape::new(&[2], DType::F32));
+/// let y = g.neg(x);
+/// g.set_outputs(vec![y]);
+/// let chain = [Device::Cuda(0), Device::Cpu];
+/// let (d, out) = run_with_policy(&g, &chain, &DevicePolicy::default(), &[], &[("x", &[1.0, -2.0])]).unwrap();
+/// assert_eq!((d, out), (Device::Cpu, vec![vec![-1.0, 2.0]]));
+/// let e = run_with_policy(&g, &chain, &DevicePolicy::default().fallback(false), &[], &[("x", &[1.0, -2.0])]);
+/// assert_eq!(e.unwrap_err().attempts.len(), 1);
+/// ```
+pub fn run_with_policy(
+    g: &Graph,
+    chain: &[Device],
+    policy: &DevicePolicy,
+    params: &[(&str, &[f32])],
+    inputs: &[(&str, &[f32])],
+) -> std::result::Result<(Device, Vec<Vec<f32>>), DeviceFallbackError> {
+    let opts = policy.options(&CompileOptions::default());
     let mut attempts = Vec::new();
     for &d in chain {
+        if let Err(why) = policy.check(d) {
+            attempts.push((d, why));
+            continue;
+        }
         let attempt = || -> Result<Vec<Vec<f32>>> {
-            let mut c: CompiledGraph = Session::new(d).try_compile(g.clone())?;
+            let mut c: CompiledGraph = Session::new(d).try_compile_with(g.clone(), &opts)?;
             for (name, v) in params {
                 c.try_set_param(name, v)?;
             }
@@ -202,6 +237,9 @@ pub fn run_with_fallback(
         match attempt() {
             Ok(out) => return Ok((d, out)),
             Err(e) => attempts.push((d, e.to_string())),
+        }
+        if !policy.fallback {
+            break;
         }
     }
     if attempts.is_empty() {

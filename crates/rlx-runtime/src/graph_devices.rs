@@ -1,6 +1,6 @@
 //! [`GraphDevices`]: one graph, compiled lazily per device, params shared.
 
-use crate::{devices, CompiledGraph, Result, Session};
+use crate::{devices, CompileOptions, CompiledGraph, DeviceCandidate, Result};
 use rlx_driver::Device;
 use rlx_ir::Graph;
 use std::collections::HashMap;
@@ -10,7 +10,7 @@ use std::collections::HashMap;
 pub struct GraphDevices {
     graph: Graph,
     params: Vec<(String, Vec<f32>)>,
-    compiled: HashMap<Device, CompiledGraph>,
+    compiled: HashMap<DeviceCandidate, CompiledGraph>,
 }
 
 impl GraphDevices {
@@ -39,7 +39,7 @@ impl GraphDevices {
         if self.compiled.is_empty() {
             // Check against a CPU-independent view: compile lazily on the fastest device.
             let d = self.fastest();
-            self.compiled_for(d)?;
+            self.compiled_for(d.into())?;
         }
         for c in self.compiled.values_mut() {
             c.try_set_param(name, values)?;
@@ -49,9 +49,9 @@ impl GraphDevices {
         Ok(())
     }
 
-    fn compiled_for(&mut self, device: Device) -> Result<&mut CompiledGraph> {
+    fn compiled_for(&mut self, device: DeviceCandidate) -> Result<&mut CompiledGraph> {
         if !self.compiled.contains_key(&device) {
-            let mut c = Session::new(device).try_compile(self.graph.clone())?;
+            let mut c = device.compile(self.graph.clone(), &CompileOptions::default())?;
             for (n, v) in &self.params {
                 c.try_set_param(n, v)?;
             }
@@ -62,6 +62,15 @@ impl GraphDevices {
 
     /// Runs on `device` with named f32 inputs.
     pub fn run(&mut self, device: Device, inputs: &[(&str, &[f32])]) -> Result<Vec<Vec<f32>>> {
-        self.compiled_for(device)?.try_run(inputs)
+        self.run_on(device.into(), inputs)
+    }
+
+    /// Runs on `candidate` (a device and its thread count) with named f32 inputs.
+    pub fn run_on(
+        &mut self,
+        candidate: DeviceCandidate,
+        inputs: &[(&str, &[f32])],
+    ) -> Result<Vec<Vec<f32>>> {
+        self.compiled_for(candidate)?.try_run(inputs)
     }
 }

@@ -4,15 +4,24 @@
 //! graph ([`Session::compile`] / [`Session::compile_with`] with
 //! [`CompileOptions`]), set params and run ([`CompiledGraph`]). Device
 //! selection ([`available_devices`], [`fastest_device`], `RLX_DEVICE`,
-//! fallback chains) lives in [`devices`]. Every fallible call has a `try_`
+//! fallback chains) lives in [`devices`]; measured choice in
+//! [`benchmark_devices`], [`DevicePolicy`], [`DevicePickStrategy`],
+//! [`DeviceRouter`] and [`FlexibleSession`]; what this build can run on in
+//! [`BackendsManifest`]. Every fallible call has a `try_`
 //! form returning [`RuntimeError`], whose message names the culprit; the
 //! panicking forms panic with that same message.
 #![deny(missing_docs)]
 
+mod backends_manifest;
 mod calibrate;
 mod compiled;
 mod config;
+mod device_bench;
+mod device_candidate;
+mod device_policy;
+mod device_router;
 pub mod devices;
+mod flexible_session;
 mod dynamic;
 mod error;
 mod graph_devices;
@@ -22,14 +31,22 @@ mod prelude;
 mod session;
 pub mod weights;
 
+pub use backends_manifest::{BackendStatus, BackendsManifest};
 pub use calibrate::{collect_calibration, collect_calibration_with};
 pub use compiled::CompiledGraph;
 pub use config::{effective_config, EffectiveConfig};
+pub use device_bench::{
+    benchmark_devices, benchmark_devices_with, BenchOptions, DeviceBenchResult, Feeds,
+};
+pub use device_candidate::DeviceCandidate;
+pub use device_policy::{devices_for_with_policy, DevicePickStrategy, DevicePolicy};
+pub use device_router::DeviceRouter;
 pub use devices::{
     available_devices, device_chain_from_env, device_from_env, device_report, devices_for,
     fastest_device, fastest_device_for, is_available, resolve_device, resolve_device_chain,
-    run_with_fallback, DeviceFallbackError,
+    run_with_fallback, run_with_policy, DeviceFallbackError,
 };
+pub use flexible_session::FlexibleSession;
 pub use dynamic::{DynamicGraph, DEFAULT_PLAN_CACHE};
 pub use error::{Result, RuntimeError};
 pub use graph_devices::GraphDevices;

@@ -29,6 +29,11 @@ pub struct CompileOptions {
     /// stacked Q / K / V weights) once per param change instead of on
     /// every run (on by default). Also lets fusion stack param weights.
     pub hoist_params: bool,
+    /// Host threads the compiled graph's kernels use (`None`: the backend's
+    /// default, for the CPU `RLX_NUM_THREADS` or every core). Per compile,
+    /// so one process can hold a 1-thread and an all-cores CPU "device"
+    /// ([`crate::DeviceCandidate`]). Backends without host threads refuse it.
+    pub threads: Option<usize>,
 }
 
 impl Default for CompileOptions {
@@ -38,11 +43,19 @@ impl Default for CompileOptions {
             dispatch: DispatchPolicy::default(),
             assert_fusion_clean: false,
             hoist_params: true,
+            threads: None,
         }
     }
 }
 
 impl CompileOptions {
+    /// Limits the compiled graph's kernels to `threads` host threads
+    /// (`None`: the backend's default).
+    pub fn threads(mut self, threads: Option<usize>) -> Self {
+        self.threads = threads;
+        self
+    }
+
     /// Sets the session precision.
     pub fn precision(mut self, p: Precision) -> Self {
         self.lower.precision = p;

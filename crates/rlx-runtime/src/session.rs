@@ -97,7 +97,7 @@ impl Session {
                     shape,
                 })
                 .collect();
-            let exec = backend.compile(lir)?;
+            let exec = compile_limited(backend.as_ref(), lir, opts.threads)?;
             return Ok(CompiledGraph::with_prelude(
                 self.device,
                 exec,
@@ -136,6 +136,7 @@ impl Session {
                 &split.derived,
                 &lir,
                 &lower_opts,
+                opts.threads,
             )?)
         };
         let routes = user_params
@@ -154,7 +155,7 @@ impl Session {
                 shape,
             })
             .collect();
-        let exec = backend.compile(lir)?;
+        let exec = compile_limited(backend.as_ref(), lir, opts.threads)?;
         Ok(CompiledGraph::with_prelude(
             self.device,
             exec,
@@ -193,6 +194,7 @@ fn compile_prelude(
     derived: &[String],
     lir: &LirModule,
     session: &LowerOptions,
+    threads: Option<usize>,
 ) -> Result<PreludeExec> {
     // The prelude is already optimised: plan it as it is (its control-flow
     // bodies are not: they get the session's options).
@@ -217,7 +219,19 @@ fn compile_prelude(
                 .expect("derived params are in the main graph")
         })
         .collect();
-    Ok(PreludeExec::new(backend.compile(prelude_lir)?, targets))
+    let exec = compile_limited(backend, prelude_lir, threads)?;
+    Ok(PreludeExec::new(exec, targets))
+}
+
+/// `backend.compile(lir)` with its kernels limited to `threads` host threads.
+fn compile_limited(
+    backend: &dyn Backend,
+    lir: LirModule,
+    threads: Option<usize>,
+) -> Result<Box<dyn rlx_driver::Executable>> {
+    let mut exec = backend.compile(lir)?;
+    exec.limit_threads(threads)?;
+    Ok(exec)
 }
 
 /// Enforces `DispatchPolicy::ErrorOnUnsupported` and `assert_fusion_clean`.

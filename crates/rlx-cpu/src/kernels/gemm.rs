@@ -6,8 +6,8 @@
 //! own GEMV (`kernels::gemv`), which beats a general GEMM's packing there;
 //! tall and deep f32 products our own packed tiles ([`super::gemm_blocked`]).
 //!
-//! Threads: `RLX_NUM_THREADS` (read through `rlx_ir::env`), default the
-//! available cores. A large product is split into one block of columns (or
+//! Threads: [`crate::num_threads`] (the running executable's limit, else
+//! `RLX_NUM_THREADS`, else the available cores). A large product is split into one block of columns (or
 //! rows) per thread, each a single-thread faer GEMM, run as one job of
 //! the crate's thread team; products below a grain stay on the calling thread.
 
@@ -35,17 +35,7 @@ pub(crate) fn splits_by_rows(m: usize, n: usize) -> bool {
     n.div_ceil(NR) < m.div_ceil(MR)
 }
 
-/// Worker threads for the CPU kernels: `RLX_NUM_THREADS` when set to a
-/// positive integer, else the available cores. Read on every call (tests
-/// and benchmarks change it in process); a bad value falls back to the
-/// cores here and is reported by `RlxEnv::current`.
-pub fn num_threads() -> usize {
-    rlx_ir::env::vars::NUM_THREADS
-        .get()
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
+pub use crate::threads::num_threads;
 
 /// A matrix read in place: element `(i, j)` is
 /// `data[offset + i * row_stride + j * col_stride]` (strides are elements, >= 0).
