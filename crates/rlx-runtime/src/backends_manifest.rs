@@ -146,8 +146,17 @@ impl fmt::Display for BackendsManifest {
         for b in &self.backends {
             let built = if b.compiled_in { "built" } else { "absent" };
             match &b.reason {
-                None => writeln!(f, "  {:<8} {built:<6} available ({})", b.device.kind_name(), b.label)?,
-                Some(why) => writeln!(f, "  {:<8} {built:<6} unavailable: {why}", b.device.kind_name())?,
+                None => writeln!(
+                    f,
+                    "  {:<8} {built:<6} available ({})",
+                    b.device.kind_name(),
+                    b.label
+                )?,
+                Some(why) => writeln!(
+                    f,
+                    "  {:<8} {built:<6} unavailable: {why}",
+                    b.device.kind_name()
+                )?,
             }
         }
         let avail: Vec<String> = self.available.iter().map(Device::to_string).collect();

@@ -19,7 +19,8 @@ pub struct EffectiveConfig {
     pub options: CompileOptions,
     /// Every `RLX_*` variable, read now.
     pub env: RlxEnv,
-    /// Worker threads of the CPU backend (`RLX_NUM_THREADS`, else the cores).
+    /// Worker threads of the CPU backend: the options' `threads`, else
+    /// `RLX_NUM_THREADS`, else the cores.
     pub threads: usize,
 }
 
@@ -29,8 +30,9 @@ impl EffectiveConfig {
     pub fn of(opts: &CompileOptions) -> Result<EffectiveConfig> {
         let env = RlxEnv::current()?;
         let options = opts.clone().with_overrides(&env.overrides)?;
-        let threads = env
-            .num_threads
+        let threads = options
+            .threads
+            .or(env.num_threads)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         Ok(EffectiveConfig {
             options,

@@ -50,7 +50,8 @@ pub struct DeviceBenchResult {
 impl DeviceBenchResult {
     /// The row with the lowest median (`None` for no rows).
     pub fn fastest(rows: &[DeviceBenchResult]) -> Option<&DeviceBenchResult> {
-        rows.iter().min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
+        rows.iter()
+            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
     }
 
     /// The row as JSON (device as its text form, e.g. `"cpu"`).
@@ -174,7 +175,10 @@ pub(crate) fn compile_fed<'a>(
     opts: &CompileOptions,
 ) -> Result<(CompiledGraph, Vec<(&'a str, &'a HostTensor)>)> {
     let declared = |leaves: Vec<(rlx_ir::NodeId, &str, &rlx_ir::Shape)>| {
-        leaves.into_iter().map(|l| l.1.to_string()).collect::<Vec<String>>()
+        leaves
+            .into_iter()
+            .map(|l| l.1.to_string())
+            .collect::<Vec<String>>()
     };
     let (params, input_names) = (declared(graph.params()), declared(graph.inputs()));
     if let Some(&(name, _)) = feeds

@@ -149,15 +149,18 @@ impl DevicePickStrategy {
         }
         let opts = policy.options(&CompileOptions::default());
         let picked = match self {
-            DevicePickStrategy::FirstAvailable => permitted.iter().copied().find(|c| {
-                match c.compile(graph.clone(), &opts) {
-                    Ok(_) => true,
-                    Err(e) => {
-                        attempts.push(c.attempt(e));
-                        false
-                    }
-                }
-            }),
+            DevicePickStrategy::FirstAvailable => {
+                permitted
+                    .iter()
+                    .copied()
+                    .find(|c| match c.compile(graph.clone(), &opts) {
+                        Ok(_) => true,
+                        Err(e) => {
+                            attempts.push(c.attempt(e));
+                            false
+                        }
+                    })
+            }
             DevicePickStrategy::CostModel => {
                 let best = devices::fastest_device_for(graph);
                 permitted

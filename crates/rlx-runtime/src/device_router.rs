@@ -56,7 +56,7 @@ impl DeviceRouter {
     /// Requests of at least `min_batch` go to `to` (when usable).
     pub fn batch_at_least(mut self, min_batch: usize, to: DeviceCandidate) -> DeviceRouter {
         self.thresholds.push((min_batch, to));
-        self.thresholds.sort_by(|a, b| b.0.cmp(&a.0));
+        self.thresholds.sort_by_key(|t| std::cmp::Reverse(t.0));
         self
     }
 
@@ -117,7 +117,8 @@ impl DeviceRouter {
         }
         if self.by_latency {
             // Unmeasured first (in rule order: the sort is stable), then fastest.
-            let key = |c: &DeviceCandidate| self.measured_ms(*c, batch).unwrap_or(f64::NEG_INFINITY);
+            let key =
+                |c: &DeviceCandidate| self.measured_ms(*c, batch).unwrap_or(f64::NEG_INFINITY);
             usable.sort_by(|a, b| key(a).total_cmp(&key(b)));
         }
         (usable, skipped)
@@ -171,7 +172,10 @@ fn fallback_error(
         .map(|(c, why)| c.attempt(why))
         .collect();
     if attempts.is_empty() {
-        attempts.push((rlx_driver::Device::Cpu, "the router has no candidate".into()));
+        attempts.push((
+            rlx_driver::Device::Cpu,
+            "the router has no candidate".into(),
+        ));
     }
     DeviceFallbackError { attempts }
 }

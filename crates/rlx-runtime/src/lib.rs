@@ -21,9 +21,9 @@ mod device_candidate;
 mod device_policy;
 mod device_router;
 pub mod devices;
-mod flexible_session;
 mod dynamic;
 mod error;
+mod flexible_session;
 mod graph_devices;
 mod options;
 mod params;
@@ -46,9 +46,9 @@ pub use devices::{
     fastest_device, fastest_device_for, is_available, resolve_device, resolve_device_chain,
     run_with_fallback, run_with_policy, DeviceFallbackError,
 };
-pub use flexible_session::FlexibleSession;
 pub use dynamic::{DynamicGraph, DEFAULT_PLAN_CACHE};
 pub use error::{Result, RuntimeError};
+pub use flexible_session::FlexibleSession;
 pub use graph_devices::GraphDevices;
 pub use options::CompileOptions;
 pub use params::graph_param_names;

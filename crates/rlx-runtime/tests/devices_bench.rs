@@ -46,7 +46,10 @@ fn one_measured_row_per_available_candidate() {
 fn explicit_candidates_and_run_counts() {
     let m = mlp();
     let owned = m.host_tensors();
-    let cands = [DeviceCandidate::cpu_threads(1), DeviceCandidate::cpu_threads(2)];
+    let cands = [
+        DeviceCandidate::cpu_threads(1),
+        DeviceCandidate::cpu_threads(2),
+    ];
     let rows = benchmark_devices_with(
         &m.graph,
         &feeds(&owned),
@@ -67,14 +70,20 @@ fn explicit_candidates_and_run_counts() {
         &BenchOptions::default(),
     )
     .unwrap_err();
-    assert!(e.to_string().starts_with("device tpu:0 is not available"), "{e}");
+    assert!(
+        e.to_string().starts_with("device tpu:0 is not available"),
+        "{e}"
+    );
 }
 
 #[test]
 fn bad_feeds_are_named() {
     let m = mlp();
     let mut owned = m.host_tensors();
-    owned.push(("bias".into(), HostTensor::from_slice(&[1f32], &[1]).unwrap()));
+    owned.push((
+        "bias".into(),
+        HostTensor::from_slice(&[1f32], &[1]).unwrap(),
+    ));
     let e = benchmark_devices(&m.graph, &feeds(&owned)).unwrap_err();
     assert!(
         matches!(&e, RuntimeError::UnknownInput { name, .. } if name == "bias"),

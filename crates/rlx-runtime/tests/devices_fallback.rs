@@ -82,7 +82,9 @@ fn policy_denials_and_allow_lists_are_honoured_in_chain_order() {
         devices_for_with_policy(&m.graph, &DevicePolicy::default()),
         vec![Device::Cpu]
     );
-    assert!(devices_for_with_policy(&m.graph, &DevicePolicy::default().deny(Device::Cpu)).is_empty());
+    assert!(
+        devices_for_with_policy(&m.graph, &DevicePolicy::default().deny(Device::Cpu)).is_empty()
+    );
     assert!(devices_for_with_policy(&m.graph, &only_metal).is_empty());
 }
 
@@ -90,18 +92,20 @@ fn policy_denials_and_allow_lists_are_honoured_in_chain_order() {
 fn a_required_precision_is_what_the_device_computes_at() {
     let m = mlp();
     let chain = [Device::Cpu];
-    let (_, full) =
-        run_with_policy(&m.graph, &chain, &DevicePolicy::default(), &m.params(), &m.inputs())
-            .unwrap();
+    let (_, full) = run_with_policy(
+        &m.graph,
+        &chain,
+        &DevicePolicy::default(),
+        &m.params(),
+        &m.inputs(),
+    )
+    .unwrap();
     let half = DevicePolicy::default().require_precision(Precision::F16);
     let (_, reduced) = run_with_policy(&m.graph, &chain, &half, &m.params(), &m.inputs()).unwrap();
     // F16 values (F32 accumulation): near numpy, but not the F32 result.
     assert_close(&reduced[0], &m.want, 1e-2);
     assert_ne!(full, reduced, "the F16 policy changed nothing");
-    assert_eq!(
-        devices_for_with_policy(&m.graph, &half),
-        vec![Device::Cpu]
-    );
+    assert_eq!(devices_for_with_policy(&m.graph, &half), vec![Device::Cpu]);
 }
 
 #[test]

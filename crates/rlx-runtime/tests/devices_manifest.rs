@@ -15,11 +15,19 @@ fn every_kind_is_listed_with_its_state_and_reason() {
         assert!(!s.compiled_in && !s.available, "{s:?}");
         let why = s.reason.as_deref().unwrap();
         assert!(why.starts_with("compiled out: no "), "{why}");
-        assert!(why.contains(&format!("no `{}` backend", d.feature())), "{why}");
+        assert!(
+            why.contains(&format!("no `{}` backend", d.feature())),
+            "{why}"
+        );
         // A compiled-out device is refused with the same reason at compile.
-        let e = Session::new(d).try_compile(rlx_ir::Graph::new("g")).unwrap_err();
+        let e = Session::new(d)
+            .try_compile(rlx_ir::Graph::new("g"))
+            .unwrap_err();
         let refused = why.trim_start_matches("compiled out: ");
-        assert_eq!(e.to_string(), format!("device {d} is not available: {refused}"));
+        assert_eq!(
+            e.to_string(),
+            format!("device {d} is not available: {refused}")
+        );
     }
     assert_eq!(m.cpu_threads, Some(rlx_cpu::num_threads()));
 }
@@ -37,9 +45,15 @@ fn json_and_text_forms() {
     assert!(rows[0]["reason"].is_null());
     assert_eq!(rows[1]["device"], "cuda:0");
     assert_eq!(rows[1]["compiled_in"], false);
-    assert!(rows[1]["reason"].as_str().unwrap().starts_with("compiled out"));
+    assert!(rows[1]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("compiled out"));
     let text = m.to_string();
     assert!(text.contains("  cpu      built  available (CPU)"), "{text}");
-    assert!(text.contains("  metal    absent unavailable: compiled out"), "{text}");
+    assert!(
+        text.contains("  metal    absent unavailable: compiled out"),
+        "{text}"
+    );
     assert!(text.contains("available (fastest first): cpu"), "{text}");
 }

@@ -33,7 +33,10 @@ fn a_registered_backend_joins_the_manifest_and_the_chain() {
     registry::register_backend(Arc::new(HostAsGpu));
     let m = BackendsManifest::current();
     let gpu = m.status(Device::Gpu).unwrap();
-    assert!(gpu.compiled_in && gpu.available && gpu.reason.is_none(), "{gpu:?}");
+    assert!(
+        gpu.compiled_in && gpu.available && gpu.reason.is_none(),
+        "{gpu:?}"
+    );
     // The static cost model ranks a GPU before the CPU.
     assert_eq!(m.available, vec![Device::Gpu, Device::Cpu]);
 
@@ -43,12 +46,15 @@ fn a_registered_backend_joins_the_manifest_and_the_chain() {
     assert_eq!(d, Device::Gpu);
     assert_close(&out[0], &mlp.want, 1e-5);
     let no_gpu = DevicePolicy::default().deny(Device::Gpu);
-    let (d, _) = run_with_policy(&mlp.graph, &chain, &no_gpu, &mlp.params(), &mlp.inputs()).unwrap();
+    let (d, _) =
+        run_with_policy(&mlp.graph, &chain, &no_gpu, &mlp.params(), &mlp.inputs()).unwrap();
     assert_eq!(d, Device::Cpu);
 
     let owned = mlp.host_tensors();
     let rows = benchmark_devices(&mlp.graph, &feeds(&owned)).unwrap();
-    assert!(rows.iter().any(|r| r.candidate == DeviceCandidate::new(Device::Gpu)));
+    assert!(rows
+        .iter()
+        .any(|r| r.candidate == DeviceCandidate::new(Device::Gpu)));
     assert_eq!(rows.len(), DeviceCandidate::available().len());
 
     // A session moves between the two backends with identical outputs.

@@ -38,8 +38,13 @@ fn a_failed_move_leaves_the_session_where_it_was() {
     for (name, v) in m.params() {
         s.set_param(name, v).unwrap();
     }
-    let e = s.move_to(DeviceCandidate::new(Device::Cuda(0))).unwrap_err();
-    assert!(e.to_string().starts_with("device cuda:0 is not available"), "{e}");
+    let e = s
+        .move_to(DeviceCandidate::new(Device::Cuda(0)))
+        .unwrap_err();
+    assert!(
+        e.to_string().starts_with("device cuda:0 is not available"),
+        "{e}"
+    );
     assert_eq!(s.candidate(), DeviceCandidate::cpu_threads(1));
     assert_close(&s.run(&m.inputs()).unwrap()[0], &m.want, 1e-5);
     // A bad param is refused, naming it, and changes nothing.
@@ -65,7 +70,9 @@ fn batch_thresholds_route_and_unusable_devices_are_passed_over() {
     assert_eq!(skipped[0].0, cuda);
     assert!(skipped[0].1.contains("no CUDA:0 backend"), "{:?}", skipped);
 
-    let denied = router.clone().policy(DevicePolicy::default().deny(Device::Cpu));
+    let denied = router
+        .clone()
+        .policy(DevicePolicy::default().deny(Device::Cpu));
     let e = denied.route(20).unwrap_err();
     assert_eq!(e.attempts.len(), 2, "{e}");
     assert!(e.to_string().contains("denied by the device policy"), "{e}");

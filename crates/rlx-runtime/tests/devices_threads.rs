@@ -25,8 +25,13 @@ fn probe_shape(_: &CustomOp, _: &[&Shape]) -> Result<Shape, String> {
 /// A graph whose output is the kernels' thread count at run time.
 fn probe_graph() -> Graph {
     register_op(
-        OpExtension::new(PROBE, "the CPU kernels' thread count", Arity::exactly(1), probe_shape)
-            .with_kernel("cpu", probe_kernel),
+        OpExtension::new(
+            PROBE,
+            "the CPU kernels' thread count",
+            Arity::exactly(1),
+            probe_shape,
+        )
+        .with_kernel("cpu", probe_kernel),
     )
     .unwrap();
     let mut g = Graph::new("probe");
@@ -71,7 +76,8 @@ fn a_zero_thread_limit_is_refused_by_name() {
         .try_compile_with(mlp().graph, &CompileOptions::default().threads(Some(0)))
         .unwrap_err();
     assert!(
-        e.to_string().contains("a thread limit must be at least 1 (0 given)"),
+        e.to_string()
+            .contains("a thread limit must be at least 1 (0 given)"),
         "{e}"
     );
 }
@@ -80,7 +86,9 @@ fn a_zero_thread_limit_is_refused_by_name() {
 fn one_thread_and_every_core_agree_bit_for_bit_and_with_numpy() {
     let m = mlp();
     let run = |c: DeviceCandidate| {
-        let mut compiled = c.compile(m.graph.clone(), &CompileOptions::default()).unwrap();
+        let mut compiled = c
+            .compile(m.graph.clone(), &CompileOptions::default())
+            .unwrap();
         for (name, v) in m.params() {
             compiled.try_set_param(name, v).unwrap();
         }

@@ -17,6 +17,9 @@ fn effective_config_shows_options_after_the_overlay_and_the_env() {
     env::set("RLX_CPU_GEMM_ISA", "AVX2");
     let cfg = EffectiveConfig::of(&opts).unwrap();
     assert_eq!(cfg.threads, 3);
+    // A compile's own thread limit wins over the variable.
+    let limited = EffectiveConfig::of(&opts.clone().threads(Some(2))).unwrap();
+    assert_eq!(limited.threads, 2);
     assert_eq!(cfg.options.lower.alignment, 256);
     assert!(!cfg.options.lower.fusion.elementwise);
     assert_eq!(cfg.env.cpu_gemm_isa.as_deref(), Some("avx2"));

@@ -240,6 +240,11 @@ pub use rlx_runtime::{
     resolve_device, resolve_device_chain, run_with_fallback, CompileOptions, CompiledGraph,
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
+pub use rlx_runtime::{
+    benchmark_devices, benchmark_devices_with, devices_for_with_policy, run_with_policy,
+    BackendStatus, BackendsManifest, BenchOptions, DeviceBenchResult, DeviceCandidate,
+    DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
+};
 pub use rlx_runtime::{effective_config, EffectiveConfig};
 pub use rlx_runtime::{
     save_safetensors, serialize_safetensors, BytesWeightLoader, DynamicGraph, WeightLoader,
@@ -365,6 +370,10 @@ pub mod prelude {
         DType, Device, DeviceFallbackError, Dim, Element, Error, Graph, GraphDevices, GraphExt,
         HostTensor, Node, NodeId, Op, OpKind, ParseDeviceError, Precision, Result, Session, Shape,
         Tick, VerifyError,
+    };
+    pub use crate::{
+        benchmark_devices, devices_for_with_policy, BackendsManifest, DeviceBenchResult,
+        DeviceCandidate, DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
