@@ -68,6 +68,7 @@ mod eager;
 mod elementwise;
 mod error;
 mod index;
+mod lang;
 mod linalg;
 mod movement;
 pub mod nn;
@@ -86,6 +87,8 @@ pub use elementwise::Arg;
 pub use error::{Result, TensorError};
 #[doc(hidden)]
 pub use index::__stepped;
+#[doc(hidden)]
+pub use lang::__lang;
 pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS};
 pub use linalg::{einsum, try_einsum};
 pub use reduce::Axes;

@@ -62,6 +62,12 @@ pub use rlx_ir as ir;
 #[cfg(feature = "tensor")]
 pub use rlx_tensor as tensor;
 
+/// `rlx! { … }` — declarative graph DSL (a compact little language for
+/// declaring a [`Graph`], shape-checked at compile time; grammar in the
+/// `rlx-lang` docs). Available with the `tensor` feature (on by default).
+#[cfg(feature = "tensor")]
+pub use rlx_tensor::rlx;
+
 /// Graph rewrites and the compile pipeline.
 pub use rlx_opt as opt;
 
@@ -357,6 +363,8 @@ pub mod prelude {
     pub use crate::quant::QuantMap;
     #[cfg(feature = "tensor")]
     pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
+    #[cfg(feature = "tensor")]
+    pub use crate::tensor::rlx;
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,
