@@ -141,7 +141,11 @@ pub struct Arg {
 /// An expression.
 pub enum Expr {
     /// A number literal (`is_int`: written without a point or exponent).
-    Num { value: f64, is_int: bool, span: Span },
+    Num {
+        value: f64,
+        is_int: bool,
+        span: Span,
+    },
     /// `true` / `false`
     Bool(bool, Span),
     /// A name (a value, a dim symbol, a dtype or `None`, by context).
@@ -156,7 +160,11 @@ pub enum Expr {
         span: Span,
     },
     /// `f(args)`; the span is the function name's.
-    Call { func: Ident, args: Vec<Arg>, span: Span },
+    Call {
+        func: Ident,
+        args: Vec<Arg>,
+        span: Span,
+    },
     /// `[a, b, ...]`
     List(Vec<Expr>, Span),
     /// `(a, b, ...)` with at least one comma.

@@ -279,12 +279,24 @@ pub fn parse_expr(input: ParseStream) -> Result<Expr> {
     };
     let span = input.span();
     match op {
-        BinOp::Eq => drop(input.parse::<Token![==]>()?),
-        BinOp::Ne => drop(input.parse::<Token![!=]>()?),
-        BinOp::Le => drop(input.parse::<Token![<=]>()?),
-        BinOp::Ge => drop(input.parse::<Token![>=]>()?),
-        BinOp::Lt => drop(input.parse::<Token![<]>()?),
-        _ => drop(input.parse::<Token![>]>()?),
+        BinOp::Eq => {
+            input.parse::<Token![==]>()?;
+        }
+        BinOp::Ne => {
+            input.parse::<Token![!=]>()?;
+        }
+        BinOp::Le => {
+            input.parse::<Token![<=]>()?;
+        }
+        BinOp::Ge => {
+            input.parse::<Token![>=]>()?;
+        }
+        BinOp::Lt => {
+            input.parse::<Token![<]>()?;
+        }
+        _ => {
+            input.parse::<Token![>]>()?;
+        }
     }
     let rhs = parse_additive(input)?;
     Ok(binary(op, lhs, rhs, span))

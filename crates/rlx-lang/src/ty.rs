@@ -246,7 +246,9 @@ pub fn reshape(x: &Ty, target: &[Option<Dim>]) -> Result<Ty, String> {
         let mut rest = xs.clone();
         for s in &ks {
             match rest.iter().position(|r| r == s) {
-                Some(i) => drop(rest.remove(i)),
+                Some(i) => {
+                    rest.remove(i);
+                }
                 None => return Err(format!("reshape {x}: symbol {s} is not in the input")),
             }
         }

@@ -6,10 +6,14 @@ use rlx_lang::rlx;
 
 fn dims(g: &Graph, out: usize) -> Vec<String> {
     let id = g.outputs()[out];
-    g.shape(id).dims().iter().map(|d| match d {
-        Dim::Static(n) => n.to_string(),
-        Dim::Sym(s) => s.clone(),
-    }).collect()
+    g.shape(id)
+        .dims()
+        .iter()
+        .map(|d| match d {
+            Dim::Static(n) => n.to_string(),
+            Dim::Sym(s) => s.clone(),
+        })
+        .collect()
 }
 
 fn ok(g: &Graph) {
@@ -75,7 +79,14 @@ fn repeat_names_params_per_layer() {
     let params: Vec<&str> = g.params().iter().map(|p| p.1).collect();
     assert_eq!(
         params,
-        ["layers.0.w", "blocks.0.b", "layers.1.w", "blocks.1.b", "layers.2.w", "blocks.2.b"]
+        [
+            "layers.0.w",
+            "blocks.0.b",
+            "layers.1.w",
+            "blocks.1.b",
+            "layers.2.w",
+            "blocks.2.b"
+        ]
     );
 }
 

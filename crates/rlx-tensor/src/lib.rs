@@ -87,9 +87,9 @@ pub use elementwise::Arg;
 pub use error::{Result, TensorError};
 #[doc(hidden)]
 pub use index::__stepped;
+pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS};
 #[doc(hidden)]
 pub use lang::__lang;
-pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS};
 pub use linalg::{einsum, try_einsum};
 pub use reduce::Axes;
 pub use rlx_ir::{DType, Dim, Graph, Shape};

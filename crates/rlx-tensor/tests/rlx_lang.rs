@@ -18,8 +18,18 @@ fn case(name: &str) -> Case {
 }
 
 fn tensor(v: &Value) -> HostTensor {
-    let dims: Vec<usize> = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
-    let data: Vec<f32> = v["data"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap() as f32).collect();
+    let dims: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let data: Vec<f32> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_f64().unwrap() as f32)
+        .collect();
     HostTensor::from_vec(data, &dims).unwrap()
 }
 
@@ -66,7 +76,10 @@ impl Case {
             }
         }
         for name in self.0["outputs"].as_object().unwrap().keys() {
-            assert!(got.contains_key(name) || name == "numpy_cumsum", "{name} not produced");
+            assert!(
+                got.contains_key(name) || name == "numpy_cumsum",
+                "{name} not produced"
+            );
         }
     }
 }

@@ -362,9 +362,9 @@ pub mod prelude {
     };
     pub use crate::quant::QuantMap;
     #[cfg(feature = "tensor")]
-    pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
-    #[cfg(feature = "tensor")]
     pub use crate::tensor::rlx;
+    #[cfg(feature = "tensor")]
+    pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
     pub use crate::{
         available_devices, device_chain_from_env, device_from_env, device_label, device_report,
         devices_for, fastest_device, fastest_device_for, is_available, parse_device,

@@ -17,7 +17,11 @@ const X: Sig = &[("x", None)];
 const GELU: Sig = &[("x", None), ("approximate", Some("false"))];
 const AB: Sig = &[("a", None), ("b", None)];
 const WHERE: Sig = &[("condition", None), ("x", None), ("y", None)];
-const REDUCE: Sig = &[("x", None), ("axis", Some("None")), ("keepdims", Some("false"))];
+const REDUCE: Sig = &[
+    ("x", None),
+    ("axis", Some("None")),
+    ("keepdims", Some("false")),
+];
 const ARG_REDUCE: Sig = &[("x", None), ("axis", None), ("keepdims", Some("false"))];
 const SOFTMAX: Sig = &[("x", None), ("axis", Some("-1"))];
 const LAYER_NORM: Sig = &[
@@ -80,10 +84,32 @@ pub(super) fn op_names() -> Vec<&'static str> {
     let mut v: Vec<&str> = UNARY.iter().map(|u| u.0).collect();
     v.extend(BINARY.iter().map(|b| b.0));
     v.extend([
-        "gelu", "square", "maximum", "minimum", "where", "sum", "mean", "max", "min", "prod",
-        "argmax", "argmin", "softmax", "log_softmax", "logsumexp", "layer_norm", "rms_norm",
-        "cumsum", "reshape", "transpose", "swapaxes", "expand_dims", "squeeze", "concatenate",
-        "concat", "astype",
+        "gelu",
+        "square",
+        "maximum",
+        "minimum",
+        "where",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "prod",
+        "argmax",
+        "argmin",
+        "softmax",
+        "log_softmax",
+        "logsumexp",
+        "layer_norm",
+        "rms_norm",
+        "cumsum",
+        "reshape",
+        "transpose",
+        "swapaxes",
+        "expand_dims",
+        "squeeze",
+        "concatenate",
+        "concat",
+        "astype",
     ]);
     v
 }
@@ -154,7 +180,10 @@ impl Expander {
         match self.env().get(&name).cloned() {
             Some(Binding::Fn(f, defs)) => return self.call_fn(&f, defs, args, span),
             Some(Binding::Val(_)) => {
-                return Err(Error::new(span, format!("`{name}` is a value, not a function")))
+                return Err(Error::new(
+                    span,
+                    format!("`{name}` is a value, not a function"),
+                ))
             }
             None => {}
         }
@@ -170,7 +199,10 @@ impl Expander {
         match name.as_str() {
             "gelu" => {
                 let a = bind(&name, GELU, args, span)?;
-                let approx = opt(&a, 1).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
+                let approx = opt(&a, 1)
+                    .map(|e| self.boolean(e))
+                    .transpose()?
+                    .unwrap_or(false);
                 let m = if approx { "gelu_approx" } else { "gelu" };
                 self.unary(&name, m, true, arg(&a, 0), span)
             }
@@ -191,15 +223,23 @@ impl Expander {
                 let a = bind(&name, REDUCE, args, span)?;
                 let (x, t) = self.tensor(arg(&a, 0))?;
                 let axes = opt(&a, 1).map(|e| self.axes(e)).transpose()?.flatten();
-                let keep = opt(&a, 2).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
+                let keep = opt(&a, 2)
+                    .map(|e| self.boolean(e))
+                    .transpose()?
+                    .unwrap_or(false);
                 self.reduce(&name, x, &t, axes, keep, span)
             }
             "argmax" | "argmin" => {
                 let a = bind(&name, ARG_REDUCE, args, span)?;
                 let (x, t) = self.tensor(arg(&a, 0))?;
                 let axis = self.int(arg(&a, 1))?;
-                let keep = opt(&a, 2).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
-                let ax = t.axis(axis, &name).map_err(|m| Error::new(arg(&a, 1).span(), m))?;
+                let keep = opt(&a, 2)
+                    .map(|e| self.boolean(e))
+                    .transpose()?
+                    .unwrap_or(false);
+                let ax = t
+                    .axis(axis, &name)
+                    .map_err(|m| Error::new(arg(&a, 1).span(), m))?;
                 let mut dims = t.dims.clone();
                 if keep {
                     dims[ax] = Dim::Static(1);
@@ -207,14 +247,25 @@ impl Expander {
                     dims.remove(ax);
                 }
                 let m = Ident::new(&name, Span::call_site());
-                Ok(self.push(Ty::new(DType::I64, dims), |g| quote!(#g.#m(#x, #axis, #keep))))
+                Ok(self.push(
+                    Ty::new(DType::I64, dims),
+                    |g| quote!(#g.#m(#x, #axis, #keep)),
+                ))
             }
             "softmax" | "log_softmax" => {
                 let a = bind(&name, SOFTMAX, args, span)?;
                 let (x, t) = self.float_tensor(&name, arg(&a, 0))?;
                 let axis = opt(&a, 1).map(|e| self.int(e)).transpose()?.unwrap_or(-1);
-                t.axis(axis, &name).map_err(|m| Error::new(opt(&a, 1).map_or(span, |e| e.span()), m))?;
-                let m = Ident::new(if name == "softmax" { "sm" } else { "log_softmax" }, Span::call_site());
+                t.axis(axis, &name)
+                    .map_err(|m| Error::new(opt(&a, 1).map_or(span, |e| e.span()), m))?;
+                let m = Ident::new(
+                    if name == "softmax" {
+                        "sm"
+                    } else {
+                        "log_softmax"
+                    },
+                    Span::call_site(),
+                );
                 Ok(self.push(t, |g| quote!(#g.#m(#x, #axis))))
             }
             "logsumexp" => {
@@ -233,9 +284,16 @@ impl Expander {
                 let a = bind(&name, CUMSUM, args, span)?;
                 let (x, t) = self.tensor(arg(&a, 0))?;
                 let axis = self.int(arg(&a, 1))?;
-                t.axis(axis, &name).map_err(|m| Error::new(arg(&a, 1).span(), m))?;
-                let ex = opt(&a, 2).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
-                let rev = opt(&a, 3).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
+                t.axis(axis, &name)
+                    .map_err(|m| Error::new(arg(&a, 1).span(), m))?;
+                let ex = opt(&a, 2)
+                    .map(|e| self.boolean(e))
+                    .transpose()?
+                    .unwrap_or(false);
+                let rev = opt(&a, 3)
+                    .map(|e| self.boolean(e))
+                    .transpose()?
+                    .unwrap_or(false);
                 Ok(self.push(t, |g| quote!(#g.cumsum(#x, #axis, #ex, #rev))))
             }
             "reshape" => {
@@ -275,8 +333,12 @@ impl Expander {
                 let (x, t) = self.tensor(arg(&a, 0))?;
                 let i = self.int(arg(&a, 1))?;
                 let j = self.int(arg(&a, 2))?;
-                let i = t.axis(i, &name).map_err(|m| Error::new(arg(&a, 1).span(), m))?;
-                let j = t.axis(j, &name).map_err(|m| Error::new(arg(&a, 2).span(), m))?;
+                let i = t
+                    .axis(i, &name)
+                    .map_err(|m| Error::new(arg(&a, 1).span(), m))?;
+                let j = t
+                    .axis(j, &name)
+                    .map_err(|m| Error::new(arg(&a, 2).span(), m))?;
                 let mut perm: Vec<usize> = (0..t.rank()).collect();
                 perm.swap(i, j);
                 Ok(self.transpose(x, &t, perm))
@@ -297,7 +359,9 @@ impl Expander {
                     }
                     dims.insert(ax as usize, Dim::Static(1));
                 } else {
-                    let ax = t.axis(axis, &name).map_err(|m| Error::new(arg(&a, 1).span(), m))?;
+                    let ax = t
+                        .axis(axis, &name)
+                        .map_err(|m| Error::new(arg(&a, 1).span(), m))?;
                     if dims[ax] != Dim::Static(1) {
                         return Err(Error::new(
                             arg(&a, 1).span(),
@@ -354,7 +418,11 @@ impl Expander {
     }
 
     fn unary(&mut self, op: &str, method: &str, float: bool, e: &Expr, _span: Span) -> Result<Val> {
-        let (x, t) = if float { self.float_tensor(op, e)? } else { self.tensor(e)? };
+        let (x, t) = if float {
+            self.float_tensor(op, e)?
+        } else {
+            self.tensor(e)?
+        };
         if t.dtype == DType::Bool {
             return Err(Error::new(e.span(), format!("`{op}` of {t}")));
         }
@@ -374,11 +442,15 @@ impl Expander {
     fn where_(&mut self, c: &Expr, a: &Expr, b: &Expr, span: Span) -> Result<Val> {
         let (cv, ct) = self.tensor(c)?;
         if ct.dtype != DType::Bool {
-            return Err(Error::new(c.span(), format!("where: the condition is {ct}, not bool")));
+            return Err(Error::new(
+                c.span(),
+                format!("where: the condition is {ct}, not bool"),
+            ));
         }
         let (va, vb) = (self.expr(a)?, self.expr(b)?);
         let t = elementwise_ty("where", &va, &vb, span)?;
-        let dims = ty::broadcast(&ct.dims, &t.dims).map_err(|m| Error::new(span, format!("where: {m}")))?;
+        let dims = ty::broadcast(&ct.dims, &t.dims)
+            .map_err(|m| Error::new(span, format!("where: {m}")))?;
         let (x, y) = (self.node(&va, a.span())?.0, self.node(&vb, b.span())?.0);
         Ok(self.push(Ty::new(t.dtype, dims), |g| quote!(#g.where_(#cv, #x, #y))))
     }
@@ -417,7 +489,10 @@ impl Expander {
             Span::call_site(),
         );
         let ax = axes.iter().map(|&a| a as i64);
-        Ok(self.push(Ty::new(t.dtype, dims), |g| quote!(#g.#m(#x, &[#(#ax),*], #keep))))
+        Ok(self.push(
+            Ty::new(t.dtype, dims),
+            |g| quote!(#g.#m(#x, &[#(#ax),*], #keep)),
+        ))
     }
 
     /// `log(sum(exp(x - max))) + max`, stable at large magnitudes.
@@ -431,7 +506,10 @@ impl Expander {
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|m| Error::new(span, m))?,
         };
-        let keep = opt(a, 2).map(|e| self.boolean(e)).transpose()?.unwrap_or(false);
+        let keep = opt(a, 2)
+            .map(|e| self.boolean(e))
+            .transpose()?
+            .unwrap_or(false);
         let ax: Vec<i64> = axes.iter().map(|&d| d as i64).collect();
         let m = self.reduce("max", x.clone(), &t, Some(ax.clone()), true, span)?;
         let d = self.binary(BinOp::Sub, self.node_of(x, t.clone()), m.clone(), span)?;
@@ -473,7 +551,10 @@ impl Expander {
         if beta.is_some() && gamma.is_none() {
             return Err(Error::new(span, "layer_norm: beta without gamma"));
         }
-        let eps = opt(a, 3).map(|e| self.number(e)).transpose()?.map_or(1e-5, |v| v.0);
+        let eps = opt(a, 3)
+            .map(|e| self.number(e))
+            .transpose()?
+            .map_or(1e-5, |v| v.0);
         let eps = Literal::f64_suffixed(eps);
         let (gm, bt) = (opt_tokens(gamma), opt_tokens(beta));
         let axis = ax as i64;
@@ -487,7 +568,10 @@ impl Expander {
         }
         let tail = Ty::new(t.dtype, t.dims[t.rank() - 1..].to_vec());
         let gamma = self.affine(opt(a, 1), &tail, "gamma")?;
-        let eps = opt(a, 2).map(|e| self.number(e)).transpose()?.map_or(1e-6, |v| v.0);
+        let eps = opt(a, 2)
+            .map(|e| self.number(e))
+            .transpose()?
+            .map_or(1e-6, |v| v.0);
         let eps = Literal::f64_suffixed(eps);
         let gm = opt_tokens(gamma);
         Ok(self.push(t, |g| quote!(#g.rms_norm(#x, #gm, #eps))))
@@ -518,12 +602,18 @@ impl Expander {
 
     fn transpose(&mut self, x: Ident, t: &Ty, perm: Vec<usize>) -> Val {
         let dims = perm.iter().map(|&p| t.dims[p].clone()).collect();
-        self.push(Ty::new(t.dtype, dims), |g| quote!(#g.transpose_(#x, &[#(#perm),*])))
+        self.push(
+            Ty::new(t.dtype, dims),
+            |g| quote!(#g.transpose_(#x, &[#(#perm),*])),
+        )
     }
 
     fn concat(&mut self, list: &Expr, axis: i64, axis_span: Span) -> Result<Val> {
         let (Expr::List(items, _) | Expr::Tuple(items, _)) = list else {
-            return Err(Error::new(list.span(), "concatenate takes a list `[a, b, ..]`"));
+            return Err(Error::new(
+                list.span(),
+                "concatenate takes a list `[a, b, ..]`",
+            ));
         };
         let mut vars = Vec::new();
         let mut first: Option<Ty> = None;
@@ -532,7 +622,9 @@ impl Expander {
         for it in items {
             let (v, t) = self.tensor(it)?;
             let f = first.get_or_insert_with(|| t.clone()).clone();
-            ax = f.axis(axis, "concatenate").map_err(|m| Error::new(axis_span, m))?;
+            ax = f
+                .axis(axis, "concatenate")
+                .map_err(|m| Error::new(axis_span, m))?;
             let same_rest = t.rank() == f.rank()
                 && t.dtype == f.dtype
                 && (0..t.rank()).all(|i| i == ax || t.dims[i] == f.dims[i]);

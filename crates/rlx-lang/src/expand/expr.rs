@@ -67,10 +67,7 @@ impl Expander {
     /// "unknown name" or "used before its declaration".
     pub(super) fn missing(&self, n: &Ident) -> Error {
         if self.declared.contains(&n.to_string()) {
-            Error::new(
-                n.span(),
-                format!("`{n}` is used before its declaration"),
-            )
+            Error::new(n.span(), format!("`{n}` is used before its declaration"))
         } else {
             Error::new(n.span(), format!("unknown name `{n}`"))
         }
@@ -125,7 +122,9 @@ impl Expander {
                 Some(inner) => inner,
                 None => {
                     let inner = self.fresh("cap");
-                    self.frames[k].captures.push((cur, inner.clone(), ty.clone()));
+                    self.frames[k]
+                        .captures
+                        .push((cur, inner.clone(), ty.clone()));
                     inner
                 }
             };
@@ -139,7 +138,17 @@ impl Expander {
             op,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
         );
-        if let (Val::Lit { value: x, is_int: ix }, Val::Lit { value: y, is_int: iy }) = (&a, &b) {
+        if let (
+            Val::Lit {
+                value: x,
+                is_int: ix,
+            },
+            Val::Lit {
+                value: y,
+                is_int: iy,
+            },
+        ) = (&a, &b)
+        {
             if let Some(v) = fold(op, *x, *y) {
                 let is_int = *ix && *iy && !matches!(op, BinOp::Div) && v.fract() == 0.0;
                 return Ok(Val::Lit { value: v, is_int });
@@ -226,7 +235,9 @@ impl Expander {
     /// (a scalar node) or `const NAME: f32[2] = [1, 2];` (a tensor constant).
     pub(super) fn constant(&mut self, ty: Option<&TypeAst>, value: &Expr) -> Result<Val> {
         let Some(t) = ty else {
-            return self.number(value).map(|(value, is_int)| Val::Lit { value, is_int });
+            return self
+                .number(value)
+                .map(|(value, is_int)| Val::Lit { value, is_int });
         };
         let ty = self.ty(t)?;
         let mut flat = Vec::new();
@@ -247,10 +258,28 @@ impl Expander {
         }
         let k = &self.krate;
         let (elem, vals) = match ty.dtype {
-            DType::F32 => (quote!(f32), flat.iter().map(|v| Literal::f32_suffixed(*v as f32)).collect::<Vec<_>>()),
-            DType::F64 => (quote!(f64), flat.iter().map(|v| Literal::f64_suffixed(*v)).collect()),
-            DType::I32 => (quote!(i32), flat.iter().map(|v| Literal::i32_suffixed(*v as i32)).collect()),
-            DType::I64 => (quote!(i64), flat.iter().map(|v| Literal::i64_suffixed(*v as i64)).collect()),
+            DType::F32 => (
+                quote!(f32),
+                flat.iter()
+                    .map(|v| Literal::f32_suffixed(*v as f32))
+                    .collect::<Vec<_>>(),
+            ),
+            DType::F64 => (
+                quote!(f64),
+                flat.iter().map(|v| Literal::f64_suffixed(*v)).collect(),
+            ),
+            DType::I32 => (
+                quote!(i32),
+                flat.iter()
+                    .map(|v| Literal::i32_suffixed(*v as i32))
+                    .collect(),
+            ),
+            DType::I64 => (
+                quote!(i64),
+                flat.iter()
+                    .map(|v| Literal::i64_suffixed(*v as i64))
+                    .collect(),
+            ),
             d => {
                 return Err(Error::new(
                     t.dtype.span(),
@@ -340,9 +369,11 @@ impl Expander {
     pub(super) fn axes(&mut self, e: &Expr) -> Result<Option<Vec<i64>>> {
         match e {
             Expr::Name(n) if n == "None" => Ok(None),
-            Expr::Tuple(items, _) | Expr::List(items, _) => {
-                items.iter().map(|i| self.int(i)).collect::<Result<_>>().map(Some)
-            }
+            Expr::Tuple(items, _) | Expr::List(items, _) => items
+                .iter()
+                .map(|i| self.int(i))
+                .collect::<Result<_>>()
+                .map(Some),
             e => Ok(Some(vec![self.int(e)?])),
         }
     }
@@ -368,13 +399,21 @@ impl Expander {
         items
             .iter()
             .map(|it| match it {
-                Expr::Name(n) if !matches!(self.env().get(&n.to_string()), Some(Binding::Val(Val::Lit { .. }))) => {
+                Expr::Name(n)
+                    if !matches!(
+                        self.env().get(&n.to_string()),
+                        Some(Binding::Val(Val::Lit { .. }))
+                    ) =>
+                {
                     Ok(Some(Dim::Sym(n.to_string())))
                 }
                 it => match self.int(it)? {
                     -1 => Ok(None),
                     d if d >= 0 => Ok(Some(Dim::Static(d as usize))),
-                    d => Err(Error::new(it.span(), format!("dim {d}: only -1 may be negative"))),
+                    d => Err(Error::new(
+                        it.span(),
+                        format!("dim {d}: only -1 may be negative"),
+                    )),
                 },
             })
             .collect()
@@ -412,7 +451,10 @@ pub(super) fn ty_of(v: &Val) -> Option<Ty> {
 
 /// `a, b, c`
 pub(super) fn names(ids: &[Ident]) -> String {
-    ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The `GraphExt` method of an elementwise operator.

@@ -32,9 +32,11 @@ pub fn expand(p: &Program) -> Result<TokenStream> {
     let frame = x.frames.pop().expect("the top frame");
     let (g, code) = (frame.g, frame.code);
     let outs = x.outs.iter().chain(&x.taps).map(|(v, _)| v);
-    let names = x.outs.iter().chain(&x.taps).filter_map(|(v, n)| {
-        n.as_ref().map(|n| quote!(#g.set_name(#v, #n);))
-    });
+    let names = x
+        .outs
+        .iter()
+        .chain(&x.taps)
+        .filter_map(|(v, n)| n.as_ref().map(|n| quote!(#g.set_name(#v, #n);)));
     Ok(quote! {{
         use #krate::GraphExt as _;
         let mut #g = #krate::Graph::new(#name);
@@ -73,7 +75,10 @@ impl Expander {
         collect_declared(&p.stmts, &mut declared);
         Expander {
             krate: p.krate.clone(),
-            frames: vec![Frame::new(format_ident!("__rlx_g0", span = Span::mixed_site()))],
+            frames: vec![Frame::new(format_ident!(
+                "__rlx_g0",
+                span = Span::mixed_site()
+            ))],
             next_id: 0,
             declared,
             graph_names: HashSet::new(),
@@ -165,7 +170,11 @@ impl Expander {
                 body,
             } => {
                 for i in 0..*count {
-                    let outer = self.prefixes.last().map(|p| format!("{p}.")).unwrap_or_default();
+                    let outer = self
+                        .prefixes
+                        .last()
+                        .map(|p| format!("{p}."))
+                        .unwrap_or_default();
                     self.prefixes.push(format!("{outer}{prefix}.{i}"));
                     self.env().scopes.push(Default::default());
                     let r = self.stmts(body);
@@ -199,7 +208,10 @@ impl Expander {
         rename: Option<&syn::LitStr>,
     ) -> Result<()> {
         if self.depth() > 0 {
-            return Err(Error::new(name.span(), "`input` / `param` inside a scan body"));
+            return Err(Error::new(
+                name.span(),
+                "`input` / `param` inside a scan body",
+            ));
         }
         let t = self.ty(ty)?;
         let prefix = self.prefixes.last().cloned();
@@ -288,9 +300,13 @@ impl Expander {
 fn collect_declared(stmts: &[Stmt], out: &mut HashSet<String>) {
     for s in stmts {
         match s {
-            Stmt::Decl { name, .. } | Stmt::Const { name, .. } => drop(out.insert(name.to_string())),
+            Stmt::Decl { name, .. } | Stmt::Const { name, .. } => {
+                out.insert(name.to_string());
+            }
             Stmt::Let { pat, .. } => match pat {
-                Pat::Name(n) => drop(out.insert(n.to_string())),
+                Pat::Name(n) => {
+                    out.insert(n.to_string());
+                }
                 Pat::Tuple(ns, _) => out.extend(ns.iter().map(|n| n.to_string())),
             },
             Stmt::Fn(f) => {

@@ -10,6 +10,9 @@ use crate::ty::{Dim, Ty};
 use quote::quote;
 use syn::{Error, Result};
 
+/// A node variable and its type.
+type Typed = (syn::Ident, Ty);
+
 impl Expander {
     /// Expands a scan; its values are the final carries, then the stacked ys.
     pub(super) fn scan(&mut self, s: &ScanExpr) -> Result<Vec<Val>> {
@@ -47,7 +50,10 @@ impl Expander {
             if length.is_some_and(|l| l != n) {
                 return Err(Error::new(
                     e.span(),
-                    format!("shape mismatch: scanned operands of lengths {} and {n}", length.unwrap_or(0)),
+                    format!(
+                        "shape mismatch: scanned operands of lengths {} and {n}",
+                        length.unwrap_or(0)
+                    ),
                 ));
             }
             length = Some(n);
@@ -84,13 +90,16 @@ impl Expander {
 
         let k = self.krate.clone();
         let (carry_in, x_in) = inputs.split_at(init.len());
-        let decl = |(i, (var, t)): (usize, &(syn::Ident, Ty))| {
+        let decl = |(i, (var, t)): (usize, &Typed)| {
             let name = format!("in{i}");
             let shape = t.tokens(&k);
             quote!(let #var = #g.input(#name, #shape);)
         };
-        let caps: Vec<(syn::Ident, Ty)> =
-            frame.captures.iter().map(|c| (c.1.clone(), c.2.clone())).collect();
+        let caps: Vec<Typed> = frame
+            .captures
+            .iter()
+            .map(|c| (c.1.clone(), c.2.clone()))
+            .collect();
         let decls = carry_in
             .iter()
             .chain(&caps)
@@ -134,11 +143,7 @@ impl Expander {
     }
 
     /// The body's statements and results; the new carries must keep the carry types.
-    fn scan_body(
-        &mut self,
-        s: &ScanExpr,
-        init: &[(syn::Ident, Ty)],
-    ) -> Result<(Vec<syn::Ident>, Vec<(syn::Ident, Ty)>)> {
+    fn scan_body(&mut self, s: &ScanExpr, init: &[Typed]) -> Result<(Vec<syn::Ident>, Vec<Typed>)> {
         self.stmts(&s.body)?;
         if s.carry_out.len() != init.len() {
             return Err(Error::new(
