@@ -472,6 +472,12 @@ impl Expander {
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|m| Error::new(span, m))?,
         };
+        if (1..axes.len()).any(|i| axes[..i].contains(&axes[i])) {
+            return Err(Error::new(
+                span,
+                format!("{op}: an axis is repeated in {axes:?}"),
+            ));
+        }
         let mut dims = Vec::new();
         for (i, d) in t.dims.iter().enumerate() {
             if !axes.contains(&i) {

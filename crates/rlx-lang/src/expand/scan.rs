@@ -28,6 +28,12 @@ impl Expander {
                 ),
             ));
         }
+        if s.xs.is_empty() {
+            return Err(Error::new(
+                s.span,
+                "scan needs at least one scanned operand (its leading dim is the length)",
+            ));
+        }
         let mut init = Vec::new();
         for e in &s.init {
             let v = self.expr(e)?;
