@@ -216,13 +216,9 @@ impl Expander {
         let t = self.ty(ty)?;
         let prefix = self.prefixes.last().cloned();
         let graph_name = match (rename, &prefix) {
-            (Some(s), _) => s.value().replace(
-                "{i}",
-                prefix
-                    .as_deref()
-                    .and_then(|p| p.rsplit('.').next())
-                    .unwrap_or("0"),
-            ),
+            // `{i}`: the index of the innermost `repeat`.
+            (Some(s), Some(p)) => s.value().replace("{i}", p.rsplit('.').next().unwrap_or("")),
+            (Some(s), None) => s.value(),
             (None, Some(p)) => format!("{p}.{name}"),
             (None, None) => name.to_string(),
         };
