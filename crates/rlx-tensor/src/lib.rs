@@ -68,6 +68,7 @@ mod eager;
 mod elementwise;
 mod error;
 mod index;
+mod lang;
 mod linalg;
 mod movement;
 pub mod nn;
@@ -87,6 +88,8 @@ pub use error::{Result, TensorError};
 #[doc(hidden)]
 pub use index::__stepped;
 pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS};
+#[doc(hidden)]
+pub use lang::__lang;
 pub use linalg::{einsum, try_einsum};
 pub use reduce::Axes;
 pub use rlx_ir::{DType, Dim, Graph, Shape};

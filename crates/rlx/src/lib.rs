@@ -62,6 +62,12 @@ pub use rlx_ir as ir;
 #[cfg(feature = "tensor")]
 pub use rlx_tensor as tensor;
 
+/// `rlx! { … }` — declarative graph DSL (a compact little language for
+/// declaring a [`Graph`], shape-checked at compile time; grammar in the
+/// `rlx-lang` docs). Available with the `tensor` feature (on by default).
+#[cfg(feature = "tensor")]
+pub use rlx_tensor::rlx;
+
 /// Graph rewrites and the compile pipeline.
 pub use rlx_opt as opt;
 
@@ -360,6 +366,8 @@ pub mod prelude {
         Package, Placement,
     };
     pub use crate::quant::QuantMap;
+    #[cfg(feature = "tensor")]
+    pub use crate::tensor::rlx;
     #[cfg(feature = "tensor")]
     pub use crate::tensor::{ax, graph, graph_with, ix, rg, s, shape, tail, GraphScope, Tensor};
     pub use crate::{

@@ -1,0 +1,8 @@
+fn main() {
+    let _g = rlx_lang::rlx! {
+        graph g;
+        input x: f32[B, 10];
+        param b: f32[12];
+        out x + b;
+    };
+}

@@ -1,0 +1,6 @@
+fn main() {
+    let _g = rlx_lang::rlx! {
+        graph g;
+        input x: f32[B, 6];
+    };
+}

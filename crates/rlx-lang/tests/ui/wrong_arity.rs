@@ -1,0 +1,7 @@
+fn main() {
+    let _g = rlx_lang::rlx! {
+        graph g;
+        input x: f32[B, 4];
+        out softmax(x, -1, 3);
+    };
+}
