@@ -396,12 +396,12 @@ pub mod prelude {
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
     // 3D Gaussian splatting IR surface (the renderer registers itself).
+    pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
     #[cfg(feature = "splat")]
     pub use rlx_ir::ops::splat::{
         gaussian_splat_prep_packed_len, gaussian_splat_tile_count, GaussianSplatInputs,
         GaussianSplatRenderParams,
     };
-    pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
 }
 
 /// Registers optional backends and companion custom-op crates at startup.
