@@ -187,6 +187,10 @@ impl CpuExecutable {
         let mut programs = Vec::with_capacity(g.len());
         for id in g.ids() {
             let n = g.node(id);
+            crate::splat::check_compilable(&n.op).map_err(|message| BackendError::Kernel {
+                node: node_label(g, id),
+                message,
+            })?;
             programs.push(control::compile(&n.op, &lir.subgraph_options)?);
             dims.push(n.shape.static_dims().ok_or_else(|| BackendError::Kernel {
                 node: node_label(g, id),

@@ -10,6 +10,7 @@
 mod executor;
 pub mod kernels;
 mod profile;
+pub mod splat;
 mod storage;
 pub(crate) mod team;
 mod threads;
@@ -32,7 +33,9 @@ pub(crate) fn claims(op: &Op) -> bool {
         Op::DequantMatMul { scheme, .. } => kernels::quant_matmul::supports(*scheme),
         // A custom op runs only where its extension registers a cpu kernel.
         Op::Custom(c) => {
-            rlx_ir::custom::lookup_op(&c.name).is_some_and(|e| e.kernel("cpu").is_some())
+            // Splat ops run on the registered splat executors (checked at compile).
+            splat::is_splat_op(&c.name)
+                || rlx_ir::custom::lookup_op(&c.name).is_some_and(|e| e.kernel("cpu").is_some())
         }
         _ => true,
     }

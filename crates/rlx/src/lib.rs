@@ -106,6 +106,33 @@ pub use rlx_gguf as gguf;
 /// flooding and exact).
 pub use rlx_geo as geo;
 
+/// 3D Gaussian splatting: the half that lives in this workspace.
+///
+/// `rlx-ir` owns the `splat.*` opcodes (custom ops), their payloads and the
+/// packed buffer layouts; `rlx-cpu` owns dispatch to six executors a
+/// renderer registers with [`register_splat_executors`](splat::register_splat_executors)
+/// (the reference renderer `rlx-splat` does it in `rlx_splat::register()`).
+/// A graph with a splat op whose executor is missing fails to compile,
+/// naming the slot. Renderer and runtime must size buffers with the same
+/// helpers ([`gaussian_splat_tile_count`](splat::gaussian_splat_tile_count),
+/// [`gaussian_splat_prep_packed_len`](splat::gaussian_splat_prep_packed_len)):
+/// a renderer computing its own could silently disagree.
+#[cfg(feature = "splat")]
+pub mod splat {
+    pub use rlx_cpu::splat::{
+        backward_host_slices, register_splat_executors, registered_slots, render_host_slices,
+        ArenaPrepareArgs, ArenaRasterizeArgs, ArenaRenderArgs, ArenaRenderBwdArgs, ExecError,
+        HostBackwardArgs, HostBackwardExec, HostRenderArgs, HostRenderExec, PrepareExec,
+        RasterizeExec, RenderBwdExec, RenderExec, SplatError, SplatSlot,
+    };
+    pub use rlx_ir::ops::splat::{
+        gaussian_splat_packed_grad_len, gaussian_splat_prep_packed_len, gaussian_splat_tile_count,
+        splat_prepare, splat_rasterize, splat_render, splat_render_bwd,
+        unpack_gaussian_splat_packed_grads, GaussianSplatBackwardParams, GaussianSplatInputs,
+        GaussianSplatRenderParams, GAUSSIAN_SPLAT_PREP_RASTER_PARAMS_FLOATS,
+    };
+}
+
 #[cfg(feature = "sparse")]
 /// Sparse matrices: CSR / CSC / COO with validation, products, direct
 /// (faer) and Krylov (CG, BiCGSTAB) solves, scipy `.npz`.
@@ -385,7 +412,13 @@ pub mod prelude {
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
+    // 3D Gaussian splatting IR surface (the renderer registers itself).
     pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
+    #[cfg(feature = "splat")]
+    pub use rlx_ir::ops::splat::{
+        gaussian_splat_prep_packed_len, gaussian_splat_tile_count, GaussianSplatInputs,
+        GaussianSplatRenderParams,
+    };
 }
 
 /// Registers optional backends and companion custom-op crates at startup.

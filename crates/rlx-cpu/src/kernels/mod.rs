@@ -417,6 +417,9 @@ pub(crate) fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelRe
 /// A custom op: its extension's CPU kernel over the same bytes.
 fn custom(c: &rlx_ir::custom::CustomOp, ins: &[View], out: &mut ViewMut) -> KernelResult {
     use rlx_ir::custom::{KernelArg, KernelOut};
+    if let Some(r) = crate::splat::run(c, ins, out) {
+        return r;
+    }
     let ext = c.extension()?;
     let kernel = ext
         .kernel("cpu")

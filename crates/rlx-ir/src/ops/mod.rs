@@ -18,6 +18,7 @@ pub mod norm;
 pub mod quant;
 pub mod reduce;
 pub mod region;
+pub mod splat;
 pub mod upsample;
 
 use crate::{Dim, Graph, IrError, Node, NodeId, Op, Shape};
