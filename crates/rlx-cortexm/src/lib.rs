@@ -14,7 +14,7 @@
 //!
 //! Inner products go through [`mac::dot_offset`]: pairs of 16-bit values
 //! multiplied and accumulated by `SMLAD` on cores with the DSP extension
-//! (`cfg(all(target_arch = "arm", target_feature = "dsp"))`) and by an
+//! (`cfg(rlx_dsp)`, set by `build.rs` for `thumbv7em` or `+dsp`) and by an
 //! emulation of the same instruction elsewhere, so both paths give the same
 //! bits.
 #![no_std]

@@ -16,7 +16,7 @@ pub fn pack_pair(lo: i16, hi: i16) -> u32 {
 }
 
 /// `SMLAD`: `acc + lo(a) * lo(b) + hi(a) * hi(b)`, wrapping.
-#[cfg(all(target_arch = "arm", target_feature = "dsp"))]
+#[cfg(rlx_dsp)]
 #[inline]
 pub fn smlad(a: u32, b: u32, acc: i32) -> i32 {
     let out: i32;
@@ -35,7 +35,7 @@ pub fn smlad(a: u32, b: u32, acc: i32) -> i32 {
 }
 
 /// `SMLAD` emulated: `acc + lo(a) * lo(b) + hi(a) * hi(b)`, wrapping.
-#[cfg(not(all(target_arch = "arm", target_feature = "dsp")))]
+#[cfg(not(rlx_dsp))]
 #[inline]
 pub fn smlad(a: u32, b: u32, acc: i32) -> i32 {
     smlad_portable(a, b, acc)

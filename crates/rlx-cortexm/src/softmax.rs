@@ -40,7 +40,7 @@ fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i32) -> i32 {
         mul(x4_over_4.wrapping_add(x3), ONE_THIRD).wrapping_add(x2),
         1,
     );
-    CONSTANT_TERM.wrapping_add(mul(CONSTANT_TERM, poly))
+    CONSTANT_TERM.wrapping_add(mul(CONSTANT_TERM, x.wrapping_add(poly)))
 }
 
 /// gemmlowp's `exp_on_negative_values`: Q5.26 input `a <= 0`, Q0.31 output.
