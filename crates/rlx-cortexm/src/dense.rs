@@ -32,7 +32,9 @@ pub fn dense(
     output: &mut [i8],
 ) -> Result<(), KernelError> {
     if depth == 0 || units == 0 {
-        return Err(KernelError::Geometry("dense depth and units must be positive"));
+        return Err(KernelError::Geometry(
+            "dense depth and units must be positive",
+        ));
     }
     q.validate()?;
     cq.validate(units)?;
@@ -42,7 +44,10 @@ pub fn dense(
     check_len("weights", units * depth, weights.len())?;
     check_len("output", batch * units, output.len())?;
     let offset = -q.input_zero_point;
-    for (row, out_row) in input.chunks_exact(depth).zip(output.chunks_exact_mut(units)) {
+    for (row, out_row) in input
+        .chunks_exact(depth)
+        .zip(output.chunks_exact_mut(units))
+    {
         for (o, out) in out_row.iter_mut().enumerate() {
             let acc = dot_offset(row, &weights[o * depth..(o + 1) * depth], offset, bias[o]);
             *out = q.finish(multiply_by_quantized_multiplier(

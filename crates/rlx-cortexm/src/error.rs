@@ -44,7 +44,11 @@ impl fmt::Display for KernelError {
 impl core::error::Error for KernelError {}
 
 /// `Err(Length)` unless `actual == expected`.
-pub(crate) fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<(), KernelError> {
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), KernelError> {
     if expected == actual {
         Ok(())
     } else {

@@ -91,7 +91,12 @@ mod tests {
         let mut s = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..100_000 {
             let r = next(&mut s);
-            let (a0, a1, b0, b1) = (r as i16, (r >> 16) as i16, (r >> 32) as i16, (r >> 48) as i16);
+            let (a0, a1, b0, b1) = (
+                r as i16,
+                (r >> 16) as i16,
+                (r >> 32) as i16,
+                (r >> 48) as i16,
+            );
             let acc = next(&mut s) as i32;
             let wide = acc as i64 + a0 as i64 * b0 as i64 + a1 as i64 * b1 as i64;
             let got = smlad_portable(pack_pair(a0, a1), pack_pair(b0, b1), acc);

@@ -5,13 +5,13 @@
 //! `pub static LAYERS: [Layer<'static>; N]` for a firmware to pass to
 //! [`run_layers`].
 
+use crate::activation::relu;
 use crate::conv::{conv2d, depthwise_conv2d, Conv2dGeometry};
 use crate::dense::dense;
 use crate::error::KernelError;
 use crate::pool::{avgpool, maxpool, PoolGeometry};
 use crate::qparams::{ChannelQuant, QParams};
 use crate::softmax::{softmax, SoftmaxParams};
-use crate::activation::relu;
 use core::fmt;
 
 /// Per-channel requantized weights of a conv / dense layer.

@@ -96,8 +96,7 @@ fn one_over_one_plus_x_for_x_in_0_1(a: i32) -> i32 {
 fn reciprocal(x: i32) -> (i32, i32) {
     let headroom_plus_one = (x as u32).leading_zeros();
     let num_bits_over_unit = ACCUMULATION_INTEGER_BITS as i32 - headroom_plus_one as i32;
-    let shifted_sum_minus_one =
-        ((x as u32) << headroom_plus_one).wrapping_sub(1u32 << 31) as i32;
+    let shifted_sum_minus_one = ((x as u32) << headroom_plus_one).wrapping_sub(1u32 << 31) as i32;
     (
         one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one),
         num_bits_over_unit,
@@ -134,15 +133,18 @@ pub fn softmax(
             params.input_multiplier,
         )
     };
-    for (row, out) in input.chunks_exact(classes).zip(output.chunks_exact_mut(classes)) {
+    for (row, out) in input
+        .chunks_exact(classes)
+        .zip(output.chunks_exact_mut(classes))
+    {
         let max = row.iter().copied().max().unwrap_or(i8::MIN) as i32;
         let mut sum_of_exps: i32 = 0;
         for &v in row {
             let diff = v as i32 - max;
             if diff >= params.diff_min {
                 let e = exp_on_negative_values(scaled(diff));
-                sum_of_exps = sum_of_exps
-                    .wrapping_add(rounding_divide_by_pot(e, ACCUMULATION_INTEGER_BITS));
+                sum_of_exps =
+                    sum_of_exps.wrapping_add(rounding_divide_by_pot(e, ACCUMULATION_INTEGER_BITS));
             }
         }
         let (shifted_scale, num_bits_over_unit) = reciprocal(sum_of_exps);

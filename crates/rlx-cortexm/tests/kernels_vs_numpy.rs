@@ -65,7 +65,11 @@ fn requantization_matches_tflite() {
     for c in cases {
         let v = i64s(c);
         let got = multiply_by_quantized_multiplier(v[0] as i32, v[1] as i32, v[2] as i32);
-        assert_eq!(got as i64, v[3], "x {} multiplier {} shift {}", v[0], v[1], v[2]);
+        assert_eq!(
+            got as i64, v[3],
+            "x {} multiplier {} shift {}",
+            v[0], v[1], v[2]
+        );
     }
 }
 
@@ -194,7 +198,10 @@ fn relu_and_argmax_match_numpy() {
     relu(&mut data, r["zero_point"].as_i64().unwrap() as i8);
     assert_eq!(data, i8s(&r["expected"]));
     let a = &f["argmax"];
-    let expected: Vec<usize> = i64s(&a["expected"]).into_iter().map(|v| v as usize).collect();
+    let expected: Vec<usize> = i64s(&a["expected"])
+        .into_iter()
+        .map(|v| v as usize)
+        .collect();
     let mut out = vec![0usize; expected.len()];
     argmax(&i8s(&a["input"]), usz(&a["classes"]), &mut out).unwrap();
     assert_eq!(out, expected);
@@ -243,32 +250,68 @@ fn bad_arguments_are_named_errors() {
         }
     );
     let err = conv2d(&[0; 32], &[0; 54], &[0; 2], 1, &g, &Q, &cq, &mut out).unwrap_err();
-    assert!(matches!(err, KernelError::Length { what: "bias", .. }), "{err}");
+    assert!(
+        matches!(err, KernelError::Length { what: "bias", .. }),
+        "{err}"
+    );
     let bad_shift = ChannelQuant {
         multiplier: &m,
         shift: &[31, 0, 0],
     };
     let err = conv2d(&[0; 32], &[0; 54], &[0; 3], 1, &g, &Q, &bad_shift, &mut out).unwrap_err();
     assert!(matches!(err, KernelError::QParam(_)), "{err}");
-    let zero_stride = Conv2dGeometry {
-        stride_w: 0,
-        ..g
-    };
-    let err = conv2d(&[0; 32], &[0; 54], &[0; 3], 1, &zero_stride, &Q, &cq, &mut out).unwrap_err();
+    let zero_stride = Conv2dGeometry { stride_w: 0, ..g };
+    let err = conv2d(
+        &[0; 32],
+        &[0; 54],
+        &[0; 3],
+        1,
+        &zero_stride,
+        &Q,
+        &cq,
+        &mut out,
+    )
+    .unwrap_err();
     assert!(matches!(err, KernelError::Geometry(_)), "{err}");
     let bad_zp = QParams {
         input_zero_point: 200,
         ..Q
     };
-    let err = dense(&[0; 4], &[0; 12], &[0; 3], 1, 4, 3, &bad_zp, &cq, &mut [0; 3]).unwrap_err();
+    let err = dense(
+        &[0; 4],
+        &[0; 12],
+        &[0; 3],
+        1,
+        4,
+        3,
+        &bad_zp,
+        &cq,
+        &mut [0; 3],
+    )
+    .unwrap_err();
     assert!(matches!(err, KernelError::QParam(_)), "{err}");
-    let err = dense(&[0; 4], &[0; 12], &[i32::MAX, 0, 0], 1, 4, 3, &Q, &cq, &mut [0; 3]);
+    let err = dense(
+        &[0; 4],
+        &[0; 12],
+        &[i32::MAX, 0, 0],
+        1,
+        4,
+        3,
+        &Q,
+        &cq,
+        &mut [0; 3],
+    );
     assert!(matches!(err, Err(KernelError::QParam(_))), "{err:?}");
-    assert!(softmax(&[0; 7], 3, &SoftmaxParams {
-        input_multiplier: 1 << 30,
-        input_left_shift: 20,
-        diff_min: -100
-    }, &mut [0; 7])
+    assert!(softmax(
+        &[0; 7],
+        3,
+        &SoftmaxParams {
+            input_multiplier: 1 << 30,
+            input_left_shift: 20,
+            diff_min: -100
+        },
+        &mut [0; 7]
+    )
     .is_err());
 }
 
@@ -307,7 +350,18 @@ fn a_depth_that_can_overflow_the_accumulator_is_refused() {
         shift: &s,
     };
     let mut out = [0i8];
-    dense(&vec![-128; depth], &vec![-128; depth], &[0], 1, depth, 1, &q, &cq, &mut out).unwrap();
+    dense(
+        &vec![-128; depth],
+        &vec![-128; depth],
+        &[0],
+        1,
+        depth,
+        1,
+        &q,
+        &cq,
+        &mut out,
+    )
+    .unwrap();
     // acc = 32000 * 32640 = 1_044_480_000; * (2^31 - 1) / 2^31 / 2^31 rounds to 0.
     assert_eq!(out[0], 0);
 }
