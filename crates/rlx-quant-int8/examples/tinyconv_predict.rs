@@ -1,0 +1,26 @@
+//! Prints the host int8 predictions of the committed digits CNN
+//! (`tinyconv_mnist_from_cortexm`) for the first N held-out images, one
+//! `pred <image> <class>` line each: the lines the firmware prints in QEMU.
+//!
+//! `cargo run -p rlx-quant-int8 --example tinyconv_predict -- 64`
+use rlx_quant_int8::{tinyconv_mnist_from_cortexm, tinyconv_test_set};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = std::env::args().nth(1).map_or(Ok(64), |a| a.parse())?;
+    let model = tinyconv_mnist_from_cortexm();
+    let set = tinyconv_test_set();
+    if n > set.images.len() {
+        return Err(format!("only {} test images are stored", set.images.len()).into());
+    }
+    for (i, image) in set.images.iter().take(n).enumerate() {
+        let out = model.run_reference(image)?;
+        let mut best = 0;
+        for (c, &v) in out.iter().enumerate() {
+            if v > out[best] {
+                best = c;
+            }
+        }
+        println!("pred {i} {best}");
+    }
+    Ok(())
+}
