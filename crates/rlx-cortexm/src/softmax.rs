@@ -120,7 +120,7 @@ pub fn softmax(
         ));
     }
     check_len("output", input.len(), output.len())?;
-    if input.len() % classes != 0 {
+    if !input.len().is_multiple_of(classes) {
         return Err(KernelError::Length {
             what: "input",
             expected: input.len() / classes * classes,

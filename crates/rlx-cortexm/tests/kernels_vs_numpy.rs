@@ -123,7 +123,7 @@ fn conv2d_matches_numpy_at_every_padding_edge() {
         )
         .unwrap();
         assert_eq!(out, expected, "conv2d {g:?}");
-        saturated |= expected.iter().any(|&v| v == 127) && expected.iter().any(|&v| v == -128);
+        saturated |= expected.contains(&127) && expected.contains(&-128);
     }
     assert!(saturated, "the fixtures exercise saturation");
 }
