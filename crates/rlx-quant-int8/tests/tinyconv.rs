@@ -2,7 +2,9 @@
 //! reference on every layer of every held-out image, and its held-out
 //! accuracy is within 1 point of the float model's (the float predictions
 //! were stored by the `cortexm_digits` example with the model).
-use rlx_quant_int8::{cortexm_layer, tinyconv_mnist_from_cortexm, tinyconv_test_set, QLayer};
+use rlx_quant_int8::{
+    cortexm_layer, emit_model_weights, tinyconv_mnist_from_cortexm, tinyconv_test_set, QLayer,
+};
 
 #[test]
 fn kernels_match_the_integer_reference_layer_by_layer() {
@@ -50,4 +52,17 @@ fn int8_accuracy_is_within_one_point_of_float() {
     );
     assert!(f >= 95.0, "float accuracy {f}");
     assert!((q - f).abs() <= 1.0, "int8 {q:.2}% vs float {f:.2}%");
+}
+
+#[test]
+fn the_firmware_weights_are_the_generator_output_for_the_committed_model() {
+    let model = tinyconv_mnist_from_cortexm();
+    let set = tinyconv_test_set();
+    let committed = include_str!("../../../firmware/cortexm-digits/src/model_weights.rs");
+    assert!(
+        emit_model_weights(&model, &set.images[..64]) == committed,
+        "firmware/cortexm-digits/src/model_weights.rs is stale: re-run \
+         `cargo run -p rlx-quant-int8 --example tinyconv_predict -- 64 --write-firmware \
+         firmware/cortexm-digits/src/model_weights.rs`"
+    );
 }

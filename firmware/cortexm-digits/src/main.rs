@@ -6,6 +6,7 @@
 #![no_std]
 #![no_main]
 
+#[rustfmt::skip] // generated; compared byte for byte by rlx-quant-int8's tests
 mod model_weights;
 mod rt;
 mod semihosting;
