@@ -33,7 +33,11 @@ pub fn exit(success: bool) -> ! {
         ADP_STOPPED_RUNTIME_ERROR
     };
     call(SYS_EXIT, reason);
-    loop {}
+    // Without a debugger attached the call returns: sleep for good.
+    loop {
+        // SAFETY: WFI only waits for an interrupt.
+        unsafe { core::arch::asm!("wfi") };
+    }
 }
 
 /// `core::fmt` output through [`write_str`].
