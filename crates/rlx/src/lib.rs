@@ -154,6 +154,13 @@ pub mod train;
 /// arithmetic, graph builders (`peft::graph`) and PEFT's adapter files.
 pub use rlx_peft as peft;
 
+#[cfg(feature = "cortexm")]
+/// `no_std` ARMv7E-M INT8 kernels (Cortex-M4F / M7). Doesn't
+/// implement `Backend` — call the kernels (`dense`, `conv2d`,
+/// `maxpool`, `relu`, `argmax`) directly, or a generated layer list
+/// through `cortexm::model::run_layers`.
+pub use rlx_cortexm as cortexm;
+
 #[cfg(feature = "linalg")]
 /// Dense linear algebra (cholesky, triangular / general solves, inverse,
 /// determinants) as custom ops on faer, with JAX's vjp / jvp rules.
