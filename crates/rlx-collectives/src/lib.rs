@@ -19,6 +19,11 @@
 //! `Deterministic` (bitwise reproducible whatever the arrival order or
 //! transport; the exact order is documented on [`ReduceMode::Deterministic`]).
 //!
+//! [`graph`] puts the same collectives inside RLX graphs as custom ops
+//! (`collectives.all_reduce`, ...) with derivative and batching rules:
+//! [`all_reduce_op_mode`] and friends, run on the group bound with
+//! [`bind_groups`] / [`bind_process_groups`].
+//!
 //! ```
 //! use rlx_collectives::{all_gather, LoopbackGroup};
 //! use std::time::Duration;
@@ -39,6 +44,7 @@
 mod collectives;
 mod element;
 mod error;
+pub mod graph;
 mod group;
 mod loopback;
 mod mailbox;
@@ -53,6 +59,11 @@ pub use collectives::{
 };
 pub use element::{DType, Element, NativeBuf};
 pub use error::{CollectiveError, Result};
+pub use graph::{
+    all_gather_op, all_reduce_op, all_reduce_op_mode, all_to_all_op, bind_groups,
+    bind_process_groups, broadcast_op, megatron_f, megatron_g, ppermute_op, recv_op, reduce_op,
+    reduce_scatter_op, register, send_op, unbind_process_groups, GroupsBinding,
+};
 pub use group::{GroupId, ProcessGroup, Tag};
 pub use loopback::LoopbackGroup;
 #[cfg(feature = "mpi")]
@@ -68,5 +79,10 @@ pub mod prelude {
         all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
         CollectiveError, DType, Element, GroupId, GroupRegistry, LoopbackGroup, ProcessGroup,
         ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
+    };
+    pub use crate::{
+        all_gather_op, all_reduce_op, all_reduce_op_mode, all_to_all_op, bind_groups,
+        bind_process_groups, broadcast_op, megatron_f, megatron_g, ppermute_op, recv_op, reduce_op,
+        reduce_scatter_op, register, send_op,
     };
 }

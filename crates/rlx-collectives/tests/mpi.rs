@@ -28,6 +28,8 @@ fn main() {
         fail("Deterministic bits differ between MPI and loopback".into());
     }
     println!("rank {r}/{n}: deterministic bitwise equal to loopback");
+    in_graph(pg.clone()).unwrap_or_else(|e| fail(e));
+    println!("rank {r}/{n}: in-graph collectives match numpy");
 
     if std::env::var_os("COLLECTIVES_MPI_BENCH").is_some() && n > 1 {
         let world = pg.world();
@@ -85,4 +87,61 @@ fn main() {
             }
         }
     }
+}
+
+/// A compiled graph with `collectives.*` ops on the MPI world (bound for the
+/// process) against the numpy values of tests/fixtures/graph_ops.json.
+fn in_graph(pg: std::sync::Arc<MpiGroup>) -> Result<(), String> {
+    use rlx_ir::{DType, Graph, HostTensor, Shape};
+    let (n, r) = (pg.world_size(), pg.rank());
+    let fx: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/graph_ops.json"
+        ))
+        .map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let case = fx["cases"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["world"].as_u64() == Some(n as u64)))
+        .ok_or(format!("no graph_ops case for {n} ranks"))?;
+    let floats = |v: &serde_json::Value| -> Vec<f64> {
+        v["data"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default()
+    };
+    bind_process_groups(std::sync::Arc::new(GroupRegistry::new(pg)));
+    let mut g = Graph::new("mpi_graph");
+    let x = g.input("x", Shape::new(&[2, 12], DType::F64));
+    let m = all_reduce_op_mode(
+        &mut g,
+        x,
+        GroupId(0),
+        ReduceKind::Mean,
+        ReduceMode::Deterministic,
+    )
+    .map_err(|e| e.to_string())?;
+    let a = all_gather_op(&mut g, x, GroupId(0), 1, n).map_err(|e| e.to_string())?;
+    g.set_outputs(vec![m, a]);
+    let mut c = rlx_runtime::Session::new(rlx_runtime::Device::Cpu)
+        .try_compile(g)
+        .map_err(|e| e.to_string())?;
+    let xt = HostTensor::from_vec(floats(&case["x"][r]), &[2, 12]).map_err(|e| e.to_string())?;
+    let outs = c.try_run_typed(&[("x", &xt)]).map_err(|e| e.to_string())?;
+    unbind_process_groups();
+    for (k, name) in [(0, "all_reduce_mean"), (1, "all_gather_axis1")] {
+        let got = outs[k].to_vec::<f64>().map_err(|e| e.to_string())?;
+        let want = floats(&case["expected"][r][name]);
+        let ok = got.len() == want.len()
+            && got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs()));
+        if !ok {
+            return Err(format!("in-graph {name} differs from numpy"));
+        }
+    }
+    Ok(())
 }
