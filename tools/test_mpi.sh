@@ -12,6 +12,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 profile=()
 [[ -n "${BENCH:-}" ]] && profile=(--release)
 start=$(date +%s)
+# Build with the errors shown (the json pass below only finds the binary).
+cargo test -p rlx-collectives --features mpi --test mpi "${profile[@]}" --no-run
 bin=$(cargo test -p rlx-collectives --features mpi --test mpi "${profile[@]}" --no-run --message-format=json 2>/dev/null \
   | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 [[ -x "$bin" ]] || { echo "test_mpi: could not build the mpi test binary" >&2; exit 1; }

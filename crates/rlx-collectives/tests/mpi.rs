@@ -91,7 +91,7 @@ fn main() {
 
 /// A compiled graph with `collectives.*` ops on the MPI world (bound for the
 /// process) against the numpy values of tests/fixtures/graph_ops.json.
-fn in_graph(pg: std::sync::Arc<MpiGroup>) -> Result<(), String> {
+fn in_graph(pg: std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
     use rlx_ir::{DType, Graph, HostTensor, Shape};
     let (n, r) = (pg.world_size(), pg.rank());
     let fx: serde_json::Value = serde_json::from_str(
