@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// The device to run on.
     #[arg(long, default_value = "cpu", value_parser = parse_device_arg)]
     device: Device,
-    /// Directory for the outputs (<output name>.npy each); created if missing.
+    /// Directory for the outputs (one NAME.npy per output); created if missing.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }
