@@ -83,13 +83,16 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
+    // clap's message is the text before its usage block, possibly over
+    // several lines (a list of missing arguments): join it into one.
     let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("error: bad arguments")
-        .trim();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("error: {first} (see `rlx --help`)");
+    let message = text.split("\nUsage:").next().unwrap_or_default();
+    let message = message
+        .split("\nFor more information")
+        .next()
+        .unwrap_or_default();
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!("error: {message} (see `rlx --help`)");
     ExitCode::from(2)
 }

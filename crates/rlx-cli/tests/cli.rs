@@ -85,7 +85,10 @@ fn inspect_onnx_lists_io_and_histograms() {
     ] {
         assert_eq!(onnx_ops[op], n, "{op} in {onnx_ops}");
     }
-    assert!(v["op_histogram"].as_object().unwrap().len() >= 4);
+    let ops = &v["op_histogram"];
+    for op in ["matmul", "tanh", "softmax", "add", "mul"] {
+        assert!(ops[op].as_u64().unwrap_or(0) >= 1, "{op} in {ops}");
+    }
     assert!(
         v["fusion"]["nodes_before"].as_u64().unwrap() > 0,
         "{}",
@@ -115,7 +118,10 @@ fn inspect_safetensors_and_text_ir() {
     let v = json_of(rlx().arg("inspect").arg(fixture("tiny.rlx")).arg("--json"));
     assert_eq!(v["inputs"][0]["dims"], serde_json::json!(["n", 4]));
     assert_eq!(v["params"].as_array().unwrap().len(), 2);
-    assert_eq!(v["op_histogram"]["MatMul"], 1, "{}", v["op_histogram"]);
+    let ops = &v["op_histogram"];
+    for op in ["matmul", "add", "mul"] {
+        assert_eq!(ops[op], 1, "{op} in {ops}");
+    }
 }
 
 #[test]
@@ -376,6 +382,8 @@ fn bad_arguments_exit_2_with_one_line() {
     ] {
         assert_one_line_failure(rlx().args(&args), 2, "error:");
     }
+    // clap's multi-line messages are joined: the missing argument is named.
+    assert_one_line_failure(rlx().arg("run"), 2, "<FILE>");
 }
 
 #[test]

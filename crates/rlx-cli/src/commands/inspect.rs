@@ -54,6 +54,14 @@ fn shape_json(name: &str, s: &Shape) -> Value {
     tensor_json(name, s.dtype(), dims_json(s.dims()))
 }
 
+/// The head of an op's textual-IR mnemonic: `add`, `matmul`, `reduce.sum`.
+fn op_name(op: &rlx::Op) -> String {
+    op.mnemonic()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '_')
+        .collect()
+}
+
 /// Inputs, outputs, params and the op histogram of `g`, into `out`.
 fn graph_fields(g: &Graph, output_names: &[String], out: &mut Map<String, Value>) {
     out.insert(
@@ -86,7 +94,7 @@ fn graph_fields(g: &Graph, output_names: &[String], out: &mut Map<String, Value>
     );
     let mut hist: BTreeMap<String, usize> = BTreeMap::new();
     for n in g.nodes().iter().filter(|n| !n.op.is_leaf()) {
-        *hist.entry(format!("{:?}", n.op.kind())).or_default() += 1;
+        *hist.entry(op_name(&n.op)).or_default() += 1;
     }
     out.insert("op_histogram".into(), json!(hist));
 }
@@ -278,10 +286,22 @@ fn print_text(out: &Map<String, Value>) {
         out["file"].as_str().unwrap_or(""),
         out["format"].as_str().unwrap_or("")
     );
-    for (key, v) in out {
-        if key == "file" || key == "format" {
-            continue;
-        }
+    // Model facts first, then I/O, weights, histograms, fusion.
+    const ORDER: [&str; 12] = [
+        "model",
+        "version",
+        "metadata",
+        "inputs",
+        "outputs",
+        "params",
+        "tensors",
+        "onnx_op_histogram",
+        "op_histogram",
+        "type_histogram",
+        "dtype_histogram",
+        "fusion",
+    ];
+    for (key, v) in ORDER.iter().filter_map(|&k| out.get(k).map(|v| (k, v))) {
         match v {
             Value::Array(items) => {
                 println!("{key} ({}):", items.len());
