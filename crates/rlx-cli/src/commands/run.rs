@@ -78,7 +78,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         missing.join(", "),
         crate::model::input_list(&model.graph)
     );
-    let outputs = model.prepare(a.device, &inputs)?.run(&inputs)?;
+    let spin = crate::progress::spinner(&format!("compiling and running on {}", a.device));
+    let outputs = model
+        .prepare(a.device, &inputs)
+        .and_then(|mut runner| runner.run(&inputs));
+    spin.finish_and_clear();
+    let outputs = outputs?;
     std::fs::create_dir_all(&a.out).with_context(|| a.out.display().to_string())?;
     for (name, t) in model.output_names.iter().zip(&outputs) {
         let path = a.out.join(format!("{}.npy", file_name(name)));
