@@ -34,6 +34,8 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+pub mod digits;
+
 use crate::autodiff::grad_with_loss;
 use crate::{CompileOptions, CompiledGraph, Device, Graph, Session};
 use anyhow::{anyhow, bail, Context};
