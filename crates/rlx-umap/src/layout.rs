@@ -95,7 +95,9 @@ pub(crate) fn optimize_layout(
             }
             let d2: f64 = current.iter().zip(&other).map(|(x, y)| (x - y) * (x - y)).sum();
             let coeff = if d2 > 0.0 {
-                -2.0 * a * b * d2.powf(b - 1.0) / (a * d2.powf(b) + 1.0)
+                // d2^(b-1) = d2^b / d2: one pow per sample.
+                let pb = d2.powf(b);
+                -2.0 * a * b * (pb / d2) / (a * pb + 1.0)
             } else {
                 0.0
             };

@@ -18,7 +18,7 @@ pub fn trustworthiness(x: &[f64], n_features: usize, embedding: &[f64], dim: usi
             reason: format!("{ne} rows, x has {n}"),
         });
     }
-    if k == 0 || 2 * n < 3 * k + 2 {
+    if k == 0 || 2 * k >= n {
         return Err(UmapError::InvalidParameter {
             name: "k",
             reason: format!("must be in 1..{} for {n} points (k < n / 2)", n / 2),

@@ -20,7 +20,7 @@ fn trustworthiness_matches_sklearn() {
     let (p, _) = matrix(&fx["projection"]);
     let proj: Vec<f64> = digits
         .chunks_exact(64)
-        .flat_map(|r| (0..2).map(move |c| (0..64).map(|i| r[i] * p[i * 2 + c]).sum::<f64>()))
+        .flat_map(|r| (0..2).map(|c| (0..64).map(|i| r[i] * p[i * 2 + c]).sum::<f64>()).collect::<Vec<_>>())
         .collect();
     let t = trustworthiness(&digits, 64, &proj, 2, 5).unwrap();
     let want = fx["digits_trust"].as_f64().unwrap();
