@@ -11,7 +11,10 @@ use std::io::Read;
 use std::time::Instant;
 
 fn digits() -> Result<Vec<f64>, Box<dyn std::error::Error>> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../rlx/examples/data/digits/digits.csv.gz");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rlx/examples/data/digits/digits.csv.gz"
+    );
     let mut text = String::new();
     GzDecoder::new(std::fs::File::open(path)?).read_to_string(&mut text)?;
     let mut x = Vec::new();
@@ -44,11 +47,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (mut train, mut test) = (Vec::new(), Vec::new());
     for (i, r) in x.chunks_exact(64).enumerate() {
-        if i % 5 == 0 { test.extend_from_slice(r) } else { train.extend_from_slice(r) }
+        if i % 5 == 0 {
+            test.extend_from_slice(r)
+        } else {
+            train.extend_from_slice(r)
+        }
     }
     model.fit(&train, 64)?;
     let held = model.transform(&test)?;
     let t = trustworthiness(&test, 64, &as_f64(&held), 2, 5)?;
-    println!("transform of {} held-out points: trustworthiness {t:.4}", test.len() / 64);
+    println!(
+        "transform of {} held-out points: trustworthiness {t:.4}",
+        test.len() / 64
+    );
     Ok(())
 }

@@ -51,7 +51,13 @@ pub fn find_ab_params(spread: f64, min_dist: f64) -> Result<(f64, f64)> {
         .collect();
     let ys: Vec<f64> = xs
         .iter()
-        .map(|&x| if x < min_dist { 1.0 } else { (-(x - min_dist) / spread).exp() })
+        .map(|&x| {
+            if x < min_dist {
+                1.0
+            } else {
+                (-(x - min_dist) / spread).exp()
+            }
+        })
         .collect();
     let (mut a, mut b) = (1.0f64, 1.0f64);
     let mut lambda = 1e-3;

@@ -72,7 +72,11 @@ pub fn smooth_knn_dist(knn: &Knn, k: f64, local_connectivity: f64) -> SmoothKnn 
                 mid = (lo + hi) / 2.0;
             } else {
                 lo = mid;
-                mid = if hi == f64::INFINITY { mid * 2.0 } else { (lo + hi) / 2.0 };
+                mid = if hi == f64::INFINITY {
+                    mid * 2.0
+                } else {
+                    (lo + hi) / 2.0
+                };
             }
         }
         let floor = if rho > 0.0 {
@@ -122,7 +126,12 @@ impl SparseGraph {
 /// The directed membership strengths `exp(-(d_ij - rho_i) / sigma_i)`
 /// (1 within `rho_i`); with `skip_self` a row's own index gets 0, as in a
 /// graph over one point set (umap-learn's `bipartite=False`).
-pub fn membership_strengths(knn: &Knn, smooth: &SmoothKnn, n_cols: usize, skip_self: bool) -> SparseGraph {
+pub fn membership_strengths(
+    knn: &Knn,
+    smooth: &SmoothKnn,
+    n_cols: usize,
+    skip_self: bool,
+) -> SparseGraph {
     let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(knn.indices.len());
     for (r, (idx, dist)) in knn
         .indices

@@ -48,7 +48,8 @@ pub fn knn_query(queries: &[f64], data: &[f64], n_features: usize, k: usize) -> 
                 .enumerate()
                 .map(|(j, p)| (squared_distance(q, p), j)),
         );
-        let by_distance_then_index = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        let by_distance_then_index =
+            |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if k < n {
             row.select_nth_unstable_by(k - 1, by_distance_then_index);
         }

@@ -33,7 +33,11 @@ impl Edges {
     /// does, then `epochs_per_sample = max / weight`.
     pub(crate) fn from_graph(g: &SparseGraph, n_epochs: usize) -> Edges {
         let max = g.vals.iter().copied().fold(0.0f64, f64::max);
-        let floor = if n_epochs > 0 { max / n_epochs as f64 } else { 0.0 };
+        let floor = if n_epochs > 0 {
+            max / n_epochs as f64
+        } else {
+            0.0
+        };
         let mut e = Edges {
             head: Vec::new(),
             tail: Vec::new(),
@@ -93,7 +97,11 @@ pub(crate) fn optimize_layout(
                     None => head[k * dim + d] as f64,
                 };
             }
-            let d2: f64 = current.iter().zip(&other).map(|(x, y)| (x - y) * (x - y)).sum();
+            let d2: f64 = current
+                .iter()
+                .zip(&other)
+                .map(|(x, y)| (x - y) * (x - y))
+                .sum();
             let coeff = if d2 > 0.0 {
                 // d2^(b-1) = d2^b / d2: one pow per sample.
                 let pb = d2.powf(b);
@@ -123,7 +131,11 @@ pub(crate) fn optimize_layout(
                         None => head[k * dim + d] as f64,
                     };
                 }
-                let d2: f64 = current.iter().zip(&other).map(|(x, y)| (x - y) * (x - y)).sum();
+                let d2: f64 = current
+                    .iter()
+                    .zip(&other)
+                    .map(|(x, y)| (x - y) * (x - y))
+                    .sum();
                 if d2 <= 0.0 {
                     // umap-learn skips the point itself and moves nothing
                     // for an exact coincidence.

@@ -30,7 +30,10 @@ mod trust;
 
 pub use ab::find_ab_params;
 pub use error::{Result, UmapError};
-pub use fuzzy::{fuzzy_simplicial_set, membership_strengths, smooth_knn_dist, fuzzy_union, SmoothKnn, SparseGraph};
+pub use fuzzy::{
+    fuzzy_simplicial_set, fuzzy_union, membership_strengths, smooth_knn_dist, SmoothKnn,
+    SparseGraph,
+};
 pub use knn::{knn, knn_query, Knn};
 pub use model::{Metric, Umap, UmapParams};
 pub use trust::trustworthiness;

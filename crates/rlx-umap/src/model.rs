@@ -88,15 +88,24 @@ fn invalid(name: &'static str, reason: String) -> UmapError {
 
 fn check(p: &UmapParams) -> Result<()> {
     if p.n_neighbors < 2 {
-        return Err(invalid("n_neighbors", format!("must be at least 2, given {}", p.n_neighbors)));
+        return Err(invalid(
+            "n_neighbors",
+            format!("must be at least 2, given {}", p.n_neighbors),
+        ));
     }
     if p.n_components == 0 {
-        return Err(invalid("n_components", "must be at least 1, given 0".into()));
+        return Err(invalid(
+            "n_components",
+            "must be at least 1, given 0".into(),
+        ));
     }
     if !(p.min_dist >= 0.0 && p.min_dist <= p.spread) {
         return Err(invalid(
             "min_dist",
-            format!("must be in [0, spread = {}], given {}", p.spread, p.min_dist),
+            format!(
+                "must be in [0, spread = {}], given {}",
+                p.spread, p.min_dist
+            ),
         ));
     }
     for (name, v) in [
@@ -118,7 +127,10 @@ fn check(p: &UmapParams) -> Result<()> {
 impl Umap {
     /// A model with `params` (checked when fitting).
     pub fn new(params: UmapParams) -> Umap {
-        Umap { params, fitted: None }
+        Umap {
+            params,
+            fitted: None,
+        }
     }
 
     /// The parameters.
@@ -150,7 +162,10 @@ impl Umap {
         if n <= p.n_neighbors {
             return Err(UmapError::InvalidData {
                 name: "x",
-                reason: format!("{n} rows; UMAP needs more than n_neighbors = {}", p.n_neighbors),
+                reason: format!(
+                    "{n} rows; UMAP needs more than n_neighbors = {}",
+                    p.n_neighbors
+                ),
             });
         }
         let (a, b) = find_ab_params(p.spread, p.min_dist)?;
@@ -160,7 +175,9 @@ impl Umap {
         let mut rng = SplitMix::new(p.random_state);
         let dim = p.n_components;
         let init = spectral_layout(&graph, dim, &mut rng).unwrap_or_else(|| {
-            (0..n * dim).map(|_| (rng.unit() * 20.0 - 10.0) as f32).collect()
+            (0..n * dim)
+                .map(|_| (rng.unit() * 20.0 - 10.0) as f32)
+                .collect()
         });
         let mut embedding = rescale_columns(&init, dim);
         let edges = Edges::from_graph(&graph, n_epochs);
@@ -221,7 +238,14 @@ impl Umap {
             n_epochs,
         };
         let mut rng = SplitMix::new(p.random_state ^ 0x7472_616E_7366_6F72);
-        optimize_layout(&mut embedding, Some(&f.embedding), dim, &edges, &layout, &mut rng);
+        optimize_layout(
+            &mut embedding,
+            Some(&f.embedding),
+            dim,
+            &edges,
+            &layout,
+            &mut rng,
+        );
         Ok(embedding)
     }
 }

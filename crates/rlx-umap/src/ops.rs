@@ -32,7 +32,9 @@ fn matrix_dims(s: &Shape, what: &str) -> Result<(usize, usize), String> {
     }
     match s.static_dims().as_deref() {
         Some(&[n, d]) => Ok((n, d)),
-        _ => Err(format!("{what} must be a static [rows, features] tensor, given {s}")),
+        _ => Err(format!(
+            "{what} must be a static [rows, features] tensor, given {s}"
+        )),
     }
 }
 
@@ -40,7 +42,9 @@ fn output_of(op: &CustomOp) -> Result<KnnOutput, String> {
     match op.attrs.int_or("output", 0)? {
         0 => Ok(KnnOutput::Indices),
         1 => Ok(KnnOutput::Distances),
-        o => Err(format!("attr output must be 0 (indices) or 1 (distances), given {o}")),
+        o => Err(format!(
+            "attr output must be 0 (indices) or 1 (distances), given {o}"
+        )),
     }
 }
 
@@ -61,7 +65,10 @@ fn knn_shape(op: &CustomOp, s: &[&Shape]) -> Result<Shape, String> {
     let m = if s.len() == 2 {
         let (m, dq) = matrix_dims(s[0], "queries")?;
         if dq != d || s[0].dtype() != data.dtype() {
-            return Err(format!("queries {} and data {data} differ in features or dtype", s[0]));
+            return Err(format!(
+                "queries {} and data {data} differ in features or dtype",
+                s[0]
+            ));
         }
         m
     } else {
@@ -69,7 +76,9 @@ fn knn_shape(op: &CustomOp, s: &[&Shape]) -> Result<Shape, String> {
     };
     let k = op.attrs.int_or("k", -1)?;
     if k < 1 || k as usize > n {
-        return Err(format!("attr k must be in 1..={n} (the data rows), given {k}"));
+        return Err(format!(
+            "attr k must be in 1..={n} (the data rows), given {k}"
+        ));
     }
     let dtype = match output_of(op)? {
         KnnOutput::Indices => index_dtype(op)?,
@@ -99,7 +108,11 @@ fn knn_kernel(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Result<(
     let d = data.dims[1];
     let k = op.attrs.int_or("k", -1)? as usize;
     let points = read(data)?;
-    let queries = if ins.len() == 2 { read(&ins[0])? } else { points.clone() };
+    let queries = if ins.len() == 2 {
+        read(&ins[0])?
+    } else {
+        points.clone()
+    };
     let r = knn_query(&queries, &points, d, k).map_err(|e| e.to_string())?;
     let bytes: Vec<u8> = match (output_of(op)?, out.dtype) {
         (KnnOutput::Indices, DType::I32) => {
@@ -107,12 +120,21 @@ fn knn_kernel(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Result<(
             if too_big {
                 return Err("indices exceed i32; use index_dtype \"i64\"".into());
             }
-            r.indices.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect()
+            r.indices
+                .iter()
+                .flat_map(|&i| (i as i32).to_le_bytes())
+                .collect()
         }
-        (KnnOutput::Indices, _) => r.indices.iter().flat_map(|&i| (i as i64).to_le_bytes()).collect(),
-        (KnnOutput::Distances, DType::F32) => {
-            r.distances.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect()
-        }
+        (KnnOutput::Indices, _) => r
+            .indices
+            .iter()
+            .flat_map(|&i| (i as i64).to_le_bytes())
+            .collect(),
+        (KnnOutput::Distances, DType::F32) => r
+            .distances
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect(),
         (KnnOutput::Distances, _) => r.distances.iter().flat_map(|v| v.to_le_bytes()).collect(),
     };
     if bytes.len() != out.bytes.len() {
@@ -150,7 +172,11 @@ fn node(
     let mut attrs = CustomAttrs::new().with("k", CustomAttr::Int(k as i64));
     attrs = match output {
         KnnOutput::Indices => {
-            let t = if index_dtype == DType::I32 { "i32" } else { "i64" };
+            let t = if index_dtype == DType::I32 {
+                "i32"
+            } else {
+                "i64"
+            };
             attrs
                 .with("output", CustomAttr::Int(0))
                 .with("index_dtype", CustomAttr::Str(t.into()))

@@ -40,8 +40,8 @@ impl Default for ParametricParams {
             umap: UmapParams::default(),
             hidden: vec![100, 100],
             batch_size: 256,
-            steps: 1500,
-            learning_rate: 1e-3,
+            steps: 1000,
+            learning_rate: 3e-3,
         }
     }
 }
@@ -61,7 +61,10 @@ fn runtime<E: std::fmt::Display>(e: E) -> UmapError {
 
 /// The param names and shapes of an MLP `n_in -> hidden... -> n_out`.
 fn layer_shapes(n_in: usize, hidden: &[usize], n_out: usize) -> Vec<(String, Vec<usize>)> {
-    let widths: Vec<usize> = std::iter::once(n_in).chain(hidden.iter().copied()).chain([n_out]).collect();
+    let widths: Vec<usize> = std::iter::once(n_in)
+        .chain(hidden.iter().copied())
+        .chain([n_out])
+        .collect();
     let mut out = Vec::new();
     for (l, w) in widths.windows(2).enumerate() {
         out.push((format!("w{l}"), vec![w[0], w[1]]));
@@ -100,7 +103,10 @@ fn powered_distance(g: &mut Graph, u: NodeId, v: NodeId, b: f64) -> NodeId {
 }
 
 fn loss_graph(p: &ParametricParams, n_features: usize, a: f64, b: f64) -> Graph {
-    let (bsz, neg) = (p.batch_size, p.umap.negative_sample_rate.round().max(0.0) as usize);
+    let (bsz, neg) = (
+        p.batch_size,
+        p.umap.negative_sample_rate.round().max(0.0) as usize,
+    );
     let dim = p.umap.n_components;
     let shapes = layer_shapes(n_features, &p.hidden, dim);
     let mut g = Graph::new("parametric_umap_loss");
@@ -146,7 +152,10 @@ impl EdgeSampler {
     fn sample(&self, rng: &mut SplitMix) -> (usize, usize) {
         let total = *self.cumulative.last().unwrap_or(&0.0);
         let u = rng.unit() * total;
-        let i = self.cumulative.partition_point(|&c| c <= u).min(self.heads.len() - 1);
+        let i = self
+            .cumulative
+            .partition_point(|&c| c <= u)
+            .min(self.heads.len() - 1);
         (self.heads[i], self.tails[i])
     }
 }
@@ -185,12 +194,22 @@ impl ParametricUmap {
             });
         }
         let (a, b) = find_ab_params(p.umap.spread, p.umap.min_dist)?;
-        let (graph, _) = fuzzy_simplicial_set(&knn(x, n_features, p.umap.n_neighbors)?, p.umap.local_connectivity);
+        let (graph, _) = fuzzy_simplicial_set(
+            &knn(x, n_features, p.umap.n_neighbors)?,
+            p.umap.local_connectivity,
+        );
         let mut acc = 0.0;
         let sampler = EdgeSampler {
             heads: graph.rows.clone(),
             tails: graph.cols.clone(),
-            cumulative: graph.vals.iter().map(|v| { acc += v; acc }).collect(),
+            cumulative: graph
+                .vals
+                .iter()
+                .map(|v| {
+                    acc += v;
+                    acc
+                })
+                .collect(),
         };
         let shapes = layer_shapes(n_features, &p.hidden, p.umap.n_components);
         let mut rng = SplitMix::new(p.umap.random_state);
@@ -200,7 +219,9 @@ impl ParametricUmap {
                 // Glorot-uniform weights, zero biases (Keras' Dense defaults).
                 let values = if dims.len() == 2 {
                     let bound = (6.0 / (dims[0] + dims[1]) as f64).sqrt();
-                    (0..dims[0] * dims[1]).map(|_| ((rng.unit() * 2.0 - 1.0) * bound) as f32).collect()
+                    (0..dims[0] * dims[1])
+                        .map(|_| ((rng.unit() * 2.0 - 1.0) * bound) as f32)
+                        .collect()
                 } else {
                     vec![0.0; dims[0]]
                 };
@@ -212,10 +233,15 @@ impl ParametricUmap {
         let lg = loss_graph(&p, n_features, a, b);
         let wrt: Vec<NodeId> = shapes
             .iter()
-            .map(|(name, _)| lg.find_param(name).ok_or_else(|| runtime(format!("param {name} missing"))))
+            .map(|(name, _)| {
+                lg.find_param(name)
+                    .ok_or_else(|| runtime(format!("param {name} missing")))
+            })
             .collect::<Result<_>>()?;
         let grad_graph = rlx_autodiff::grad_with_loss(&lg, &wrt).map_err(runtime)?;
-        let mut compiled = Session::new(Device::Cpu).try_compile(grad_graph).map_err(runtime)?;
+        let mut compiled = Session::new(Device::Cpu)
+            .try_compile(grad_graph)
+            .map_err(runtime)?;
         let mut adam = Adam::new(AdamConfig {
             lr: p.learning_rate,
             ..AdamConfig::default()
@@ -230,10 +256,16 @@ impl ParametricUmap {
             for (name, _, v) in &self.weights {
                 compiled.try_set_param(name, v).map_err(runtime)?;
             }
-            let pairs: Vec<(usize, usize)> = (0..p.batch_size).map(|_| sampler.sample(&mut rng)).collect();
+            let pairs: Vec<(usize, usize)> = (0..p.batch_size)
+                .map(|_| sampler.sample(&mut rng))
+                .collect();
             batch.clear();
-            pairs.iter().for_each(|&(i, _)| batch.extend_from_slice(row(i)));
-            pairs.iter().for_each(|&(_, j)| batch.extend_from_slice(row(j)));
+            pairs
+                .iter()
+                .for_each(|&(i, _)| batch.extend_from_slice(row(i)));
+            pairs
+                .iter()
+                .for_each(|&(_, j)| batch.extend_from_slice(row(j)));
             for _ in 0..p.batch_size * neg {
                 batch.extend_from_slice(row(rng.below(n)));
             }
@@ -253,7 +285,11 @@ impl ParametricUmap {
             return Err(UmapError::NotFitted);
         }
         let n = rows_of("x", x, self.n_features)?;
-        let shapes = layer_shapes(self.n_features, &self.params.hidden, self.params.umap.n_components);
+        let shapes = layer_shapes(
+            self.n_features,
+            &self.params.hidden,
+            self.params.umap.n_components,
+        );
         let mut g = Graph::new("parametric_umap_encoder");
         let xi = g.input("x", Shape::new(&[n, self.n_features], DType::F32));
         let e = encode(&mut g, xi, &shapes);

@@ -35,7 +35,11 @@ fn connected(g: &SparseGraph) -> bool {
 /// The spectral layout of `graph` in `dim` dimensions, row-major, or
 /// `None` when it does not apply (a disconnected graph, or too few points)
 /// and the caller falls back to a random initialisation.
-pub(crate) fn spectral_layout(graph: &SparseGraph, dim: usize, rng: &mut SplitMix) -> Option<Vec<f32>> {
+pub(crate) fn spectral_layout(
+    graph: &SparseGraph,
+    dim: usize,
+    rng: &mut SplitMix,
+) -> Option<Vec<f32>> {
     let n = graph.n_rows;
     if n <= dim + 1 || !connected(graph) {
         return None;
@@ -137,7 +141,12 @@ const RESIDUAL_TOLERANCE: f64 = 1e-8;
 /// to `trivial` (a known unit eigenvector), by Lanczos with full
 /// reorthogonalisation, growing the Krylov space until the Ritz pairs'
 /// residuals fall below tolerance (the role of umap-learn's `eigsh`).
-fn top_eigenvectors(op: &Csr, trivial: &[f64], start: Vec<f64>, count: usize) -> Option<Vec<Vec<f64>>> {
+fn top_eigenvectors(
+    op: &Csr,
+    trivial: &[f64],
+    start: Vec<f64>,
+    count: usize,
+) -> Option<Vec<Vec<f64>>> {
     let n = trivial.len();
     let limit = n - 1;
     let mut basis = vec![trivial.to_vec()];
@@ -175,7 +184,8 @@ fn top_eigenvectors(op: &Csr, trivial: &[f64], start: Vec<f64>, count: usize) ->
             let eig = t.self_adjoint_eigen(faer::Side::Lower).ok()?;
             let y = eig.U();
             let take = count.min(m);
-            let converged = (0..take).all(|c| (beta * y[(m - 1, m - 1 - c)]).abs() < RESIDUAL_TOLERANCE);
+            let converged =
+                (0..take).all(|c| (beta * y[(m - 1, m - 1 - c)]).abs() < RESIDUAL_TOLERANCE);
             if converged || exhausted {
                 if take < count {
                     return None;

@@ -9,7 +9,13 @@ use crate::{knn_query, Result, UmapError};
 /// with `r(i, j)` the rank of `j` among `i`'s input-space neighbours
 /// (self excluded, ties by index), euclidean in both spaces. `x` is
 /// `[n, n_features]`, `embedding` `[n, dim]`.
-pub fn trustworthiness(x: &[f64], n_features: usize, embedding: &[f64], dim: usize, k: usize) -> Result<f64> {
+pub fn trustworthiness(
+    x: &[f64],
+    n_features: usize,
+    embedding: &[f64],
+    dim: usize,
+    k: usize,
+) -> Result<f64> {
     let n = rows_of("x", x, n_features)?;
     let ne = rows_of("embedding", embedding, dim)?;
     if ne != n {
@@ -30,11 +36,18 @@ pub fn trustworthiness(x: &[f64], n_features: usize, embedding: &[f64], dim: usi
     let mut rank = vec![0usize; n];
     let mut penalty = 0.0f64;
     for i in 0..n {
-        let order: Vec<usize> = full.indices[i * n..(i + 1) * n].iter().copied().filter(|&j| j != i).collect();
+        let order: Vec<usize> = full.indices[i * n..(i + 1) * n]
+            .iter()
+            .copied()
+            .filter(|&j| j != i)
+            .collect();
         for (r, &j) in order.iter().enumerate() {
             rank[j] = r + 1;
         }
-        let neighbours = emb.indices[i * (k + 1)..(i + 1) * (k + 1)].iter().filter(|&&j| j != i).take(k);
+        let neighbours = emb.indices[i * (k + 1)..(i + 1) * (k + 1)]
+            .iter()
+            .filter(|&&j| j != i)
+            .take(k);
         for &j in neighbours {
             penalty += rank[j].saturating_sub(k) as f64;
         }

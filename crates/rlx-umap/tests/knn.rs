@@ -22,11 +22,27 @@ fn host_knn_matches_numpy_including_ties() {
         let k = case["k"].as_u64().unwrap() as usize;
         let r = knn(&pts, d, k).unwrap();
         assert_eq!(r.indices, usizes(&case["indices"]));
-        close(&r.distances, &case["distances"].as_array().unwrap().iter().flat_map(f64s).collect::<Vec<_>>());
+        close(
+            &r.distances,
+            &case["distances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(f64s)
+                .collect::<Vec<_>>(),
+        );
         let (q, _) = matrix(&case["queries"]);
         let r = knn_query(&q, &pts, d, k).unwrap();
         assert_eq!(r.indices, usizes(&case["query_indices"]));
-        close(&r.distances, &case["query_distances"].as_array().unwrap().iter().flat_map(f64s).collect::<Vec<_>>());
+        close(
+            &r.distances,
+            &case["query_distances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(f64s)
+                .collect::<Vec<_>>(),
+        );
     }
 }
 
@@ -47,9 +63,22 @@ fn knn_op_in_a_graph_matches_numpy() {
         let out = c
             .try_run_typed(&[("x", &HostTensor::from_vec(pts.clone(), &[n, d]).unwrap())])
             .unwrap();
-        let idx: Vec<usize> = out[0].to_vec::<i32>().unwrap().iter().map(|&v| v as usize).collect();
+        let idx: Vec<usize> = out[0]
+            .to_vec::<i32>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as usize)
+            .collect();
         assert_eq!(idx, usizes(&case["indices"]));
-        close(&out[1].to_vec::<f64>().unwrap(), &case["distances"].as_array().unwrap().iter().flat_map(f64s).collect::<Vec<_>>());
+        close(
+            &out[1].to_vec::<f64>().unwrap(),
+            &case["distances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(f64s)
+                .collect::<Vec<_>>(),
+        );
         // Query kNN, f32 input, I64 indices.
         let mut g = Graph::new("knn_query");
         let qi = g.input("q", Shape::new(&[m, d], DType::F32));
@@ -65,9 +94,18 @@ fn knn_op_in_a_graph_matches_numpy() {
                 ("x", &HostTensor::from_vec(pf, &[n, d]).unwrap()),
             ])
             .unwrap();
-        let idx: Vec<usize> = out[0].to_vec::<i64>().unwrap().iter().map(|&v| v as usize).collect();
+        let idx: Vec<usize> = out[0]
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as usize)
+            .collect();
         assert_eq!(idx, usizes(&case["query_indices"]));
-        let want = case["query_distances"].as_array().unwrap().iter().flat_map(f64s);
+        let want = case["query_distances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(f64s);
         for (got, want) in out[1].to_vec::<f32>().unwrap().iter().zip(want) {
             assert!((*got as f64 - want).abs() < 1e-6 * want.max(1.0));
         }
@@ -88,7 +126,20 @@ fn knn_op_refuses_bad_k_and_shapes_by_name() {
 
 #[test]
 fn host_knn_refuses_bad_input() {
-    assert!(matches!(knn(&[0.0; 6], 2, 4), Err(UmapError::InvalidParameter { name: "k", .. })));
-    assert!(matches!(knn(&[0.0; 5], 2, 1), Err(UmapError::InvalidData { name: "data", .. }) | Err(UmapError::InvalidData { name: "queries", .. })));
-    assert!(matches!(knn(&[0.0, f64::NAN, 1.0, 2.0], 2, 1), Err(UmapError::NonFinite { row: 0, col: 1, .. })));
+    assert!(matches!(
+        knn(&[0.0; 6], 2, 4),
+        Err(UmapError::InvalidParameter { name: "k", .. })
+    ));
+    assert!(matches!(
+        knn(&[0.0; 5], 2, 1),
+        Err(UmapError::InvalidData { name: "data", .. })
+            | Err(UmapError::InvalidData {
+                name: "queries",
+                ..
+            })
+    ));
+    assert!(matches!(
+        knn(&[0.0, f64::NAN, 1.0, 2.0], 2, 1),
+        Err(UmapError::NonFinite { row: 0, col: 1, .. })
+    ));
 }

@@ -13,7 +13,11 @@ pub fn load(name: &str) -> Value {
 }
 
 pub fn f64s(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
 }
 
 pub fn matrix(v: &Value) -> (Vec<f64>, usize) {
@@ -35,7 +39,10 @@ pub fn usizes(v: &Value) -> Vec<usize> {
 
 /// The digits pixels (raw 0..16, `[1797, 64]`) and labels.
 pub fn digits() -> (Vec<f64>, Vec<usize>) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../rlx/examples/data/digits/digits.csv.gz");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rlx/examples/data/digits/digits.csv.gz"
+    );
     let mut text = String::new();
     GzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_string(&mut text)
