@@ -18,7 +18,8 @@ Digits: crates/rlx/examples/data/digits/digits.csv.gz (64 raw pixel values 0..16
   trustworthiness (k = 5) of fit_transform for seeds 0..4, and of transform on a held-out
   split (the train / test split indices are stored: every 5th point is held out), with the
   fraction of each held-out point's 15 nearest training points in the embedding that are
-  among its 15 input-space nearest training points.
+  among its 15 input-space nearest training points; and the trustworthiness of PCA to 2D (the
+  best linear map, a floor parametric UMAP's encoder must clear).
 """
 import gzip
 import json
@@ -26,6 +27,7 @@ import os
 
 import numpy as np
 import umap
+from sklearn.decomposition import PCA
 from sklearn.manifold import trustworthiness
 from umap.umap_ import find_ab_params, fuzzy_simplicial_set
 
@@ -108,6 +110,7 @@ def main():
         "held_out_every": 5,
         "transform_trust": float(trustworthiness(x[test], test_e, n_neighbors=5)),
         "transform_overlap": embedding_overlap(x[~test], x[test], model.embedding_, test_e),
+        "pca_trust": float(trustworthiness(x, PCA(n_components=2).fit_transform(x), n_neighbors=5)),
     })
 
 
