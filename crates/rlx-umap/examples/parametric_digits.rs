@@ -3,24 +3,16 @@
 //! of its embedding. Optional arguments: `steps batch_size learning_rate`.
 //!
 //! `cargo run --release -p rlx-umap --example parametric_digits -- 1000 256 0.003`
-use flate2::read::GzDecoder;
+#[path = "common/digits.rs"]
+mod digits;
+
+use digits::load_digits;
 use rlx_umap::parametric::{ParametricParams, ParametricUmap};
 use rlx_umap::trustworthiness;
-use std::io::Read;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../rlx/examples/data/digits/digits.csv.gz"
-    );
-    let mut text = String::new();
-    GzDecoder::new(std::fs::File::open(path)?).read_to_string(&mut text)?;
-    let mut x = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Vec<f64> = line.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        x.extend(v[..64].iter().map(|p| p / 16.0));
-    }
+    let x: Vec<f64> = load_digits()?.0.iter().map(|p| p / 16.0).collect();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut params = ParametricParams::default();
     if let Some(s) = args.first() {

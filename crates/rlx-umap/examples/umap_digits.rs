@@ -5,25 +5,12 @@
 //! `tools/bench_umap.py`.
 //!
 //! `cargo run --release -p rlx-umap --example umap_digits`
-use flate2::read::GzDecoder;
-use rlx_umap::{trustworthiness, Umap, UmapParams};
-use std::io::Read;
-use std::time::Instant;
+#[path = "common/digits.rs"]
+mod digits;
 
-fn digits() -> Result<Vec<f64>, Box<dyn std::error::Error>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../rlx/examples/data/digits/digits.csv.gz"
-    );
-    let mut text = String::new();
-    GzDecoder::new(std::fs::File::open(path)?).read_to_string(&mut text)?;
-    let mut x = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Vec<f64> = line.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        x.extend_from_slice(&v[..64]);
-    }
-    Ok(x)
-}
+use digits::load_digits;
+use rlx_umap::{trustworthiness, Umap, UmapParams};
+use std::time::Instant;
 
 fn as_f64(v: &[f32]) -> Vec<f64> {
     v.iter().map(|&x| x as f64).collect()
@@ -31,7 +18,7 @@ fn as_f64(v: &[f32]) -> Vec<f64> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bench = std::env::args().any(|a| a == "--bench");
-    let x = digits()?;
+    let (x, _) = load_digits()?;
     let n = x.len() / 64;
     let start = Instant::now();
     let mut model = Umap::new(UmapParams::default());

@@ -10,7 +10,7 @@ pub(crate) fn rows_of(name: &'static str, x: &[f64], n_features: usize) -> Resul
             reason: "n_features must be at least 1".into(),
         });
     }
-    if x.len() % n_features != 0 {
+    if !x.len().is_multiple_of(n_features) {
         return Err(UmapError::InvalidData {
             name,
             reason: format!(

@@ -153,7 +153,7 @@ pub fn membership_strengths(
             }
         }
     }
-    entries.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    entries.sort_unstable_by_key(|a| (a.0, a.1));
     SparseGraph {
         n_rows: knn.rows(),
         n_cols,
@@ -170,7 +170,7 @@ pub fn fuzzy_union(a: &SparseGraph) -> SparseGraph {
         both.push((r, c, v));
         both.push((c, r, v));
     }
-    both.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    both.sort_unstable_by_key(|x| (x.0, x.1));
     let mut out = SparseGraph {
         n_rows: a.n_rows,
         n_cols: a.n_cols,

@@ -1,9 +1,7 @@
 //! Fixture and data loading shared by the tests.
 #![allow(dead_code)]
 
-use flate2::read::GzDecoder;
 use serde_json::Value;
-use std::io::Read;
 
 pub fn load(name: &str) -> Value {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,23 +35,12 @@ pub fn usizes(v: &Value) -> Vec<usize> {
         .collect()
 }
 
+#[path = "../../examples/common/digits.rs"]
+mod digits_file;
+
 /// The digits pixels (raw 0..16, `[1797, 64]`) and labels.
 pub fn digits() -> (Vec<f64>, Vec<usize>) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../rlx/examples/data/digits/digits.csv.gz"
-    );
-    let mut text = String::new();
-    GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Vec<f64> = line.split(',').map(|s| s.parse().unwrap()).collect();
-        x.extend_from_slice(&v[..64]);
-        y.push(v[64] as usize);
-    }
-    (x, y)
+    digits_file::load_digits().unwrap()
 }
 
 pub fn to_f64(v: &[f32]) -> Vec<f64> {
