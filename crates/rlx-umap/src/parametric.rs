@@ -39,7 +39,7 @@ impl Default for ParametricParams {
         ParametricParams {
             umap: UmapParams::default(),
             hidden: vec![100, 100],
-            batch_size: 256,
+            batch_size: 1024,
             steps: 1000,
             learning_rate: 3e-3,
         }
