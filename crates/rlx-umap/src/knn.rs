@@ -38,8 +38,11 @@ pub fn knn_query(queries: &[f64], data: &[f64], n_features: usize, k: usize) -> 
             reason: format!("k must be in 1..={n} (the data rows), given {k}"),
         });
     }
-    let mut indices = Vec::with_capacity(m * k);
-    let mut distances = Vec::with_capacity(m * k);
+    let mut out = Knn {
+        k,
+        indices: Vec::with_capacity(m * k),
+        distances: Vec::with_capacity(m * k),
+    };
     let mut row: Vec<(f64, usize)> = Vec::with_capacity(n);
     for q in queries.chunks_exact(n_features) {
         row.clear();
@@ -48,22 +51,49 @@ pub fn knn_query(queries: &[f64], data: &[f64], n_features: usize, k: usize) -> 
                 .enumerate()
                 .map(|(j, p)| (squared_distance(q, p), j)),
         );
-        let by_distance_then_index =
-            |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-        if k < n {
-            row.select_nth_unstable_by(k - 1, by_distance_then_index);
-        }
-        row[..k].sort_unstable_by(by_distance_then_index);
-        for &(d, j) in &row[..k] {
-            indices.push(j);
-            distances.push(d.sqrt());
-        }
+        push_smallest(&mut row, k, &mut out, f64::sqrt);
     }
-    Ok(Knn {
+    Ok(out)
+}
+
+/// Appends the `k` smallest of `row` (ties: smaller index first) to `out`,
+/// each distance passed through `finish`.
+fn push_smallest(row: &mut [(f64, usize)], k: usize, out: &mut Knn, finish: fn(f64) -> f64) {
+    let by_distance_then_index =
+        |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if k < row.len() {
+        row.select_nth_unstable_by(k - 1, by_distance_then_index);
+    }
+    row[..k].sort_unstable_by(by_distance_then_index);
+    for &(d, j) in &row[..k] {
+        out.indices.push(j);
+        out.distances.push(finish(d));
+    }
+}
+
+/// The `k` smallest entries of each row of a distance matrix
+/// (`[m, n_cols]`, row-major; any dissimilarity), ties to the smaller
+/// column: the kNN "from pairwise distances".
+pub fn knn_from_distances(distances: &[f64], n_cols: usize, k: usize) -> Result<Knn> {
+    let m = rows_of("distances", distances, n_cols)?;
+    if k == 0 || k > n_cols {
+        return Err(UmapError::InvalidParameter {
+            name: "k",
+            reason: format!("k must be in 1..={n_cols} (the columns), given {k}"),
+        });
+    }
+    let mut out = Knn {
         k,
-        indices,
-        distances,
-    })
+        indices: Vec::with_capacity(m * k),
+        distances: Vec::with_capacity(m * k),
+    };
+    let mut row: Vec<(f64, usize)> = Vec::with_capacity(n_cols);
+    for r in distances.chunks_exact(n_cols) {
+        row.clear();
+        row.extend(r.iter().copied().zip(0..));
+        push_smallest(&mut row, k, &mut out, |d| d);
+    }
+    Ok(out)
 }
 
 /// The `k` nearest rows of `x` to each of its rows (each row included).

@@ -1,6 +1,7 @@
 //! # rlx-umap — UMAP for RLX
 //!
-//! * [`knn`] / [`knn_query`]: exact k nearest neighbours (euclidean), ties
+//! * [`knn`] / [`knn_query`] / [`knn_from_distances`]: exact k nearest
+//!   neighbours (euclidean, or from a pairwise distance matrix), ties
 //!   broken by index; [`ops`] registers them as the `umap.knn` custom op
 //!   for use inside compiled graphs.
 //! * [`Umap`]: `fit` / `fit_transform` / `transform` as umap-learn computes
@@ -34,6 +35,6 @@ pub use fuzzy::{
     fuzzy_simplicial_set, fuzzy_union, membership_strengths, smooth_knn_dist, SmoothKnn,
     SparseGraph,
 };
-pub use knn::{knn, knn_query, Knn};
+pub use knn::{knn, knn_from_distances, knn_query, Knn};
 pub use model::{Metric, Umap, UmapParams};
 pub use trust::trustworthiness;

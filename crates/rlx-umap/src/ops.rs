@@ -5,10 +5,12 @@
 //! itself included) or `queries [m, d], data [n, d]`; f32 or f64. Attrs:
 //! `k`, `output` (0: indices, 1: euclidean distances) and for the indices
 //! `index_dtype` (`"i32"` / `"i64"`). The distances have the input's dtype.
+//! With attr `source = "distances"` the one input is a pairwise distance
+//! matrix `[m, n]` and each row's `k` smallest entries are selected.
 //! The outputs are a selection, so there is no derivative rule (a `grad`
 //! through the op is refused naming it).
 
-use crate::knn_query;
+use crate::{knn_from_distances, knn_query};
 use rlx_ir::custom::{
     register_op, CustomAttr, CustomAttrs, CustomOp, KernelArg, KernelOut, OpExtension,
 };
@@ -59,10 +61,27 @@ fn index_dtype(op: &CustomOp) -> Result<DType, String> {
     }
 }
 
+/// Whether the input is a precomputed distance matrix.
+fn from_distances(op: &CustomOp) -> Result<bool, String> {
+    match op.attrs.get("source") {
+        None => Ok(false),
+        Some(CustomAttr::Str(s)) if s == "points" => Ok(false),
+        Some(CustomAttr::Str(s)) if s == "distances" => Ok(true),
+        Some(other) => Err(format!(
+            "attr source must be \"points\" or \"distances\", given {other:?}"
+        )),
+    }
+}
+
 fn knn_shape(op: &CustomOp, s: &[&Shape]) -> Result<Shape, String> {
+    if from_distances(op)? && s.len() != 1 {
+        return Err(format!("a distance matrix is one input, given {}", s.len()));
+    }
     let data = s[s.len() - 1];
     let (n, d) = matrix_dims(data, "data")?;
-    let m = if s.len() == 2 {
+    let (m, n) = if from_distances(op)? {
+        (n, d)
+    } else if s.len() == 2 {
         let (m, dq) = matrix_dims(s[0], "queries")?;
         if dq != d || s[0].dtype() != data.dtype() {
             return Err(format!(
@@ -70,14 +89,14 @@ fn knn_shape(op: &CustomOp, s: &[&Shape]) -> Result<Shape, String> {
                 s[0]
             ));
         }
-        m
+        (m, n)
     } else {
-        n
+        (n, n)
     };
     let k = op.attrs.int_or("k", -1)?;
     if k < 1 || k as usize > n {
         return Err(format!(
-            "attr k must be in 1..={n} (the data rows), given {k}"
+            "attr k must be in 1..={n} (the candidates per row), given {k}"
         ));
     }
     let dtype = match output_of(op)? {
@@ -108,12 +127,14 @@ fn knn_kernel(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Result<(
     let d = data.dims[1];
     let k = op.attrs.int_or("k", -1)? as usize;
     let points = read(data)?;
-    let queries = if ins.len() == 2 {
-        read(&ins[0])?
+    let r = if from_distances(op)? {
+        knn_from_distances(&points, d, k)
+    } else if ins.len() == 2 {
+        knn_query(&read(&ins[0])?, &points, d, k)
     } else {
-        points.clone()
-    };
-    let r = knn_query(&queries, &points, d, k).map_err(|e| e.to_string())?;
+        knn_query(&points, &points, d, k)
+    }
+    .map_err(|e| e.to_string())?;
     let bytes: Vec<u8> = match (output_of(op)?, out.dtype) {
         (KnnOutput::Indices, DType::I32) => {
             let too_big = r.indices.iter().any(|&i| i > i32::MAX as usize);
@@ -167,9 +188,12 @@ fn node(
     k: usize,
     output: KnnOutput,
     index_dtype: DType,
+    input: &str,
 ) -> Result<NodeId, IrError> {
     register();
-    let mut attrs = CustomAttrs::new().with("k", CustomAttr::Int(k as i64));
+    let mut attrs = CustomAttrs::new()
+        .with("k", CustomAttr::Int(k as i64))
+        .with("source", CustomAttr::Str(input.into()));
     attrs = match output {
         KnnOutput::Indices => {
             let t = if index_dtype == DType::I32 {
@@ -195,8 +219,8 @@ pub fn knn_node(
     k: usize,
     index_dtype: DType,
 ) -> Result<(NodeId, NodeId), IrError> {
-    let i = node(g, &[data], k, KnnOutput::Indices, index_dtype)?;
-    let d = node(g, &[data], k, KnnOutput::Distances, index_dtype)?;
+    let i = node(g, &[data], k, KnnOutput::Indices, index_dtype, "points")?;
+    let d = node(g, &[data], k, KnnOutput::Distances, index_dtype, "points")?;
     Ok((i, d))
 }
 
@@ -209,7 +233,48 @@ pub fn knn_query_node(
     k: usize,
     index_dtype: DType,
 ) -> Result<(NodeId, NodeId), IrError> {
-    let i = node(g, &[queries, data], k, KnnOutput::Indices, index_dtype)?;
-    let d = node(g, &[queries, data], k, KnnOutput::Distances, index_dtype)?;
+    let i = node(
+        g,
+        &[queries, data],
+        k,
+        KnnOutput::Indices,
+        index_dtype,
+        "points",
+    )?;
+    let d = node(
+        g,
+        &[queries, data],
+        k,
+        KnnOutput::Distances,
+        index_dtype,
+        "points",
+    )?;
+    Ok((i, d))
+}
+
+/// `(indices, distances)` of the `k` smallest entries of each row of the
+/// pairwise distance matrix `distances` (`[m, n]`).
+pub fn knn_from_distances_node(
+    g: &mut Graph,
+    distances: NodeId,
+    k: usize,
+    index_dtype: DType,
+) -> Result<(NodeId, NodeId), IrError> {
+    let i = node(
+        g,
+        &[distances],
+        k,
+        KnnOutput::Indices,
+        index_dtype,
+        "distances",
+    )?;
+    let d = node(
+        g,
+        &[distances],
+        k,
+        KnnOutput::Distances,
+        index_dtype,
+        "distances",
+    )?;
     Ok((i, d))
 }

@@ -5,8 +5,8 @@ mod common;
 use common::{f64s, load, matrix, usizes};
 use rlx_ir::{DType, Graph, HostTensor, Shape};
 use rlx_runtime::{Device, Session};
-use rlx_umap::ops::{knn_node, knn_query_node};
-use rlx_umap::{knn, knn_query, UmapError};
+use rlx_umap::ops::{knn_from_distances_node, knn_node, knn_query_node};
+use rlx_umap::{knn, knn_from_distances, knn_query, UmapError};
 
 fn close(a: &[f64], b: &[f64]) {
     assert_eq!(a.len(), b.len());
@@ -142,4 +142,57 @@ fn host_knn_refuses_bad_input() {
         knn(&[0.0, f64::NAN, 1.0, 2.0], 2, 1),
         Err(UmapError::NonFinite { row: 0, col: 1, .. })
     ));
+}
+
+/// Squared distances of integer points: exact in f64, ties included.
+fn pairwise_squared(pts: &[f64], d: usize) -> Vec<f64> {
+    let rows: Vec<&[f64]> = pts.chunks_exact(d).collect();
+    rows.iter()
+        .flat_map(|a| {
+            rows.iter()
+                .map(|b| {
+                    a.iter()
+                        .zip(*b)
+                        .map(|(x, y)| (x - y) * (x - y))
+                        .sum::<f64>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn knn_from_a_distance_matrix_matches_numpy() {
+    for case in load("knn.json").as_array().unwrap() {
+        let (pts, d) = matrix(&case["points"]);
+        let n = pts.len() / d;
+        let k = case["k"].as_u64().unwrap() as usize;
+        let d2 = pairwise_squared(&pts, d);
+        let want_d: Vec<f64> = case["distances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(f64s)
+            .map(|v| v * v)
+            .collect();
+        let r = knn_from_distances(&d2, n, k).unwrap();
+        assert_eq!(r.indices, usizes(&case["indices"]));
+        close(&r.distances, &want_d);
+        let mut g = Graph::new("knn_dist");
+        let x = g.input("d", Shape::new(&[n, n], DType::F64));
+        let (i, dist) = knn_from_distances_node(&mut g, x, k, DType::I64).unwrap();
+        g.set_outputs(vec![i, dist]);
+        let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+        let out = c
+            .try_run_typed(&[("d", &HostTensor::from_vec(d2, &[n, n]).unwrap())])
+            .unwrap();
+        let idx: Vec<usize> = out[0]
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as usize)
+            .collect();
+        assert_eq!(idx, usizes(&case["indices"]));
+        close(&out[1].to_vec::<f64>().unwrap(), &want_d);
+    }
 }
