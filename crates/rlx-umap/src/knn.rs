@@ -16,6 +16,22 @@ pub struct Knn {
 }
 
 impl Knn {
+    /// An empty result for `m` rows of `k` out of `candidates`; `k` must be
+    /// in `1..=candidates`.
+    fn for_rows(m: usize, k: usize, candidates: usize) -> Result<Knn> {
+        if k == 0 || k > candidates {
+            return Err(UmapError::InvalidParameter {
+                name: "k",
+                reason: format!("k must be in 1..={candidates} (the candidates), given {k}"),
+            });
+        }
+        Ok(Knn {
+            k,
+            indices: Vec::with_capacity(m * k),
+            distances: Vec::with_capacity(m * k),
+        })
+    }
+
     /// Number of query rows.
     pub fn rows(&self) -> usize {
         self.indices.len() / self.k.max(1)
@@ -32,17 +48,7 @@ fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
 pub fn knn_query(queries: &[f64], data: &[f64], n_features: usize, k: usize) -> Result<Knn> {
     let m = rows_of("queries", queries, n_features)?;
     let n = rows_of("data", data, n_features)?;
-    if k == 0 || k > n {
-        return Err(UmapError::InvalidParameter {
-            name: "k",
-            reason: format!("k must be in 1..={n} (the data rows), given {k}"),
-        });
-    }
-    let mut out = Knn {
-        k,
-        indices: Vec::with_capacity(m * k),
-        distances: Vec::with_capacity(m * k),
-    };
+    let mut out = Knn::for_rows(m, k, n)?;
     let mut row: Vec<(f64, usize)> = Vec::with_capacity(n);
     for q in queries.chunks_exact(n_features) {
         row.clear();
@@ -76,17 +82,7 @@ fn push_smallest(row: &mut [(f64, usize)], k: usize, out: &mut Knn, finish: fn(f
 /// column: the kNN "from pairwise distances".
 pub fn knn_from_distances(distances: &[f64], n_cols: usize, k: usize) -> Result<Knn> {
     let m = rows_of("distances", distances, n_cols)?;
-    if k == 0 || k > n_cols {
-        return Err(UmapError::InvalidParameter {
-            name: "k",
-            reason: format!("k must be in 1..={n_cols} (the columns), given {k}"),
-        });
-    }
-    let mut out = Knn {
-        k,
-        indices: Vec::with_capacity(m * k),
-        distances: Vec::with_capacity(m * k),
-    };
+    let mut out = Knn::for_rows(m, k, n_cols)?;
     let mut row: Vec<(f64, usize)> = Vec::with_capacity(n_cols);
     for r in distances.chunks_exact(n_cols) {
         row.clear();

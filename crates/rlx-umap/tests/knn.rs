@@ -8,6 +8,19 @@ use rlx_runtime::{Device, Session};
 use rlx_umap::ops::{knn_from_distances_node, knn_node, knn_query_node};
 use rlx_umap::{knn, knn_from_distances, knn_query, UmapError};
 
+/// The index output (I32 or I64) as usizes.
+fn indices_of(t: &HostTensor) -> Vec<usize> {
+    match t.to_vec::<i64>() {
+        Ok(v) => v.iter().map(|&i| i as usize).collect(),
+        Err(_) => t
+            .to_vec::<i32>()
+            .unwrap()
+            .iter()
+            .map(|&i| i as usize)
+            .collect(),
+    }
+}
+
 fn close(a: &[f64], b: &[f64]) {
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(b) {
@@ -63,12 +76,7 @@ fn knn_op_in_a_graph_matches_numpy() {
         let out = c
             .try_run_typed(&[("x", &HostTensor::from_vec(pts.clone(), &[n, d]).unwrap())])
             .unwrap();
-        let idx: Vec<usize> = out[0]
-            .to_vec::<i32>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as usize)
-            .collect();
+        let idx = indices_of(&out[0]);
         assert_eq!(idx, usizes(&case["indices"]));
         close(
             &out[1].to_vec::<f64>().unwrap(),
@@ -94,12 +102,7 @@ fn knn_op_in_a_graph_matches_numpy() {
                 ("x", &HostTensor::from_vec(pf, &[n, d]).unwrap()),
             ])
             .unwrap();
-        let idx: Vec<usize> = out[0]
-            .to_vec::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as usize)
-            .collect();
+        let idx = indices_of(&out[0]);
         assert_eq!(idx, usizes(&case["query_indices"]));
         let want = case["query_distances"]
             .as_array()
@@ -186,12 +189,7 @@ fn knn_from_a_distance_matrix_matches_numpy() {
         let out = c
             .try_run_typed(&[("d", &HostTensor::from_vec(d2, &[n, n]).unwrap())])
             .unwrap();
-        let idx: Vec<usize> = out[0]
-            .to_vec::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as usize)
-            .collect();
+        let idx = indices_of(&out[0]);
         assert_eq!(idx, usizes(&case["indices"]));
         close(&out[1].to_vec::<f64>().unwrap(), &want_d);
     }
