@@ -10,7 +10,8 @@
 //! optimises). The short schedule of the default test (1000 steps of 256
 //! edges, to keep the suite's time down) reaches 0.932 here, so it must clear
 //! PCA + 0.09 = 0.92; the default schedule (1000 steps of 1024 edges, the
-//! ignored test) reaches 0.964 and must clear non-parametric - 0.035.
+//! ignored test) reaches 0.958-0.964 here (seeds 5 and 42) and must clear
+//! non-parametric - 0.035.
 mod common;
 use common::{digits, f64s, load, to_f64};
 use rlx_umap::parametric::{ParametricParams, ParametricUmap};
