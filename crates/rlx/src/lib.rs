@@ -138,6 +138,11 @@ pub mod splat {
 /// (faer) and Krylov (CG, BiCGSTAB) solves, scipy `.npz`.
 pub use rlx_sparse as sparse;
 
+#[cfg(feature = "umap")]
+/// UMAP: the exact k-NN custom op (`umap.knn`, from pairwise distances),
+/// fit / transform as umap-learn computes them, and parametric UMAP.
+pub use rlx_umap as umap;
+
 #[cfg(feature = "optim")]
 /// Training-step optimizers (SGD, Adam family, Adagrad, RMSprop, Adamax,
 /// Adadelta, ASGD, Rprop, Adafactor, LAMB, Lion, SOAP, Kron-PSGD, Muon,
