@@ -19,7 +19,7 @@
 //! `cargo run --release -p rlx --features eval --example dsl_tour -- --bench`
 use flate2::read::GzDecoder;
 use rlx::prelude::*;
-use rlx::tensor::{nn, Model};
+use rlx::tensor::{nn, Model, ModelDef};
 use std::io::Read;
 
 const IN: usize = 64;
@@ -231,7 +231,7 @@ fn run_graph(g: Graph, params: &[(String, HostTensor)], x: &HostTensor) -> rlx::
 }
 
 /// Runs a `Model` with these params and one input.
-fn run_model<M: rlx::tensor::ModelDef>(
+fn run_model<M: ModelDef>(
     mut m: Model<M>,
     params: &[(String, HostTensor)],
     x: &HostTensor,
@@ -243,7 +243,7 @@ fn run_model<M: rlx::tensor::ModelDef>(
 }
 
 /// Random weights for every param of a model definition.
-fn weights<M: rlx::tensor::ModelDef>(rng: &mut Rng) -> Vec<(String, HostTensor)> {
+fn weights<M: ModelDef>(rng: &mut Rng) -> Vec<(String, HostTensor)> {
     M::param_specs()
         .into_iter()
         .map(|(n, s)| {
