@@ -136,7 +136,10 @@ pub(crate) fn expand(args: ModelArgs, mut item: ItemStruct) -> syn::Result<Token
         .map(param_of)
         .collect::<syn::Result<Vec<_>>>()?;
     for (i, p) in params.iter().enumerate() {
-        if let Some(q) = params[..i].iter().find(|q| q.name.value() == p.name.value()) {
+        if let Some(q) = params[..i]
+            .iter()
+            .find(|q| q.name.value() == p.name.value())
+        {
             let mut e = syn::Error::new(
                 p.name.span(),
                 format!(

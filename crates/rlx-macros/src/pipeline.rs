@@ -12,7 +12,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{bracketed, braced, Attribute, Ident, LitStr, Token, Visibility};
+use syn::{braced, bracketed, Attribute, Ident, LitStr, Token, Visibility};
 
 /// One declared stage and the stages it waits for.
 struct Stage {
@@ -126,7 +126,9 @@ fn topo_sort(deps: &[Vec<usize>]) -> Result<(Vec<usize>, Vec<usize>), Vec<usize>
 /// A cycle among the stages not yet scheduled: every one of them waits on
 /// another unscheduled one, so walking dependencies must revisit a stage.
 fn find_cycle(deps: &[Vec<usize>], done: &[bool]) -> Vec<usize> {
-    let start = (0..deps.len()).find(|&i| !done[i]).expect("a stage is left");
+    let start = (0..deps.len())
+        .find(|&i| !done[i])
+        .expect("a stage is left");
     let mut path = vec![start];
     let mut at = start;
     loop {
@@ -148,7 +150,10 @@ fn find_cycle(deps: &[Vec<usize>], done: &[bool]) -> Vec<usize> {
 pub(crate) fn expand(s: Schedule) -> syn::Result<TokenStream> {
     let deps = resolve(&s.stages)?;
     let (order, level) = topo_sort(&deps).map_err(|cycle| {
-        let names: Vec<String> = cycle.iter().map(|&i| s.stages[i].name.to_string()).collect();
+        let names: Vec<String> = cycle
+            .iter()
+            .map(|&i| s.stages[i].name.to_string())
+            .collect();
         syn::Error::new(
             s.stages[cycle[0]].name.span(),
             format!(

@@ -35,7 +35,10 @@ fn assert_valid(order: &[&str], stages: &[&str], deps: &[&[&str]]) {
     let mut sorted_stages = stages.to_vec();
     sorted_order.sort();
     sorted_stages.sort();
-    assert_eq!(sorted_order, sorted_stages, "not a permutation of the stages");
+    assert_eq!(
+        sorted_order, sorted_stages,
+        "not a permutation of the stages"
+    );
     for (i, stage_deps) in deps.iter().enumerate() {
         for d in *stage_deps {
             let at = order.iter().position(|s| s == d).unwrap();
@@ -48,7 +51,15 @@ fn assert_valid(order: &[&str], stages: &[&str], deps: &[&[&str]]) {
 fn a_chain_declared_backwards_runs_forwards() {
     assert_eq!(
         Block::ORDER,
-        ["norm1", "qkv", "attention", "residual1", "norm2", "mlp", "residual2"]
+        [
+            "norm1",
+            "qkv",
+            "attention",
+            "residual1",
+            "norm2",
+            "mlp",
+            "residual2"
+        ]
     );
     assert_eq!(Block::LEVELS, [0, 1, 2, 3, 4, 5, 6]);
     assert_eq!(Block::STAGES[0], "residual2");

@@ -2,9 +2,9 @@
 
 use rlx_autodiff::AutodiffError;
 use rlx_ir::{IrError, Shape};
-use rlx_runtime::{RuntimeError, WeightError};
 #[cfg(feature = "optim")]
 use rlx_optim::OptimError;
+use rlx_runtime::{RuntimeError, WeightError};
 use thiserror::Error;
 
 /// An error raised while building a graph with [`crate::Tensor`]s, running a

@@ -93,8 +93,8 @@ pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS}
 pub use linalg::{einsum, try_einsum};
 pub use model::{call_forward, Forward, Model, ModelDef};
 pub use reduce::Axes;
-pub use rlx_ir::{DType, Dim, Graph, Shape};
 pub use rlx_ir::HostTensor;
+pub use rlx_ir::{DType, Dim, Graph, Shape};
 pub use scope::{graph, graph_with, GraphScope, Outputs, ScopeOptions};
 pub use tensor::{broadcast_shapes, promote_types, Tensor};
 #[cfg(feature = "optim")]

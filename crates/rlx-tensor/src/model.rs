@@ -161,10 +161,14 @@ impl<D: ModelDef> Model<D> {
 
     /// The index of param `name` if `value` fits it.
     fn check_value(&self, name: &str, value: &HostTensor) -> Result<usize> {
-        let i = self.specs.iter().position(|(n, _)| n == name).ok_or_else(|| {
-            let known: Vec<&str> = self.specs.iter().map(|(n, _)| n.as_str()).collect();
-            Self::error(format!("no param named \"{name}\" (params: {known:?})"))
-        })?;
+        let i = self
+            .specs
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.specs.iter().map(|(n, _)| n.as_str()).collect();
+                Self::error(format!("no param named \"{name}\" (params: {known:?})"))
+            })?;
         let want = &self.specs[i].1;
         if value.shape() != *want {
             return Err(Self::error(format!(

@@ -81,13 +81,12 @@ impl<O: Optimizer> TrainStep<O> {
             })?;
             wrt.push(id);
         }
-        let grad_graph =
-            rlx_autodiff::grad_with_loss(loss_graph, &wrt).map_err(|source| {
-                TensorError::Autodiff {
-                    transform: "train_step",
-                    source: Box::new(source),
-                }
-            })?;
+        let grad_graph = rlx_autodiff::grad_with_loss(loss_graph, &wrt).map_err(|source| {
+            TensorError::Autodiff {
+                transform: "train_step",
+                source: Box::new(source),
+            }
+        })?;
         let compiled = compile_on(opts, grad_graph, "train_step compile")?;
         let mut params = Vec::new();
         for (name, shape) in compiled.param_shapes() {

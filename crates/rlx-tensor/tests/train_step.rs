@@ -28,7 +28,9 @@ fn mlp_loss(p: &[Tensor], batch: &[Tensor]) -> Tensor {
     let (x, y) = (&batch[0], &batch[1]);
     let h = (x.matmul(&p[0]) + &p[1]).tanh();
     let z = h.matmul(&p[2]) + &p[3];
-    -(y * nn::log_softmax(&z, -1)).sum(-1, false).mean(None, false)
+    -(y * nn::log_softmax(&z, -1))
+        .sum(-1, false)
+        .mean(None, false)
 }
 
 fn build<O: Optimizer>(opt: O, f: &Value) -> TrainStep<O> {

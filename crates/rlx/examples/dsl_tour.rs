@@ -324,7 +324,10 @@ pub fn main() -> rlx::Result<()> {
         &[
             ("graph API", run_graph(encoder_graph(), &enc_w, &x)?),
             ("Tensor", run_graph(tensor_graph, &enc_w, &x)?),
-            ("#[rlx_model]", run_model(EncoderLayer::model(), &enc_w, &x)?),
+            (
+                "#[rlx_model]",
+                run_model(EncoderLayer::model(), &enc_w, &x)?,
+            ),
             // rlx! version: added here once `rlx!` lands.
         ],
     )?;
@@ -414,7 +417,8 @@ mod bench {
         // MLP training step: TrainStep on the graph-API loss vs train_step on a closure.
         let mut graph_step = TrainStep::new(&mlp_loss_graph(), &["w1", "b1", "w2", "b2"], sgd()?)?;
         let specs = DigitsMlp::param_specs();
-        let named: Vec<(&str, Shape)> = specs.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
+        let named: Vec<(&str, Shape)> =
+            specs.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
         let mut dsl_step = train_step(
             |p: &[Tensor], b: &[Tensor]| {
                 let logits = (b[0].matmul(&p[0]) + &p[1]).tanh().matmul(&p[2]) + &p[3];
@@ -448,7 +452,11 @@ mod bench {
         }
         let (g, d) = pair(
             500,
-            || c.try_run_typed(&[("arg0", enc_x)]).map(|_| ()).map_err(Into::into),
+            || {
+                c.try_run_typed(&[("arg0", enc_x)])
+                    .map(|_| ())
+                    .map_err(Into::into)
+            },
             || m.forward(&[enc_x]).map(|_| ()).map_err(Into::into),
         )?;
         row("encoder layer forward (seq 8, d 32)", g, d);

@@ -375,8 +375,8 @@ pub mod prelude {
         Tick, VerifyError,
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
-    pub use crate::{pipeline_schedule, rlx_model};
     pub use crate::{parse_graph, ParseError};
+    pub use crate::{pipeline_schedule, rlx_model};
     pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
 }
 

@@ -3,8 +3,8 @@
 //! Expected values are worked out by hand in the comments.
 
 use rlx::prelude::*;
-use rlx::tensor::TensorError;
 use rlx::save_safetensors;
+use rlx::tensor::TensorError;
 
 #[rlx_model]
 struct TwoLayer {
@@ -77,12 +77,21 @@ fn loads_safetensors_and_runs_forward() {
     assert_eq!(m.traces(), 1);
     let x1 = t(&[0.0, 1.0], &[1, 2]);
     // h = relu([0, 1, 1.5]); y = 2 + 4.5 = 6.5
-    assert_eq!(m.forward(&[&x1]).unwrap()[0].to_vec::<f32>().unwrap(), vec![6.5]);
+    assert_eq!(
+        m.forward(&[&x1]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![6.5]
+    );
     assert_eq!(m.traces(), 2);
     // A param set later reaches every compiled signature.
     m.set_param("w2", &t(&[0.0, 0.0, 1.0], &[3, 1])).unwrap();
-    assert_eq!(m.forward(&[&x]).unwrap()[0].to_vec::<f32>().unwrap(), vec![1.5, 0.0]);
-    assert_eq!(m.forward(&[&x1]).unwrap()[0].to_vec::<f32>().unwrap(), vec![1.5]);
+    assert_eq!(
+        m.forward(&[&x]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![1.5, 0.0]
+    );
+    assert_eq!(
+        m.forward(&[&x1]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![1.5]
+    );
 }
 
 #[test]
@@ -114,7 +123,9 @@ fn a_weights_file_that_does_not_fit_is_a_named_error() {
     assert!(msg.contains("\"w1\" is not a param"), "{msg}");
 
     // No file.
-    let err = m.load_safetensors(temp_file("absent.safetensors")).unwrap_err();
+    let err = m
+        .load_safetensors(temp_file("absent.safetensors"))
+        .unwrap_err();
     assert!(matches!(err, TensorError::Weights { .. }), "{err}");
 
     // Nothing was set by the failed loads.
@@ -129,7 +140,10 @@ fn misuse_at_run_time_is_a_named_error() {
     assert!(msg.contains("TwoLayer") && msg.contains("not set"), "{msg}");
     let msg = m.set_param("w9", &t(&[1.0], &[1])).unwrap_err().to_string();
     assert!(msg.contains("w9") && msg.contains("fc1.weight"), "{msg}");
-    let msg = m.set_param("b1", &t(&[1.0, 2.0], &[2])).unwrap_err().to_string();
+    let msg = m
+        .set_param("b1", &t(&[1.0, 2.0], &[2]))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("b1"), "{msg}");
     for (n, w) in weights() {
         m.set_param(n, &w).unwrap();
