@@ -78,11 +78,11 @@ fn mlp_graph() -> Graph {
 /// 2. Tensor DSL.
 fn mlp_tensor() -> rlx::tensor::Result<Graph> {
     graph("digits_mlp", |s| {
-        let x = s.input("arg0", shape![BATCH, IN]);
-        let w1 = s.param("w1", shape![IN, HIDDEN]);
-        let b1 = s.param("b1", shape![HIDDEN]);
-        let w2 = s.param("w2", shape![HIDDEN, CLASSES]);
-        let b2 = s.param("b2", shape![CLASSES]);
+        let x = s.input("arg0", shape![(BATCH), (IN)]);
+        let w1 = s.param("w1", shape![(IN), (HIDDEN)]);
+        let b1 = s.param("b1", shape![(HIDDEN)]);
+        let w2 = s.param("w2", shape![(HIDDEN), (CLASSES)]);
+        let b2 = s.param("b2", shape![(CLASSES)]);
         (x.matmul(&w1) + &b1).tanh().matmul(&w2) + &b2
     })
 }
@@ -209,7 +209,7 @@ impl EncoderLayer {
             .transpose(&[1, 0, 2])
             .reshape(&[SEQ as i64, D as i64]);
         let h = nn::layer_norm(
-            &(x + ctx.matmul(&self.wo) + &self.bo),
+            &(x + (ctx.matmul(&self.wo) + &self.bo)),
             Some(&self.ln1_g),
             Some(&self.ln1_b),
             EPS,
@@ -425,7 +425,7 @@ mod bench {
                 (&b[1] * nn::log_softmax(&logits, -1)).sum(None, false) * (-1.0 / BATCH as f64)
             },
             &named,
-            &[("arg0", shape![BATCH, IN]), ("y", shape![BATCH, CLASSES])],
+            &[("arg0", shape![(BATCH), (IN)]), ("y", shape![(BATCH), (CLASSES)])],
             sgd()?,
         )?;
         for (n, t) in mlp_w {
