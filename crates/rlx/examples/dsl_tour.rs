@@ -425,7 +425,10 @@ mod bench {
                 (&b[1] * nn::log_softmax(&logits, -1)).sum(None, false) * (-1.0 / BATCH as f64)
             },
             &named,
-            &[("arg0", shape![(BATCH), (IN)]), ("y", shape![(BATCH), (CLASSES)])],
+            &[
+                ("arg0", shape![(BATCH), (IN)]),
+                ("y", shape![(BATCH), (CLASSES)]),
+            ],
             sgd()?,
         )?;
         for (n, t) in mlp_w {
