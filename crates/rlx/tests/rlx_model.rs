@@ -164,3 +164,23 @@ rlx::pipeline_schedule! {
 fn pipeline_schedule_is_in_the_prelude() {
     assert_eq!(Stages::ORDER, ["a", "b"]);
 }
+
+static REGISTERED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn register_one() {
+    REGISTERED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn register_ten() {
+    REGISTERED.fetch_add(10, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[test]
+fn register_backends_calls_each_registration_once() {
+    rlx::register_backends! {
+        one => register_one,
+        ten => register_ten,
+    }
+    rlx::register_backends! {}
+    assert_eq!(REGISTERED.load(std::sync::atomic::Ordering::SeqCst), 11);
+}
