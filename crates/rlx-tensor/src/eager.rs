@@ -8,7 +8,7 @@ use crate::tensor::Tensor;
 use rlx_ir::{Graph, HostTensor, NodeId, Op};
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 thread_local! {
@@ -115,21 +115,26 @@ impl Tensor {
 /// The sub-graph computing `out`, its constants turned into inputs (so the
 /// structure, not the data, keys the cache), and the values to feed them.
 fn extract(g: &Graph, out: NodeId) -> Result<(Graph, Vec<(String, HostTensor)>)> {
-    let n = out.index() + 1;
-    let mut need = vec![false; n];
-    need[out.index()] = true;
-    for i in (0..n).rev() {
-        if need[i] {
-            for inp in &g.node(NodeId(i as u32)).inputs {
-                need[inp.index()] = true;
+    // Walk back from `out` only: the eager graph keeps every tensor made
+    // on the thread, so a scan of all nodes up to `out` would make each
+    // evaluation cost the whole history.
+    let mut needed = vec![out.index()];
+    let mut seen: HashSet<usize> = HashSet::from([out.index()]);
+    let mut stack = vec![out];
+    while let Some(id) = stack.pop() {
+        for inp in &g.node(id).inputs {
+            if seen.insert(inp.index()) {
+                needed.push(inp.index());
+                stack.push(*inp);
             }
         }
     }
+    needed.sort_unstable();
     let mut sub = Graph::new("eager");
     let mut map: HashMap<usize, NodeId> = HashMap::new();
     let mut feeds = Vec::new();
     let ir = |e| TensorError::ir("to_host", e);
-    for i in (0..n).filter(|&i| need[i]) {
+    for i in needed {
         let node = g.node(NodeId(i as u32));
         let id = match &node.op {
             Op::Constant { bytes } => {

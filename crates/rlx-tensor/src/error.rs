@@ -2,7 +2,9 @@
 
 use rlx_autodiff::AutodiffError;
 use rlx_ir::{IrError, Shape};
-use rlx_runtime::RuntimeError;
+#[cfg(feature = "optim")]
+use rlx_optim::OptimError;
+use rlx_runtime::{RuntimeError, WeightError};
 use thiserror::Error;
 
 /// An error raised while building a graph with [`crate::Tensor`]s, running a
@@ -81,6 +83,34 @@ pub enum TensorError {
         /// The runtime error.
         #[source]
         source: Box<RuntimeError>,
+    },
+    /// A model ([`crate::Model`]) was misused: an unknown param, a value of
+    /// the wrong shape, a param not set, a weights file that does not fit.
+    #[error("model {model}: {reason}")]
+    Model {
+        /// The model's name.
+        model: String,
+        /// What was wrong, naming the param or tensor.
+        reason: String,
+    },
+    /// A weights file could not be read.
+    #[error("model {model}: {source}")]
+    Weights {
+        /// The model's name.
+        model: String,
+        /// The reader's error.
+        #[source]
+        source: Box<WeightError>,
+    },
+    #[cfg(feature = "optim")]
+    /// An optimizer refused a param's update in a training step.
+    #[error("optimizer step of \"{param}\": {source}")]
+    Optim {
+        /// The param.
+        param: String,
+        /// The optimizer's error.
+        #[source]
+        source: Box<OptimError>,
     },
 }
 

@@ -70,6 +70,7 @@ mod error;
 mod index;
 mod lang;
 mod linalg;
+mod model;
 mod movement;
 pub mod nn;
 pub mod np;
@@ -78,6 +79,8 @@ mod operators;
 mod reduce;
 mod scope;
 mod tensor;
+#[cfg(feature = "optim")]
+pub mod train;
 mod transform;
 
 pub use creation::{full, iota, ones, scalar, try_full, try_scalar, zeros};
@@ -91,10 +94,14 @@ pub use index::{ax, ix, rg, tail, IntoSliceItem, SliceItem, SliceSpec, NEW_AXIS}
 #[doc(hidden)]
 pub use lang::__lang;
 pub use linalg::{einsum, try_einsum};
+pub use model::{call_forward, Forward, Model, ModelDef};
 pub use reduce::Axes;
+pub use rlx_ir::HostTensor;
 pub use rlx_ir::{DType, Dim, Graph, Shape};
 pub use scope::{graph, graph_with, GraphScope, Outputs, ScopeOptions};
 pub use tensor::{broadcast_shapes, promote_types, Tensor};
+#[cfg(feature = "optim")]
+pub use train::{train_step, train_step_with, StepOutput, TrainStep};
 pub use transform::{
     grad, grad_argnums, hvp, jit, jit_with, jvp, try_hvp, try_jvp, try_vmap, value_and_grad, vmap,
     Jit, JitOptions, TraceFn,

@@ -484,6 +484,16 @@ impl Default for JitOptions {
     }
 }
 
+/// Compiles `g` on `opts.device` with `opts.compile`; `what` names the step in the error.
+pub(crate) fn compile_on(opts: &JitOptions, g: Graph, what: &str) -> Result<CompiledGraph> {
+    Session::new(opts.device)
+        .try_compile_with(g, &opts.compile)
+        .map_err(|source| TensorError::Runtime {
+            what: what.into(),
+            source: Box::new(source),
+        })
+}
+
 /// A [`jit`]ed function: traced and compiled once per argument shapes and
 /// dtypes, then run from the cache. A `Jit` is not `Sync`: its cache is the
 /// calling thread's.
@@ -528,13 +538,7 @@ impl<M, F: TraceFn<M>> Jit<F, M> {
     pub fn call(&self, args: &[&HostTensor]) -> Result<Vec<HostTensor>> {
         let key: Vec<Shape> = args.iter().map(|a| a.shape()).collect();
         if !self.cache.borrow().contains_key(&key) {
-            let g = self.trace_graph(&key)?;
-            let c = Session::new(self.opts.device)
-                .try_compile_with(g, &self.opts.compile)
-                .map_err(|source| TensorError::Runtime {
-                    what: "jit compile".into(),
-                    source: Box::new(source),
-                })?;
+            let c = compile_on(&self.opts, self.trace_graph(&key)?, "jit compile")?;
             self.traces.set(self.traces.get() + 1);
             self.cache.borrow_mut().insert(key.clone(), c);
         }

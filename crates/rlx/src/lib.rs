@@ -31,6 +31,7 @@
 //! | `rlx::driver`  | `rlx-driver`  | `Device` enum, backend registry                |
 //! | `rlx::runtime` | `rlx-runtime` | `Session`, `CompiledGraph`                     |
 //! | `rlx::tensor`  | `rlx-tensor`  | `Tensor` DSL: jax.numpy names, `s!`, grad / vmap / jit |
+//! | `rlx::macros`  | `rlx-macros`  | `#[rlx_model]`, `pipeline_schedule!`           |
 //!
 //! ## Namespaces
 //!
@@ -152,6 +153,13 @@ pub use rlx_optim as optim;
 
 #[cfg(feature = "optim")]
 pub mod train;
+
+/// Procedural macros: `#[rlx_model]` (a struct of `Tensor` params with a
+/// `forward` method, compiled lazily) and `pipeline_schedule!` (a stage
+/// order computed and checked at compile time).
+pub use rlx_macros as macros;
+/// Proc macros; also available as `rlx::macros::{rlx_model, pipeline_schedule}`.
+pub use rlx_macros::{pipeline_schedule, rlx_model};
 
 #[cfg(feature = "peft")]
 /// Parameter-efficient adaptation: LoRA / rsLoRA, DoRA, IA3, AdaLoRA (with
@@ -424,6 +432,7 @@ pub mod prelude {
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
+    pub use crate::{pipeline_schedule, rlx_model};
     // 3D Gaussian splatting IR surface (the renderer registers itself).
     pub use crate::{BytesWeightLoader, CalibrationRecord, QuantScheme, WeightLoader};
     #[cfg(feature = "splat")]

@@ -1,0 +1,4 @@
+#[rlx_macros::rlx_model]
+struct Mlp(rlx_tensor::Tensor);
+
+fn main() {}

@@ -1,0 +1,9 @@
+rlx_macros::pipeline_schedule! {
+    Twice {
+        a => [],
+        b => [a],
+        a => [b],
+    }
+}
+
+fn main() {}
