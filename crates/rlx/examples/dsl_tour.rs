@@ -3,7 +3,9 @@
 //! 1. the graph API (`Graph` + `GraphExt`, node by node),
 //! 2. the `Tensor` DSL (`rlx::tensor`, jax.numpy style) inside `graph(..)`,
 //! 3. `#[rlx_model]`: a struct of `Tensor` params with a `forward` method,
-//!    compiled lazily on the first call.
+//!    compiled lazily on the first call,
+//! 4. `rlx!`: the declarative language, names and shapes checked while the
+//!    macro expands (sizes are literals there: the checker sees tokens).
 //!
 //! Models: the digits MLP of `train_digits` (64-128-10, tanh) on real
 //! digits images, and a MiniLM-style encoder layer (2-head self-attention,
@@ -103,6 +105,19 @@ struct DigitsMlp {
 impl DigitsMlp {
     fn forward(&self, x: &Tensor) -> Tensor {
         (x.matmul(&self.w1) + &self.b1).tanh().matmul(&self.w2) + &self.b2
+    }
+}
+
+/// 4. `rlx!` (64-128-10 as literals: the macro checks shapes at expansion).
+fn mlp_rlx() -> Graph {
+    rlx! {
+        graph digits_mlp;
+        input arg0: f32[8, 64];
+        param w1: f32[64, 128];
+        param b1: f32[128];
+        param w2: f32[128, 10];
+        param b2: f32[10];
+        out logits = tanh(arg0 @ w1 + b1) @ w2 + b2;
     }
 }
 
@@ -219,6 +234,40 @@ impl EncoderLayer {
     }
 }
 
+/// 4. `rlx!` (seq 8, hidden 32, 2 heads of 16, ffn 64; the scale 1/sqrt(16)
+/// is the graph API's multiply by 0.25).
+fn encoder_rlx() -> Graph {
+    rlx! {
+        graph encoder_layer;
+        input arg0: f32[8, 32];
+        param wq: f32[32, 32];
+        param bq: f32[32];
+        param wk: f32[32, 32];
+        param bk: f32[32];
+        param wv: f32[32, 32];
+        param bv: f32[32];
+        param wo: f32[32, 32];
+        param bo: f32[32];
+        param ln1_g: f32[32];
+        param ln1_b: f32[32];
+        param wi: f32[32, 64];
+        param bi: f32[64];
+        param wf: f32[64, 32];
+        param bf: f32[32];
+        param ln2_g: f32[32];
+        param ln2_b: f32[32];
+        fn heads(t) = transpose(reshape(t, [8, 2, 16]), [1, 0, 2]);
+        let q = heads(arg0 @ wq + bq);
+        let k = heads(arg0 @ wk + bk);
+        let v = heads(arg0 @ wv + bv);
+        let probs = softmax(q @ transpose(k, [0, 2, 1]) * 0.25, axis=-1);
+        let ctx = reshape(transpose(probs @ v, [1, 0, 2]), [8, 32]);
+        let h = layer_norm(arg0 + (ctx @ wo + bo), ln1_g, ln1_b, eps=1e-12);
+        let f = gelu(h @ wi + bi) @ wf + bf;
+        out y = layer_norm(h + f, ln2_g, ln2_b, eps=1e-12);
+    }
+}
+
 // ---------------------------------------------------------------- running
 
 /// Runs a graph on the CPU with these params and one input.
@@ -312,7 +361,7 @@ pub fn main() -> rlx::Result<()> {
             ("graph API", run_graph(mlp_graph(), &mlp_w, &x)?),
             ("Tensor", run_graph(mlp_tensor()?, &mlp_w, &x)?),
             ("#[rlx_model]", run_model(DigitsMlp::model(), &mlp_w, &x)?),
-            // rlx! version: added here once `rlx!` lands.
+            ("rlx!", run_graph(mlp_rlx(), &mlp_w, &x)?),
         ],
     )?;
 
@@ -328,7 +377,7 @@ pub fn main() -> rlx::Result<()> {
                 "#[rlx_model]",
                 run_model(EncoderLayer::model(), &enc_w, &x)?,
             ),
-            // rlx! version: added here once `rlx!` lands.
+            ("rlx!", run_graph(encoder_rlx(), &enc_w, &x)?),
         ],
     )?;
     println!("all ways agree");
