@@ -234,8 +234,8 @@ impl EncoderLayer {
     }
 }
 
-/// 4. `rlx!` (seq 8, hidden 32, 2 heads of 16, ffn 64; the scale 1/sqrt(16)
-/// is the graph API's multiply by 0.25).
+/// 4. `rlx!`: seq 8, hidden 32, 2 heads of 16, ffn 64; the scale
+/// `1 / sqrt(16)` is the graph API's multiply by 0.25.
 fn encoder_rlx() -> Graph {
     rlx! {
         graph encoder_layer;
