@@ -234,7 +234,7 @@ impl EncoderLayer {
     }
 }
 
-/// 4. `rlx!`: seq 8, hidden 32, 2 heads of 16, ffn 64; the scale
+/// Way 4, `rlx!`: seq 8, hidden 32, 2 heads of 16, ffn 64; the scale
 /// `1 / sqrt(16)` is the graph API's multiply by 0.25.
 fn encoder_rlx() -> Graph {
     rlx! {
