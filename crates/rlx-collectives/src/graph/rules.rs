@@ -17,8 +17,8 @@ fn bad(op: &CustomOp) -> impl Fn(String) -> IrError + '_ {
     }
 }
 
-/// `op` renamed to `name` with attribute `key` set to `value` (the other
-/// attributes kept: group, mode, axis, world, ...).
+/// `op` renamed to `name` with the attributes in `changes` set (the others
+/// kept: group, mode, axis, world, ...).
 fn derived(op: &CustomOp, name: &str, changes: &[(&str, CustomAttr)]) -> CustomOp {
     let mut attrs = op.attrs.clone();
     for (k, v) in changes {
