@@ -7,11 +7,11 @@ use crate::model::{read_text_ir, require_file, FileKind, OUTPUT_NAMES};
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use rlx::models::bert::{encoder_graph, BertConfig};
+use rlx::models::bert::{encoder_graph, graph_param, BertConfig};
 use rlx::onnx::OnnxModel;
 use rlx::pkg::{Package, PackageBuilder, Tier};
-use rlx::runtime::{BytesWeightLoader, WeightLoader};
-use rlx::{CompileOptions, DType, Device, HostTensor};
+use rlx::runtime::BytesWeightLoader;
+use rlx::{CompileOptions, Device};
 use std::path::{Path, PathBuf};
 
 /// `rlx pack` arguments.
@@ -47,22 +47,6 @@ fn options(bind: &[(String, usize)]) -> CompileOptions {
         .fold(CompileOptions::default(), |o, (k, n)| o.bind_dim(k, *n))
 }
 
-/// `[r, c]` f32 -> `[c, r]`.
-fn transpose(t: &HostTensor) -> Result<HostTensor> {
-    let [r, c] = t.dims() else {
-        bail!("expected a matrix, got dims {:?}", t.dims());
-    };
-    let (r, c) = (*r, *c);
-    let v = t.to_vec::<f32>()?;
-    let mut out = vec![0f32; r * c];
-    for i in 0..r {
-        for j in 0..c {
-            out[j * r + i] = v[i * c + j];
-        }
-    }
-    Ok(HostTensor::from_vec(out, &[c, r])?)
-}
-
 /// A BERT / MiniLM directory: the encoder graph for `batch x seq`, its
 /// weights as the graph holds them, the tokenizer.
 fn model_dir(a: &PackArgs) -> Result<PackageBuilder> {
@@ -87,14 +71,8 @@ fn model_dir(a: &PackArgs) -> Result<PackageBuilder> {
         );
     }
     for (_, name, _) in eg.graph.params() {
-        let t = st
-            .get_as(name, DType::F32)
+        let t = graph_param(&st, name, &eg.transposed)
             .with_context(|| format!("{}: tensor \"{name}\"", st_path.display()))?;
-        let t = if eg.transposed.iter().any(|n| n == name) {
-            transpose(&t)?
-        } else {
-            t
-        };
         b = b.tensor(name, &t);
     }
     Ok(b)

@@ -193,6 +193,23 @@ pub fn load_params(
     Ok(())
 }
 
+/// Param `name` of a graph built by [`encoder_graph`] as a host tensor,
+/// read from `loader` (f32; a `transposed` Linear weight turned from
+/// torch's `[out, in]` to the graph's `[in, out]`): what a package of the
+/// graph stores.
+pub fn graph_param(
+    loader: &dyn WeightLoader,
+    name: &str,
+    transposed: &[String],
+) -> Result<HostTensor, ModelError> {
+    let t = loader.get_as(name, DType::F32)?;
+    if transposed.iter().any(|n| n == name) {
+        transpose_2d(name, &t)
+    } else {
+        Ok(t)
+    }
+}
+
 /// `[r, c]` -> `[c, r]` of an f32 tensor, moving its bytes into one new
 /// buffer (no f32 staging copies: loading keeps little garbage behind).
 fn transpose_2d(name: &str, t: &HostTensor) -> Result<HostTensor, ModelError> {

@@ -12,4 +12,4 @@ mod graph;
 
 pub use config::BertConfig;
 pub use encoder::{BertEncoder, BertOutput, TokenBatch};
-pub use graph::{encoder_graph, load_params, EncoderGraph};
+pub use graph::{encoder_graph, graph_param, load_params, EncoderGraph};
