@@ -205,6 +205,7 @@ pub(crate) fn top_module(
     let nl = plan.layers.len();
     let in_len = plan.input_len;
     let out_len = plan.output_len();
+    let has_mac = plan.layers.iter().any(LayerPlan::is_mac);
     let has_window = plan
         .layers
         .iter()
@@ -229,7 +230,10 @@ pub(crate) fn top_module(
     s.push_str("  logic signed [7:0] q_best, q_last, q_x, q_w, q_floor;\n");
     s.push_str("  logic q_ok, q_mac;\n");
     s.push_str("  int q_n0, q_n1, q_n2, q_ny, q_nx, q_nc, q_prod;\n");
-    s.push_str("  int q_izp, q_ozp, q_lo, q_hi, q_bias, q_mult, q_shift;\n");
+    s.push_str("  int q_izp, q_bias;\n");
+    if has_mac {
+        s.push_str("  int q_ozp, q_lo, q_hi, q_mult, q_shift;\n");
+    }
     if has_window {
         s.push_str("  int q_iy, q_ix;\n");
     }
@@ -256,14 +260,11 @@ pub(crate) fn top_module(
     // Constants and taps of the current layer.
     s.push_str("\n  always_comb begin\n");
     s.push_str("    q_n0 = 1; q_n1 = 1; q_n2 = 1; q_ny = 1; q_nx = 1; q_nc = 1;\n");
-    let _ = writeln!(
-        s,
-        "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_ozp = 0; q_lo = -128; q_hi = 127;",
-        s8(-128)
-    );
-    s.push_str(
-        "    q_x = 8'sh00; q_w = 8'sh00; q_ok = 1'b0; q_bias = 0; q_mult = 0; q_shift = 0;\n",
-    );
+    let _ = writeln!(s, "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_bias = 0;", s8(-128));
+    s.push_str("    q_x = 8'sh00; q_w = 8'sh00; q_ok = 1'b0;\n");
+    if has_mac {
+        s.push_str("    q_ozp = 0; q_lo = -128; q_hi = 127; q_mult = 0; q_shift = 0;\n");
+    }
     if has_window {
         s.push_str("    q_iy = 0; q_ix = 0;\n");
     }

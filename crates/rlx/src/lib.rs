@@ -174,6 +174,22 @@ pub use rlx_peft as peft;
 /// through `cortexm::model::run_layers`.
 pub use rlx_cortexm as cortexm;
 
+#[cfg(feature = "fpga")]
+/// INT8 model → SystemVerilog datapath (dense / conv2d / relu / maxpool /
+/// arg-max, `$readmemh` weights, testbench, vendor scripts) and the
+/// runtime's [`export`](rlx_runtime::export).
+///
+/// ```ignore
+/// use rlx::prelude::*;
+///
+/// let arts = ExportSession::fpga("hw/out")
+///     .hw_target(HwTarget::Generic)
+///     .export_model(&tinyconv_mnist_from_cortexm())?;
+/// ```
+///
+/// Entry via module path: `rlx::fpga::export_graph` / `emit_with_config`.
+pub use rlx_fpga as fpga;
+
 #[cfg(feature = "linalg")]
 /// Dense linear algebra (cholesky, triangular / general solves, inverse,
 /// determinants) as custom ops on faer, with JAX's vjp / jvp rules.
@@ -264,6 +280,16 @@ pub use rlx_autodiff::{
     vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
 };
 pub use rlx_driver::Device;
+#[cfg(feature = "fpga")]
+pub use rlx_fpga::{
+    tinyconv_mnist_from_cortexm, ExportQuantMode, FpgaExportConfig, GraphIoBind, HwTarget,
+    InputIface, IoConfig, OutputIface, OutputKind, PortNames, SidebandSpec,
+};
+#[cfg(feature = "fpga")]
+pub use rlx_runtime::{
+    export_graph, export_tinyconv_mnist, ExportOptions, ExportSession, ExportTarget,
+    ExportedArtifacts,
+};
 pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
@@ -413,6 +439,14 @@ pub mod prelude {
         Package, Placement,
     };
     pub use crate::quant::QuantMap;
+    // FPGA / ASIC SystemVerilog export (feature `fpga`)
+    #[cfg(feature = "fpga")]
+    pub use crate::{
+        export_graph, export_tinyconv_mnist, tinyconv_mnist_from_cortexm, ExportOptions,
+        ExportQuantMode, ExportSession, ExportTarget, ExportedArtifacts, FpgaExportConfig,
+        GraphIoBind, HwTarget, InputIface, IoConfig, OutputIface, OutputKind, PortNames,
+        SidebandSpec,
+    };
     #[cfg(feature = "tensor")]
     pub use crate::tensor::rlx;
     #[cfg(feature = "tensor")]
