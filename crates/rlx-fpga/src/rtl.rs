@@ -260,7 +260,11 @@ pub(crate) fn top_module(
     // Constants and taps of the current layer.
     s.push_str("\n  always_comb begin\n");
     s.push_str("    q_n0 = 1; q_n1 = 1; q_n2 = 1; q_ny = 1; q_nx = 1; q_nc = 1;\n");
-    let _ = writeln!(s, "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_bias = 0;", s8(-128));
+    let _ = writeln!(
+        s,
+        "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_bias = 0;",
+        s8(-128)
+    );
     s.push_str("    q_x = 8'sh00; q_w = 8'sh00; q_ok = 1'b0;\n");
     if has_mac {
         s.push_str("    q_ozp = 0; q_lo = -128; q_hi = 127; q_mult = 0; q_shift = 0;\n");

@@ -285,11 +285,6 @@ pub use rlx_fpga::{
     tinyconv_mnist_from_cortexm, ExportQuantMode, FpgaExportConfig, GraphIoBind, HwTarget,
     InputIface, IoConfig, OutputIface, OutputKind, PortNames, SidebandSpec,
 };
-#[cfg(feature = "fpga")]
-pub use rlx_runtime::{
-    export_graph, export_tinyconv_mnist, ExportOptions, ExportSession, ExportTarget,
-    ExportedArtifacts,
-};
 pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
@@ -325,6 +320,11 @@ pub use rlx_runtime::{
     DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
 };
 pub use rlx_runtime::{effective_config, EffectiveConfig};
+#[cfg(feature = "fpga")]
+pub use rlx_runtime::{
+    export_graph, export_tinyconv_mnist, ExportOptions, ExportSession, ExportTarget,
+    ExportedArtifacts,
+};
 pub use rlx_runtime::{
     save_safetensors, serialize_safetensors, BytesWeightLoader, DynamicGraph, WeightLoader,
 };
@@ -440,13 +440,6 @@ pub mod prelude {
     };
     pub use crate::quant::QuantMap;
     // FPGA / ASIC SystemVerilog export (feature `fpga`)
-    #[cfg(feature = "fpga")]
-    pub use crate::{
-        export_graph, export_tinyconv_mnist, tinyconv_mnist_from_cortexm, ExportOptions,
-        ExportQuantMode, ExportSession, ExportTarget, ExportedArtifacts, FpgaExportConfig,
-        GraphIoBind, HwTarget, InputIface, IoConfig, OutputIface, OutputKind, PortNames,
-        SidebandSpec,
-    };
     #[cfg(feature = "tensor")]
     pub use crate::tensor::rlx;
     #[cfg(feature = "tensor")]
@@ -463,6 +456,13 @@ pub mod prelude {
     pub use crate::{
         benchmark_devices, devices_for_with_policy, BackendsManifest, DeviceBenchResult,
         DeviceCandidate, DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
+    };
+    #[cfg(feature = "fpga")]
+    pub use crate::{
+        export_graph, export_tinyconv_mnist, tinyconv_mnist_from_cortexm, ExportOptions,
+        ExportQuantMode, ExportSession, ExportTarget, ExportedArtifacts, FpgaExportConfig,
+        GraphIoBind, HwTarget, InputIface, IoConfig, OutputIface, OutputKind, PortNames,
+        SidebandSpec,
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
