@@ -101,6 +101,19 @@ fn shape_err(layer: usize, detail: String) -> FpgaError {
     FpgaError::Shape { layer, detail }
 }
 
+/// `HxWxC -> HxWxC` of a window layer.
+fn shapes(g: &Geometry) -> String {
+    format!(
+        "{}x{}x{} -> {}x{}x{}",
+        g.in_h,
+        g.in_w,
+        g.in_c,
+        g.out_h(),
+        g.out_w(),
+        g.out_c
+    )
+}
+
 fn check_geometry(layer: usize, g: &Geometry) -> Result<(), FpgaError> {
     if g.stride_h == 0 || g.stride_w == 0 || g.k_h == 0 || g.k_w == 0 || g.in_c == 0 {
         return Err(shape_err(layer, format!("degenerate geometry {g:?}")));
@@ -169,13 +182,8 @@ fn plan_layer(i: usize, layer: &QLayer, acc_bits: u32) -> Result<LayerPlan, Fpga
                 weights: Some(params.clone()),
                 floor: -128,
                 label: format!(
-                    "conv2d {}x{}x{} -> {}x{}x{}, kernel {}x{}, stride {}x{}, pads {:?}",
-                    g.in_h,
-                    g.in_w,
-                    g.in_c,
-                    g.out_h(),
-                    g.out_w(),
-                    g.out_c,
+                    "conv2d {}, kernel {}x{}, stride {}x{}, pads {:?}",
+                    shapes(g),
                     g.k_h,
                     g.k_w,
                     g.stride_h,
@@ -215,17 +223,7 @@ fn plan_layer(i: usize, layer: &QLayer, acc_bits: u32) -> Result<LayerPlan, Fpga
                 in_len: g.input_len(),
                 weights: None,
                 floor: -128,
-                label: format!(
-                    "maxpool {}x{}x{} -> {}x{}x{}, window {}x{}",
-                    g.in_h,
-                    g.in_w,
-                    g.in_c,
-                    g.out_h(),
-                    g.out_w(),
-                    g.out_c,
-                    g.k_h,
-                    g.k_w
-                ),
+                label: format!("maxpool {}, window {}x{}", shapes(g), g.k_h, g.k_w),
             }
         }
         QLayer::Relu { len, quant } => {

@@ -95,6 +95,18 @@ const REQUANT: &str = r#"
   endfunction
 "#;
 
+/// Nested counters (innermost first) that step like an odometer and run
+/// `on_wrap` when all of them wrap.
+fn odometer(digits: &[(&str, &str)], on_wrap: &str, pad: &str) -> String {
+    let Some(((c, n), rest)) = digits.split_first() else {
+        return format!("{pad}{on_wrap}\n");
+    };
+    format!(
+        "{pad}if ({c} + 1 < {n}) {c} <= {c} + 1;\n{pad}else begin\n{pad}  {c} <= 0;\n{}{pad}end\n",
+        odometer(rest, on_wrap, &format!("{pad}  "))
+    )
+}
+
 /// The per-layer branch of the tap / constant multiplexer.
 fn layer_branch(i: usize, l: &LayerPlan, src_depth: usize) -> String {
     let mut b = String::new();
@@ -338,18 +350,10 @@ pub(crate) fn top_module(
         s,
         "        Q_STEP: begin\n          if (q_mac) q_acc <= q_acc + {acc}'(q_prod);\n          else if (q_ok && {acc}'(q_x) > q_acc) q_acc <= {acc}'(q_x);"
     );
+    let taps = [("q_t2", "q_n2"), ("q_t1", "q_n1"), ("q_t0", "q_n0")];
+    s.push_str(&odometer(&taps, "q_state <= Q_WRITE;", "          "));
     s.push_str(
-        "          if (q_t2 + 1 < q_n2) q_t2 <= q_t2 + 1;
-          else begin
-            q_t2 <= 0;
-            if (q_t1 + 1 < q_n1) q_t1 <= q_t1 + 1;
-            else begin
-              q_t1 <= 0;
-              if (q_t0 + 1 < q_n0) q_t0 <= q_t0 + 1;
-              else begin q_t0 <= 0; q_state <= Q_WRITE; end
-            end
-          end
-        end
+        "        end
         Q_WRITE: begin
           // Requantized here, once per output, not in the always_comb datapath.
           case (q_layer)
@@ -368,26 +372,17 @@ pub(crate) fn top_module(
             index(l.out_len(), "(q_oy * q_nx + q_ox) * q_nc + q_oc")
         );
     }
+    s.push_str("            default: ;\n          endcase\n          q_state <= Q_INIT;\n");
+    let outputs = [("q_oc", "q_nc"), ("q_ox", "q_nx"), ("q_oy", "q_ny")];
+    let next_layer = format!(
+        "if (q_layer == {}) begin q_state <= Q_SCAN; q_scan <= 0; end\n{pad}else begin q_layer <= q_layer + 1; q_state <= Q_INIT; end",
+        nl - 1,
+        pad = " ".repeat(16)
+    );
+    s.push_str(&odometer(&outputs, &next_layer, "          "));
     let _ = writeln!(
         s,
-        "            default: ;
-          endcase
-          q_state <= Q_INIT;
-          if (q_oc + 1 < q_nc) q_oc <= q_oc + 1;
-          else begin
-            q_oc <= 0;
-            if (q_ox + 1 < q_nx) q_ox <= q_ox + 1;
-            else begin
-              q_ox <= 0;
-              if (q_oy + 1 < q_ny) q_oy <= q_oy + 1;
-              else begin
-                q_oy <= 0;
-                if (q_layer == {}) begin q_state <= Q_SCAN; q_scan <= 0; end
-                else begin q_layer <= q_layer + 1; q_state <= Q_INIT; end
-              end
-            end
-          end
-        end
+        "        end
         Q_SCAN: begin
           if (q_scan == 0 || q_last > q_best) begin q_best <= q_last; q_best_i <= {}'(q_scan); end
           if (q_scan == {}) q_state <= Q_DONE;
@@ -399,7 +394,6 @@ pub(crate) fn top_module(
     end
   end
 ",
-        nl - 1,
         addr_bits(out_len),
         out_len - 1
     );
