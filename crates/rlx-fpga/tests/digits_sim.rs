@@ -49,6 +49,7 @@ fn digits_cnn_rtl_is_bit_exact_over_64_images() {
         assert_eq!(got.cycles, arts.latency_cycles, "image {i}: cycles");
         correct += usize::from(got.class == set.labels[i]);
     }
+    let _ = std::fs::remove_dir_all(&arts.dir);
     eprintln!(
         "RTL sim: 64 images bit-exact, {correct}/64 correct, {} cycles per inference, {:?}",
         arts.latency_cycles, arts.resources
@@ -105,5 +106,6 @@ fn memory_mapped_io_argmax_and_sideband_match_the_reference() {
                 assert_eq!(got.tag, i as u64 + 1, "{name} image {i}: sideband tag");
             }
         }
+        let _ = std::fs::remove_dir_all(&arts.dir);
     }
 }

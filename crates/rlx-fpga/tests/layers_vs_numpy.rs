@@ -74,6 +74,7 @@ fn simulate(name: &str, model: &QuantizedModel, input: &[i8]) -> (Vec<i8>, Vec<u
     for r in &sim {
         assert_eq!(r.cycles, arts.latency_cycles, "{name}: cycles");
     }
+    let _ = std::fs::remove_dir_all(&arts.dir);
     (
         sim.iter().flat_map(|r| r.logits.clone()).collect(),
         sim.iter().map(|r| r.class).collect(),
