@@ -108,7 +108,7 @@ fn odometer(digits: &[(&str, &str)], on_wrap: &str, pad: &str) -> String {
 }
 
 /// The per-layer branch of the tap / constant multiplexer.
-fn layer_branch(i: usize, l: &LayerPlan, src_depth: usize) -> String {
+fn layer_branch(i: usize, l: &LayerPlan, src_depth: usize, acc: u32) -> String {
     let mut b = String::new();
     let [n0, n1, n2] = l.taps;
     let [ny, nx, nc] = l.out;
@@ -191,7 +191,7 @@ fn layer_branch(i: usize, l: &LayerPlan, src_depth: usize) -> String {
             );
             let _ = writeln!(
                 b,
-                "        q_bias = {}; q_mult = {}; q_shift = 32'({});",
+                "        q_bias = {acc}'({}); q_mult = {}; q_shift = 32'({});",
                 c("b"),
                 c("m"),
                 c("s")
@@ -241,8 +241,11 @@ pub(crate) fn top_module(
     let _ = writeln!(s, "  logic signed [{}:0] q_acc;", acc - 1);
     s.push_str("  logic signed [7:0] q_best, q_last, q_x, q_w, q_floor;\n");
     s.push_str("  logic q_ok, q_mac;\n");
-    s.push_str("  int q_n0, q_n1, q_n2, q_ny, q_nx, q_nc, q_prod;\n");
-    s.push_str("  int q_izp, q_bias;\n");
+    s.push_str("  int q_n0, q_n1, q_n2, q_ny, q_nx, q_nc;\n");
+    // |x - zp| * |w| <= 255 * 128 fits any accumulator width >= 16.
+    let _ = writeln!(s, "  logic signed [{}:0] q_prod;", acc - 1);
+    s.push_str("  int q_izp;\n");
+    let _ = writeln!(s, "  logic signed [{}:0] q_bias;", acc - 1);
     if has_mac {
         s.push_str("  int q_ozp, q_lo, q_hi, q_mult, q_shift;\n");
     }
@@ -274,7 +277,7 @@ pub(crate) fn top_module(
     s.push_str("    q_n0 = 1; q_n1 = 1; q_n2 = 1; q_ny = 1; q_nx = 1; q_nc = 1;\n");
     let _ = writeln!(
         s,
-        "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_bias = 0;",
+        "    q_mac = 1'b0; q_floor = {}; q_izp = 0; q_bias = '0;",
         s8(-128)
     );
     s.push_str("    q_x = 8'sh00; q_w = 8'sh00; q_ok = 1'b0;\n");
@@ -287,11 +290,11 @@ pub(crate) fn top_module(
     s.push_str("    case (q_layer)\n");
     let mut src_depth = in_len;
     for (i, l) in plan.layers.iter().enumerate() {
-        s.push_str(&layer_branch(i, l, src_depth));
+        s.push_str(&layer_branch(i, l, src_depth, acc));
         src_depth = l.out_len();
     }
     s.push_str("      default: ;\n    endcase\n");
-    s.push_str("    q_prod = (32'(q_x) - q_izp) * 32'(q_w);\n");
+    let _ = writeln!(s, "    q_prod = {acc}'((32'(q_x) - q_izp) * 32'(q_w));");
     let _ = writeln!(s, "    q_last = q_act{nl}[{}];", index(out_len, "q_scan"));
     s.push_str("  end\n\n");
 
@@ -344,11 +347,11 @@ pub(crate) fn top_module(
     s.push_str("        end\n");
     let _ = writeln!(
         s,
-        "        Q_INIT: begin\n          q_acc <= q_mac ? {acc}'(q_bias) : {acc}'(q_floor);\n          q_t0 <= 0; q_t1 <= 0; q_t2 <= 0; q_state <= Q_STEP;\n        end"
+        "        Q_INIT: begin\n          q_acc <= q_mac ? q_bias : {acc}'(q_floor);\n          q_t0 <= 0; q_t1 <= 0; q_t2 <= 0; q_state <= Q_STEP;\n        end"
     );
     let _ = writeln!(
         s,
-        "        Q_STEP: begin\n          if (q_mac) q_acc <= q_acc + {acc}'(q_prod);\n          else if (q_ok && {acc}'(q_x) > q_acc) q_acc <= {acc}'(q_x);"
+        "        Q_STEP: begin\n          if (q_mac) q_acc <= q_acc + q_prod;\n          else if (q_ok && {acc}'(q_x) > q_acc) q_acc <= {acc}'(q_x);"
     );
     let taps = [("q_t2", "q_n2"), ("q_t1", "q_n1"), ("q_t0", "q_n0")];
     s.push_str(&odometer(&taps, "q_state <= Q_WRITE;", "          "));

@@ -57,13 +57,13 @@ fn digits_cnn_rtl_is_bit_exact_over_64_images() {
 }
 
 #[test]
-fn memory_mapped_io_argmax_and_sideband_match_the_reference() {
+fn memory_mapped_io_argmax_sideband_and_a_24_bit_accumulator_match_the_reference() {
     if !common::hdl_tools() {
         return;
     }
     let model = tinyconv_mnist_from_cortexm();
     let images: Vec<Vec<i8>> = tinyconv_test_set().images[64..72].to_vec();
-    for (name, io) in [
+    for (name, io, acc_bits) in [
         (
             "mm",
             IoConfig {
@@ -75,6 +75,7 @@ fn memory_mapped_io_argmax_and_sideband_match_the_reference() {
                 }),
                 ..Default::default()
             },
+            32,
         ),
         (
             "argmax",
@@ -82,11 +83,15 @@ fn memory_mapped_io_argmax_and_sideband_match_the_reference() {
                 kind: OutputKind::Argmax,
                 ..Default::default()
             },
+            32,
         ),
+        // The worst case of conv2 (72 taps of |x - zp| <= 255, |w| <= 127) fits 24 bits.
+        ("acc24", IoConfig::default(), 24),
     ] {
         let config = FpgaExportConfig {
             io: io.clone(),
             top_name: Some(format!("digits_{name}")),
+            acc_bits,
             testbench_images: images.clone(),
             ..Default::default()
         };
