@@ -8,7 +8,9 @@ pub struct ResourceEstimate {
     /// 18x18-class multipliers: one for the 8x8 MAC, four for the 32x32
     /// requantization product.
     pub dsps: u32,
-    /// Bits of on-chip memory (weights, biases, multipliers, shifts, activations).
+    /// Bits of on-chip memory (weights, biases, multipliers, shifts,
+    /// activations). The datapath reads them combinationally, which maps to
+    /// distributed (LUT) RAM or ROM; block RAM would need a registered read.
     pub bram_bits: u64,
     /// Look-up tables: counters, address arithmetic, the per-layer
     /// multiplexers, the requantization's adders / shifters, the arg-max.
