@@ -195,7 +195,7 @@ pub fn main() -> rlx::Result<()> {
     }
     match &rtl_pred {
         Some(p) => println!(
-            "| RTL, iverilog | {} | - | {} (1 MAC / cycle) | {} DSP, {} BRAM bits, ~{} LUT (estimate) |",
+            "| RTL, iverilog | {} | - | {} (1 MAC / cycle) | {} DSP, {} memory bits, ~{} LUT (estimate) |",
             pct(p),
             arts.latency_cycles,
             r.dsps,
