@@ -23,6 +23,8 @@ mod device_router;
 pub mod devices;
 mod dynamic;
 mod error;
+#[cfg(feature = "fpga")]
+pub mod export;
 mod flexible_session;
 mod graph_devices;
 mod options;
@@ -48,6 +50,11 @@ pub use devices::{
 };
 pub use dynamic::{DynamicGraph, DEFAULT_PLAN_CACHE};
 pub use error::{Result, RuntimeError};
+#[cfg(feature = "fpga")]
+pub use export::{
+    export_graph, export_tinyconv_mnist, ExportOptions, ExportSession, ExportTarget,
+    ExportedArtifacts,
+};
 pub use flexible_session::FlexibleSession;
 pub use graph_devices::GraphDevices;
 pub use options::CompileOptions;

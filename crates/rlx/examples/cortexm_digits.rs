@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 #[path = "common/digits.rs"]
-mod digits;
+pub mod digits;
 use digits::{load_digits, Rng};
 
 const CLASSES: usize = 10;
@@ -68,7 +68,7 @@ fn loss_graph() -> Graph {
     g
 }
 
-fn predict_graph(n: usize) -> Graph {
+pub fn predict_graph(n: usize) -> Graph {
     let mut g = Graph::new("tinyconv_digits");
     let x = g.input("x", Shape::new(&[n, 1, 8, 8], DType::F32));
     let z = logits(&mut g, x, n);
@@ -77,7 +77,7 @@ fn predict_graph(n: usize) -> Graph {
     g
 }
 
-fn float_predictions(
+pub fn float_predictions(
     params: &HashMap<String, Vec<f32>>,
     data: &[(Vec<f32>, usize)],
 ) -> rlx::Result<Vec<usize>> {
@@ -92,7 +92,7 @@ fn float_predictions(
         .collect())
 }
 
-fn accuracy(pred: &[usize], data: &[(Vec<f32>, usize)]) -> f64 {
+pub fn accuracy(pred: &[usize], data: &[(Vec<f32>, usize)]) -> f64 {
     let right = pred
         .iter()
         .zip(data)
@@ -101,7 +101,7 @@ fn accuracy(pred: &[usize], data: &[(Vec<f32>, usize)]) -> f64 {
     100.0 * right as f64 / data.len() as f64
 }
 
-fn train(train: &[(Vec<f32>, usize)], rng: &mut Rng) -> rlx::Result<HashMap<String, Vec<f32>>> {
+pub fn train(train: &[(Vec<f32>, usize)], rng: &mut Rng) -> rlx::Result<HashMap<String, Vec<f32>>> {
     let batches = train.len() / BATCH;
     let mut adam = Adam::new(AdamConfig {
         lr: LR,
@@ -250,7 +250,7 @@ pub fn main() -> rlx::Result<()> {
     Ok(())
 }
 
-fn argmax(v: &[i8]) -> usize {
+pub fn argmax(v: &[i8]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x > v[best] {

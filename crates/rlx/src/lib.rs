@@ -174,6 +174,22 @@ pub use rlx_peft as peft;
 /// through `cortexm::model::run_layers`.
 pub use rlx_cortexm as cortexm;
 
+#[cfg(feature = "fpga")]
+/// INT8 model → SystemVerilog datapath (dense / conv2d / relu / maxpool /
+/// arg-max, `$readmemh` weights, testbench, vendor scripts) and the
+/// runtime's [`export`](rlx_runtime::export).
+///
+/// ```ignore
+/// use rlx::prelude::*;
+///
+/// let arts = ExportSession::fpga("hw/out")
+///     .hw_target(HwTarget::Generic)
+///     .export_model(&tinyconv_mnist_from_cortexm())?;
+/// ```
+///
+/// Entry via module path: `rlx::fpga::export_graph` / `emit_with_config`.
+pub use rlx_fpga as fpga;
+
 #[cfg(feature = "linalg")]
 /// Dense linear algebra (cholesky, triangular / general solves, inverse,
 /// determinants) as custom ops on faer, with JAX's vjp / jvp rules.
@@ -264,6 +280,11 @@ pub use rlx_autodiff::{
     vmap, AutodiffError, GradWithLossOptions, HigherOrderOptions,
 };
 pub use rlx_driver::Device;
+#[cfg(feature = "fpga")]
+pub use rlx_fpga::{
+    tinyconv_mnist_from_cortexm, ExportQuantMode, FpgaExportConfig, GraphIoBind, HwTarget,
+    InputIface, IoConfig, OutputIface, OutputKind, PortNames, SidebandSpec,
+};
 pub use rlx_ir::fft::FftNorm;
 pub use rlx_ir::op::ReduceOp;
 pub use rlx_ir::ops::upsample::InterpMode;
@@ -299,6 +320,11 @@ pub use rlx_runtime::{
     DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
 };
 pub use rlx_runtime::{effective_config, EffectiveConfig};
+#[cfg(feature = "fpga")]
+pub use rlx_runtime::{
+    export_graph, export_tinyconv_mnist, ExportOptions, ExportSession, ExportTarget,
+    ExportedArtifacts,
+};
 pub use rlx_runtime::{
     save_safetensors, serialize_safetensors, BytesWeightLoader, DynamicGraph, WeightLoader,
 };
@@ -413,6 +439,7 @@ pub mod prelude {
         Package, Placement,
     };
     pub use crate::quant::QuantMap;
+    // FPGA / ASIC SystemVerilog export (feature `fpga`)
     #[cfg(feature = "tensor")]
     pub use crate::tensor::rlx;
     #[cfg(feature = "tensor")]
@@ -429,6 +456,13 @@ pub mod prelude {
     pub use crate::{
         benchmark_devices, devices_for_with_policy, BackendsManifest, DeviceBenchResult,
         DeviceCandidate, DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
+    };
+    #[cfg(feature = "fpga")]
+    pub use crate::{
+        export_graph, export_tinyconv_mnist, tinyconv_mnist_from_cortexm, ExportOptions,
+        ExportQuantMode, ExportSession, ExportTarget, ExportedArtifacts, FpgaExportConfig,
+        GraphIoBind, HwTarget, InputIface, IoConfig, OutputIface, OutputKind, PortNames,
+        SidebandSpec,
     };
     pub use crate::{graph_param_names, FusionPolicy, GraphModule, GraphStage};
     pub use crate::{parse_graph, ParseError};
