@@ -8,8 +8,11 @@
 //! planner's prediction, made from two measurements taken in the same run:
 //! the single-rank compute rate (gradient graph on the whole batch) and the
 //! link (ping-pong between two ranks: latency from an 8-byte message,
-//! bandwidth from a gradient-sized one). Ranks beyond the free cores share
-//! them, so each rank's device rate is the measured rate × min(1, cores / ranks).
+//! bandwidth from a 4 MiB one). Two predictions per row: (a) each
+//! rank's device rate is the single-rank rate × min(1, cores / ranks);
+//! (b) each rank's device rate is measured with the `n` ranks computing
+//! their shards in lockstep (a barrier per step) without all-reducing (what a rank really gets on a
+//! shared or loaded machine), so (b) tests the communication model alone.
 //! Finally it predicts 8 and 64 ranks on 25 Gb/s Ethernet (10 µs latency).
 //!
 //! Inputs are synthetic (the step time does not depend on pixel values).
@@ -20,7 +23,6 @@ use rlx_collectives::Tag;
 use rlx_ir::{DType, Graph, GraphExt, Shape};
 use rlx_runtime::{CompileOptions, CompiledGraph, Device, Session};
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PIXELS: usize = 64;
@@ -144,6 +146,38 @@ fn train_rank(pg: &dyn ProcessGroup, global_batch: usize) -> Vec<f64> {
     times
 }
 
+/// Median seconds of a lockstep step (compute, then a barrier) while `n`
+/// ranks compute their shards at once: data parallelism without the
+/// all-reduce, timed like [`train_rank`] (slowest rank's median).
+fn concurrent_compute(n: usize, global_batch: usize) -> f64 {
+    let barrier = std::sync::Barrier::new(n);
+    let per_rank: Vec<f64> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|rank| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let batch = global_batch / n;
+                    let mut exe = compile(batch);
+                    init_params(&mut exe);
+                    let data = shard(batch, rank);
+                    let mut times = Vec::new();
+                    for step in 0..WARMUP + STEPS {
+                        let t0 = Instant::now();
+                        exe.try_run(&[("x", &data.x), ("y", &data.y)]).expect("run");
+                        barrier.wait();
+                        if step >= WARMUP {
+                            times.push(t0.elapsed().as_secs_f64());
+                        }
+                    }
+                    median(times)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("rank")).collect()
+    });
+    per_rank.into_iter().fold(0.0, f64::max)
+}
+
 /// `n` connected ranks of `transport`.
 fn world(transport: &str, n: usize) -> Vec<Box<dyn ProcessGroup>> {
     let timeout = Duration::from_secs(60);
@@ -163,8 +197,9 @@ fn world(transport: &str, n: usize) -> Vec<Box<dyn ProcessGroup>> {
                     std::thread::spawn(move || TcpGroup::join(c).expect("tcp join"))
                 })
                 .collect();
-            let mut ranks: Vec<Box<dyn ProcessGroup>> =
-                vec![Box::new(TcpGroup::join_with_listener(cfg(0), listener).expect("tcp join"))];
+            let mut ranks: Vec<Box<dyn ProcessGroup>> = vec![Box::new(
+                TcpGroup::join_with_listener(cfg(0), listener).expect("tcp join"),
+            )];
             for h in others {
                 ranks.push(Box::new(h.join().expect("join thread")));
             }
@@ -210,12 +245,28 @@ fn ping_pong(ranks: &[Box<dyn ProcessGroup>], bytes: usize, reps: usize) -> f64 
     })
 }
 
+/// The planner's step time for `n` data-parallel ranks computing at `rate`.
+fn predict(model: &ModelProfile, n: usize, rate: f64, link: LinkSpec) -> f64 {
+    let device = DeviceSpec {
+        memory_bytes: 1 << 34,
+        flops_per_s: rate,
+    };
+    let cluster = ClusterSpec::uniform(n, device, link);
+    evaluate_mesh(model, &cluster, DeviceMesh::new(n, 1, 1).expect("mesh"))
+        .expect("plan")
+        .step
+        .total_s()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let transport = args.get(1).map(String::as_str).unwrap_or("loopback");
     let global_batch: usize = args.get(2).map_or(512, |b| b.parse().expect("batch"));
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let model = ModelProfile::mlp(&[PIXELS as u64, HIDDEN as u64, CLASSES as u64], global_batch as u64);
+    let model = ModelProfile::mlp(
+        &[PIXELS as u64, HIDDEN as u64, CLASSES as u64],
+        global_batch as u64,
+    );
     let grad_bytes = model.total_params() as usize * 4;
 
     // Single-rank compute rate: the gradient graph on the whole batch.
@@ -236,13 +287,14 @@ fn main() {
         * global_batch as f64;
     let rate = flops / t1;
 
-    // Link: Hockney fit from an 8-byte and a gradient-sized ping-pong.
+    // Link: Hockney fit from an 8-byte and a 4 MiB ping-pong.
     let pair = world(transport, 2);
     let small = ping_pong(&pair, 8, 200);
-    let large = ping_pong(&pair, grad_bytes, 200);
+    let big = grad_bytes.max(4 << 20);
+    let large = ping_pong(&pair, big, 50);
     drop(pair);
     let link = LinkSpec {
-        bandwidth_bytes_per_s: (grad_bytes - 8) as f64 / (large - small).max(1e-9),
+        bandwidth_bytes_per_s: (big - 8) as f64 / (large - small).max(1e-9),
         latency_s: small,
     };
     println!(
@@ -256,25 +308,23 @@ fn main() {
         link.latency_s * 1e6,
         link.bandwidth_bytes_per_s / 1e9
     );
-    println!("| ranks | measured step (ms) | samples/s | predicted step (ms) | predicted / measured |");
-    println!("|---|---|---|---|---|");
+    println!("| ranks | measured step (ms) | samples/s | (a) predicted (ms) | (a) / measured | concurrent rate (GFLOP/s) | (b) predicted (ms) | (b) / measured |");
+    println!("|---|---|---|---|---|---|---|---|");
     for n in [1, 2, 4] {
         let measured = measure_dp(transport, n, global_batch);
         let share = (cores as f64 / n as f64).min(1.0);
-        let device = DeviceSpec {
-            memory_bytes: 1 << 34,
-            flops_per_s: rate * share,
-        };
-        let cluster = ClusterSpec::uniform(n, device, link);
-        let plan = evaluate_mesh(&model, &cluster, DeviceMesh::new(n, 1, 1).expect("mesh"))
-            .expect("plan");
-        let predicted = plan.step.total_s();
+        let predicted_a = predict(&model, n, rate * share, link);
+        let concurrent = flops / n as f64 / concurrent_compute(n, global_batch);
+        let predicted_b = predict(&model, n, concurrent, link);
         println!(
-            "| {n} | {:.3} | {:.0} | {:.3} | {:.2} |",
+            "| {n} | {:.3} | {:.0} | {:.3} | {:.2} | {:.2} | {:.3} | {:.2} |",
             measured * 1e3,
             global_batch as f64 / measured,
-            predicted * 1e3,
-            predicted / measured
+            predicted_a * 1e3,
+            predicted_a / measured,
+            concurrent / 1e9,
+            predicted_b * 1e3,
+            predicted_b / measured
         );
     }
     let ethernet = LinkSpec::gbit(25.0, 10.0);
@@ -287,7 +337,8 @@ fn main() {
                 memory_bytes: 1 << 34,
                 flops_per_s: rate,
             };
-            let plan = plan_placement(&m, &ClusterSpec::uniform(n, device, ethernet)).expect("plan");
+            let plan =
+                plan_placement(&m, &ClusterSpec::uniform(n, device, ethernet)).expect("plan");
             let s = plan.step;
             println!(
                 "  {n} ranks, batch {gb}: {:.3} ms/step ({:.0} samples/s; compute {:.3} ms, all-reduce {:.3} ms), mesh {:?}",
