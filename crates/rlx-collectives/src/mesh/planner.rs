@@ -269,7 +269,7 @@ fn validate(model: &ModelProfile, cluster: &ClusterSpec) -> Result<(), PlanError
             model.global_batch, model.microbatches
         ));
     }
-    if !(model.backward_flops_factor >= 0.0) {
+    if !non_negative(model.backward_flops_factor) {
         return bad(format!(
             "backward FLOPs factor {}",
             model.backward_flops_factor
@@ -279,7 +279,7 @@ fn validate(model: &ModelProfile, cluster: &ClusterSpec) -> Result<(), PlanError
         .layers
         .iter()
         .enumerate()
-        .find(|(_, l)| !(l.forward_flops >= 0.0 && l.forward_flops.is_finite()))
+        .find(|(_, l)| !non_negative(l.forward_flops))
     {
         return bad(format!("layer {i} has forward FLOPs {}", l.forward_flops));
     }
@@ -290,18 +290,28 @@ fn validate(model: &ModelProfile, cluster: &ClusterSpec) -> Result<(), PlanError
         .devices
         .iter()
         .enumerate()
-        .find(|(_, d)| !(d.flops_per_s > 0.0 && d.flops_per_s.is_finite()))
+        .find(|(_, d)| !positive(d.flops_per_s))
     {
         return bad(format!("device {i} computes at {} FLOP/s", d.flops_per_s));
     }
     let link = &cluster.link;
-    if !(link.bandwidth_bytes_per_s > 0.0) || !(link.latency_s >= 0.0) {
+    if !positive(link.bandwidth_bytes_per_s) || !non_negative(link.latency_s) {
         return bad(format!(
             "link bandwidth {} B/s and latency {} s",
             link.bandwidth_bytes_per_s, link.latency_s
         ));
     }
     Ok(())
+}
+
+/// Finite and > 0 (false for NaN).
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// Finite and >= 0 (false for NaN).
+fn non_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
 }
 
 /// The device whose need exceeds its memory by the most bytes.
@@ -316,7 +326,7 @@ fn worst_overflow(plan: &ParallelPlan, cluster: &ClusterSpec) -> Option<(usize, 
 }
 
 fn divisors(n: usize) -> impl Iterator<Item = usize> {
-    (1..=n).filter(move |d| n % d == 0)
+    (1..=n).filter(move |d| n.is_multiple_of(*d))
 }
 
 /// Splits `cost` into `parts` contiguous non-empty runs minimizing the
