@@ -1,6 +1,6 @@
 //! Heterogeneous placement: one graph split across devices.
 //!
-//! A [`DeviceMap`] says which [`DeviceCandidate`] runs each node (by
+//! A [`DeviceMap`] says which [`DeviceCandidate`](crate::DeviceCandidate) runs each node (by
 //! explicit node, by "split at node k", by op mnemonic, else a default).
 //! [`HeteroExecutable`] cuts the graph into segments — maximal runs of
 //! consecutive nodes (in topological order) on one device — compiles each
