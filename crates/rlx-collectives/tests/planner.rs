@@ -340,3 +340,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_absurd_model_is_refused_not_overflowed() {
+    let huge = LayerProfile {
+        params: u64::MAX / 2,
+        activation_bytes: u64::MAX / 2,
+        output_bytes: 4,
+        forward_flops: 1.0,
+    };
+    let model = ModelProfile::f32_sgd(vec![huge; 3], 4);
+    let cluster = uniform(2, 1 << 40, 1e9, LinkSpec::gbit(25.0, 5.0));
+    assert!(matches!(
+        plan_placement(&model, &cluster),
+        Err(PlanError::DoesNotFit { .. })
+    ));
+}

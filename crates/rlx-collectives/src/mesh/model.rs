@@ -67,13 +67,17 @@ impl ModelProfile {
 
     /// Total parameter count.
     pub fn total_params(&self) -> u64 {
-        self.layers.iter().map(|l| l.params).sum()
+        self.layers
+            .iter()
+            .fold(0u64, |a, l| a.saturating_add(l.params))
     }
 
     /// Bytes each parameter costs on the device that owns it
     /// (value + gradient + optimizer state).
     pub fn bytes_per_owned_param(&self) -> u64 {
-        self.bytes_per_param + self.bytes_per_grad + self.optimizer_bytes_per_param
+        self.bytes_per_param
+            .saturating_add(self.bytes_per_grad)
+            .saturating_add(self.optimizer_bytes_per_param)
     }
 }
 

@@ -145,13 +145,19 @@ pub fn evaluate_mesh(
             .sum();
         tensor_comm = tensor_comm.max(tensor);
 
-        let params: u64 = ls.iter().map(|l| l.params).sum::<u64>().div_ceil(tp as u64);
-        let grad_bytes = (params * model.bytes_per_grad) as f64;
+        let params: u64 = ls
+            .iter()
+            .fold(0u64, |a, l| a.saturating_add(l.params))
+            .div_ceil(tp as u64);
+        let grad_bytes = params as f64 * model.bytes_per_grad as f64;
         data_comm = data_comm.max(ring_all_reduce_seconds(grad_bytes, dp, link));
 
-        let activations: u64 = ls.iter().map(|l| l.activation_bytes).sum();
-        let act_bytes = (activations as f64 * batch / tp as f64).ceil() as u64;
-        let bytes = params * model.bytes_per_owned_param() + act_bytes;
+        let activations = ls.iter().map(|l| l.activation_bytes as f64).sum::<f64>();
+        let act_bytes = (activations * batch / tp as f64).ceil() as u64;
+        // Saturating: an absurd profile must become DoesNotFit, not an overflow.
+        let bytes = params
+            .saturating_mul(model.bytes_per_owned_param())
+            .saturating_add(act_bytes);
         for r in ranks {
             memory[r] = bytes;
         }
@@ -228,7 +234,7 @@ pub fn plan_placement(
                         needed, available, ..
                     },
                 ) => {
-                    let miss = needed - available;
+                    let miss = needed.saturating_sub(available);
                     if closest.as_ref().is_none_or(|(m, _)| miss < *m) {
                         closest = Some((miss, e));
                     }
