@@ -19,6 +19,10 @@
 //! `Deterministic` (bitwise reproducible whatever the arrival order or
 //! transport; the exact order is documented on [`ReduceMode::Deterministic`]).
 //!
+//! [`mesh`] lays ranks out on data / tensor / pipeline axes and plans a
+//! placement ([`plan_placement`]) with a predicted step time and memory
+//! per device.
+//!
 //! [`graph`] puts the same collectives inside RLX graphs as custom ops
 //! (`collectives.all_reduce`, ...) with derivative and batching rules:
 //! [`all_reduce_op_mode`] and friends, run on the group bound with
@@ -48,6 +52,7 @@ pub mod graph;
 mod group;
 mod loopback;
 mod mailbox;
+pub mod mesh;
 #[cfg(feature = "mpi")]
 mod mpi_group;
 mod registry;
@@ -66,6 +71,11 @@ pub use graph::{
 };
 pub use group::{GroupId, ProcessGroup, Tag};
 pub use loopback::LoopbackGroup;
+pub use mesh::{
+    evaluate_mesh, plan_placement, ring_all_reduce_seconds, ClusterSpec, DeviceMesh, DeviceSpec,
+    LayerProfile, LinkSpec, MeshAxis, MeshCoord, MeshGroups, ModelProfile, ParallelPlan, PlanError,
+    StepTime,
+};
 #[cfg(feature = "mpi")]
 pub use mpi_group::MpiGroup;
 pub use registry::{GroupRegistry, SubGroup};
@@ -84,5 +94,10 @@ pub mod prelude {
         all_gather_op, all_reduce_op, all_reduce_op_mode, all_to_all_op, bind_groups,
         bind_process_groups, broadcast_op, megatron_f, megatron_g, ppermute_op, recv_op, reduce_op,
         reduce_scatter_op, register, send_op,
+    };
+    pub use crate::{
+        evaluate_mesh, plan_placement, ring_all_reduce_seconds, ClusterSpec, DeviceMesh,
+        DeviceSpec, LayerProfile, LinkSpec, MeshAxis, MeshCoord, MeshGroups, ModelProfile,
+        ParallelPlan, PlanError, StepTime,
     };
 }

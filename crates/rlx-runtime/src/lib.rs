@@ -27,6 +27,7 @@ mod error;
 pub mod export;
 mod flexible_session;
 mod graph_devices;
+pub mod hetero;
 mod options;
 mod params;
 mod prelude;
@@ -57,6 +58,7 @@ pub use export::{
 };
 pub use flexible_session::FlexibleSession;
 pub use graph_devices::GraphDevices;
+pub use hetero::{DeviceMap, HeteroExecutable};
 pub use options::CompileOptions;
 pub use params::graph_param_names;
 pub use rlx_compile::Precision;
