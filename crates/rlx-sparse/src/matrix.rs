@@ -114,18 +114,44 @@ impl<T: Scalar> CsrMatrix<T> {
                 format!("x has {} values; A is {m} x {n}", x.len()),
             ));
         }
-        let (ip, ix, v) = (&self.c.indptr, &self.c.indices, &self.c.values);
-        Ok((0..m)
-            .map(|i| {
-                let span = ip[i]..ip[i + 1];
-                let mut s = T::ZERO;
-                for (&a, &j) in v[span.clone()].iter().zip(&ix[span]) {
-                    // SAFETY: construction checked every column index < ncols = x.len().
-                    s += a * unsafe { *x.get_unchecked(j) };
-                }
-                s
-            })
-            .collect())
+        let mut y = vec![T::ZERO; m];
+        self.spmv_into(x, &mut y);
+        Ok(y)
+    }
+
+    /// Row `i` of `A` dotted with `x`, in column order (as scipy's
+    /// `csr_matvec`); `x.len() == ncols` is the caller's check.
+    #[inline(always)]
+    fn row_dot(&self, i: usize, x: &[T]) -> T {
+        let span = self.c.indptr[i]..self.c.indptr[i + 1];
+        let (v, ix) = (&self.c.values[span.clone()], &self.c.indices[span]);
+        let mut s = T::ZERO;
+        for (&a, &j) in v.iter().zip(ix) {
+            // SAFETY: construction checked every column index < ncols = x.len().
+            s += a * unsafe { *x.get_unchecked(j) };
+        }
+        s
+    }
+
+    /// `y = A x` into `y` (`x.len() == ncols`, `y.len() == nrows`, the
+    /// caller's checks), without allocating.
+    pub(crate) fn spmv_into(&self, x: &[T], y: &mut [T]) {
+        debug_assert_eq!(x.len(), self.c.inner);
+        for (i, yi) in y.iter_mut().enumerate().take(self.c.outer) {
+            *yi = self.row_dot(i, x);
+        }
+    }
+
+    /// `y = A x` into `y` and `<x, y>` in the same pass (CG's `p·Ap`), for
+    /// a square `A` (the caller's check).
+    pub(crate) fn spmv_dot_into(&self, x: &[T], y: &mut [T]) -> T {
+        debug_assert_eq!(x.len(), self.c.inner);
+        let mut acc = T::ZERO;
+        for (i, (yi, &xi)) in y.iter_mut().zip(x).enumerate().take(self.c.outer) {
+            *yi = self.row_dot(i, x);
+            acc += xi * *yi;
+        }
+        acc
     }
 
     /// `Aᵀ y` without forming `Aᵀ` (the vjp of `spmv` with respect to `x`).
