@@ -112,13 +112,13 @@ fn product_t<T: Scalar>(
     let out_rows = if trans { pat.ncols } else { pat.nrows };
     let mut y = vec![T::ZERO; out_rows * k];
     for r in 0..pat.nrows {
-        for p in pat.indptr[r]..pat.indptr[r + 1] {
-            let c = pat.indices[p];
-            // A[r, c] = v[p]: y[r] += v x[c], or (transposed) y[c] += v x[r].
+        let span = pat.indptr[r]..pat.indptr[r + 1];
+        for (&c, &a) in pat.indices[span.clone()].iter().zip(&v[span]) {
+            // A[r, c] = a: y[r] += a x[c], or (transposed) y[c] += a x[r].
             let (dst, src) = if trans { (c, r) } else { (r, c) };
             let (yd, xs) = (&mut y[dst * k..][..k], &x[src * k..][..k]);
             for (yo, &xi) in yd.iter_mut().zip(xs) {
-                *yo += v[p] * xi;
+                *yo += a * xi;
             }
         }
     }
