@@ -85,7 +85,7 @@ impl<T: Scalar> CsrMatrix<T> {
         &self.c.indptr
     }
     /// Column indices.
-    pub fn indices(&self) -> &[usize] {
+    pub fn indices(&self) -> &[u32] {
         &self.c.indices
     }
     /// Stored values.
@@ -99,7 +99,7 @@ impl<T: Scalar> CsrMatrix<T> {
         let mut d = vec![T::ZERO; m * n];
         for i in 0..m {
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                d[i * n + self.c.indices[p]] = self.c.values[p];
+                d[i * n + self.c.indices[p] as usize] = self.c.values[p];
             }
         }
         d
@@ -128,7 +128,7 @@ impl<T: Scalar> CsrMatrix<T> {
         let mut s = T::ZERO;
         for (&a, &j) in v.iter().zip(ix) {
             // SAFETY: construction checked every column index < ncols = x.len().
-            s += a * unsafe { *x.get_unchecked(j) };
+            s += a * unsafe { *x.get_unchecked(j as usize) };
         }
         s
     }
@@ -166,7 +166,7 @@ impl<T: Scalar> CsrMatrix<T> {
         let mut out = vec![T::ZERO; n];
         for (i, &yi) in y.iter().enumerate() {
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                out[self.c.indices[p]] += self.c.values[p] * yi;
+                out[self.c.indices[p] as usize] += self.c.values[p] * yi;
             }
         }
         Ok(out)
@@ -185,7 +185,7 @@ impl<T: Scalar> CsrMatrix<T> {
         for i in 0..m {
             let row = &mut out[i * k..(i + 1) * k];
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                let (a, j) = (self.c.values[p], self.c.indices[p]);
+                let (a, j) = (self.c.values[p], self.c.indices[p] as usize);
                 for (o, &bv) in row.iter_mut().zip(&b[j * k..(j + 1) * k]) {
                     *o += a * bv;
                 }
@@ -213,6 +213,7 @@ impl<T: Scalar> CsrMatrix<T> {
         for i in 0..m {
             let gi = &g[i * k..(i + 1) * k];
             for &j in &self.c.indices[self.c.indptr[i]..self.c.indptr[i + 1]] {
+                let j = j as usize;
                 let mut s = T::ZERO;
                 for (&gv, &bv) in gi.iter().zip(&b[j * k..(j + 1) * k]) {
                     s += gv * bv;
@@ -250,7 +251,7 @@ impl<T: Scalar> CsrMatrix<T> {
             nrows: self.c.outer,
             ncols: self.c.inner,
             rows,
-            cols: self.c.indices.clone(),
+            cols: self.c.indices.iter().map(|&j| j as usize).collect(),
             values: self.c.values.clone(),
         }
     }
@@ -261,7 +262,7 @@ impl<T: Scalar> CsrMatrix<T> {
         (0..m.min(n))
             .map(|i| {
                 let span = self.c.indptr[i]..self.c.indptr[i + 1];
-                match self.c.indices[span.clone()].binary_search(&i) {
+                match self.c.indices[span.clone()].binary_search(&(i as u32)) {
                     Ok(k) => self.c.values[span.start + k],
                     Err(_) => T::ZERO,
                 }
@@ -297,7 +298,7 @@ impl<T: Scalar> CscMatrix<T> {
         &self.c.indptr
     }
     /// Row indices.
-    pub fn indices(&self) -> &[usize] {
+    pub fn indices(&self) -> &[u32] {
         &self.c.indices
     }
     /// Stored values.

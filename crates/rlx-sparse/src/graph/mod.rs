@@ -101,7 +101,9 @@ impl CsrPattern {
         };
         Ok(CsrPattern {
             indptr: g.constant_tensor(&tensor(m.indptr())?),
-            indices: g.constant_tensor(&tensor(m.indices())?),
+            indices: g.constant_tensor(&tensor(
+                &m.indices().iter().map(|&j| j as usize).collect::<Vec<_>>(),
+            )?),
             nrows,
             ncols,
         })
