@@ -32,7 +32,11 @@ fn to_faer<T: Scalar>(
     let mut triplets = Vec::with_capacity(a.nnz());
     for i in 0..m {
         for p in a.indptr()[i]..a.indptr()[i + 1] {
-            triplets.push(Triplet::new(i, a.indices()[p], a.values()[p].to_f64()));
+            triplets.push(Triplet::new(
+                i,
+                a.indices()[p] as usize,
+                a.values()[p].to_f64(),
+            ));
         }
     }
     let mat = SparseColMat::<usize, f64>::try_new_from_triplets(m, n, &triplets).map_err(|e| {

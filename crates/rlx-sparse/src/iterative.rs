@@ -200,24 +200,40 @@ pub fn cg<T: Scalar>(
         atol,
         maxiter,
     } = setup(a, b, x0, opts)?;
-    let mut p: Vec<T> = Vec::new();
+    // One pass per vector update: z = M r with r·z, q = A p with p·q,
+    // and x += αp, r -= αq with the new r·r; no allocation per iteration.
+    let n = b.len();
+    let (mut z, mut p, mut q) = (vec![T::ZERO; n], vec![T::ZERO; n], vec![T::ZERO; n]);
+    let mut rr = dot(&r, &r);
     let mut rho_prev = T::ZERO;
     for it in 0..maxiter {
-        if norm(&r) < atol {
+        if rr.to_f64().sqrt() < atol {
             return finish(a, b, x, it, StopReason::Converged);
         }
-        let z = psolve(&inv_diag, &r);
-        let rho = dot(&r, &z);
+        let (rho, zs) = match &inv_diag {
+            None => (rr, &r),
+            Some(d) => {
+                let mut rz = T::ZERO;
+                for ((zi, &ri), &di) in z.iter_mut().zip(&r).zip(d) {
+                    *zi = ri * di;
+                    rz += ri * *zi;
+                }
+                (rz, &z)
+            }
+        };
         if it > 0 {
             let beta = rho / rho_prev;
-            p.iter_mut().zip(&z).for_each(|(p, &z)| *p = *p * beta + z);
+            p.iter_mut().zip(zs).for_each(|(p, &z)| *p = *p * beta + z);
         } else {
-            p = z;
+            p.copy_from_slice(zs);
         }
-        let q = a.spmv(&p)?;
-        let alpha = rho / dot(&p, &q);
-        axpy(alpha, &p, &mut x);
-        axpy(-alpha, &q, &mut r);
+        let alpha = rho / a.spmv_dot_into(&p, &mut q);
+        rr = T::ZERO;
+        for (((xi, ri), &pi), &qi) in x.iter_mut().zip(r.iter_mut()).zip(&p).zip(&q) {
+            *xi += alpha * pi;
+            *ri += -alpha * qi;
+            rr += *ri * *ri;
+        }
         rho_prev = rho;
     }
     finish(a, b, x, maxiter, StopReason::MaxIterations)

@@ -11,6 +11,10 @@
 //! * Solves: [`solve_lu`] / [`solve_cholesky`] (`faer::sparse`), and
 //!   [`cg`] / [`bicgstab`] with scipy's stopping rules, an optional Jacobi
 //!   preconditioner and a result that reports non-convergence.
+//! * In graphs ([`graph`]): `sparse.spmv` / `sparse.spmm` / `sparse.sddmm`
+//!   custom ops on a CSR pattern, with CPU kernels and vjp / jvp / vmap
+//!   rules, differentiable in the values and the dense operand;
+//!   [`register`] adds them (every builder calls it).
 //! * scipy's `.npz` ([`load_npz`] / [`save_npz`]): `save_npz` / `load_npz`
 //!   files of `csr`, `csc` and `coo` matrices, compressed or not.
 //!
@@ -20,6 +24,7 @@
 mod compressed;
 mod direct;
 mod error;
+pub mod graph;
 mod iterative;
 mod matrix;
 mod npz;
@@ -27,6 +32,7 @@ mod scalar;
 
 pub use direct::{solve_cholesky, solve_lu};
 pub use error::{Result, SparseError};
+pub use graph::register;
 pub use iterative::{bicgstab, cg, IterativeOptions, IterativeResult, Preconditioner, StopReason};
 pub use matrix::{CooMatrix, CscMatrix, CsrMatrix};
 pub use npz::{load_npz, save_npz, NpzMatrix};

@@ -85,7 +85,7 @@ impl<T: Scalar> CsrMatrix<T> {
         &self.c.indptr
     }
     /// Column indices.
-    pub fn indices(&self) -> &[usize] {
+    pub fn indices(&self) -> &[u32] {
         &self.c.indices
     }
     /// Stored values.
@@ -99,7 +99,7 @@ impl<T: Scalar> CsrMatrix<T> {
         let mut d = vec![T::ZERO; m * n];
         for i in 0..m {
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                d[i * n + self.c.indices[p]] = self.c.values[p];
+                d[i * n + self.c.indices[p] as usize] = self.c.values[p];
             }
         }
         d
@@ -114,18 +114,44 @@ impl<T: Scalar> CsrMatrix<T> {
                 format!("x has {} values; A is {m} x {n}", x.len()),
             ));
         }
-        let (ip, ix, v) = (&self.c.indptr, &self.c.indices, &self.c.values);
-        Ok((0..m)
-            .map(|i| {
-                let span = ip[i]..ip[i + 1];
-                let mut s = T::ZERO;
-                for (&a, &j) in v[span.clone()].iter().zip(&ix[span]) {
-                    // SAFETY: construction checked every column index < ncols = x.len().
-                    s += a * unsafe { *x.get_unchecked(j) };
-                }
-                s
-            })
-            .collect())
+        let mut y = vec![T::ZERO; m];
+        self.spmv_into(x, &mut y);
+        Ok(y)
+    }
+
+    /// Row `i` of `A` dotted with `x`, in column order (as scipy's
+    /// `csr_matvec`); `x.len() == ncols` is the caller's check.
+    #[inline(always)]
+    fn row_dot(&self, i: usize, x: &[T]) -> T {
+        let span = self.c.indptr[i]..self.c.indptr[i + 1];
+        let (v, ix) = (&self.c.values[span.clone()], &self.c.indices[span]);
+        let mut s = T::ZERO;
+        for (&a, &j) in v.iter().zip(ix) {
+            // SAFETY: construction checked every column index < ncols = x.len().
+            s += a * unsafe { *x.get_unchecked(j as usize) };
+        }
+        s
+    }
+
+    /// `y = A x` into `y` (`x.len() == ncols`, `y.len() == nrows`, the
+    /// caller's checks), without allocating.
+    pub(crate) fn spmv_into(&self, x: &[T], y: &mut [T]) {
+        debug_assert_eq!(x.len(), self.c.inner);
+        for (i, yi) in y.iter_mut().enumerate().take(self.c.outer) {
+            *yi = self.row_dot(i, x);
+        }
+    }
+
+    /// `y = A x` into `y` and `<x, y>` in the same pass (CG's `p·Ap`), for
+    /// a square `A` (the caller's check).
+    pub(crate) fn spmv_dot_into(&self, x: &[T], y: &mut [T]) -> T {
+        debug_assert_eq!(x.len(), self.c.inner);
+        let mut acc = T::ZERO;
+        for (i, (yi, &xi)) in y.iter_mut().zip(x).enumerate().take(self.c.outer) {
+            *yi = self.row_dot(i, x);
+            acc += xi * *yi;
+        }
+        acc
     }
 
     /// `Aᵀ y` without forming `Aᵀ` (the vjp of `spmv` with respect to `x`).
@@ -140,7 +166,7 @@ impl<T: Scalar> CsrMatrix<T> {
         let mut out = vec![T::ZERO; n];
         for (i, &yi) in y.iter().enumerate() {
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                out[self.c.indices[p]] += self.c.values[p] * yi;
+                out[self.c.indices[p] as usize] += self.c.values[p] * yi;
             }
         }
         Ok(out)
@@ -159,7 +185,7 @@ impl<T: Scalar> CsrMatrix<T> {
         for i in 0..m {
             let row = &mut out[i * k..(i + 1) * k];
             for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                let (a, j) = (self.c.values[p], self.c.indices[p]);
+                let (a, j) = (self.c.values[p], self.c.indices[p] as usize);
                 for (o, &bv) in row.iter_mut().zip(&b[j * k..(j + 1) * k]) {
                     *o += a * bv;
                 }
@@ -187,6 +213,7 @@ impl<T: Scalar> CsrMatrix<T> {
         for i in 0..m {
             let gi = &g[i * k..(i + 1) * k];
             for &j in &self.c.indices[self.c.indptr[i]..self.c.indptr[i + 1]] {
+                let j = j as usize;
                 let mut s = T::ZERO;
                 for (&gv, &bv) in gi.iter().zip(&b[j * k..(j + 1) * k]) {
                     s += gv * bv;
@@ -224,7 +251,7 @@ impl<T: Scalar> CsrMatrix<T> {
             nrows: self.c.outer,
             ncols: self.c.inner,
             rows,
-            cols: self.c.indices.clone(),
+            cols: self.c.indices.iter().map(|&j| j as usize).collect(),
             values: self.c.values.clone(),
         }
     }
@@ -235,7 +262,7 @@ impl<T: Scalar> CsrMatrix<T> {
         (0..m.min(n))
             .map(|i| {
                 let span = self.c.indptr[i]..self.c.indptr[i + 1];
-                match self.c.indices[span.clone()].binary_search(&i) {
+                match self.c.indices[span.clone()].binary_search(&(i as u32)) {
                     Ok(k) => self.c.values[span.start + k],
                     Err(_) => T::ZERO,
                 }
@@ -271,7 +298,7 @@ impl<T: Scalar> CscMatrix<T> {
         &self.c.indptr
     }
     /// Row indices.
-    pub fn indices(&self) -> &[usize] {
+    pub fn indices(&self) -> &[u32] {
         &self.c.indices
     }
     /// Stored values.

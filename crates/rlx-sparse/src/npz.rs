@@ -273,22 +273,34 @@ fn int_member(v: &[usize]) -> (&'static str, Vec<u8>) {
 /// Writes `m` as scipy's `save_npz(..., compressed=False)` does (int32
 /// indices when they fit, else int64); `scipy.sparse.load_npz` reads it.
 pub fn save_npz<T: Scalar>(path: impl AsRef<Path>, m: &NpzMatrix<T>) -> Result<()> {
-    type Members<'a> = Vec<(&'a str, &'a [usize])>;
+    type Members<'a> = Vec<(&'a str, std::borrow::Cow<'a, [usize]>)>;
+    let wide = |ix: &[u32]| {
+        ix.iter()
+            .map(|&j| j as usize)
+            .collect::<Vec<usize>>()
+            .into()
+    };
     let (fmt, shape, arrays): (&[u8], (usize, usize), Members) = match m {
         NpzMatrix::Csr(c) => (
             b"csr",
             c.shape(),
-            vec![("indices", c.indices()), ("indptr", c.indptr())],
+            vec![
+                ("indices", wide(c.indices())),
+                ("indptr", c.indptr().into()),
+            ],
         ),
         NpzMatrix::Csc(c) => (
             b"csc",
             c.shape(),
-            vec![("indices", c.indices()), ("indptr", c.indptr())],
+            vec![
+                ("indices", wide(c.indices())),
+                ("indptr", c.indptr().into()),
+            ],
         ),
         NpzMatrix::Coo(c) => (
             b"coo",
             c.shape(),
-            vec![("row", c.rows()), ("col", c.cols())],
+            vec![("row", c.rows().into()), ("col", c.cols().into())],
         ),
     };
     let values: &[T] = match m {
@@ -308,7 +320,7 @@ pub fn save_npz<T: Scalar>(path: impl AsRef<Path>, m: &NpzMatrix<T>) -> Result<(
         zip.write_all(&bytes).map_err(io)
     };
     for (name, idx) in arrays {
-        let (descr, bytes) = int_member(idx);
+        let (descr, bytes) = int_member(&idx);
         put(name, npy(descr, &[idx.len()], &bytes))?;
     }
     let data: Vec<u8> = values.iter().flat_map(|v| v.to_le()).collect();
