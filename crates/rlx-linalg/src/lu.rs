@@ -29,40 +29,13 @@ pub(crate) fn lu_shape(op: &CustomOp, s: &[&rlx_ir::Shape]) -> Result<rlx_ir::Sh
 /// `(perm, L, U)` of one row-major matrix, LAPACK's partial pivoting
 /// (largest magnitude, first on ties): row `i` of `P^T A` is row `perm[i]` of `A`.
 fn lu_one(m: &[f64], n: usize) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
-    let mut a = m.to_vec();
-    let mut perm: Vec<usize> = (0..n).collect();
-    for c in 0..n {
-        let mut p = c;
-        for r in c + 1..n {
-            if a[r * n + c].abs() > a[p * n + c].abs() {
-                p = r;
-            }
-        }
-        if p != c {
-            for j in 0..n {
-                a.swap(p * n + j, c * n + j);
-            }
-            perm.swap(p, c);
-        }
-        let piv = a[c * n + c];
-        for r in c + 1..n {
-            let f = a[r * n + c] / piv;
-            a[r * n + c] = f;
-            for j in c + 1..n {
-                a[r * n + j] -= f * a[c * n + j];
-            }
-        }
-    }
-    let l = (0..n * n)
-        .map(|k| match (k / n).cmp(&(k % n)) {
-            std::cmp::Ordering::Greater => a[k],
-            std::cmp::Ordering::Equal => 1.0,
-            std::cmp::Ordering::Less => 0.0,
-        })
-        .collect();
-    let u = (0..n * n)
-        .map(|k| if k % n >= k / n { a[k] } else { 0.0 })
-        .collect();
+    // faer's blocked LU pivots like LAPACK (strictly larger magnitude wins,
+    // so the first row on ties).
+    let f = faer::Mat::from_fn(n, n, |r, c| m[r * n + c]).partial_piv_lu();
+    let perm = f.P().arrays().0.to_vec();
+    let (l, u) = (f.L(), f.U());
+    let l = (0..n * n).map(|k| l[(k / n, k % n)]).collect();
+    let u = (0..n * n).map(|k| u[(k / n, k % n)]).collect();
     (perm, l, u)
 }
 
@@ -171,4 +144,17 @@ pub(crate) fn lu_vjp(
     let st = mt(g, s)?;
     let z = g.custom(crate::ops::solve_triangular_op(true, true), &[l, st])?;
     Ok(vec![Some(matmul(g, p, z)?)])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ties_pivot_on_the_first_row_as_scipy() {
+        // scipy.linalg.lu([[1, 2], [1, 3]]): P = I, L = [[1, 0], [1, 1]],
+        // U = [[1, 2], [0, 1]].
+        let (perm, l, u) = super::lu_one(&[1.0, 2.0, 1.0, 3.0], 2);
+        assert_eq!(perm, [0, 1]);
+        assert_eq!(l, [1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(u, [1.0, 2.0, 0.0, 1.0]);
+    }
 }
