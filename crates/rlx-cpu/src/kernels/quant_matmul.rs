@@ -300,13 +300,13 @@ fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
 // The row loop compiled for each instruction set, so the weight decoding
 // vectorizes with it too.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
     rows_body(job, QuantIsa::Avx2, lo, hi, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
     rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
 }

@@ -17,7 +17,9 @@
 //!   weights `4l..4l + 4` of the chunk), times the lane's group scale;
 //! - per block, the lanes are summed in integers, converted to f32 and
 //!   fused-multiply-added with the block scale `d_w * d_x` into eight f32
-//!   lane accumulators; the block's offset terms (mins, the unsigned
+//!   lane accumulators (even blocks into one set, odd blocks into another,
+//!   added lane-wise at the end, so two chains run at once); the block's
+//!   offset terms (mins, the unsigned
 //!   offset) go into one f32 sum in block order;
 //! - the lanes are reduced as `(l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
 //!   l7)` and the offset sum added last.
@@ -93,7 +95,13 @@ struct BlockTerms {
 
 /// The block terms of block `b` of `w` (`bytes` = the block's bytes).
 #[inline(always)]
-fn block_terms(scheme: QuantScheme, bytes: &[u8], b: usize, a: &ActRow) -> BlockTerms {
+fn block_terms(
+    scheme: QuantScheme,
+    bytes: &[u8],
+    b: usize,
+    a: &ActRow,
+    f16_at: impl Fn(&[u8], usize) -> f32,
+) -> BlockTerms {
     use QuantScheme::*;
     let dx = a.d[b];
     match scheme {
@@ -174,10 +182,10 @@ pub(crate) fn dot_scalar(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
     let mut wr = WeightRow::default();
     wr.decode(&lay, w, k);
     let off = unsigned_offset(scheme);
-    let mut acc = [0f32; 8];
+    let mut acc = [[0f32; 8]; 2];
     let mut offsets = 0f32;
     for (b, bytes) in w.chunks_exact(lay.block_bytes).enumerate() {
-        let t = block_terms(scheme, bytes, b, a);
+        let t = block_terms(scheme, bytes, b, a, f16_at);
         let mut lanes = [0i32; 8];
         for c in (b * lay.block..(b + 1) * lay.block).step_by(32) {
             for (l, lane) in lanes.iter_mut().enumerate() {
@@ -193,12 +201,12 @@ pub(crate) fn dot_scalar(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
                 *lane += p * scale;
             }
         }
-        for (acc, &lane) in acc.iter_mut().zip(&lanes) {
+        for (acc, &lane) in acc[b % 2].iter_mut().zip(&lanes) {
             *acc = (lane as f32).mul_add(t.scale, *acc);
         }
         offsets += t.offset;
     }
-    reduce_lanes(&acc) + offsets
+    reduce_lanes(&std::array::from_fn(|l| acc[0][l] + acc[1][l])) + offsets
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -231,16 +239,24 @@ mod x86 {
         }
     }
 
-    /// AVX2 path. Safety: the CPU has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// AVX2 path. Safety: the CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot_avx2(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
         dot_with::<Avx2>(scheme, w, a)
     }
 
-    /// VNNI path. Safety: the CPU has AVX2, FMA, AVX512-VNNI and AVX512-VL.
-    #[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
+    /// VNNI path. Safety: the CPU has AVX2, FMA, F16C, AVX512-VNNI and
+    /// AVX512-VL.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
     pub(super) unsafe fn dot_vnni(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
         dot_with::<Vnni>(scheme, w, a)
+    }
+
+    /// The f16 at byte `at` with F16C (the same value as `half`'s).
+    #[inline(always)]
+    unsafe fn f16c_at(b: &[u8], at: usize) -> f32 {
+        let bits = u16::from_le_bytes([b[at], b[at + 1]]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
     }
 
     #[inline(always)]
@@ -281,13 +297,13 @@ mod x86 {
         let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
         let nb = a.q.len() / block;
         assert!(w.len() >= nb * block_bytes && a.d.len() >= nb);
-        let mut acc = _mm256_setzero_ps();
+        let mut acc = [_mm256_setzero_ps(); 2];
         let mut offsets = 0f32;
         let low4 = _mm256_set1_epi8(0x0F);
         for b in 0..nb {
             let bytes = &w[b * block_bytes..(b + 1) * block_bytes];
             let (wp, x) = (bytes.as_ptr(), a.q.as_ptr().add(b * block));
-            let t = block_terms(scheme, bytes, b, a);
+            let t = block_terms(scheme, bytes, b, a, |b, at| f16c_at(b, at));
             let lanes = match scheme {
                 GgufQ4_0 => D::dot4(_mm256_setzero_si256(), nibbles16(wp.add(2)), load32(x as _)),
                 GgufQ4_1 => D::dot4(_mm256_setzero_si256(), nibbles16(wp.add(4)), load32(x as _)),
@@ -357,11 +373,15 @@ mod x86 {
                     iacc
                 }
             };
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(t.scale), acc);
+            acc[b % 2] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(lanes),
+                _mm256_set1_ps(t.scale),
+                acc[b % 2],
+            );
             offsets += t.offset;
         }
         let mut l = [0f32; 8];
-        _mm256_storeu_ps(l.as_mut_ptr(), acc);
+        _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(acc[0], acc[1]));
         reduce_lanes(&l) + offsets
     }
 }
