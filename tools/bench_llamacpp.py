@@ -15,6 +15,11 @@ n_threads_batch, RLX RLX_NUM_THREADS), alternating llama.cpp and RLX `--repeat` 
 count so that machine load hits both alike. Prefill: the prompt in one call (llama.cpp: one
 batch of all its tokens; RLX: chunks of 32). Decode: one token per call, argmax of the last
 logits, `--tokens - 1` steps. Prints a markdown table and the load average.
+
+Bandwidth: each decode step reads every weight tensor once (the tied LM head reads the whole
+embedding), so weights GB/s = (sum of the GGUF tensors' bytes) x decode tokens/s; the table
+gives it as a share of the copy bandwidth measured at the start (numpy copies of a 512 MiB
+array, read + write bytes per second, best of 5, one thread).
 """
 import argparse
 import os
@@ -60,6 +65,24 @@ def rlx_run(binary, model, threads, n):
     return rate("prefill"), rate("decode")
 
 
+def weight_bytes(model):
+    """Bytes of all tensors of the GGUF file (what one decode step reads)."""
+    from gguf import GGUFReader
+    return sum(int(t.n_bytes) for t in GGUFReader(model).tensors)
+
+
+def copy_bandwidth():
+    """Read + write bytes per second of a 512 MiB numpy copy, best of 5."""
+    src = np.ones(1 << 27, dtype=np.float32)
+    dst = np.empty_like(src)
+    best = 0.0
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = max(best, 2 * src.nbytes / (time.perf_counter() - t0))
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=default_model())
@@ -69,15 +92,20 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=64)
     a = ap.parse_args()
-    print("| threads | engine | prefill tokens/s | decode tokens/s | load average |")
-    print("|---|---|---|---|---|")
+    wbytes, bw = weight_bytes(a.model), copy_bandwidth()
+    print(f"model {os.path.basename(a.model)}: {wbytes / 1e6:.1f} MB of weights per decode step; "
+          f"copy bandwidth {bw / 1e9:.1f} GB/s")
+    print("| threads | engine | prefill tokens/s | decode tokens/s | weights GB/s (% of copy) | load average |")
+    print("|---|---|---|---|---|---|")
     for t in a.threads:
         for _ in range(a.repeat):
             for name, run in (("llama.cpp", lambda: llamacpp_run(a.model, t, a.tokens)),
                               ("RLX", lambda: rlx_run(a.rlx, a.model, t, a.tokens))):
                 p, d = run()
                 load = os.getloadavg()[0]
-                print(f"| {t} | {name} | {p:.1f} | {d:.1f} | {load:.1f} |", flush=True)
+                gbs = wbytes * d
+                print(f"| {t} | {name} | {p:.1f} | {d:.1f} | {gbs / 1e9:.2f} ({100 * gbs / bw:.0f}%) "
+                      f"| {load:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,37 @@ fn numpy_fixtures_match_ggml_math_on_every_isa_and_thread_count() {
     }
 }
 
+/// The decode (GEMV) path dots weight rows straight from their block bytes
+/// for up to 4 activation rows, and every instruction set forms the same
+/// lanes in the same order as the portable path: identical bits. (The
+/// fixtures with M = 7 take the decode-once path, checked above.)
+#[test]
+fn gemv_plane_kernels_are_bit_identical_to_scalar() {
+    let plane = ["Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"];
+    let mut checked = 0;
+    for c in cases()
+        .iter()
+        .filter(|c| c.m <= 4 && plane.contains(&c.ty.as_str()))
+    {
+        let mm = problem(&c.ty, c.n, c.k);
+        let scalar = run(&mm, QuantIsa::Scalar, 1, &c.w, &c.x);
+        for isa in QuantIsa::available() {
+            let y = run(&mm, isa, 2, &c.w, &c.x);
+            let same = y
+                .iter()
+                .zip(&scalar)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{} {}x{}x{} {isa:?}: {y:?} vs scalar {scalar:?}",
+                c.ty, c.m, c.n, c.k
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 12, "6 types x M = 1, 3");
+}
+
 /// `(|W_i| + |m_b|) * amax_b / 200` summed over a row (see the module docs).
 fn activation_rounding_bound(c: &Case, wd: &[f32], mins: &[f32], i: usize, j: usize) -> f64 {
     let k = c.k;

@@ -21,6 +21,7 @@
 
 pub(crate) mod decode;
 pub(crate) mod dot;
+pub(crate) mod planes;
 
 use super::{KernelError, KernelResult, View, ViewMut};
 use crate::team;
@@ -28,10 +29,16 @@ use decode::{layout, ActQuant, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
 use half::{bf16, f16};
+use planes::{plane_dot, ActRow};
 use rlx_gguf::codecs;
 use rlx_gguf::GgmlType;
 use rlx_ir::quant::QuantScheme;
 use rlx_ir::DType;
+
+/// Activation rows up to which weight rows are dotted straight from their
+/// block bytes (`planes`) rather than decoded once to i8 and reused for
+/// every activation row.
+const PLANE_ROWS: usize = 4;
 
 /// Multiply-adds per thread below which another thread does not pay: about
 /// 50-100 us of work at GEMV speed, several times a scoped thread's start.
@@ -293,13 +300,13 @@ fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
 // The row loop compiled for each instruction set, so the weight decoding
 // vectorizes with it too.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
     rows_body(job, QuantIsa::Avx2, lo, hi, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
     rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
 }
@@ -308,6 +315,23 @@ unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
 fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
     let (k, m, width) = (job.mm.k, job.m, hi - lo);
     match (&job.lay, &job.act) {
+        (Some(lay), Some(act)) if m <= PLANE_ROWS && job.mm.scheme.is_some_and(planes::runs) => {
+            let scheme = job.mm.scheme.expect("checked above");
+            let row_bytes = k / lay.block * lay.block_bytes;
+            let (nb, ng) = (k / lay.block, k / lay.group);
+            for (j, r) in (lo..hi).enumerate() {
+                let w = &job.w[r * row_bytes..(r + 1) * row_bytes];
+                for i in 0..m {
+                    let a = ActRow {
+                        q: &act.q[i * k..(i + 1) * k],
+                        d: &act.d[i * nb..(i + 1) * nb],
+                        s: act.s.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
+                        gsum: &act.gsum[i * ng..(i + 1) * ng],
+                    };
+                    out[i * width + j] = plane_dot(isa, scheme, w, &a);
+                }
+            }
+        }
         (Some(lay), Some(act)) => {
             let row_bytes = k / lay.block * lay.block_bytes;
             let nb = k / lay.block;

@@ -9,7 +9,7 @@
 pub enum QuantIsa {
     /// Portable Rust.
     Scalar,
-    /// x86-64 AVX2 + FMA (`vpmaddubsw` / `vpmaddwd` with the sign trick).
+    /// x86-64 AVX2 + FMA + F16C (`vpmaddubsw` / `vpmaddwd` with the sign trick).
     Avx2,
     /// x86-64 AVX-512 VNNI on 256-bit vectors (`vpdpbusd`).
     Avx512Vnni,
@@ -22,7 +22,10 @@ impl QuantIsa {
         let mut out = vec![QuantIsa::Scalar];
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            if is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+            {
                 out.push(QuantIsa::Avx2);
                 if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl") {
                     out.push(QuantIsa::Avx512Vnni);
