@@ -195,9 +195,7 @@ fn compile_line(env: &Env, id: &str, path: &Path, x: &HostTensor) -> Result<Stri
     times.sort();
     first.sort();
     let ort = match env.python {
-        Some(python) => {
-            run_reference_with(python, env.script, id, 1, &["--session-time".into()])?
-        }
+        Some(python) => run_reference_with(python, env.script, id, 1, &["--session-time".into()])?,
         None => None,
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;

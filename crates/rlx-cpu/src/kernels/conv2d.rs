@@ -215,8 +215,14 @@ mod tests {
             if case["bias"].as_bool().expect("bias") {
                 ins.push((&bd, &b));
             }
-            let got = run_as(DType::F32, |i, o| conv(&window, groups, i, o), &ins, &yd, f32::NAN)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = run_as(
+                DType::F32,
+                |i, o| conv(&window, groups, i, o),
+                &ins,
+                &yd,
+                f32::NAN,
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
             let want: Vec<f64> = case["y"]
                 .as_array()
                 .expect("y")

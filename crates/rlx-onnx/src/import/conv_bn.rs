@@ -51,9 +51,8 @@ pub(super) fn fold(cx: &mut NodeCx, eps: f64) -> Result<Option<NodeId>> {
     let folded_b: Vec<f32> = (0..o)
         .map(|c| ((bias[c] - mean[c]) * s[c] + shift[c]) as f32)
         .collect();
-    let w_node = cx
-        .g
-        .constant_tensor(&HostTensor::from_vec(folded_w, w.dims())?);
+    let w_node =
+        cx.g.constant_tensor(&HostTensor::from_vec(folded_w, w.dims())?);
     let b_node = cx.g.constant_tensor(&HostTensor::from_vec(folded_b, &[o])?);
     let y = cx.node(conv.op, &[conv.inputs[0], w_node, b_node], None)?;
     Ok(Some(y))
