@@ -13,6 +13,9 @@ builds the same computation with the same shapes:
   minilm_l6_bB_sS                               ONNX Runtime (CPU EP, intra-op threads N)
                                                 on the fp32 all-MiniLM-L6-v2 export
                                                 (--onnx; made by shared/ref/export_minilm_onnx.py)
+  cnn_<model>_b<B>                              ONNX Runtime (CPU EP, intra-op threads N) on
+                                                $RLX_MODELS/cnn/<model>_b<B>.onnx (tools/gen_cnn_bench_models.py),
+                                                input x[i] = ((i * 7919) % 1000) / 500 - 1
 The process is pinned to the first N CPUs (sched_setaffinity) and the BLAS /
 XLA thread pools are sized to N before numpy / jax are imported. Timing matches
 rlx-bench: 3 warm-up calls, then runs until >= 20 runs and >= --min-time
@@ -22,6 +25,9 @@ With --serve it builds the pattern and warms it up (3 runs, then >= 20 runs and
 then answers each stdin line "RUNS SECONDS" with one such JSON line for a batch
 of >= RUNS runs and >= SECONDS seconds, until stdin closes (the compare example's
 --interleave: RLX and reference batches alternate within one process pair).
+With --session-time (ONNX Runtime patterns) it times session creation instead
+(5 sessions, the same JSON line). With --dump DIR (cnn patterns) it writes each
+output of one run as raw little-endian f32 to DIR/<i>.bin and prints its dims.
 Exit code 3: no reference for this pattern.
 """
 import argparse
@@ -37,6 +43,8 @@ ap.add_argument("pattern")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--min-time", type=float, default=1.0)
 ap.add_argument("--serve", action="store_true")
+ap.add_argument("--session-time", action="store_true")
+ap.add_argument("--dump")
 ap.add_argument("--onnx", default=os.path.expanduser(
     "~/.cache/rlx-ref/models/onnx/all-MiniLM-L6-v2-fp32.onnx"))
 a = ap.parse_args()
@@ -182,16 +190,47 @@ def jax_pattern(name):
     return None
 
 
+def ort_session(path):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = a.threads
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def cnn_pattern(name):
+    """ONNX Runtime on one model of tools/gen_cnn_bench_models.py."""
+    import onnxruntime as ort
+    m = re.fullmatch(r"cnn_(\w+)_b(\d+)", name)
+    root = os.environ.get("RLX_MODELS", os.path.expanduser("~/.cache/rlx-models"))
+    path = os.path.join(root, "cnn", f"{m[1]}_b{m[2]}.onnx")
+    if a.session_time:
+        return f"onnxruntime {ort.__version__}", lambda: ort_session(path)
+    sess = ort_session(path)
+    shape = sess.get_inputs()[0].shape
+    n = int(np.prod(shape))
+    x = ((((np.arange(n, dtype=np.int64) * 7919) % 1000) / 500 - 1).astype(np.float32)).reshape(shape)
+    if a.dump:
+        os.makedirs(a.dump, exist_ok=True)
+        outs = sess.run(None, {"input": x})
+        for i, o in enumerate(outs):
+            np.ascontiguousarray(o, np.float32).tofile(os.path.join(a.dump, f"{i}.bin"))
+        print(json.dumps({"outputs": [list(o.shape) for o in outs]}))
+        sys.exit(0)
+    return f"onnxruntime {ort.__version__}", lambda: sess.run(None, {"input": x})
+
+
 def ort_pattern(name):
+    if name.startswith("cnn_"):
+        return cnn_pattern(name)
     m = re.fullmatch(r"minilm_l6_b(\d+)_s(\d+)", name)
     if not m:
         return None
     import onnxruntime as ort
     b, s = int(m[1]), int(m[2])
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = a.threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(a.onnx, opts, providers=["CPUExecutionProvider"])
+    if a.session_time:
+        return f"onnxruntime {ort.__version__}", lambda: ort_session(a.onnx)
+    sess = ort_session(a.onnx)
     # Same ids as rlx-bench's MiniLM rows: (i * 7919) % 29000 + 1000, no padding.
     ids = ((np.arange(b * s, dtype=np.int64) * 7919) % 29000 + 1000).reshape(b, s)
     feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
@@ -236,6 +275,8 @@ def main():
 
     if a.serve:
         serve(report, fn, sync)
+    elif a.session_time:
+        report(timeit(fn, sync, warmup=1, min_runs=5, min_time=0.0))
     else:
         report(timeit(fn, sync))
     if limits is not None:

@@ -17,6 +17,9 @@
 //! onnxruntime; `tools/setup_bench_env.sh` makes it). The MiniLM-L6 rows ([`minilm`]) also take `--onnx PATH`
 //! (the fp32 export ONNX Runtime and the ONNX import path run); their
 //! peak-RSS line comes from the same binary re-run as `--rss-probe`.
+//! The CNN rows ([`cnn`], `--only cnn_`) need `tools/gen_cnn_bench_models.py`'s
+//! models and print their import + compile times after the table.
+mod cnn;
 mod minilm;
 mod rounds;
 
@@ -130,6 +133,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &mut reference,
         row,
     )?;
+    let cnn_notes = cnn::rows(
+        &cnn::Env {
+            python: use_ref.then_some(python.as_path()),
+            script: &script,
+        },
+        &threads,
+        &cfg,
+        rounds,
+        &wanted,
+        &mut reference,
+        row,
+    )?;
     // The matmul kernel alone, without the session's input / output copies.
     for (m, k, n) in [
         (512, 512, 512),
@@ -168,6 +183,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let label = format!("{} (kernel only)", r.ours.name);
             row(&label, t, &r);
         }
+    }
+    if !cnn_notes.is_empty() {
+        println!();
+        cnn_notes.iter().for_each(|n| println!("{n}"));
     }
     if wanted("minilm_l6 peak RSS") {
         println!();

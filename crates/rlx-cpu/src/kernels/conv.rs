@@ -3,8 +3,11 @@
 //!
 //! Conv is im2col + GEMM, transposed conv is GEMM + col2im, both on the
 //! shared float GEMM ([`super::gemm`]). All
-//! three walk one table of tap offsets ([`tap_offsets`]) built per call.
+//! three walk one table of tap offsets ([`tap_offsets`]) built per call,
+//! except conv over two spatial dims, whose depthwise kernel and row-wise
+//! im2col live in [`super::conv2d`].
 
+use super::conv2d::Conv2d;
 use super::gemm::{num_threads, GemmFloat, Strided};
 use super::scalar::{nan_max, Int, Pod, Real};
 use super::{KernelResult, View, ViewMut};
@@ -122,7 +125,10 @@ struct ConvGeom {
     kn: usize,
     /// Product of the output spatial dims.
     pout: usize,
+    /// The tap table (N-d paths only; empty when `two_d` is set).
     taps: Vec<usize>,
+    /// The 2-D geometry of a conv over two spatial dims.
+    two_d: Option<Conv2d>,
 }
 
 fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
@@ -238,8 +244,25 @@ fn conv_geom(
         }
         check_buf("bias", b.dims, b.dtype, b.bytes, dt)?;
     }
+    let two_d = (sd == 2 && !transposed).then(|| Conv2d {
+        batch: x.dims[0],
+        c,
+        o,
+        groups,
+        h: sp_in[0],
+        w: sp_in[1],
+        oh: sp_out[0],
+        ow: sp_out[1],
+        kh: k[0],
+        kw: k[1],
+        s: (w.stride[0], w.stride[1]),
+        d: (w.dilation[0], w.dilation[1]),
+        p: (w.padding[0].0, w.padding[1].0),
+    });
     let taps = if transposed {
         tap_offsets(sp_out, k, sp_in, w)
+    } else if two_d.is_some() {
+        Vec::new()
     } else {
         tap_offsets(sp_in, k, sp_out, w)
     };
@@ -253,6 +276,7 @@ fn conv_geom(
         kn: prod(k),
         pout: prod(sp_out),
         taps,
+        two_d,
     })
 }
 
@@ -269,26 +293,41 @@ fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
 fn conv_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
     let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
     let y = out.slice::<T>();
-    fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
+    let bias = ins.get(2).map(|b| b.slice::<T>());
+    if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
+        return g2.depthwise(x, wt, bias, y);
+    }
+    fill_bias(y, bias, g.o, g.pout);
     if g.pout == 0 {
         return;
     }
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let rows = cg * g.kn;
-    let mut col = vec![T::ZERO; rows * g.pout];
+    let pointwise = g.two_d.as_ref().is_some_and(Conv2d::is_pointwise);
+    let mut col = vec![T::ZERO; if pointwise { 0 } else { rows * g.pout }];
     for n in 0..g.batch {
         for gi in 0..g.groups {
             let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
-            // col[(c, tap), p] = x[c, tap at p]: one channel's taps per chunk.
-            for (c, chunk) in col.chunks_mut(g.kn * g.pout).enumerate() {
-                let xc = &xg[c * g.pin..][..g.pin];
-                for (v, &t) in chunk.iter_mut().zip(&g.taps) {
-                    *v = if t == PAD { T::ZERO } else { xc[t] };
+            let col: &[T] = match &g.two_d {
+                Some(_) if pointwise => xg,
+                Some(g2) => {
+                    g2.im2col(xg, cg, &mut col);
+                    &col
                 }
-            }
+                None => {
+                    // col[(c, tap), p] = x[c, tap at p]: one channel's taps per chunk.
+                    for (c, chunk) in col.chunks_mut(g.kn * g.pout).enumerate() {
+                        let xc = &xg[c * g.pin..][..g.pin];
+                        for (v, &t) in chunk.iter_mut().zip(&g.taps) {
+                            *v = if t == PAD { T::ZERO } else { xc[t] };
+                        }
+                    }
+                    &col
+                }
+            };
             let wg = &wt[gi * og * rows..][..og * rows];
             let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
-            gemm_acc(wg, (rows, 1), &col, yg, og, rows, g.pout);
+            gemm_acc(wg, (rows, 1), col, yg, og, rows, g.pout);
         }
     }
 }

@@ -41,6 +41,7 @@ macro_rules! by_width {
 pub mod attention;
 pub(crate) mod control;
 pub(crate) mod conv;
+mod conv2d;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod fft;

@@ -668,8 +668,10 @@ fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> 
         }
         let p = match elementwise::repeat_period(v.dims, out_dims) {
             Some(p) => p,
-            None if is_column(v.dims, out_dims) => *out_dims.last()?,
-            None => return None,
+            // One value per block of trailing axes: a per-channel
+            // `[C, 1, 1]` over `[1, C, H, W]` (batch norm) is a column of
+            // `[C, H * W]` rows.
+            None => elementwise::column_period(v.dims, out_dims)?,
         };
         let input = ChainOperand::Input(i);
         let read_elsewise = steps.iter().any(|s| match *s {
@@ -687,13 +689,6 @@ fn row_period(steps: &[ChainStep], ins: &[Option<View>], out_dims: &[usize]) -> 
         };
     }
     period
-}
-
-/// True when an input of `dims` holds one value per row (last axis) of
-/// `out_dims`: `[.., S, 1]` over `[.., S, H]` with `H > 1`.
-fn is_column(dims: &[usize], out_dims: &[usize]) -> bool {
-    let last = out_dims.last().copied().unwrap_or(0);
-    out_dims.len() >= 2 && last > 1 && elementwise::column_period(dims, out_dims) == Some(last)
 }
 
 fn gather(v: &View, cur: &mut BroadcastCursor, dst: &mut [u8], len: usize) {
@@ -795,6 +790,11 @@ mod tests {
         // A column of another row length falls back to the gathered tiles.
         check([&[4, 1, 1], &[4, 3, 5], &[5]], &[4, 3, 5]);
         check([&[700, 3], &[3], &[700, 3]], &[700, 3]);
+        // Per-channel operands over NCHW (batch norm): one value per row of
+        // H * W, also with rows longer than a tile, beside a scalar.
+        check([&[1, 6, 5, 7], &[6, 1, 1], &[1, 6, 1, 1]], &[1, 6, 5, 7]);
+        check([&[3, 40, 40], &[3, 1, 1], &[1]], &[3, 40, 40]);
+        check([&[3, 1, 1], &[1, 3, 40, 40], &[]], &[1, 3, 40, 40]);
         // The repeated operand on the left.
         check([&[2048], &[3, 2048], &[3, 2048]], &[3, 2048]);
         check([&[1], &[9, 5], &[5]], &[9, 5]);
@@ -807,6 +807,9 @@ mod tests {
         check([&[3, 128, 40], &[3, 1, 40], &[40]], &[3, 128, 40]);
         check([&[3, 1, 40], &[3, 128, 40], &[1]], &[3, 128, 40]);
         check([&[2, 3, 1, 8], &[2, 3, 5, 8], &[2, 3, 5, 8]], &[2, 3, 5, 8]);
+        // Per-channel operands over a batch of NCHW images, slice by slice.
+        check([&[4, 6, 5, 7], &[6, 1, 1], &[1]], &[4, 6, 5, 7]);
+        check([&[6, 1, 1], &[4, 6, 5, 7], &[1, 6, 1, 1]], &[4, 6, 5, 7]);
         // Leading axes that do not line up fall back to the gathered tiles.
         check([&[3, 6, 1], &[3, 1, 4], &[4]], &[3, 6, 4]);
         check([&[2, 1, 4], &[1, 5, 1], &[2, 5, 4]], &[2, 5, 4]);

@@ -25,6 +25,7 @@ macro_rules! op_table {
 mod attention;
 mod attrs;
 mod cast;
+mod conv_bn;
 mod elementwise;
 mod grid_sample;
 mod indexing;

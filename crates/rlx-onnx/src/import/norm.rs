@@ -40,6 +40,11 @@ fn batch_norm(cx: &mut NodeCx) -> Result<Vec<NodeId>> {
     }
     let (scale, bias, mut mean, mut var) = (p[0], p[1], p[2], p[3]);
     let training = cx.attr_i("training_mode", 0) != 0;
+    if !training && cx.n_outputs() <= 1 {
+        if let Some(y) = super::conv_bn::fold(cx, eps)? {
+            return Ok(vec![y]);
+        }
+    }
     let mut running = Vec::new();
     if training {
         // Batch statistics normalise; the running ones are updated with momentum.

@@ -1,0 +1,37 @@
+//! A tiny CNN (conv + batch norm folded or not, depthwise, 1x1 + residual,
+//! max pool, ConvTranspose, Resize, concat, SiLU) against ONNX Runtime's
+//! output on the same input; fixture from `tools/gen_tiny_cnn_fixture.py`.
+
+use rlx_ir::HostTensor;
+use rlx_onnx::{Device, OnnxModel};
+use std::path::Path;
+
+fn f32s(file: &str) -> Vec<f32> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cnn")
+        .join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[test]
+fn tiny_cnn_matches_onnx_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    let mut model = OnnxModel::load(dir.join("tiny_cnn.onnx"), Device::Cpu).unwrap();
+    let x = HostTensor::from_vec(f32s("input.bin"), &[2, 3, 12, 12]).unwrap();
+    let want = f32s("output.bin");
+    let out = model.run(&[("input", &x)]).unwrap();
+    assert_eq!(out[0].dims(), &[2, 4, 12, 12]);
+    let got: Vec<f32> = out[0].to_vec().unwrap();
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(scale > 0.1, "a degenerate fixture");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * scale,
+            "element {i}: RLX {g} vs ONNX Runtime {w} (max |y| {scale})"
+        );
+    }
+}
