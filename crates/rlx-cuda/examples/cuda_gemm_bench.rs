@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut cb = gpu.zeros::<bf16>(n * n)?;
 
     let time = |name: &str,
-                    run: &mut dyn FnMut() -> Result<(), rlx_cuda::gpu::GpuError>|
+                run: &mut dyn FnMut() -> Result<(), rlx_cuda::gpu::GpuError>|
      -> Result<(), Box<dyn std::error::Error>> {
         run()?;
         let stream = gpu.stream();
