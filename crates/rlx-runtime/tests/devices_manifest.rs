@@ -12,7 +12,8 @@ fn every_kind_is_listed_with_its_state_and_reason() {
     assert_eq!(m.available, available_devices());
     // The accelerator kinds (cuda, rocm, metal, mlx, tpu) give their own
     // reasons: `devices_accelerators.rs`.
-    for d in [Device::Gpu] {
+    {
+        let d = Device::Gpu;
         let s = m.status(d).unwrap();
         assert!(!s.compiled_in && !s.available, "{s:?}");
         let why = s.reason.as_deref().unwrap();
