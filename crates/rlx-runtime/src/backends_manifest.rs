@@ -53,8 +53,7 @@ pub struct BackendsManifest {
 fn built_in(device: Device) -> bool {
     match device {
         Device::Cpu => cfg!(feature = "cpu"),
-        // No other backend exists in this version.
-        _ => false,
+        d => crate::backends::feature_on(d),
     }
 }
 
@@ -69,6 +68,9 @@ impl BackendsManifest {
                 let compiled_in = registered || built_in(device);
                 let reason = match (registered, compiled_in) {
                     (true, _) => None,
+                    (false, _) if crate::backends::accelerator_reason(device).is_some() => {
+                        crate::backends::accelerator_reason(device)
+                    }
                     (false, false) => Some(format!(
                         "compiled out: {}",
                         devices::unavailable_reason(device)

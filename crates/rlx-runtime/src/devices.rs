@@ -24,6 +24,9 @@ pub fn ensure_builtin_backends() {
 
 /// Why `d` cannot be used in this build / on this machine.
 pub fn unavailable_reason(d: Device) -> String {
+    if let Some(why) = crate::backends::accelerator_reason(d) {
+        return why;
+    }
     match d {
         Device::Cpu => "this build has no CPU backend (enable the `cpu` feature)".into(),
         _ => format!(

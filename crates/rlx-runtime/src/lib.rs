@@ -12,6 +12,7 @@
 //! panicking forms panic with that same message.
 #![deny(missing_docs)]
 
+mod backends;
 mod backends_manifest;
 mod calibrate;
 mod compiled;

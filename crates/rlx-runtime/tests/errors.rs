@@ -205,7 +205,10 @@ fn absent_device_says_why() {
     ));
     assert!(
         e.to_string()
-            .starts_with("device cuda:0 is not available: no CUDA:0 backend"),
+            == format!(
+                "device cuda:0 is not available: {}",
+                rlx_runtime::devices::unavailable_reason(Device::Cuda(0))
+            ),
         "{e}"
     );
 }

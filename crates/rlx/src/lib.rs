@@ -98,6 +98,11 @@ pub use rlx_driver as driver;
 /// `Session` / `CompiledGraph`.
 pub use rlx_runtime as runtime;
 
+/// CUDA support (`rlx-cuda`): driver probe, NVRTC kernels, cuBLAS GEMMs.
+/// Available with the `cuda` feature.
+#[cfg(feature = "cuda")]
+pub use rlx_cuda as cuda;
+
 #[cfg(feature = "gguf")]
 /// GGUF v1 / v2 / v3 parser, writer, dequantize and quantize codecs.
 pub use rlx_gguf as gguf;

@@ -178,6 +178,19 @@ pub const CPU_IN_PLACE_IO: Var<bool> = Var {
     parse: not_zero,
 };
 
+/// `RLX_NVRTC_LIB`.
+pub const NVRTC_LIB: Var<PathBuf> = Var {
+    name: "RLX_NVRTC_LIB",
+    doc: "CUDA: full path of libnvrtc to load before the usual names (e.g. from the nvidia-cuda-nvrtc-cu12 wheel)",
+    parse: path,
+};
+/// `RLX_REQUIRE_CUDA`.
+pub const REQUIRE_CUDA: Var<bool> = Var {
+    name: "RLX_REQUIRE_CUDA",
+    doc: "CUDA tests: 1 fails (instead of skipping) the GPU tests when no CUDA device is usable",
+    parse: switch,
+};
+
 /// Every variable RLX reads, with what it does.
 pub const KNOWN_VARS: &[(&str, &str)] = &[
     (DEVICE.name, DEVICE.doc),
@@ -195,4 +208,6 @@ pub const KNOWN_VARS: &[(&str, &str)] = &[
     (CPU_PACK_WEIGHTS.name, CPU_PACK_WEIGHTS.doc),
     (CPU_GEMM_ISA.name, CPU_GEMM_ISA.doc),
     (CPU_IN_PLACE_IO.name, CPU_IN_PLACE_IO.doc),
+    (NVRTC_LIB.name, NVRTC_LIB.doc),
+    (REQUIRE_CUDA.name, REQUIRE_CUDA.doc),
 ];

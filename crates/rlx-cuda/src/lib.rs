@@ -1,0 +1,28 @@
+//! RLX's CUDA support on [`cudarc`], every CUDA library loaded at run time
+//! (`dynamic-loading`), so this crate builds and its probes run on machines
+//! without a CUDA toolkit or driver.
+//!
+//! - [`probe()`] / [`is_available`]: whether the driver, NVRTC and cuBLAS
+//!   libraries load and a device answers, with the reason when not. Nothing
+//!   here calls into cudarc before its library is known to be present (cudarc
+//!   panics on a missing library).
+//! - [`kernels`]: the CUDA C sources (no CUDA headers needed) of the core op set, compiled by NVRTC
+//!   ([`kernels::compile_all`]); NVRTC runs without a driver, so the sources
+//!   are checked wherever `libnvrtc` loads.
+//! - [`gpu`]: a context on one device (stream, kernel modules, a caching
+//!   allocator) and [`gemm`]: cuBLAS GEMMs in f32, TF32, f16 and bf16.
+//!
+//! The graph executor (a `rlx_driver::Backend` for `Device::Cuda`) is not in
+//! this version: `rlx-runtime`'s `cuda` feature reports the device with the
+//! probe's reason and fallback chains move on to the next device.
+#![deny(missing_docs)]
+
+pub mod gemm;
+pub mod gpu;
+pub mod kernels;
+pub mod launch;
+pub mod libs;
+pub mod pool;
+pub mod probe;
+
+pub use probe::{is_available, probe, CudaInfo, CudaUnavailable};
