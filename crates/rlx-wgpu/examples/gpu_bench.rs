@@ -40,7 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let empty = median(200, || {
         let enc = ctx.device.create_command_encoder(&Default::default());
         ctx.queue.submit([enc.finish()]);
-        ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .unwrap();
     });
     let mut g = Graph::new("tiny");
     let x = g.input("x", Shape::new(&[16], DType::F32));
@@ -63,9 +65,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tiny_cpu * 1e6,
         tiny_gpu / tiny_cpu
     );
-    let root = std::env::var("RLX_MODELS").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
-    });
+    let root = std::env::var("RLX_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
+        });
     let dir = root.join("all-MiniLM-L6-v2");
     if !dir.join("model.safetensors").is_file() {
         println!("MiniLM: skipped (no model files; tools/fetch_models.sh)");
@@ -76,7 +80,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokens = TokenBatch {
         batch: 1,
         seq,
-        ids: (0..seq as i64).map(|i| if i == 0 { 101 } else if i == seq as i64 - 1 { 102 } else { 2000 + i }).collect(),
+        ids: (0..seq as i64)
+            .map(|i| {
+                if i == 0 {
+                    101
+                } else if i == seq as i64 - 1 {
+                    102
+                } else {
+                    2000 + i
+                }
+            })
+            .collect(),
         mask: vec![1; seq],
         type_ids: vec![0; seq],
     };

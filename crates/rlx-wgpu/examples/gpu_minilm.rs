@@ -25,11 +25,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rlx_driver::registry::register_backend(Arc::new(rlx_wgpu::WgpuBackend));
     }
     if args.is_empty() {
-        args = vec!["The cat sits on the mat.".into(), "A kitten is resting on a rug.".into()];
+        args = vec![
+            "The cat sits on the mat.".into(),
+            "A kitten is resting on a rug.".into(),
+        ];
     }
-    let root = std::env::var("RLX_MODELS").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
-    });
+    let root = std::env::var("RLX_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
+        });
     let dir = root.join("all-MiniLM-L6-v2");
     let tok = WordPieceTokenizer::from_dir(&dir)?;
     let mut enc = BertEncoder::from_dir(&dir, device)?;
@@ -37,7 +42,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokens = tok.encode(&sentences)?;
     let start = Instant::now();
     let e = enc.embed(&tokens)?;
-    println!("{} sentences x {} tokens on {device} in {:.1} ms", tokens.batch, tokens.seq, start.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "{} sentences x {} tokens on {device} in {:.1} ms",
+        tokens.batch,
+        tokens.seq,
+        start.elapsed().as_secs_f64() * 1e3
+    );
     for (s, v) in sentences.iter().zip(&e) {
         println!("{s:?}: [{:.4}, {:.4}, {:.4}, ...]", v[0], v[1], v[2]);
     }

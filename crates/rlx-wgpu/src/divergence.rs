@@ -167,13 +167,27 @@ fn run_on(
     exe.run(&refs).map_err(run)
 }
 
-fn compare(output: usize, r: &HostTensor, x: &HostTensor, atol: f64, rtol: f64) -> OutputDivergence {
+fn compare(
+    output: usize,
+    r: &HostTensor,
+    x: &HostTensor,
+    atol: f64,
+    rtol: f64,
+) -> OutputDivergence {
     let (r, x) = (r.to_f64_lossy(), x.to_f64_lossy());
     let mut d = OutputDivergence {
         output,
-        max_abs: if r.len() == x.len() { 0.0 } else { f64::INFINITY },
+        max_abs: if r.len() == x.len() {
+            0.0
+        } else {
+            f64::INFINITY
+        },
         max_rel: 0.0,
-        worst_ratio: if r.len() == x.len() { 0.0 } else { f64::INFINITY },
+        worst_ratio: if r.len() == x.len() {
+            0.0
+        } else {
+            f64::INFINITY
+        },
     };
     for (a, b) in r.iter().zip(&x) {
         let same = a == b || (a.is_nan() && b.is_nan());

@@ -44,7 +44,12 @@ pub struct WgpuExecutable {
 
 impl std::fmt::Debug for WgpuExecutable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WgpuExecutable({} dispatches on {})", self.steps.len(), self.ctx.describe())
+        write!(
+            f,
+            "WgpuExecutable({} dispatches on {})",
+            self.steps.len(),
+            self.ctx.describe()
+        )
     }
 }
 
@@ -80,10 +85,12 @@ impl WgpuExecutable {
                     }
                     here
                 }
-                _ => plan.slots[id.index()].map(|s| s.offset as u64).ok_or_else(|| BackendError::Kernel {
-                    node: node_label(g, id),
-                    message: "the memory plan gave it no slot".into(),
-                })?,
+                _ => plan.slots[id.index()]
+                    .map(|s| s.offset as u64)
+                    .ok_or_else(|| BackendError::Kernel {
+                        node: node_label(g, id),
+                        message: "the memory plan gave it no slot".into(),
+                    })?,
             };
         }
         for (id, _, _) in &lir.io.params {
@@ -91,7 +98,10 @@ impl WgpuExecutable {
         }
         let flag_byte = top;
         let size = flag_byte + 4;
-        let max = ctx.limits.max_storage_buffer_binding_size.min(ctx.limits.max_buffer_size);
+        let max = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
         if size > max {
             return Err(BackendError::Signature(format!(
                 "the graph needs a {size}-byte GPU buffer; {} allows {max}",
@@ -101,7 +111,12 @@ impl WgpuExecutable {
         let mut steps = Vec::new();
         for &id in &lir.schedule {
             let n = g.node(id);
-            if plan.is_view(id.index()) || matches!(n.op, Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }) {
+            if plan.is_view(id.index())
+                || matches!(
+                    n.op,
+                    Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
+                )
+            {
                 continue;
             }
             let operand = |i: NodeId| Operand {
@@ -123,16 +138,23 @@ impl WgpuExecutable {
                 device: Device::Gpu,
                 node: format!("{} ({why})", node_label(g, id)),
             })?;
-            let pipeline = ctx.pipeline(&k.source).map_err(|message| BackendError::Kernel {
-                node: node_label(g, id),
-                message,
-            })?;
-            steps.push(Step { pipeline, groups: k.groups });
+            let pipeline = ctx
+                .pipeline(&k.source)
+                .map_err(|message| BackendError::Kernel {
+                    node: node_label(g, id),
+                    message,
+                })?;
+            steps.push(Step {
+                pipeline,
+                groups: k.groups,
+            });
         }
         let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("rlx arena"),
             size,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
         for (here, bytes) in constants {
@@ -146,8 +168,18 @@ impl WgpuExecutable {
                 resource: buffer.as_entire_binding(),
             }],
         });
-        let inputs = lir.io.inputs.iter().map(|(id, _, _)| at[id.index()]).collect();
-        let outputs = lir.io.outputs.iter().map(|(id, _)| at[id.index()]).collect();
+        let inputs = lir
+            .io
+            .inputs
+            .iter()
+            .map(|(id, _, _)| at[id.index()])
+            .collect();
+        let outputs = lir
+            .io
+            .outputs
+            .iter()
+            .map(|(id, _)| at[id.index()])
+            .collect();
         Ok(WgpuExecutable {
             lir,
             ctx,
@@ -169,14 +201,27 @@ impl WgpuExecutable {
     /// Runs once; copies output `j`'s bytes to param `p` on the device for
     /// each `(j, p)` of `updates` (after every kernel ran) and reads back
     /// the other outputs.
-    fn execute(&mut self, inputs: &[&HostTensor], updates: &[(usize, usize)]) -> Result<Vec<HostTensor>, BackendError> {
+    fn execute(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
         if let Some(p) = self.params.iter().position(|p| !p.1) {
-            return Err(BackendError::Signature(format!("param \"{}\" is not set", self.lir.io.params[p].1)));
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[p].1
+            )));
         }
         if inputs.len() != self.inputs.len() {
-            return Err(BackendError::Signature(format!("{} inputs given for {}", inputs.len(), self.inputs.len())));
+            return Err(BackendError::Signature(format!(
+                "{} inputs given for {}",
+                inputs.len(),
+                self.inputs.len()
+            )));
         }
-        for (((_, name, shape), t), &here) in self.lir.io.inputs.iter().zip(inputs).zip(&self.inputs) {
+        for (((_, name, shape), t), &here) in
+            self.lir.io.inputs.iter().zip(inputs).zip(&self.inputs)
+        {
             if Some(t.bytes().len()) != shape.size_bytes() {
                 return Err(BackendError::Signature(format!(
                     "input \"{name}\": {} bytes given for {shape}",
@@ -185,11 +230,18 @@ impl WgpuExecutable {
             }
             write_padded(&self.ctx.queue, &self.buffer, here, t.bytes());
         }
-        self.ctx.queue.write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
+        self.ctx
+            .queue
+            .write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
         let device = &self.ctx.device;
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rlx run") });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("rlx run"),
+        });
         {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
             pass.set_bind_group(0, &self.bind_group, &[]);
             for s in &self.steps {
                 pass.set_pipeline(&s.pipeline);
@@ -222,10 +274,33 @@ impl WgpuExecutable {
                 enc.copy_buffer_to_buffer(&self.buffer, start, &staging, dst, span);
             }
         }
-        for &(j, p) in updates {
-            let len = manifest[j].1.size_bytes().unwrap_or(0) as u64;
-            if len > 0 {
-                enc.copy_buffer_to_buffer(&self.buffer, self.outputs[j], &self.buffer, self.params[p].0, align(len, 4));
+        // Updated params: through a scratch buffer (wgpu copies never
+        // have the same buffer at both ends), all reads before any write.
+        let moves: Vec<(u64, u64, u64)> = updates
+            .iter()
+            .map(|&(j, p)| {
+                let len = align(manifest[j].1.size_bytes().unwrap_or(0) as u64, 4);
+                (self.outputs[j], self.params[p].0, len)
+            })
+            .filter(|m| m.2 > 0)
+            .collect();
+        let scratch_len: u64 = moves.iter().map(|m| m.2).sum();
+        if scratch_len > 0 {
+            let scratch = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rlx param updates"),
+                size: scratch_len,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut at = 0;
+            for &(from, _, len) in &moves {
+                enc.copy_buffer_to_buffer(&self.buffer, from, &scratch, at, len);
+                at += len;
+            }
+            at = 0;
+            for &(_, to, len) in &moves {
+                enc.copy_buffer_to_buffer(&scratch, at, &self.buffer, to, len);
+                at += len;
             }
         }
         self.ctx.queue.submit([enc.finish()]);
@@ -244,9 +319,12 @@ impl WgpuExecutable {
                 let shape = &manifest[j].1;
                 let dims = shape.static_dims().unwrap_or_default();
                 let from = (dst + skew) as usize;
-                HostTensor::from_bytes(shape.dtype(), &dims, bytes[from..from + len as usize].to_vec()).map_err(|e| {
-                    BackendError::Signature(format!("output {j}: {e}"))
-                })
+                HostTensor::from_bytes(
+                    shape.dtype(),
+                    &dims,
+                    bytes[from..from + len as usize].to_vec(),
+                )
+                .map_err(|e| BackendError::Signature(format!("output {j}: {e}")))
             })
             .collect()
     }
@@ -289,7 +367,9 @@ fn read_back(ctx: &GpuContext, staging: &wgpu::Buffer, len: u64) -> Result<Vec<u
 impl Executable for WgpuExecutable {
     fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
         let Some((_, name, shape)) = self.lir.io.params.get(index) else {
-            return Err(BackendError::Signature(format!("param index {index} out of range")));
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
         };
         if Some(value.bytes().len()) != shape.size_bytes() {
             return Err(BackendError::Signature(format!(
@@ -297,7 +377,12 @@ impl Executable for WgpuExecutable {
                 value.bytes().len()
             )));
         }
-        write_padded(&self.ctx.queue, &self.buffer, self.params[index].0, value.bytes());
+        write_padded(
+            &self.ctx.queue,
+            &self.buffer,
+            self.params[index].0,
+            value.bytes(),
+        );
         self.params[index].1 = true;
         Ok(())
     }
@@ -306,9 +391,16 @@ impl Executable for WgpuExecutable {
         self.execute(inputs, &[])
     }
 
-    fn run_updating(&mut self, inputs: &[&HostTensor], updates: &[(usize, usize)]) -> Result<Vec<HostTensor>, BackendError> {
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
         let n = self.outputs.len();
-        if let Some(&(j, p)) = updates.iter().find(|u| u.0 >= n || u.1 >= self.params.len()) {
+        if let Some(&(j, p)) = updates
+            .iter()
+            .find(|u| u.0 >= n || u.1 >= self.params.len())
+        {
             return Err(BackendError::Signature(format!(
                 "update output {j} -> param {p} out of range ({n} outputs, {} params)",
                 self.params.len()
@@ -319,11 +411,16 @@ impl Executable for WgpuExecutable {
 
     fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
         let Some(&(here, set)) = self.params.get(index) else {
-            return Err(BackendError::Signature(format!("param index {index} out of range")));
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
         };
         let shape = &self.lir.io.params[index].2;
         if !set {
-            return Err(BackendError::Signature(format!("param \"{}\" is not set", self.lir.io.params[index].1)));
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[index].1
+            )));
         }
         let len = shape.size_bytes().unwrap_or(0) as u64;
         let span = align(len.max(4), 4);
@@ -337,8 +434,12 @@ impl Executable for WgpuExecutable {
         enc.copy_buffer_to_buffer(&self.buffer, here, &staging, 0, span);
         self.ctx.queue.submit([enc.finish()]);
         let bytes = read_back(&self.ctx, &staging, span)?;
-        HostTensor::from_bytes(shape.dtype(), &shape.static_dims().unwrap_or_default(), bytes[..len as usize].to_vec())
-            .map_err(|e| BackendError::Signature(format!("param {index}: {e}")))
+        HostTensor::from_bytes(
+            shape.dtype(),
+            &shape.static_dims().unwrap_or_default(),
+            bytes[..len as usize].to_vec(),
+        )
+        .map_err(|e| BackendError::Signature(format!("param {index}: {e}")))
     }
 
     fn lir(&self) -> &LirModule {

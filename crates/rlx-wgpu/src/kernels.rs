@@ -2,7 +2,9 @@
 //! arena offsets. A node without a kernel here is `Err(reason)`, which the
 //! executable turns into [`rlx_driver::BackendError::Unsupported`].
 
-use crate::wgsl::{broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, Operand};
+use crate::wgsl::{
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, Operand,
+};
 use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
 use rlx_ir::{DType, Op};
 use std::fmt::Write;
@@ -50,10 +52,18 @@ impl NodeCtx<'_> {
             body += &coords(od, "i", "c");
         }
         for (k, x) in self.inputs.iter().enumerate() {
-            let at = if same { "i".to_string() } else { dot("c", &broadcast_strides(&x.dims, od)) };
+            let at = if same {
+                "i".to_string()
+            } else {
+                dot("c", &broadcast_strides(&x.dims, od))
+            };
             let _ = writeln!(body, "  let {} = x{k}({at});", ["a", "b", "c_"][k]);
         }
-        let defs = format!("{}fn value(i: u32) -> {} {{\n{body}  return {expr};\n}}\n", self.loads(), self.out_ty());
+        let defs = format!(
+            "{}fn value(i: u32) -> {} {{\n{body}  return {expr};\n}}\n",
+            self.loads(),
+            self.out_ty()
+        );
         self.element(defs)
     }
 
@@ -73,7 +83,10 @@ impl NodeCtx<'_> {
 pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
     for x in cx.inputs.iter().chain([&cx.out]) {
         if reg_type(x.dtype).is_none() {
-            return Err(format!("dtype {} has no GPU kernel (f32, i32, i64, bool do)", x.dtype));
+            return Err(format!(
+                "dtype {} has no GPU kernel (f32, i32, i64, bool do)",
+                x.dtype
+            ));
         }
     }
     let dt = cx.out.dtype;
@@ -88,8 +101,11 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
             let e = compare(*c);
             Ok(cx.broadcast_map(&format!("select(0u, 1u, {e})")))
         }
-        Op::Select => // Loads: `a` the condition, `b` where true, `c_` where false.
-        Ok(cx.broadcast_map("select(c_, b, a != 0u)")),
+        Op::Select =>
+        // Loads: `a` the condition, `b` where true, `c_` where false.
+        {
+            Ok(cx.broadcast_map("select(c_, b, a != 0u)"))
+        }
         Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt))),
         Op::Reshape => Ok(cx.gather_map("", "i")),
         Op::Broadcast => {
@@ -173,7 +189,9 @@ fn refuse_i64_math(dt: DType) -> Result<(), String> {
 
 fn only_f32(dt: DType) -> Result<(), String> {
     if dt != DType::F32 {
-        return Err(format!("dtype {dt} has no GPU kernel for this op (f32 does)"));
+        return Err(format!(
+            "dtype {dt} has no GPU kernel for this op (f32 does)"
+        ));
     }
     Ok(())
 }
@@ -251,7 +269,13 @@ fn compare(c: CmpOp) -> &'static str {
 
 fn cast(from: DType, to: DType) -> String {
     match (from, to) {
-        (f, t) if f == t || (f == DType::I32 && t == DType::I64) || (f == DType::I64 && t == DType::I32) => "a".into(),
+        (f, t)
+            if f == t
+                || (f == DType::I32 && t == DType::I64)
+                || (f == DType::I64 && t == DType::I32) =>
+        {
+            "a".into()
+        }
         (_, DType::F32) => "f32(a)".into(),
         (DType::F32, DType::Bool) => "select(0u, 1u, a != 0.0)".into(),
         (_, DType::Bool) => "select(0u, 1u, a != 0)".into(),
@@ -281,10 +305,24 @@ fn concat(cx: &NodeCtx, axis: usize) -> Kernel {
         let terms: Vec<String> = own
             .iter()
             .enumerate()
-            .map(|(j, s)| if j == axis { format!("(c{j} - {start}u) * {s}u") } else { format!("c{j} * {s}u") })
+            .map(|(j, s)| {
+                if j == axis {
+                    format!("(c{j} - {start}u) * {s}u")
+                } else {
+                    format!("c{j} * {s}u")
+                }
+            })
             .collect();
-        let at = if terms.is_empty() { "0u".into() } else { terms.join(" + ") };
-        let _ = writeln!(body, "  if (c{axis} < {}u) {{ return x{k}({at}); }}", start + len);
+        let at = if terms.is_empty() {
+            "0u".into()
+        } else {
+            terms.join(" + ")
+        };
+        let _ = writeln!(
+            body,
+            "  if (c{axis} < {}u) {{ return x{k}({at}); }}",
+            start + len
+        );
         start += len;
     }
     let defs = format!(
@@ -302,8 +340,14 @@ fn gather(cx: &NodeCtx, axis: usize) -> Kernel {
     let dim = x.dims[axis];
     // Output coords: x's leading axes, the index's axes, x's trailing axes.
     let idx_strides = rlx_ir::contiguous_strides(&idx.dims);
-    let idx_at: Vec<String> = (0..ir).map(|j| format!("c{} * {}u", axis + j, idx_strides[j])).collect();
-    let idx_at = if idx_at.is_empty() { "0u".into() } else { idx_at.join(" + ") };
+    let idx_at: Vec<String> = (0..ir)
+        .map(|j| format!("c{} * {}u", axis + j, idx_strides[j]))
+        .collect();
+    let idx_at = if idx_at.is_empty() {
+        "0u".into()
+    } else {
+        idx_at.join(" + ")
+    };
     let mut at: Vec<String> = (0..axis).map(|j| format!("c{j} * {}u", own[j])).collect();
     at.push(format!("u32(v) * {}u", own[axis]));
     at.extend((axis + 1..x.dims.len()).map(|j| format!("c{} * {}u", j + ir - 1, own[j])));
@@ -330,8 +374,16 @@ fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
 /// numpy matmul: batch dims broadcast, rank-1 operands promoted.
 fn matmul(cx: &NodeCtx) -> Kernel {
     let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
-    let ad = if a.dims.len() == 1 { vec![1, a.dims[0]] } else { a.dims.clone() };
-    let bd = if b.dims.len() == 1 { vec![b.dims[0], 1] } else { b.dims.clone() };
+    let ad = if a.dims.len() == 1 {
+        vec![1, a.dims[0]]
+    } else {
+        a.dims.clone()
+    };
+    let bd = if b.dims.len() == 1 {
+        vec![b.dims[0], 1]
+    } else {
+        b.dims.clone()
+    };
     let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
     let n = bd[bd.len() - 1];
     // The output's dims minus the matrix dims a rank-1 operand did not squeeze.
@@ -344,7 +396,11 @@ fn matmul(cx: &NodeCtx) -> Kernel {
     let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
     let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
     let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
-    let acc = if cx.out.dtype == DType::F32 { "0.0" } else { "0" };
+    let acc = if cx.out.dtype == DType::F32 {
+        "0.0"
+    } else {
+        "0"
+    };
     let defs = format!(
         "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += x0(ab + k) * x1(bb + k * {n}u); }}\n  return acc;\n}}\n",
         cx.loads(),
@@ -357,9 +413,14 @@ fn matmul(cx: &NodeCtx) -> Kernel {
 /// XLA's dot_general: output = batch dims, lhs free dims, rhs free dims.
 fn dot_general(cx: &NodeCtx, d: &DotDims) -> Kernel {
     let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
-    let (sa, sb) = (rlx_ir::contiguous_strides(&a.dims), rlx_ir::contiguous_strides(&b.dims));
+    let (sa, sb) = (
+        rlx_ir::contiguous_strides(&a.dims),
+        rlx_ir::contiguous_strides(&b.dims),
+    );
     let free = |dims: &[usize], batch: &[usize], contract: &[usize]| -> Vec<usize> {
-        (0..dims.len()).filter(|i| !batch.contains(i) && !contract.contains(i)).collect()
+        (0..dims.len())
+            .filter(|i| !batch.contains(i) && !contract.contains(i))
+            .collect()
     };
     let fa = free(&a.dims, &d.lhs_batch, &d.lhs_contract);
     let fb = free(&b.dims, &d.rhs_batch, &d.rhs_contract);
@@ -380,8 +441,18 @@ fn dot_general(cx: &NodeCtx, d: &DotDims) -> Kernel {
     let kk: usize = cdims.iter().product();
     let ca: Vec<usize> = d.lhs_contract.iter().map(|&i| sa[i]).collect();
     let cb: Vec<usize> = d.rhs_contract.iter().map(|&i| sb[i]).collect();
-    let join = |t: Vec<String>| if t.is_empty() { "0u".to_string() } else { t.join(" + ") };
-    let acc = if cx.out.dtype == DType::F32 { "0.0" } else { "0" };
+    let join = |t: Vec<String>| {
+        if t.is_empty() {
+            "0u".to_string()
+        } else {
+            t.join(" + ")
+        }
+    };
+    let acc = if cx.out.dtype == DType::F32 {
+        "0.0"
+    } else {
+        "0"
+    };
     let defs = format!(
         "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {};\n  let bb = {};\n  var acc: {ty} = {acc};\n  for (var r = 0u; r < {kk}u; r++) {{\n{}    acc += x0(ab + {}) * x1(bb + {});\n  }}\n  return acc;\n}}\n",
         cx.loads(),
@@ -410,17 +481,24 @@ fn reduce(cx: &NodeCtx, op: ReduceOp, axes: &[usize]) -> Result<Kernel, String> 
         return Err(format!("mean over {} has no GPU kernel", cx.out.dtype));
     }
     let (init, step) = match (op, float) {
-        (ReduceOp::Sum | ReduceOp::Mean, true) => ("0.0", "let y = v - comp; let s = acc + y; comp = (s - acc) - y; acc = s;"),
+        (ReduceOp::Sum | ReduceOp::Mean, true) => (
+            "0.0",
+            "let y = v - comp; let s = acc + y; comp = (s - acc) - y; acc = s;",
+        ),
         (ReduceOp::Sum, false) => ("0", "acc += v;"),
-        (ReduceOp::Max, true) => ("bitcast<f32>(0xff800000u)", "acc = max(acc, v);"),
+        (ReduceOp::Max, true) => ("bits_(0xff800000u)", "acc = max(acc, v);"),
         (ReduceOp::Max, false) => ("-2147483647 - 1", "acc = max(acc, v);"),
-        (ReduceOp::Min, true) => ("bitcast<f32>(0x7f800000u)", "acc = min(acc, v);"),
+        (ReduceOp::Min, true) => ("bits_(0x7f800000u)", "acc = min(acc, v);"),
         (ReduceOp::Min, false) => ("2147483647", "acc = min(acc, v);"),
         (ReduceOp::Prod, true) => ("1.0", "acc *= v;"),
         (ReduceOp::Prod, false) => ("1", "acc *= v;"),
         (ReduceOp::Mean, false) => unreachable!("refused above"),
     };
-    let fin = if op == ReduceOp::Mean { format!("acc / {count}.0") } else { "acc".into() };
+    let fin = if op == ReduceOp::Mean {
+        format!("acc / {count}.0")
+    } else {
+        "acc".into()
+    };
     let ty = cx.out_ty();
     let defs = format!(
         "{}fn value(i: u32) -> {ty} {{\n{}  let base = {};\n  var acc: {ty} = {init};\n  var comp: {ty} = {init};\n  for (var r = 0u; r < {count}u; r++) {{\n{}    let v = x0(base + {});\n    {step}\n  }}\n  return {fin};\n}}\n",
@@ -453,16 +531,23 @@ fn lanes(dims: &[usize], axis: usize) -> (usize, usize, usize) {
 }
 
 fn store_f32(out: &Operand) -> String {
-    format!("fn st(e: u32, v: f32) {{ mem[{}u + e] = bitcast<u32>(v); }}\n", out.byte / 4)
+    format!(
+        "fn st(e: u32, v: f32) {{ mem[{}u + e] = bitcast<u32>(v); }}\n",
+        out.byte / 4
+    )
 }
 
 /// One thread per lane along `axis`: max, sum of exponentials, write.
 fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Kernel {
     let (outer, len, inner) = lanes(&cx.out.dims, axis);
-    let write = if log { "v - m - log(s)" } else { "exp(v - m) / s" };
+    let write = if log {
+        "v - m - log(s)"
+    } else {
+        "exp(v - m) / s"
+    };
     let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
     let body = format!(
-        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bitcast<f32>(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  for (var j = 0u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); st(base + j * {inner}u, {write}); }}\n",
+        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  for (var j = 0u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); st(base + j * {inner}u, {write}); }}\n",
         len * inner
     );
     let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, (outer * inner) as u64);

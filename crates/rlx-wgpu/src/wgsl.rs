@@ -114,6 +114,8 @@ pub(crate) fn dot(prefix: &str, strides: &[usize]) -> String {
 
 const HELPERS: &str = r#"
 fn fail() { mem[FLAG] = NODE; }
+// Infinities and NaN built at run time: a constant one is a WGSL error.
+fn bits_(b: u32) -> f32 { return bitcast<f32>(b + min(mem[FLAG], 0u)); }
 // erfc for z >= 0 (Numerical Recipes' erfcc: fractional error < 1.2e-7).
 fn erfc_pos(z: f32) -> f32 {
   let t = 1.0 / (1.0 + 0.5 * z);
@@ -151,10 +153,10 @@ fn pow_(a: f32, b: f32) -> f32 {
   if (b == 1.0) { return a; }
   if (b == 2.0) { return a * a; }
   if (b == 0.5 && a >= 0.0) { return sqrt(a); }
-  if (a == 0.0) { if (b > 0.0) { return 0.0; } return bitcast<f32>(0x7f800000u); }
+  if (a == 0.0) { if (b > 0.0) { return 0.0; } return bits_(0x7f800000u); }
   let r = exp2(b * log2(abs(a)));
   if (a < 0.0) {
-    if (fract(b) != 0.0) { return bitcast<f32>(0x7fc00000u); }
+    if (fract(b) != 0.0) { return bits_(0x7fc00000u); }
     if (fract(b * 0.5) != 0.0) { return -r; }
   }
   return r;
@@ -168,7 +170,13 @@ fn fmod_(a: f32, b: f32) -> f32 {
 
 /// A whole shader: the binding, the failure flag, helpers, `defs`, and an
 /// entry point running `body` once per thread index `t < threads`.
-pub(crate) fn shader(flag_word: u64, node: usize, defs: &str, body: &str, threads: u64) -> (String, [u32; 2]) {
+pub(crate) fn shader(
+    flag_word: u64,
+    node: usize,
+    defs: &str,
+    body: &str,
+    threads: u64,
+) -> (String, [u32; 2]) {
     let groups = threads.div_ceil(WORKGROUP).max(1);
     let gx = groups.min(MAX_GROUPS);
     let gy = groups.div_ceil(gx);
@@ -185,7 +193,12 @@ pub(crate) fn shader(flag_word: u64, node: usize, defs: &str, body: &str, thread
 
 /// A shader computing `fn value(i: u32) -> T` (in `defs`) for each element
 /// of `out`. Bool outputs are packed: one thread writes a word of four.
-pub(crate) fn element_shader(flag_word: u64, node: usize, out: &Operand, defs: &str) -> (String, [u32; 2]) {
+pub(crate) fn element_shader(
+    flag_word: u64,
+    node: usize,
+    out: &Operand,
+    defs: &str,
+) -> (String, [u32; 2]) {
     let n = out.numel() as u64;
     if out.dtype == DType::Bool {
         let w = out.byte / 4;

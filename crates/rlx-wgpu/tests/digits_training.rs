@@ -20,11 +20,24 @@ fn digits_mlp_trains_on_the_gpu_like_on_the_cpu() {
     let (cpu_acc, cpu_w) = train(&rlx_cpu::CpuBackend, &data);
     let (gpu_acc, gpu_w) = train(&rlx_wgpu::WgpuBackend, &data);
     println!("digits test accuracy: cpu {cpu_acc:.4}, gpu {gpu_acc:.4}");
-    assert!(cpu_acc >= 0.9, "the CPU run itself did not learn: {cpu_acc}");
-    assert!(gpu_acc >= cpu_acc - 0.01, "gpu accuracy {gpu_acc} below the cpu's {cpu_acc}");
+    assert!(
+        cpu_acc >= 0.9,
+        "the CPU run itself did not learn: {cpu_acc}"
+    );
+    assert!(
+        gpu_acc >= cpu_acc - 0.01,
+        "gpu accuracy {gpu_acc} below the cpu's {cpu_acc}"
+    );
     for ((name, c), g) in PARAMS.iter().zip(&cpu_w).zip(&gpu_w) {
         let (c, g) = (c.to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap());
-        let worst = c.iter().zip(&g).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        assert!(worst < 1e-3, "{name}: weights after training differ by {worst}");
+        let worst = c
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst < 1e-3,
+            "{name}: weights after training differ by {worst}"
+        );
     }
 }

@@ -19,14 +19,22 @@ pub const PARAMS: [&str; 4] = ["w1", "b1", "w2", "b2"];
 
 /// (pixels / 16, label) per image of the committed scikit-learn digits.
 pub fn digits() -> Vec<(Vec<f32>, usize)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../rlx/examples/data/digits/digits.csv.gz");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rlx/examples/data/digits/digits.csv.gz"
+    );
     let mut text = String::new();
-    GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+    GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: Vec<f32> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
-            (v[..PIXELS].iter().map(|p| p / 16.0).collect(), v[PIXELS] as usize)
+            (
+                v[..PIXELS].iter().map(|p| p / 16.0).collect(),
+                v[PIXELS] as usize,
+            )
         })
         .collect()
 }
@@ -96,9 +104,17 @@ pub fn train(backend: &dyn Backend, data: &[(Vec<f32>, usize)]) -> (f32, Vec<Hos
     let mut step = compile(backend, &train_step_graph());
     let slots = param_slots(step.as_ref());
     let init = [
-        HostTensor::from_vec(uniform_init(PIXELS * HIDDEN, -0.125, 0.125, 1), &[PIXELS, HIDDEN]).unwrap(),
+        HostTensor::from_vec(
+            uniform_init(PIXELS * HIDDEN, -0.125, 0.125, 1),
+            &[PIXELS, HIDDEN],
+        )
+        .unwrap(),
         HostTensor::zeros(DType::F32, &[HIDDEN]),
-        HostTensor::from_vec(uniform_init(HIDDEN * CLASSES, -0.125, 0.125, 2), &[HIDDEN, CLASSES]).unwrap(),
+        HostTensor::from_vec(
+            uniform_init(HIDDEN * CLASSES, -0.125, 0.125, 2),
+            &[HIDDEN, CLASSES],
+        )
+        .unwrap(),
         HostTensor::zeros(DType::F32, &[CLASSES]),
     ];
     for (&s, v) in slots.iter().zip(&init) {
@@ -118,7 +134,10 @@ pub fn train(backend: &dyn Backend, data: &[(Vec<f32>, usize)]) -> (f32, Vec<Hos
             assert!(loss[0].to_vec::<f32>().unwrap()[0].is_finite());
         }
     }
-    let weights: Vec<HostTensor> = slots.iter().map(|&s| step.param_value(s).unwrap()).collect();
+    let weights: Vec<HostTensor> = slots
+        .iter()
+        .map(|&s| step.param_value(s).unwrap())
+        .collect();
     let mut predict = compile(backend, &predict_graph(test.len()));
     for (&s, w) in param_slots(predict.as_ref()).iter().zip(&weights) {
         predict.set_param(s, w).unwrap();
@@ -126,17 +145,24 @@ pub fn train(backend: &dyn Backend, data: &[(Vec<f32>, usize)]) -> (f32, Vec<Hos
     let x: Vec<f32> = test.iter().flat_map(|(p, _)| p.iter().copied()).collect();
     let x = HostTensor::from_vec(x, &[test.len(), PIXELS]).unwrap();
     let pred = predict.run(&[&x]).unwrap()[0].to_vec::<i64>().unwrap();
-    let right = pred.iter().zip(test).filter(|(p, (_, l))| **p as usize == *l).count();
+    let right = pred
+        .iter()
+        .zip(test)
+        .filter(|(p, (_, l))| **p as usize == *l)
+        .count();
     (right as f32 / test.len() as f32, weights)
 }
 
-
 /// Deterministic initial weights in `[lo, hi)` (a 64-bit LCG).
 pub fn uniform_init(n: usize, lo: f32, hi: f32, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
         })
         .collect()

@@ -42,10 +42,14 @@ pub fn backends() -> Vec<Arc<dyn Backend>> {
 
 /// Deterministic values in `[lo, hi)` (a 64-bit LCG).
 pub fn uniform(n: usize, lo: f32, hi: f32, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let u = (s >> 40) as f32 / (1u64 << 24) as f32;
             lo + (hi - lo) * u
         })
@@ -59,9 +63,31 @@ pub fn rand(dims: &[usize], lo: f32, hi: f32, seed: u64) -> HostTensor {
 
 /// Runs `g` on the CPU and on the GPU and asserts every output agrees to
 /// `rtol` relative (plus `1e-6` absolute, for values near zero).
-pub fn assert_gpu_matches_cpu(g: &Graph, params: &[(&str, &HostTensor)], inputs: &[(&str, &HostTensor)], rtol: f64) {
-    let d = device_divergence(g, params, inputs, &backends(), (1e-6, rtol)).unwrap_or_else(|e| panic!("{}: {e}", g.name()));
+pub fn assert_gpu_matches_cpu(
+    g: &Graph,
+    params: &[(&str, &HostTensor)],
+    inputs: &[(&str, &HostTensor)],
+    rtol: f64,
+) {
+    assert_gpu_matches_cpu_atol(g, params, inputs, rtol, 1e-6)
+}
+
+/// [`assert_gpu_matches_cpu`] with an absolute tolerance of `atol`: for
+/// long sums, whose near-zero results carry the rounding of their terms.
+pub fn assert_gpu_matches_cpu_atol(
+    g: &Graph,
+    params: &[(&str, &HostTensor)],
+    inputs: &[(&str, &HostTensor)],
+    rtol: f64,
+    atol: f64,
+) {
+    let d = device_divergence(g, params, inputs, &backends(), (atol, rtol))
+        .unwrap_or_else(|e| panic!("{}: {e}", g.name()));
     println!("{}: {d}", g.name());
-    assert!(d.worst_ratio() <= 1.0, "{}: GPU differs from the CPU beyond rtol {rtol}:\n{d}", g.name());
+    assert!(
+        d.worst_ratio() <= 1.0,
+        "{}: GPU differs from the CPU beyond rtol {rtol}:\n{d}",
+        g.name()
+    );
     assert!(!d.devices.is_empty());
 }
