@@ -193,6 +193,20 @@ impl WgpuExecutable {
         })
     }
 
+    /// `len` bytes (a multiple of 4) of the buffer from byte `at` (a multiple of 4).
+    fn read_range(&self, at: u64, len: u64) -> Result<Vec<u8>, BackendError> {
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rlx param read-back"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&self.buffer, at, &staging, 0, len);
+        self.ctx.queue.submit([enc.finish()]);
+        read_back(&self.ctx, &staging, len)
+    }
+
     /// Number of kernel dispatches one run records.
     pub fn dispatch_count(&self) -> usize {
         self.steps.len()
@@ -409,6 +423,57 @@ impl Executable for WgpuExecutable {
         self.execute(inputs, updates)
     }
 
+    fn write_param_bytes(
+        &mut self,
+        index: usize,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), BackendError> {
+        let Some(&(here, _)) = self.params.get(index) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        let (_, name, shape) = &self.lir.io.params[index];
+        let size = shape.size_bytes().unwrap_or(0);
+        if offset + bytes.len() > size {
+            return Err(BackendError::Signature(format!(
+                "param \"{name}\": {} bytes at offset {offset} run past its {size} bytes",
+                bytes.len()
+            )));
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // wgpu writes whole words: a ragged range is merged into the words it touches.
+        let start = offset as u64 / 4 * 4;
+        let end = align((offset + bytes.len()) as u64, 4);
+        let mut words = if start == offset as u64 && end == (offset + bytes.len()) as u64 {
+            bytes.to_vec()
+        } else {
+            let mut w = self.read_range(here + start, end - start)?;
+            let skew = offset - start as usize;
+            w[skew..skew + bytes.len()].copy_from_slice(bytes);
+            w
+        };
+        words.resize((end - start) as usize, 0);
+        self.ctx
+            .queue
+            .write_buffer(&self.buffer, here + start, &words);
+        self.params[index].1 = true;
+        Ok(())
+    }
+
+    fn alloc_param(&mut self, index: usize) -> Result<(), BackendError> {
+        let Some(shape) = self.lir.io.params.get(index).map(|p| p.2.clone()) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        let zeros = HostTensor::zeros(shape.dtype(), &shape.static_dims().unwrap_or_default());
+        self.set_param(index, &zeros)
+    }
+
     fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
         let Some(&(here, set)) = self.params.get(index) else {
             return Err(BackendError::Signature(format!(
@@ -423,17 +488,7 @@ impl Executable for WgpuExecutable {
             )));
         }
         let len = shape.size_bytes().unwrap_or(0) as u64;
-        let span = align(len.max(4), 4);
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rlx param read-back"),
-            size: span,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.buffer, here, &staging, 0, span);
-        self.ctx.queue.submit([enc.finish()]);
-        let bytes = read_back(&self.ctx, &staging, span)?;
+        let bytes = self.read_range(here, align(len.max(4), 4))?;
         HostTensor::from_bytes(
             shape.dtype(),
             &shape.static_dims().unwrap_or_default(),

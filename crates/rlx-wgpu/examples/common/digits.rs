@@ -13,8 +13,8 @@ const PIXELS: usize = 64;
 const CLASSES: usize = 10;
 const HIDDEN: usize = 64;
 const BATCH: usize = 32;
-const LR: f64 = 0.2;
-const EPOCHS: usize = 8;
+const LR: f64 = 0.3;
+const EPOCHS: usize = 20;
 pub const PARAMS: [&str; 4] = ["w1", "b1", "w2", "b2"];
 
 /// (pixels / 16, label) per image of the committed scikit-learn digits.
