@@ -60,7 +60,7 @@ impl WgpuExecutable {
     pub fn new(lir: LirModule, ctx: Arc<GpuContext>) -> Result<WgpuExecutable, BackendError> {
         let g = &lir.graph;
         let plan = &lir.plan;
-        if plan.alignment % 4 != 0 {
+        if !plan.alignment.is_multiple_of(4) {
             return Err(BackendError::Signature(format!(
                 "the memory plan's alignment {} is not a multiple of 4 bytes",
                 plan.alignment
@@ -349,7 +349,7 @@ fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, offset: u64, bytes: 
     if bytes.is_empty() {
         return;
     }
-    if bytes.len() % 4 == 0 {
+    if bytes.len().is_multiple_of(4) {
         queue.write_buffer(buffer, offset, bytes);
     } else {
         let mut padded = bytes.to_vec();
