@@ -36,6 +36,8 @@ pub fn unavailable_reason(d: Device) -> String {
             Ok(()) => "the wgpu backend is built in but not registered".into(),
             Err(why) => why,
         },
+        #[cfg(not(feature = "gpu"))]
+        Device::Gpu => "this build has no wgpu backend (enable the `gpu` feature of rlx / rlx-runtime)".into(),
         _ => format!(
             "no {} backend is registered in this build (RLX {} has no `{}` backend yet; register one with rlx_driver::registry::register_backend)",
             device_label(d),

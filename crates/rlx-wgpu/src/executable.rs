@@ -40,6 +40,8 @@ pub struct WgpuExecutable {
     /// Byte offset of each manifest output's value.
     outputs: Vec<u64>,
     flag_byte: u64,
+    /// The read-back buffer of the last run (kept: most runs read back the same outputs).
+    staging: Option<wgpu::Buffer>,
 }
 
 impl std::fmt::Debug for WgpuExecutable {
@@ -190,6 +192,7 @@ impl WgpuExecutable {
             inputs,
             outputs,
             flag_byte,
+            staging: None,
         })
     }
 
@@ -244,13 +247,12 @@ impl WgpuExecutable {
             }
             write_padded(&self.ctx.queue, &self.buffer, here, t.bytes());
         }
-        self.ctx
-            .queue
-            .write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
+
         let device = &self.ctx.device;
         let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("rlx run"),
         });
+        enc.clear_buffer(&self.buffer, self.flag_byte, Some(4));
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
@@ -276,12 +278,16 @@ impl WgpuExecutable {
             ranges.push((j, top, start, span, here - start, len));
             top += align(span, 4);
         }
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rlx read-back"),
-            size: top,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        // The read-back buffer of the last run is reused when the size fits.
+        if self.staging.as_ref().is_none_or(|b| b.size() != top) {
+            self.staging = Some(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rlx read-back"),
+                size: top,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.as_ref().expect("just made");
         enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, &staging, 0, 4);
         for &(_, dst, start, span, _, _) in &ranges {
             if span > 0 {
