@@ -4,7 +4,7 @@
 //! model files) MiniLM-L6 batch 1 x 128 tokens against the CPU backend.
 //!
 //! ```text
-//! cargo run --release -p rlx-wgpu --example gpu_bench
+//! cargo run --release -p rlx-wgpu --example gpu_bench [-- --no-minilm]
 //! ```
 
 use rlx_driver::{Backend, Executable};
@@ -71,6 +71,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
         });
     let dir = root.join("all-MiniLM-L6-v2");
+    if std::env::args().any(|a| a == "--no-minilm") {
+        return Ok(());
+    }
     if !dir.join("model.safetensors").is_file() {
         println!("MiniLM: skipped (no model files; tools/fetch_models.sh)");
         return Ok(());
