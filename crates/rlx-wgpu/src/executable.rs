@@ -288,10 +288,10 @@ impl WgpuExecutable {
             }));
         }
         let staging = self.staging.as_ref().expect("just made");
-        enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, &staging, 0, 4);
+        enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, staging, 0, 4);
         for &(_, dst, start, span, _, _) in &ranges {
             if span > 0 {
-                enc.copy_buffer_to_buffer(&self.buffer, start, &staging, dst, span);
+                enc.copy_buffer_to_buffer(&self.buffer, start, staging, dst, span);
             }
         }
         // Updated params: through a scratch buffer (wgpu copies never
@@ -324,7 +324,7 @@ impl WgpuExecutable {
             }
         }
         self.ctx.queue.submit([enc.finish()]);
-        let bytes = read_back(&self.ctx, &staging, top)?;
+        let bytes = read_back(&self.ctx, staging, top)?;
         let flag = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
         if flag != 0 {
             let id = NodeId(flag - 1);
