@@ -23,7 +23,7 @@ fn align(n: u64, a: u64) -> u64 {
 /// One dispatch: the kernel's pipeline and its workgroup counts.
 struct Step {
     pipeline: Arc<wgpu::ComputePipeline>,
-    groups: [u32; 2],
+    groups: [u32; 3],
 }
 
 /// A graph compiled for the wgpu device.
@@ -261,7 +261,7 @@ impl WgpuExecutable {
             pass.set_bind_group(0, &self.bind_group, &[]);
             for s in &self.steps {
                 pass.set_pipeline(&s.pipeline);
-                pass.dispatch_workgroups(s.groups[0], s.groups[1], 1);
+                pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
             }
         }
         // Read-back layout: the flag word, then each returned output.

@@ -3,7 +3,8 @@
 //! executable turns into [`rlx_driver::BackendError::Unsupported`].
 
 use crate::wgsl::{
-    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, Operand,
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Operand,
+    HELPERS, MAX_GROUPS,
 };
 use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
 use rlx_ir::{DType, Op};
@@ -12,7 +13,7 @@ use std::fmt::Write;
 /// A generated kernel: its WGSL source and the workgroups to dispatch.
 pub(crate) struct Kernel {
     pub source: String,
-    pub groups: [u32; 2],
+    pub groups: [u32; 3],
 }
 
 /// Everything a kernel generator needs to know about one node.
@@ -394,6 +395,14 @@ fn matmul(cx: &NodeCtx) -> Kernel {
     let nb = batch.len();
     let sa = broadcast_strides(&ad[..ad.len() - 2], &batch);
     let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
+    let batches: usize = batch.iter().product();
+    if cx.out.dtype == DType::F32
+        && batches as u64 <= MAX_GROUPS
+        && m.div_ceil(TILE) as u64 <= MAX_GROUPS
+        && n.div_ceil(TILE) as u64 <= MAX_GROUPS
+    {
+        return tiled_matmul(cx, &batch, (&sa, &sb), (m, k, n));
+    }
     let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
     let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
     let acc = if cx.out.dtype == DType::F32 {
@@ -408,6 +417,61 @@ fn matmul(cx: &NodeCtx) -> Kernel {
         ty = cx.out_ty()
     );
     cx.element(defs)
+}
+
+/// Side of the square tiles of [`tiled_matmul`].
+const TILE: usize = 16;
+
+/// f32 matmul in 16 x 16 output tiles per workgroup: each step stages a
+/// 16 x 16 block of `a` and of `b` in workgroup memory; every output still
+/// sums its `k` terms in order. Dispatch: (column tiles, row tiles, batch).
+fn tiled_matmul(
+    cx: &NodeCtx,
+    batch: &[usize],
+    (sa, sb): (&[usize], &[usize]),
+    (m, k, n): (usize, usize, usize),
+) -> Kernel {
+    let t = TILE;
+    let source = format!(
+        "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
+         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}\n\
+         var<workgroup> ta: array<f32, {tt}>;\nvar<workgroup> tb: array<f32, {tt}>;\n\
+         @compute @workgroup_size({t}, {t})\n\
+         fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
+         let z = wg.z;\n{coords}  let ab = ({da}) * {mk}u;\n  let bb = ({db}) * {kn}u;\n\
+         let row = wg.y * {t}u + lid.y;\n  let col = wg.x * {t}u + lid.x;\n  var acc = 0.0;\n\
+         for (var s = 0u; s < {k}u; s += {t}u) {{\n\
+             let ak = s + lid.x;\n    let bk = s + lid.y;\n\
+             ta[lid.y * {t}u + lid.x] = select(0.0, x0(ab + min(row, {m1}u) * {k}u + min(ak, {k1}u)), row < {m}u && ak < {k}u);\n\
+             tb[lid.y * {t}u + lid.x] = select(0.0, x1(bb + min(bk, {k1}u) * {n}u + min(col, {n1}u)), bk < {k}u && col < {n}u);\n\
+             workgroupBarrier();\n\
+             for (var j = 0u; j < {t}u; j++) {{ acc += ta[lid.y * {t}u + j] * tb[j * {t}u + lid.x]; }}\n\
+             workgroupBarrier();\n  }}\n\
+         if (row < {m}u && col < {n}u) {{ st(z * {mn}u + row * {n}u + col, acc); }}\n}}\n",
+        flag = cx.flag_word,
+        node = cx.index + 1,
+        loads = cx.loads(),
+        store = store_fn(&cx.out),
+        tt = t * t,
+        coords = coords(batch, "z", "c"),
+        da = dot("c", sa),
+        db = dot("c", sb),
+        mk = m * k,
+        kn = k * n,
+        mn = m * n,
+        m1 = m.saturating_sub(1),
+        k1 = k.saturating_sub(1),
+        n1 = n.saturating_sub(1),
+    );
+    let batches: usize = batch.iter().product();
+    Kernel {
+        source,
+        groups: [
+            n.div_ceil(t) as u32,
+            m.div_ceil(t) as u32,
+            batches.max(1) as u32,
+        ],
+    }
 }
 
 /// XLA's dot_general: output = batch dims, lhs free dims, rhs free dims.

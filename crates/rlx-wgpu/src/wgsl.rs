@@ -58,7 +58,7 @@ pub(crate) fn load_fn(name: &str, x: &Operand) -> String {
 
 /// `fn st(e: u32, v: T)` for a non-Bool output (Bool outputs are packed
 /// four to a word by the element wrapper).
-fn store_fn(out: &Operand) -> String {
+pub(crate) fn store_fn(out: &Operand) -> String {
     let w = out.byte / 4;
     match out.dtype {
         DType::F32 | DType::I32 => {
@@ -112,7 +112,7 @@ pub(crate) fn dot(prefix: &str, strides: &[usize]) -> String {
     }
 }
 
-const HELPERS: &str = r#"
+pub(crate) const HELPERS: &str = r#"
 fn fail() { mem[FLAG] = NODE; }
 // Infinities and NaN built at run time: a constant one is a WGSL error.
 fn bits_(b: u32) -> f32 { return bitcast<f32>(b + min(mem[FLAG], 0u)); }
@@ -176,7 +176,7 @@ pub(crate) fn shader(
     defs: &str,
     body: &str,
     threads: u64,
-) -> (String, [u32; 2]) {
+) -> (String, [u32; 3]) {
     let groups = threads.div_ceil(WORKGROUP).max(1);
     let gx = groups.min(MAX_GROUPS);
     let gy = groups.div_ceil(gx);
@@ -188,7 +188,7 @@ pub(crate) fn shader(
         node + 1,
         gx * WORKGROUP
     );
-    (src, [gx as u32, gy as u32])
+    (src, [gx as u32, gy as u32, 1])
 }
 
 /// A shader computing `fn value(i: u32) -> T` (in `defs`) for each element
@@ -198,7 +198,7 @@ pub(crate) fn element_shader(
     node: usize,
     out: &Operand,
     defs: &str,
-) -> (String, [u32; 2]) {
+) -> (String, [u32; 3]) {
     let n = out.numel() as u64;
     if out.dtype == DType::Bool {
         let w = out.byte / 4;
