@@ -53,6 +53,7 @@ pub struct BackendsManifest {
 fn built_in(device: Device) -> bool {
     match device {
         Device::Cpu => cfg!(feature = "cpu"),
+        Device::Gpu => cfg!(feature = "gpu"),
         d => crate::backends::feature_on(d),
     }
 }

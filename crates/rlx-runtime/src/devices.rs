@@ -19,6 +19,11 @@ pub fn ensure_builtin_backends() {
     ONCE.call_once(|| {
         #[cfg(feature = "cpu")]
         registry::register_backend(std::sync::Arc::new(rlx_cpu::CpuBackend));
+        // Registered only when an adapter is found: the manifest then says why not.
+        #[cfg(feature = "gpu")]
+        if rlx_wgpu::is_available().is_ok() {
+            registry::register_backend(std::sync::Arc::new(rlx_wgpu::WgpuBackend));
+        }
     });
 }
 
@@ -29,6 +34,13 @@ pub fn unavailable_reason(d: Device) -> String {
     }
     match d {
         Device::Cpu => "this build has no CPU backend (enable the `cpu` feature)".into(),
+        #[cfg(feature = "gpu")]
+        Device::Gpu => match rlx_wgpu::is_available() {
+            Ok(()) => "the wgpu backend is built in but not registered".into(),
+            Err(why) => why,
+        },
+        #[cfg(not(feature = "gpu"))]
+        Device::Gpu => "this build has no wgpu backend (enable the `gpu` feature of rlx / rlx-runtime)".into(),
         _ => format!(
             "no {} backend is registered in this build (RLX {} has no `{}` backend yet; register one with rlx_driver::registry::register_backend)",
             device_label(d),

@@ -1,0 +1,114 @@
+//! The BENCHMARKS.md rows of the wgpu backend, each next to its reference
+//! measured in the same run: a tiny graph's run against the adapter's
+//! empty-submit round trip and against the CPU backend, and (with the
+//! model files) MiniLM-L6 batch 1 x 128 tokens against the CPU backend.
+//!
+//! ```text
+//! cargo run --release -p rlx-wgpu --example gpu_bench [-- --no-minilm]
+//! ```
+
+use rlx_driver::{Backend, Executable};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_models::bert::{BertEncoder, TokenBatch};
+use rlx_runtime::Device;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Median seconds of `reps` calls of `f` (after one warm-up call).
+fn median(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[reps / 2]
+}
+
+fn compile(backend: &dyn Backend, g: &Graph) -> Box<dyn Executable> {
+    let lir = rlx_compile::lower(g, &|op| backend.claims(op), &Default::default()).unwrap();
+    backend.compile(lir).unwrap()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let ctx = rlx_wgpu::context()?;
+    println!("adapter: {}", ctx.describe());
+    let empty = median(200, || {
+        let enc = ctx.device.create_command_encoder(&Default::default());
+        ctx.queue.submit([enc.finish()]);
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .unwrap();
+    });
+    let mut g = Graph::new("tiny");
+    let x = g.input("x", Shape::new(&[16], DType::F32));
+    let y = g.mul(x, g.constant(2.0, DType::F32));
+    g.set_outputs(vec![y]);
+    let xv = HostTensor::from_vec(vec![1.0f32; 16], &[16])?;
+    let mut gpu = compile(&rlx_wgpu::WgpuBackend, &g);
+    let mut cpu = compile(&rlx_cpu::CpuBackend, &g);
+    let tiny_gpu = median(200, || {
+        gpu.run(&[&xv]).unwrap();
+    });
+    let tiny_cpu = median(200, || {
+        cpu.run(&[&xv]).unwrap();
+    });
+    println!("empty submit + wait: {:.1} us", empty * 1e6);
+    println!(
+        "tiny graph (x * 2, 16 floats, 1 dispatch + upload + read-back): gpu {:.1} us = {:.2}x empty submit; cpu {:.2} us (gpu / cpu {:.0}x)",
+        tiny_gpu * 1e6,
+        tiny_gpu / empty,
+        tiny_cpu * 1e6,
+        tiny_gpu / tiny_cpu
+    );
+    let root = std::env::var("RLX_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
+        });
+    let dir = root.join("all-MiniLM-L6-v2");
+    if std::env::args().any(|a| a == "--no-minilm") {
+        return Ok(());
+    }
+    if !dir.join("model.safetensors").is_file() {
+        println!("MiniLM: skipped (no model files; tools/fetch_models.sh)");
+        return Ok(());
+    }
+    rlx_driver::registry::register_backend(Arc::new(rlx_wgpu::WgpuBackend));
+    let seq = 128;
+    let tokens = TokenBatch {
+        batch: 1,
+        seq,
+        ids: (0..seq as i64)
+            .map(|i| {
+                if i == 0 {
+                    101
+                } else if i == seq as i64 - 1 {
+                    102
+                } else {
+                    2000 + i
+                }
+            })
+            .collect(),
+        mask: vec![1; seq],
+        type_ids: vec![0; seq],
+    };
+    let mut times = Vec::new();
+    for device in [Device::Cpu, Device::Gpu] {
+        let mut enc = BertEncoder::from_dir(&dir, device)?;
+        times.push(median(5, || {
+            enc.run(&tokens).unwrap();
+        }));
+    }
+    println!(
+        "MiniLM-L6 b1 s128: cpu {:.1} ms, gpu {:.1} ms (gpu / cpu {:.2}x)",
+        times[0] * 1e3,
+        times[1] * 1e3,
+        times[1] / times[0]
+    );
+    Ok(())
+}

@@ -1,0 +1,509 @@
+//! A LIR schedule on the GPU: one storage buffer holds the arena (the
+//! memory plan's offsets, unchanged), then every param and constant, then
+//! a failure flag. Each non-view node is one dispatch of its generated
+//! kernel; a run uploads the inputs, records every dispatch in one compute
+//! pass and reads back only the outputs (and the flag).
+
+use crate::context::GpuContext;
+use crate::kernels::{kernel, NodeCtx};
+use crate::wgsl::Operand;
+use rlx_compile::LirModule;
+use rlx_driver::{BackendError, Device, Executable};
+use rlx_ir::{node_label, HostTensor, NodeId, Op};
+use std::sync::Arc;
+
+/// Alignment of params and constants in the buffer (wgpu's copy alignment
+/// is 4; 256 keeps each region on its own cache lines).
+const REGION_ALIGN: u64 = 256;
+
+fn align(n: u64, a: u64) -> u64 {
+    n.div_ceil(a) * a
+}
+
+/// One dispatch: the kernel's pipeline and its workgroup counts.
+struct Step {
+    pipeline: Arc<wgpu::ComputePipeline>,
+    groups: [u32; 3],
+}
+
+/// A graph compiled for the wgpu device.
+pub struct WgpuExecutable {
+    lir: LirModule,
+    ctx: Arc<GpuContext>,
+    buffer: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    steps: Vec<Step>,
+    /// Byte offset of each manifest param's region, and whether it is set.
+    params: Vec<(u64, bool)>,
+    /// Byte offset of each manifest input's arena slot.
+    inputs: Vec<u64>,
+    /// Byte offset of each manifest output's value.
+    outputs: Vec<u64>,
+    flag_byte: u64,
+    /// The read-back buffer of the last run (kept: most runs read back the same outputs).
+    staging: Option<wgpu::Buffer>,
+}
+
+impl std::fmt::Debug for WgpuExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WgpuExecutable({} dispatches on {})",
+            self.steps.len(),
+            self.ctx.describe()
+        )
+    }
+}
+
+impl WgpuExecutable {
+    /// Lays out the buffer, generates and compiles every node's kernel and
+    /// uploads the constants. A node without a kernel is
+    /// [`BackendError::Unsupported`] naming it and why.
+    pub fn new(lir: LirModule, ctx: Arc<GpuContext>) -> Result<WgpuExecutable, BackendError> {
+        let g = &lir.graph;
+        let plan = &lir.plan;
+        if !plan.alignment.is_multiple_of(4) {
+            return Err(BackendError::Signature(format!(
+                "the memory plan's alignment {} is not a multiple of 4 bytes",
+                plan.alignment
+            )));
+        }
+        let mut top = align(plan.arena_bytes as u64, REGION_ALIGN);
+        let mut at = vec![0u64; g.len()];
+        let mut params = Vec::new();
+        let mut constants = Vec::new();
+        for id in g.ids() {
+            let n = g.node(id);
+            let bytes = n.shape.size_bytes().ok_or_else(|| BackendError::Kernel {
+                node: node_label(g, id),
+                message: format!("shape {} is not static", n.shape),
+            })? as u64;
+            at[id.index()] = match &n.op {
+                Op::Param { .. } | Op::Constant { .. } => {
+                    let here = top;
+                    top = align(top + bytes.max(4), REGION_ALIGN);
+                    if let Op::Constant { bytes } = &n.op {
+                        constants.push((here, bytes.clone()));
+                    }
+                    here
+                }
+                _ => plan.slots[id.index()]
+                    .map(|s| s.offset as u64)
+                    .ok_or_else(|| BackendError::Kernel {
+                        node: node_label(g, id),
+                        message: "the memory plan gave it no slot".into(),
+                    })?,
+            };
+        }
+        for (id, _, _) in &lir.io.params {
+            params.push((at[id.index()], false));
+        }
+        let flag_byte = top;
+        let size = flag_byte + 4;
+        let max = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        if size > max {
+            return Err(BackendError::Signature(format!(
+                "the graph needs a {size}-byte GPU buffer; {} allows {max}",
+                ctx.describe()
+            )));
+        }
+        let mut steps = Vec::new();
+        for &id in &lir.schedule {
+            let n = g.node(id);
+            if plan.is_view(id.index())
+                || matches!(
+                    n.op,
+                    Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }
+                )
+            {
+                continue;
+            }
+            let operand = |i: NodeId| Operand {
+                byte: at[i.index()],
+                dtype: g.shape(i).dtype(),
+                dims: g.shape(i).static_dims().unwrap_or_default(),
+            };
+            let cx = NodeCtx {
+                op: &n.op,
+                index: id.index(),
+                inputs: n.inputs.iter().map(|&i| operand(i)).collect(),
+                out: operand(id),
+                flag_word: flag_byte / 4,
+            };
+            if cx.out.numel() == 0 {
+                continue;
+            }
+            let k = kernel(&cx).map_err(|why| BackendError::Unsupported {
+                device: Device::Gpu,
+                node: format!("{} ({why})", node_label(g, id)),
+            })?;
+            let pipeline = ctx
+                .pipeline(&k.source)
+                .map_err(|message| BackendError::Kernel {
+                    node: node_label(g, id),
+                    message,
+                })?;
+            steps.push(Step {
+                pipeline,
+                groups: k.groups,
+            });
+        }
+        let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rlx arena"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        for (here, bytes) in constants {
+            write_padded(&ctx.queue, &buffer, here, &bytes);
+        }
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("rlx arena"),
+            layout: &ctx.arena_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buffer.as_entire_binding(),
+            }],
+        });
+        let inputs = lir
+            .io
+            .inputs
+            .iter()
+            .map(|(id, _, _)| at[id.index()])
+            .collect();
+        let outputs = lir
+            .io
+            .outputs
+            .iter()
+            .map(|(id, _)| at[id.index()])
+            .collect();
+        Ok(WgpuExecutable {
+            lir,
+            ctx,
+            buffer,
+            bind_group,
+            steps,
+            params,
+            inputs,
+            outputs,
+            flag_byte,
+            staging: None,
+        })
+    }
+
+    /// `len` bytes (a multiple of 4) of the buffer from byte `at` (a multiple of 4).
+    fn read_range(&self, at: u64, len: u64) -> Result<Vec<u8>, BackendError> {
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rlx param read-back"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&self.buffer, at, &staging, 0, len);
+        self.ctx.queue.submit([enc.finish()]);
+        read_back(&self.ctx, &staging, len)
+    }
+
+    /// Number of kernel dispatches one run records.
+    pub fn dispatch_count(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Runs once; copies output `j`'s bytes to param `p` on the device for
+    /// each `(j, p)` of `updates` (after every kernel ran) and reads back
+    /// the other outputs.
+    fn execute(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        if let Some(p) = self.params.iter().position(|p| !p.1) {
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[p].1
+            )));
+        }
+        if inputs.len() != self.inputs.len() {
+            return Err(BackendError::Signature(format!(
+                "{} inputs given for {}",
+                inputs.len(),
+                self.inputs.len()
+            )));
+        }
+        for (((_, name, shape), t), &here) in
+            self.lir.io.inputs.iter().zip(inputs).zip(&self.inputs)
+        {
+            if Some(t.bytes().len()) != shape.size_bytes() {
+                return Err(BackendError::Signature(format!(
+                    "input \"{name}\": {} bytes given for {shape}",
+                    t.bytes().len()
+                )));
+            }
+            write_padded(&self.ctx.queue, &self.buffer, here, t.bytes());
+        }
+
+        let device = &self.ctx.device;
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("rlx run"),
+        });
+        enc.clear_buffer(&self.buffer, self.flag_byte, Some(4));
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            for s in &self.steps {
+                pass.set_pipeline(&s.pipeline);
+                pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
+            }
+        }
+        // Read-back layout: the flag word, then each returned output.
+        let manifest = &self.lir.io.outputs;
+        let mut ranges = Vec::new(); // (output, first aligned byte, len, skew)
+        let mut top = 4u64;
+        for (j, ((_, shape), &here)) in manifest.iter().zip(&self.outputs).enumerate() {
+            if updates.iter().any(|u| u.0 == j) {
+                continue;
+            }
+            let len = shape.size_bytes().unwrap_or(0) as u64;
+            let start = here / 4 * 4;
+            let span = align(here + len, 4) - start;
+            ranges.push((j, top, start, span, here - start, len));
+            top += align(span, 4);
+        }
+        // The read-back buffer of the last run is reused when the size fits.
+        if self.staging.as_ref().is_none_or(|b| b.size() != top) {
+            self.staging = Some(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rlx read-back"),
+                size: top,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.as_ref().expect("just made");
+        enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, staging, 0, 4);
+        for &(_, dst, start, span, _, _) in &ranges {
+            if span > 0 {
+                enc.copy_buffer_to_buffer(&self.buffer, start, staging, dst, span);
+            }
+        }
+        // Updated params: through a scratch buffer (wgpu copies never
+        // have the same buffer at both ends), all reads before any write.
+        let moves: Vec<(u64, u64, u64)> = updates
+            .iter()
+            .map(|&(j, p)| {
+                let len = align(manifest[j].1.size_bytes().unwrap_or(0) as u64, 4);
+                (self.outputs[j], self.params[p].0, len)
+            })
+            .filter(|m| m.2 > 0)
+            .collect();
+        let scratch_len: u64 = moves.iter().map(|m| m.2).sum();
+        if scratch_len > 0 {
+            let scratch = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rlx param updates"),
+                size: scratch_len,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut at = 0;
+            for &(from, _, len) in &moves {
+                enc.copy_buffer_to_buffer(&self.buffer, from, &scratch, at, len);
+                at += len;
+            }
+            at = 0;
+            for &(_, to, len) in &moves {
+                enc.copy_buffer_to_buffer(&scratch, at, &self.buffer, to, len);
+                at += len;
+            }
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        let bytes = read_back(&self.ctx, staging, top)?;
+        let flag = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
+        if flag != 0 {
+            let id = NodeId(flag - 1);
+            return Err(BackendError::Kernel {
+                node: node_label(&self.lir.graph, id),
+                message: "an index was out of range or a value did not fit in 32 bits".into(),
+            });
+        }
+        ranges
+            .iter()
+            .map(|&(j, dst, _, _, skew, len)| {
+                let shape = &manifest[j].1;
+                let dims = shape.static_dims().unwrap_or_default();
+                let from = (dst + skew) as usize;
+                HostTensor::from_bytes(
+                    shape.dtype(),
+                    &dims,
+                    bytes[from..from + len as usize].to_vec(),
+                )
+                .map_err(|e| BackendError::Signature(format!("output {j}: {e}")))
+            })
+            .collect()
+    }
+}
+
+/// Writes `bytes` at `offset`, padded with zeros to wgpu's 4-byte copy size.
+fn write_padded(queue: &wgpu::Queue, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    if bytes.len().is_multiple_of(4) {
+        queue.write_buffer(buffer, offset, bytes);
+    } else {
+        let mut padded = bytes.to_vec();
+        padded.resize(align(bytes.len() as u64, 4) as usize, 0);
+        queue.write_buffer(buffer, offset, &padded);
+    }
+}
+
+/// Maps `staging` and copies its first `len` bytes out.
+fn read_back(ctx: &GpuContext, staging: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, BackendError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    staging.map_async(wgpu::MapMode::Read, ..len, move |r| {
+        let _ = tx.send(r);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| BackendError::Signature(format!("waiting for the GPU: {e}")))?;
+    rx.recv()
+        .map_err(|_| BackendError::Signature("the GPU read-back was dropped".into()))?
+        .map_err(|e| BackendError::Signature(format!("mapping the GPU read-back: {e}")))?;
+    let bytes = staging
+        .get_mapped_range(..len)
+        .map_err(|e| BackendError::Signature(format!("reading the GPU read-back: {e}")))?
+        .to_vec();
+    staging.unmap();
+    Ok(bytes)
+}
+
+impl Executable for WgpuExecutable {
+    fn set_param(&mut self, index: usize, value: &HostTensor) -> Result<(), BackendError> {
+        let Some((_, name, shape)) = self.lir.io.params.get(index) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        if Some(value.bytes().len()) != shape.size_bytes() {
+            return Err(BackendError::Signature(format!(
+                "param \"{name}\": {} bytes given for {shape}",
+                value.bytes().len()
+            )));
+        }
+        write_padded(
+            &self.ctx.queue,
+            &self.buffer,
+            self.params[index].0,
+            value.bytes(),
+        );
+        self.params[index].1 = true;
+        Ok(())
+    }
+
+    fn run(&mut self, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        self.execute(inputs, &[])
+    }
+
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        let n = self.outputs.len();
+        if let Some(&(j, p)) = updates
+            .iter()
+            .find(|u| u.0 >= n || u.1 >= self.params.len())
+        {
+            return Err(BackendError::Signature(format!(
+                "update output {j} -> param {p} out of range ({n} outputs, {} params)",
+                self.params.len()
+            )));
+        }
+        self.execute(inputs, updates)
+    }
+
+    fn write_param_bytes(
+        &mut self,
+        index: usize,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), BackendError> {
+        let Some(&(here, _)) = self.params.get(index) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        let (_, name, shape) = &self.lir.io.params[index];
+        let size = shape.size_bytes().unwrap_or(0);
+        if offset + bytes.len() > size {
+            return Err(BackendError::Signature(format!(
+                "param \"{name}\": {} bytes at offset {offset} run past its {size} bytes",
+                bytes.len()
+            )));
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // wgpu writes whole words: a ragged range is merged into the words it touches.
+        let start = offset as u64 / 4 * 4;
+        let end = align((offset + bytes.len()) as u64, 4);
+        let mut words = if start == offset as u64 && end == (offset + bytes.len()) as u64 {
+            bytes.to_vec()
+        } else {
+            let mut w = self.read_range(here + start, end - start)?;
+            let skew = offset - start as usize;
+            w[skew..skew + bytes.len()].copy_from_slice(bytes);
+            w
+        };
+        words.resize((end - start) as usize, 0);
+        self.ctx
+            .queue
+            .write_buffer(&self.buffer, here + start, &words);
+        self.params[index].1 = true;
+        Ok(())
+    }
+
+    fn alloc_param(&mut self, index: usize) -> Result<(), BackendError> {
+        let Some(shape) = self.lir.io.params.get(index).map(|p| p.2.clone()) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        let zeros = HostTensor::zeros(shape.dtype(), &shape.static_dims().unwrap_or_default());
+        self.set_param(index, &zeros)
+    }
+
+    fn param_value(&self, index: usize) -> Result<HostTensor, BackendError> {
+        let Some(&(here, set)) = self.params.get(index) else {
+            return Err(BackendError::Signature(format!(
+                "param index {index} out of range"
+            )));
+        };
+        let shape = &self.lir.io.params[index].2;
+        if !set {
+            return Err(BackendError::Signature(format!(
+                "param \"{}\" is not set",
+                self.lir.io.params[index].1
+            )));
+        }
+        let len = shape.size_bytes().unwrap_or(0) as u64;
+        let bytes = self.read_range(here, align(len.max(4), 4))?;
+        HostTensor::from_bytes(
+            shape.dtype(),
+            &shape.static_dims().unwrap_or_default(),
+            bytes[..len as usize].to_vec(),
+        )
+        .map_err(|e| BackendError::Signature(format!("param {index}: {e}")))
+    }
+
+    fn lir(&self) -> &LirModule {
+        &self.lir
+    }
+}

@@ -1,0 +1,639 @@
+//! One WGSL kernel per LIR node, specialised to its shapes, dtypes and
+//! arena offsets. A node without a kernel here is `Err(reason)`, which the
+//! executable turns into [`rlx_driver::BackendError::Unsupported`].
+
+use crate::wgsl::{
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Operand,
+    HELPERS, MAX_GROUPS,
+};
+use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
+use rlx_ir::{DType, Op};
+use std::fmt::Write;
+
+/// A generated kernel: its WGSL source and the workgroups to dispatch.
+pub(crate) struct Kernel {
+    pub source: String,
+    pub groups: [u32; 3],
+}
+
+/// Everything a kernel generator needs to know about one node.
+pub(crate) struct NodeCtx<'a> {
+    pub op: &'a Op,
+    pub index: usize,
+    pub inputs: Vec<Operand>,
+    pub out: Operand,
+    pub flag_word: u64,
+}
+
+impl NodeCtx<'_> {
+    fn element(&self, defs: String) -> Kernel {
+        let (source, groups) = element_shader(self.flag_word, self.index, &self.out, &defs);
+        Kernel { source, groups }
+    }
+
+    fn loads(&self) -> String {
+        self.inputs
+            .iter()
+            .enumerate()
+            .map(|(k, x)| load_fn(&format!("x{k}"), x))
+            .collect()
+    }
+
+    fn out_ty(&self) -> &'static str {
+        reg_type(self.out.dtype).expect("checked")
+    }
+
+    /// `fn value` reading every input at its broadcast position of the
+    /// output and combining the loaded `a`, `b`, `c` with `expr`.
+    fn broadcast_map(&self, expr: &str) -> Kernel {
+        let od = &self.out.dims;
+        let mut body = String::new();
+        let same = self.inputs.iter().all(|x| &x.dims == od);
+        if !same {
+            body += &coords(od, "i", "c");
+        }
+        for (k, x) in self.inputs.iter().enumerate() {
+            let at = if same {
+                "i".to_string()
+            } else {
+                dot("c", &broadcast_strides(&x.dims, od))
+            };
+            let _ = writeln!(body, "  let {} = x{k}({at});", ["a", "b", "c_"][k]);
+        }
+        let defs = format!(
+            "{}fn value(i: u32) -> {} {{\n{body}  return {expr};\n}}\n",
+            self.loads(),
+            self.out_ty()
+        );
+        self.element(defs)
+    }
+
+    /// `fn value` reading input 0 at the u32 offset `at` (after `pre`).
+    fn gather_map(&self, pre: &str, at: &str) -> Kernel {
+        let defs = format!(
+            "{}fn value(i: u32) -> {} {{\n{}{pre}  return x0({at});\n}}\n",
+            self.loads(),
+            self.out_ty(),
+            coords(&self.out.dims, "i", "c")
+        );
+        self.element(defs)
+    }
+}
+
+/// The kernel of `cx`'s node, or why there is none.
+pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
+    for x in cx.inputs.iter().chain([&cx.out]) {
+        if reg_type(x.dtype).is_none() {
+            return Err(format!(
+                "dtype {} has no GPU kernel (f32, i32, i64, bool do)",
+                x.dtype
+            ));
+        }
+    }
+    let dt = cx.out.dtype;
+    let in0 = cx.inputs.first().map(|x| x.dtype);
+    match cx.op {
+        Op::Unary(u) => Ok(cx.broadcast_map(&unary(*u, dt)?)),
+        Op::Binary(b) => {
+            refuse_i64_math(dt)?;
+            Ok(cx.broadcast_map(&binary(*b, dt)?))
+        }
+        Op::Compare(c) => {
+            let e = compare(*c);
+            Ok(cx.broadcast_map(&format!("select(0u, 1u, {e})")))
+        }
+        Op::Select =>
+        // Loads: `a` the condition, `b` where true, `c_` where false.
+        {
+            Ok(cx.broadcast_map("select(c_, b, a != 0u)"))
+        }
+        Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt))),
+        Op::Reshape => Ok(cx.gather_map("", "i")),
+        Op::Broadcast => {
+            let s = broadcast_strides(&cx.inputs[0].dims, &cx.out.dims);
+            Ok(cx.gather_map("", &dot("c", &s)))
+        }
+        Op::Transpose { perm } => {
+            let own = rlx_ir::contiguous_strides(&cx.inputs[0].dims);
+            let s: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
+            Ok(cx.gather_map("", &dot("c", &s)))
+        }
+        Op::Slice(spec) => Ok(slice(cx, spec)),
+        Op::Concat { axis } => Ok(concat(cx, *axis)),
+        Op::Gather { axis } => Ok(gather(cx, *axis)),
+        Op::Iota { axis, start, step } => Ok(iota(cx, *axis, *start, *step)),
+        Op::MatMul => {
+            refuse_i64_math(dt)?;
+            Ok(matmul(cx))
+        }
+        Op::DotGeneral(d) => {
+            refuse_i64_math(dt)?;
+            Ok(dot_general(cx, d))
+        }
+        Op::Reduce { op, axes, .. } => {
+            refuse_i64_math(dt)?;
+            reduce(cx, *op, axes)
+        }
+        Op::ArgReduce { op, axis, .. } => Ok(arg_reduce(cx, *op == ArgReduceOp::ArgMax, *axis)),
+        Op::Softmax { axis } | Op::LogSoftmax { axis } => {
+            only_f32(dt)?;
+            Ok(softmax(cx, *axis, matches!(cx.op, Op::LogSoftmax { .. })))
+        }
+        Op::LayerNorm { axis, eps } => {
+            only_f32(dt)?;
+            Ok(norm(cx, *axis, *eps, true))
+        }
+        Op::RmsNorm { eps } => {
+            only_f32(dt)?;
+            Ok(norm(cx, cx.out.dims.len().saturating_sub(1), *eps, false))
+        }
+        other => Err(format!("no GPU kernel for op {}", other.mnemonic())),
+    }
+}
+
+/// The ops [`kernel`] has a kernel for (dtype permitting).
+pub(crate) fn has_kernel(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Input { .. }
+            | Op::Param { .. }
+            | Op::Constant { .. }
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::Select
+            | Op::Cast
+            | Op::Reshape
+            | Op::Broadcast
+            | Op::Transpose { .. }
+            | Op::Slice(_)
+            | Op::Concat { .. }
+            | Op::Gather { .. }
+            | Op::Iota { .. }
+            | Op::MatMul
+            | Op::DotGeneral(_)
+            | Op::Reduce { .. }
+            | Op::ArgReduce { .. }
+            | Op::Softmax { .. }
+            | Op::LogSoftmax { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+    )
+}
+
+fn refuse_i64_math(dt: DType) -> Result<(), String> {
+    if dt == DType::I64 {
+        return Err("i64 arithmetic has no GPU kernel (values compute in 32 bits)".into());
+    }
+    Ok(())
+}
+
+fn only_f32(dt: DType) -> Result<(), String> {
+    if dt != DType::F32 {
+        return Err(format!(
+            "dtype {dt} has no GPU kernel for this op (f32 does)"
+        ));
+    }
+    Ok(())
+}
+
+fn unary(u: UnaryOp, dt: DType) -> Result<String, String> {
+    use UnaryOp::*;
+    if dt != DType::F32 {
+        return match (u, dt) {
+            (Not, DType::Bool) => Ok("1u - a".into()),
+            (Not, DType::I32) => Ok("~a".into()),
+            (Neg, DType::I32) => Ok("-a".into()),
+            (Abs, DType::I32) => Ok("abs(a)".into()),
+            (Sign, DType::I32) => Ok("sign(a)".into()),
+            _ => Err(format!("unary {u:?} on {dt} has no GPU kernel")),
+        };
+    }
+    Ok(match u {
+        Neg => "-a",
+        Abs => "abs(a)",
+        Exp => "exp(a)",
+        Log => "log(a)",
+        Sqrt => "sqrt(a)",
+        Rsqrt => "1.0 / sqrt(a)",
+        Reciprocal => "1.0 / a",
+        Tanh => "tanh_(a)",
+        Sigmoid => "1.0 / (1.0 + exp(-a))",
+        Relu => "max(a, 0.0)",
+        Gelu => "gelu_(a)",
+        GeluApprox => "0.5 * a * (1.0 + tanh_(0.7978845608028654 * (a + 0.044715 * a * a * a)))",
+        Silu => "a / (1.0 + exp(-a))",
+        Sin => "sin(a)",
+        Cos => "cos(a)",
+        Floor => "floor(a)",
+        Ceil => "ceil(a)",
+        Round => "round(a)",
+        Sign => "sign(a)",
+        Erf => "erf_(a)",
+        Softplus => "max(a, 0.0) + log(1.0 + exp(-abs(a)))",
+        Not => return Err("unary Not on f32 has no GPU kernel".into()),
+    }
+    .into())
+}
+
+fn binary(b: BinaryOp, dt: DType) -> Result<String, String> {
+    use BinaryOp::*;
+    let float = dt == DType::F32;
+    Ok(match b {
+        Add if dt != DType::Bool => "a + b",
+        Sub if dt != DType::Bool => "a - b",
+        Mul if dt != DType::Bool => "a * b",
+        Max => "max(a, b)",
+        Min => "min(a, b)",
+        Div if float => "a / b",
+        Pow if float => "pow_(a, b)",
+        Mod if float => "fmod_(a, b)",
+        Atan2 if float => "atan2(a, b)",
+        And if !float => "a & b",
+        Or if !float => "a | b",
+        Xor if !float => "a ^ b",
+        _ => return Err(format!("binary {b:?} on {dt} has no GPU kernel")),
+    }
+    .into())
+}
+
+fn compare(c: CmpOp) -> &'static str {
+    match c {
+        CmpOp::Eq => "a == b",
+        CmpOp::Ne => "a != b",
+        CmpOp::Lt => "a < b",
+        CmpOp::Le => "a <= b",
+        CmpOp::Gt => "a > b",
+        CmpOp::Ge => "a >= b",
+    }
+}
+
+fn cast(from: DType, to: DType) -> String {
+    match (from, to) {
+        (f, t)
+            if f == t
+                || (f == DType::I32 && t == DType::I64)
+                || (f == DType::I64 && t == DType::I32) =>
+        {
+            "a".into()
+        }
+        (_, DType::F32) => "f32(a)".into(),
+        (DType::F32, DType::Bool) => "select(0u, 1u, a != 0.0)".into(),
+        (_, DType::Bool) => "select(0u, 1u, a != 0)".into(),
+        // numpy truncates toward zero; a value i32 cannot hold is refused.
+        (DType::F32, _) => "cast_int(a)".into(),
+        (DType::Bool, _) => "i32(a)".into(),
+        _ => "a".into(),
+    }
+}
+
+fn slice(cx: &NodeCtx, spec: &SliceSpec) -> Kernel {
+    let own = rlx_ir::contiguous_strides(&cx.inputs[0].dims);
+    let base: usize = spec.starts.iter().zip(&own).map(|(s, o)| s * o).sum();
+    let mut at = format!("i32({base})");
+    for (k, (&step, &o)) in spec.steps.iter().zip(&own).enumerate() {
+        let _ = write!(at, " + i32(c{k}) * ({})", step * o as i64);
+    }
+    cx.gather_map("", &format!("u32({at})"))
+}
+
+fn concat(cx: &NodeCtx, axis: usize) -> Kernel {
+    let mut body = coords(&cx.out.dims, "i", "c");
+    let mut start = 0usize;
+    for (k, x) in cx.inputs.iter().enumerate() {
+        let own = rlx_ir::contiguous_strides(&x.dims);
+        let len = x.dims[axis];
+        let terms: Vec<String> = own
+            .iter()
+            .enumerate()
+            .map(|(j, s)| {
+                if j == axis {
+                    format!("(c{j} - {start}u) * {s}u")
+                } else {
+                    format!("c{j} * {s}u")
+                }
+            })
+            .collect();
+        let at = if terms.is_empty() {
+            "0u".into()
+        } else {
+            terms.join(" + ")
+        };
+        let _ = writeln!(
+            body,
+            "  if (c{axis} < {}u) {{ return x{k}({at}); }}",
+            start + len
+        );
+        start += len;
+    }
+    let defs = format!(
+        "{}fn value(i: u32) -> {} {{\n{body}  return x0(0u);\n}}\n",
+        cx.loads(),
+        cx.out_ty()
+    );
+    cx.element(defs)
+}
+
+fn gather(cx: &NodeCtx, axis: usize) -> Kernel {
+    let (x, idx) = (&cx.inputs[0], &cx.inputs[1]);
+    let own = rlx_ir::contiguous_strides(&x.dims);
+    let ir = idx.dims.len();
+    let dim = x.dims[axis];
+    // Output coords: x's leading axes, the index's axes, x's trailing axes.
+    let idx_strides = rlx_ir::contiguous_strides(&idx.dims);
+    let idx_at: Vec<String> = (0..ir)
+        .map(|j| format!("c{} * {}u", axis + j, idx_strides[j]))
+        .collect();
+    let idx_at = if idx_at.is_empty() {
+        "0u".into()
+    } else {
+        idx_at.join(" + ")
+    };
+    let mut at: Vec<String> = (0..axis).map(|j| format!("c{j} * {}u", own[j])).collect();
+    at.push(format!("u32(v) * {}u", own[axis]));
+    at.extend((axis + 1..x.dims.len()).map(|j| format!("c{} * {}u", j + ir - 1, own[j])));
+    let pre = format!(
+        "  var v = x1({idx_at});\n  if (v < 0) {{ v += {dim}; }}\n  if (v < 0 || v >= {dim}) {{ fail(); v = 0; }}\n"
+    );
+    cx.gather_map(&pre, &at.join(" + "))
+}
+
+fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
+    let expr = match cx.out.dtype {
+        DType::F32 => format!("f32({start:?}) + f32({step:?}) * f32(c{axis})"),
+        DType::Bool => format!("select(0u, 1u, {start:?} + {step:?} * f32(c{axis}) != 0.0)"),
+        _ => format!("{} + {} * i32(c{axis})", start as i64, step as i64),
+    };
+    let defs = format!(
+        "fn value(i: u32) -> {} {{\n{}  return {expr};\n}}\n",
+        cx.out_ty(),
+        coords(&cx.out.dims, "i", "c")
+    );
+    cx.element(defs)
+}
+
+/// numpy matmul: batch dims broadcast, rank-1 operands promoted.
+fn matmul(cx: &NodeCtx) -> Kernel {
+    let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
+    let ad = if a.dims.len() == 1 {
+        vec![1, a.dims[0]]
+    } else {
+        a.dims.clone()
+    };
+    let bd = if b.dims.len() == 1 {
+        vec![b.dims[0], 1]
+    } else {
+        b.dims.clone()
+    };
+    let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
+    let n = bd[bd.len() - 1];
+    // The output's dims minus the matrix dims a rank-1 operand did not squeeze.
+    let mut batch = cx.out.dims.clone();
+    batch.truncate(batch.len() - (a.dims.len() > 1) as usize - (b.dims.len() > 1) as usize);
+    let mut virt = batch.clone();
+    virt.extend([m, n]);
+    let nb = batch.len();
+    let sa = broadcast_strides(&ad[..ad.len() - 2], &batch);
+    let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
+    let batches: usize = batch.iter().product();
+    if cx.out.dtype == DType::F32
+        && batches as u64 <= MAX_GROUPS
+        && m.div_ceil(TILE) as u64 <= MAX_GROUPS
+        && n.div_ceil(TILE) as u64 <= MAX_GROUPS
+    {
+        return tiled_matmul(cx, &batch, (&sa, &sb), (m, k, n));
+    }
+    let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
+    let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
+    let acc = if cx.out.dtype == DType::F32 {
+        "0.0"
+    } else {
+        "0"
+    };
+    let defs = format!(
+        "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += x0(ab + k) * x1(bb + k * {n}u); }}\n  return acc;\n}}\n",
+        cx.loads(),
+        coords(&virt, "i", "c"),
+        ty = cx.out_ty()
+    );
+    cx.element(defs)
+}
+
+/// Side of the square tiles of [`tiled_matmul`].
+const TILE: usize = 16;
+
+/// f32 matmul in 16 x 16 output tiles per workgroup: each step stages a
+/// 16 x 16 block of `a` and of `b` in workgroup memory; every output still
+/// sums its `k` terms in order. Dispatch: (column tiles, row tiles, batch).
+fn tiled_matmul(
+    cx: &NodeCtx,
+    batch: &[usize],
+    (sa, sb): (&[usize], &[usize]),
+    (m, k, n): (usize, usize, usize),
+) -> Kernel {
+    let t = TILE;
+    let source = format!(
+        "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
+         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}\n\
+         var<workgroup> ta: array<f32, {tt}>;\nvar<workgroup> tb: array<f32, {tt}>;\n\
+         @compute @workgroup_size({t}, {t})\n\
+         fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
+         let z = wg.z;\n{coords}  let ab = ({da}) * {mk}u;\n  let bb = ({db}) * {kn}u;\n\
+         let row = wg.y * {t}u + lid.y;\n  let col = wg.x * {t}u + lid.x;\n  var acc = 0.0;\n\
+         for (var s = 0u; s < {k}u; s += {t}u) {{\n\
+             let ak = s + lid.x;\n    let bk = s + lid.y;\n\
+             ta[lid.y * {t}u + lid.x] = select(0.0, x0(ab + min(row, {m1}u) * {k}u + min(ak, {k1}u)), row < {m}u && ak < {k}u);\n\
+             tb[lid.y * {t}u + lid.x] = select(0.0, x1(bb + min(bk, {k1}u) * {n}u + min(col, {n1}u)), bk < {k}u && col < {n}u);\n\
+             workgroupBarrier();\n\
+             for (var j = 0u; j < {t}u; j++) {{ acc += ta[lid.y * {t}u + j] * tb[j * {t}u + lid.x]; }}\n\
+             workgroupBarrier();\n  }}\n\
+         if (row < {m}u && col < {n}u) {{ st(z * {mn}u + row * {n}u + col, acc); }}\n}}\n",
+        flag = cx.flag_word,
+        node = cx.index + 1,
+        loads = cx.loads(),
+        store = store_fn(&cx.out),
+        tt = t * t,
+        coords = coords(batch, "z", "c"),
+        da = dot("c", sa),
+        db = dot("c", sb),
+        mk = m * k,
+        kn = k * n,
+        mn = m * n,
+        m1 = m.saturating_sub(1),
+        k1 = k.saturating_sub(1),
+        n1 = n.saturating_sub(1),
+    );
+    let batches: usize = batch.iter().product();
+    Kernel {
+        source,
+        groups: [
+            n.div_ceil(t) as u32,
+            m.div_ceil(t) as u32,
+            batches.max(1) as u32,
+        ],
+    }
+}
+
+/// XLA's dot_general: output = batch dims, lhs free dims, rhs free dims.
+fn dot_general(cx: &NodeCtx, d: &DotDims) -> Kernel {
+    let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
+    let (sa, sb) = (
+        rlx_ir::contiguous_strides(&a.dims),
+        rlx_ir::contiguous_strides(&b.dims),
+    );
+    let free = |dims: &[usize], batch: &[usize], contract: &[usize]| -> Vec<usize> {
+        (0..dims.len())
+            .filter(|i| !batch.contains(i) && !contract.contains(i))
+            .collect()
+    };
+    let fa = free(&a.dims, &d.lhs_batch, &d.lhs_contract);
+    let fb = free(&b.dims, &d.rhs_batch, &d.rhs_contract);
+    let nb = d.lhs_batch.len();
+    let mut a_terms = Vec::new();
+    let mut b_terms = Vec::new();
+    for (j, (&la, &rb)) in d.lhs_batch.iter().zip(&d.rhs_batch).enumerate() {
+        a_terms.push(format!("c{j} * {}u", sa[la]));
+        b_terms.push(format!("c{j} * {}u", sb[rb]));
+    }
+    for (j, &ax) in fa.iter().enumerate() {
+        a_terms.push(format!("c{} * {}u", nb + j, sa[ax]));
+    }
+    for (j, &ax) in fb.iter().enumerate() {
+        b_terms.push(format!("c{} * {}u", nb + fa.len() + j, sb[ax]));
+    }
+    let cdims: Vec<usize> = d.lhs_contract.iter().map(|&i| a.dims[i]).collect();
+    let kk: usize = cdims.iter().product();
+    let ca: Vec<usize> = d.lhs_contract.iter().map(|&i| sa[i]).collect();
+    let cb: Vec<usize> = d.rhs_contract.iter().map(|&i| sb[i]).collect();
+    let join = |t: Vec<String>| {
+        if t.is_empty() {
+            "0u".to_string()
+        } else {
+            t.join(" + ")
+        }
+    };
+    let acc = if cx.out.dtype == DType::F32 {
+        "0.0"
+    } else {
+        "0"
+    };
+    let defs = format!(
+        "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {};\n  let bb = {};\n  var acc: {ty} = {acc};\n  for (var r = 0u; r < {kk}u; r++) {{\n{}    acc += x0(ab + {}) * x1(bb + {});\n  }}\n  return acc;\n}}\n",
+        cx.loads(),
+        coords(&cx.out.dims, "i", "c"),
+        join(a_terms),
+        join(b_terms),
+        coords(&cdims, "r", "k").replace("  let", "    let"),
+        dot("k", &ca),
+        dot("k", &cb),
+        ty = cx.out_ty()
+    );
+    cx.element(defs)
+}
+
+fn reduce(cx: &NodeCtx, op: ReduceOp, axes: &[usize]) -> Result<Kernel, String> {
+    let x = &cx.inputs[0];
+    let own = rlx_ir::contiguous_strides(&x.dims);
+    let kept: Vec<usize> = (0..x.dims.len()).filter(|a| !axes.contains(a)).collect();
+    let kept_dims: Vec<usize> = kept.iter().map(|&a| x.dims[a]).collect();
+    let kept_strides: Vec<usize> = kept.iter().map(|&a| own[a]).collect();
+    let rdims: Vec<usize> = axes.iter().map(|&a| x.dims[a]).collect();
+    let rstrides: Vec<usize> = axes.iter().map(|&a| own[a]).collect();
+    let count: usize = rdims.iter().product();
+    let float = cx.out.dtype == DType::F32;
+    if !float && op == ReduceOp::Mean {
+        return Err(format!("mean over {} has no GPU kernel", cx.out.dtype));
+    }
+    let (init, step) = match (op, float) {
+        (ReduceOp::Sum | ReduceOp::Mean, true) => (
+            "0.0",
+            "let y = v - comp; let s = acc + y; comp = (s - acc) - y; acc = s;",
+        ),
+        (ReduceOp::Sum, false) => ("0", "acc += v;"),
+        (ReduceOp::Max, true) => ("bits_(0xff800000u)", "acc = max(acc, v);"),
+        (ReduceOp::Max, false) => ("-2147483647 - 1", "acc = max(acc, v);"),
+        (ReduceOp::Min, true) => ("bits_(0x7f800000u)", "acc = min(acc, v);"),
+        (ReduceOp::Min, false) => ("2147483647", "acc = min(acc, v);"),
+        (ReduceOp::Prod, true) => ("1.0", "acc *= v;"),
+        (ReduceOp::Prod, false) => ("1", "acc *= v;"),
+        (ReduceOp::Mean, false) => unreachable!("refused above"),
+    };
+    let fin = if op == ReduceOp::Mean {
+        format!("acc / {count}.0")
+    } else {
+        "acc".into()
+    };
+    let ty = cx.out_ty();
+    let defs = format!(
+        "{}fn value(i: u32) -> {ty} {{\n{}  let base = {};\n  var acc: {ty} = {init};\n  var comp: {ty} = {init};\n  for (var r = 0u; r < {count}u; r++) {{\n{}    let v = x0(base + {});\n    {step}\n  }}\n  return {fin};\n}}\n",
+        cx.loads(),
+        coords(&kept_dims, "i", "c"),
+        dot("c", &kept_strides),
+        coords(&rdims, "r", "k").replace("  let", "    let"),
+        dot("k", &rstrides),
+    );
+    Ok(cx.element(defs))
+}
+
+/// numpy argmax / argmin along `axis`: the first index of the extremum.
+fn arg_reduce(cx: &NodeCtx, max: bool, axis: usize) -> Kernel {
+    let (_, len, inner) = lanes(&cx.inputs[0].dims, axis);
+    let better = if max { ">" } else { "<" };
+    let defs = format!(
+        "{}fn value(i: u32) -> i32 {{\n  let base = (i / {inner}u) * {}u + i % {inner}u;\n  var best = x0(base);\n  var at = 0;\n  for (var j = 1u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); if (v {better} best) {{ best = v; at = i32(j); }} }}\n  return at;\n}}\n",
+        cx.loads(),
+        len * inner
+    );
+    cx.element(defs)
+}
+
+/// Lanes along `axis`: (outer, len, inner) of `dims`.
+fn lanes(dims: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = dims[..axis].iter().product();
+    let inner = dims[axis + 1..].iter().product();
+    (outer, dims[axis], inner)
+}
+
+fn store_f32(out: &Operand) -> String {
+    format!(
+        "fn st(e: u32, v: f32) {{ mem[{}u + e] = bitcast<u32>(v); }}\n",
+        out.byte / 4
+    )
+}
+
+/// One thread per lane along `axis`: max, sum of exponentials, write.
+fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Kernel {
+    let (outer, len, inner) = lanes(&cx.out.dims, axis);
+    let write = if log {
+        "v - m - log(s)"
+    } else {
+        "exp(v - m) / s"
+    };
+    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let body = format!(
+        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  for (var j = 0u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); st(base + j * {inner}u, {write}); }}\n",
+        len * inner
+    );
+    let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, (outer * inner) as u64);
+    Kernel { source, groups }
+}
+
+/// Layer norm (mean and variance) or RMS norm over the axes from `axis`
+/// on, one thread per row; gamma / beta indexed by the position in the row.
+fn norm(cx: &NodeCtx, axis: usize, eps: f64, layer: bool) -> Kernel {
+    let row: usize = cx.out.dims[axis..].iter().product();
+    let rows = cx.out.numel() / row.max(1);
+    let g = if cx.inputs.len() > 1 { "x1(j)" } else { "1.0" };
+    let b = if cx.inputs.len() > 2 { "x2(j)" } else { "0.0" };
+    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let (mean, centre) = if layer {
+        (format!("  var mean = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ mean += x0(base + j); }}\n  mean = mean / {row}.0;\n"), "x0(base + j) - mean")
+    } else {
+        ("  let mean = 0.0;\n".to_string(), "x0(base + j)")
+    };
+    let body = format!(
+        "  let base = t * {row}u;\n{mean}  var vs = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ let d = {centre}; vs += d * d; }}\n  let inv = 1.0 / sqrt(vs / {row}.0 + f32({eps:?}));\n  for (var j = 0u; j < {row}u; j++) {{ st(base + j, ({centre}) * inv * {g} + {b}); }}\n"
+    );
+    let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, rows as u64);
+    Kernel { source, groups }
+}

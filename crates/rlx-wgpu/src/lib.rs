@@ -1,0 +1,69 @@
+//! # rlx-wgpu — the GPU backend on wgpu
+//!
+//! [`WgpuBackend`] implements [`rlx_driver::Backend`] for [`Device::Gpu`]:
+//! any adapter wgpu finds (Vulkan by default; a software one such as
+//! Mesa's lavapipe counts), chosen once per process ([`context`]).
+//! Compiling LIR generates one WGSL compute kernel per node, specialised to
+//! its shapes and arena offsets and cached by source
+//! ([`WgpuExecutable`]); the memory plan maps onto one GPU buffer, so data
+//! crosses to the host only at inputs, outputs, `set_param` and
+//! `param_value`. Softmax, log-softmax, layer and RMS norm run as native
+//! kernels; the other composites (attention, fused regions, ...) run
+//! decomposed into the primitives that have kernels. A node with no kernel
+//! (or a dtype other than f32 / i32 / i64 / bool) is
+//! [`BackendError::Unsupported`] naming the node and why.
+//!
+//! [`device_divergence`] runs one graph on every available device and
+//! reports the largest difference per output.
+#![deny(missing_docs)]
+
+mod context;
+mod divergence;
+mod executable;
+mod kernels;
+mod wgsl;
+
+pub use context::{context, GpuContext};
+pub use divergence::{device_divergence, DeviceDivergence, OutputDivergence};
+pub use executable::WgpuExecutable;
+
+use rlx_compile::LirModule;
+use rlx_driver::{Backend, BackendError, Device, Executable};
+use rlx_ir::Op;
+
+/// The wgpu backend (one shared device per process).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WgpuBackend;
+
+/// `Ok(())` when a wgpu adapter and device were found, else why not.
+pub fn is_available() -> Result<(), String> {
+    context().map(|_| ())
+}
+
+impl Backend for WgpuBackend {
+    fn device(&self) -> Device {
+        Device::Gpu
+    }
+
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+
+    /// Primitives are all claimed (one without a kernel fails compile by
+    /// name); composites only where a native kernel exists, so the rest
+    /// (attention, fused regions, group norm, ...) are decomposed first.
+    fn claims(&self, op: &Op) -> bool {
+        if let Op::Custom(_) = op {
+            return false;
+        }
+        kernels::has_kernel(op) || !op.kind().is_composite()
+    }
+
+    fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError> {
+        let ctx = context().map_err(|why| BackendError::Unsupported {
+            device: Device::Gpu,
+            node: format!("the whole graph: {why}"),
+        })?;
+        Ok(Box::new(WgpuExecutable::new(lir, ctx)?))
+    }
+}

@@ -1,0 +1,386 @@
+//! Every op family with a GPU kernel, run on the wgpu device and on the
+//! CPU backend (itself checked against numpy by the op matrix) on the same
+//! graph: outputs agree to 1e-5 relative. Plus the named refusals.
+
+mod common;
+
+use common::{assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_or_skip, rand};
+use rlx_ir::op::{BinaryOp, CmpOp, DotDims, MaskKind, UnaryOp};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+
+const RTOL: f64 = 1e-5;
+
+fn f32_input(g: &mut Graph, name: &str, dims: &[usize]) -> rlx_ir::NodeId {
+    g.input(name, Shape::new(dims, DType::F32))
+}
+
+#[test]
+fn unary_ops() {
+    if !gpu_or_skip("unary_ops") {
+        return;
+    }
+    let mut g = Graph::new("unary");
+    let x = f32_input(&mut g, "x", &[3, 37]);
+    let p = f32_input(&mut g, "p", &[3, 37]);
+    let mut outs = Vec::new();
+    for u in UnaryOp::ALL {
+        let arg = match u {
+            UnaryOp::Not => continue,
+            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
+            _ => x,
+        };
+        outs.push(g.unary(u, arg));
+    }
+    g.set_outputs(outs);
+    let (xv, pv) = (rand(&[3, 37], -4.0, 4.0, 1), rand(&[3, 37], 0.05, 6.0, 2));
+    assert_gpu_matches_cpu(&g, &[], &[("x", &xv), ("p", &pv)], RTOL);
+}
+
+#[test]
+fn binary_ops_broadcast() {
+    if !gpu_or_skip("binary_ops_broadcast") {
+        return;
+    }
+    let mut g = Graph::new("binary");
+    let a = f32_input(&mut g, "a", &[2, 3, 4]);
+    let b = f32_input(&mut g, "b", &[3, 1]);
+    let pos = f32_input(&mut g, "pos", &[2, 3, 4]);
+    let mut outs = Vec::new();
+    for op in [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Max,
+        BinaryOp::Min,
+        BinaryOp::Mod,
+        BinaryOp::Atan2,
+    ] {
+        outs.push(g.binary_op(op, a, b));
+    }
+    outs.push(g.binary_op(BinaryOp::Pow, pos, b));
+    outs.push(g.binary_op(BinaryOp::Pow, a, g.constant(3.0, DType::F32)));
+    g.set_outputs(outs);
+    let (av, bv, pv) = (
+        rand(&[2, 3, 4], -3.0, 3.0, 3),
+        rand(&[3, 1], 0.5, 2.0, 4),
+        rand(&[2, 3, 4], 0.1, 3.0, 5),
+    );
+    assert_gpu_matches_cpu(&g, &[], &[("a", &av), ("b", &bv), ("pos", &pv)], RTOL);
+}
+
+#[test]
+fn compare_select_bool_and_casts() {
+    if !gpu_or_skip("compare_select_bool_and_casts") {
+        return;
+    }
+    let mut g = Graph::new("compare");
+    let a = f32_input(&mut g, "a", &[5, 7]);
+    let b = f32_input(&mut g, "b", &[7]);
+    let mut outs = Vec::new();
+    let mut masks = Vec::new();
+    for op in CmpOp::ALL {
+        let m = g.compare_op(op, a, b);
+        masks.push(m);
+        outs.push(g.cast(m, DType::F32));
+    }
+    let both = g.binary_op(BinaryOp::And, masks[2], masks[5]);
+    let either = g.binary_op(BinaryOp::Or, masks[0], masks[3]);
+    let not = g.unary(UnaryOp::Not, both);
+    outs.push(masks[2]); // a Bool output, read back as bytes
+    outs.push(g.where_(either, a, b));
+    outs.push(g.where_(not, b, 0.5f32));
+    let ai = g.cast(a, DType::I32);
+    outs.push(ai);
+    outs.push(g.cast(ai, DType::F32));
+    let ai64 = g.cast(a, DType::I64);
+    outs.push(ai64);
+    outs.push(g.cast(ai64, DType::F32));
+    outs.push(g.cast(a, DType::Bool));
+    g.set_outputs(outs);
+    let (av, bv) = (rand(&[5, 7], -3.0, 3.0, 6), rand(&[7], -1.0, 1.0, 7));
+    assert_gpu_matches_cpu(&g, &[], &[("a", &av), ("b", &bv)], RTOL);
+}
+
+#[test]
+fn matmul_shapes() {
+    if !gpu_or_skip("matmul_shapes") {
+        return;
+    }
+    let mut g = Graph::new("matmul");
+    let a = f32_input(&mut g, "a", &[2, 3, 5, 7]);
+    let w = g.param("w", Shape::new(&[7, 4], DType::F32));
+    let v = f32_input(&mut g, "v", &[7]);
+    let big_a = f32_input(&mut g, "big_a", &[64, 96]);
+    let big_b = f32_input(&mut g, "big_b", &[96, 80]);
+    let outs = vec![g.mm(a, w), g.mm(a, v), g.mm(v, w), g.mm(big_a, big_b)];
+    g.set_outputs(outs);
+    let (av, wv, vv) = (
+        rand(&[2, 3, 5, 7], -1.0, 1.0, 8),
+        rand(&[7, 4], -1.0, 1.0, 9),
+        rand(&[7], -1.0, 1.0, 10),
+    );
+    let (ba, bb) = (
+        rand(&[64, 96], -1.0, 1.0, 11),
+        rand(&[96, 80], -1.0, 1.0, 12),
+    );
+    // 96-term dot products of values in [-1, 1): a result near zero keeps
+    // the rounding of its terms (~1e-7 each), whatever the summation order.
+    assert_gpu_matches_cpu_atol(
+        &g,
+        &[("w", &wv)],
+        &[("a", &av), ("v", &vv), ("big_a", &ba), ("big_b", &bb)],
+        RTOL,
+        1e-5,
+    );
+}
+
+#[test]
+fn dot_general_batch_and_contract() {
+    if !gpu_or_skip("dot_general_batch_and_contract") {
+        return;
+    }
+    let mut g = Graph::new("dot_general");
+    let a = f32_input(&mut g, "a", &[4, 6, 3]);
+    let b = f32_input(&mut g, "b", &[3, 5, 4]);
+    let dims = DotDims {
+        lhs_batch: vec![0],
+        rhs_batch: vec![2],
+        lhs_contract: vec![2],
+        rhs_contract: vec![0],
+    };
+    let y = g.dot_general(a, b, dims);
+    g.set_outputs(vec![y]);
+    let (av, bv) = (
+        rand(&[4, 6, 3], -1.0, 1.0, 13),
+        rand(&[3, 5, 4], -1.0, 1.0, 14),
+    );
+    assert_gpu_matches_cpu(&g, &[], &[("a", &av), ("b", &bv)], RTOL);
+}
+
+#[test]
+fn reductions() {
+    if !gpu_or_skip("reductions") {
+        return;
+    }
+    let mut g = Graph::new("reduce");
+    let x = f32_input(&mut g, "x", &[4, 5, 6]);
+    let outs = vec![
+        g.sum(x, &[-1], false),
+        g.sum(x, &[0, 2], true),
+        g.mean(x, &[1], false),
+        g.reduce_max(x, &[0], false),
+        g.reduce_min(x, &[2], true),
+        g.prod(x, &[1], false),
+        g.sum(x, &[0, 1, 2], false),
+    ];
+    g.set_outputs(outs);
+    let xv = rand(&[4, 5, 6], 0.5, 1.5, 15);
+    assert_gpu_matches_cpu(&g, &[], &[("x", &xv)], RTOL);
+}
+
+#[test]
+fn softmax_and_norms() {
+    if !gpu_or_skip("softmax_and_norms") {
+        return;
+    }
+    let mut g = Graph::new("norms");
+    let x = f32_input(&mut g, "x", &[3, 4, 50]);
+    let gamma = g.param("gamma", Shape::new(&[50], DType::F32));
+    let beta = g.param("beta", Shape::new(&[50], DType::F32));
+    let outs = vec![
+        g.sm(x, -1),
+        g.sm(x, 1),
+        g.log_softmax(x, -1),
+        g.ln(x, gamma, beta, 1e-5),
+        g.ln(x, None, None, 1e-12),
+        g.rms_norm(x, gamma, 1e-6),
+    ];
+    g.set_outputs(outs);
+    let (xv, gv, bv) = (
+        rand(&[3, 4, 50], -5.0, 5.0, 16),
+        rand(&[50], 0.5, 1.5, 17),
+        rand(&[50], -0.5, 0.5, 18),
+    );
+    assert_gpu_matches_cpu(&g, &[("gamma", &gv), ("beta", &bv)], &[("x", &xv)], RTOL);
+}
+
+#[test]
+fn attention_decomposed() {
+    if !gpu_or_skip("attention_decomposed") {
+        return;
+    }
+    let mut g = Graph::new("attention");
+    let q = f32_input(&mut g, "q", &[1, 2, 8, 16]);
+    let k = f32_input(&mut g, "k", &[1, 2, 8, 16]);
+    let v = f32_input(&mut g, "v", &[1, 2, 8, 16]);
+    let plain = g.attention_(q, k, v, MaskKind::None, None);
+    let causal = g.attention_(q, k, v, MaskKind::Causal, None);
+    g.set_outputs(vec![plain, causal]);
+    let (qv, kv, vv) = (
+        rand(&[1, 2, 8, 16], -1.0, 1.0, 19),
+        rand(&[1, 2, 8, 16], -1.0, 1.0, 20),
+        rand(&[1, 2, 8, 16], -1.0, 1.0, 21),
+    );
+    assert_gpu_matches_cpu(&g, &[], &[("q", &qv), ("k", &kv), ("v", &vv)], RTOL);
+}
+
+#[test]
+fn movement_ops() {
+    if !gpu_or_skip("movement_ops") {
+        return;
+    }
+    let mut g = Graph::new("movement");
+    let x = f32_input(&mut g, "x", &[2, 3, 4]);
+    let y = f32_input(&mut g, "y", &[2, 5, 4]);
+    let p = g.param("p", Shape::new(&[6, 4], DType::F32));
+    let outs = vec![
+        g.transpose_(x, &[2, 0, 1]),
+        g.concat_(&[x, y, x], 1),
+        g.slice_(y, 1, 4, 0, -2),
+        g.slice_(x, 2, 1, 4, 2),
+        g.narrow_(y, 1, 1, 3),
+        g.expand_(x, &[3, 2, 3, 4]),
+        g.reshape_(p, &[2, 3, 4]),
+        g.swap_axes(y, 0, 2),
+    ];
+    g.set_outputs(outs);
+    let (xv, yv, pv) = (
+        rand(&[2, 3, 4], -1.0, 1.0, 22),
+        rand(&[2, 5, 4], -1.0, 1.0, 23),
+        rand(&[6, 4], -1.0, 1.0, 24),
+    );
+    assert_gpu_matches_cpu(&g, &[("p", &pv)], &[("x", &xv), ("y", &yv)], RTOL);
+}
+
+fn gather_graph() -> Graph {
+    let mut g = Graph::new("gather");
+    let table = g.param("table", Shape::new(&[10, 6], DType::F32));
+    let ids = g.input("ids", Shape::new(&[2, 3], DType::I64));
+    let rows = g.gather_(table, ids, 0);
+    let cols = g.gather_(table, ids, 1);
+    let pos = g.iota(&[2, 3], 1, 0.0, 1.0, DType::I64);
+    let by_pos = g.gather_(table, pos, 0);
+    g.set_outputs(vec![rows, cols, by_pos]);
+    g
+}
+
+#[test]
+fn gather_with_negative_indices() {
+    if !gpu_or_skip("gather_with_negative_indices") {
+        return;
+    }
+    let table = rand(&[10, 6], -1.0, 1.0, 25);
+    let ids = HostTensor::from_vec(vec![0i64, 5, -1, 3, -6, 2], &[2, 3]).unwrap();
+    assert_gpu_matches_cpu(
+        &gather_graph(),
+        &[("table", &table)],
+        &[("ids", &ids)],
+        RTOL,
+    );
+}
+
+#[test]
+fn gather_out_of_range_is_a_named_error() {
+    if !gpu_or_skip("gather_out_of_range_is_a_named_error") {
+        return;
+    }
+    let table = rand(&[10, 6], -1.0, 1.0, 25);
+    let ids = HostTensor::from_vec(vec![0i64, 5, 1, 3, 9, 2], &[2, 3]).unwrap();
+    let backend = rlx_wgpu::WgpuBackend;
+    let lir = rlx_compile::lower(
+        &gather_graph(),
+        &|op| rlx_driver::Backend::claims(&backend, op),
+        &Default::default(),
+    )
+    .unwrap();
+    let mut exe = rlx_driver::Backend::compile(&backend, lir).unwrap();
+    exe.set_param(0, &table).unwrap();
+    // Column 9 does not exist in a table of 6 columns.
+    let err = exe.run(&[&ids]).unwrap_err().to_string();
+    assert!(
+        err.contains("gather") && err.contains("out of range"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_op_without_a_kernel_is_refused_by_name() {
+    if !gpu_or_skip("an_op_without_a_kernel_is_refused_by_name") {
+        return;
+    }
+    let mut g = Graph::new("cumsum");
+    let x = f32_input(&mut g, "x", &[4]);
+    let y = g.cumsum(x, 0, false, false);
+    g.set_outputs(vec![y]);
+    let backend = rlx_wgpu::WgpuBackend;
+    let lir = rlx_compile::lower(
+        &g,
+        &|op| rlx_driver::Backend::claims(&backend, op),
+        &Default::default(),
+    )
+    .unwrap();
+    let err = match rlx_driver::Backend::compile(&backend, lir) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("compiled an op without a kernel"),
+    };
+    assert!(
+        err.contains("gpu: no kernel for") && err.contains("cumsum"),
+        "{err}"
+    );
+
+    let mut g = Graph::new("f16");
+    let x = g.input("x", Shape::new(&[4], DType::F16));
+    let y = g.unary(UnaryOp::Exp, x);
+    g.set_outputs(vec![y]);
+    let lir = rlx_compile::lower(
+        &g,
+        &|op| rlx_driver::Backend::claims(&backend, op),
+        &Default::default(),
+    )
+    .unwrap();
+    let err = match rlx_driver::Backend::compile(&backend, lir) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("compiled an op without a kernel"),
+    };
+    assert!(err.contains("dtype f16 has no GPU kernel"), "{err}");
+}
+
+#[test]
+fn params_update_on_the_device_and_read_back() {
+    if !gpu_or_skip("params_update_on_the_device_and_read_back") {
+        return;
+    }
+    // w <- w - 0.5 * x, returned as output 0 and written over param 0.
+    let mut g = Graph::new("update");
+    let w = g.param("w", Shape::new(&[5], DType::F32));
+    let x = f32_input(&mut g, "x", &[5]);
+    let step = g.binary_op(BinaryOp::Mul, x, 0.5f32);
+    let next = g.binary_op(BinaryOp::Sub, w, step);
+    let total = g.sum(w, &[0], false);
+    g.set_outputs(vec![next, total]);
+    let backend = rlx_wgpu::WgpuBackend;
+    let lir = rlx_compile::lower(
+        &g,
+        &|op| rlx_driver::Backend::claims(&backend, op),
+        &Default::default(),
+    )
+    .unwrap();
+    let mut exe = rlx_driver::Backend::compile(&backend, lir).unwrap();
+    exe.set_param(
+        0,
+        &HostTensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], &[5]).unwrap(),
+    )
+    .unwrap();
+    let xv = HostTensor::from_vec(vec![2.0f32; 5], &[5]).unwrap();
+    let outs = exe.run_updating(&[&xv], &[(0, 0)]).unwrap();
+    assert_eq!(outs[0].to_vec::<f32>().unwrap(), [15.0]); // the sum before the update
+    let outs = exe.run_updating(&[&xv], &[(0, 0)]).unwrap();
+    assert_eq!(outs[0].to_vec::<f32>().unwrap(), [10.0]);
+    assert_eq!(
+        exe.param_value(0).unwrap().to_vec::<f32>().unwrap(),
+        [-1.0, 0.0, 1.0, 2.0, 3.0]
+    );
+    let err = exe.run(&[]).unwrap_err().to_string();
+    assert!(err.contains("0 inputs given for 1"), "{err}");
+}
