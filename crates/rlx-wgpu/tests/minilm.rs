@@ -63,20 +63,28 @@ fn minilm_embeddings_on_the_gpu_match_onnx_runtime() {
     let tok =
         WordPieceTokenizer::from_dir(&dir).expect("tokenizer.json: run tools/fetch_models.sh");
     let mut enc = BertEncoder::from_dir(&dir, Device::Gpu).expect("model.safetensors on the GPU");
-    for (s, want) in sentences.iter().zip(rows("embeddings")) {
+    // The short sentences only: lavapipe runs MiniLM ~190x slower than the
+    // CPU, and the 128-token one alone would add minutes to CI without
+    // reaching a kernel the others do not (every kernel is specialised per
+    // shape the same way).
+    let short = sentences.len() - 1;
+    let embeddings = rows("embeddings");
+    let (sentences, want_rows) = (&sentences[..short], &embeddings[..short]);
+    for (s, want) in sentences.iter().zip(want_rows) {
         let tokens = tok.encode(&[s]).unwrap();
         let e = enc.embed(&tokens).unwrap();
-        let cos = cosine(&e[0], &want);
+        let cos = cosine(&e[0], want);
         println!(
             "{} tokens on the GPU: cosine {cos:.9} to onnxruntime",
             tokens.seq
         );
         assert!(cos >= 0.99999, "{s:?}: cosine {cos} to onnxruntime");
     }
-    // The padded batch: the mask must keep padding out on the GPU too.
-    let e = enc.embed(&tok.encode(&sentences).unwrap()).unwrap();
-    for ((s, got), want) in sentences.iter().zip(&e).zip(rows("batch_embeddings")) {
-        let cos = cosine(got, &want);
+    // The padded batch: the mask must keep padding out on the GPU too, so
+    // each row equals that sentence's own (unpadded) ONNX Runtime embedding.
+    let e = enc.embed(&tok.encode(sentences).unwrap()).unwrap();
+    for ((s, got), want) in sentences.iter().zip(&e).zip(want_rows) {
+        let cos = cosine(got, want);
         assert!(
             cos >= 0.99999,
             "{s:?} in a padded batch: cosine {cos} to onnxruntime"
