@@ -21,6 +21,8 @@ mod device_candidate;
 mod device_policy;
 mod device_router;
 pub mod devices;
+#[cfg(feature = "dist")]
+pub mod dist;
 mod dynamic;
 mod error;
 mod flexible_session;
