@@ -26,7 +26,7 @@ for np in 1 2 3 4; do
 done
 # The data-parallel digits example over MPI on 1, 2 and 4 ranks.
 cargo build -p rlx --features mpi --example dp_digits "${profile[@]}"
-ex=target/$([[ -n "${BENCH:-}" ]] && echo release || echo debug)/examples/dp_digits
+ex=${CARGO_TARGET_DIR:-target}/$([[ -n "${BENCH:-}" ]] && echo release || echo debug)/examples/dp_digits
 for np in 1 2 4; do
   timeout 300 mpirun -np "$np" --oversubscribe "$ex" --epochs 3 --min-accuracy 0.8
 done

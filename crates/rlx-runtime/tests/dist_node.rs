@@ -95,7 +95,7 @@ fn fixed_function_serves_its_graph() {
                 }
                 let mut ys = Vec::new();
                 for _ in 0..2 {
-                    send_activation(&*pg, 1, &[x.clone()])?;
+                    send_activation(&*pg, 1, std::slice::from_ref(&x))?;
                     ys.push(recv_activation(&*pg, 1)?.unwrap().remove(0));
                 }
                 send_stop(&*pg, 1)?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Layer `i` (`w{i}`, `b{i}`) of the fixture MLP as its own graph.
 fn layer(i: usize, rows: usize, inp: usize, out: usize, tanh: bool) -> Graph {
-    let mut g = Graph::new(&format!("layer{i}"));
+    let mut g = Graph::new(format!("layer{i}"));
     let x = g.input("x", Shape::new(&[rows, inp], DType::F32));
     let w = g.param(&format!("w{i}"), Shape::new(&[inp, out], DType::F32));
     let b = g.param(&format!("b{i}"), Shape::new(&[out], DType::F32));
@@ -69,7 +69,7 @@ fn run_pipeline(transport: Transport) {
                 let x = tensor(&fixture()["pipeline"]["x"]);
                 let mut ys = Vec::new();
                 for _ in 0..3 {
-                    send_activation(&*pg, 1, &[x.clone()])?;
+                    send_activation(&*pg, 1, std::slice::from_ref(&x))?;
                     ys.push(recv_activation(&*pg, 3)?.expect("an activation"));
                 }
                 send_stop(&*pg, 1)?;

@@ -73,7 +73,7 @@ fn args() -> anyhow::Result<Args> {
         }
     }
     ensure!(
-        a.world >= 1 && MICRO_BATCHES % a.world == 0,
+        a.world >= 1 && MICRO_BATCHES.is_multiple_of(a.world),
         "--world must divide {MICRO_BATCHES}"
     );
     Ok(a)
@@ -218,7 +218,10 @@ fn tcp(a: &Args) -> anyhow::Result<()> {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let coord = listener.local_addr()?.to_string();
-    let secret = format!("{:x}", (std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let secret = format!(
+        "{:x}",
+        (std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    );
     let exe = std::env::current_exe()?;
     let mut children: Vec<Child> = (1..a.world)
         .map(|r| {

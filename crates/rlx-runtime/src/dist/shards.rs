@@ -30,7 +30,7 @@ fn decode(peer: usize, body: &[u8]) -> DistResult<Named> {
 /// Rows `part` of `world` equal parts of `t`.
 fn shard(t: &HostTensor, name: &str, part: usize, world: usize) -> DistResult<HostTensor> {
     let rows = t.dims().first().copied().unwrap_or(1);
-    if t.dims().is_empty() || rows % world != 0 {
+    if t.dims().is_empty() || !rows.is_multiple_of(world) {
         return Err(DistError::InvalidSpec(format!(
             "weight {name:?} of dims {:?} does not split by rows over {world} ranks",
             t.dims()

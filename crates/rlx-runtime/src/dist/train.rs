@@ -114,7 +114,7 @@ struct Setup {
 
 fn setup(spec: &TrainSpec, world: usize, resolve: &Resolver) -> DistResult<Setup> {
     let m = spec.micro_batches;
-    if spec.micro_batch == 0 || m == 0 || m % world != 0 {
+    if spec.micro_batch == 0 || m == 0 || !m.is_multiple_of(world) {
         return Err(DistError::InvalidSpec(format!(
             "{m} micro-batches of {} rows do not split over {world} ranks",
             spec.micro_batch
