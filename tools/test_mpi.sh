@@ -24,4 +24,10 @@ for np in 1 2 3 4; do
   timeout 120 mpirun -np "$np" --oversubscribe "$bin"
   echo "test_mpi: $np ranks ok in $(( $(date +%s) - t0 )) s"
 done
+# The data-parallel digits example over MPI on 1, 2 and 4 ranks.
+cargo build -p rlx --features mpi --example dp_digits "${profile[@]}"
+ex=${CARGO_TARGET_DIR:-target}/$([[ -n "${BENCH:-}" ]] && echo release || echo debug)/examples/dp_digits
+for np in 1 2 4; do
+  timeout 300 mpirun -np "$np" --oversubscribe "$ex" --epochs 3 --min-accuracy 0.8
+done
 echo "test_mpi: all ok in $(( $(date +%s) - start )) s"

@@ -22,6 +22,8 @@ mod device_candidate;
 mod device_policy;
 mod device_router;
 pub mod devices;
+#[cfg(feature = "dist")]
+pub mod dist;
 mod dynamic;
 mod error;
 #[cfg(feature = "fpga")]

@@ -274,6 +274,32 @@ pub use rlx_rng as rng;
 /// `all_to_all`, `ppermute`, `send` / `recv`).
 pub use rlx_collectives as collectives;
 
+/// Distributed RLX in one namespace: transports and in-graph collectives
+/// (`rlx-collectives`), ship-graph inference / training / diagnostics
+/// (`rlx-runtime::dist`) and the node driver (`rlx-runtime::dist::node`).
+#[cfg(feature = "distributed")]
+pub mod distributed {
+    // Transport + in-graph collective ops (rlx-collectives), via its prelude.
+    pub use rlx_collectives::prelude::*;
+    // Ship-graph inference / training / diagnostics (rlx-runtime::dist).
+    pub use crate::runtime::dist::{
+        backend_divergence, pull_shards, push_shards, recv_activation, recv_stage, recv_train,
+        report_backend_divergence, resolve_weight_bytes, resolve_weight_uri, run_train,
+        send_activation, serve_stage, serve_stage_uri, ship_stage, ship_train, uri_resolver,
+        BackendDivergence, DataRef, StageSpec, TrainMetrics, TrainSpec, WeightCache, WeightRef,
+        WorkerStage,
+    };
+    // Heterogeneous placement: one graph split across devices / CPU pools.
+    pub use crate::runtime::{DeviceMap, HeteroExecutable};
+    // Node driver: join a mesh from any host; `NodeConfig` is fully programmatic.
+    pub use crate::runtime::dist::node::{
+        collect_caps, mean_reduce, platform_tag, send_caps, serve_fixed_function_n, serve_trainer,
+        serve_trainer_here, serve_worker, serve_worker_n, FixedFunction, FixedFunctionDevice,
+        LoopbackFixedFunction, NodeCaps, NodeConfig, NodeControl, NodeReport, NodeRole,
+        NodeStopHandle, PeerSource, TrainReport,
+    };
+}
+
 /// Crate-wide result type — alias of `anyhow::Result<T>`.
 pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 
