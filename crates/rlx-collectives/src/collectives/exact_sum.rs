@@ -21,6 +21,8 @@ pub(crate) struct ExactSum {
     /// Number of values added, and how many of them were -0.0.
     count: usize,
     neg_zeros: usize,
+    /// Scratch expansion for the exact residual signs.
+    scratch: Vec<f64>,
 }
 
 /// Adds `x` to the expansion `partials` exactly (Shewchuk's grow-expansion with
@@ -44,11 +46,12 @@ fn grow(partials: &mut Vec<f64>, mut x: f64) {
     partials.push(x);
 }
 
-/// The sign of the exact sum of `terms`.
-fn exact_sign(terms: impl IntoIterator<Item = f64>) -> Ordering {
-    let mut p = Vec::new();
+/// The sign of the exact sum of `terms` (`p`: scratch space, reused to
+/// avoid an allocation per element).
+fn exact_sign(p: &mut Vec<f64>, terms: impl IntoIterator<Item = f64>) -> Ordering {
+    p.clear();
     for t in terms {
-        grow(&mut p, t);
+        grow(p, t);
     }
     // Non-overlapping partials: the largest in magnitude (the last nonzero
     // one) decides the sign.
@@ -68,6 +71,7 @@ impl ExactSum {
         self.partials.clear();
         *self = ExactSum {
             partials: std::mem::take(&mut self.partials),
+            scratch: std::mem::take(&mut self.scratch),
             ..ExactSum::default()
         };
     }
@@ -89,9 +93,10 @@ impl ExactSum {
     }
 
     /// Sign of `S - q * n` (S: the exact sum).
-    fn cmp_scaled(&self, q: f64, n: f64) -> Ordering {
+    fn cmp_scaled(&mut self, q: f64, n: f64) -> Ordering {
         let (p, e) = two_prod(q, n);
-        exact_sign(self.partials.iter().copied().chain([-p, -e]))
+        let terms = self.partials.iter().copied().chain([-p, -e]);
+        exact_sign(&mut self.scratch, terms)
     }
 
     /// The exact sum divided by `n`, rounded once: to nearest-even f64 when
@@ -103,7 +108,7 @@ impl ExactSum {
     /// infinities, else the infinity; an exact zero is -0.0 only when every
     /// value was -0.0. Finite values whose partial sums overflow f64 (only
     /// possible near `f64::MAX`) give ±inf.
-    pub(crate) fn quotient(&self, n: usize, to_f64: bool) -> f64 {
+    pub(crate) fn quotient(&mut self, n: usize, to_f64: bool) -> f64 {
         if self.nan || (self.pos_inf && self.neg_inf) {
             return f64::NAN;
         }
@@ -144,7 +149,7 @@ impl ExactSum {
         let (a, b) = two_prod(q, nf);
         let (c, d) = two_prod(up, nf);
         let twice = self.partials.iter().map(|v| 2.0 * v);
-        match exact_sign(twice.chain([-a, -b, -c, -d])) {
+        match exact_sign(&mut self.scratch, twice.chain([-a, -b, -c, -d])) {
             Ordering::Less => q,
             Ordering::Greater => up,
             Ordering::Equal => {
