@@ -226,54 +226,13 @@ fn mismatched_inputs_are_named_errors() {
 /// the exact sum rounded once (fractions.Fraction, and math.fsum for f64).
 #[test]
 fn deterministic_sum_depends_only_on_the_values() {
-    fn check<E: Element>(case: &serde_json::Value) {
-        let rows: Vec<Vec<E>> = case["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                r.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| E::from_f64(v.as_f64().unwrap()))
-                    .collect()
-            })
-            .collect();
-        let want: Vec<u64> = case["sum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| E::from_f64(v.as_f64().unwrap()).to_f64().to_bits())
-            .collect();
-        let n = rows.len();
-        let orders: [Box<dyn Fn(usize) -> usize + Sync>; 4] = [
-            Box::new(|r| r),
-            Box::new(move |r| n - 1 - r),
-            Box::new(move |r| (r + 5) % n),
-            Box::new(move |r| (r * 7) % n),
-        ];
-        for (k, order) in orders.iter().enumerate() {
-            let got = on_loopback(n, T, |pg| {
-                let x = &rows[order(pg.rank())];
-                all_reduce(pg, x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap()
-            });
-            for g in got {
-                let bits: Vec<u64> = g.iter().map(|v| v.to_f64().to_bits()).collect();
-                assert_eq!(bits, want, "{} order {k}", case["dtype"]);
-            }
-        }
-        if E::DTYPE == DType::F64 {
-            // math.fsum agrees except on the sign of an all -0.0 column.
-            for (w, f) in want.iter().zip(case["fsum"].as_array().unwrap()) {
-                assert_eq!(f64::from_bits(*w), f.as_f64().unwrap());
-            }
-        }
-    }
     with_deadline(120, || {
-        for case in fixtures()["split"].as_array().unwrap() {
-            match case["dtype"].as_str().unwrap() {
-                "f32" => check::<f32>(case),
-                _ => check::<f64>(case),
+        for case in split_cases() {
+            let want = split_want(case);
+            for order in 0..SPLIT_ORDERS {
+                for got in on_loopback(split_world(case), T, |pg| split_sum_bits(pg, case, order)) {
+                    assert_eq!(got, want, "{} order {order}", case["dtype"]);
+                }
             }
         }
     });
