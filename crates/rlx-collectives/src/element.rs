@@ -51,7 +51,7 @@ mod sealed {
 /// Floating sums in [`ReduceMode::Ring`](crate::ReduceMode::Ring) round to
 /// the element type at every hop (an f16 + f16 is formed exactly in f64 and
 /// rounded once). [`ReduceMode::Deterministic`](crate::ReduceMode::Deterministic)
-/// accumulates in f64 (see [`Element::to_f64`]). Max / min propagate NaN.
+/// sums exactly and rounds once (values via [`Element::to_f64`]). Max / min propagate NaN.
 /// `i32` sums wrap; `i32` has no mean.
 pub trait Element:
     sealed::Sealed + Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static

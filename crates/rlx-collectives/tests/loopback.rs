@@ -219,3 +219,21 @@ fn mismatched_inputs_are_named_errors() {
             .all(|r| matches!(r, Err(CollectiveError::InvalidRank { rank: 2, world: 2 }))));
     });
 }
+
+/// The same 24 values per column (cancellation, magnitudes 1e-30..1e30,
+/// -0.0) handed to the ranks of a 24-rank world in four different rank
+/// assignments: Deterministic sums are bitwise equal to each other and to
+/// the exact sum rounded once (fractions.Fraction, and math.fsum for f64).
+#[test]
+fn deterministic_sum_depends_only_on_the_values() {
+    with_deadline(120, || {
+        for case in split_cases() {
+            let want = split_want(case);
+            for order in 0..SPLIT_ORDERS {
+                for got in on_loopback(split_world(case), T, |pg| split_sum_bits(pg, case, order)) {
+                    assert_eq!(got, want, "{} order {order}", case["dtype"]);
+                }
+            }
+        }
+    });
+}

@@ -395,3 +395,21 @@ fn frame_over_the_configured_maximum() {
         assert!(out[1].is_err());
     });
 }
+
+/// Deterministic sums of the hard split columns over a 24-rank TCP world,
+/// in two rank assignments: the same bits as the exact reference.
+#[test]
+fn deterministic_split_sums_are_exact_on_tcp() {
+    with_deadline(120, || {
+        for case in split_cases() {
+            let want = split_want(case);
+            for order in [0, 3] {
+                for got in on_tcp(split_world(case), quick, |pg| {
+                    split_sum_bits(pg, case, order)
+                }) {
+                    assert_eq!(got.unwrap(), want, "{} order {order}", case["dtype"]);
+                }
+            }
+        }
+    });
+}

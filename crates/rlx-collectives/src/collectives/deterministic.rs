@@ -1,37 +1,27 @@
 //! [`ReduceMode::Deterministic`](super::ReduceMode::Deterministic): gather in
 //! rank order, reduce in a fixed order, hand every rank the same bits.
 
+use super::exact_sum::ExactSum;
 use super::ReduceKind;
 use crate::element::{decode, encode, DType, Element};
 use crate::error::Result;
 use crate::group::{ProcessGroup, Tag};
 
-/// Reduces `parts` (one slice per rank, in rank order) element-wise in the
-/// documented fixed order.
+/// Reduces `parts` (one slice per rank) element-wise: float sums and means are
+/// the exact sum (divided by the rank count) rounded once, so the result does
+/// not depend on the order of `parts` nor on how values were split.
 pub(crate) fn fold<T: Element>(kind: ReduceKind, parts: &[&[T]]) -> Vec<T> {
     let n = parts.len();
     let len = parts.first().map_or(0, |p| p.len());
     let float_sum = T::DTYPE != DType::I32 && matches!(kind, ReduceKind::Sum | ReduceKind::Mean);
+    let mut acc = ExactSum::default();
     (0..len)
         .map(|i| {
             if float_sum {
-                let (mut s, mut c) = (0.0f64, 0.0f64);
-                for p in parts {
-                    let x = p[i].to_f64();
-                    let t = s + x;
-                    c += if s.abs() >= x.abs() {
-                        (s - t) + x
-                    } else {
-                        (x - t) + s
-                    };
-                    s = t;
-                }
-                let total = s + c;
-                T::from_f64(if kind == ReduceKind::Mean {
-                    total / n as f64
-                } else {
-                    total
-                })
+                acc.clear();
+                parts.iter().for_each(|p| acc.add(p[i].to_f64()));
+                let divisor = if kind == ReduceKind::Mean { n } else { 1 };
+                T::from_f64(acc.quotient(divisor, T::DTYPE == DType::F64))
             } else {
                 let mut acc = parts[0][i];
                 for p in &parts[1..] {

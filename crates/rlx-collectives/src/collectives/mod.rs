@@ -7,6 +7,7 @@
 //! never a partial result.
 
 mod deterministic;
+mod exact_sum;
 mod exchange;
 mod reduce;
 mod ring;
@@ -78,17 +79,17 @@ pub enum ReduceMode {
     /// type at every hop, in an order that depends on the rank, so results
     /// may differ from a serial sum in the last bits.
     Ring,
-    /// Bitwise reproducible: the values of ranks `0, 1, ..., n-1` (in that
-    /// order, whatever order they arrive in, on every transport) are summed
-    /// in f64 with Neumaier compensation (`s = 0, c = 0; for x: t = s + x;
-    /// c += if |s| >= |x| { (s - t) + x } else { (x - t) + s }; s = t`) and
-    /// rounded once to the element type: `round(s + c)` for Sum,
-    /// `round((s + c) / n)` for Mean. `i32` sums wrap; max / min are exact.
-    /// Every rank receives the same bits. For f16 the f64 sum is exact for
-    /// up to 8192 ranks (every f16 is a multiple of 2^-24 below 2^16), so an
-    /// f16 Sum is the correctly rounded sum and does not depend on how the
-    /// values are split across ranks; for f32 / f64 the result is a fixed
-    /// function of the per-rank values in rank order.
+    /// Bitwise reproducible: float Sum is the exact sum of all ranks'
+    /// values rounded once (nearest-even) to the element type, Mean the exact
+    /// sum divided by the world size rounded once. The exact sum is kept as a
+    /// Shewchuk expansion (as Python's `math.fsum`) and every rounding
+    /// decision is taken from an exact residual, so the result depends only
+    /// on the values, not on the arrival order, the transport, nor how the
+    /// same data is split over ranks (a Sum over 1, 2, 3 or 4 ranks of the
+    /// same column of values has the same bits). NaN if any value is NaN or
+    /// +inf meets -inf; an exact zero is -0.0 only if every value is -0.0.
+    /// f64 values whose partial sums overflow (near `f64::MAX`) give ±inf.
+    /// `i32` sums wrap; max / min are exact. Every rank receives the same bits.
     Deterministic,
 }
 

@@ -338,3 +338,52 @@ pub fn quick(c: TcpConfig) -> TcpConfig {
     c.timeout(Duration::from_secs(5))
         .rendezvous_timeout(Duration::from_secs(20))
 }
+
+/// The `split` fixtures: 24 rows of 8 hard columns and their exact sums.
+pub fn split_cases() -> &'static [Value] {
+    fixtures()["split"].as_array().expect("split")
+}
+
+/// World size of a split case: one rank per row.
+pub fn split_world(case: &Value) -> usize {
+    case["rows"].as_array().expect("rows").len()
+}
+
+/// How many rank assignments [`split_sum_bits`] knows.
+pub const SPLIT_ORDERS: usize = 4;
+
+/// The row rank `r` of `n` holds under assignment `order`.
+fn split_row(order: usize, r: usize, n: usize) -> usize {
+    match order {
+        0 => r,
+        1 => n - 1 - r,
+        2 => (r + 5) % n,
+        _ => (r * 7) % n,
+    }
+}
+
+/// Deterministic Sum of the split case's rows, this rank holding the row of
+/// `order`; the result's bits.
+pub fn split_sum_bits(pg: &dyn ProcessGroup, case: &Value, order: usize) -> Vec<u64> {
+    fn run<E: Element>(pg: &dyn ProcessGroup, row: &Value) -> Vec<u64> {
+        let x: Vec<E> = vals(row);
+        let got = all_reduce(pg, &x, ReduceKind::Sum, ReduceMode::Deterministic).unwrap();
+        bits(&got)
+    }
+    let row = &case["rows"][split_row(order, pg.rank(), pg.world_size())];
+    match case["dtype"].as_str() {
+        Some("f32") => run::<f32>(pg, row),
+        _ => run::<f64>(pg, row),
+    }
+}
+
+/// The fixture's exact sums as bits of the case's dtype; for f64 also checks
+/// they equal math.fsum (which differs only on the sign of an all -0.0 sum).
+pub fn split_want(case: &Value) -> Vec<u64> {
+    if case["dtype"] == "f32" {
+        return bits(&vals::<f32>(&case["sum"]));
+    }
+    let want = vals::<f64>(&case["sum"]);
+    assert_eq!(want, vals::<f64>(&case["fsum"]), "exact sum vs math.fsum");
+    bits(&want)
+}
