@@ -2,6 +2,7 @@
 //! major): validation and canonicalisation.
 
 use crate::error::{Result, SparseError};
+use crate::kernel::{CsrView, Structure};
 use crate::scalar::Scalar;
 
 /// A compressed matrix: `indptr[o]..indptr[o + 1]` are the entries of outer
@@ -86,6 +87,19 @@ impl<T: Scalar> Compressed<T> {
         };
         m.canonicalize();
         Ok(m)
+    }
+
+    /// The pattern as a row-loop view (outer lines as rows).
+    pub fn structure(&self) -> Structure<'_, u32> {
+        // SAFETY: try_new validated indptr / indices and canonicalize keeps
+        // them valid; the fields are only written there and in transposed,
+        // which builds a valid layout.
+        unsafe { Structure::new_unchecked(&self.indptr, &self.indices, self.inner) }
+    }
+
+    /// The matrix as a row-loop view (outer lines as rows).
+    pub fn view(&self) -> CsrView<'_, T, u32> {
+        self.structure().with_values(&self.values)
     }
 
     fn canonicalize(&mut self) {

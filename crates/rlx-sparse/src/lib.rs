@@ -26,6 +26,7 @@ mod direct;
 mod error;
 pub mod graph;
 mod iterative;
+mod kernel;
 mod matrix;
 mod npz;
 mod scalar;

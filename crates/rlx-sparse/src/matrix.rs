@@ -105,7 +105,9 @@ impl<T: Scalar> CsrMatrix<T> {
         d
     }
 
-    /// `A x`, each row summed in column order (as scipy's `csr_matvec`).
+    /// `A x`. Rows of under 16 entries are summed in column order (as
+    /// scipy's `csr_matvec`, bit for bit); longer rows on four
+    /// accumulators (reassociated, within rounding of scipy's).
     pub fn spmv(&self, x: &[T]) -> Result<Vec<T>> {
         let (m, n) = self.shape();
         if x.len() != n {
@@ -115,43 +117,28 @@ impl<T: Scalar> CsrMatrix<T> {
             ));
         }
         let mut y = vec![T::ZERO; m];
-        self.spmv_into(x, &mut y);
+        self.c.view().spmv(x, &mut y);
         Ok(y)
     }
 
-    /// Row `i` of `A` dotted with `x`, in column order (as scipy's
-    /// `csr_matvec`); `x.len() == ncols` is the caller's check.
-    #[inline(always)]
-    fn row_dot(&self, i: usize, x: &[T]) -> T {
-        let span = self.c.indptr[i]..self.c.indptr[i + 1];
-        let (v, ix) = (&self.c.values[span.clone()], &self.c.indices[span]);
-        let mut s = T::ZERO;
-        for (&a, &j) in v.iter().zip(ix) {
-            // SAFETY: construction checked every column index < ncols = x.len().
-            s += a * unsafe { *x.get_unchecked(j as usize) };
+    /// `y = A x` into a caller's `y` (no allocation; otherwise as
+    /// [`spmv`](Self::spmv)).
+    pub fn spmv_into(&self, x: &[T], y: &mut [T]) -> Result<()> {
+        let (m, n) = self.shape();
+        if x.len() != n || y.len() != m {
+            return Err(shape_err(
+                "spmv_into",
+                format!("x has {} values, y {}; A is {m} x {n}", x.len(), y.len()),
+            ));
         }
-        s
-    }
-
-    /// `y = A x` into `y` (`x.len() == ncols`, `y.len() == nrows`, the
-    /// caller's checks), without allocating.
-    pub(crate) fn spmv_into(&self, x: &[T], y: &mut [T]) {
-        debug_assert_eq!(x.len(), self.c.inner);
-        for (i, yi) in y.iter_mut().enumerate().take(self.c.outer) {
-            *yi = self.row_dot(i, x);
-        }
+        self.c.view().spmv(x, y);
+        Ok(())
     }
 
     /// `y = A x` into `y` and `<x, y>` in the same pass (CG's `p·Ap`), for
-    /// a square `A` (the caller's check).
+    /// a square `A` with `x`, `y` of its size (the caller's checks).
     pub(crate) fn spmv_dot_into(&self, x: &[T], y: &mut [T]) -> T {
-        debug_assert_eq!(x.len(), self.c.inner);
-        let mut acc = T::ZERO;
-        for (i, (yi, &xi)) in y.iter_mut().zip(x).enumerate().take(self.c.outer) {
-            *yi = self.row_dot(i, x);
-            acc += xi * *yi;
-        }
-        acc
+        self.c.view().spmv_dot(x, y)
     }
 
     /// `Aᵀ y` without forming `Aᵀ` (the vjp of `spmv` with respect to `x`).
@@ -164,11 +151,7 @@ impl<T: Scalar> CsrMatrix<T> {
             ));
         }
         let mut out = vec![T::ZERO; n];
-        for (i, &yi) in y.iter().enumerate() {
-            for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                out[self.c.indices[p] as usize] += self.c.values[p] * yi;
-            }
-        }
+        self.c.view().spmm_transpose(y, 1, &mut out);
         Ok(out)
     }
 
@@ -182,15 +165,7 @@ impl<T: Scalar> CsrMatrix<T> {
             ));
         }
         let mut out = vec![T::ZERO; m * k];
-        for i in 0..m {
-            let row = &mut out[i * k..(i + 1) * k];
-            for p in self.c.indptr[i]..self.c.indptr[i + 1] {
-                let (a, j) = (self.c.values[p], self.c.indices[p] as usize);
-                for (o, &bv) in row.iter_mut().zip(&b[j * k..(j + 1) * k]) {
-                    *o += a * bv;
-                }
-            }
-        }
+        self.c.view().spmm(b, k, &mut out);
         Ok(out)
     }
 
@@ -209,18 +184,8 @@ impl<T: Scalar> CsrMatrix<T> {
                 ),
             ));
         }
-        let mut out = Vec::with_capacity(self.nnz());
-        for i in 0..m {
-            let gi = &g[i * k..(i + 1) * k];
-            for &j in &self.c.indices[self.c.indptr[i]..self.c.indptr[i + 1]] {
-                let j = j as usize;
-                let mut s = T::ZERO;
-                for (&gv, &bv) in gi.iter().zip(&b[j * k..(j + 1) * k]) {
-                    s += gv * bv;
-                }
-                out.push(s);
-            }
-        }
+        let mut out = vec![T::ZERO; self.nnz()];
+        self.c.structure().sddmm(g, b, k, &mut out);
         Ok(out)
     }
 

@@ -3,6 +3,7 @@
 //! out-of-range column is an error naming the position, not a panic).
 
 use super::shapes::pattern_attrs;
+use crate::kernel::{CsrView, Structure};
 use crate::scalar::Scalar;
 use rlx_ir::custom::{CustomOp, KernelArg, KernelOut};
 use rlx_ir::DType;
@@ -60,6 +61,28 @@ struct Pattern {
     indices: Vec<usize>,
 }
 
+impl Pattern {
+    /// The checked pattern as a row-loop view.
+    fn structure(&self) -> Structure<'_, usize> {
+        // SAFETY: `pattern` checked indptr (nrows + 1 entries, monotone
+        // from 0 to nnz) and every index (< ncols).
+        unsafe { Structure::new_unchecked(&self.indptr, &self.indices, self.ncols) }
+    }
+
+    /// The matrix with these `values`, after checking that there is one
+    /// per stored entry.
+    fn view<'a, T: Scalar>(&'a self, values: &'a [T]) -> Result<CsrView<'a, T, usize>, String> {
+        if values.len() != self.indices.len() {
+            return Err(format!(
+                "{} values for {} stored entries",
+                values.len(),
+                self.indices.len()
+            ));
+        }
+        Ok(self.structure().with_values(values))
+    }
+}
+
 fn pattern(op: &CustomOp, indptr: &KernelArg, indices: &KernelArg) -> Result<Pattern, String> {
     let (nrows, ncols, _) = pattern_attrs(op)?;
     let indptr = read_index(indptr, "indptr")?;
@@ -100,6 +123,17 @@ fn width(a: &KernelArg) -> usize {
     a.dims.get(1).copied().unwrap_or(1)
 }
 
+/// Checks that a dense operand holds `rows × k` values.
+fn check_dense<T>(what: &str, v: &[T], rows: usize, k: usize) -> Result<(), String> {
+    if rows.checked_mul(k) != Some(v.len()) {
+        return Err(format!(
+            "{what} has {} values, expected {rows} x {k}",
+            v.len()
+        ));
+    }
+    Ok(())
+}
+
 fn product_t<T: Scalar>(
     op: &CustomOp,
     ins: &[KernelArg],
@@ -108,19 +142,19 @@ fn product_t<T: Scalar>(
     let trans = op.attrs.bool_or("trans", false)?;
     let pat = pattern(op, &ins[1], &ins[2])?;
     let (v, x) = (read::<T>(&ins[0]), read::<T>(&ins[3]));
+    let a = pat.view(&v)?;
     let k = width(&ins[3]);
-    let out_rows = if trans { pat.ncols } else { pat.nrows };
+    let (in_rows, out_rows) = if trans {
+        (pat.nrows, pat.ncols)
+    } else {
+        (pat.ncols, pat.nrows)
+    };
+    check_dense("x", &x, in_rows, k)?;
     let mut y = vec![T::ZERO; out_rows * k];
-    for r in 0..pat.nrows {
-        let span = pat.indptr[r]..pat.indptr[r + 1];
-        for (&c, &a) in pat.indices[span.clone()].iter().zip(&v[span]) {
-            // A[r, c] = a: y[r] += a x[c], or (transposed) y[c] += a x[r].
-            let (dst, src) = if trans { (c, r) } else { (r, c) };
-            let (yd, xs) = (&mut y[dst * k..][..k], &x[src * k..][..k]);
-            for (yo, &xi) in yd.iter_mut().zip(xs) {
-                *yo += a * xi;
-            }
-        }
+    if trans {
+        a.spmm_transpose(&x, k, &mut y);
+    } else {
+        a.spmm(&x, k, &mut y);
     }
     write(out, &y)
 }
@@ -129,18 +163,10 @@ fn sddmm_t<T: Scalar>(op: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> 
     let pat = pattern(op, &ins[0], &ins[1])?;
     let (a, b) = (read::<T>(&ins[2]), read::<T>(&ins[3]));
     let k = width(&ins[2]);
+    check_dense("a", &a, pat.nrows, k)?;
+    check_dense("b", &b, pat.ncols, k)?;
     let mut s = vec![T::ZERO; pat.indices.len()];
-    for r in 0..pat.nrows {
-        let ar = &a[r * k..][..k];
-        for p in pat.indptr[r]..pat.indptr[r + 1] {
-            let bc = &b[pat.indices[p] * k..][..k];
-            let mut acc = T::ZERO;
-            for (&ai, &bi) in ar.iter().zip(bc) {
-                acc += ai * bi;
-            }
-            s[p] = acc;
-        }
-    }
+    pat.structure().sddmm(&a, &b, k, &mut s);
     write(out, &s)
 }
 
