@@ -2,10 +2,8 @@
 //!
 //! The binary `rlx` inspects, runs, benchmarks, converts and packs models,
 //! generates text with llama-family GGUF models and trains the digits
-//! classifier (`rlx --help`). This library holds the parts its tests and
-//! other tools reuse: the numpy `.npy` reader / writer ([`npy`]) and the
-//! latency statistics of `rlx bench` ([`stats`]).
+//! classifier (`rlx --help`). This library holds the part its tests and
+//! other tools reuse: the numpy `.npy` reader / writer ([`npy`]).
 #![deny(missing_docs)]
 
 pub mod npy;
-pub mod stats;

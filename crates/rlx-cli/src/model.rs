@@ -7,7 +7,10 @@ use rlx::gguf::GgufReader;
 use rlx::onnx::OnnxModel;
 use rlx::pkg::Package;
 use rlx::runtime::BytesWeightLoader;
-use rlx::{CompileOptions, CompiledGraph, DType, Device, Dim, Graph, HostTensor, Session, Shape};
+use rlx::{
+    CompileOptions, CompiledGraph, DType, Device, DeviceCandidate, Dim, Graph, HostTensor, Session,
+    Shape,
+};
 use std::path::Path;
 
 /// The file kinds the CLI reads, by extension.
@@ -176,8 +179,14 @@ impl Model {
     }
 
     /// Compiles (graph models, with the input dims bound from `inputs`) or
-    /// loads (llama models) for `device`: what runs the inputs.
-    pub fn prepare(&self, device: Device, inputs: &[(String, HostTensor)]) -> Result<Runner> {
+    /// loads (llama models) for `candidate` (its device and thread count):
+    /// what runs the inputs.
+    pub fn prepare(
+        &self,
+        candidate: DeviceCandidate,
+        inputs: &[(String, HostTensor)],
+    ) -> Result<Runner> {
+        let device = candidate.device;
         if let Params::Llama(r) = &self.params {
             if device != Device::Cpu {
                 bail!("llama models run on the CPU only, not on {device}");
@@ -185,7 +194,7 @@ impl Model {
             let n = inputs.iter().map(|(_, t)| t.numel()).max().unwrap_or(1);
             return Ok(Runner::Llama(Box::new(LlamaRunner::new(r, n)?)));
         }
-        let opts = self.options_for(inputs)?;
+        let opts = candidate.options(&self.options_for(inputs)?);
         Ok(Runner::Graph(Box::new(self.compile(device, &opts)?)))
     }
 

@@ -27,8 +27,9 @@ impl Default for BenchOptions {
     }
 }
 
-/// What one candidate measured: compile time and run-time percentiles,
-/// in milliseconds.
+/// What one candidate measured: compile time and run-time statistics,
+/// in milliseconds. Also the row type of `rlx bench`, which measures
+/// runners that are not one compiled graph through [`DeviceBenchResult::measure`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceBenchResult {
     /// The device and its configuration.
@@ -37,8 +38,12 @@ pub struct DeviceBenchResult {
     pub compile_ms: f64,
     /// Median of the timed runs.
     pub median_ms: f64,
+    /// 90th percentile (nearest rank) of the timed runs.
+    pub p90_ms: f64,
     /// 99th percentile (nearest rank) of the timed runs.
     pub p99_ms: f64,
+    /// Mean of the timed runs.
+    pub mean_ms: f64,
     /// Fastest timed run.
     pub min_ms: f64,
     /// Untimed runs made first.
@@ -48,6 +53,52 @@ pub struct DeviceBenchResult {
 }
 
 impl DeviceBenchResult {
+    /// Calls `run` `bench.warmup` times untimed, then `bench.runs` times
+    /// (at least once) timed, and summarises the timed calls. The first
+    /// error a call returns is the result.
+    ///
+    /// ```
+    /// use rlx_runtime::{BenchOptions, DeviceBenchResult, DeviceCandidate};
+    /// let mut calls = 0;
+    /// let bench = BenchOptions { warmup: 2, runs: 5 };
+    /// let row = DeviceBenchResult::measure(DeviceCandidate::cpu_threads(1), 0.0, &bench, || {
+    ///     calls += 1;
+    ///     Ok::<(), String>(())
+    /// })
+    /// .unwrap();
+    /// assert_eq!((calls, row.runs), (7, 5));
+    /// assert!(row.min_ms <= row.median_ms && row.median_ms <= row.p99_ms);
+    /// ```
+    pub fn measure<E>(
+        candidate: DeviceCandidate,
+        compile_ms: f64,
+        bench: &BenchOptions,
+        mut run: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<DeviceBenchResult, E> {
+        for _ in 0..bench.warmup {
+            run()?;
+        }
+        let runs = bench.runs.max(1);
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            run()?;
+            times.push(ms(t));
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(DeviceBenchResult {
+            candidate,
+            compile_ms,
+            median_ms: median(&times),
+            p90_ms: nearest_rank(&times, 0.90),
+            p99_ms: nearest_rank(&times, 0.99),
+            mean_ms: times.iter().sum::<f64>() / runs as f64,
+            min_ms: times[0],
+            warmup: bench.warmup,
+            runs,
+        })
+    }
+
     /// The row with the lowest median (`None` for no rows).
     pub fn fastest(rows: &[DeviceBenchResult]) -> Option<&DeviceBenchResult> {
         rows.iter()
@@ -62,7 +113,9 @@ impl DeviceBenchResult {
             "candidate": self.candidate.to_string(),
             "compile_ms": self.compile_ms,
             "median_ms": self.median_ms,
+            "p90_ms": self.p90_ms,
             "p99_ms": self.p99_ms,
+            "mean_ms": self.mean_ms,
             "min_ms": self.min_ms,
             "warmup": self.warmup,
             "runs": self.runs,
@@ -114,6 +167,22 @@ pub fn benchmark_devices_with(
         .collect()
 }
 
+/// [`benchmark_devices_with`], but every candidate gets its own result:
+/// one that cannot compile or run the graph (an unavailable device, a
+/// missing kernel) is an error in its row and the others are still measured.
+pub fn benchmark_each(
+    graph: &Graph,
+    feeds: Feeds<'_>,
+    candidates: &[DeviceCandidate],
+    opts: &CompileOptions,
+    bench: &BenchOptions,
+) -> Vec<(DeviceCandidate, Result<DeviceBenchResult>)> {
+    candidates
+        .iter()
+        .map(|&c| (c, bench_one(graph, feeds, c, opts, bench)))
+        .collect()
+}
+
 fn bench_one(
     graph: &Graph,
     feeds: Feeds<'_>,
@@ -123,26 +192,8 @@ fn bench_one(
 ) -> Result<DeviceBenchResult> {
     let start = Instant::now();
     let (mut compiled, inputs) = compile_fed(graph, feeds, candidate, opts)?;
-    let compile_ms = ms(start);
-    for _ in 0..bench.warmup {
-        compiled.try_run_typed(&inputs)?;
-    }
-    let runs = bench.runs.max(1);
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        compiled.try_run_typed(&inputs)?;
-        times.push(ms(t));
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(DeviceBenchResult {
-        candidate,
-        compile_ms,
-        median_ms: median(&times),
-        p99_ms: nearest_rank(&times, 0.99),
-        min_ms: times[0],
-        warmup: bench.warmup,
-        runs,
+    DeviceBenchResult::measure(candidate, ms(start), bench, || {
+        compiled.try_run_typed(&inputs).map(drop)
     })
 }
 
@@ -216,5 +267,9 @@ mod tests {
         assert_eq!(median(&[3.0]), 3.0);
         assert_eq!(nearest_rank(&[3.0], 0.99), 3.0);
         assert_eq!(nearest_rank(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        // numpy.percentile(range(1, 11), q, method="inverted_cdf"): 90 -> 9, 99 -> 10.
+        let t: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(nearest_rank(&t, 0.90), 9.0);
+        assert_eq!(nearest_rank(&t, 0.99), 10.0);
     }
 }

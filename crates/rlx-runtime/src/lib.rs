@@ -42,7 +42,8 @@ pub use calibrate::{collect_calibration, collect_calibration_with};
 pub use compiled::CompiledGraph;
 pub use config::{effective_config, EffectiveConfig};
 pub use device_bench::{
-    benchmark_devices, benchmark_devices_with, BenchOptions, DeviceBenchResult, Feeds,
+    benchmark_devices, benchmark_devices_with, benchmark_each, BenchOptions, DeviceBenchResult,
+    Feeds,
 };
 pub use device_candidate::DeviceCandidate;
 pub use device_policy::{devices_for_with_policy, DevicePickStrategy, DevicePolicy};

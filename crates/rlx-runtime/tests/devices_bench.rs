@@ -77,6 +77,36 @@ fn explicit_candidates_and_run_counts() {
 }
 
 #[test]
+fn each_candidate_gets_its_own_result() {
+    let m = mlp();
+    let owned = m.host_tensors();
+    let cands = [
+        DeviceCandidate::new(Device::Tpu(0)),
+        DeviceCandidate::cpu_threads(1),
+    ];
+    let bench = BenchOptions { warmup: 1, runs: 3 };
+    let rows = benchmark_each(
+        &m.graph,
+        &feeds(&owned),
+        &cands,
+        &CompileOptions::default(),
+        &bench,
+    );
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].0, cands[0]);
+    let e = rows[0].1.as_ref().unwrap_err();
+    assert!(
+        e.to_string().starts_with("device tpu:0 is not available"),
+        "{e}"
+    );
+    // The failure before it does not stop the CPU row.
+    let r = rows[1].1.as_ref().unwrap();
+    assert_eq!((r.candidate, r.warmup, r.runs), (cands[1], 1, 3));
+    assert!(r.min_ms <= r.mean_ms && r.mean_ms <= r.p99_ms, "{r:?}");
+    assert!(r.median_ms <= r.p90_ms && r.p90_ms <= r.p99_ms, "{r:?}");
+}
+
+#[test]
 fn bad_feeds_are_named() {
     let m = mlp();
     let mut owned = m.host_tensors();

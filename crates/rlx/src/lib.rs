@@ -346,9 +346,9 @@ pub use rlx_runtime::{
     DeviceFallbackError, GraphDevices, ParseDeviceError, Precision, RuntimeError, Session,
 };
 pub use rlx_runtime::{
-    benchmark_devices, benchmark_devices_with, devices_for_with_policy, run_with_policy,
-    BackendStatus, BackendsManifest, BenchOptions, DeviceBenchResult, DeviceCandidate,
-    DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
+    benchmark_devices, benchmark_devices_with, benchmark_each, devices_for_with_policy,
+    run_with_policy, BackendStatus, BackendsManifest, BenchOptions, DeviceBenchResult,
+    DeviceCandidate, DevicePickStrategy, DevicePolicy, DeviceRouter, FlexibleSession,
 };
 pub use rlx_runtime::{effective_config, EffectiveConfig};
 #[cfg(feature = "fpga")]

@@ -1,4 +1,5 @@
-//! `rlx bench FILE`: latency percentiles of a model per device.
+//! `rlx bench FILE`: latency percentiles of a model per device and CPU
+//! thread count, as the runtime's [`DeviceBenchResult`] rows.
 
 use super::inspect::parse_binding;
 use super::run::{parse_input, read_inputs};
@@ -7,11 +8,13 @@ use crate::progress;
 use anyhow::{bail, Result};
 use clap::Args;
 use rlx::runtime::devices::unavailable_reason;
-use rlx::{available_devices, is_available, parse_device_list, Device, Dim, HostTensor};
-use rlx_cli::stats::Latency;
+use rlx::{
+    available_devices, is_available, parse_device_list, BenchOptions, Device, DeviceBenchResult,
+    DeviceCandidate, Dim, HostTensor,
+};
 use serde_json::json;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// `rlx bench` arguments.
 #[derive(Args)]
@@ -44,17 +47,14 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// One measured configuration.
+/// One measured configuration: the runtime's [`DeviceBenchResult`], or why
+/// the candidate could not run the model.
 #[derive(Clone, Debug)]
 pub struct Row {
-    /// The device.
-    pub device: Device,
-    /// CPU worker threads (None: not a CPU row, or the default count).
-    pub threads: Option<u32>,
-    /// Compile time.
-    pub compile: Duration,
-    /// Run-time percentiles, or why the device could not run the model.
-    pub latency: std::result::Result<Latency, String>,
+    /// The device and CPU thread count (`None`: the default).
+    pub candidate: DeviceCandidate,
+    /// Compile time and run-time statistics, or the reason it failed.
+    pub result: std::result::Result<DeviceBenchResult, String>,
 }
 
 /// What to measure: devices, thread counts, runs.
@@ -63,80 +63,82 @@ pub struct BenchPlan {
     pub devices: Vec<Device>,
     /// CPU thread counts (empty: the default).
     pub threads: Vec<u32>,
-    /// Untimed runs.
-    pub warmup: u32,
-    /// Timed runs.
-    pub runs: u32,
+    /// Untimed and timed runs per candidate.
+    pub bench: BenchOptions,
 }
 
-/// Compiles and times `model` on every device of `plan` (one row per CPU
-/// thread count). The one place `rlx bench` measures: a device layer's
-/// `benchmark_devices` can replace its body.
+impl BenchPlan {
+    /// One candidate per device, the CPU once per thread count.
+    pub fn candidates(&self) -> Vec<DeviceCandidate> {
+        let mut out = Vec::new();
+        for &d in &self.devices {
+            if d == Device::Cpu && !self.threads.is_empty() {
+                out.extend(
+                    self.threads
+                        .iter()
+                        .map(|&t| DeviceCandidate::cpu_threads(t as usize)),
+                );
+            } else {
+                out.push(DeviceCandidate::new(d));
+            }
+        }
+        out
+    }
+}
+
+/// Compiles and times `model` on every candidate of `plan` with
+/// [`DeviceBenchResult::measure`], the runtime's benchmark core (what
+/// `benchmark_devices` uses for one graph). The CLI keeps its own loop over
+/// candidates because its models are not all one graph with params as
+/// feeds: `.rlxp` packages bind their params from the file and GGUF llama
+/// models run as a token loop; and a failing candidate is a row here, not
+/// the end of the run.
 pub fn bench_devices(
     model: &Model,
     inputs: &[(String, HostTensor)],
     plan: &BenchPlan,
 ) -> Result<Vec<Row>> {
-    let mut configs: Vec<(Device, Option<u32>)> = Vec::new();
-    for &d in &plan.devices {
-        if d == Device::Cpu && !plan.threads.is_empty() {
-            configs.extend(plan.threads.iter().map(|&t| (d, Some(t))));
-        } else {
-            configs.push((d, None));
-        }
-    }
-    let total = configs.len() as u64 * u64::from(plan.warmup + plan.runs);
-    let bar = progress::bar(total, "bench");
+    let candidates = plan.candidates();
+    let per = (plan.bench.warmup + plan.bench.runs.max(1)) as u64;
+    let bar = progress::bar(candidates.len() as u64 * per, "bench");
     let mut rows = Vec::new();
-    for (device, threads) in configs {
-        if !is_available(device) {
-            rows.push(Row {
-                device,
-                threads,
-                compile: Duration::ZERO,
-                latency: Err(unavailable_reason(device)),
-            });
-            bar.inc(u64::from(plan.warmup + plan.runs));
-            continue;
-        }
-        if let Some(t) = threads {
-            rlx::ir::env::set("RLX_NUM_THREADS", &t.to_string());
-        }
-        bar.set_message(format!("{device}"));
-        let t0 = Instant::now();
-        let measured = model.prepare(device, inputs).and_then(|mut runner| {
-            let compile = t0.elapsed();
-            let mut times = Vec::with_capacity(plan.runs as usize);
-            for i in 0..plan.warmup + plan.runs {
-                let t = Instant::now();
-                runner.run(inputs)?;
-                if i >= plan.warmup {
-                    times.push(t.elapsed());
-                }
-                bar.inc(1);
+    for candidate in candidates {
+        let result = if is_available(candidate.device) {
+            bar.set_message(candidate.to_string());
+            // The llama runner takes its thread count from the environment.
+            if let Some(t) = candidate.threads {
+                rlx::ir::env::set("RLX_NUM_THREADS", &t.to_string());
             }
-            Ok((compile, Latency::of(&times)))
-        });
-        if threads.is_some() {
-            rlx::ir::env::unset("RLX_NUM_THREADS");
-        }
-        rows.push(match measured {
-            Ok((compile, l)) => Row {
-                device,
-                threads,
-                compile,
-                latency: Ok(l),
-            },
-            Err(e) => Row {
-                device,
-                threads,
-                compile: t0.elapsed(),
-                latency: Err(format!("{e:#}")),
-            },
-        });
+            let r = measure(model, inputs, candidate, &plan.bench, &bar);
+            if candidate.threads.is_some() {
+                rlx::ir::env::unset("RLX_NUM_THREADS");
+            }
+            r.map_err(|e| format!("{e:#}"))
+        } else {
+            Err(unavailable_reason(candidate.device))
+        };
+        bar.set_position(bar.position().next_multiple_of(per));
+        rows.push(Row { candidate, result });
     }
     bar.finish_and_clear();
     Ok(rows)
+}
+
+fn measure(
+    model: &Model,
+    inputs: &[(String, HostTensor)],
+    candidate: DeviceCandidate,
+    bench: &BenchOptions,
+    bar: &indicatif::ProgressBar,
+) -> Result<DeviceBenchResult> {
+    let t0 = Instant::now();
+    let mut runner = model.prepare(candidate, inputs)?;
+    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    DeviceBenchResult::measure(candidate, compile_ms, bench, || {
+        runner.run(inputs)?;
+        bar.inc(1);
+        anyhow::Ok(())
+    })
 }
 
 /// Zeros for each model input not in `given`, symbolic dims from `bind`.
@@ -181,31 +183,23 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let plan = BenchPlan {
         devices,
         threads: a.threads.clone(),
-        warmup: a.warmup,
-        runs: a.runs,
+        bench: BenchOptions {
+            warmup: a.warmup as usize,
+            runs: a.runs as usize,
+        },
     };
     let rows = bench_devices(&model, &inputs, &plan)?;
     if a.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|r| {
-                let mut o = json!({
-                    "device": r.device.to_string(),
-                    "threads": r.threads,
-                    "compile_ms": r.compile.as_secs_f64() * 1e3,
-                });
-                match &r.latency {
-                    Ok(l) => {
-                        o["runs"] = json!(l.runs);
-                        o["min_ms"] = json!(l.min_ms);
-                        o["p50_ms"] = json!(l.p50_ms);
-                        o["p90_ms"] = json!(l.p90_ms);
-                        o["p99_ms"] = json!(l.p99_ms);
-                        o["mean_ms"] = json!(l.mean_ms);
-                    }
-                    Err(e) => o["error"] = json!(e),
-                }
-                o
+            .map(|r| match &r.result {
+                Ok(b) => b.to_json(),
+                Err(e) => json!({
+                    "device": r.candidate.device.to_string(),
+                    "threads": r.candidate.threads,
+                    "candidate": r.candidate.to_string(),
+                    "error": e,
+                }),
             })
             .collect();
         println!(
@@ -221,20 +215,17 @@ pub fn run(a: BenchArgs) -> Result<()> {
         "device", "threads", "compile ms", "runs", "min ms", "p50 ms", "p90 ms", "p99 ms"
     );
     for r in &rows {
-        let threads = r.threads.map_or("-".to_string(), |t| t.to_string());
-        match &r.latency {
-            Ok(l) => println!(
-                "{:<10} {:>7} {:>11.2} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
-                r.device.to_string(),
-                threads,
-                r.compile.as_secs_f64() * 1e3,
-                l.runs,
-                l.min_ms,
-                l.p50_ms,
-                l.p90_ms,
-                l.p99_ms
+        let device = r.candidate.device.to_string();
+        let threads = r
+            .candidate
+            .threads
+            .map_or("-".to_string(), |t| t.to_string());
+        match &r.result {
+            Ok(b) => println!(
+                "{device:<10} {threads:>7} {:>11.2} {:>5} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+                b.compile_ms, b.runs, b.min_ms, b.median_ms, b.p90_ms, b.p99_ms
             ),
-            Err(e) => println!("{:<10} {:>7} failed: {e}", r.device.to_string(), threads),
+            Err(e) => println!("{device:<10} {threads:>7} failed: {e}"),
         }
     }
     Ok(())

@@ -80,7 +80,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     );
     let spin = crate::progress::spinner(&format!("compiling and running on {}", a.device));
     let outputs = model
-        .prepare(a.device, &inputs)
+        .prepare(a.device.into(), &inputs)
         .and_then(|mut runner| runner.run(&inputs));
     spin.finish_and_clear();
     let outputs = outputs?;
