@@ -212,3 +212,36 @@ fn decompositions_factor_once_and_round_trip_as_text() {
         }
     }
 }
+
+/// With repeated eigenvalues / singular values only the vector derivatives
+/// are undefined: the gradient of `sum(w)` (= `tr A`) and of `sum(s)` (the
+/// nuclear norm, `U V^T` = `I` for a positive diagonal `A`) is the identity,
+/// as JAX gives (its zero cotangents of `V` / `U`, `Vt` are skipped; ours
+/// are masked).
+#[test]
+fn value_gradients_stay_finite_at_repeated_values() {
+    use rlx_ir::GraphExt;
+    type Values = fn(&mut Graph, rlx_ir::NodeId) -> rlx_ir::NodeId;
+    let cases: [(&str, [f64; 3], Values); 2] = [
+        ("eigh", [1.0, 1.0, 2.0], |g, a| {
+            rlx_linalg::eigh(g, a).unwrap().0
+        }),
+        ("svd", [2.0, 2.0, 1.0], |g, a| {
+            rlx_linalg::svd(g, a).unwrap().1
+        }),
+    ];
+    for (name, diag, values) in cases {
+        let mut g = Graph::new(name);
+        let a = g.input("a", Shape::new(&[3, 3], DType::F64));
+        let v = values(&mut g, a);
+        let loss = g.sum(v, &[0], false);
+        g.set_outputs(vec![loss]);
+        let d = rlx_autodiff::grad(&g, &[a]).unwrap();
+        let m: Vec<f64> = (0..9)
+            .map(|k| if k % 4 == 0 { diag[k / 4] } else { 0.0 })
+            .collect();
+        let got = run(d, &[("a", HostTensor::from_vec(m, &[3, 3]).unwrap())]);
+        let eye: Vec<f64> = (0..9).map(|k| f64::from(u8::from(k % 4 == 0))).collect();
+        close(&got[0], &eye);
+    }
+}
