@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | [`cholesky`] | `linalg.cholesky` | `jnp.linalg.cholesky` (input symmetrized) |
 //! | [`solve_triangular`] | `linalg.solve_triangular{lower, trans}` | `scipy.linalg.solve_triangular` |
-//! | [`lu`] / [`lu_solve`] | `linalg.lu` (packed, + triangular solves) | `scipy.linalg.lu` / `lu_solve` |
+//! | [`lu`] / [`lu_solve`] | `linalg.lu` (packed) + `linalg.lu_unpack{output}` (+ triangular solves) | `scipy.linalg.lu` / `lu_solve` |
 //! | [`solve`] | `linalg.solve{trans}` | `numpy.linalg.solve` |
 //! | [`inv`] | `linalg.inv` | `numpy.linalg.inv` |
 //! | [`det`] | `linalg.det` | `numpy.linalg.det` |
@@ -53,6 +53,7 @@ mod expm;
 mod host;
 mod kernels;
 mod lu;
+mod lu_unpack;
 mod ops;
 mod qr;
 mod rules;
@@ -62,5 +63,5 @@ mod svd;
 pub use compose::{lstsq, matrix_power, pinv};
 pub use ops::{
     cholesky, det, eigh, expm, inv, lu, lu_solve, qr, register, slogdet, solve, solve_triangular,
-    svd, CHOLESKY, DET, EIGH, EXPM, INV, LU, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
+    svd, CHOLESKY, DET, EIGH, EXPM, INV, LU, LU_UNPACK, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
 };

@@ -3,9 +3,9 @@
 //! `[..., n, n + 1]` (LAPACK's `getrf` layout plus the permutation):
 //! columns `0..n` hold `U` on and above the diagonal and `L`'s strict lower
 //! part below it (its unit diagonal implied), column `n` holds `perm` (row
-//! `i` of `P^T A` is row `perm[i]` of `A`) as a float. [`unpack`] builds
-//! `P`, `L` and `U` from it with elementwise ops, so a graph that uses all
-//! three factors once.
+//! `i` of `P^T A` is row `perm[i]` of `A`) as a float. [`unpack`] reads
+//! `P`, `L` and `U` out of it (`linalg.lu_unpack`, one pass each), so a
+//! graph that uses all three factors once.
 //!
 //! Derivatives (JAX `_lu_jvp_rule`): with `X = L^{-1} P^T Ȧ U^{-1}`,
 //! `L̇ = L tril(X, -1)`, `U̇ = triu(X) U`, `Ṗ = 0`, so the packed tangent is
@@ -20,8 +20,7 @@ use crate::host::{by_dtype, load, put, square, store, Real};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor as plu;
 use rlx_ir::custom::{CustomOp, KernelArg, KernelOut};
-use rlx_ir::op::CmpOp;
-use rlx_ir::{DType, Dim, Graph, IrError, NodeId, Op, Shape};
+use rlx_ir::{DType, Dim, Graph, IrError, NodeId, Shape};
 
 /// The shape rule: `[..., n, n] -> [..., n, n + 1]`.
 pub(crate) fn lu_shape(op: &CustomOp, s: &[&Shape]) -> Result<Shape, String> {
@@ -84,32 +83,12 @@ fn tri_mask(g: &mut Graph, x: NodeId, keep: fn(usize, usize) -> bool) -> Result<
     mul(g, x, m)
 }
 
-/// `(P, L, U)` of a packed `linalg.lu` output, each `[..., n, n]`.
+/// `(P, L, U)` of a packed `linalg.lu` output, each `[..., n, n]`
+/// (`linalg.lu_unpack` nodes).
 pub(crate) fn unpack(g: &mut Graph, packed: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError> {
-    let dtype = g.shape(packed).dtype();
-    let n = last_dim(g, packed)? - 1;
-    let lu = block(g, packed, (0, n), (0, n))?;
-    let strict = tri_mask(g, lu, |i, j| j < i)?;
-    let eye = mask(g, n, dtype, |i, j| f64::from(u8::from(i == j)))?;
-    let l = add(g, strict, eye)?;
-    let u = tri_mask(g, lu, |i, j| j >= i)?;
-    // P[r, i] = 1 where perm[i] == r.
-    let perm = block(g, packed, (0, n), (n, 1))?;
-    let perm_row = mt(g, perm)?;
-    let row_index = {
-        let v: Vec<f64> = (0..n).map(|r| r as f64).collect();
-        let t = match dtype {
-            DType::F32 => rlx_ir::HostTensor::from_vec(
-                v.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
-                &[n, 1],
-            ),
-            _ => rlx_ir::HostTensor::from_vec(v, &[n, 1]),
-        }?;
-        g.constant_tensor(&t)
-    };
-    let hit = g.try_node(Op::Compare(CmpOp::Eq), &[row_index, perm_row], None)?;
-    let shape = g.shape(l).clone();
-    let p = g.try_node(Op::Cast, &[hit], Some(shape))?;
+    let p = g.custom(crate::lu_unpack::unpack_op(0), &[packed])?;
+    let l = g.custom(crate::lu_unpack::unpack_op(1), &[packed])?;
+    let u = g.custom(crate::lu_unpack::unpack_op(2), &[packed])?;
     Ok((p, l, u))
 }
 

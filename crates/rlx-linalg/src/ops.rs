@@ -22,6 +22,8 @@ pub const EIGH: &str = "linalg.eigh";
 pub const QR: &str = "linalg.qr";
 /// `linalg.lu`.
 pub const LU: &str = "linalg.lu";
+/// `linalg.lu_unpack`.
+pub const LU_UNPACK: &str = "linalg.lu_unpack";
 /// `linalg.svd`.
 pub const SVD: &str = "linalg.svd";
 /// `linalg.expm`.
@@ -130,6 +132,15 @@ pub fn register() {
         .with_kernel("cpu", crate::lu::lu)
         .with_vjp(crate::lu::lu_vjp)
         .with_jvp(crate::lu::lu_jvp),
+        OpExtension::new(
+            LU_UNPACK,
+            "P (output=0), L (output=1) or U (output=2) of a packed linalg.lu",
+            Arity::exactly(1),
+            crate::lu_unpack::unpack_shape,
+        )
+        .with_kernel("cpu", crate::lu_unpack::unpack)
+        .with_vjp(crate::lu_unpack::unpack_vjp)
+        .with_jvp(crate::lu_unpack::unpack_jvp),
         OpExtension::new(EXPM, "e^A", Arity::exactly(1), shapes::same_square)
             .with_kernel("cpu", crate::expm::expm)
             .with_vjp(crate::expm::expm_vjp)

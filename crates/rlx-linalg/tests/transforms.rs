@@ -166,8 +166,8 @@ fn lu_solve_matches_numpy_solve() {
     close(&got[0], &tensor(&c["outputs"][0]).1);
 }
 
-/// Each multi-output decomposition is one custom node whose outputs are
-/// sliced out of it; its graph round-trips as text, and the parsed graph
+/// Each multi-output decomposition is one factorizing custom node whose
+/// outputs are read out of it (slices; `lu_unpack` for `lu`); its graph round-trips as text, and the parsed graph
 /// still matches scipy / numpy.
 #[test]
 fn decompositions_factor_once_and_round_trip_as_text() {
@@ -200,7 +200,7 @@ fn decompositions_factor_once_and_round_trip_as_text() {
         let customs = g
             .nodes()
             .iter()
-            .filter(|n| matches!(n.op, rlx_ir::Op::Custom(_)))
+            .filter(|n| matches!(&n.op, rlx_ir::Op::Custom(c) if c.name != rlx_linalg::LU_UNPACK))
             .count();
         assert_eq!(customs, 1, "{name}: {}", g.to_text());
         let text = g.to_text();
@@ -244,4 +244,24 @@ fn value_gradients_stay_finite_at_repeated_values() {
         let eye: Vec<f64> = (0..9).map(|k| f64::from(u8::from(k % 4 == 0))).collect();
         close(&got[0], &eye);
     }
+}
+
+/// A hand-made packed LU whose permutation column is out of range is a
+/// run-time error naming the pivot, not a panic.
+#[test]
+fn lu_unpack_refuses_out_of_range_pivots() {
+    use rlx_ir::custom::{CustomAttr, CustomAttrs, CustomOp};
+    rlx_linalg::register();
+    let mut g = Graph::new("bad_lu");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F64));
+    let op = CustomOp::new(
+        rlx_linalg::LU_UNPACK,
+        CustomAttrs::new().with("output", CustomAttr::Int(0)),
+    );
+    let p = g.custom(op, &[x]).unwrap();
+    g.set_outputs(vec![p]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let bad = HostTensor::from_vec(vec![1.0, 0.0, 7.0, 0.0, 1.0, 0.0], &[2, 3]).unwrap();
+    let e = c.try_run_typed(&[("x", &bad)]).unwrap_err().to_string();
+    assert!(e.contains("pivot 7"), "{e}");
 }
