@@ -5,8 +5,10 @@
 
 Runs the release example `linalg_bench` (best of `reps` runs per op, input copies included),
 then numpy / scipy on a same-size SPD matrix the same way, and prints one row per op and dtype
-with the ratio rlx / numpy. Both sides run on one thread (rlx-linalg's faer is built without
-rayon; OPENBLAS_NUM_THREADS=1 for numpy), so the ratio compares kernels, not core counts.
+with the ratio rlx / numpy. Both sides run on one thread by default (rlx-linalg's faer is built
+without rayon and called with Par::Seq; OPENBLAS_NUM_THREADS=1 for numpy), so the ratio compares
+kernels, not core counts. `OPENBLAS_NUM_THREADS=2 ... bench_linalg.py` gives numpy two threads
+(rlx stays on one); the header says which.
 """
 import os
 
@@ -52,7 +54,8 @@ def best(f):
     return t * 1e3
 
 
-print(f"n={n}, best of {reps}, one thread each side (load {os.getloadavg()[0]:.1f})")
+threads = os.environ["OPENBLAS_NUM_THREADS"]
+print(f"n={n}, best of {reps}, rlx 1 thread, numpy {threads} thread(s) (load {os.getloadavg()[0]:.1f})")
 print("| op | dtype | rlx ms | numpy/scipy ms | ratio |")
 print("|---|---|---|---|---|")
 for dtype, npd in [("f64", np.float64), ("f32", np.float32)]:

@@ -231,6 +231,8 @@ c["outputs"] = [enc(np.asarray(jnp.linalg.cholesky(jnp.asarray(not_pd))))]  # JA
 cases.append(c)
 cases.append(case("det_singular", "det", [singular], derivs=False))
 cases.append(case("slogdet_singular", "slogdet", [singular], derivs=False))
+# Appended last so the cases above keep their random draws.
+cases.append(case("expm_f32", "expm", [0.5 * rng.standard_normal((2, 3, 3))], dtype="f32", rtol=1e-5, atol=1e-5))
 
 with open(OUT, "w") as f:
     json.dump({"generator": "tools/gen_linalg_fixtures.py", "cases": cases}, f, separators=(",", ":"))

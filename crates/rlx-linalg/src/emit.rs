@@ -101,3 +101,76 @@ pub(crate) fn last_dim(g: &Graph, x: NodeId) -> Result<usize, IrError> {
             reason: format!("derivative rules need a static matrix size, {s} is symbolic"),
         })
 }
+
+/// Rows `r0..r0 + rows`, columns `c0..c0 + cols` of the last two axes of `x`.
+pub(crate) fn block(
+    g: &mut Graph,
+    x: NodeId,
+    (r0, rows): (usize, usize),
+    (c0, cols): (usize, usize),
+) -> Result<NodeId, IrError> {
+    let s = g.shape(x).clone();
+    let r = s.rank();
+    let mut starts = vec![0; r];
+    starts[r - 2] = r0;
+    starts[r - 1] = c0;
+    let mut dims = s.dims().to_vec();
+    dims[r - 2] = Dim::Static(rows);
+    dims[r - 1] = Dim::Static(cols);
+    g.try_node(
+        Op::Slice(rlx_ir::op::SliceSpec {
+            starts,
+            steps: vec![1; r],
+        }),
+        &[x],
+        Some(Shape::from_dims(dims, s.dtype())),
+    )
+}
+
+/// `xs` (`[..., r_i, c]`) stacked along the row axis.
+pub(crate) fn stack_rows(g: &mut Graph, xs: &[NodeId]) -> Result<NodeId, IrError> {
+    let r = g.shape(xs[0]).rank();
+    g.try_node(Op::Concat { axis: r - 2 }, xs, None)
+}
+
+/// `x` (`[..., r, c]`) padded with zero columns on the right to `width`.
+pub(crate) fn pad_cols(g: &mut Graph, x: NodeId, width: usize) -> Result<NodeId, IrError> {
+    let s = g.shape(x).clone();
+    let r = s.rank();
+    let c = last_dim(g, x)?;
+    if c == width {
+        return Ok(x);
+    }
+    let mut dims = s.dims().to_vec();
+    dims[r - 1] = Dim::Static(width - c);
+    let z = g.scalar(0.0, s.dtype());
+    let zeros = g.try_node(Op::Broadcast, &[z], Some(Shape::from_dims(dims, s.dtype())))?;
+    g.try_node(Op::Concat { axis: r - 1 }, &[x, zeros], None)
+}
+
+/// `v` (`[..., k]`) as a row `[..., 1, k]`.
+pub(crate) fn as_row(g: &mut Graph, v: NodeId) -> Result<NodeId, IrError> {
+    let s = g.shape(v).clone();
+    let mut d = s.dims().to_vec();
+    d.insert(d.len() - 1, Dim::Static(1));
+    g.try_node(Op::Reshape, &[v], Some(Shape::from_dims(d, s.dtype())))
+}
+
+/// A row `[..., 1, k]` as `[..., k]`.
+pub(crate) fn from_row(g: &mut Graph, row: NodeId) -> Result<NodeId, IrError> {
+    let s = g.shape(row).clone();
+    let mut d = s.dims().to_vec();
+    d.remove(d.len() - 2);
+    g.try_node(Op::Reshape, &[row], Some(Shape::from_dims(d, s.dtype())))
+}
+
+/// `x` where `m != 0`, else 0: a product `f ∘ m` whose factor `m` is an
+/// exactly zero cotangent stays 0 even where `f` is infinite (JAX skips
+/// such terms as symbolic zeros; a packed cotangent cannot say which of its
+/// parts are zero, so the rules mask).
+pub(crate) fn where_nonzero(g: &mut Graph, m: NodeId, x: NodeId) -> Result<NodeId, IrError> {
+    let z = zeros_like(g, x)?;
+    let zm = g.scalar(0.0, g.shape(m).dtype());
+    let nz = g.try_node(Op::Compare(rlx_ir::op::CmpOp::Ne), &[m, zm], None)?;
+    g.try_node(Op::Select, &[nz, x, z], None)
+}

@@ -7,7 +7,7 @@
 //! exponential — itself an `expm` node, so higher orders compose.
 
 use crate::emit::{mt, zeros_like};
-use crate::host::{read, square, write};
+use crate::host::{by_dtype, load, square, store, Real};
 use faer::linalg::solvers::Solve;
 use rlx_ir::custom::{CustomAttrs, CustomOp, KernelArg, KernelOut};
 use rlx_ir::op::SliceSpec;
@@ -30,11 +30,13 @@ const B: [f64; 14] = [
     1.0,
 ];
 
-/// `e^A` of one `n x n` matrix.
-fn expm_one(a: faer::Mat<f64>) -> faer::Mat<f64> {
+/// `e^A` of one `n x n` matrix, in `T` (the degree-13 scheme for f32 too;
+/// `θ13` keeps the scaled norm where its truncation error is below f64's
+/// unit roundoff, so below f32's).
+fn expm_one<T: Real>(a: faer::Mat<T>) -> faer::Mat<T> {
     let n = a.nrows();
     let norm1 = (0..n)
-        .map(|c| (0..n).map(|r| a[(r, c)].abs()).sum::<f64>())
+        .map(|c| (0..n).map(|r| a[(r, c)].f64().abs()).sum::<f64>())
         .fold(0.0, f64::max);
     // θ13 = 5.371920351148152: scale so that ||A / 2^s||_1 <= θ13.
     let s = if norm1 > 5.371920351148152 {
@@ -42,17 +44,19 @@ fn expm_one(a: faer::Mat<f64>) -> faer::Mat<f64> {
     } else {
         0
     };
-    let a = faer::Mat::from_fn(n, n, |r, c| a[(r, c)] / 2f64.powi(s));
-    let eye = faer::Mat::<f64>::identity(n, n);
+    let scale = T::of(2f64.powi(-s));
+    let a = faer::Mat::from_fn(n, n, |r, c| a[(r, c)] * scale);
+    let eye = faer::Mat::<T>::identity(n, n);
     let a2 = &a * &a;
     let a4 = &a2 * &a2;
     let a6 = &a4 * &a2;
-    let lin = |c: [f64; 4], m: [&faer::Mat<f64>; 4]| {
+    let lin = |c: [f64; 4], m: [&faer::Mat<T>; 4]| {
+        let c = c.map(T::of);
         faer::Mat::from_fn(n, n, |r, k| {
             c[0] * m[0][(r, k)] + c[1] * m[1][(r, k)] + c[2] * m[2][(r, k)] + c[3] * m[3][(r, k)]
         })
     };
-    let zero = faer::Mat::<f64>::zeros(n, n);
+    let zero = faer::Mat::<T>::zeros(n, n);
     let u_in = lin([B[13], B[11], B[9], 0.0], [&a6, &a4, &a2, &zero]);
     let u_in = &a6 * &u_in + lin([B[7], B[5], B[3], B[1]], [&a6, &a4, &a2, &eye]);
     let u = &a * &u_in;
@@ -69,14 +73,16 @@ fn expm_one(a: faer::Mat<f64>) -> faer::Mat<f64> {
 
 /// The CPU kernel.
 pub(crate) fn expm(_: &CustomOp, ins: &[KernelArg], out: &mut KernelOut) -> Result<(), String> {
-    let (batch, n) = square(&ins[0])?;
-    let a = read(&ins[0])?;
-    let mut res = Vec::with_capacity(a.len());
+    by_dtype!(ins[0].dtype, expm_t(&ins[0], out))
+}
+
+fn expm_t<T: Real>(a: &KernelArg, out: &mut KernelOut) -> Result<(), String> {
+    let (batch, n) = square(a)?;
     for i in 0..batch {
-        let e = expm_one(crate::host::mat(&a, i, n, n));
-        crate::host::push(&mut res, e.as_ref());
+        let e = expm_one(load::<T>(a, i, n, n));
+        store(out, i * n * n, n, e.as_ref());
     }
-    write(out, &res)
+    Ok(())
 }
 
 fn expm_op() -> CustomOp {

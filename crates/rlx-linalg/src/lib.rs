@@ -3,7 +3,7 @@
 //! Graph builders for dense linear algebra on `[..., n, n]` matrices
 //! (leading axes are batch axes, f32 or f64), each a custom op
 //! (`rlx_ir::custom`) with a CPU kernel on [faer](https://docs.rs/faer)
-//! (pure Rust, no system LAPACK; computed in f64), reverse (vjp) and
+//! (pure Rust, no system LAPACK; f32 computed in f32, f64 in f64), reverse (vjp) and
 //! forward (jvp) rules as JAX defines them, written as graph builders, and
 //! a batching (vmap) rule:
 //!
@@ -11,18 +11,22 @@
 //! |---|---|---|
 //! | [`cholesky`] | `linalg.cholesky` | `jnp.linalg.cholesky` (input symmetrized) |
 //! | [`solve_triangular`] | `linalg.solve_triangular{lower, trans}` | `scipy.linalg.solve_triangular` |
-//! | [`lu`] / [`lu_solve`] | `linalg.lu{output}` (+ triangular solves) | `scipy.linalg.lu` / `lu_solve` |
+//! | [`lu`] / [`lu_solve`] | `linalg.lu` (packed) + `linalg.lu_unpack{output}` (+ triangular solves) | `scipy.linalg.lu` / `lu_solve` |
 //! | [`solve`] | `linalg.solve{trans}` | `numpy.linalg.solve` |
 //! | [`inv`] | `linalg.inv` | `numpy.linalg.inv` |
 //! | [`det`] | `linalg.det` | `numpy.linalg.det` |
 //! | [`slogdet`] | `linalg.slogdet{output}` | `numpy.linalg.slogdet` |
-//! | [`eigh`] | `linalg.eigh{output}` | `jnp.linalg.eigh` (column signs fixed) |
-//! | [`qr`] | `linalg.qr{output}` | `numpy.linalg.qr` reduced (diag R >= 0) |
-//! | [`svd`] | `linalg.svd{output}` | `numpy.linalg.svd(full_matrices=False)` (column signs fixed) |
+//! | [`eigh`] | `linalg.eigh` (packed) | `jnp.linalg.eigh` (column signs fixed) |
+//! | [`qr`] | `linalg.qr` (packed) | `numpy.linalg.qr` reduced (diag R >= 0) |
+//! | [`svd`] | `linalg.svd` (packed) | `numpy.linalg.svd(full_matrices=False)` (column signs fixed) |
 //! | [`expm`] | `linalg.expm` | `scipy.linalg.expm` (Padé 13, scaling and squaring) |
 //! | [`matrix_power`] | matmuls (and `linalg.inv`) | `numpy.linalg.matrix_power` |
 //! | [`pinv`] | `svd` + elementwise | `numpy.linalg.pinv` |
 //! | [`lstsq`] | `qr` + `solve_triangular` | `numpy.linalg.lstsq` (full column rank) |
+//!
+//! The multi-output decompositions (`lu`, `eigh`, `qr`, `svd`) are one
+//! node each with a packed output (documented per op) that the builders
+//! slice into the factors, so a graph using every factor decomposes once.
 //!
 //! Degenerate input follows JAX, not an error: a matrix that is not
 //! positive definite has an all-NaN Cholesky factor; a singular matrix
@@ -43,13 +47,15 @@
 #![deny(missing_docs)]
 
 mod compose;
-mod decomp;
+mod eigh;
 mod emit;
 mod expm;
 mod host;
 mod kernels;
 mod lu;
+mod lu_unpack;
 mod ops;
+mod qr;
 mod rules;
 mod shapes;
 mod svd;
@@ -57,5 +63,5 @@ mod svd;
 pub use compose::{lstsq, matrix_power, pinv};
 pub use ops::{
     cholesky, det, eigh, expm, inv, lu, lu_solve, qr, register, slogdet, solve, solve_triangular,
-    svd, CHOLESKY, DET, EIGH, EXPM, INV, LU, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
+    svd, CHOLESKY, DET, EIGH, EXPM, INV, LU, LU_UNPACK, QR, SLOGDET, SOLVE, SOLVE_TRIANGULAR, SVD,
 };

@@ -1,6 +1,6 @@
 //! The ops: their payloads, graph builders and registration.
 
-use crate::{decomp, kernels, rules, shapes};
+use crate::{kernels, rules, shapes};
 use rlx_ir::custom::{register_op, CustomAttr, CustomAttrs, CustomOp, OpExtension};
 use rlx_ir::{Arity, Graph, IrError, NodeId};
 
@@ -22,6 +22,8 @@ pub const EIGH: &str = "linalg.eigh";
 pub const QR: &str = "linalg.qr";
 /// `linalg.lu`.
 pub const LU: &str = "linalg.lu";
+/// `linalg.lu_unpack`.
+pub const LU_UNPACK: &str = "linalg.lu_unpack";
 /// `linalg.svd`.
 pub const SVD: &str = "linalg.svd";
 /// `linalg.expm`.
@@ -96,25 +98,25 @@ pub fn register() {
         .with_jvp(rules::slogdet_jvp),
         OpExtension::new(
             EIGH,
-            "eigenvalues (output=0) / eigenvectors (output=1) of (A + A^T) / 2",
+            "[V; w^T] (eigenvectors as columns, eigenvalues as the last row) of (A + A^T) / 2",
             Arity::exactly(1),
-            decomp::eigh_shape,
+            crate::eigh::eigh_shape,
         )
-        .with_kernel("cpu", decomp::eigh)
-        .with_vjp(rules::eigh_vjp)
-        .with_jvp(rules::eigh_jvp),
+        .with_kernel("cpu", crate::eigh::eigh)
+        .with_vjp(crate::eigh::eigh_vjp)
+        .with_jvp(crate::eigh::eigh_jvp),
         OpExtension::new(
             QR,
-            "reduced QR: Q (output=0) / R (output=1)",
+            "reduced QR packed [Q | 0; R], [..., m + k, n]",
             Arity::exactly(1),
-            decomp::qr_shape,
+            crate::qr::qr_shape,
         )
-        .with_kernel("cpu", decomp::qr)
-        .with_vjp(rules::qr_vjp)
-        .with_jvp(rules::qr_jvp),
+        .with_kernel("cpu", crate::qr::qr)
+        .with_vjp(crate::qr::qr_vjp)
+        .with_jvp(crate::qr::qr_jvp),
         OpExtension::new(
             SVD,
-            "thin SVD: U (output=0), s (output=1), Vt (output=2)",
+            "thin SVD packed [U | 0; s^T | 0; Vt], [..., m + 1 + k, n]",
             Arity::exactly(1),
             crate::svd::svd_shape,
         )
@@ -123,13 +125,22 @@ pub fn register() {
         .with_jvp(crate::svd::svd_jvp),
         OpExtension::new(
             LU,
-            "A = P L U: P (output=0), L (output=1), U (output=2)",
+            "A = P L U packed [L \\ U | perm], [..., n, n + 1]",
             Arity::exactly(1),
             crate::lu::lu_shape,
         )
         .with_kernel("cpu", crate::lu::lu)
         .with_vjp(crate::lu::lu_vjp)
         .with_jvp(crate::lu::lu_jvp),
+        OpExtension::new(
+            LU_UNPACK,
+            "P (output=0), L (output=1) or U (output=2) of a packed linalg.lu",
+            Arity::exactly(1),
+            crate::lu_unpack::unpack_shape,
+        )
+        .with_kernel("cpu", crate::lu_unpack::unpack)
+        .with_vjp(crate::lu_unpack::unpack_vjp)
+        .with_jvp(crate::lu_unpack::unpack_jvp),
         OpExtension::new(EXPM, "e^A", Arity::exactly(1), shapes::same_square)
             .with_kernel("cpu", crate::expm::expm)
             .with_vjp(crate::expm::expm_vjp)
@@ -198,28 +209,24 @@ pub fn slogdet(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
     Ok((sign, logabs))
 }
 
-fn pair(g: &mut Graph, name: &str, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
-    register();
-    let of = |k: i64| CustomOp::new(name, CustomAttrs::new().with("output", CustomAttr::Int(k)));
-    let first = g.custom(of(0), &[a])?;
-    let second = g.custom(of(1), &[a])?;
-    Ok((first, second))
-}
-
 /// `(w, V)` of the symmetric `(a + a^T) / 2` (`[..., n, n]`): eigenvalues
 /// ascending `[..., n]`, eigenvectors as the columns of `[..., n, n]`
 /// (`jnp.linalg.eigh`), each column's largest-magnitude entry positive.
 /// Derivatives follow JAX; with repeated eigenvalues the eigenvector
 /// derivatives are inf / NaN (the eigenvectors are not unique there).
 pub fn eigh(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
-    pair(g, EIGH, a)
+    register();
+    let packed = g.custom(CustomOp::new(EIGH, CustomAttrs::new()), &[a])?;
+    crate::eigh::eigh_unpack(g, packed)
 }
 
 /// The reduced QR `(Q [..., m, k], R [..., k, n])`, `k = min(m, n)`, of
 /// `a` (`numpy.linalg.qr`), with `R`'s diagonal non-negative. Derivatives
 /// (JAX's) need `m >= n` and a full-rank `a`.
 pub fn qr(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId), IrError> {
-    pair(g, QR, a)
+    register();
+    let packed = g.custom(CustomOp::new(QR, CustomAttrs::new()), &[a])?;
+    crate::qr::qr_unpack(g, a, packed)
 }
 
 /// The matrix exponential `e^a` of `[..., n, n]` (`scipy.linalg.expm`).
@@ -238,14 +245,12 @@ pub fn svd(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError
 
 /// `(P, L, U)` with `a = P L U` for square `a` `[..., n, n]`
 /// (`scipy.linalg.lu`, partial pivoting): `P` a permutation matrix, `L`
-/// unit lower triangular, `U` upper triangular.
+/// unit lower triangular, `U` upper triangular — all three unpacked from
+/// one `linalg.lu` node (one factorization).
 pub fn lu(g: &mut Graph, a: NodeId) -> Result<(NodeId, NodeId, NodeId), IrError> {
     register();
-    let of = |k: i64| CustomOp::new(LU, CustomAttrs::new().with("output", CustomAttr::Int(k)));
-    let p = g.custom(of(0), &[a])?;
-    let l = g.custom(of(1), &[a])?;
-    let u = g.custom(of(2), &[a])?;
-    Ok((p, l, u))
+    let packed = g.custom(CustomOp::new(LU, CustomAttrs::new()), &[a])?;
+    crate::lu::unpack(g, packed)
 }
 
 /// `x` with `a x = b` from `lu(a)`'s factors: `U^{-1} L^{-1} P^T b`.

@@ -165,3 +165,103 @@ fn lu_solve_matches_numpy_solve() {
     );
     close(&got[0], &tensor(&c["outputs"][0]).1);
 }
+
+/// Each multi-output decomposition is one factorizing custom node whose
+/// outputs are read out of it (slices; `lu_unpack` for `lu`); its graph round-trips as text, and the parsed graph
+/// still matches scipy / numpy.
+#[test]
+fn decompositions_factor_once_and_round_trip_as_text() {
+    type Build = fn(&mut Graph, rlx_ir::NodeId) -> Vec<rlx_ir::NodeId>;
+    let cases: [(&str, Build); 4] = [
+        ("lu_batched", |g, a| {
+            let (p, l, u) = rlx_linalg::lu(g, a).unwrap();
+            vec![p, l, u]
+        }),
+        ("eigh_batched", |g, a| {
+            let (w, v) = rlx_linalg::eigh(g, a).unwrap();
+            vec![w, v]
+        }),
+        ("qr_square_batched", |g, a| {
+            let (q, r) = rlx_linalg::qr(g, a).unwrap();
+            vec![q, r]
+        }),
+        ("svd_square_batched", |g, a| {
+            let (u, s, vt) = rlx_linalg::svd(g, a).unwrap();
+            vec![u, s, vt]
+        }),
+    ];
+    for (name, build) in cases {
+        let c = case(name);
+        let (dims, data) = tensor(&c["inputs"][0]);
+        let mut g = Graph::new(name);
+        let a = g.input("a", Shape::new(&dims, DType::F64));
+        let outs = build(&mut g, a);
+        g.set_outputs(outs);
+        let customs = g
+            .nodes()
+            .iter()
+            .filter(|n| matches!(&n.op, rlx_ir::Op::Custom(c) if c.name != rlx_linalg::LU_UNPACK))
+            .count();
+        assert_eq!(customs, 1, "{name}: {}", g.to_text());
+        let text = g.to_text();
+        let back = Graph::from_text(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert_eq!(back.to_text(), text);
+        let got = run(back, &[("a", HostTensor::from_vec(data, &dims).unwrap())]);
+        for (k, want) in c["outputs"].as_array().unwrap().iter().enumerate() {
+            close(&got[k], &tensor(want).1);
+        }
+    }
+}
+
+/// With repeated eigenvalues / singular values only the vector derivatives
+/// are undefined: the gradient of `sum(w)` (= `tr A`) and of `sum(s)` (the
+/// nuclear norm, `U V^T` = `I` for a positive diagonal `A`) is the identity,
+/// as JAX gives (its zero cotangents of `V` / `U`, `Vt` are skipped; ours
+/// are masked).
+#[test]
+fn value_gradients_stay_finite_at_repeated_values() {
+    use rlx_ir::GraphExt;
+    type Values = fn(&mut Graph, rlx_ir::NodeId) -> rlx_ir::NodeId;
+    let cases: [(&str, [f64; 3], Values); 2] = [
+        ("eigh", [1.0, 1.0, 2.0], |g, a| {
+            rlx_linalg::eigh(g, a).unwrap().0
+        }),
+        ("svd", [2.0, 2.0, 1.0], |g, a| {
+            rlx_linalg::svd(g, a).unwrap().1
+        }),
+    ];
+    for (name, diag, values) in cases {
+        let mut g = Graph::new(name);
+        let a = g.input("a", Shape::new(&[3, 3], DType::F64));
+        let v = values(&mut g, a);
+        let loss = g.sum(v, &[0], false);
+        g.set_outputs(vec![loss]);
+        let d = rlx_autodiff::grad(&g, &[a]).unwrap();
+        let m: Vec<f64> = (0..9)
+            .map(|k| if k % 4 == 0 { diag[k / 4] } else { 0.0 })
+            .collect();
+        let got = run(d, &[("a", HostTensor::from_vec(m, &[3, 3]).unwrap())]);
+        let eye: Vec<f64> = (0..9).map(|k| f64::from(u8::from(k % 4 == 0))).collect();
+        close(&got[0], &eye);
+    }
+}
+
+/// A hand-made packed LU whose permutation column is out of range is a
+/// run-time error naming the pivot, not a panic.
+#[test]
+fn lu_unpack_refuses_out_of_range_pivots() {
+    use rlx_ir::custom::{CustomAttr, CustomAttrs, CustomOp};
+    rlx_linalg::register();
+    let mut g = Graph::new("bad_lu");
+    let x = g.input("x", Shape::new(&[2, 3], DType::F64));
+    let op = CustomOp::new(
+        rlx_linalg::LU_UNPACK,
+        CustomAttrs::new().with("output", CustomAttr::Int(0)),
+    );
+    let p = g.custom(op, &[x]).unwrap();
+    g.set_outputs(vec![p]);
+    let mut c = Session::new(Device::Cpu).try_compile(g).unwrap();
+    let bad = HostTensor::from_vec(vec![1.0, 0.0, 7.0, 0.0, 1.0, 0.0], &[2, 3]).unwrap();
+    let e = c.try_run_typed(&[("x", &bad)]).unwrap_err().to_string();
+    assert!(e.contains("pivot 7"), "{e}");
+}
