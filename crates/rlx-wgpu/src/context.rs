@@ -101,7 +101,10 @@ async fn open() -> Result<GpuContext, String> {
     }));
     let sink = faults.clone();
     device.set_device_lost_callback(move |reason, message| {
-        push_fault(&sink, format!("the GPU device was lost ({reason:?}): {message}"));
+        push_fault(
+            &sink,
+            format!("the GPU device was lost ({reason:?}): {message}"),
+        );
     });
     let arena_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("rlx arena"),

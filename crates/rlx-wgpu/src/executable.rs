@@ -354,7 +354,9 @@ impl WgpuExecutable {
         }
         let flag = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
         if flag != 0 {
-            self.ctx.queue.write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
+            self.ctx
+                .queue
+                .write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
             let id = NodeId(flag - 1);
             return Err(BackendError::Kernel {
                 node: node_label(&self.lir.graph, id),

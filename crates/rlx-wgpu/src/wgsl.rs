@@ -216,7 +216,7 @@ pub(crate) fn element_shader(
     if out.dtype == DType::F16 {
         let w = out.byte / 4;
         let body = format!(
-            "  let hi = select(0.0, value(t * 2u + 1u), t * 2u + 1u < {n}u);\n  mem[{w}u + t] = pack2x16float(vec2<f32>(value(t * 2u), hi));\n"
+            "  var hi = 0.0;\n  if (t * 2u + 1u < {n}u) {{ hi = value(t * 2u + 1u); }}\n  mem[{w}u + t] = pack2x16float(vec2<f32>(value(t * 2u), hi));\n"
         );
         return shader(flag_word, node, defs, &body, n.div_ceil(2));
     }

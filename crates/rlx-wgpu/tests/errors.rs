@@ -17,7 +17,10 @@ fn a_buffer_past_the_adapter_limit_is_an_error_not_a_panic() {
     let err = ctx
         .create_buffer("too big", too_big, wgpu::BufferUsages::STORAGE)
         .expect_err("wgpu made a buffer past max_buffer_size");
-    assert!(err.contains("too big") && err.contains(&too_big.to_string()), "{err}");
+    assert!(
+        err.contains("too big") && err.contains(&too_big.to_string()),
+        "{err}"
+    );
     // The device still works afterwards.
     let ok = ctx.create_buffer("small", 16, wgpu::BufferUsages::STORAGE);
     assert!(ok.is_ok(), "{:?}", ok.err());
@@ -37,5 +40,8 @@ fn a_graph_too_large_for_the_device_is_a_named_error() {
         Err(e) => e.to_string(),
         Ok(_) => panic!("compiled a 64 GiB graph"),
     };
-    assert!(err.contains("GPU buffer") && err.contains("allows"), "{err}");
+    assert!(
+        err.contains("GPU buffer") && err.contains("allows"),
+        "{err}"
+    );
 }

@@ -38,7 +38,10 @@ fn a_node_without_a_kernel_falls_back_to_the_cpu_only_when_allowed() {
         .err()
         .expect("compiled a node without a kernel")
         .to_string();
-    assert!(err.contains("no kernel for") && err.contains("cumsum"), "{err}");
+    assert!(
+        err.contains("no kernel for") && err.contains("cumsum"),
+        "{err}"
+    );
     let off = DevicePolicy::default().fallback(false);
     let err = HeteroExecutable::compile_with_fallback(&g, gpu, &off)
         .err()

@@ -4,7 +4,7 @@
 
 use super::map::DeviceMap;
 use super::split::HeteroExecutable;
-use crate::{CompileOptions, DeviceCandidate, DevicePolicy, Result, RuntimeError, Session};
+use crate::{CompileOptions, DeviceCandidate, DevicePolicy, Result, RuntimeError};
 use rlx_driver::{BackendError, Device};
 use rlx_ir::{node_label, Graph, Node, NodeId};
 use std::collections::HashMap;
