@@ -94,7 +94,7 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         }
     }
     let dt = cx.out.dtype;
-    if matches!(dt, DType::F16 | DType::Bool) && cx.out.byte % 4 != 0 {
+    if matches!(dt, DType::F16 | DType::Bool) && !cx.out.byte.is_multiple_of(4) {
         return Err(format!(
             "a packed {dt} output at byte {} (not word-aligned)",
             cx.out.byte
