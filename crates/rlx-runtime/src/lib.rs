@@ -62,7 +62,7 @@ pub use export::{
 };
 pub use flexible_session::FlexibleSession;
 pub use graph_devices::GraphDevices;
-pub use hetero::{DeviceMap, HeteroExecutable};
+pub use hetero::{CpuPlacement, DeviceMap, FallbackReport, HeteroExecutable};
 pub use options::CompileOptions;
 pub use params::graph_param_names;
 pub use rlx_compile::Precision;

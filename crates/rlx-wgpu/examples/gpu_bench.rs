@@ -1,6 +1,7 @@
 //! The BENCHMARKS.md rows of the wgpu backend, each next to its reference
 //! measured in the same run: a tiny graph's run against the adapter's
-//! empty-submit round trip and against the CPU backend, and (with the
+//! empty-submit round trip (and against one bare dispatch, the floor under
+//! any run) and against the CPU backend, and (with the
 //! model files) MiniLM-L6 batch 1 x 128 tokens against the CPU backend.
 //!
 //! ```text
@@ -34,6 +35,52 @@ fn compile(backend: &dyn Backend, g: &Graph) -> Box<dyn Executable> {
     backend.compile(lir).unwrap()
 }
 
+/// The floor under any graph run: one compute pass with one dispatch of a
+/// trivial kernel, submitted and waited for (no upload, no read-back).
+fn one_dispatch_round_trip(ctx: &rlx_wgpu::GpuContext) -> impl FnMut() + '_ {
+    let d = &ctx.device;
+    let buffer = d.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 64,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let src = "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
+               @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) \
+               { if (g.x < 16u) { mem[g.x] = mem[g.x] * 2u; } }";
+    let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(src.into()),
+    });
+    let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: buffer.as_entire_binding(),
+        }],
+    });
+    move || {
+        let mut enc = d.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.set_pipeline(&pipeline);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        ctx.queue.submit([enc.finish()]);
+        d.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = rlx_wgpu::context()?;
     println!("adapter: {}", ctx.describe());
@@ -44,6 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .poll(wgpu::PollType::wait_indefinitely())
             .unwrap();
     });
+    let one_dispatch = median(200, one_dispatch_round_trip(&ctx));
     let mut g = Graph::new("tiny");
     let x = g.input("x", Shape::new(&[16], DType::F32));
     let y = g.mul(x, g.constant(2.0, DType::F32));
@@ -58,6 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cpu.run(&[&xv]).unwrap();
     });
     println!("empty submit + wait: {:.1} us", empty * 1e6);
+    println!(
+        "one hand-written dispatch (16 words, no upload / read-back) + wait: {:.1} us = {:.2}x empty submit",
+        one_dispatch * 1e6,
+        one_dispatch / empty
+    );
     println!(
         "tiny graph (x * 2, 16 floats, 1 dispatch + upload + read-back): gpu {:.1} us = {:.2}x empty submit; cpu {:.2} us (gpu / cpu {:.0}x)",
         tiny_gpu * 1e6,

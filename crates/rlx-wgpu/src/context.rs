@@ -21,6 +21,9 @@ pub struct GpuContext {
     pub(crate) pipeline_layout: wgpu::PipelineLayout,
     /// Compiled kernels by WGSL source: a shape seen before costs nothing.
     pub(crate) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    /// Errors no scope caught, and why the device was lost: kept here (wgpu's
+    /// default handler panics) and reported by the next run.
+    pub(crate) faults: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -91,6 +94,18 @@ async fn open() -> Result<GpuContext, String> {
         })
         .await
         .map_err(|e| format!("adapter {} refused a device: {e}", info.name))?;
+    let faults = Arc::new(Mutex::new(Vec::new()));
+    let sink = faults.clone();
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        push_fault(&sink, format!("uncaptured wgpu error: {e}"));
+    }));
+    let sink = faults.clone();
+    device.set_device_lost_callback(move |reason, message| {
+        push_fault(
+            &sink,
+            format!("the GPU device was lost ({reason:?}): {message}"),
+        );
+    });
     let arena_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("rlx arena"),
         entries: &[wgpu::BindGroupLayoutEntry {
@@ -113,6 +128,7 @@ async fn open() -> Result<GpuContext, String> {
         arena_layout,
         pipeline_layout,
         pipelines: Mutex::new(HashMap::new()),
+        faults,
         device,
         queue,
         info,
@@ -121,7 +137,59 @@ async fn open() -> Result<GpuContext, String> {
     })
 }
 
+fn push_fault(sink: &Mutex<Vec<String>>, message: String) {
+    sink.lock().unwrap_or_else(|p| p.into_inner()).push(message);
+}
+
 impl GpuContext {
+    /// Runs `f` (buffer, bind group, pipeline creation, encoding, submits)
+    /// inside out-of-memory, validation and internal error scopes: what
+    /// wgpu reports there, or an earlier uncaptured error / device loss,
+    /// is `Err(message)` instead of wgpu's panic.
+    pub fn checked<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let value = f();
+        // Innermost first.
+        let popped = [internal.pop(), validation.pop(), oom.pop()];
+        let mut errors: Vec<String> = popped
+            .into_iter()
+            .filter_map(pollster::block_on)
+            .map(|e| e.to_string())
+            .collect();
+        errors.extend(self.take_faults());
+        if errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+
+    /// The uncaptured errors and device-loss reports since the last call.
+    pub(crate) fn take_faults(&self) -> Vec<String> {
+        std::mem::take(&mut *self.faults.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// A buffer of `size` bytes, or wgpu's reason there is none (too large
+    /// for the adapter, out of memory).
+    pub fn create_buffer(
+        &self,
+        label: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer, String> {
+        self.checked(|| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        })
+        .map_err(|e| format!("creating the {size}-byte buffer \"{label}\": {e}"))
+    }
+
     /// The pipeline of `source`, compiled once per process; a shader the
     /// device refuses is an error carrying wgpu's message.
     pub(crate) fn pipeline(&self, source: &str) -> Result<Arc<wgpu::ComputePipeline>, String> {
@@ -129,26 +197,25 @@ impl GpuContext {
         if let Some(p) = cache.get(source) {
             return Ok(p.clone());
         }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: None,
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
         let pipeline = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: None,
-                layout: Some(&self.pipeline_layout),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(format!("the device refused a generated kernel: {e}"));
-        }
+            .checked(|| {
+                let module = self
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: None,
+                        source: wgpu::ShaderSource::Wgsl(source.into()),
+                    });
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: None,
+                        layout: Some(&self.pipeline_layout),
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+            })
+            .map_err(|e| format!("the device refused a generated kernel: {e}"))?;
         let p = Arc::new(pipeline);
         cache.insert(source.to_string(), p.clone());
         Ok(p)

@@ -40,8 +40,11 @@ pub struct WgpuExecutable {
     /// Byte offset of each manifest output's value.
     outputs: Vec<u64>,
     flag_byte: u64,
-    /// The read-back buffer of the last run (kept: most runs read back the same outputs).
-    staging: Option<wgpu::Buffer>,
+    /// The read-back buffer, made at compile time for a plain run's
+    /// outputs and regrown only when a run reads back more.
+    staging: wgpu::Buffer,
+    /// The scratch buffer of on-device param updates (kept between runs).
+    scratch: Option<wgpu::Buffer>,
 }
 
 impl std::fmt::Debug for WgpuExecutable {
@@ -105,11 +108,20 @@ impl WgpuExecutable {
             .max_storage_buffer_binding_size
             .min(ctx.limits.max_buffer_size);
         if size > max {
-            return Err(BackendError::Signature(format!(
-                "the graph needs a {size}-byte GPU buffer; {} allows {max}",
-                ctx.describe()
-            )));
+            let largest = g
+                .ids()
+                .max_by_key(|&id| g.shape(id).size_bytes().unwrap_or(0))
+                .expect("a graph with a buffer has nodes");
+            return Err(BackendError::Kernel {
+                node: node_label(g, largest),
+                message: format!(
+                    "the graph needs a {size}-byte GPU buffer (this node alone {} bytes); {} allows {max}",
+                    g.shape(largest).size_bytes().unwrap_or(0),
+                    ctx.describe()
+                ),
+            });
         }
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
         let mut steps = Vec::new();
         for &id in &lir.schedule {
             let n = g.node(id);
@@ -140,6 +152,15 @@ impl WgpuExecutable {
                 device: Device::Gpu,
                 node: format!("{} ({why})", node_label(g, id)),
             })?;
+            if let Some(&d) = k.groups.iter().find(|&&d| d > max_groups) {
+                return Err(BackendError::Kernel {
+                    node: node_label(g, id),
+                    message: format!(
+                        "needs {d} workgroups in one dimension; {} allows {max_groups}",
+                        ctx.describe()
+                    ),
+                });
+            }
             let pipeline = ctx
                 .pipeline(&k.source)
                 .map_err(|message| BackendError::Kernel {
@@ -151,37 +172,50 @@ impl WgpuExecutable {
                 groups: k.groups,
             });
         }
-        let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rlx arena"),
-            size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        for (here, bytes) in constants {
-            write_padded(&ctx.queue, &buffer, here, &bytes);
-        }
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("rlx arena"),
-            layout: &ctx.arena_layout,
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: buffer.as_entire_binding(),
-            }],
-        });
+        let whole_graph = |message: String| BackendError::Kernel {
+            node: format!("graph {}", g.name()),
+            message,
+        };
+        let buffer = ctx
+            .create_buffer(
+                "rlx arena",
+                size,
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+            )
+            .map_err(whole_graph)?;
+        let bind_group = ctx
+            .checked(|| {
+                for (here, bytes) in constants {
+                    write_padded(&ctx.queue, &buffer, here, &bytes);
+                }
+                ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("rlx arena"),
+                    layout: &ctx.arena_layout,
+                    entries: &[wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: buffer.as_entire_binding(),
+                    }],
+                })
+            })
+            .map_err(whole_graph)?;
         let inputs = lir
             .io
             .inputs
             .iter()
             .map(|(id, _, _)| at[id.index()])
             .collect();
-        let outputs = lir
+        let outputs: Vec<u64> = lir
             .io
             .outputs
             .iter()
             .map(|(id, _)| at[id.index()])
             .collect();
+        let (_, staging_len) = read_back_plan(&lir, &outputs, &[]);
+        let staging = ctx
+            .create_buffer("rlx read-back", staging_len, READ_BACK)
+            .map_err(whole_graph)?;
         Ok(WgpuExecutable {
             lir,
             ctx,
@@ -192,18 +226,17 @@ impl WgpuExecutable {
             inputs,
             outputs,
             flag_byte,
-            staging: None,
+            staging,
+            scratch: None,
         })
     }
 
     /// `len` bytes (a multiple of 4) of the buffer from byte `at` (a multiple of 4).
     fn read_range(&self, at: u64, len: u64) -> Result<Vec<u8>, BackendError> {
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rlx param read-back"),
-            size: len,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let staging = self
+            .ctx
+            .create_buffer("rlx param read-back", len, READ_BACK)
+            .map_err(|m| self.run_error(m))?;
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&self.buffer, at, &staging, 0, len);
         self.ctx.queue.submit([enc.finish()]);
@@ -248,11 +281,41 @@ impl WgpuExecutable {
             write_padded(&self.ctx.queue, &self.buffer, here, t.bytes());
         }
 
-        let device = &self.ctx.device;
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("rlx run"),
-        });
-        enc.clear_buffer(&self.buffer, self.flag_byte, Some(4));
+        let (ranges, top) = read_back_plan(&self.lir, &self.outputs, updates);
+        if self.staging.size() < top {
+            self.staging = self
+                .ctx
+                .create_buffer("rlx read-back", top, READ_BACK)
+                .map_err(|m| self.run_error(m))?;
+        }
+        // Updated params go through a scratch buffer (wgpu copies never
+        // have the same buffer at both ends), all reads before any write.
+        let manifest = &self.lir.io.outputs;
+        let moves: Vec<(u64, u64, u64)> = updates
+            .iter()
+            .map(|&(j, p)| {
+                let len = align(manifest[j].1.size_bytes().unwrap_or(0) as u64, 4);
+                (self.outputs[j], self.params[p].0, len)
+            })
+            .filter(|m| m.2 > 0)
+            .collect();
+        let scratch_len: u64 = moves.iter().map(|m| m.2).sum();
+        if scratch_len > 0 && self.scratch.as_ref().is_none_or(|b| b.size() < scratch_len) {
+            let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            let scratch = self
+                .ctx
+                .create_buffer("rlx param updates", scratch_len, usage)
+                .map_err(|m| self.run_error(m))?;
+            self.scratch = Some(scratch);
+        }
+
+        // One encoder, one compute pass, one submit; the bind group and
+        // pipelines were made at compile time. The flag is zero here (the
+        // buffer starts zeroed and a failed run clears it).
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
@@ -264,69 +327,36 @@ impl WgpuExecutable {
                 pass.dispatch_workgroups(s.groups[0], s.groups[1], s.groups[2]);
             }
         }
-        // Read-back layout: the flag word, then each returned output.
-        let manifest = &self.lir.io.outputs;
-        let mut ranges = Vec::new(); // (output, first aligned byte, len, skew)
-        let mut top = 4u64;
-        for (j, ((_, shape), &here)) in manifest.iter().zip(&self.outputs).enumerate() {
-            if updates.iter().any(|u| u.0 == j) {
-                continue;
-            }
-            let len = shape.size_bytes().unwrap_or(0) as u64;
-            let start = here / 4 * 4;
-            let span = align(here + len, 4) - start;
-            ranges.push((j, top, start, span, here - start, len));
-            top += align(span, 4);
-        }
-        // The read-back buffer of the last run is reused when the size fits.
-        if self.staging.as_ref().is_none_or(|b| b.size() != top) {
-            self.staging = Some(device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("rlx read-back"),
-                size: top,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }));
-        }
-        let staging = self.staging.as_ref().expect("just made");
-        enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, staging, 0, 4);
-        for &(_, dst, start, span, _, _) in &ranges {
-            if span > 0 {
-                enc.copy_buffer_to_buffer(&self.buffer, start, staging, dst, span);
+        enc.copy_buffer_to_buffer(&self.buffer, self.flag_byte, &self.staging, 0, 4);
+        for r in &ranges {
+            if r.span > 0 {
+                enc.copy_buffer_to_buffer(&self.buffer, r.start, &self.staging, r.dst, r.span);
             }
         }
-        // Updated params: through a scratch buffer (wgpu copies never
-        // have the same buffer at both ends), all reads before any write.
-        let moves: Vec<(u64, u64, u64)> = updates
-            .iter()
-            .map(|&(j, p)| {
-                let len = align(manifest[j].1.size_bytes().unwrap_or(0) as u64, 4);
-                (self.outputs[j], self.params[p].0, len)
-            })
-            .filter(|m| m.2 > 0)
-            .collect();
-        let scratch_len: u64 = moves.iter().map(|m| m.2).sum();
-        if scratch_len > 0 {
-            let scratch = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("rlx param updates"),
-                size: scratch_len,
-                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+        if let Some(scratch) = self.scratch.as_ref().filter(|_| scratch_len > 0) {
             let mut at = 0;
             for &(from, _, len) in &moves {
-                enc.copy_buffer_to_buffer(&self.buffer, from, &scratch, at, len);
+                enc.copy_buffer_to_buffer(&self.buffer, from, scratch, at, len);
                 at += len;
             }
             at = 0;
             for &(_, to, len) in &moves {
-                enc.copy_buffer_to_buffer(&scratch, at, &self.buffer, to, len);
+                enc.copy_buffer_to_buffer(scratch, at, &self.buffer, to, len);
                 at += len;
             }
         }
         self.ctx.queue.submit([enc.finish()]);
-        let bytes = read_back(&self.ctx, staging, top)?;
+        let bytes = read_back(&self.ctx, &self.staging, top)?;
+        // Errors of the submit reach the uncaptured-error handler, not a panic.
+        let faults = self.ctx.take_faults();
+        if !faults.is_empty() {
+            return Err(self.run_error(faults.join("; ")));
+        }
         let flag = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
         if flag != 0 {
+            self.ctx
+                .queue
+                .write_buffer(&self.buffer, self.flag_byte, &[0; 4]);
             let id = NodeId(flag - 1);
             return Err(BackendError::Kernel {
                 node: node_label(&self.lir.graph, id),
@@ -335,19 +365,76 @@ impl WgpuExecutable {
         }
         ranges
             .iter()
-            .map(|&(j, dst, _, _, skew, len)| {
-                let shape = &manifest[j].1;
+            .map(|r| {
+                let shape = &manifest[r.output].1;
                 let dims = shape.static_dims().unwrap_or_default();
-                let from = (dst + skew) as usize;
+                let from = (r.dst + r.skew) as usize;
                 HostTensor::from_bytes(
                     shape.dtype(),
                     &dims,
-                    bytes[from..from + len as usize].to_vec(),
+                    bytes[from..from + r.len as usize].to_vec(),
                 )
-                .map_err(|e| BackendError::Signature(format!("output {j}: {e}")))
+                .map_err(|e| BackendError::Signature(format!("output {}: {e}", r.output)))
             })
             .collect()
     }
+
+    /// A failure of a run that no single node caused.
+    fn run_error(&self, message: String) -> BackendError {
+        BackendError::Kernel {
+            node: format!("a run of graph {}", self.lir.graph.name()),
+            message,
+        }
+    }
+}
+
+/// Usage of read-back buffers.
+const READ_BACK: wgpu::BufferUsages =
+    wgpu::BufferUsages::MAP_READ.union(wgpu::BufferUsages::COPY_DST);
+
+/// Where one returned output lands in the read-back buffer.
+struct ReadRange {
+    /// Manifest output index.
+    output: usize,
+    /// Its first byte in the read-back buffer.
+    dst: u64,
+    /// Its first word-aligned byte in the arena.
+    start: u64,
+    /// Bytes copied (whole words).
+    span: u64,
+    /// Bytes from `start` to the value.
+    skew: u64,
+    /// The value's bytes.
+    len: u64,
+}
+
+/// The read-back layout of a run: the flag word, then every output not
+/// written over a param by `updates`; and the bytes it needs.
+fn read_back_plan(
+    lir: &LirModule,
+    outputs: &[u64],
+    updates: &[(usize, usize)],
+) -> (Vec<ReadRange>, u64) {
+    let mut ranges = Vec::new();
+    let mut top = 4u64;
+    for (j, ((_, shape), &here)) in lir.io.outputs.iter().zip(outputs).enumerate() {
+        if updates.iter().any(|u| u.0 == j) {
+            continue;
+        }
+        let len = shape.size_bytes().unwrap_or(0) as u64;
+        let start = here / 4 * 4;
+        let span = align(here + len, 4) - start;
+        ranges.push(ReadRange {
+            output: j,
+            dst: top,
+            start,
+            span,
+            skew: here - start,
+            len,
+        });
+        top += span;
+    }
+    (ranges, top)
 }
 
 /// Writes `bytes` at `offset`, padded with zeros to wgpu's 4-byte copy size.

@@ -8,10 +8,19 @@
 //! ([`WgpuExecutable`]); the memory plan maps onto one GPU buffer, so data
 //! crosses to the host only at inputs, outputs, `set_param` and
 //! `param_value`. Softmax, log-softmax, layer and RMS norm run as native
-//! kernels; the other composites (attention, fused regions, ...) run
-//! decomposed into the primitives that have kernels. A node with no kernel
-//! (or a dtype other than f32 / i32 / i64 / bool) is
-//! [`BackendError::Unsupported`] naming the node and why.
+//! kernels; so do conv (N-d, strided / padded / dilated / grouped),
+//! max / average pooling, gather-elements and scatter-add; the other
+//! composites (attention, fused regions, ...) run decomposed into the
+//! primitives that have kernels. Values are f32, f16 (stored two to a
+//! word, computed in f32: no `shader-f16` needed), i32, i64 (computed in 32
+//! bits, range-checked) or bool. A node with no kernel (or another dtype)
+//! is [`BackendError::Unsupported`] naming the node and why; with a
+//! fallback policy the runtime places it on the CPU instead
+//! (`rlx_runtime::HeteroExecutable::compile_with_fallback`).
+//!
+//! wgpu's validation errors, uncaptured errors and device loss become
+//! [`BackendError`]s (error scopes around every creation, a handler for
+//! the rest: [`GpuContext::checked`]), never wgpu's panic.
 //!
 //! [`device_divergence`] runs one graph on every available device and
 //! reports the largest difference per output.

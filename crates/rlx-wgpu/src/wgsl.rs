@@ -14,7 +14,8 @@ pub(crate) const MAX_GROUPS: u64 = 65535;
 /// How a dtype's elements are held in WGSL registers.
 pub(crate) fn reg_type(dt: DType) -> Option<&'static str> {
     match dt {
-        DType::F32 => Some("f32"),
+        // f16 values are stored packed two to a word and computed in f32.
+        DType::F32 | DType::F16 => Some("f32"),
         // I64 values compute in 32 bits: kernels that read or write them
         // check the range (see `store`), the rest only move both words.
         DType::I32 | DType::I64 => Some("i32"),
@@ -51,6 +52,10 @@ pub(crate) fn load_fn(name: &str, x: &Operand) -> String {
         ),
         DType::Bool => format!(
             "fn {name}(e: u32) -> u32 {{ let b = {b}u + e; return select(0u, 1u, ((mem[b / 4u] >> ((b % 4u) * 8u)) & 0xffu) != 0u); }}\n"
+        ),
+        DType::F16 => format!(
+            "fn {name}(e: u32) -> f32 {{ let h = {}u + e; return unpack2x16float(mem[h / 2u])[h % 2u]; }}\n",
+            b / 2
         ),
         _ => unreachable!("checked by reg_type"),
     }
@@ -192,7 +197,8 @@ pub(crate) fn shader(
 }
 
 /// A shader computing `fn value(i: u32) -> T` (in `defs`) for each element
-/// of `out`. Bool outputs are packed: one thread writes a word of four.
+/// of `out`. Bool outputs are packed: one thread writes a word of four; f16
+/// outputs too: one thread writes a word of two (rounded to nearest).
 pub(crate) fn element_shader(
     flag_word: u64,
     node: usize,
@@ -206,6 +212,13 @@ pub(crate) fn element_shader(
             "  var word = 0u;\n  for (var j = 0u; j < 4u; j++) {{\n    let i = t * 4u + j;\n    if (i < {n}u) {{ word |= (value(i) & 1u) << (8u * j); }}\n  }}\n  mem[{w}u + t] = word;\n"
         );
         return shader(flag_word, node, defs, &body, n.div_ceil(4));
+    }
+    if out.dtype == DType::F16 {
+        let w = out.byte / 4;
+        let body = format!(
+            "  var hi = 0.0;\n  if (t * 2u + 1u < {n}u) {{ hi = value(t * 2u + 1u); }}\n  mem[{w}u + t] = pack2x16float(vec2<f32>(value(t * 2u), hi));\n"
+        );
+        return shader(flag_word, node, defs, &body, n.div_ceil(2));
     }
     let defs = format!("{defs}{}", store_fn(out));
     shader(flag_word, node, &defs, "  st(t, value(t));\n", n)

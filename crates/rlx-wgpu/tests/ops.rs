@@ -4,8 +4,11 @@
 
 mod common;
 
-use common::{assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_or_skip, rand};
-use rlx_ir::op::{BinaryOp, CmpOp, DotDims, MaskKind, UnaryOp};
+use common::{
+    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, compile_gpu, gpu_compile_error,
+    gpu_or_skip, rand,
+};
+use rlx_ir::op::{BinaryOp, CmpOp, DotDims, MaskKind, PoolKind, UnaryOp, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 const RTOL: f64 = 1e-5;
@@ -287,14 +290,7 @@ fn gather_out_of_range_is_a_named_error() {
     }
     let table = rand(&[10, 6], -1.0, 1.0, 25);
     let ids = HostTensor::from_vec(vec![0i64, 5, 1, 3, 9, 2], &[2, 3]).unwrap();
-    let backend = rlx_wgpu::WgpuBackend;
-    let lir = rlx_compile::lower(
-        &gather_graph(),
-        &|op| rlx_driver::Backend::claims(&backend, op),
-        &Default::default(),
-    )
-    .unwrap();
-    let mut exe = rlx_driver::Backend::compile(&backend, lir).unwrap();
+    let mut exe = compile_gpu(&gather_graph()).unwrap();
     exe.set_param(0, &table).unwrap();
     // Column 9 does not exist in a table of 6 columns.
     let err = exe.run(&[&ids]).unwrap_err().to_string();
@@ -313,37 +309,18 @@ fn an_op_without_a_kernel_is_refused_by_name() {
     let x = f32_input(&mut g, "x", &[4]);
     let y = g.cumsum(x, 0, false, false);
     g.set_outputs(vec![y]);
-    let backend = rlx_wgpu::WgpuBackend;
-    let lir = rlx_compile::lower(
-        &g,
-        &|op| rlx_driver::Backend::claims(&backend, op),
-        &Default::default(),
-    )
-    .unwrap();
-    let err = match rlx_driver::Backend::compile(&backend, lir) {
-        Err(e) => e.to_string(),
-        Ok(_) => panic!("compiled an op without a kernel"),
-    };
+    let err = gpu_compile_error(&g);
     assert!(
         err.contains("gpu: no kernel for") && err.contains("cumsum"),
         "{err}"
     );
 
-    let mut g = Graph::new("f16");
-    let x = g.input("x", Shape::new(&[4], DType::F16));
+    let mut g = Graph::new("f64");
+    let x = g.input("x", Shape::new(&[4], DType::F64));
     let y = g.unary(UnaryOp::Exp, x);
     g.set_outputs(vec![y]);
-    let lir = rlx_compile::lower(
-        &g,
-        &|op| rlx_driver::Backend::claims(&backend, op),
-        &Default::default(),
-    )
-    .unwrap();
-    let err = match rlx_driver::Backend::compile(&backend, lir) {
-        Err(e) => e.to_string(),
-        Ok(_) => panic!("compiled an op without a kernel"),
-    };
-    assert!(err.contains("dtype f16 has no GPU kernel"), "{err}");
+    let err = gpu_compile_error(&g);
+    assert!(err.contains("dtype f64 has no GPU kernel"), "{err}");
 }
 
 #[test]
@@ -359,14 +336,7 @@ fn params_update_on_the_device_and_read_back() {
     let next = g.binary_op(BinaryOp::Sub, w, step);
     let total = g.sum(w, &[0], false);
     g.set_outputs(vec![next, total]);
-    let backend = rlx_wgpu::WgpuBackend;
-    let lir = rlx_compile::lower(
-        &g,
-        &|op| rlx_driver::Backend::claims(&backend, op),
-        &Default::default(),
-    )
-    .unwrap();
-    let mut exe = rlx_driver::Backend::compile(&backend, lir).unwrap();
+    let mut exe = compile_gpu(&g).unwrap();
     exe.set_param(
         0,
         &HostTensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], &[5]).unwrap(),
@@ -383,4 +353,218 @@ fn params_update_on_the_device_and_read_back() {
     );
     let err = exe.run(&[]).unwrap_err().to_string();
     assert!(err.contains("0 inputs given for 1"), "{err}");
+}
+
+fn window(
+    kernel: &[usize],
+    stride: &[usize],
+    padding: &[(usize, usize)],
+    dilation: &[usize],
+) -> Window {
+    Window {
+        kernel: kernel.to_vec(),
+        stride: stride.to_vec(),
+        padding: padding.to_vec(),
+        dilation: dilation.to_vec(),
+    }
+}
+
+#[test]
+fn conv2d_stride_padding_dilation_groups() {
+    if !gpu_or_skip("conv2d_stride_padding_dilation_groups") {
+        return;
+    }
+    let mut g = Graph::new("conv2d");
+    let x = f32_input(&mut g, "x", &[2, 4, 7, 6]);
+    let w = f32_input(&mut g, "w", &[6, 4, 3, 3]);
+    let wg = f32_input(&mut g, "wg", &[6, 2, 3, 2]);
+    let dw = f32_input(&mut g, "dw", &[4, 1, 3, 3]);
+    let bias = f32_input(&mut g, "bias", &[6]);
+    let x1 = f32_input(&mut g, "x1", &[1, 3, 9]);
+    let w1 = f32_input(&mut g, "w1", &[2, 3, 4]);
+    let outs = vec![
+        // Plain, with bias and symmetric padding.
+        GraphExt::conv(
+            &mut g,
+            x,
+            w,
+            Some(bias),
+            window(&[], &[1, 1], &[(1, 1), (1, 1)], &[1, 1]),
+            1,
+        ),
+        // Strided, ragged padding, dilated, two groups.
+        GraphExt::conv(
+            &mut g,
+            x,
+            wg,
+            None,
+            window(&[], &[2, 1], &[(2, 0), (0, 1)], &[1, 2]),
+            2,
+        ),
+        // Depthwise.
+        GraphExt::conv(
+            &mut g,
+            x,
+            dw,
+            None,
+            window(&[], &[1, 2], &[(1, 1), (1, 1)], &[2, 1]),
+            4,
+        ),
+        // One spatial dim.
+        g.conv1d(x1, w1, None, 2, 1, 1, 1),
+    ];
+    g.set_outputs(outs);
+    let feeds = [
+        ("x", rand(&[2, 4, 7, 6], -1.0, 1.0, 30)),
+        ("w", rand(&[6, 4, 3, 3], -1.0, 1.0, 31)),
+        ("wg", rand(&[6, 2, 3, 2], -1.0, 1.0, 32)),
+        ("dw", rand(&[4, 1, 3, 3], -1.0, 1.0, 33)),
+        ("bias", rand(&[6], -1.0, 1.0, 34)),
+        ("x1", rand(&[1, 3, 9], -1.0, 1.0, 35)),
+        ("w1", rand(&[2, 3, 4], -1.0, 1.0, 36)),
+    ];
+    let feeds: Vec<(&str, &HostTensor)> = feeds.iter().map(|(n, t)| (*n, t)).collect();
+    // Up to 36-term sums of values in [-1, 1): near-zero results keep the
+    // rounding of their terms, whatever the order.
+    assert_gpu_matches_cpu_atol(&g, &[], &feeds, RTOL, 1e-5);
+}
+
+#[test]
+fn max_avg_and_global_pooling() {
+    if !gpu_or_skip("max_avg_and_global_pooling") {
+        return;
+    }
+    let mut g = Graph::new("pool");
+    let x = f32_input(&mut g, "x", &[2, 3, 7, 6]);
+    let xi = g.input("xi", Shape::new(&[1, 2, 5, 5], DType::I32));
+    let outs = vec![
+        g.max_pool2d(x, [3, 3], [2, 2], [1, 1]),
+        g.avg_pool2d(x, [3, 2], [2, 1], [1, 1]),
+        g.pool(
+            x,
+            PoolKind::Avg,
+            window(&[3, 3], &[2, 2], &[(1, 2), (0, 1)], &[1, 1]),
+            true,
+        ),
+        g.pool(
+            x,
+            PoolKind::Max,
+            window(&[2, 2], &[1, 2], &[(0, 0), (1, 0)], &[2, 2]),
+            false,
+        ),
+        // Global pooling: one window over the whole plane, and the mean.
+        g.pool(
+            x,
+            PoolKind::Avg,
+            window(&[7, 6], &[1, 1], &[(0, 0), (0, 0)], &[1, 1]),
+            false,
+        ),
+        g.pool(
+            x,
+            PoolKind::Max,
+            window(&[7, 6], &[1, 1], &[(0, 0), (0, 0)], &[1, 1]),
+            false,
+        ),
+        g.mean(x, &[2, 3], true),
+        g.max_pool2d(xi, [2, 2], [2, 2], [0, 0]),
+    ];
+    g.set_outputs(outs);
+    let xv = rand(&[2, 3, 7, 6], -2.0, 2.0, 37);
+    let xiv = HostTensor::from_vec(
+        (0..50).map(|i| (i * 37 % 23) - 11).collect::<Vec<i32>>(),
+        &[1, 2, 5, 5],
+    )
+    .unwrap();
+    assert_gpu_matches_cpu(&g, &[], &[("x", &xv), ("xi", &xiv)], RTOL);
+}
+
+#[test]
+fn scatter_add_and_gather_elements() {
+    if !gpu_or_skip("scatter_add_and_gather_elements") {
+        return;
+    }
+    let mut g = Graph::new("scatter");
+    let base = f32_input(&mut g, "base", &[3, 5]);
+    let upd = f32_input(&mut g, "upd", &[3, 4]);
+    let ids = g.input("ids", Shape::new(&[3, 4], DType::I64));
+    let rows = g.input("rows", Shape::new(&[2, 5], DType::I32));
+    let ibase = g.input("ibase", Shape::new(&[3, 5], DType::I32));
+    let upd_rows = f32_input(&mut g, "upd_rows", &[2, 5]);
+    let iupd = g.cast(upd, DType::I32);
+    let outs = vec![
+        // Repeated and negative indices along the last axis.
+        g.scatter_add(base, ids, upd, 1),
+        // Along the first axis, an index smaller than the base.
+        g.scatter_add(base, rows, upd_rows, 0),
+        g.scatter_add(ibase, ids, iupd, -1),
+        g.gather_elements(base, ids, 1),
+        g.gather_elements(base, rows, 0),
+    ];
+    g.set_outputs(outs);
+    let ids_v =
+        HostTensor::from_vec(vec![0i64, 2, 2, -1, 4, 4, 4, 0, -5, 1, 3, 3], &[3, 4]).unwrap();
+    let rows_v = HostTensor::from_vec(vec![0i32, 2, 2, -1, 1, 0, 0, 1, 2, 2], &[2, 5]).unwrap();
+    let ibase_v = HostTensor::from_vec((0..15).collect::<Vec<i32>>(), &[3, 5]).unwrap();
+    let (bv, uv, urv) = (
+        rand(&[3, 5], -1.0, 1.0, 40),
+        rand(&[3, 4], -8.0, 8.0, 41),
+        rand(&[2, 5], -1.0, 1.0, 42),
+    );
+    assert_gpu_matches_cpu(
+        &g,
+        &[],
+        &[
+            ("base", &bv),
+            ("upd", &uv),
+            ("ids", &ids_v),
+            ("rows", &rows_v),
+            ("ibase", &ibase_v),
+            ("upd_rows", &urv),
+        ],
+        RTOL,
+    );
+
+    // An index past the axis is the node's named error, not a wrong sum.
+    let mut g = Graph::new("scatter_bad");
+    let base = f32_input(&mut g, "base", &[3, 5]);
+    let upd = f32_input(&mut g, "upd", &[3, 4]);
+    let ids = g.input("ids", Shape::new(&[3, 4], DType::I64));
+    let y = g.scatter_add(base, ids, upd, 1);
+    g.set_outputs(vec![y]);
+    let mut exe = compile_gpu(&g).unwrap();
+    let bad = HostTensor::from_vec(vec![0i64, 1, 2, 3, 4, 5, 0, 0, 0, 0, 0, 0], &[3, 4]).unwrap();
+    let err = exe.run(&[&bv, &uv, &bad]).unwrap_err().to_string();
+    assert!(
+        err.contains("scatter_add") && err.contains("out of range"),
+        "{err}"
+    );
+}
+
+#[test]
+fn f16_matmul_and_elementwise() {
+    if !gpu_or_skip("f16_matmul_and_elementwise") {
+        return;
+    }
+    let mut g = Graph::new("f16");
+    let a = g.input("a", Shape::new(&[5, 24], DType::F16));
+    let b = g.input("b", Shape::new(&[24, 7], DType::F16));
+    let c = g.input("c", Shape::new(&[7], DType::F16));
+    let mm = g.mm(a, b);
+    let biased = g.binary_op(BinaryOp::Add, mm, c);
+    let act = g.unary(UnaryOp::Tanh, biased);
+    let scaled = g.binary_op(BinaryOp::Mul, act, c);
+    let widened = g.cast(scaled, DType::F32);
+    let odd = g.slice_(a, 1, 0, 3, 1); // 5 x 3: an odd element count
+    let odd = g.unary(UnaryOp::Exp, odd);
+    g.set_outputs(vec![mm, scaled, widened, odd]);
+    let half = |dims: &[usize], seed| {
+        let n = dims.iter().product();
+        let v: Vec<half::f16> = common::uniform(n, -1.0, 1.0, seed)
+            .into_iter()
+            .map(half::f16::from_f32)
+            .collect();
+        HostTensor::from_vec(v, dims).unwrap()
+    };
+    let (av, bv, cv) = (half(&[5, 24], 43), half(&[24, 7], 44), half(&[7], 45));
+    assert_gpu_matches_cpu_atol(&g, &[], &[("a", &av), ("b", &bv), ("c", &cv)], 1e-2, 1e-2);
 }

@@ -33,6 +33,8 @@ pub struct HeteroExecutable {
     graph: Graph,
     segments: Vec<Segment>,
     transfers: Vec<Transfer>,
+    /// Nodes fallback placement moved to the CPU ([`super::fallback`]).
+    pub(super) fallback: Vec<super::CpuPlacement>,
 }
 
 fn bad_map(reason: String) -> RuntimeError {
@@ -155,6 +157,7 @@ impl HeteroExecutable {
             graph: graph.clone(),
             segments,
             transfers,
+            fallback: Vec::new(),
         })
     }
 

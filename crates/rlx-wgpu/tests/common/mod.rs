@@ -1,7 +1,7 @@
 //! Shared by the GPU tests: adapter gate, backends, data, comparisons.
 #![allow(dead_code)]
 
-use rlx_driver::{registry, Backend};
+use rlx_driver::{registry, Backend, BackendError, Executable};
 use rlx_ir::{Graph, HostTensor};
 use rlx_wgpu::{device_divergence, WgpuBackend};
 use std::sync::{Arc, Once};
@@ -90,4 +90,24 @@ pub fn assert_gpu_matches_cpu_atol(
         g.name()
     );
     assert!(!d.devices.is_empty());
+}
+
+/// `g` lowered for `backend` (default options) and compiled by it.
+pub fn compile_on(backend: &dyn Backend, g: &Graph) -> Result<Box<dyn Executable>, BackendError> {
+    let lir = rlx_compile::lower(g, &|op| backend.claims(op), &Default::default())
+        .unwrap_or_else(|e| panic!("{}: lowering failed: {e}", g.name()));
+    backend.compile(lir)
+}
+
+/// `g` compiled for the wgpu device.
+pub fn compile_gpu(g: &Graph) -> Result<Box<dyn Executable>, BackendError> {
+    compile_on(&WgpuBackend, g)
+}
+
+/// The message of the wgpu backend's refusal to compile `g`.
+pub fn gpu_compile_error(g: &Graph) -> String {
+    match compile_gpu(g) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("{}: compiled on the GPU, expected a refusal", g.name()),
+    }
 }

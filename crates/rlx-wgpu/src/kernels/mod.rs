@@ -2,6 +2,9 @@
 //! arena offsets. A node without a kernel here is `Err(reason)`, which the
 //! executable turns into [`rlx_driver::BackendError::Unsupported`].
 
+mod conv;
+mod indexing;
+
 use crate::wgsl::{
     broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Operand,
     HELPERS, MAX_GROUPS,
@@ -85,12 +88,18 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
     for x in cx.inputs.iter().chain([&cx.out]) {
         if reg_type(x.dtype).is_none() {
             return Err(format!(
-                "dtype {} has no GPU kernel (f32, i32, i64, bool do)",
+                "dtype {} has no GPU kernel (f32, f16, i32, i64, bool do)",
                 x.dtype
             ));
         }
     }
     let dt = cx.out.dtype;
+    if matches!(dt, DType::F16 | DType::Bool) && !cx.out.byte.is_multiple_of(4) {
+        return Err(format!(
+            "a packed {dt} output at byte {} (not word-aligned)",
+            cx.out.byte
+        ));
+    }
     let in0 = cx.inputs.first().map(|x| x.dtype);
     match cx.op {
         Op::Unary(u) => Ok(cx.broadcast_map(&unary(*u, dt)?)),
@@ -121,6 +130,14 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::Slice(spec) => Ok(slice(cx, spec)),
         Op::Concat { axis } => Ok(concat(cx, *axis)),
         Op::Gather { axis } => Ok(gather(cx, *axis)),
+        Op::GatherElements { axis } => Ok(indexing::gather_elements(cx, *axis)),
+        Op::ScatterAdd { axis } => indexing::scatter_add(cx, *axis),
+        Op::Conv { window, groups } => conv::conv(cx, window, *groups),
+        Op::Pool {
+            kind,
+            window,
+            count_include_pad,
+        } => conv::pool(cx, *kind, window, *count_include_pad),
         Op::Iota { axis, start, step } => Ok(iota(cx, *axis, *start, *step)),
         Op::MatMul => {
             refuse_i64_math(dt)?;
@@ -169,6 +186,10 @@ pub(crate) fn has_kernel(op: &Op) -> bool {
             | Op::Slice(_)
             | Op::Concat { .. }
             | Op::Gather { .. }
+            | Op::GatherElements { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Conv { .. }
+            | Op::Pool { .. }
             | Op::Iota { .. }
             | Op::MatMul
             | Op::DotGeneral(_)
@@ -179,6 +200,11 @@ pub(crate) fn has_kernel(op: &Op) -> bool {
             | Op::LayerNorm { .. }
             | Op::RmsNorm { .. }
     )
+}
+
+/// True for the dtypes kernels compute in f32 registers.
+pub(crate) fn is_float(dt: DType) -> bool {
+    matches!(dt, DType::F32 | DType::F16)
 }
 
 fn refuse_i64_math(dt: DType) -> Result<(), String> {
@@ -199,7 +225,7 @@ fn only_f32(dt: DType) -> Result<(), String> {
 
 fn unary(u: UnaryOp, dt: DType) -> Result<String, String> {
     use UnaryOp::*;
-    if dt != DType::F32 {
+    if !is_float(dt) {
         return match (u, dt) {
             (Not, DType::Bool) => Ok("1u - a".into()),
             (Not, DType::I32) => Ok("~a".into()),
@@ -238,7 +264,7 @@ fn unary(u: UnaryOp, dt: DType) -> Result<String, String> {
 
 fn binary(b: BinaryOp, dt: DType) -> Result<String, String> {
     use BinaryOp::*;
-    let float = dt == DType::F32;
+    let float = is_float(dt);
     Ok(match b {
         Add if dt != DType::Bool => "a + b",
         Sub if dt != DType::Bool => "a - b",
@@ -277,11 +303,13 @@ fn cast(from: DType, to: DType) -> String {
         {
             "a".into()
         }
-        (_, DType::F32) => "f32(a)".into(),
-        (DType::F32, DType::Bool) => "select(0u, 1u, a != 0.0)".into(),
+        // Both float kinds live in f32 registers: f16 rounds when stored.
+        (f, t) if is_float(f) && is_float(t) => "a".into(),
+        (_, t) if is_float(t) => "f32(a)".into(),
+        (f, DType::Bool) if is_float(f) => "select(0u, 1u, a != 0.0)".into(),
         (_, DType::Bool) => "select(0u, 1u, a != 0)".into(),
         // numpy truncates toward zero; a value i32 cannot hold is refused.
-        (DType::F32, _) => "cast_int(a)".into(),
+        (f, _) if is_float(f) => "cast_int(a)".into(),
         (DType::Bool, _) => "i32(a)".into(),
         _ => "a".into(),
     }
@@ -360,7 +388,7 @@ fn gather(cx: &NodeCtx, axis: usize) -> Kernel {
 
 fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
     let expr = match cx.out.dtype {
-        DType::F32 => format!("f32({start:?}) + f32({step:?}) * f32(c{axis})"),
+        DType::F32 | DType::F16 => format!("f32({start:?}) + f32({step:?}) * f32(c{axis})"),
         DType::Bool => format!("select(0u, 1u, {start:?} + {step:?} * f32(c{axis}) != 0.0)"),
         _ => format!("{} + {} * i32(c{axis})", start as i64, step as i64),
     };
@@ -405,11 +433,7 @@ fn matmul(cx: &NodeCtx) -> Kernel {
     }
     let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
     let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
-    let acc = if cx.out.dtype == DType::F32 {
-        "0.0"
-    } else {
-        "0"
-    };
+    let acc = if is_float(cx.out.dtype) { "0.0" } else { "0" };
     let defs = format!(
         "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += x0(ab + k) * x1(bb + k * {n}u); }}\n  return acc;\n}}\n",
         cx.loads(),
@@ -512,11 +536,7 @@ fn dot_general(cx: &NodeCtx, d: &DotDims) -> Kernel {
             t.join(" + ")
         }
     };
-    let acc = if cx.out.dtype == DType::F32 {
-        "0.0"
-    } else {
-        "0"
-    };
+    let acc = if is_float(cx.out.dtype) { "0.0" } else { "0" };
     let defs = format!(
         "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {};\n  let bb = {};\n  var acc: {ty} = {acc};\n  for (var r = 0u; r < {kk}u; r++) {{\n{}    acc += x0(ab + {}) * x1(bb + {});\n  }}\n  return acc;\n}}\n",
         cx.loads(),
@@ -540,7 +560,7 @@ fn reduce(cx: &NodeCtx, op: ReduceOp, axes: &[usize]) -> Result<Kernel, String> 
     let rdims: Vec<usize> = axes.iter().map(|&a| x.dims[a]).collect();
     let rstrides: Vec<usize> = axes.iter().map(|&a| own[a]).collect();
     let count: usize = rdims.iter().product();
-    let float = cx.out.dtype == DType::F32;
+    let float = is_float(cx.out.dtype);
     if !float && op == ReduceOp::Mean {
         return Err(format!("mean over {} has no GPU kernel", cx.out.dtype));
     }
