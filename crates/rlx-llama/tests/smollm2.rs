@@ -4,11 +4,13 @@
 //! quantization ("q8"). Needs the model file: `tools/fetch_models.sh`.
 
 use rlx_gguf::GgufReader;
-use rlx_llama::{generate, GenerateOptions, LlamaModel, LlamaOptions, Tokenizer, WeightMode};
+use rlx_llama::{
+    generate, GenerateOptions, KvCacheDtype, LlamaModel, LlamaOptions, Tokenizer, WeightMode,
+};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-fn model_path() -> PathBuf {
+fn models_dir() -> PathBuf {
     let Some(root) = std::env::var_os("RLX_MODELS") else {
         panic!(
             "RLX_MODELS is not set: run tools/fetch_models.sh and export RLX_MODELS=<the directory \
@@ -16,7 +18,11 @@ fn model_path() -> PathBuf {
              $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
         )
     };
-    let path = PathBuf::from(root).join("gguf/SmolLM2-135M-Instruct.Q4_1.gguf");
+    PathBuf::from(root).join("gguf")
+}
+
+fn model_path() -> PathBuf {
+    let path = models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
     assert!(
         path.exists(),
         "model file {} is missing: run tools/fetch_models.sh",
@@ -56,11 +62,16 @@ fn tokenizer_ids_match_hf_tokenizers() {
 
 /// The model with a 128-token context and prefill chunks of 16.
 fn load(weights: WeightMode) -> LlamaModel {
-    let r = GgufReader::open(model_path()).unwrap();
+    load_file(&model_path(), weights, KvCacheDtype::F32)
+}
+
+fn load_file(path: &Path, weights: WeightMode, kv_cache: KvCacheDtype) -> LlamaModel {
+    let r = GgufReader::open(path).unwrap();
     let opts = LlamaOptions {
         weights,
         context: 128,
         prefill_chunk: 16,
+        kv_cache,
     };
     LlamaModel::from_reader(&r, opts).unwrap()
 }
@@ -134,12 +145,45 @@ fn quantized_predicts_the_ggml_math_continuation() {
     }
 }
 
-fn llamacpp_fixture() -> Value {
-    serde_json::from_str(include_str!("fixtures/smollm2_llamacpp.json")).expect("fixture JSON")
+/// `(GGUF file, llama.cpp fixture)`: the fetched Q4_1 file, and the Q8_0 /
+/// Q4_K_M files `tools/quantize_smollm2.py` makes from it with llama.cpp's
+/// quantizer (skipped with a note when absent).
+fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
+    let fixtures = [
+        (
+            "Q4_1",
+            include_str!("fixtures/smollm2_llamacpp.json"),
+        ),
+        (
+            "Q8_0",
+            include_str!("fixtures/smollm2_llamacpp.Q8_0.json"),
+        ),
+        (
+            "Q4_K_M",
+            include_str!("fixtures/smollm2_llamacpp.Q4_K_M.json"),
+        ),
+    ];
+    let mut out = vec![];
+    for (quant, json) in fixtures {
+        let fx: Value = serde_json::from_str(json).expect("fixture JSON");
+        let path = models_dir().join(fx["gguf"].as_str().expect("the fixture's file name"));
+        if quant == "Q4_1" {
+            assert!(path.exists(), "{} is missing: tools/fetch_models.sh", path.display());
+        } else if !path.exists() {
+            eprintln!(
+                "skipping {quant}: {} is missing (tools/quantize_smollm2.py makes it)",
+                path.display()
+            );
+            continue;
+        }
+        out.push((path, fx));
+    }
+    out
 }
 
 /// RLX's quantized model against llama.cpp itself (llama-cpp-python 0.3.36
-/// on the same GGUF, `tools/gen_llamacpp_refs.py`), 40 tokens per prompt.
+/// on the same GGUF, `tools/gen_llamacpp_refs.py`), 40 tokens per prompt,
+/// for the Q4_1 file and, when present, its Q8_0 / Q4_K_M requantizations.
 ///
 /// Exact equality of the whole continuation is not expected: both quantize
 /// activations as ggml does, but llama.cpp keeps its KV cache in f16 and
@@ -156,12 +200,19 @@ fn llamacpp_fixture() -> Value {
 #[test]
 #[ignore = "needs model files: tools/fetch_models.sh"]
 fn quantized_matches_llama_cpp() {
+    for (path, fx) in llamacpp_cases() {
+        eprintln!("{}:", path.display());
+        let m = load_file(&path, WeightMode::Quantized, KvCacheDtype::F32);
+        matches_llama_cpp_on(m, &fx);
+    }
+}
+
+fn matches_llama_cpp_on(mut m: LlamaModel, fx: &Value) {
     const NEAR_TIE: f64 = 0.25;
     const SURE: f64 = 1.0;
     const TOL: f64 = 2.0;
-    let mut m = load(WeightMode::Quantized);
     let vocab = m.config().vocab_size;
-    for p in llamacpp_fixture()["prompts"].as_array().unwrap() {
+    for p in fx["prompts"].as_array().unwrap() {
         let text = p["text"].as_str().unwrap();
         let prompt = ids(&p["ids"]);
         let want = ids(&p["greedy"]);
@@ -215,5 +266,33 @@ fn quantized_matches_llama_cpp() {
         );
         assert!(top1 * 100 >= want.len() * 95, "{text:?}: top-1 {top1}");
         assert!(worst < TOL, "{text:?}: logit difference {worst}");
+    }
+}
+
+/// The f16 KV cache against the f32 one on the quantized model: the same
+/// greedy tokens on every fixture prompt, and logits (teacher-forced over
+/// prompt + continuation) within 1e-2.
+#[test]
+#[ignore = "needs model files: tools/fetch_models.sh"]
+fn f16_kv_cache_matches_the_f32_cache() {
+    let path = model_path();
+    let mut f32_cache = load_file(&path, WeightMode::Quantized, KvCacheDtype::F32);
+    let mut f16_cache = load_file(&path, WeightMode::Quantized, KvCacheDtype::F16);
+    for p in fixture()["prompts"].as_array().unwrap() {
+        let prompt = ids(&p["ids"]);
+        let go = GenerateOptions {
+            max_tokens: 32,
+            ..GenerateOptions::default()
+        };
+        let want = generate(&mut f32_cache, &prompt, &go, |_| {}).unwrap().tokens;
+        let got = generate(&mut f16_cache, &prompt, &go, |_| {}).unwrap().tokens;
+        assert_eq!(got, want, "{:?}", p["text"]);
+        let mut seq = prompt.clone();
+        seq.extend(&want[..want.len() - 1]);
+        let a = f32_cache.forward(&seq, &mut f32_cache.new_cache()).unwrap();
+        let b = f16_cache.forward(&seq, &mut f16_cache.new_cache()).unwrap();
+        let worst = a.iter().zip(&b).fold(0f32, |w, (x, y)| w.max((x - y).abs()));
+        eprintln!("{:?}: f16 vs f32 cache, worst logit difference {worst:e}", p["text"]);
+        assert!(worst > 0.0 && worst < 1e-2, "{:?}: {worst}", p["text"]);
     }
 }
