@@ -178,7 +178,9 @@ fn gemv_plane_kernels_are_bit_identical_to_scalar() {
 #[test]
 fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
     use QuantScheme::*;
-    let schemes = [GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K];
+    let schemes = [
+        GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K,
+    ];
     for (si, &scheme) in schemes.iter().enumerate() {
         let (n, k) = (7, 512);
         let wf = values(n * k, 300 + si as u64, 2.0);
@@ -210,10 +212,7 @@ fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
                 for i in 0..m {
                     let alone = run(&mm, isa, 1, &w, &x[i * k..(i + 1) * k]);
                     assert_eq!(
-                        alone
-                            .iter()
-                            .map(|v| v.to_bits())
-                            .collect::<Vec<_>>(),
+                        alone.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                         tiled[i * n..(i + 1) * n]
                             .iter()
                             .map(|v| v.to_bits())

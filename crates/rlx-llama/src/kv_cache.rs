@@ -168,7 +168,10 @@ impl KvCache {
         to: usize,
         slots: usize,
     ) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> {
-        let (cap, row) = (self.capacity, self.head_dim * self.dtype.dtype().size_bytes());
+        let (cap, row) = (
+            self.capacity,
+            self.head_dim * self.dtype.dtype().size_bytes(),
+        );
         (0..self.n_kv_heads).map(move |h| {
             let start = (h * cap + from) * row;
             (start..(h * cap + to) * row, (h * slots + from) * row)

@@ -142,7 +142,15 @@ impl LlamaModel {
             1 => None,
             p => {
                 let mut last = compile_buckets(p, LogitRows::Last)?;
-                last.push(compile(&config, &weights, p, ctx, LogitRows::Last, kv, from)?);
+                last.push(compile(
+                    &config,
+                    &weights,
+                    p,
+                    ctx,
+                    LogitRows::Last,
+                    kv,
+                    from,
+                )?);
                 let all = compile(&config, &weights, p, ctx, LogitRows::All, kv, from)?;
                 Some((last, all))
             }

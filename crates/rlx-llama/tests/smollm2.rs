@@ -150,14 +150,8 @@ fn quantized_predicts_the_ggml_math_continuation() {
 /// quantizer (skipped with a note when absent).
 fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
     let fixtures = [
-        (
-            "Q4_1",
-            include_str!("fixtures/smollm2_llamacpp.json"),
-        ),
-        (
-            "Q8_0",
-            include_str!("fixtures/smollm2_llamacpp.Q8_0.json"),
-        ),
+        ("Q4_1", include_str!("fixtures/smollm2_llamacpp.json")),
+        ("Q8_0", include_str!("fixtures/smollm2_llamacpp.Q8_0.json")),
         (
             "Q4_K_M",
             include_str!("fixtures/smollm2_llamacpp.Q4_K_M.json"),
@@ -168,7 +162,11 @@ fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
         let fx: Value = serde_json::from_str(json).expect("fixture JSON");
         let path = models_dir().join(fx["gguf"].as_str().expect("the fixture's file name"));
         if quant == "Q4_1" {
-            assert!(path.exists(), "{} is missing: tools/fetch_models.sh", path.display());
+            assert!(
+                path.exists(),
+                "{} is missing: tools/fetch_models.sh",
+                path.display()
+            );
         } else if !path.exists() {
             eprintln!(
                 "skipping {quant}: {} is missing (tools/quantize_smollm2.py makes it)",
@@ -284,15 +282,25 @@ fn f16_kv_cache_matches_the_f32_cache() {
             max_tokens: 32,
             ..GenerateOptions::default()
         };
-        let want = generate(&mut f32_cache, &prompt, &go, |_| {}).unwrap().tokens;
-        let got = generate(&mut f16_cache, &prompt, &go, |_| {}).unwrap().tokens;
+        let want = generate(&mut f32_cache, &prompt, &go, |_| {})
+            .unwrap()
+            .tokens;
+        let got = generate(&mut f16_cache, &prompt, &go, |_| {})
+            .unwrap()
+            .tokens;
         assert_eq!(got, want, "{:?}", p["text"]);
         let mut seq = prompt.clone();
         seq.extend(&want[..want.len() - 1]);
         let a = f32_cache.forward(&seq, &mut f32_cache.new_cache()).unwrap();
         let b = f16_cache.forward(&seq, &mut f16_cache.new_cache()).unwrap();
-        let worst = a.iter().zip(&b).fold(0f32, |w, (x, y)| w.max((x - y).abs()));
-        eprintln!("{:?}: f16 vs f32 cache, worst logit difference {worst:e}", p["text"]);
+        let worst = a
+            .iter()
+            .zip(&b)
+            .fold(0f32, |w, (x, y)| w.max((x - y).abs()));
+        eprintln!(
+            "{:?}: f16 vs f32 cache, worst logit difference {worst:e}",
+            p["text"]
+        );
         assert!(worst > 0.0 && worst < 1e-2, "{:?}: {worst}", p["text"]);
     }
 }

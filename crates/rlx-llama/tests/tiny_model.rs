@@ -165,7 +165,10 @@ fn f16_kv_cache_matches_numpy_and_the_f32_cache() {
             .forward(&prompt, &mut f32_model.new_cache())
             .unwrap();
         let diff = worst_diff(&logits, &exact);
-        assert!(diff > 0.0 && diff < 1e-2, "chunk {chunk}: f16 vs f32 cache {diff}");
+        assert!(
+            diff > 0.0 && diff < 1e-2,
+            "chunk {chunk}: f16 vs f32 cache {diff}"
+        );
         // A cache of the other dtype is refused.
         assert!(matches!(
             m.forward(&[5], &mut f32_model.new_cache()),

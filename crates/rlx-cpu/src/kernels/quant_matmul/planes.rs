@@ -407,11 +407,7 @@ mod x86 {
             [] => {}
             [a] => emit(&dot_tile::<D, 1>(scheme, w, &[*a])),
             [a, b] => emit(&dot_tile::<D, 2>(scheme, w, &[*a, *b])),
-            [a, b, c] => emit(&dot_tile::<D, 3>(
-                scheme,
-                w,
-                &[*a, *b, *c],
-            )),
+            [a, b, c] => emit(&dot_tile::<D, 3>(scheme, w, &[*a, *b, *c])),
             _ => unreachable!("a remainder is shorter than a tile"),
         }
     }
@@ -444,7 +440,12 @@ mod x86 {
         // Byte j takes byte j / 8 of qh, then tests bit j % 8 of it.
         let spread = _mm256_shuffle_epi8(
             _mm256_set1_epi32(qh as i32),
-            _mm256_setr_epi64x(0, 0x0101_0101_0101_0101, 0x0202_0202_0202_0202, 0x0303_0303_0303_0303),
+            _mm256_setr_epi64x(
+                0,
+                0x0101_0101_0101_0101,
+                0x0202_0202_0202_0202,
+                0x0303_0303_0303_0303,
+            ),
         );
         let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
         let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
