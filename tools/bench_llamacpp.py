@@ -4,10 +4,12 @@
 Run (from the repository root, after a release build of the example):
     cargo build --release -p rlx-llama --example generate
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ~/.cache/rlx-ref/venv/bin/python \
-        tools/bench_llamacpp.py [--threads 1 2] [--repeat 2] [--tokens 64] [--model PATH] \
-        [--rlx target/release/examples/generate]
+        tools/bench_llamacpp.py [--threads 1 2] [--repeat 2] [--tokens 64] [--model PATH ...] \
+        [--rlx target/release/examples/generate] [--rlx-args "--prefill-chunk 64 --kv-f16"]
   env: ~/.cache/rlx-ref/venv with llama-cpp-python 0.3.36 (CPU build).
-  --model defaults to $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf.
+  --model defaults to $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf; several paths run one
+  after the other (e.g. the Q8_0 / Q4_K_M files tools/quantize_smollm2.py makes), one table each.
+  --rlx-args: extra arguments for RLX's `generate` (split on spaces).
 
 Both run the same prompt (the sentence of BENCHMARKS.md repeated 8 times, 136 tokens) from an
 empty cache, greedy, with EOS ignored, the same thread count (llama.cpp n_threads /
@@ -57,10 +59,10 @@ def llamacpp_run(model, threads, n):
     return len(ids) / prefill, (n - 1) / decode
 
 
-def rlx_run(binary, model, threads, n):
+def rlx_run(binary, model, threads, n, extra):
     env = dict(os.environ, RLX_NUM_THREADS=str(threads))
-    out = subprocess.run([binary, "--model", model, "--no-chat", "--prompt", PROMPT, "-n", str(n), "--ignore-eos"],
-                         env=env, capture_output=True, text=True, check=True).stderr
+    cmd = [binary, "--model", model, "--no-chat", "--prompt", PROMPT, "-n", str(n), "--ignore-eos"] + extra
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
     rate = lambda phase: float(re.search(rf"{phase}: .* = ([0-9.]+) tokens/s", out).group(1))
     return rate("prefill"), rate("decode")
 
@@ -85,22 +87,30 @@ def copy_bandwidth():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default=default_model())
+    ap.add_argument("--model", nargs="+", default=[default_model()])
     ap.add_argument("--rlx", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"),
                                                   "release", "examples", "generate"))
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--rlx-args", default="")
     a = ap.parse_args()
-    wbytes, bw = weight_bytes(a.model), copy_bandwidth()
-    print(f"model {os.path.basename(a.model)}: {wbytes / 1e6:.1f} MB of weights per decode step; "
-          f"copy bandwidth {bw / 1e9:.1f} GB/s")
+    bw = copy_bandwidth()
+    for model in a.model:
+        bench_model(a, model, bw)
+
+
+def bench_model(a, model, bw):
+    wbytes = weight_bytes(model)
+    print(f"\nmodel {os.path.basename(model)}: {wbytes / 1e6:.1f} MB of weights per decode step; "
+          f"copy bandwidth {bw / 1e9:.1f} GB/s; RLX args {a.rlx_args!r}")
     print("| threads | engine | prefill tokens/s | decode tokens/s | weights GB/s (% of copy) | load average |")
     print("|---|---|---|---|---|---|")
+    extra = a.rlx_args.split()
     for t in a.threads:
         for _ in range(a.repeat):
-            for name, run in (("llama.cpp", lambda: llamacpp_run(a.model, t, a.tokens)),
-                              ("RLX", lambda: rlx_run(a.rlx, a.model, t, a.tokens))):
+            for name, run in (("llama.cpp", lambda: llamacpp_run(model, t, a.tokens)),
+                              ("RLX", lambda: rlx_run(a.rlx, model, t, a.tokens, extra))):
                 p, d = run()
                 load = os.getloadavg()[0]
                 gbs = wbytes * d

@@ -3,12 +3,16 @@
 
 Run (from the repository root):
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ~/.cache/rlx-ref/venv/bin/python \
-        tools/gen_llamacpp_refs.py [--model PATH] [--threads 2]
+        tools/gen_llamacpp_refs.py [--model PATH] [--out NAME] [--threads 2]
   env: ~/.cache/rlx-ref/venv with llama-cpp-python 0.3.36 (and its jinja2) and gguf.
   --model defaults to $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
   (RLX_MODELS defaults to ~/.cache/rlx-models; fetched by tools/fetch_models.sh).
 
-Writes crates/rlx-llama/tests/fixtures/smollm2_llamacpp.json:
+  Other quantizations (tools/quantize_smollm2.py makes Q8_0 / Q4_K_M from the Q4_1 file):
+    ... tools/gen_llamacpp_refs.py --model $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q8_0.gguf \
+        --out smollm2_llamacpp.Q8_0.json   (and likewise Q4_K_M)
+
+Writes crates/rlx-llama/tests/fixtures/smollm2_llamacpp.json (or --out NAME there):
   prompts     the prompt ids of tests/fixtures/smollm2.json (HF `tokenizers` ids, fed to
               llama.cpp as ids so both sides start from the same tokens) and llama.cpp's greedy
               continuation (N_NEW tokens, argmax of its logits, one eval per token, KV cache);
@@ -98,6 +102,7 @@ def greedy(llm, prompt, n_new):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=default_model())
+    ap.add_argument("--out", default="smollm2_llamacpp.json")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     with open(os.path.join(FIX, "smollm2.json")) as f:
@@ -146,7 +151,7 @@ def main():
         "extra_template": EXTRA_TEMPLATE,
         "extra_chat": extra,
     }
-    out = os.path.join(FIX, "smollm2_llamacpp.json")
+    out = os.path.join(FIX, a.out)
     with open(out, "w") as f:
         json.dump(fixture, f, indent=1, ensure_ascii=False)
         f.write("\n")

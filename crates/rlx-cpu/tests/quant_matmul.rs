@@ -141,18 +141,15 @@ fn numpy_fixtures_match_ggml_math_on_every_isa_and_thread_count() {
     }
 }
 
-/// The decode (GEMV) path dots weight rows straight from their block bytes
-/// for up to 4 activation rows, and every instruction set forms the same
-/// lanes in the same order as the portable path: identical bits. (The
-/// fixtures with M = 7 take the decode-once path, checked above.)
+/// Weight rows of the seven plane formats are dotted straight from their
+/// block bytes for any number of activation rows (tiles of 4 rows), and
+/// every instruction set forms the same lanes in the same order as the
+/// portable path: identical bits, at M = 1, 3 (GEMV) and 7 (GEMM).
 #[test]
 fn gemv_plane_kernels_are_bit_identical_to_scalar() {
-    let plane = ["Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"];
+    let plane = ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"];
     let mut checked = 0;
-    for c in cases()
-        .iter()
-        .filter(|c| c.m <= 4 && plane.contains(&c.ty.as_str()))
-    {
+    for c in cases().iter().filter(|c| plane.contains(&c.ty.as_str())) {
         let mm = problem(&c.ty, c.n, c.k);
         let scalar = run(&mm, QuantIsa::Scalar, 1, &c.w, &c.x);
         for isa in QuantIsa::available() {
@@ -169,7 +166,63 @@ fn gemv_plane_kernels_are_bit_identical_to_scalar() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 12, "6 types x M = 1, 3");
+    assert_eq!(checked, 21, "7 types x M = 1, 3, 7");
+}
+
+/// The prefill GEMM (activation rows in tiles of 4, weight blocks unpacked
+/// once per tile) at M = 5, 16, 33 (whole tiles and every remainder): on
+/// every instruction set and thread count it matches the f64 reference
+/// `dequant(W) · dequant(q8(x))` to 1e-5 of the L1 magnitude, is the same
+/// bits as the portable path, and each row is the same bits as that row
+/// run alone (M = 1, the decode GEMV): tiling changes no value.
+#[test]
+fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
+    use QuantScheme::*;
+    let schemes = [
+        GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K,
+    ];
+    for (si, &scheme) in schemes.iter().enumerate() {
+        let (n, k) = (7, 512);
+        let wf = values(n * k, 300 + si as u64, 2.0);
+        let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
+        let mm = problem(scheme.name(), n, k);
+        for m in [5, 16, 33] {
+            let x = values(m * k, 40 + m as u64, 3.0);
+            let (want, l1) = rust_reference(scheme, &w, &x, n, k);
+            let scalar = run(&mm, QuantIsa::Scalar, 1, &w, &x);
+            for isa in QuantIsa::available() {
+                for threads in [1, 3] {
+                    let y = run(&mm, isa, threads, &w, &x);
+                    for o in 0..m * n {
+                        let err = (f64::from(y[o]) - want[o]).abs();
+                        assert!(
+                            err <= 1e-5 * l1[o],
+                            "{scheme} M={m} {isa:?} t={threads} out {o}: {} vs {} (err {err:e})",
+                            y[o],
+                            want[o]
+                        );
+                        assert_eq!(
+                            y[o].to_bits(),
+                            scalar[o].to_bits(),
+                            "{scheme} M={m} {isa:?} t={threads} out {o} vs scalar"
+                        );
+                    }
+                }
+                let tiled = run(&mm, isa, 1, &w, &x);
+                for i in 0..m {
+                    let alone = run(&mm, isa, 1, &w, &x[i * k..(i + 1) * k]);
+                    assert_eq!(
+                        alone.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        tiled[i * n..(i + 1) * n]
+                            .iter()
+                            .map(|v| v.to_bits())
+                            .collect::<Vec<_>>(),
+                        "{scheme} M={m} {isa:?} row {i} alone vs in a tile"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// `(|W_i| + |m_b|) * amax_b / 200` summed over a row (see the module docs).

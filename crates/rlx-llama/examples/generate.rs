@@ -3,7 +3,7 @@
 //! ```text
 //! RLX_NUM_THREADS=2 cargo run --release -p rlx-llama --example generate -- \
 //!     --prompt "The capital of France is" -n 64 [--chat | --no-chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
-//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 32]
+//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 32] [--kv-f16]
 //! ```
 //! `--chat` (the default when the file has a `tokenizer.chat_template`)
 //! renders the prompt as one user turn with that template, ending with the
@@ -15,8 +15,8 @@
 
 use rlx_gguf::GgufReader;
 use rlx_llama::{
-    generate, ChatMessage, ChatTemplate, GenerateOptions, LlamaModel, LlamaOptions, SamplerConfig,
-    Tokenizer, WeightMode,
+    generate, ChatMessage, ChatTemplate, GenerateOptions, KvCacheDtype, LlamaModel, LlamaOptions,
+    SamplerConfig, Tokenizer, WeightMode,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,7 +24,8 @@ use std::time::Instant;
 
 const USAGE: &str =
     "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat | --no-chat] [--ignore-eos] \
-[--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N]";
+[--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N] \
+[--kv-f16]";
 
 struct Args {
     model: PathBuf,
@@ -73,6 +74,7 @@ fn parse() -> Result<Args, String> {
             "--top-p" => a.sampler.top_p = num(value()?)?,
             "--seed" => a.sampler.seed = num(value()?)? as u32,
             "--f32" => a.opts.weights = WeightMode::F32,
+            "--kv-f16" => a.opts.kv_cache = KvCacheDtype::F16,
             "--context" => a.opts.context = num(value()?)? as usize,
             "--prefill-chunk" => a.opts.prefill_chunk = num(value()?)? as usize,
             "-h" | "--help" => return Err(USAGE.into()),

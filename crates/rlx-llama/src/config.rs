@@ -3,6 +3,30 @@
 
 use crate::error::{LlamaError, Result};
 use rlx_gguf::Metadata;
+use rlx_ir::DType;
+
+/// The element type of the KV cache (host copy and the step graphs' cache
+/// params).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvCacheDtype {
+    /// f32: the exact keys and values.
+    #[default]
+    F32,
+    /// f16 (as llama.cpp's default cache): half the cache memory and
+    /// copy traffic; attention widens the cache to f32 before its products,
+    /// so only the stored keys / values are rounded (about 3 decimal digits).
+    F16,
+}
+
+impl KvCacheDtype {
+    /// The IR dtype of the cache's elements.
+    pub fn dtype(self) -> DType {
+        match self {
+            KvCacheDtype::F32 => DType::F32,
+            KvCacheDtype::F16 => DType::F16,
+        }
+    }
+}
 
 /// Architectures whose GGUF layout is llama's (same tensor names and math).
 const LLAMA_LIKE: &[&str] = &["llama", "mistral"];

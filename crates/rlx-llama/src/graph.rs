@@ -7,10 +7,14 @@
 //! [S, C+S]` (an additive bias: 0 for a key the query sees, a large
 //! negative number otherwise; columns `..C` are the cache slots, `C..` the
 //! new tokens). Params: the weights, and per layer `k_cache.L` /
-//! `v_cache.L` `[n_kv_heads, C, head_dim]`. Outputs: `logits` (`[S, vocab]`,
-//! or `[1, vocab]` for the last row only with [`LogitRows::Last`]), then
-//! per layer the new keys and values `[n_kv_heads, S, head_dim]` (after
-//! RoPE), which the caller writes into its cache.
+//! `v_cache.L` `[n_kv_heads, C, head_dim]` in the cache's dtype (f32 or
+//! f16, widened to f32 before the attention products). Outputs: `logits`
+//! (`[S, vocab]`, or `[1, vocab]` for the last row only with
+//! [`LogitRows::Last`]), then per layer the new keys and values
+//! `[n_kv_heads, S, head_dim]` (after RoPE, in the cache's dtype), which
+//! the caller writes into its cache. Attention itself uses the new keys /
+//! values as rounded to the cache's dtype, so a chunk sees exactly what
+//! later steps read back from the cache.
 //!
 //! Per block: `x += Wo · attn(rope(Wq·n), rope(Wk·n), Wv·n)` with
 //! `n = rmsnorm(x) * attn_norm`, grouped-query heads (query head `h` reads
@@ -25,7 +29,7 @@
 //! (a few KB), masked and soft-maxed together, and the probabilities split
 //! again for the two value products.
 
-use crate::config::LlamaConfig;
+use crate::config::{KvCacheDtype, LlamaConfig};
 use crate::weights::{LlamaWeights, MatWeight};
 use rlx_ir::op::DotDims;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
@@ -133,15 +137,16 @@ impl<'w> Builder<'_, 'w> {
     }
 }
 
-/// Builds the step graph for `seq` new tokens and a cache of `ctx` slots.
-/// The cache params are not in [`StepGraph::params`] (the caller sets and
-/// extends them).
+/// Builds the step graph for `seq` new tokens and a cache of `ctx` slots
+/// of `kv` elements. The cache params are not in [`StepGraph::params`]
+/// (the caller sets and extends them).
 pub fn build_step_graph<'w>(
     cfg: &LlamaConfig,
     w: &'w LlamaWeights,
     seq: usize,
     ctx: usize,
     rows: LogitRows,
+    kv: KvCacheDtype,
 ) -> StepGraph<'w> {
     let mut b = Builder {
         g: Graph::new(format!("llama_step_s{seq}_c{ctx}")),
@@ -157,8 +162,11 @@ pub fn build_step_graph<'w>(
     let mut kv_out = Vec::with_capacity(2 * cfg.n_layers);
     for (l, lw) in w.layers.iter().enumerate() {
         let p = |t: &str| format!("blk.{l}.{t}");
-        let k_cache = b.g.param(&cache_param("k", l), f32s(&[nkv, ctx, hd]));
-        let v_cache = b.g.param(&cache_param("v", l), f32s(&[nkv, ctx, hd]));
+        let cache_shape = Shape::new(&[nkv, ctx, hd], kv.dtype());
+        let k_cache = b.g.param(&cache_param("k", l), cache_shape.clone());
+        let v_cache = b.g.param(&cache_param("v", l), cache_shape);
+        let k_cache = b.g.cast(k_cache, DType::F32);
+        let v_cache = b.g.cast(v_cache, DType::F32);
         let h = b.rms_norm(x, p("attn_norm"), &lw.attn_norm);
         let q = b.matmul(h, p("attn_q"), &lw.wq);
         let k = b.matmul(h, p("attn_k"), &lw.wk);
@@ -168,6 +176,10 @@ pub fn build_step_graph<'w>(
         let v = b.split_heads(v, seq, nkv);
         let q = b.g.rope_interleaved(q, cos, sin);
         let k = b.g.rope_interleaved(k, cos, sin);
+        // Rounded to the cache's dtype (no node for f32) and back.
+        let (k, v) = (b.g.cast(k, kv.dtype()), b.g.cast(v, kv.dtype()));
+        kv_out.extend([k, v]);
+        let (k, v) = (b.g.cast(k, DType::F32), b.g.cast(v, DType::F32));
         let a = b.attention(q, k, v, k_cache, v_cache, mask, seq, ctx);
         let o = b.matmul(a, p("attn_output"), &lw.wo);
         x = b.g.add(x, o);
@@ -178,7 +190,6 @@ pub fn build_step_graph<'w>(
         let act = b.g.mul(gate, up);
         let down = b.matmul(act, p("ffn_down"), &lw.w_down);
         x = b.g.add(x, down);
-        kv_out.extend([k, v]);
     }
     if rows == LogitRows::Last {
         x = b.g.narrow_(x, 0, seq - 1, 1);

@@ -1,14 +1,17 @@
 //! [`KvCache`]: the keys and values of the tokens seen so far, per layer,
 //! in the `[n_kv_heads, capacity, head_dim]` layout the step graph reads.
 //!
+//! Elements are f32 or f16 ([`KvCacheDtype`]); the step graphs output new
+//! keys / values in the cache's dtype, so rows are copied as bytes.
+//!
 //! The host copy is the reference: each compiled step graph keeps its own
 //! cache params and copies in only the rows it has not seen yet (tracked
 //! by the cache's [`KvCache::id`], which changes whenever rows are
 //! forgotten or the cache is cloned).
 
-use crate::config::LlamaConfig;
+use crate::config::{KvCacheDtype, LlamaConfig};
 use crate::error::{LlamaError, Result};
-use rlx_ir::{DType, HostTensor};
+use rlx_ir::HostTensor;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A fresh cache identity.
@@ -25,17 +28,24 @@ pub struct KvCache {
     len: usize,
     n_kv_heads: usize,
     head_dim: usize,
+    dtype: KvCacheDtype,
     keys: Vec<HostTensor>,
     values: Vec<HostTensor>,
 }
 
 impl KvCache {
-    /// An empty cache of `capacity` positions for `config`'s shape.
+    /// An empty f32 cache of `capacity` positions for `config`'s shape.
     pub fn new(config: &LlamaConfig, capacity: usize) -> KvCache {
+        KvCache::with_dtype(config, capacity, KvCacheDtype::F32)
+    }
+
+    /// An empty cache of `capacity` positions of `dtype` elements for
+    /// `config`'s shape.
+    pub fn with_dtype(config: &LlamaConfig, capacity: usize, dtype: KvCacheDtype) -> KvCache {
         let dims = [config.n_kv_heads, capacity, config.head_dim];
         let zeros = || {
             (0..config.n_layers)
-                .map(|_| HostTensor::zeros(DType::F32, &dims))
+                .map(|_| HostTensor::zeros(dtype.dtype(), &dims))
                 .collect()
         };
         KvCache {
@@ -44,6 +54,7 @@ impl KvCache {
             len: 0,
             n_kv_heads: config.n_kv_heads,
             head_dim: config.head_dim,
+            dtype,
             keys: zeros(),
             values: zeros(),
         }
@@ -56,9 +67,10 @@ impl KvCache {
     }
 
     /// Whether this cache has the layout `config`'s model with a context
-    /// of `capacity` positions writes.
-    pub fn fits(&self, config: &LlamaConfig, capacity: usize) -> bool {
+    /// of `capacity` positions and a cache of `dtype` writes.
+    pub fn fits(&self, config: &LlamaConfig, capacity: usize, dtype: KvCacheDtype) -> bool {
         self.capacity == capacity
+            && self.dtype == dtype
             && self.n_kv_heads == config.n_kv_heads
             && self.head_dim == config.head_dim
             && self.keys.len() == config.n_layers
@@ -72,6 +84,11 @@ impl KvCache {
     /// Whether no position is filled.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> KvCacheDtype {
+        self.dtype
     }
 
     /// Positions the cache holds at most.
@@ -116,7 +133,7 @@ impl KvCache {
     }
 
     /// Writes positions `skip .. skip + count` of the `s` positions of `k` /
-    /// `v` (`[n_kv_heads, s, head_dim]` f32) for layer `l` after the filled
+    /// `v` (`[n_kv_heads, s, head_dim]`, the cache's dtype) for layer `l` after the filled
     /// ones. Call [`Self::advance`] once every layer is written.
     pub(crate) fn write(
         &mut self,
@@ -127,16 +144,17 @@ impl KvCache {
         count: usize,
     ) {
         let (len, cap, nkv, hd) = (self.len, self.capacity, self.n_kv_heads, self.head_dim);
+        let dtype = self.dtype.dtype();
         for (dst, src) in [(&mut self.keys[l], k), (&mut self.values[l], v)] {
+            debug_assert_eq!(src.dtype(), dtype);
             let s = src.dims()[1];
-            let row = hd * 4;
-            let mut bytes =
-                std::mem::replace(dst, HostTensor::zeros(DType::F32, &[0])).into_bytes();
+            let row = hd * dtype.size_bytes();
+            let mut bytes = std::mem::replace(dst, HostTensor::zeros(dtype, &[0])).into_bytes();
             for h in 0..nkv {
                 let from = &src.bytes()[(h * s + skip) * row..][..count * row];
                 bytes[(h * cap + len) * row..][..count * row].copy_from_slice(from);
             }
-            *dst = HostTensor::from_bytes(DType::F32, &[nkv, cap, hd], bytes)
+            *dst = HostTensor::from_bytes(dtype, &[nkv, cap, hd], bytes)
                 .expect("the cache keeps its own length");
         }
     }
@@ -150,7 +168,10 @@ impl KvCache {
         to: usize,
         slots: usize,
     ) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> {
-        let (cap, row) = (self.capacity, self.head_dim * 4);
+        let (cap, row) = (
+            self.capacity,
+            self.head_dim * self.dtype.dtype().size_bytes(),
+        );
         (0..self.n_kv_heads).map(move |h| {
             let start = (h * cap + from) * row;
             (start..(h * cap + to) * row, (h * slots + from) * row)
@@ -172,6 +193,7 @@ impl Clone for KvCache {
             len: self.len,
             n_kv_heads: self.n_kv_heads,
             head_dim: self.head_dim,
+            dtype: self.dtype,
             keys: self.keys.clone(),
             values: self.values.clone(),
         }

@@ -32,7 +32,7 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use chat::{ChatMessage, ChatTemplate};
-pub use config::LlamaConfig;
+pub use config::{KvCacheDtype, LlamaConfig};
 pub use error::{LlamaError, Result};
 pub use generate::{generate, GenerateOptions, Generation};
 pub use kv_cache::KvCache;

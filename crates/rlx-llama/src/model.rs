@@ -2,13 +2,13 @@
 //! host-side work around them (embedding lookup, RoPE angles, masks, the
 //! KV cache).
 
-use crate::config::LlamaConfig;
+use crate::config::{KvCacheDtype, LlamaConfig};
 use crate::error::{LlamaError, Result};
 use crate::graph::{build_step_graph, cache_param, LogitRows};
 use crate::kv_cache::KvCache;
 use crate::weights::{embed_into, LlamaWeights, MatWeight, WeightMode};
 use rlx_gguf::GgufReader;
-use rlx_ir::{DType, HostTensor};
+use rlx_ir::HostTensor;
 use rlx_runtime::{CompiledGraph, Device, Session};
 use std::path::Path;
 
@@ -30,6 +30,8 @@ pub struct LlamaOptions {
     /// Tokens per prefill run (the prompt runs in chunks of this size, the
     /// last one padded); 1 runs the prompt token by token.
     pub prefill_chunk: usize,
+    /// The KV cache's element type.
+    pub kv_cache: KvCacheDtype,
 }
 
 impl Default for LlamaOptions {
@@ -38,6 +40,7 @@ impl Default for LlamaOptions {
             weights: WeightMode::Quantized,
             context: 512,
             prefill_chunk: 32,
+            kv_cache: KvCacheDtype::F32,
         }
     }
 }
@@ -87,6 +90,7 @@ pub struct LlamaModel {
     /// The embedding table, looked up on the host.
     embedding: MatWeight,
     context: usize,
+    kv_cache: KvCacheDtype,
     /// Decode graphs by growing cache size, the last one the whole context.
     decode: Vec<Step>,
     /// `(last-row logits by cache bucket, every row's logits)` chunk graphs.
@@ -122,14 +126,15 @@ impl LlamaModel {
         }
         let weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
         let ctx = opts.context;
-        let full = compile(&config, &weights, 1, ctx, LogitRows::All, None)?;
+        let kv = opts.kv_cache;
+        let full = compile(&config, &weights, 1, ctx, LogitRows::All, kv, None)?;
         let from = Some(&full.graph);
         let buckets = || {
             std::iter::successors(Some(MIN_BUCKET), |b| Some(b * 2)).take_while(move |&b| b < ctx)
         };
         let compile_buckets = |seq, rows| -> Result<Vec<Step>> {
             buckets()
-                .map(|b| compile(&config, &weights, seq, b, rows, from))
+                .map(|b| compile(&config, &weights, seq, b, rows, kv, from))
                 .collect()
         };
         let mut decode = compile_buckets(1, LogitRows::All)?;
@@ -137,8 +142,16 @@ impl LlamaModel {
             1 => None,
             p => {
                 let mut last = compile_buckets(p, LogitRows::Last)?;
-                last.push(compile(&config, &weights, p, ctx, LogitRows::Last, from)?);
-                let all = compile(&config, &weights, p, ctx, LogitRows::All, from)?;
+                last.push(compile(
+                    &config,
+                    &weights,
+                    p,
+                    ctx,
+                    LogitRows::Last,
+                    kv,
+                    from,
+                )?);
+                let all = compile(&config, &weights, p, ctx, LogitRows::All, kv, from)?;
                 Some((last, all))
             }
         };
@@ -147,6 +160,7 @@ impl LlamaModel {
             config,
             embedding: weights.token_embd,
             context: opts.context,
+            kv_cache: kv,
             decode,
             prefill,
         })
@@ -159,7 +173,7 @@ impl LlamaModel {
 
     /// An empty KV cache sized for this model's context.
     pub fn new_cache(&self) -> KvCache {
-        KvCache::new(&self.config, self.context)
+        KvCache::with_dtype(&self.config, self.context, self.kv_cache)
     }
 
     /// Runs `tokens` after the ones in `cache`, appends their keys / values
@@ -179,11 +193,15 @@ impl LlamaModel {
     }
 
     fn run(&mut self, tokens: &[u32], cache: &mut KvCache, rows: LogitRows) -> Result<Vec<f32>> {
-        if !cache.fits(&self.config, self.context) {
+        if !cache.fits(&self.config, self.context, self.kv_cache) {
             return Err(LlamaError::BadSetting {
                 name: "cache",
                 expected: "a cache made by this model's new_cache",
-                given: format!("a cache of {} positions", cache.capacity()),
+                given: format!(
+                    "a cache of {} {:?} positions",
+                    cache.capacity(),
+                    cache.dtype()
+                ),
             });
         }
         cache.check_room(tokens.len())?;
@@ -312,9 +330,10 @@ fn compile(
     seq: usize,
     ctx: usize,
     rows: LogitRows,
+    kv: KvCacheDtype,
     share: Option<&CompiledGraph>,
 ) -> Result<Step> {
-    let step = build_step_graph(cfg, w, seq, ctx, rows);
+    let step = build_step_graph(cfg, w, seq, ctx, rows, kv);
     let mut graph = Session::new(Device::Cpu).try_compile(step.graph)?;
     for (name, value) in step.params {
         match share {
@@ -322,7 +341,7 @@ fn compile(
             None => graph.set_param_typed(&name, value)?,
         }
     }
-    let zeros = HostTensor::zeros(DType::F32, &[cfg.n_kv_heads, ctx, cfg.head_dim]);
+    let zeros = HostTensor::zeros(kv.dtype(), &[cfg.n_kv_heads, ctx, cfg.head_dim]);
     for l in 0..cfg.n_layers {
         for kind in ["k", "v"] {
             graph.set_param_typed(&cache_param(kind, l), &zeros)?;

@@ -4,8 +4,8 @@
 
 use rlx_gguf::{GgufReader, GgufWriter};
 use rlx_llama::{
-    generate, GenerateOptions, LlamaConfig, LlamaError, LlamaModel, LlamaOptions, SamplerConfig,
-    Tokenizer, WeightMode,
+    generate, GenerateOptions, KvCacheDtype, LlamaConfig, LlamaError, LlamaModel, LlamaOptions,
+    SamplerConfig, Tokenizer, WeightMode,
 };
 use serde_json::Value as Json;
 
@@ -28,12 +28,16 @@ fn model(mode: WeightMode, prefill_chunk: usize) -> LlamaModel {
 }
 
 fn model_with_context(mode: WeightMode, prefill_chunk: usize, context: usize) -> LlamaModel {
-    let r = GgufReader::new(GGUF).expect("tiny GGUF parses");
-    let opts = LlamaOptions {
+    model_with(LlamaOptions {
         weights: mode,
         context,
         prefill_chunk,
-    };
+        ..LlamaOptions::default()
+    })
+}
+
+fn model_with(opts: LlamaOptions) -> LlamaModel {
+    let r = GgufReader::new(GGUF).expect("tiny GGUF parses");
     LlamaModel::from_reader(&r, opts).expect("tiny model loads")
 }
 
@@ -127,6 +131,50 @@ fn quantized_logits_and_greedy_match_numpy_ggml_math() {
     let err = max_rel_err(&logits, &fx["exact"]["logits"], vocab);
     assert!(err > 1e-6 && err < 5e-2, "quantized vs exact: {err}");
     assert_eq!(greedy(&mut m, &prompt, 20), ids(&fx["q8"]["greedy"]));
+}
+
+/// The f16 KV cache rounds only the stored keys / values (relative
+/// 2^-11): against the numpy f64 forward (f32 weights) the logits stay
+/// within 1e-3 of the row's largest, greedy generation is numpy's, and
+/// against the f32 cache the logits move by less than 1e-2.
+#[test]
+fn f16_kv_cache_matches_numpy_and_the_f32_cache() {
+    let fx = fixture();
+    let prompt = ids(&fx["prompt"]);
+    for chunk in [1, 3, 16] {
+        let opts = LlamaOptions {
+            weights: WeightMode::F32,
+            context: 64,
+            prefill_chunk: chunk,
+            kv_cache: KvCacheDtype::F16,
+        };
+        let mut m = model_with(opts);
+        let vocab = m.config().vocab_size;
+        let mut cache = m.new_cache();
+        assert_eq!(cache.dtype(), KvCacheDtype::F16);
+        let logits = m.forward(&prompt, &mut cache).unwrap();
+        let err = max_rel_err(&logits, &fx["exact"]["logits"], vocab);
+        assert!(err < 1e-3, "chunk {chunk}: relative logit error {err}");
+        assert_eq!(
+            greedy(&mut m, &prompt, 20),
+            ids(&fx["exact"]["greedy"]),
+            "chunk {chunk}"
+        );
+        let mut f32_model = model(WeightMode::F32, chunk);
+        let exact = f32_model
+            .forward(&prompt, &mut f32_model.new_cache())
+            .unwrap();
+        let diff = worst_diff(&logits, &exact);
+        assert!(
+            diff > 0.0 && diff < 1e-2,
+            "chunk {chunk}: f16 vs f32 cache {diff}"
+        );
+        // A cache of the other dtype is refused.
+        assert!(matches!(
+            m.forward(&[5], &mut f32_model.new_cache()),
+            Err(LlamaError::BadSetting { name: "cache", .. })
+        ));
+    }
 }
 
 #[test]

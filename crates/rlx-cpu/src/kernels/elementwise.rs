@@ -3,7 +3,7 @@
 use super::scalar::{floor_div, floor_mod, nan_max, nan_min, Int, Pod, Real};
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::with_real;
-use half::{bf16, f16};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
 use rlx_ir::{Complex32, DType};
 
@@ -567,6 +567,16 @@ pub(crate) fn cast(ins: &[View], out: &mut ViewMut) -> KernelResult {
         }
         (DType::F64, DType::F32) => {
             return map_direct(x.slice::<f64>(), out.slice::<f32>(), |v| v as f32)
+        }
+        // An f16 KV cache widened every decode step: `half`'s slice
+        // conversions (F16C where the CPU has it), same values.
+        (DType::F16, DType::F32) => {
+            x.slice::<f16>().convert_to_f32_slice(out.slice::<f32>());
+            return Ok(());
+        }
+        (DType::F32, DType::F16) => {
+            out.slice::<f16>().convert_from_f32_slice(x.slice::<f32>());
+            return Ok(());
         }
         _ => {}
     }

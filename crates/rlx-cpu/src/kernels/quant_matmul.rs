@@ -1,12 +1,16 @@
 //! Quantized-weight family: `dequantize` and the native `dequant_matmul`.
 //!
 //! `dequant_matmul` never dequantizes the whole weight. As ggml's CPU
-//! backend does, it quantizes each activation row per block (Q8_0 for
-//! Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the K-quants,
-//! with rlx-gguf's reference quantizers), decodes one weight row at a time
-//! to its integer quants and scales (`decode`), and forms ggml's block
-//! sums with integer dot products (`dot`: AVX-512 VNNI, AVX2 or scalar,
-//! chosen at run time). F32 / F16 / BF16 weights (`scheme: None`) are
+//! backend does, it quantizes the activation rows once per call, per block
+//! (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the
+//! K-quants, with rlx-gguf's reference quantizers), and forms ggml's block
+//! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
+//! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
+//! straight from their block bytes (`planes`), one weight row against
+//! tiles of activation rows (GEMV for decoding, GEMM for prefill); the
+//! other formats decode one weight row at a time to integer quants and
+//! scales (`decode`) and reuse it for every activation row (`dot`).
+//! F32 / F16 / BF16 weights (`scheme: None`) are
 //! widened a row at a time and dotted in f32, without quantizing `x`.
 //! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
 //! cores), each decoding its own weight rows once for every activation row.
@@ -29,16 +33,11 @@ use decode::{layout, ActQuant, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
 use half::{bf16, f16};
-use planes::{plane_dot, ActRow};
+use planes::{plane_row, ActRow};
 use rlx_gguf::codecs;
 use rlx_gguf::GgmlType;
 use rlx_ir::quant::QuantScheme;
 use rlx_ir::DType;
-
-/// Activation rows up to which weight rows are dotted straight from their
-/// block bytes (`planes`) rather than decoded once to i8 and reused for
-/// every activation row.
-const PLANE_ROWS: usize = 4;
 
 /// Multiply-adds per thread below which another thread does not pay: about
 /// 50-100 us of work at GEMV speed, several times a scoped thread's start.
@@ -315,21 +314,26 @@ unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
 fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
     let (k, m, width) = (job.mm.k, job.m, hi - lo);
     match (&job.lay, &job.act) {
-        (Some(lay), Some(act)) if m <= PLANE_ROWS && job.mm.scheme.is_some_and(planes::runs) => {
+        (Some(lay), Some(act)) if job.mm.scheme.is_some_and(planes::runs) => {
             let scheme = job.mm.scheme.expect("checked above");
             let row_bytes = k / lay.block * lay.block_bytes;
             let (nb, ng) = (k / lay.block, k / lay.group);
+            let acts: Vec<ActRow> = (0..m)
+                .map(|i| ActRow {
+                    q: &act.q[i * k..(i + 1) * k],
+                    d: &act.d[i * nb..(i + 1) * nb],
+                    s: act.s.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
+                    gsum: &act.gsum[i * ng..(i + 1) * ng],
+                })
+                .collect();
+            let mut scratch = WeightRow::default();
+            // Weight rows outside, activation tiles inside: a row's blocks
+            // stay in L1 while every tile of activations passes by.
             for (j, r) in (lo..hi).enumerate() {
                 let w = &job.w[r * row_bytes..(r + 1) * row_bytes];
-                for i in 0..m {
-                    let a = ActRow {
-                        q: &act.q[i * k..(i + 1) * k],
-                        d: &act.d[i * nb..(i + 1) * nb],
-                        s: act.s.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
-                        gsum: &act.gsum[i * ng..(i + 1) * ng],
-                    };
-                    out[i * width + j] = plane_dot(isa, scheme, w, &a);
-                }
+                plane_row(isa, scheme, w, &acts, &mut scratch, |i, v| {
+                    out[i * width + j] = v
+                });
             }
         }
         (Some(lay), Some(act)) => {

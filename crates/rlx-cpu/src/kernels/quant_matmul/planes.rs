@@ -1,17 +1,22 @@
-//! Row dots straight from the GGUF block bytes (the GEMV of decoding).
+//! Row dots straight from the GGUF block bytes (decode's GEMV and
+//! prefill's GEMM).
 //!
-//! For one activation row, decoding a weight row to i8 quants first
-//! (`decode`) writes and re-reads `K` bytes per row; these kernels instead
-//! unpack each block's 4 / 5 / 6 / 8-bit planes in registers and feed them
-//! to `vpdpbusd` (AVX-512 VNNI on 256-bit vectors) or `vpmaddubsw` +
-//! `vpmaddwd` (AVX2), for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K.
+//! Decoding a weight row to i8 quants first (`decode`) writes and re-reads
+//! `K` bytes per row; these kernels instead unpack each block's 4 / 5 / 6 /
+//! 8-bit planes in registers and feed them to `vpdpbusd` (AVX-512 VNNI on
+//! 256-bit vectors) or `vpmaddubsw` + `vpmaddwd` (AVX2), for Q4_0, Q4_1,
+//! Q5_0, Q8_0, Q4_K, Q5_K and Q6_K. With several activation rows (prefill), the
+//! rows go in tiles of [`TILE`]: each unpacked 32-weight chunk is dotted
+//! with every row of the tile before the next chunk is unpacked, so
+//! unpacking and weight loads are paid once per tile rather than per row.
 //!
 //! Every path computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
 //! - weights enter the integer products unsigned where the format stores
-//!   them so (Q4_0's `q + 8`, Q6_K's `q + 32`, the K-quants' nibbles) and
+//!   them so (Q4_0's `q + 8`, Q5_0's `q + 16`, Q6_K's `q + 32`, the
+//!   K-quants' nibbles) and
 //!   signed for Q8_0 (through the `|w|`, `sign(x, w)` trick); the offset
-//!   comes back through the activation sums (`-8 * sum x`, `-32 * scale *
+//!   comes back through the activation sums (`-8 * sum x`, `-16 * sum x`, `-32 * scale *
 //!   sum x`), exactly, in integers;
 //! - each 32-weight chunk gives eight i32 lanes of four products (lane `l`:
 //!   weights `4l..4l + 4` of the chunk), times the lane's group scale;
@@ -36,6 +41,7 @@ use super::decode::{layout, WeightRow};
 use super::dot::QuantIsa;
 
 /// One quantized activation row, as the matmul's `Act` holds it.
+#[derive(Clone, Copy)]
 pub(crate) struct ActRow<'a> {
     /// Quants, one per input feature.
     pub(crate) q: &'a [i8],
@@ -47,28 +53,44 @@ pub(crate) struct ActRow<'a> {
     pub(crate) gsum: &'a [i32],
 }
 
-/// Whether [`plane_dot`] runs weights of `scheme`.
+/// Whether [`plane_row`] runs weights of `scheme`.
 pub(crate) fn runs(scheme: QuantScheme) -> bool {
     use QuantScheme::*;
     matches!(
         scheme,
-        GgufQ4_0 | GgufQ4_1 | GgufQ8_0 | GgufQ4K | GgufQ5K | GgufQ6K
+        GgufQ4_0 | GgufQ4_1 | GgufQ5_0 | GgufQ8_0 | GgufQ4K | GgufQ5K | GgufQ6K
     )
 }
 
-/// `W_row · x` for one weight row of whole blocks (`runs(scheme)` holds,
-/// `isa` is one of [`QuantIsa::available`], `a` quantized as the format
-/// pairs, with `K` = `a.q.len()`).
+/// Activation rows one weight block is unpacked for: each block's planes
+/// are unpacked once into registers and dotted with this many rows.
+pub(crate) const TILE: usize = 4;
+
+/// `W_row · x_i` for every activation row `x_i` of `acts` (`runs(scheme)`
+/// holds, `isa` is one of [`QuantIsa::available`], each row quantized as
+/// the format pairs, with `K` = `q.len()`), passed to `put(i, value)`.
+///
+/// The rows go in tiles of [`TILE`], so a weight block's planes are
+/// unpacked once per tile (the prefill GEMM), and each value is the same
+/// bits as a single-row dot: the per-row arithmetic does not depend on the
+/// tile. The portable path decodes the weight row once into `scratch`.
 #[inline(always)]
-pub(crate) fn plane_dot(isa: QuantIsa, scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
+pub(crate) fn plane_row(
+    isa: QuantIsa,
+    scheme: QuantScheme,
+    w: &[u8],
+    acts: &[ActRow],
+    scratch: &mut WeightRow,
+    put: impl FnMut(usize, f32),
+) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller picked `isa` from `QuantIsa::available()`.
-        QuantIsa::Avx2 => unsafe { x86::dot_avx2(scheme, w, a) },
+        QuantIsa::Avx2 => unsafe { x86::row_avx2(scheme, w, acts, put) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        QuantIsa::Avx512Vnni => unsafe { x86::dot_vnni(scheme, w, a) },
-        _ => dot_scalar(scheme, w, a),
+        QuantIsa::Avx512Vnni => unsafe { x86::row_vnni(scheme, w, acts, put) },
+        _ => row_scalar(scheme, w, acts, scratch, put),
     }
 }
 
@@ -85,6 +107,54 @@ fn reduce_lanes(l: &[f32; 8]) -> f32 {
     (s[0] + s[2]) + (s[1] + s[3])
 }
 
+/// The weight side of one block, read once per block and shared by every
+/// activation row of a tile.
+#[derive(Clone, Copy)]
+struct BlockWeights {
+    /// The block scale `d`.
+    d: f32,
+    /// Q4_1's `m`, the K-quants' `dmin`.
+    m: f32,
+    /// Q4_K / Q5_K's 6-bit group scales.
+    scales: [i32; 8],
+    /// Q4_K / Q5_K's group mins (first 8) or Q6_K's 16 signed scales.
+    groups: [i32; 16],
+}
+
+/// The weight facts of one block (`bytes` = the block's bytes).
+#[inline(always)]
+fn block_weights(
+    scheme: QuantScheme,
+    bytes: &[u8],
+    f16_at: impl Fn(&[u8], usize) -> f32,
+) -> BlockWeights {
+    use QuantScheme::*;
+    let mut bw = BlockWeights {
+        d: 0.0,
+        m: 0.0,
+        scales: [0; 8],
+        groups: [0; 16],
+    };
+    match scheme {
+        GgufQ4_0 | GgufQ5_0 | GgufQ8_0 => bw.d = f16_at(bytes, 0),
+        GgufQ4_1 => (bw.d, bw.m) = (f16_at(bytes, 0), f16_at(bytes, 2)),
+        GgufQ4K | GgufQ5K => {
+            let (scales, mins) = scales_mins_k4(&bytes[4..16]);
+            bw.scales = scales;
+            bw.groups[..8].copy_from_slice(&mins);
+            (bw.d, bw.m) = (f16_at(bytes, 0), f16_at(bytes, 2));
+        }
+        // Q6_K.
+        _ => {
+            bw.d = f16_at(bytes, 208);
+            for (g, &sc) in bw.groups.iter_mut().zip(&bytes[192..208]) {
+                *g = i32::from(sc as i8);
+            }
+        }
+    }
+    bw
+}
+
 /// The scalar, per-block facts every path shares: the block scale `d_w *
 /// d_x` and the block's offset term (added to the offset sum).
 #[derive(Clone, Copy)]
@@ -93,51 +163,38 @@ struct BlockTerms {
     offset: f32,
 }
 
-/// The block terms of block `b` of `w` (`bytes` = the block's bytes).
+/// The block terms of block `b` of weights `w` against activation row `a`.
 #[inline(always)]
-fn block_terms(
-    scheme: QuantScheme,
-    bytes: &[u8],
-    b: usize,
-    a: &ActRow,
-    f16_at: impl Fn(&[u8], usize) -> f32,
-) -> BlockTerms {
+fn block_terms(scheme: QuantScheme, w: &BlockWeights, b: usize, a: &ActRow) -> BlockTerms {
     use QuantScheme::*;
     let dx = a.d[b];
+    let scale = w.d * dx;
     match scheme {
-        GgufQ4_0 => {
-            let scale = f16_at(bytes, 0) * dx;
+        GgufQ4_0 => BlockTerms {
+            scale,
+            offset: scale * (-8 * a.gsum[b]) as f32,
+        },
+        GgufQ5_0 => BlockTerms {
+            scale,
+            offset: scale * (-16 * a.gsum[b]) as f32,
+        },
+        GgufQ4_1 => BlockTerms {
+            scale,
+            offset: w.m * a.s[b],
+        },
+        GgufQ8_0 => BlockTerms { scale, offset: 0.0 },
+        GgufQ4K | GgufQ5K => {
+            let gsum = &a.gsum[b * 8..b * 8 + 8];
+            let isum: i32 = w.groups[..8].iter().zip(gsum).map(|(&m, &s)| m * s).sum();
             BlockTerms {
                 scale,
-                offset: scale * (-8 * a.gsum[b]) as f32,
-            }
-        }
-        GgufQ4_1 => BlockTerms {
-            scale: f16_at(bytes, 0) * dx,
-            offset: f16_at(bytes, 2) * a.s[b],
-        },
-        GgufQ8_0 => BlockTerms {
-            scale: f16_at(bytes, 0) * dx,
-            offset: 0.0,
-        },
-        GgufQ4K | GgufQ5K => {
-            let (_, mins) = scales_mins_k4(&bytes[4..16]);
-            let gsum = &a.gsum[b * 8..b * 8 + 8];
-            let isum: i32 = mins.iter().zip(gsum).map(|(&m, &s)| m * s).sum();
-            BlockTerms {
-                scale: f16_at(bytes, 0) * dx,
-                offset: -(f16_at(bytes, 2) * dx) * isum as f32,
+                offset: -(w.m * dx) * isum as f32,
             }
         }
         // Q6_K.
         _ => {
-            let scale = f16_at(bytes, 208) * dx;
             let gsum = &a.gsum[b * 16..b * 16 + 16];
-            let isum: i32 = bytes[192..208]
-                .iter()
-                .zip(gsum)
-                .map(|(&sc, &s)| i32::from(sc as i8) * s)
-                .sum();
+            let isum: i32 = w.groups.iter().zip(gsum).map(|(&sc, &s)| sc * s).sum();
             BlockTerms {
                 scale,
                 offset: scale * (-32 * isum) as f32,
@@ -169,56 +226,110 @@ fn scales_mins_k4(s: &[u8]) -> ([i32; 8], [i32; 8]) {
 fn unsigned_offset(scheme: QuantScheme) -> i32 {
     match scheme {
         QuantScheme::GgufQ4_0 => 8,
+        QuantScheme::GgufQ5_0 => 16,
         QuantScheme::GgufQ6K => 32,
         _ => 0,
     }
 }
 
-/// The portable path: the row decoded by `decode`'s reference decoders,
-/// then the lanes formed as the SIMD paths form them.
-pub(crate) fn dot_scalar(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
+/// The portable path: the row decoded once by `decode`'s reference
+/// decoders, then the lanes formed as the SIMD paths form them, per
+/// activation row.
+fn row_scalar(
+    scheme: QuantScheme,
+    w: &[u8],
+    acts: &[ActRow],
+    wr: &mut WeightRow,
+    mut put: impl FnMut(usize, f32),
+) {
+    let Some(k) = acts.first().map(|a| a.q.len()) else {
+        return;
+    };
     let lay = layout(scheme).expect("a block format");
-    let k = a.q.len();
-    let mut wr = WeightRow::default();
     wr.decode(&lay, w, k);
+    let blocks: Vec<BlockWeights> = w
+        .chunks_exact(lay.block_bytes)
+        .take(k / lay.block)
+        .map(|bytes| block_weights(scheme, bytes, f16_at))
+        .collect();
     let off = unsigned_offset(scheme);
-    let mut acc = [[0f32; 8]; 2];
-    let mut offsets = 0f32;
-    for (b, bytes) in w.chunks_exact(lay.block_bytes).enumerate() {
-        let t = block_terms(scheme, bytes, b, a, f16_at);
-        let mut lanes = [0i32; 8];
-        for c in (b * lay.block..(b + 1) * lay.block).step_by(32) {
-            for (l, lane) in lanes.iter_mut().enumerate() {
-                let e = c + 4 * l;
-                let p: i32 = (e..e + 4)
-                    .map(|i| (i32::from(wr.q[i]) + off) * i32::from(a.q[i]))
-                    .sum();
-                let scale = if lay.unit_scales {
-                    1
-                } else {
-                    wr.scale[e / lay.group]
-                };
-                *lane += p * scale;
+    for (i, a) in acts.iter().enumerate() {
+        let mut acc = [[0f32; 8]; 2];
+        let mut offsets = 0f32;
+        for (b, bw) in blocks.iter().enumerate() {
+            let t = block_terms(scheme, bw, b, a);
+            let mut lanes = [0i32; 8];
+            for c in (b * lay.block..(b + 1) * lay.block).step_by(32) {
+                for (l, lane) in lanes.iter_mut().enumerate() {
+                    let e = c + 4 * l;
+                    let p: i32 = (e..e + 4)
+                        .map(|i| (i32::from(wr.q[i]) + off) * i32::from(a.q[i]))
+                        .sum();
+                    let scale = if lay.unit_scales {
+                        1
+                    } else {
+                        wr.scale[e / lay.group]
+                    };
+                    *lane += p * scale;
+                }
             }
+            for (acc, &lane) in acc[b % 2].iter_mut().zip(&lanes) {
+                *acc = (lane as f32).mul_add(t.scale, *acc);
+            }
+            offsets += t.offset;
         }
-        for (acc, &lane) in acc[b % 2].iter_mut().zip(&lanes) {
-            *acc = (lane as f32).mul_add(t.scale, *acc);
-        }
-        offsets += t.offset;
+        put(
+            i,
+            reduce_lanes(&std::array::from_fn(|l| acc[0][l] + acc[1][l])) + offsets,
+        );
     }
-    reduce_lanes(&std::array::from_fn(|l| acc[0][l] + acc[1][l])) + offsets
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{block_terms, reduce_lanes, scales_mins_k4, ActRow};
+    use super::{block_terms, block_weights, reduce_lanes, ActRow, BlockWeights, TILE};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
+
+    /// A chunk's integer scale(s), in the forms both instruction sets use:
+    /// one i32 per lane and one i16 per byte pair.
+    #[derive(Clone, Copy)]
+    struct LaneScale {
+        i32s: __m256i,
+        i16s: __m256i,
+    }
+
+    impl LaneScale {
+        /// One scale for the whole 32-weight chunk.
+        #[inline(always)]
+        unsafe fn one(s: i32) -> LaneScale {
+            LaneScale {
+                i32s: _mm256_set1_epi32(s),
+                i16s: _mm256_set1_epi16(s as i16),
+            }
+        }
+
+        /// `s0` for weights 0..16 (lanes 0..4), `s1` for 16..32.
+        #[inline(always)]
+        unsafe fn halves(s0: i32, s1: i32) -> LaneScale {
+            LaneScale {
+                i32s: _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1),
+                i16s: _mm256_set_m128i(_mm_set1_epi16(s1 as i16), _mm_set1_epi16(s0 as i16)),
+            }
+        }
+    }
 
     /// Eight i32 lanes of four `u8 x i8` products each.
     trait Dot4 {
         /// `acc + dot4(u, s)`.
         unsafe fn dot4(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
+
+        /// `acc + dot4(u, s) * scale` (exact integers either way).
+        #[inline(always)]
+        unsafe fn dot4_scaled(acc: __m256i, u: __m256i, s: __m256i, sc: LaneScale) -> __m256i {
+            let p = Self::dot4(_mm256_setzero_si256(), u, s);
+            _mm256_add_epi32(acc, _mm256_mullo_epi32(p, sc.i32s))
+        }
     }
 
     struct Avx2;
@@ -228,6 +339,14 @@ mod x86 {
         #[inline(always)]
         unsafe fn dot4(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
             let p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+            _mm256_add_epi32(acc, p)
+        }
+
+        /// The scale enters `vpmaddwd` in place of the ones (pair sums fit
+        /// i16, scales are 6- or 8-bit): no `vpmulld`.
+        #[inline(always)]
+        unsafe fn dot4_scaled(acc: __m256i, u: __m256i, s: __m256i, sc: LaneScale) -> __m256i {
+            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc.i16s);
             _mm256_add_epi32(acc, p)
         }
     }
@@ -241,15 +360,56 @@ mod x86 {
 
     /// AVX2 path. Safety: the CPU has AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_avx2(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
-        dot_with::<Avx2>(scheme, w, a)
+    pub(super) unsafe fn row_avx2(
+        scheme: QuantScheme,
+        w: &[u8],
+        acts: &[ActRow],
+        put: impl FnMut(usize, f32),
+    ) {
+        row_tiles::<Avx2>(scheme, w, acts, put)
     }
 
     /// VNNI path. Safety: the CPU has AVX2, FMA, F16C, AVX512-VNNI and
     /// AVX512-VL.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-    pub(super) unsafe fn dot_vnni(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
-        dot_with::<Vnni>(scheme, w, a)
+    pub(super) unsafe fn row_vnni(
+        scheme: QuantScheme,
+        w: &[u8],
+        acts: &[ActRow],
+        put: impl FnMut(usize, f32),
+    ) {
+        row_tiles::<Vnni>(scheme, w, acts, put)
+    }
+
+    /// The activation rows in tiles of [`TILE`], the last tile narrower.
+    #[inline(always)]
+    unsafe fn row_tiles<D: Dot4>(
+        scheme: QuantScheme,
+        w: &[u8],
+        acts: &[ActRow],
+        mut put: impl FnMut(usize, f32),
+    ) {
+        let mut tiles = acts.chunks_exact(TILE);
+        let mut at = 0;
+        for tile in tiles.by_ref() {
+            let tile: &[ActRow; TILE] = tile.try_into().expect("a whole tile");
+            for (i, v) in dot_tile::<D, TILE>(scheme, w, tile).into_iter().enumerate() {
+                put(at + i, v);
+            }
+            at += TILE;
+        }
+        let mut emit = |vals: &[f32]| {
+            for (i, &v) in vals.iter().enumerate() {
+                put(at + i, v);
+            }
+        };
+        match tiles.remainder() {
+            [] => {}
+            [a] => emit(&dot_tile::<D, 1>(scheme, w, &[*a])),
+            [a, b] => emit(&dot_tile::<D, 2>(scheme, w, &[*a, *b])),
+            [a, b, c] => emit(&dot_tile::<D, 3>(scheme, w, &[*a, *b, *c])),
+            _ => unreachable!("a remainder is shorter than a tile"),
+        }
     }
 
     /// The f16 at byte `at` with F16C (the same value as `half`'s).
@@ -274,114 +434,163 @@ mod x86 {
         _mm256_set_m128i(hi, lo)
     }
 
-    /// The lane sums of one Q4_K / Q5_K block: `q(chunk)` gives chunk
-    /// `c`'s 32 unsigned weights.
+    /// Byte `j` is 0x10 where bit `j` of `qh` is set (Q5_0's fifth bits).
     #[inline(always)]
-    unsafe fn k4_lanes<D: Dot4>(
-        bytes: &[u8],
-        x: *const i8,
-        q: impl Fn(usize) -> __m256i,
-    ) -> __m256i {
-        let (scales, _) = scales_mins_k4(&bytes[4..16]);
-        let mut iacc = _mm256_setzero_si256();
-        for (c, &sc) in scales.iter().enumerate() {
-            let p = D::dot4(_mm256_setzero_si256(), q(c), load32(x.add(32 * c) as _));
-            iacc = _mm256_add_epi32(iacc, _mm256_mullo_epi32(p, _mm256_set1_epi32(sc)));
-        }
-        iacc
+    unsafe fn fifth_bits(qh: u32) -> __m256i {
+        // Byte j takes byte j / 8 of qh, then tests bit j % 8 of it.
+        let spread = _mm256_shuffle_epi8(
+            _mm256_set1_epi32(qh as i32),
+            _mm256_setr_epi64x(
+                0,
+                0x0101_0101_0101_0101,
+                0x0202_0202_0202_0202,
+                0x0303_0303_0303_0303,
+            ),
+        );
+        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        _mm256_and_si256(set, _mm256_set1_epi8(0x10))
     }
 
+    /// Adds `dot4(u, x_t[at..at + 32])` (times `sc` when given) to every
+    /// row's lanes: the unpacked weight chunk `u` serves the whole tile.
     #[inline(always)]
-    unsafe fn dot_with<D: Dot4>(scheme: QuantScheme, w: &[u8], a: &ActRow) -> f32 {
+    unsafe fn chunk<D: Dot4, const T: usize>(
+        lanes: &mut [__m256i; T],
+        u: __m256i,
+        xs: &[*const i8; T],
+        at: usize,
+        sc: Option<LaneScale>,
+    ) {
+        for (l, &x) in lanes.iter_mut().zip(xs) {
+            let s = load32(x.add(at) as _);
+            *l = match sc {
+                Some(sc) => D::dot4_scaled(*l, u, s, sc),
+                None => D::dot4(*l, u, s),
+            };
+        }
+    }
+
+    /// The integer lanes of block `wp` (its bytes) for each row of the tile.
+    #[inline(always)]
+    unsafe fn block_lanes<D: Dot4, const T: usize>(
+        scheme: QuantScheme,
+        wp: *const u8,
+        bw: &BlockWeights,
+        xs: &[*const i8; T],
+    ) -> [__m256i; T] {
         use QuantScheme::*;
-        let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
-        let nb = a.q.len() / block;
-        assert!(w.len() >= nb * block_bytes && a.d.len() >= nb);
-        let mut acc = [_mm256_setzero_ps(); 2];
-        let mut offsets = 0f32;
+        let mut lanes = [_mm256_setzero_si256(); T];
         let low4 = _mm256_set1_epi8(0x0F);
-        for b in 0..nb {
-            let bytes = &w[b * block_bytes..(b + 1) * block_bytes];
-            let (wp, x) = (bytes.as_ptr(), a.q.as_ptr().add(b * block));
-            let t = block_terms(scheme, bytes, b, a, |b, at| f16c_at(b, at));
-            let lanes = match scheme {
-                GgufQ4_0 => D::dot4(_mm256_setzero_si256(), nibbles16(wp.add(2)), load32(x as _)),
-                GgufQ4_1 => D::dot4(_mm256_setzero_si256(), nibbles16(wp.add(4)), load32(x as _)),
-                GgufQ8_0 => {
-                    let wv = load32(wp.add(2));
-                    let xv = load32(x as _);
-                    D::dot4(
-                        _mm256_setzero_si256(),
-                        _mm256_sign_epi8(wv, wv),
-                        _mm256_sign_epi8(xv, wv),
-                    )
+        match scheme {
+            GgufQ4_0 => chunk::<D, T>(&mut lanes, nibbles16(wp.add(2)), xs, 0, None),
+            GgufQ4_1 => chunk::<D, T>(&mut lanes, nibbles16(wp.add(4)), xs, 0, None),
+            GgufQ5_0 => {
+                let qh = u32::from_le_bytes([*wp.add(2), *wp.add(3), *wp.add(4), *wp.add(5)]);
+                let u = _mm256_or_si256(nibbles16(wp.add(6)), fifth_bits(qh));
+                chunk::<D, T>(&mut lanes, u, xs, 0, None)
+            }
+            GgufQ8_0 => {
+                // |w| (unsigned) times x with w's sign.
+                let wv = load32(wp.add(2));
+                let u = _mm256_sign_epi8(wv, wv);
+                for (l, &x) in lanes.iter_mut().zip(xs) {
+                    *l = D::dot4(*l, u, _mm256_sign_epi8(load32(x as _), wv));
                 }
-                GgufQ4K => k4_lanes::<D>(bytes, x, |c| {
+            }
+            GgufQ4K => {
+                for c in 0..8 {
                     let q = load32(wp.add(16 + 32 * (c / 2)));
                     let q = if c % 2 == 0 {
                         q
                     } else {
                         _mm256_srli_epi16(q, 4)
                     };
-                    _mm256_and_si256(q, low4)
-                }),
-                GgufQ5K => {
-                    let qh = load32(wp.add(16));
-                    k4_lanes::<D>(bytes, x, |c| {
-                        let q = load32(wp.add(48 + 32 * (c / 2)));
-                        let q = if c % 2 == 0 {
-                            q
-                        } else {
-                            _mm256_srli_epi16(q, 4)
-                        };
-                        let bit = _mm256_set1_epi8(1 << c);
-                        let hi = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
-                        _mm256_or_si256(
-                            _mm256_and_si256(q, low4),
-                            _mm256_and_si256(hi, _mm256_set1_epi8(16)),
-                        )
-                    })
+                    let sc = LaneScale::one(bw.scales[c]);
+                    chunk::<D, T>(&mut lanes, _mm256_and_si256(q, low4), xs, 32 * c, Some(sc));
                 }
-                // Q6_K.
-                _ => {
-                    let low2 = _mm256_set1_epi8(3);
-                    let sc = wp.add(192) as *const i8;
-                    let mut iacc = _mm256_setzero_si256();
-                    for n in 0..2 {
-                        let ql0 = load32(wp.add(64 * n));
-                        let ql1 = load32(wp.add(64 * n + 32));
-                        let qh = load32(wp.add(128 + 32 * n));
-                        let chunks = [
-                            (ql0, qh),
-                            (ql1, _mm256_srli_epi16(qh, 2)),
-                            (_mm256_srli_epi16(ql0, 4), _mm256_srli_epi16(qh, 4)),
-                            (_mm256_srli_epi16(ql1, 4), _mm256_srli_epi16(qh, 6)),
-                        ];
-                        for (j, (lo, hi)) in chunks.into_iter().enumerate() {
-                            let c = 4 * n + j;
-                            let q = _mm256_or_si256(
-                                _mm256_and_si256(lo, low4),
-                                _mm256_slli_epi16(_mm256_and_si256(hi, low2), 4),
-                            );
-                            let p = D::dot4(_mm256_setzero_si256(), q, load32(x.add(32 * c) as _));
-                            let (s0, s1) =
-                                (i32::from(*sc.add(2 * c)), i32::from(*sc.add(2 * c + 1)));
-                            let s = _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1);
-                            iacc = _mm256_add_epi32(iacc, _mm256_mullo_epi32(p, s));
-                        }
+            }
+            GgufQ5K => {
+                let qh = load32(wp.add(16));
+                for c in 0..8 {
+                    let q = load32(wp.add(48 + 32 * (c / 2)));
+                    let q = if c % 2 == 0 {
+                        q
+                    } else {
+                        _mm256_srli_epi16(q, 4)
+                    };
+                    let bit = _mm256_set1_epi8(1 << c);
+                    let hi = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+                    let u = _mm256_or_si256(
+                        _mm256_and_si256(q, low4),
+                        _mm256_and_si256(hi, _mm256_set1_epi8(16)),
+                    );
+                    let sc = LaneScale::one(bw.scales[c]);
+                    chunk::<D, T>(&mut lanes, u, xs, 32 * c, Some(sc));
+                }
+            }
+            // Q6_K.
+            _ => {
+                let low2 = _mm256_set1_epi8(3);
+                for n in 0..2 {
+                    let ql0 = load32(wp.add(64 * n));
+                    let ql1 = load32(wp.add(64 * n + 32));
+                    let qh = load32(wp.add(128 + 32 * n));
+                    let chunks = [
+                        (ql0, qh),
+                        (ql1, _mm256_srli_epi16(qh, 2)),
+                        (_mm256_srli_epi16(ql0, 4), _mm256_srli_epi16(qh, 4)),
+                        (_mm256_srli_epi16(ql1, 4), _mm256_srli_epi16(qh, 6)),
+                    ];
+                    for (j, (lo, hi)) in chunks.into_iter().enumerate() {
+                        let c = 4 * n + j;
+                        let u = _mm256_or_si256(
+                            _mm256_and_si256(lo, low4),
+                            _mm256_slli_epi16(_mm256_and_si256(hi, low2), 4),
+                        );
+                        let sc = LaneScale::halves(bw.groups[2 * c], bw.groups[2 * c + 1]);
+                        chunk::<D, T>(&mut lanes, u, xs, 32 * c, Some(sc));
                     }
-                    iacc
                 }
-            };
-            acc[b % 2] = _mm256_fmadd_ps(
-                _mm256_cvtepi32_ps(lanes),
-                _mm256_set1_ps(t.scale),
-                acc[b % 2],
-            );
-            offsets += t.offset;
+            }
         }
-        let mut l = [0f32; 8];
-        _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(acc[0], acc[1]));
-        reduce_lanes(&l) + offsets
+        lanes
+    }
+
+    /// One weight row against `T` activation rows (see the module docs for
+    /// the order of operations, which is each row's alone).
+    #[inline(always)]
+    unsafe fn dot_tile<D: Dot4, const T: usize>(
+        scheme: QuantScheme,
+        w: &[u8],
+        a: &[ActRow; T],
+    ) -> [f32; T] {
+        let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
+        let k = a[0].q.len();
+        let nb = k / block;
+        assert!(w.len() >= nb * block_bytes);
+        assert!(a.iter().all(|a| a.q.len() == k && a.d.len() >= nb));
+        let mut acc = [[_mm256_setzero_ps(); 2]; T];
+        let mut offsets = [0f32; T];
+        for b in 0..nb {
+            let bytes = &w[b * block_bytes..(b + 1) * block_bytes];
+            let bw = block_weights(scheme, bytes, |b, at| f16c_at(b, at));
+            let xs: [*const i8; T] = std::array::from_fn(|t| a[t].q.as_ptr().add(b * block));
+            let lanes = block_lanes::<D, T>(scheme, bytes.as_ptr(), &bw, &xs);
+            for t in 0..T {
+                let terms = block_terms(scheme, &bw, b, &a[t]);
+                acc[t][b % 2] = _mm256_fmadd_ps(
+                    _mm256_cvtepi32_ps(lanes[t]),
+                    _mm256_set1_ps(terms.scale),
+                    acc[t][b % 2],
+                );
+                offsets[t] += terms.offset;
+            }
+        }
+        std::array::from_fn(|t| {
+            let mut l = [0f32; 8];
+            _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(acc[t][0], acc[t][1]));
+            reduce_lanes(&l) + offsets[t]
+        })
     }
 }
