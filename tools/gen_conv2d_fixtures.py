@@ -61,6 +61,14 @@ CASES = [
     ("grouped_3x3_dilation_2_1", (1, 6, 8, 9), 4, (3, 3), (1, 1), ((1, 1), (2, 2)), (2, 1), 2, True),
     ("dense_taller_kernel_than_input", (2, 2, 2, 5), 3, (3, 3), (1, 2), ((1, 1), (1, 1)), (1, 1), 1, True),
     ("grouped_odd_channels_s2", (1, 9, 7, 7), 6, (3, 3), (2, 2), ((1, 0), (0, 1)), (1, 1), 3, False),
+    # 3x3 stride 1 (Winograd F(2,3)): odd output sizes (partial tiles), no / asymmetric
+    # padding, groups, batch 2; the unit tests run these through the Winograd kernel
+    # directly, and the last is large enough that conv itself picks Winograd.
+    ("winograd_3x3_s1_p1_batch2", (2, 3, 7, 9), 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
+    ("winograd_3x3_s1_p0_odd", (1, 5, 9, 8), 3, (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False),
+    ("winograd_3x3_s1_asymmetric_pads", (1, 4, 6, 7), 5, (3, 3), (1, 1), ((0, 2), (2, 1)), (1, 1), 1, True),
+    ("winograd_3x3_s1_grouped", (1, 6, 7, 5), 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, True),
+    ("winograd_3x3_s1_picked_by_conv", (1, 16, 16, 17), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
 ]
 
 

@@ -21,6 +21,7 @@
 //! anything is allocated: a hostile file is an [`OnnxError`], never a panic.
 #![deny(missing_docs)]
 
+pub mod compile_cache;
 pub mod conformance;
 mod error;
 pub mod import;
@@ -30,6 +31,7 @@ mod onnx_model;
 pub mod proto;
 pub mod tensor;
 
+pub use compile_cache::clear_compile_cache;
 pub use error::{OnnxError, Result, UnsupportedNode};
 pub use import::validate::{MAX_OPSET, MIN_OPSET};
 pub use model::{ModelInfo, TensorInfo};

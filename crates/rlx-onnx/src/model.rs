@@ -67,13 +67,12 @@ pub(crate) fn decode_model(bytes: &[u8]) -> Result<ModelProto> {
     })
 }
 
-/// Reads a model file.
-pub(crate) fn read_model(path: &Path) -> Result<ModelProto> {
-    let bytes = std::fs::read(path).map_err(|e| OnnxError::Io {
+/// Reads a model file's bytes.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| OnnxError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
-    })?;
-    decode_model(&bytes)
+    })
 }
 
 pub(crate) fn model_info(m: &ModelProto) -> ModelInfo {

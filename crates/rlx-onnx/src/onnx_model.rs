@@ -1,7 +1,8 @@
 //! [`OnnxModel`]: load, inspect, compile and run an ONNX model.
 
+use crate::compile_cache::{self, ModelKey, Specialised};
 use crate::import::{checked_graph, import_model, ImportOptions, Imported};
-use crate::model::{decode_model, model_info, read_model, tensor_info, ModelInfo, TensorInfo};
+use crate::model::{decode_model, model_info, read_file, tensor_info, ModelInfo, TensorInfo};
 use crate::proto::ModelProto;
 use crate::{OnnxError, Result};
 use rlx_driver::Device;
@@ -9,6 +10,7 @@ use rlx_ir::{Dim, Graph, HostTensor, OpKind};
 use rlx_runtime::{CompileOptions, CompiledGraph, Precision, Session};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How an [`OnnxModel`] compiles.
 ///
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// let o = OnnxOptions::default().bind_dim("batch", 4).precision(Precision::F32);
 /// assert_eq!(o.dim_bindings["batch"], 4);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OnnxOptions {
     /// Session precision.
     pub precision: Precision,
@@ -27,6 +29,20 @@ pub struct OnnxOptions {
     pub dim_bindings: HashMap<String, usize>,
     /// Decompose every composite op even where the device has a native kernel.
     pub decompose_composites: bool,
+    /// Share decoded models and compiled graphs through the process-wide
+    /// cache ([`crate::compile_cache`]; default on).
+    pub compile_cache: bool,
+}
+
+impl Default for OnnxOptions {
+    fn default() -> Self {
+        OnnxOptions {
+            precision: Precision::default(),
+            dim_bindings: HashMap::new(),
+            decompose_composites: false,
+            compile_cache: true,
+        }
+    }
 }
 
 impl OnnxOptions {
@@ -47,20 +63,32 @@ impl OnnxOptions {
         self.decompose_composites = on;
         self
     }
+
+    /// Uses the compiled-graph cache (on by default).
+    pub fn compile_cache(mut self, on: bool) -> Self {
+        self.compile_cache = on;
+        self
+    }
+
+    /// The options as cache-key text (the bindings sorted), with the device.
+    fn cache_key(&self, device: Device) -> String {
+        let bindings: BTreeMap<&String, &usize> = self.dim_bindings.iter().collect();
+        format!(
+            "{device:?} {:?} {bindings:?} {}",
+            self.precision, self.decompose_composites
+        )
+    }
 }
 
 /// The cache key of one specialisation: input dims, and the values of the
 /// inputs the import had to know (shape inputs).
-type Key = (Vec<Vec<usize>>, Vec<Vec<u8>>);
-
-struct Specialised {
-    imported: Imported,
-    compiled: CompiledGraph,
-}
+pub(crate) type Key = (Vec<Vec<usize>>, Vec<Vec<u8>>);
 
 /// An ONNX model imported into RLX, compiled per input shape on a [`Device`].
 pub struct OnnxModel {
-    proto: ModelProto,
+    proto: Arc<ModelProto>,
+    /// The model's key in the compiled-graph cache (`None`: not cached).
+    cached_as: Option<ModelKey>,
     base_dir: Option<PathBuf>,
     device: Device,
     options: OnnxOptions,
@@ -69,7 +97,7 @@ pub struct OnnxModel {
     outputs: Vec<TensorInfo>,
     /// Inputs the import needs as values (a `Reshape` shape fed at run time).
     baked: BTreeSet<String>,
-    cache: HashMap<Key, Specialised>,
+    cache: HashMap<Key, Arc<Specialised>>,
     last: Option<Key>,
 }
 
@@ -97,9 +125,9 @@ impl OnnxModel {
         options: OnnxOptions,
     ) -> Result<OnnxModel> {
         let path = path.as_ref();
-        let proto = read_model(path)?;
+        let bytes = read_file(path)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        OnnxModel::from_proto(proto, Some(base), device, options)
+        OnnxModel::from_bytes_with(&bytes, Some(&base), device, options)
     }
 
     /// Loads a model from bytes; external data is an error.
@@ -114,12 +142,22 @@ impl OnnxModel {
         device: Device,
         options: OnnxOptions,
     ) -> Result<OnnxModel> {
-        let proto = decode_model(bytes)?;
-        OnnxModel::from_proto(proto, base_dir.map(Path::to_path_buf), device, options)
+        let base_dir = base_dir.map(Path::to_path_buf);
+        let (proto, cached_as) = if options.compile_cache {
+            let key = ModelKey::of(bytes, base_dir.clone());
+            (
+                compile_cache::proto(&key, || decode_model(bytes))?,
+                Some(key),
+            )
+        } else {
+            (Arc::new(decode_model(bytes)?), None)
+        };
+        OnnxModel::from_proto(proto, cached_as, base_dir, device, options)
     }
 
     fn from_proto(
-        proto: ModelProto,
+        proto: Arc<ModelProto>,
+        cached_as: Option<ModelKey>,
         base_dir: Option<PathBuf>,
         device: Device,
         options: OnnxOptions,
@@ -144,6 +182,7 @@ impl OnnxModel {
         let info = model_info(&proto);
         Ok(OnnxModel {
             proto,
+            cached_as,
             base_dir,
             device,
             options,
@@ -297,6 +336,17 @@ impl OnnxModel {
             if self.cache.contains_key(&key) {
                 return Ok(key);
             }
+            let shared_key = self
+                .cached_as
+                .as_ref()
+                .map(|m| (m, (self.options.cache_key(self.device), key.clone())));
+            if let Some(s) = shared_key
+                .as_ref()
+                .and_then(|(m, spec)| compile_cache::specialised(m, spec))
+            {
+                self.cache.insert(key.clone(), s);
+                return Ok(key);
+            }
             let opts = ImportOptions {
                 dim_bindings: self.bindings_for(given)?,
                 input_values: self
@@ -314,8 +364,14 @@ impl OnnxModel {
                         .decompose_composites(self.options.decompose_composites);
                     let compiled = Session::new(self.device)
                         .try_compile_with(imported.graph.clone(), &copts)?;
-                    self.cache
-                        .insert(key.clone(), Specialised { imported, compiled });
+                    let s = Arc::new(Specialised {
+                        imported,
+                        compiled: Mutex::new(compiled),
+                    });
+                    if let Some((m, spec)) = shared_key {
+                        compile_cache::insert(m, spec, s.clone());
+                    }
+                    self.cache.insert(key.clone(), s);
                     return Ok(key);
                 }
                 Err(OnnxError::NeedsValue { value, node, what }) => {
@@ -345,8 +401,9 @@ impl OnnxModel {
         let given = self.order(inputs)?;
         let key = self.specialise(&given)?;
         self.last = Some(key.clone());
-        let s = self.cache.get_mut(&key).expect("specialised");
-        let wanted = s.compiled.input_names();
+        let s = self.cache.get(&key).expect("specialised");
+        let mut compiled = s.compiled();
+        let wanted = compiled.input_names();
         let feed: Vec<(&str, &HostTensor)> = self
             .inputs
             .iter()
@@ -354,7 +411,7 @@ impl OnnxModel {
             .filter(|(i, _)| wanted.contains(&i.name))
             .map(|(i, t)| (i.name.as_str(), *t))
             .collect();
-        Ok(s.compiled.try_run_typed(&feed)?)
+        Ok(compiled.try_run_typed(&feed)?)
     }
 
     /// [`OnnxModel::run`] with each output paired with its name.
@@ -372,12 +429,13 @@ impl OnnxModel {
     }
 
     /// The compiled graph of the last run (its `lir().fusion` says what
-    /// fused), or `None` before the first run.
-    pub fn compiled(&self) -> Option<&CompiledGraph> {
+    /// fused), or `None` before the first run. It is locked while held:
+    /// models loaded from the same bytes share it (the compile cache).
+    pub fn compiled(&self) -> Option<MutexGuard<'_, CompiledGraph>> {
         self.last
             .as_ref()
             .and_then(|k| self.cache.get(k))
-            .map(|s| &s.compiled)
+            .map(|s| s.compiled())
     }
 
     /// The imported RLX graph of the last run (or a fresh import).

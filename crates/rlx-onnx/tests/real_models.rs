@@ -111,7 +111,8 @@ fn check_model(model: &str, min_cosine: f64) -> OnnxModel {
 /// and one native GELU (spelled with erf in the export) per layer.
 fn assert_encoder_fusions(onnx: &OnnxModel, layers: usize) {
     use rlx_compile::FusionKind;
-    let report = &onnx.compiled().expect("ran").lir().fusion;
+    let compiled = onnx.compiled().expect("ran");
+    let report = &compiled.lir().fusion;
     assert_eq!(
         report.of_kind(FusionKind::Attention).len(),
         layers,

@@ -280,6 +280,12 @@ fn conv_geom(
     })
 }
 
+/// Winograd on unless `RLX_CPU_WINOGRAD=0` (read once; an A/B switch).
+fn winograd_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| rlx_ir::env::vars::CPU_WINOGRAD.get().ok().flatten() != Some(false))
+}
+
 /// Fills every `[n, o]` plane of `y` with `bias[o]` (or zero).
 fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
     if plane == 0 {
@@ -302,6 +308,11 @@ fn conv_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
         return;
     }
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
+    if let Some(g2) = g.two_d.as_ref() {
+        if winograd_enabled() && g2.winograd_wins(cg, og) {
+            return g2.winograd(x, wt, y);
+        }
+    }
     let rows = cg * g.kn;
     let pointwise = g.two_d.as_ref().is_some_and(Conv2d::is_pointwise);
     let mut col = vec![T::ZERO; if pointwise { 0 } else { rows * g.pout }];
@@ -367,6 +378,26 @@ pub(crate) fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -
     let g = conv_geom(w, None, groups, ins, out)?;
     with_real!(ins[0].dtype, ins, out, |i, o| {
         conv_real::<T>(&g, i, o);
+        Ok(())
+    }; T)
+}
+
+/// Conv forced through Winograd F(2,3) (a 3x3 stride-1 2-D conv), for the
+/// tests to check it on shapes conv itself leaves to im2col.
+#[cfg(test)]
+pub(crate) fn conv_winograd(
+    w: &Window,
+    groups: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let g = conv_geom(w, None, groups, ins, out)?;
+    let g2 = g.two_d.clone().filter(Conv2d::is_winograd_shape);
+    let g2 = g2.expect("a 3x3 stride-1 2-D conv");
+    with_real!(ins[0].dtype, ins, out, |i, o| {
+        let y = o.slice::<T>();
+        fill_bias(y, i.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
+        g2.winograd(i[0].slice::<T>(), i[1].slice::<T>(), y);
         Ok(())
     }; T)
 }

@@ -162,7 +162,8 @@ impl Conv2d {
 #[cfg(test)]
 mod tests {
     use super::valid;
-    use crate::kernels::conv::{conv, tests::run_as};
+    use crate::kernels::conv::{conv, conv_winograd, tests::run_as};
+    use crate::kernels::{View, ViewMut};
     use rlx_ir::op::Window;
     use rlx_ir::DType;
     use serde_json::Value;
@@ -181,61 +182,114 @@ mod tests {
             .collect()
     }
 
-    /// Every case of tools/gen_conv2d_fixtures.py (numpy, float64 loops):
-    /// depthwise with multipliers, strides, dilations and padding past the
-    /// kernel; 1x1; dense and grouped convs, batch 2, odd channel counts.
-    #[test]
-    fn conv2d_paths_match_numpy() {
+    /// One case of tools/gen_conv2d_fixtures.py with its inputs built.
+    struct Case {
+        name: String,
+        dims: [Vec<usize>; 3],
+        window: Window,
+        groups: usize,
+        x: Vec<f32>,
+        w: Vec<f32>,
+        bias: Option<Vec<f32>>,
+        want: Vec<f64>,
+    }
+
+    fn cases() -> Vec<Case> {
         let text = include_str!("../../tests/fixtures/conv2d/cases.json");
         let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
-        assert!(cases.len() >= 10);
-        for case in cases {
-            let name = case["name"].as_str().expect("name");
-            let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
-            let pads = case["pads"].as_array().expect("pads");
-            let window = Window {
-                kernel: vec![],
-                stride: dims(&case["stride"]),
-                padding: pads
-                    .iter()
-                    .map(|p| {
-                        let p = dims(p);
-                        (p[0], p[1])
-                    })
-                    .collect(),
-                dilation: dims(&case["dilation"]),
-            };
-            let groups = case["groups"].as_u64().expect("groups") as usize;
-            let x = seq(xd.iter().product(), 7, 23, 8.0);
-            let w = seq(wd.iter().product(), 5, 17, 16.0);
-            let b: Vec<f32> = (0..wd[0]).map(|i| ((i % 5) as f32 - 2.0) / 4.0).collect();
-            let bd = [wd[0]];
-            let mut ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &w)];
-            if case["bias"].as_bool().expect("bias") {
-                ins.push((&bd, &b));
-            }
-            let got = run_as(
-                DType::F32,
-                |i, o| conv(&window, groups, i, o),
-                &ins,
-                &yd,
-                f32::NAN,
-            )
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let want: Vec<f64> = case["y"]
-                .as_array()
-                .expect("y")
-                .iter()
-                .map(|v| v.as_f64().expect("a number"))
-                .collect();
-            assert_eq!(got.len(), want.len(), "{name}");
-            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "{name}: element {i}: {g} vs numpy {w}"
-                );
-            }
+        cases
+            .iter()
+            .map(|case| {
+                let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
+                let pads = case["pads"].as_array().expect("pads");
+                let window = Window {
+                    kernel: vec![],
+                    stride: dims(&case["stride"]),
+                    padding: pads
+                        .iter()
+                        .map(|p| {
+                            let p = dims(p);
+                            (p[0], p[1])
+                        })
+                        .collect(),
+                    dilation: dims(&case["dilation"]),
+                };
+                let bias = case["bias"]
+                    .as_bool()
+                    .expect("bias")
+                    .then(|| (0..wd[0]).map(|i| ((i % 5) as f32 - 2.0) / 4.0).collect());
+                Case {
+                    name: case["name"].as_str().expect("name").to_string(),
+                    x: seq(xd.iter().product(), 7, 23, 8.0),
+                    w: seq(wd.iter().product(), 5, 17, 16.0),
+                    dims: [xd, wd, yd],
+                    window,
+                    groups: case["groups"].as_u64().expect("groups") as usize,
+                    bias,
+                    want: case["y"]
+                        .as_array()
+                        .expect("y")
+                        .iter()
+                        .map(|v| v.as_f64().expect("a number"))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `case` through `kernel` and compares with numpy's result.
+    fn check(case: &Case, kernel: KernelFn) {
+        let [xd, wd, yd] = &case.dims;
+        let bd = [wd[0]];
+        let mut ins: Vec<(&[usize], &[f32])> = vec![(xd, &case.x), (wd, &case.w)];
+        if let Some(b) = &case.bias {
+            ins.push((&bd, b));
+        }
+        let name = &case.name;
+        let got = run_as(
+            DType::F32,
+            |i, o| kernel(&case.window, case.groups, i, o),
+            &ins,
+            yd,
+            f32::NAN,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got.len(), case.want.len(), "{name}");
+        for (i, (&g, &w)) in got.iter().zip(&case.want).enumerate() {
+            assert!(
+                (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{name}: element {i}: {g} vs numpy {w}"
+            );
+        }
+    }
+
+    type KernelFn = fn(&Window, usize, &[View], &mut ViewMut) -> crate::kernels::KernelResult;
+
+    /// Every case of tools/gen_conv2d_fixtures.py (numpy, float64 loops):
+    /// depthwise with multipliers, strides, dilations and padding past the
+    /// kernel; 1x1; dense and grouped convs, batch 2, odd channel counts;
+    /// 3x3 stride-1 convs (the last large enough for Winograd).
+    #[test]
+    fn conv2d_paths_match_numpy() {
+        let cases = cases();
+        assert!(cases.len() >= 18);
+        for case in &cases {
+            check(case, conv);
+        }
+    }
+
+    /// The 3x3 stride-1 cases through Winograd F(2,3) itself, whatever
+    /// their size: partial tiles, no / asymmetric padding, groups, batch 2.
+    #[test]
+    fn winograd_matches_numpy() {
+        let cases: Vec<Case> = cases()
+            .into_iter()
+            .filter(|c| c.name.starts_with("winograd_"))
+            .collect();
+        assert_eq!(cases.len(), 5);
+        for case in &cases {
+            check(case, conv_winograd);
         }
     }
 

@@ -61,6 +61,7 @@ pub(crate) mod reduce;
 pub mod region;
 pub(crate) mod scalar;
 pub(crate) mod upsample;
+mod winograd;
 
 use half::{bf16, f16};
 use rlx_ir::{DType, Node, Op};

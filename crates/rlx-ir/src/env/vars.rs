@@ -164,6 +164,12 @@ pub const CPU_PACK_WEIGHTS: Var<bool> = Var {
     doc: "CPU backend: 0 keeps matmul weights unpacked (default: packed panels)",
     parse: not_zero,
 };
+/// `RLX_CPU_WINOGRAD`.
+pub const CPU_WINOGRAD: Var<bool> = Var {
+    name: "RLX_CPU_WINOGRAD",
+    doc: "CPU backend: 0 runs 3x3 stride-1 convs as im2col + GEMM (default: Winograd F(2,3) where it wins)",
+    parse: not_zero,
+};
 /// `RLX_CPU_GEMM_ISA`.
 pub const CPU_GEMM_ISA: Var<String> = Var {
     name: "RLX_CPU_GEMM_ISA",
@@ -206,6 +212,7 @@ pub const KNOWN_VARS: &[(&str, &str)] = &[
     (ASSERT_FUSION_CLEAN.name, ASSERT_FUSION_CLEAN.doc),
     (CPU_PROFILE.name, CPU_PROFILE.doc),
     (CPU_PACK_WEIGHTS.name, CPU_PACK_WEIGHTS.doc),
+    (CPU_WINOGRAD.name, CPU_WINOGRAD.doc),
     (CPU_GEMM_ISA.name, CPU_GEMM_ISA.doc),
     (CPU_IN_PLACE_IO.name, CPU_IN_PLACE_IO.doc),
     (NVRTC_LIB.name, NVRTC_LIB.doc),
