@@ -288,6 +288,7 @@ fn node_variables_are_known_vars() {
         Some(
             match k {
                 "RLX_NODE_TIMEOUT_MS" => "0",
+                "RLX_NODE_ROLE" => "worker",
                 "RLX_NODE_COORDINATOR" => "127.0.0.1:1",
                 "RLX_NODE_SECRET" => "s",
                 _ => "1",
