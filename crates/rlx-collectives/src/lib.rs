@@ -59,7 +59,7 @@ mod registry;
 pub mod tcp;
 
 pub use collectives::{
-    all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
+    all_gather, all_reduce, all_reduce_into, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
     ReduceKind, ReduceMode,
 };
 pub use element::{DType, Element, NativeBuf};
@@ -86,7 +86,7 @@ pub mod prelude {
     #[cfg(feature = "mpi")]
     pub use crate::MpiGroup;
     pub use crate::{
-        all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
+        all_gather, all_reduce, all_reduce_into, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
         CollectiveError, DType, Element, GroupId, GroupRegistry, LoopbackGroup, ProcessGroup,
         ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
     };
