@@ -1,7 +1,7 @@
 //! Ring reduce-scatter and ring all-gather over a chunked buffer.
 
 use super::ReduceKind;
-use crate::element::{decode, encode, Element};
+use crate::element::{decode_fold, encode, Element};
 use crate::error::Result;
 use crate::group::{ProcessGroup, Tag};
 
@@ -26,10 +26,7 @@ pub(crate) fn reduce_scatter_in_place<T: Element>(
         let payload = encode(&buf[a..b]);
         let got = pg.send_recv(right, &payload, left, Tag::op(pg.group_id(), op, s as u16))?;
         let (c, d) = bounds[recv_idx];
-        let vals = decode::<T>(name, left, &got, Some(d - c))?;
-        for (dst, v) in buf[c..d].iter_mut().zip(vals) {
-            *dst = kind.combine(v, *dst);
-        }
+        decode_fold(name, left, &got, &mut buf[c..d], |v, old| kind.combine(v, old))?;
     }
     Ok(())
 }
@@ -54,8 +51,7 @@ pub(crate) fn all_gather_in_place<T: Element>(
         let tag = Tag::op(pg.group_id(), op, (first_step + s) as u16);
         let got = pg.send_recv(right, &payload, left, tag)?;
         let (c, d) = bounds[recv_idx];
-        let vals = decode::<T>(name, left, &got, Some(d - c))?;
-        buf[c..d].copy_from_slice(&vals);
+        decode_fold(name, left, &got, &mut buf[c..d], |v, _| v)?;
     }
     Ok(())
 }
