@@ -372,7 +372,11 @@ mod tests {
         assert_eq!(acc, [2.5, -1.0, 5.0]);
         assert!(matches!(
             decode_fold("t", 1, &b, &mut acc[..2], |v, _| v),
-            Err(CollectiveError::LengthMismatch { got: 3, expected: 2, .. })
+            Err(CollectiveError::LengthMismatch {
+                got: 3,
+                expected: 2,
+                ..
+            })
         ));
         assert_eq!(acc, [2.5, -1.0, 5.0], "untouched on error");
     }

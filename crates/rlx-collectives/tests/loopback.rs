@@ -261,12 +261,19 @@ fn all_reduce_into_the_callers_buffer() {
                 for i in 0..len {
                     let s = base + (n * i) as f64;
                     assert_eq!(sum[i] as f64, s, "world {n} sum [{i}]");
-                    assert!((mean[i] as f64 - s / n as f64).abs() <= 1e-6 * s, "mean [{i}]");
+                    assert!(
+                        (mean[i] as f64 - s / n as f64).abs() <= 1e-6 * s,
+                        "mean [{i}]"
+                    );
                 }
                 assert!(
                     matches!(
                         bad,
-                        Err(CollectiveError::OutputLength { input: 1001, output: 1000, .. })
+                        Err(CollectiveError::OutputLength {
+                            input: 1001,
+                            output: 1000,
+                            ..
+                        })
                     ),
                     "{bad:?}"
                 );

@@ -71,7 +71,10 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
 fn max_abs_diff(a: &HostTensor, b: &HostTensor) -> f64 {
     assert_eq!(a.dims(), b.dims());
     let (a, b) = (a.to_f64_lossy(), b.to_f64_lossy());
-    a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 /// The encoder for the padded batch cut before layer `layers / 2`
@@ -114,17 +117,27 @@ fn pipeline_matches_one_process(transport: Transport) {
         .run(&tokens)
         .unwrap();
     let specs = two_stages(&dir, tokens.batch, tokens.seq);
-    let feed: Vec<HostTensor> = tokens.tensors().unwrap().into_iter().map(|(_, t)| t).collect();
+    let feed: Vec<HostTensor> = tokens
+        .tensors()
+        .unwrap()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
 
     let outs = with_deadline(240, move || {
-        on_world(transport, 3, Duration::from_secs(60), move |pg: Arc<dyn ProcessGroup>| {
-            if pg.rank() != 0 {
-                let cache = Arc::new(WeightCache::new());
-                return serve_stage(&*pg, 0, &*uri_resolver(cache)).map(|_| None);
-            }
-            let y = run_pipeline(&*pg, &specs, &feed)?;
-            Ok::<_, DistError>(Some(y))
-        })
+        on_world(
+            transport,
+            3,
+            Duration::from_secs(60),
+            move |pg: Arc<dyn ProcessGroup>| {
+                if pg.rank() != 0 {
+                    let cache = Arc::new(WeightCache::new());
+                    return serve_stage(&*pg, 0, &*uri_resolver(cache)).map(|_| None);
+                }
+                let y = run_pipeline(&*pg, &specs, &feed)?;
+                Ok::<_, DistError>(Some(y))
+            },
+        )
     });
     let mut outs = outs.into_iter();
     let y = outs

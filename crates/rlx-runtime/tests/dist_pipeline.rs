@@ -154,7 +154,10 @@ fn whole_mlp(skip: bool) -> (Graph, Vec<NodeId>, Vec<(String, WeightRef)>) {
     let mut h = x;
     let mut cuts = Vec::new();
     let mut h1 = None;
-    for (i, (a, b, tanh)) in [(8, 6, true), (6, 5, true), (5, 3, false)].into_iter().enumerate() {
+    for (i, (a, b, tanh)) in [(8, 6, true), (6, 5, true), (5, 3, false)]
+        .into_iter()
+        .enumerate()
+    {
         let w = g.param(&format!("w{}", i + 1), Shape::new(&[a, b], DType::F32));
         if i > 0 {
             cuts.push(w);
@@ -191,21 +194,26 @@ fn divergence_on_loopback(
     let world = stages.len() + 1;
     let x = tensor(&fixture()["pipeline"]["x"]);
     let r = with_deadline(60, move || {
-        on_world(Transport::Loopback, world, Duration::from_secs(20), move |pg| {
-            if pg.rank() != 0 {
-                serve_stage(&*pg, 0, &resolve_weight_bytes)?;
-                return Ok(None);
-            }
-            let d = pipeline_divergence(
-                &*pg,
-                &graph,
-                &weights,
-                &stages,
-                std::slice::from_ref(&x),
-                &resolve_weight_bytes,
-            )?;
-            Ok::<_, DistError>(Some(d))
-        })
+        on_world(
+            Transport::Loopback,
+            world,
+            Duration::from_secs(20),
+            move |pg| {
+                if pg.rank() != 0 {
+                    serve_stage(&*pg, 0, &resolve_weight_bytes)?;
+                    return Ok(None);
+                }
+                let d = pipeline_divergence(
+                    &*pg,
+                    &graph,
+                    &weights,
+                    &stages,
+                    std::slice::from_ref(&x),
+                    &resolve_weight_bytes,
+                )?;
+                Ok::<_, DistError>(Some(d))
+            },
+        )
     });
     let mut r = r.into_iter();
     let d = r.next().unwrap().unwrap().unwrap();

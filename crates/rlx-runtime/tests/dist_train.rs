@@ -347,9 +347,16 @@ fn child_trainer() {
     };
     let p: Vec<&str> = spec_s.split(',').collect();
     let (rank, world) = (p[1].parse().unwrap(), p[2].parse().unwrap());
-    let pg: Arc<dyn ProcessGroup> = Arc::new(TcpGroup::join(tcp_config(p[0], rank, world)).unwrap());
+    let pg: Arc<dyn ProcessGroup> =
+        Arc::new(TcpGroup::join(tcp_config(p[0], rank, world)).unwrap());
     println!("joined");
-    let r = run_train(&pg, rank, &long_spec(), &resolve_weight_bytes, reduce_named(p[3]));
+    let r = run_train(
+        &pg,
+        rank,
+        &long_spec(),
+        &resolve_weight_bytes,
+        reduce_named(p[3]),
+    );
     panic!("the child should have been killed, run_train returned {r:?}");
 }
 
@@ -390,7 +397,13 @@ fn rank_killed_during_run_train(reduce: &'static str) {
                         Some(l) => TcpGroup::join_with_listener(cfg, l).unwrap(),
                         None => TcpGroup::join(cfg).unwrap(),
                     });
-                    let r = run_train(&pg, r, &long_spec(), &resolve_weight_bytes, reduce_named(reduce));
+                    let r = run_train(
+                        &pg,
+                        r,
+                        &long_spec(),
+                        &resolve_weight_bytes,
+                        reduce_named(reduce),
+                    );
                     (r, Instant::now())
                 })
             })
@@ -400,7 +413,10 @@ fn rank_killed_during_run_train(reduce: &'static str) {
         let mut line = String::new();
         while !line.contains("joined") {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "the child exited before joining");
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "the child exited before joining"
+            );
         }
         // Let every rank compile and run a few steps.
         std::thread::sleep(Duration::from_millis(1500));
@@ -410,9 +426,14 @@ fn rank_killed_during_run_train(reduce: &'static str) {
         for (r, h) in survivors.into_iter().enumerate() {
             let (res, at) = h.join().unwrap();
             let after = at.saturating_duration_since(killed_at);
-            let e = res.err().unwrap_or_else(|| panic!("rank {r}: run_train succeeded"));
+            let e = res
+                .err()
+                .unwrap_or_else(|| panic!("rank {r}: run_train succeeded"));
             eprintln!("{reduce}: rank {r}: {e} ({after:?} after the kill)");
-            assert!(after < FAULT_TIMEOUT + Duration::from_secs(5), "rank {r}: {after:?}");
+            assert!(
+                after < FAULT_TIMEOUT + Duration::from_secs(5),
+                "rank {r}: {after:?}"
+            );
             assert!(is_peer_failure(&e), "{reduce}: rank {r}: {e}");
         }
         assert!(zombies().is_empty(), "zombies: {:?}", zombies());
@@ -458,13 +479,18 @@ fn rank_leaving_during_run_train() {
     for transport in [Transport::Loopback, Transport::Tcp] {
         for reduce in [GradReduce::Host, GradReduce::InGraph] {
             let r = with_deadline(60, move || {
-                on_world(transport, 4, FAULT_TIMEOUT, move |pg: Arc<dyn ProcessGroup>| {
-                    let mut s = long_spec();
-                    if pg.rank() == 2 {
-                        s.steps = 2;
-                    }
-                    run_train(&pg, pg.rank(), &s, &resolve_weight_bytes, reduce)
-                })
+                on_world(
+                    transport,
+                    4,
+                    FAULT_TIMEOUT,
+                    move |pg: Arc<dyn ProcessGroup>| {
+                        let mut s = long_spec();
+                        if pg.rank() == 2 {
+                            s.steps = 2;
+                        }
+                        run_train(&pg, pg.rank(), &s, &resolve_weight_bytes, reduce)
+                    },
+                )
             });
             for (rank, x) in r.iter().enumerate() {
                 match x {
@@ -475,7 +501,10 @@ fn rank_leaving_during_run_train() {
                     ),
                 }
             }
-            assert!(r.iter().filter(|x| x.is_err()).count() == 3, "{transport:?} {reduce:?}");
+            assert!(
+                r.iter().filter(|x| x.is_err()).count() == 3,
+                "{transport:?} {reduce:?}"
+            );
         }
     }
 }

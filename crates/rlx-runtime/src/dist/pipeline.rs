@@ -35,7 +35,9 @@ pub fn pipeline_stages(
                         .iter()
                         .find(|(n, _)| n == name)
                         .cloned()
-                        .ok_or_else(|| DistError::InvalidSpec(format!("no weight for param {name:?}")))
+                        .ok_or_else(|| {
+                            DistError::InvalidSpec(format!("no weight for param {name:?}"))
+                        })
                 })
                 .collect::<DistResult<Vec<_>>>()?;
             let next = if s + 1 == last { 0 } else { s + 2 };
