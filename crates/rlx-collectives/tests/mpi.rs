@@ -81,20 +81,33 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
         let bare = timed(&world, reps, || {
             world.all_reduce_into(&x[..], &mut want[..], SystemOperation::sum())
         });
-        let mut res = Ok(());
-        let into = timed(&world, reps, || {
-            res = res.clone().and(all_reduce_into(
-                &**pg,
-                &x,
-                &mut out,
-                ReduceKind::Sum,
-                ReduceMode::Ring,
-            ));
-        });
-        res.map_err(e)?;
-        if out != want {
-            return Err(format!("{mb} MB all_reduce_into differs from MPI's"));
-        }
+        // Ours on `group`, into `out`, checked against MPI's sum.
+        let mut ours = |group: &dyn ProcessGroup, what: &str| {
+            let mut res = Ok(());
+            let t = timed(&world, reps, || {
+                res = res.clone().and(all_reduce_into(
+                    group,
+                    &x,
+                    &mut out,
+                    ReduceKind::Sum,
+                    ReduceMode::Ring,
+                ));
+            });
+            res.map_err(e)?;
+            if out != want {
+                return Err(format!("{mb} MB {what} differs from MPI's"));
+            }
+            Ok(t)
+        };
+        let into = ours(&**pg, "all_reduce_into")?;
+        // The same ranks in reverse order: no native path, the
+        // point-to-point ring over MPI messages.
+        let rev: Vec<usize> = (0..n).rev().collect();
+        let sub = SubGroup::new(pg.clone(), &rev, GroupId(1))
+            .unwrap()
+            .expect("member");
+        let p2p = ours(&sub, "point-to-point ring")?;
+        let tcp_t = ours(&tcp, "TCP ring")?;
         let mut got = Vec::new();
         let mut res = Ok(());
         let alloc = timed(&world, reps, || {
@@ -106,40 +119,6 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
         res.map_err(e)?;
         if got != want {
             return Err(format!("{mb} MB all_reduce differs from MPI's"));
-        }
-        // The same ranks in reverse order: no native path, the
-        // point-to-point ring over MPI messages.
-        let rev: Vec<usize> = (0..n).rev().collect();
-        let sub = SubGroup::new(pg.clone(), &rev, GroupId(1))
-            .unwrap()
-            .expect("member");
-        let mut res = Ok(());
-        let p2p = timed(&world, reps, || {
-            res = res.clone().and(all_reduce_into(
-                &sub,
-                &x,
-                &mut out,
-                ReduceKind::Sum,
-                ReduceMode::Ring,
-            ));
-        });
-        res.map_err(e)?;
-        if out != want {
-            return Err(format!("{mb} MB point-to-point ring differs from MPI's"));
-        }
-        let mut res = Ok(());
-        let tcp_t = timed(&world, reps, || {
-            res = res.clone().and(all_reduce_into(
-                &tcp,
-                &x,
-                &mut out,
-                ReduceKind::Sum,
-                ReduceMode::Ring,
-            ));
-        });
-        res.map_err(e)?;
-        if out != want {
-            return Err(format!("{mb} MB TCP ring differs from MPI's"));
         }
         if r == 0 {
             let x = |t: Duration| t.as_secs_f64() / bare.as_secs_f64();

@@ -8,6 +8,8 @@
 //!
 //! Needs the model files (`tools/fetch_models.sh`, dir `$RLX_MODELS`).
 
+mod common;
+use common::{cosine, model_dir};
 #[path = "../../rlx-runtime/tests/dist_common/mod.rs"]
 mod dist_common;
 
@@ -22,24 +24,8 @@ use rlx_runtime::dist::{
 };
 use rlx_runtime::{BytesWeightLoader, Device};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn model_dir() -> PathBuf {
-    let root = std::env::var("RLX_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
-        });
-    let dir = root.join("all-MiniLM-L6-v2");
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "{}: model.safetensors missing; run tools/fetch_models.sh",
-        dir.display()
-    );
-    dir
-}
 
 /// The first two (short) reference sentences and ONNX Runtime's embeddings.
 fn refs() -> (Vec<String>, Vec<Vec<f64>>) {
@@ -59,13 +45,6 @@ fn refs() -> (Vec<String>, Vec<Vec<f64>>) {
         })
         .collect();
     (sentences, embeddings)
-}
-
-fn cosine(a: &[f32], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * y).sum();
-    let na = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    dot / (na * nb)
 }
 
 fn max_abs_diff(a: &HostTensor, b: &HostTensor) -> f64 {
