@@ -109,4 +109,5 @@ pub fn with_deadline<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send 
 
 #[path = "../../../rlx-collectives/tests/common/procs.rs"]
 mod procs;
+#[allow(unused_imports)] // not every test binary spawns children
 pub use procs::zombies;
