@@ -130,6 +130,9 @@ fn pipeline_matches_one_process(transport: Transport) {
     assert_eq!(y.len(), 2, "last_hidden_state and sentence_embedding");
     let d_hidden = max_abs_diff(&y[0], &one.last_hidden_state);
     let d_emb = max_abs_diff(&y[1], &one.sentence_embedding);
+    eprintln!(
+        "{transport:?}: pipeline vs one process: max abs hidden {d_hidden:e}, embedding {d_emb:e}"
+    );
     assert!(
         d_hidden <= 1e-5 && d_emb <= 1e-5,
         "pipeline vs one process: hidden {d_hidden:e}, embedding {d_emb:e}"
@@ -138,6 +141,7 @@ fn pipeline_matches_one_process(transport: Transport) {
     let hidden = emb.len() / want.len();
     for (i, w) in want.iter().enumerate() {
         let c = cosine(&emb[i * hidden..(i + 1) * hidden], w);
+        eprintln!("{transport:?}: sentence {i}: cosine {c:.8} with ONNX Runtime");
         assert!(c >= 0.99999, "sentence {i}: cosine {c} with ONNX Runtime");
     }
 }
