@@ -64,6 +64,9 @@ pub trait Element:
     const ZERO: Self;
     /// Appends the little-endian bytes of `self`.
     fn put(self, out: &mut Vec<u8>);
+    /// Writes the little-endian bytes of `self` into exactly
+    /// [`Element::SIZE`] bytes.
+    fn write_to(self, out: &mut [u8]);
     /// Reads one element from exactly [`Element::SIZE`] little-endian bytes.
     fn get(bytes: &[u8]) -> Self;
     /// `self + other` rounded to the element type (wrapping for `i32`).
@@ -128,6 +131,9 @@ impl Element for f32 {
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
+    fn write_to(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
     fn get(b: &[u8]) -> Self {
         f32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
@@ -155,6 +161,9 @@ impl Element for f64 {
     const ZERO: Self = 0.0;
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn write_to(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
     }
     fn get(b: &[u8]) -> Self {
         let mut a = [0u8; 8];
@@ -186,6 +195,9 @@ impl Element for f16 {
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
+    fn write_to(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
     fn get(b: &[u8]) -> Self {
         f16::from_le_bytes([b[0], b[1]])
     }
@@ -215,6 +227,9 @@ impl Element for i32 {
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
+    fn write_to(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
     fn get(b: &[u8]) -> Self {
         i32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
@@ -243,22 +258,22 @@ impl Element for i32 {
 
 /// Encodes a buffer as a payload: one dtype byte, then the elements.
 pub(crate) fn encode<T: Element>(data: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + data.len() * T::SIZE);
-    out.push(T::DTYPE.code());
-    for &x in data {
-        x.put(&mut out);
+    let mut out = vec![0u8; 1 + data.len() * T::SIZE];
+    out[0] = T::DTYPE.code();
+    for (dst, &x) in out[1..].chunks_exact_mut(T::SIZE).zip(data) {
+        x.write_to(dst);
     }
     out
 }
 
-/// Decodes a payload from `peer`, checking its dtype byte and, when given,
-/// its element count.
-pub(crate) fn decode<T: Element>(
+/// The element bytes of a payload from `peer`, after checking its dtype
+/// byte and, when given, its element count.
+fn payload_body<'b, T: Element>(
     op: &'static str,
     peer: usize,
-    bytes: &[u8],
+    bytes: &'b [u8],
     expected: Option<usize>,
-) -> Result<Vec<T>> {
+) -> Result<&'b [u8]> {
     let Some((&code, body)) = bytes.split_first() else {
         return Err(CollectiveError::CorruptFrame {
             peer,
@@ -295,7 +310,35 @@ pub(crate) fn decode<T: Element>(
             });
         }
     }
+    Ok(body)
+}
+
+/// Decodes a payload from `peer`, checking its dtype byte and, when given,
+/// its element count.
+pub(crate) fn decode<T: Element>(
+    op: &'static str,
+    peer: usize,
+    bytes: &[u8],
+    expected: Option<usize>,
+) -> Result<Vec<T>> {
+    let body = payload_body::<T>(op, peer, bytes, expected)?;
     Ok(body.chunks_exact(T::SIZE).map(T::get).collect())
+}
+
+/// Folds a payload from `peer` of exactly `dst.len()` elements into `dst`
+/// (`dst[i] = f(payload[i], dst[i])`) without an intermediate buffer.
+pub(crate) fn decode_fold<T: Element>(
+    op: &'static str,
+    peer: usize,
+    bytes: &[u8],
+    dst: &mut [T],
+    f: impl Fn(T, T) -> T,
+) -> Result<()> {
+    let body = payload_body::<T>(op, peer, bytes, Some(dst.len()))?;
+    for (d, b) in dst.iter_mut().zip(body.chunks_exact(T::SIZE)) {
+        *d = f(T::get(b), *d);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -319,6 +362,23 @@ mod tests {
             decode::<f32>("t", 1, &[], None),
             Err(CollectiveError::CorruptFrame { .. })
         ));
+    }
+
+    #[test]
+    fn decode_fold_combines_in_place() {
+        let b = encode(&[1.5f64, -2.0, 4.0]);
+        let mut acc = [1.0f64, 1.0, 1.0];
+        decode_fold("t", 1, &b, &mut acc, |v, old| v + old).unwrap();
+        assert_eq!(acc, [2.5, -1.0, 5.0]);
+        assert!(matches!(
+            decode_fold("t", 1, &b, &mut acc[..2], |v, _| v),
+            Err(CollectiveError::LengthMismatch {
+                got: 3,
+                expected: 2,
+                ..
+            })
+        ));
+        assert_eq!(acc, [2.5, -1.0, 5.0], "untouched on error");
     }
 
     #[test]

@@ -100,6 +100,16 @@ pub enum CollectiveError {
         /// The length that arrived.
         got: usize,
     },
+    /// An output buffer's length is not the input's (`all_reduce_into`).
+    #[error("{op}: an output buffer of {output} elements for an input of {input}")]
+    OutputLength {
+        /// The collective.
+        op: &'static str,
+        /// The input's length.
+        input: usize,
+        /// The output's length.
+        output: usize,
+    },
     /// A buffer split into one chunk per rank is not a multiple of the world size.
     #[error("{op}: a buffer of {len} elements does not split into {world} equal chunks")]
     NotDivisible {

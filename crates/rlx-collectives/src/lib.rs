@@ -59,8 +59,8 @@ mod registry;
 pub mod tcp;
 
 pub use collectives::{
-    all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
-    ReduceKind, ReduceMode,
+    all_gather, all_reduce, all_reduce_into, all_to_all, broadcast, ppermute, recv, reduce_scatter,
+    send, ReduceKind, ReduceMode,
 };
 pub use element::{DType, Element, NativeBuf};
 pub use error::{CollectiveError, Result};
@@ -86,9 +86,9 @@ pub mod prelude {
     #[cfg(feature = "mpi")]
     pub use crate::MpiGroup;
     pub use crate::{
-        all_gather, all_reduce, all_to_all, broadcast, ppermute, recv, reduce_scatter, send,
-        CollectiveError, DType, Element, GroupId, GroupRegistry, LoopbackGroup, ProcessGroup,
-        ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
+        all_gather, all_reduce, all_reduce_into, all_to_all, broadcast, ppermute, recv,
+        reduce_scatter, send, CollectiveError, DType, Element, GroupId, GroupRegistry,
+        LoopbackGroup, ProcessGroup, ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
     };
     pub use crate::{
         all_gather_op, all_reduce_op, all_reduce_op_mode, all_to_all_op, bind_groups,

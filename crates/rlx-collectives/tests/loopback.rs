@@ -237,3 +237,47 @@ fn deterministic_sum_depends_only_on_the_values() {
         }
     });
 }
+
+/// `all_reduce_into` writes the caller's buffer: rank r holds `r * 1000 + i`
+/// (exact in f32), so the sum and mean over n ranks are known in closed
+/// form; a wrong output length is refused before any message moves.
+#[test]
+fn all_reduce_into_the_callers_buffer() {
+    with_deadline(60, || {
+        for n in 1..=4 {
+            let len = 1001;
+            for r in on_loopback(n, T, move |pg| {
+                let x: Vec<f32> = (0..len).map(|i| (pg.rank() * 1000 + i) as f32).collect();
+                let mut out = vec![f32::NAN; len];
+                all_reduce_into(pg, &x, &mut out, ReduceKind::Sum, ReduceMode::Ring)?;
+                let sum = out.clone();
+                all_reduce_into(pg, &x, &mut out, ReduceKind::Mean, ReduceMode::Ring)?;
+                let mut short = vec![0f32; len - 1];
+                let bad = all_reduce_into(pg, &x, &mut short, ReduceKind::Sum, ReduceMode::Ring);
+                Ok::<_, CollectiveError>((sum, out, bad))
+            }) {
+                let (sum, mean, bad) = r.unwrap();
+                let base = (1000 * n * (n - 1) / 2) as f64;
+                for i in 0..len {
+                    let s = base + (n * i) as f64;
+                    assert_eq!(sum[i] as f64, s, "world {n} sum [{i}]");
+                    assert!(
+                        (mean[i] as f64 - s / n as f64).abs() <= 1e-6 * s,
+                        "mean [{i}]"
+                    );
+                }
+                assert!(
+                    matches!(
+                        bad,
+                        Err(CollectiveError::OutputLength {
+                            input: 1001,
+                            output: 1000,
+                            ..
+                        })
+                    ),
+                    "{bad:?}"
+                );
+            }
+        }
+    });
+}

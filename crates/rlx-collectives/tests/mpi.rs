@@ -32,61 +32,108 @@ fn main() {
     println!("rank {r}/{n}: in-graph collectives match numpy");
 
     if std::env::var_os("COLLECTIVES_MPI_BENCH").is_some() && n > 1 {
-        let world = pg.world();
-        for mb in [1usize, 16, 64] {
-            let len = mb * (1 << 20) / 4;
-            let x: Vec<f32> = (0..len).map(|i| (i % 97) as f32).collect();
-            let mut y = vec![0f32; len];
-            let reps = 5;
+        bench(&pg).unwrap_or_else(|e| fail(e));
+    }
+}
+
+/// Median of `reps` timed runs of `f`, every run started together (barrier).
+fn timed(world: &impl Communicator, reps: usize, mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..reps)
+        .map(|_| {
             world.barrier();
             let t0 = Instant::now();
-            for _ in 0..reps {
-                world.all_reduce_into(&x[..], &mut y[..], SystemOperation::sum());
+            f();
+            t0.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[reps / 2]
+}
+
+/// all_reduce of 1 / 16 / 64 MB f32: bare rsmpi `all_reduce_into`, ours on
+/// the same buffers (`all_reduce_into`, and the allocating `all_reduce`),
+/// the point-to-point ring over MPI messages, and the TCP ring between the
+/// same processes (a `TcpGroup` formed next to the MPI world), each checked
+/// against MPI's sum. Rank 0 prints the ratios.
+fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
+    let (n, r) = (pg.world_size(), pg.rank());
+    let world = pg.world();
+    // The TCP group: rank 0 binds a port and tells the others over MPI.
+    let listener = (r == 0).then(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    let mut port = listener
+        .as_ref()
+        .map_or(0u32, |l| l.local_addr().unwrap().port() as u32);
+    world.process_at_rank(0).broadcast_into(&mut port);
+    let cfg = TcpConfig::new(format!("127.0.0.1:{port}"), r, n, b"bench secret")
+        .timeout(Duration::from_secs(60));
+    let tcp = match listener {
+        Some(l) => TcpGroup::join_with_listener(cfg, l),
+        None => TcpGroup::join(cfg),
+    }
+    .map_err(|e| e.to_string())?;
+    let e = |e: CollectiveError| e.to_string();
+    let reps = 7;
+    for mb in [1usize, 16, 64] {
+        let len = mb * (1 << 20) / 4;
+        let x: Vec<f32> = (0..len).map(|i| ((i + r) % 97) as f32).collect();
+        let mut want = vec![0f32; len];
+        let mut out = vec![0f32; len];
+        let bare = timed(&world, reps, || {
+            world.all_reduce_into(&x[..], &mut want[..], SystemOperation::sum())
+        });
+        // Ours on `group`, into `out`, checked against MPI's sum.
+        let mut ours = |group: &dyn ProcessGroup, what: &str| {
+            let mut res = Ok(());
+            let t = timed(&world, reps, || {
+                res = res.clone().and(all_reduce_into(
+                    group,
+                    &x,
+                    &mut out,
+                    ReduceKind::Sum,
+                    ReduceMode::Ring,
+                ));
+            });
+            res.map_err(e)?;
+            if out != want {
+                return Err(format!("{mb} MB {what} differs from MPI's"));
             }
-            let bare = t0.elapsed() / reps;
-            world.barrier();
-            let t0 = Instant::now();
-            let mut ours = Vec::new();
-            for _ in 0..reps {
-                ours = all_reduce(&*pg, &x, ReduceKind::Sum, ReduceMode::Ring)
-                    .unwrap_or_else(|e| fail(e.to_string()));
+            Ok(t)
+        };
+        let into = ours(&**pg, "all_reduce_into")?;
+        // The same ranks in reverse order: no native path, the
+        // point-to-point ring over MPI messages.
+        let rev: Vec<usize> = (0..n).rev().collect();
+        let sub = SubGroup::new(pg.clone(), &rev, GroupId(1))
+            .unwrap()
+            .expect("member");
+        let p2p = ours(&sub, "point-to-point ring")?;
+        let tcp_t = ours(&tcp, "TCP ring")?;
+        let mut got = Vec::new();
+        let mut res = Ok(());
+        let alloc = timed(&world, reps, || {
+            match all_reduce(&**pg, &x, ReduceKind::Sum, ReduceMode::Ring) {
+                Ok(v) => got = v,
+                Err(err) => res = Err(err),
             }
-            let ring = t0.elapsed() / reps;
-            // The same ranks in reverse order: no native path, the
-            // point-to-point ring over MPI messages.
-            let rev: Vec<usize> = (0..n).rev().collect();
-            let sub = SubGroup::new(pg.clone(), &rev, GroupId(1))
-                .unwrap()
-                .expect("member");
-            world.barrier();
-            let t0 = Instant::now();
-            for _ in 0..reps {
-                let p2p = all_reduce(&sub, &x, ReduceKind::Sum, ReduceMode::Ring)
-                    .unwrap_or_else(|e| fail(e.to_string()));
-                if p2p != y {
-                    fail(format!("{mb} MB point-to-point ring differs from MPI's"));
-                }
-            }
-            let p2p = t0.elapsed() / reps;
-            world.barrier();
-            let t0 = Instant::now();
-            for _ in 0..reps {
-                all_reduce(&*pg, &x, ReduceKind::Sum, ReduceMode::Deterministic)
-                    .unwrap_or_else(|e| fail(e.to_string()));
-            }
-            let detm = t0.elapsed() / reps;
-            if ours != y {
-                fail(format!("{mb} MB ring all_reduce differs from MPI's"));
-            }
-            if r == 0 {
-                println!(
-                    "all_reduce {mb} MB f32 on {n} ranks: bare rsmpi {bare:?}, Ring {ring:?} ({:.2}x), point-to-point ring {p2p:?} ({:.2}x), Deterministic {detm:?}",
-                    ring.as_secs_f64() / bare.as_secs_f64(),
-                    p2p.as_secs_f64() / bare.as_secs_f64()
-                );
-            }
+        });
+        res.map_err(e)?;
+        if got != want {
+            return Err(format!("{mb} MB all_reduce differs from MPI's"));
+        }
+        if r == 0 {
+            let x = |t: Duration| t.as_secs_f64() / bare.as_secs_f64();
+            println!(
+                "all_reduce {mb} MB f32 on {n} ranks (median of {reps}): bare rsmpi all_reduce_into {bare:?}; \
+                 all_reduce_into {into:?} ({:.2}x); all_reduce (allocating) {alloc:?} ({:.2}x); \
+                 point-to-point ring over MPI {p2p:?} ({:.2}x); TCP ring {tcp_t:?} ({:.2}x)",
+                x(into),
+                x(alloc),
+                x(p2p),
+                x(tcp_t)
+            );
         }
     }
+    Ok(())
 }
 
 /// A compiled graph with `collectives.*` ops on the MPI world (bound for the

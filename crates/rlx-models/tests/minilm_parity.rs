@@ -7,29 +7,14 @@
 //! default `~/.cache/rlx-models`); `tools/test.sh` runs these with
 //! `--include-ignored`.
 
+mod common;
+use common::{cosine, model_dir};
 use rlx_models::bert::{BertEncoder, TokenBatch};
 use rlx_models::tokenize::WordPieceTokenizer;
 use rlx_runtime::Device;
 use serde_json::Value;
-use std::path::PathBuf;
 
 const NEEDS: &str = "needs model files: tools/fetch_models.sh";
-
-fn model_dir() -> PathBuf {
-    let root = std::env::var("RLX_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/rlx-models")
-        });
-    let dir = root.join("all-MiniLM-L6-v2");
-    assert!(
-        dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file(),
-        "{}: model.safetensors / tokenizer.json missing; run tools/fetch_models.sh \
-         (it prints the dir to put in RLX_MODELS)",
-        dir.display()
-    );
-    dir
-}
 
 struct Refs {
     sentences: Vec<String>,
@@ -69,14 +54,6 @@ fn refs() -> Refs {
         embeddings: rows("embeddings"),
         batch_embeddings: rows("batch_embeddings"),
     }
-}
-
-fn cosine(a: &[f32], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * y).sum();
-    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    dot / (na * nb)
 }
 
 #[test]

@@ -254,6 +254,52 @@ fn config_from_lookup_names_what_is_wrong() {
     assert_eq!((c.rank, c.world, c.role), (1, 2, NodeRole::Trainer));
 }
 
+/// Every variable `from_lookup` reads is declared in rlx-ir's `KNOWN_VARS`
+/// with its doc (so `effective_config` and the docs list it).
+#[test]
+fn node_variables_are_known_vars() {
+    let asked = std::sync::Mutex::new(Vec::<String>::new());
+    let all = |k: &str| {
+        asked.lock().unwrap().push(k.to_string());
+        Some(
+            match k {
+                "RLX_NODE_ROLE" => "worker",
+                "RLX_NODE_COORDINATOR" => "127.0.0.1:1",
+                "RLX_NODE_SECRET" => "s",
+                _ => "3",
+            }
+            .to_string(),
+        )
+    };
+    let c = NodeConfig::from_lookup(&all).unwrap();
+    assert_eq!(c.timeout, Duration::from_millis(3));
+    let asked = asked.into_inner().unwrap();
+    assert_eq!(asked.len(), 6, "{asked:?}");
+    for name in &asked {
+        let doc = rlx_ir::env::KNOWN_VARS
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is read but not in KNOWN_VARS"))
+            .1;
+        assert!(!doc.is_empty(), "{name} has no doc");
+    }
+    // A zero timeout is refused by the declaration's parser, naming the variable.
+    let zero = |k: &str| {
+        Some(
+            match k {
+                "RLX_NODE_TIMEOUT_MS" => "0",
+                "RLX_NODE_ROLE" => "worker",
+                "RLX_NODE_COORDINATOR" => "127.0.0.1:1",
+                "RLX_NODE_SECRET" => "s",
+                _ => "1",
+            }
+            .to_string(),
+        )
+    };
+    let e = NodeConfig::from_lookup(&zero).unwrap_err().to_string();
+    assert!(e.contains("RLX_NODE_TIMEOUT_MS"), "{e}");
+}
+
 /// A pipeline rank that dies mid-run (its group dropped): the others get a
 /// named transport error at once, not a hang.
 #[test]

@@ -6,10 +6,11 @@
 mod dist_common;
 use dist_common::*;
 use rlx_collectives::ProcessGroup;
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use rlx_runtime::dist::{
-    recv_activation, send_activation, send_stop, serve_stage, ship_stage, uri_resolver, DistError,
-    StageSpec, WeightCache, WeightRef,
+    pipeline_divergence, pipeline_stages, recv_activation, report_backend_divergence,
+    resolve_weight_bytes, run_pipeline, send_activation, send_stop, serve_stage, ship_stage,
+    uri_resolver, BackendDivergence, DistError, RunDivergence, StageSpec, WeightCache, WeightRef,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,7 @@ fn stages() -> Vec<StageSpec> {
         .collect()
 }
 
-fn run_pipeline(transport: Transport) {
+fn three_layer_pipeline(transport: Transport) {
     let outs = with_deadline(60, move || {
         on_world(
             transport,
@@ -97,12 +98,12 @@ fn run_pipeline(transport: Transport) {
 
 #[test]
 fn mlp_in_three_stages_loopback() {
-    run_pipeline(Transport::Loopback);
+    three_layer_pipeline(Transport::Loopback);
 }
 
 #[test]
 fn mlp_in_three_stages_tcp() {
-    run_pipeline(Transport::Tcp);
+    three_layer_pipeline(Transport::Tcp);
 }
 
 #[test]
@@ -140,4 +141,175 @@ fn activation_of_the_wrong_shape_is_a_typed_error() {
         })
     });
     assert!(matches!(r[1], Err(DistError::Graph { .. })), "{:?}", r[1]);
+}
+
+// ---- One graph cut with split_pipeline, against the one-process run --------
+
+/// The fixture MLP as one graph; with `skip`, two extra values cross the
+/// cuts: `x` is read again by the last stage and `sum(h1)` (made by stage 0)
+/// is a second output, so stage 1 passes both through.
+fn whole_mlp(skip: bool) -> (Graph, Vec<NodeId>, Vec<(String, WeightRef)>) {
+    let mut g = Graph::new("mlp");
+    let x = g.input("x", Shape::new(&[4, 8], DType::F32));
+    let mut h = x;
+    let mut cuts = Vec::new();
+    let mut h1 = None;
+    for (i, (a, b, tanh)) in [(8, 6, true), (6, 5, true), (5, 3, false)]
+        .into_iter()
+        .enumerate()
+    {
+        let w = g.param(&format!("w{}", i + 1), Shape::new(&[a, b], DType::F32));
+        if i > 0 {
+            cuts.push(w);
+        }
+        let bias = g.param(&format!("b{}", i + 1), Shape::new(&[b], DType::F32));
+        let y = g.mm(h, w);
+        h = g.add(y, bias);
+        if tanh {
+            h = g.tanh(h);
+        }
+        h1 = h1.or(Some(h));
+    }
+    let mut outs = vec![h];
+    if skip {
+        let xs = g.sum(x, &[1], true);
+        outs[0] = g.add(h, xs);
+        outs.push(g.sum(h1.unwrap(), &[0, 1], false));
+    }
+    g.set_outputs(outs);
+    let p = &fixture()["pipeline"];
+    let weights = ["w1", "b1", "w2", "b2", "w3", "b3"]
+        .iter()
+        .map(|n| (n.to_string(), WeightRef::Inline(tensor(&p[*n]))))
+        .collect();
+    (g, cuts, weights)
+}
+
+/// Rank 0 runs `pipeline_divergence` of `stages`; the others serve a stage.
+fn divergence_on_loopback(
+    graph: Graph,
+    weights: Vec<(String, WeightRef)>,
+    stages: Vec<StageSpec>,
+) -> RunDivergence {
+    let world = stages.len() + 1;
+    let x = tensor(&fixture()["pipeline"]["x"]);
+    let r = with_deadline(60, move || {
+        on_world(
+            Transport::Loopback,
+            world,
+            Duration::from_secs(20),
+            move |pg| {
+                if pg.rank() != 0 {
+                    serve_stage(&*pg, 0, &resolve_weight_bytes)?;
+                    return Ok(None);
+                }
+                let d = pipeline_divergence(
+                    &*pg,
+                    &graph,
+                    &weights,
+                    &stages,
+                    std::slice::from_ref(&x),
+                    &resolve_weight_bytes,
+                )?;
+                Ok::<_, DistError>(Some(d))
+            },
+        )
+    });
+    let mut r = r.into_iter();
+    let d = r.next().unwrap().unwrap().unwrap();
+    for (k, o) in r.enumerate() {
+        o.unwrap_or_else(|e| panic!("rank {}: {e}", k + 1));
+    }
+    d
+}
+
+#[test]
+fn split_mlp_in_two_and_three_stages_matches_one_process() {
+    for skip in [false, true] {
+        let (g, cuts, weights) = whole_mlp(skip);
+        for cuts in [&cuts[..1], &cuts[1..], &cuts[..]] {
+            let stages = pipeline_stages(&g, &weights, cuts).unwrap();
+            assert_eq!(stages.len(), cuts.len() + 1);
+            let d = divergence_on_loopback(g.clone(), weights.clone(), stages);
+            assert_eq!(d.per_output.len(), 1 + usize::from(skip));
+            for (i, &(abs, rel)) in d.per_output.iter().enumerate() {
+                assert!(
+                    abs <= 1e-6 && rel <= 1e-6,
+                    "skip {skip}, cuts {cuts:?}, output {i}: {}",
+                    report_backend_divergence(&BackendDivergence {
+                        reference: "one process".into(),
+                        runs: vec![d.clone()],
+                    })
+                );
+            }
+        }
+    }
+}
+
+/// The pipeline result also equals numpy's float64 forward.
+#[test]
+fn split_mlp_equals_numpy() {
+    let (g, cuts, weights) = whole_mlp(false);
+    let stages = pipeline_stages(&g, &weights, &cuts).unwrap();
+    let x = tensor(&fixture()["pipeline"]["x"]);
+    let r = with_deadline(60, move || {
+        on_world(Transport::Loopback, 4, Duration::from_secs(20), move |pg| {
+            if pg.rank() != 0 {
+                serve_stage(&*pg, 0, &resolve_weight_bytes)?;
+                return Ok(None);
+            }
+            Ok::<_, DistError>(Some(run_pipeline(&*pg, &stages, std::slice::from_ref(&x))?))
+        })
+    });
+    let y = r.into_iter().next().unwrap().unwrap().unwrap();
+    let want = values(&fixture()["pipeline"]["y"]);
+    for (g, w) in y[0].to_vec::<f32>().unwrap().iter().zip(&want) {
+        assert!((*g as f64 - w).abs() < 1e-5 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
+
+/// A stage whose weight was changed after the split: the divergence names
+/// the difference (and it is about the size of the change).
+#[test]
+fn perturbed_stage_is_reported() {
+    let (g, cuts, weights) = whole_mlp(false);
+    let mut stages = pipeline_stages(&g, &weights, &cuts).unwrap();
+    let (_, w) = stages[1]
+        .weights
+        .iter_mut()
+        .find(|(n, _)| n == "b2")
+        .unwrap();
+    let WeightRef::Inline(t) = w else {
+        panic!("inline")
+    };
+    let (mut v, dims) = (t.to_vec::<f32>().unwrap(), t.dims().to_vec());
+    v[0] += 0.05;
+    *t = HostTensor::from_vec(v, &dims).unwrap();
+    let d = divergence_on_loopback(g, weights, stages);
+    let (abs, _) = d.per_output[0];
+    assert!(abs > 1e-3 && abs < 0.05 * 10.0, "{d:?}");
+    let text = report_backend_divergence(&BackendDivergence {
+        reference: "one process".into(),
+        runs: vec![d],
+    });
+    assert!(text.contains("pipeline over 3 ranks"), "{text}");
+}
+
+#[test]
+fn bad_cuts_are_typed_errors() {
+    let (g, cuts, weights) = whole_mlp(false);
+    let len = g.len();
+    for (bad, why) in [
+        (vec![cuts[1], cuts[0]], "increase"),
+        (vec![NodeId(len as u32 + 3)], "past the graph"),
+        (vec![cuts[0], NodeId(cuts[0].0 + 1)], "no operations"),
+    ] {
+        let e = pipeline_stages(&g, &weights, &bad).unwrap_err();
+        assert!(
+            matches!(&e, DistError::InvalidSpec(m) if m.contains(why)),
+            "{bad:?}: {e}"
+        );
+    }
+    let e = pipeline_stages(&g, &weights[1..], &cuts).unwrap_err();
+    assert!(e.to_string().contains("no weight for param \"w1\""), "{e}");
 }

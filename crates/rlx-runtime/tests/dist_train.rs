@@ -7,15 +7,17 @@
 
 mod dist_common;
 use dist_common::*;
-use rlx_collectives::{ProcessGroup, ReduceMode};
+use rlx_collectives::{CollectiveError, ProcessGroup, ReduceMode, TcpConfig, TcpGroup};
 use rlx_ir::{DType, Graph, GraphExt, Shape};
 use rlx_runtime::dist::node::{serve_trainer, serve_trainer_here, NodeControl};
 use rlx_runtime::dist::{
     resolve_weight_bytes, run_train, DataRef, DistError, GradReduce, OptimSpec, TrainMetrics,
     TrainSpec, WeightRef,
 };
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Mean softmax cross-entropy of tanh(x w1 + b1) w2 + b2 on a micro-batch.
 fn loss_graph(batch: usize) -> Graph {
@@ -306,4 +308,203 @@ fn bad_specs_are_typed_errors() {
         "{:?}",
         r[0].1
     );
+}
+
+// ---- Faults: a rank that dies or leaves during run_train -------------------
+
+const CHILD_VAR: &str = "DIST_TRAIN_CHILD";
+/// Steps enough that no rank finishes before the fault.
+const LONG_RUN: usize = 1_000_000;
+const FAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn reduce_named(s: &str) -> GradReduce {
+    if s == "host" {
+        GradReduce::Host
+    } else {
+        GradReduce::InGraph
+    }
+}
+
+fn long_spec() -> TrainSpec {
+    let mut s = spec(ReduceMode::Ring);
+    s.steps = LONG_RUN;
+    s
+}
+
+fn tcp_config(addr: &str, rank: usize, world: usize) -> TcpConfig {
+    TcpConfig::new(addr, rank, world, SECRET)
+        .timeout(FAULT_TIMEOUT)
+        .rendezvous_timeout(Duration::from_secs(60))
+}
+
+/// Entry point of a child rank of `rank_killed_during_run_train_*` (does
+/// nothing when run directly): joins, says so, trains until killed.
+#[test]
+#[ignore = "child process of the run_train SIGKILL tests"]
+fn child_trainer() {
+    let Ok(spec_s) = std::env::var(CHILD_VAR) else {
+        return;
+    };
+    let p: Vec<&str> = spec_s.split(',').collect();
+    let (rank, world) = (p[1].parse().unwrap(), p[2].parse().unwrap());
+    let pg: Arc<dyn ProcessGroup> =
+        Arc::new(TcpGroup::join(tcp_config(p[0], rank, world)).unwrap());
+    println!("joined");
+    let r = run_train(
+        &pg,
+        rank,
+        &long_spec(),
+        &resolve_weight_bytes,
+        reduce_named(p[3]),
+    );
+    panic!("the child should have been killed, run_train returned {r:?}");
+}
+
+/// Kills (and reaps) the child when dropped, so a failing test leaves no
+/// process behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Rank 3 of 4 is a child process, SIGKILLed while all four train: each of
+/// ranks 0..3 gets a named error from `run_train` within the timeout (plus
+/// scheduling slack), and the child is reaped (no zombie in /proc).
+fn rank_killed_during_run_train(reduce: &'static str) {
+    with_deadline(120, move || {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let mut child = Reaped(
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "child_trainer", "--ignored", "--nocapture"])
+                .args(["--test-threads=1"])
+                .env(CHILD_VAR, format!("{addr},3,4,{reduce}"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let survivors: Vec<_> = (0..3)
+            .map(|r| {
+                let cfg = tcp_config(&addr, r, 4);
+                let l = (r == 0).then(|| listener.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let pg: Arc<dyn ProcessGroup> = Arc::new(match l {
+                        Some(l) => TcpGroup::join_with_listener(cfg, l).unwrap(),
+                        None => TcpGroup::join(cfg).unwrap(),
+                    });
+                    let r = run_train(
+                        &pg,
+                        r,
+                        &long_spec(),
+                        &resolve_weight_bytes,
+                        reduce_named(reduce),
+                    );
+                    (r, Instant::now())
+                })
+            })
+            .collect();
+        drop(listener);
+        let mut out = BufReader::new(child.0.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("joined") {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "the child exited before joining"
+            );
+        }
+        // Let every rank compile and run a few steps.
+        std::thread::sleep(Duration::from_millis(1500));
+        child.0.kill().unwrap(); // SIGKILL
+        let killed_at = Instant::now();
+        assert!(!child.0.wait().unwrap().success());
+        for (r, h) in survivors.into_iter().enumerate() {
+            let (res, at) = h.join().unwrap();
+            let after = at.saturating_duration_since(killed_at);
+            let e = res
+                .err()
+                .unwrap_or_else(|| panic!("rank {r}: run_train succeeded"));
+            eprintln!("{reduce}: rank {r}: {e} ({after:?} after the kill)");
+            assert!(
+                after < FAULT_TIMEOUT + Duration::from_secs(5),
+                "rank {r}: {after:?}"
+            );
+            assert!(is_peer_failure(&e), "{reduce}: rank {r}: {e}");
+        }
+        assert!(zombies().is_empty(), "zombies: {:?}", zombies());
+    });
+}
+
+/// A transport failure, typed (host reduce) or as the in-graph all-reduce's
+/// error message.
+fn is_peer_failure(e: &DistError) -> bool {
+    match e {
+        DistError::Collective(c) => matches!(
+            c,
+            CollectiveError::PeerDisconnected { .. }
+                | CollectiveError::TruncatedFrame { .. }
+                | CollectiveError::Timeout { .. }
+                | CollectiveError::GroupFailed(_)
+        ),
+        DistError::Graph { context, message } => {
+            context.contains("all-reducing gradients")
+                && ["disconnected", "truncated", "timed out", "failed earlier"]
+                    .iter()
+                    .any(|w| message.contains(w))
+        }
+        _ => false,
+    }
+}
+
+#[test]
+fn rank_killed_during_run_train_host_reduce() {
+    rank_killed_during_run_train("host");
+}
+
+#[test]
+fn rank_killed_during_run_train_in_graph_reduce() {
+    rank_killed_during_run_train("graph");
+}
+
+/// A rank that stops after 2 steps and drops its group while the others go
+/// on: every other rank's `run_train` fails with a named error, on loopback
+/// threads and over TCP.
+#[test]
+fn rank_leaving_during_run_train() {
+    for transport in [Transport::Loopback, Transport::Tcp] {
+        for reduce in [GradReduce::Host, GradReduce::InGraph] {
+            let r = with_deadline(60, move || {
+                on_world(
+                    transport,
+                    4,
+                    FAULT_TIMEOUT,
+                    move |pg: Arc<dyn ProcessGroup>| {
+                        let mut s = long_spec();
+                        if pg.rank() == 2 {
+                            s.steps = 2;
+                        }
+                        run_train(&pg, pg.rank(), &s, &resolve_weight_bytes, reduce)
+                    },
+                )
+            });
+            for (rank, x) in r.iter().enumerate() {
+                match x {
+                    Ok(m) => assert_eq!((rank, m.losses.len()), (2, 2), "{transport:?}"),
+                    Err(e) => assert!(
+                        rank != 2 && is_peer_failure(e),
+                        "{transport:?} {reduce:?} rank {rank}: {e}"
+                    ),
+                }
+            }
+            assert!(
+                r.iter().filter(|x| x.is_err()).count() == 3,
+                "{transport:?} {reduce:?}"
+            );
+        }
+    }
 }

@@ -13,7 +13,7 @@ mod reduce;
 mod ring;
 
 pub use exchange::{all_gather, all_to_all, broadcast, ppermute, recv, send};
-pub use reduce::{all_reduce, reduce_scatter};
+pub use reduce::{all_reduce, all_reduce_into, reduce_scatter};
 
 use crate::element::Element;
 use crate::error::{CollectiveError, Result};

@@ -2,7 +2,7 @@
 
 use super::{chunk_bounds, deterministic, equal_chunk, ring, ReduceKind, ReduceMode};
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{CollectiveError, Result};
 use crate::group::{guarded, ProcessGroup};
 
 /// Reduces `data` element-wise across all ranks; every rank gets the result.
@@ -34,32 +34,63 @@ pub fn all_reduce<T: Element>(
     kind: ReduceKind,
     mode: ReduceMode,
 ) -> Result<Vec<T>> {
+    let mut out = vec![T::ZERO; data.len()];
+    all_reduce_into(pg, data, &mut out, kind, mode)?;
+    Ok(out)
+}
+
+/// [`all_reduce`] into the caller's `out` (the length of `data`): nothing
+/// is allocated on the native path (`ReduceMode::Ring` Sum / Mean of f32 /
+/// f64 / i32 on a transport with its own all-reduce, i.e. MPI: one
+/// `MPI_Allreduce` from `data` into `out`), so a loop that reuses `out`
+/// costs what the transport costs.
+///
+/// An `out` of another length is refused with
+/// [`CollectiveError::OutputLength`](crate::CollectiveError::OutputLength).
+pub fn all_reduce_into<T: Element>(
+    pg: &dyn ProcessGroup,
+    data: &[T],
+    out: &mut [T],
+    kind: ReduceKind,
+    mode: ReduceMode,
+) -> Result<()> {
     kind.check::<T>()?;
+    if out.len() != data.len() {
+        return Err(CollectiveError::OutputLength {
+            op: "all_reduce_into",
+            input: data.len(),
+            output: out.len(),
+        });
+    }
     let op = pg.next_op();
     let n = pg.world_size();
     guarded(pg, || match mode {
-        ReduceMode::Deterministic => deterministic::all_reduce(pg, data, kind, op),
+        ReduceMode::Deterministic => {
+            out.copy_from_slice(&deterministic::all_reduce(pg, data, kind, op)?);
+            Ok(())
+        }
         ReduceMode::Ring => {
             const NAME: &str = "all_reduce";
-            if matches!(kind, ReduceKind::Sum | ReduceKind::Mean) {
-                let mut out = vec![T::ZERO; data.len()];
-                if let Some(done) = T::native(data, &mut out).and_then(|b| pg.native_sum(b)) {
-                    done?;
-                    if kind == ReduceKind::Mean {
-                        out.iter_mut().for_each(|v| *v = kind.finish(*v, n));
+            let native = matches!(kind, ReduceKind::Sum | ReduceKind::Mean)
+                .then(|| T::native(data, out).and_then(|b| pg.native_sum(b)))
+                .flatten();
+            match native {
+                Some(done) => done?,
+                None => {
+                    out.copy_from_slice(data);
+                    let bounds = chunk_bounds(out.len(), n);
+                    ring::reduce_scatter_in_place(pg, out, &bounds, kind, op, NAME)?;
+                    let (a, b) = bounds[pg.rank()];
+                    for v in &mut out[a..b] {
+                        *v = kind.finish(*v, n);
                     }
-                    return Ok(out);
+                    return ring::all_gather_in_place(pg, out, &bounds, op, n - 1, NAME);
                 }
             }
-            let mut buf = data.to_vec();
-            let bounds = chunk_bounds(buf.len(), n);
-            ring::reduce_scatter_in_place(pg, &mut buf, &bounds, kind, op, NAME)?;
-            let (a, b) = bounds[pg.rank()];
-            for v in &mut buf[a..b] {
-                *v = kind.finish(*v, n);
+            if kind == ReduceKind::Mean {
+                out.iter_mut().for_each(|v| *v = kind.finish(*v, n));
             }
-            ring::all_gather_in_place(pg, &mut buf, &bounds, op, n - 1, NAME)?;
-            Ok(buf)
+            Ok(())
         }
     })
 }

@@ -1,9 +1,54 @@
 //! Ring reduce-scatter and ring all-gather over a chunked buffer.
+//!
+//! Each ring step moves one chunk as several pieces of about
+//! [`PIECE_BYTES`], so that on a streaming transport (TCP) the peer checks
+//! and folds one piece while the next is encoded and sent, instead of
+//! every stage waiting for a whole chunk.
 
-use super::ReduceKind;
-use crate::element::{decode, encode, Element};
+use super::{chunk_bounds, ReduceKind};
+use crate::element::{decode_fold, encode, Element};
 use crate::error::Result;
 use crate::group::{ProcessGroup, Tag};
+
+/// Largest piece a ring step sends in one message.
+const PIECE_BYTES: usize = 1 << 20;
+
+/// Pieces per chunk for a `len`-element buffer on `n` ranks: the same on
+/// every rank (it depends only on the buffer and the world), and few enough
+/// that every (step, piece) of both ring phases has its own 16-bit tag step.
+fn pieces<T: Element>(len: usize, n: usize) -> usize {
+    let steps = 2 * n.saturating_sub(1).max(1);
+    let max = (usize::from(u16::MAX) / steps).max(1);
+    (len.div_ceil(n.max(1)) * T::SIZE)
+        .div_ceil(PIECE_BYTES)
+        .clamp(1, max)
+}
+
+/// Step `step` of a ring phase: sends `buf[send]` to the right neighbour
+/// and folds what the left one sends into `buf[recv]` with `f`, piece by
+/// piece (tag steps `step * k ..`).
+#[allow(clippy::too_many_arguments)]
+fn ring_step<T: Element>(
+    pg: &dyn ProcessGroup,
+    buf: &mut [T],
+    send: (usize, usize),
+    recv: (usize, usize),
+    (op, step, k): (u32, usize, usize),
+    name: &'static str,
+    f: impl Fn(T, T) -> T + Copy,
+) -> Result<()> {
+    let (n, r) = (pg.world_size(), pg.rank());
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let sp = chunk_bounds(send.1 - send.0, k);
+    let rp = chunk_bounds(recv.1 - recv.0, k);
+    for (j, (s, q)) in sp.iter().zip(&rp).enumerate() {
+        let payload = encode(&buf[send.0 + s.0..send.0 + s.1]);
+        let tag = Tag::op(pg.group_id(), op, (step * k + j) as u16);
+        let got = pg.send_recv(right, &payload, left, tag)?;
+        decode_fold(name, left, &got, &mut buf[recv.0 + q.0..recv.0 + q.1], f)?;
+    }
+    Ok(())
+}
 
 /// Ring reduce-scatter in place: afterwards chunk `rank` of `buf` (by
 /// `bounds`) holds the combination of every rank's chunk `rank` (not yet
@@ -17,19 +62,20 @@ pub(crate) fn reduce_scatter_in_place<T: Element>(
     name: &'static str,
 ) -> Result<()> {
     let (n, r) = (pg.world_size(), pg.rank());
-    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let k = pieces::<T>(buf.len(), n);
     for s in 0..n.saturating_sub(1) {
         // Step s: pass on chunk r-s-1 (accumulated so far), fold in chunk r-s-2.
         let send_idx = (r + 2 * n - s - 1) % n;
         let recv_idx = (r + 2 * n - s - 2) % n;
-        let (a, b) = bounds[send_idx];
-        let payload = encode(&buf[a..b]);
-        let got = pg.send_recv(right, &payload, left, Tag::op(pg.group_id(), op, s as u16))?;
-        let (c, d) = bounds[recv_idx];
-        let vals = decode::<T>(name, left, &got, Some(d - c))?;
-        for (dst, v) in buf[c..d].iter_mut().zip(vals) {
-            *dst = kind.combine(v, *dst);
-        }
+        ring_step(
+            pg,
+            buf,
+            bounds[send_idx],
+            bounds[recv_idx],
+            (op, s, k),
+            name,
+            |v, old| kind.combine(v, old),
+        )?;
     }
     Ok(())
 }
@@ -45,17 +91,34 @@ pub(crate) fn all_gather_in_place<T: Element>(
     name: &'static str,
 ) -> Result<()> {
     let (n, r) = (pg.world_size(), pg.rank());
-    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let k = pieces::<T>(buf.len(), n);
     for s in 0..n.saturating_sub(1) {
         let send_idx = (r + n - s) % n;
         let recv_idx = (r + 2 * n - s - 1) % n;
-        let (a, b) = bounds[send_idx];
-        let payload = encode(&buf[a..b]);
-        let tag = Tag::op(pg.group_id(), op, (first_step + s) as u16);
-        let got = pg.send_recv(right, &payload, left, tag)?;
-        let (c, d) = bounds[recv_idx];
-        let vals = decode::<T>(name, left, &got, Some(d - c))?;
-        buf[c..d].copy_from_slice(&vals);
+        ring_step(
+            pg,
+            buf,
+            bounds[send_idx],
+            bounds[recv_idx],
+            (op, first_step + s, k),
+            name,
+            |v, _| v,
+        )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_fit_the_tag_space() {
+        assert_eq!(pieces::<f32>(0, 2), 1);
+        assert_eq!(pieces::<f32>(16 << 20, 2), 32); // 32 MiB chunks
+        for n in [2, 64, 1000] {
+            let k = pieces::<f64>(1 << 34, n);
+            assert!(2 * (n - 1) * k <= usize::from(u16::MAX), "{n}: {k}");
+        }
+    }
 }

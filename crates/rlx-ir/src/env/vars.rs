@@ -33,16 +33,17 @@ pub struct Var<T: 'static> {
 impl<T> Var<T> {
     /// The parsed value; `None` when unset or empty.
     pub fn get(&self) -> Result<Option<T>, EnvError> {
-        let Some(value) = var(self.name) else {
-            return Ok(None);
-        };
-        (self.parse)(value.trim())
-            .map(Some)
-            .map_err(|reason| EnvError {
-                name: self.name,
-                value,
-                reason,
-            })
+        var(self.name).map(|v| self.parse_value(&v)).transpose()
+    }
+
+    /// Parses `value` as this variable would be parsed (for a value read
+    /// from somewhere other than the process environment).
+    pub fn parse_value(&self, value: &str) -> Result<T, EnvError> {
+        (self.parse)(value.trim()).map_err(|reason| EnvError {
+            name: self.name,
+            value: value.to_string(),
+            reason,
+        })
     }
 }
 
@@ -73,6 +74,11 @@ fn positive(v: &str) -> Result<usize, String> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err("expected a positive integer".into()),
     }
+}
+
+fn non_negative(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .map_err(|_| "expected a non-negative integer".into())
 }
 
 fn power_of_two(v: &str) -> Result<usize, String> {
@@ -197,6 +203,43 @@ pub const REQUIRE_CUDA: Var<bool> = Var {
     parse: switch,
 };
 
+/// `RLX_NODE_RANK` (read by the runtime's `NodeConfig::from_env`).
+pub const NODE_RANK: Var<usize> = Var {
+    name: "RLX_NODE_RANK",
+    doc: "distributed node: this process's rank, 0..RLX_NODE_WORLD (required)",
+    parse: non_negative,
+};
+/// `RLX_NODE_WORLD`.
+pub const NODE_WORLD: Var<usize> = Var {
+    name: "RLX_NODE_WORLD",
+    doc: "distributed node: how many ranks the group has (required)",
+    parse: positive,
+};
+/// `RLX_NODE_ROLE`.
+pub const NODE_ROLE: Var<String> = Var {
+    name: "RLX_NODE_ROLE",
+    doc: "distributed node: worker, trainer or fixed-function (default: worker)",
+    parse: lowercase,
+};
+/// `RLX_NODE_COORDINATOR`.
+pub const NODE_COORDINATOR: Var<String> = Var {
+    name: "RLX_NODE_COORDINATOR",
+    doc: "distributed node: host:port of rank 0's TCP rendezvous (required)",
+    parse: string,
+};
+/// `RLX_NODE_SECRET`.
+pub const NODE_SECRET: Var<String> = Var {
+    name: "RLX_NODE_SECRET",
+    doc: "distributed node: the shared secret every rank's TCP handshake proves (required)",
+    parse: string,
+};
+/// `RLX_NODE_TIMEOUT_MS`.
+pub const NODE_TIMEOUT_MS: Var<usize> = Var {
+    name: "RLX_NODE_TIMEOUT_MS",
+    doc: "distributed node: rendezvous and receive timeout in milliseconds (default: 30000)",
+    parse: positive,
+};
+
 /// Every variable RLX reads, with what it does.
 pub const KNOWN_VARS: &[(&str, &str)] = &[
     (DEVICE.name, DEVICE.doc),
@@ -217,4 +260,10 @@ pub const KNOWN_VARS: &[(&str, &str)] = &[
     (CPU_IN_PLACE_IO.name, CPU_IN_PLACE_IO.doc),
     (NVRTC_LIB.name, NVRTC_LIB.doc),
     (REQUIRE_CUDA.name, REQUIRE_CUDA.doc),
+    (NODE_RANK.name, NODE_RANK.doc),
+    (NODE_WORLD.name, NODE_WORLD.doc),
+    (NODE_ROLE.name, NODE_ROLE.doc),
+    (NODE_COORDINATOR.name, NODE_COORDINATOR.doc),
+    (NODE_SECRET.name, NODE_SECRET.doc),
+    (NODE_TIMEOUT_MS.name, NODE_TIMEOUT_MS.doc),
 ];

@@ -54,7 +54,8 @@ fn run(
         .map_err(|e| DistError::graph(format!("running on {label}"), e))
 }
 
-fn compare(want: &[HostTensor], got: &[HostTensor]) -> Vec<(f64, f64)> {
+/// Per output: (largest absolute, largest relative) difference of `got` from `want`.
+pub(crate) fn compare(want: &[HostTensor], got: &[HostTensor]) -> Vec<(f64, f64)> {
     want.iter()
         .zip(got)
         .map(|(a, b)| {

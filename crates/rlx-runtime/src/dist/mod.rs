@@ -11,7 +11,10 @@
 //!   graph; [`TrainMetrics`] back.
 //! - Weights: [`resolve_weight_uri`] (`file://…safetensors#name`),
 //!   [`WeightCache`] by content hash, [`push_shards`] / [`pull_shards`].
-//! - Diagnostics: [`backend_divergence`].
+//! - [`split_pipeline`] cuts one graph into such stages; [`pipeline_stages`]
+//!   adds their weights and ranks, [`run_pipeline`] drives them from rank 0.
+//! - Diagnostics: [`backend_divergence`] (devices of this process) and
+//!   [`pipeline_divergence`] (one process against a pipeline over ranks).
 //! - [`node`]: the node driver.
 //!
 //! Every message is a versioned frame (magic, version, kind, length) checked
@@ -23,7 +26,9 @@ mod activation;
 mod divergence;
 mod error;
 pub mod node;
+mod pipeline;
 mod shards;
+mod split;
 mod stage;
 mod train;
 mod train_spec;
@@ -35,7 +40,9 @@ pub use divergence::{
     backend_divergence, report_backend_divergence, BackendDivergence, RunDivergence,
 };
 pub use error::{DistError, DistResult};
+pub use pipeline::{pipeline_divergence, pipeline_stages, run_pipeline};
 pub use shards::{pull_shards, push_shards};
+pub use split::split_pipeline;
 pub use stage::{recv_stage, serve_stage, serve_stage_uri, ship_stage, StageSpec, WorkerStage};
 pub use train::{run_train, GradReduce, TrainMetrics};
 pub use train_spec::{recv_train, ship_train, DataRef, OptimSpec, TrainSpec};

@@ -106,3 +106,8 @@ pub fn with_deadline<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send 
     rx.recv_timeout(Duration::from_secs(secs))
         .unwrap_or_else(|_| panic!("test did not finish within {secs} s (hang or panic)"))
 }
+
+#[path = "../../../rlx-collectives/tests/common/procs.rs"]
+mod procs;
+#[allow(unused_imports)] // not every test binary spawns children
+pub use procs::zombies;

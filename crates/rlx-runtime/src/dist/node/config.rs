@@ -2,6 +2,7 @@
 
 use crate::dist::error::{DistError, DistResult};
 use rlx_collectives::{ProcessGroup, TcpConfig, TcpGroup};
+use rlx_ir::env::vars::{self, Var};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,11 +72,18 @@ pub struct NodeConfig {
     pub timeout: Duration,
 }
 
-fn parse_num(lookup: &dyn Fn(&str) -> Option<String>, name: &str) -> DistResult<usize> {
-    let v = lookup(name).ok_or_else(|| DistError::Config(format!("{name} is not set")))?;
-    v.trim()
-        .parse()
-        .map_err(|_| DistError::Config(format!("{name}={v:?} is not a non-negative integer")))
+/// `v` read through `lookup` and parsed by its declaration (`None`: unset
+/// or empty).
+fn read<T>(lookup: &dyn Fn(&str) -> Option<String>, v: &Var<T>) -> DistResult<Option<T>> {
+    lookup(v.name)
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| v.parse_value(&s))
+        .transpose()
+        .map_err(|e| DistError::Config(e.to_string()))
+}
+
+fn required<T>(lookup: &dyn Fn(&str) -> Option<String>, v: &Var<T>) -> DistResult<T> {
+    read(lookup, v)?.ok_or_else(|| DistError::Config(format!("{} is not set", v.name)))
 }
 
 impl NodeConfig {
@@ -92,22 +100,22 @@ impl NodeConfig {
 
     /// Reads `RLX_NODE_RANK`, `RLX_NODE_WORLD`, `RLX_NODE_ROLE`,
     /// `RLX_NODE_COORDINATOR`, `RLX_NODE_SECRET` and (optional)
-    /// `RLX_NODE_TIMEOUT_MS` through `lookup` (for a platform without a
+    /// `RLX_NODE_TIMEOUT_MS` (declared in `rlx_ir::env::vars`, listed in
+    /// `KNOWN_VARS`) through `lookup` (for a platform without a
     /// process environment); a TCP node.
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> DistResult<Self> {
-        let rank = parse_num(lookup, "RLX_NODE_RANK")?;
-        let world = parse_num(lookup, "RLX_NODE_WORLD")?;
-        let role_s = lookup("RLX_NODE_ROLE").unwrap_or_else(|| "worker".into());
+        let rank = required(lookup, &vars::NODE_RANK)?;
+        let world = required(lookup, &vars::NODE_WORLD)?;
+        let role_s = read(lookup, &vars::NODE_ROLE)?.unwrap_or_else(|| "worker".into());
         let role = NodeRole::parse(&role_s).ok_or_else(|| {
             DistError::Config(format!(
-                "RLX_NODE_ROLE={role_s:?} (worker, trainer or fixed-function)"
+                "{}={role_s:?} (worker, trainer or fixed-function)",
+                vars::NODE_ROLE.name
             ))
         })?;
-        let coordinator = lookup("RLX_NODE_COORDINATOR")
-            .ok_or_else(|| DistError::Config("RLX_NODE_COORDINATOR is not set".into()))?;
-        let secret = lookup("RLX_NODE_SECRET")
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| DistError::Config("RLX_NODE_SECRET is not set".into()))?;
+        let coordinator = required(lookup, &vars::NODE_COORDINATOR)?;
+        // Never echo the secret: a parse error would (it cannot fail today).
+        let secret = required(lookup, &vars::NODE_SECRET)?;
         let mut cfg = NodeConfig::new(
             rank,
             world,
@@ -117,8 +125,8 @@ impl NodeConfig {
                 secret: secret.into_bytes(),
             },
         );
-        if lookup("RLX_NODE_TIMEOUT_MS").is_some() {
-            cfg.timeout = Duration::from_millis(parse_num(lookup, "RLX_NODE_TIMEOUT_MS")? as u64);
+        if let Some(ms) = read(lookup, &vars::NODE_TIMEOUT_MS)? {
+            cfg.timeout = Duration::from_millis(ms as u64);
         }
         Ok(cfg)
     }
