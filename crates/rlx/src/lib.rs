@@ -289,6 +289,10 @@ pub mod distributed {
         BackendDivergence, DataRef, StageSpec, TrainMetrics, TrainSpec, WeightCache, WeightRef,
         WorkerStage,
     };
+    // Cut one graph into pipeline stages and run / compare it across ranks.
+    pub use crate::runtime::dist::{
+        pipeline_divergence, pipeline_stages, run_pipeline, split_pipeline,
+    };
     // Heterogeneous placement: one graph split across devices / CPU pools.
     pub use crate::runtime::{DeviceMap, HeteroExecutable};
     // Node driver: join a mesh from any host; `NodeConfig` is fully programmatic.
