@@ -172,6 +172,7 @@ fn smollm2_generate_matches_llama_cpp_up_to_its_first_near_tie() {
         .collect();
     // Past a position where llama.cpp's top two logits are within 0.25 the
     // greedy path may legitimately differ (rlx-llama's smollm2 test).
+    // `rlx generate` keeps the KV cache in f16 by default, as llama.cpp does.
     let first_tie = p["margin"]
         .as_array()
         .unwrap()

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use rlx::gguf::GgufReader;
 use rlx::llama::{
-    generate, GenerateOptions, LlamaConfig, LlamaModel, LlamaOptions, SamplerConfig, Tokenizer,
-    WeightMode,
+    generate, GenerateOptions, KvCacheDtype, LlamaConfig, LlamaModel, LlamaOptions, SamplerConfig,
+    Tokenizer, WeightMode,
 };
 use serde_json::json;
 use std::io::Write;
@@ -19,6 +19,15 @@ enum Weights {
     /// As stored (quantized blocks, ggml's math).
     Quantized,
     /// Decoded to f32 at load.
+    F32,
+}
+
+/// Element type of the KV cache.
+#[derive(Clone, Copy, ValueEnum)]
+enum KvCache {
+    /// Half precision, as llama.cpp stores it by default.
+    F16,
+    /// Single precision.
     F32,
 }
 
@@ -52,6 +61,10 @@ pub struct GenerateArgs {
     /// Weight handling.
     #[arg(long, value_enum, default_value = "quantized")]
     weights: Weights,
+    /// Element type of the KV cache (f16, llama.cpp's default, halves its
+    /// memory and traffic; new keys / values are rounded to it).
+    #[arg(long, value_enum, default_value = "f16")]
+    kv_cache: KvCache,
     /// Keep going after the end-of-sequence token.
     #[arg(long)]
     ignore_eos: bool,
@@ -78,6 +91,10 @@ pub fn run(a: GenerateArgs) -> Result<()> {
                 None => LlamaConfig::from_gguf(r.metadata())?
                     .context_length
                     .min(512),
+            },
+            kv_cache: match a.kv_cache {
+                KvCache::F16 => KvCacheDtype::F16,
+                KvCache::F32 => KvCacheDtype::F32,
             },
             ..LlamaOptions::default()
         };
