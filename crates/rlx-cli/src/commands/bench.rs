@@ -102,7 +102,7 @@ pub fn bench_devices(
     let per = (plan.bench.warmup + plan.bench.runs.max(1)) as u64;
     let bar = progress::bar(candidates.len() as u64 * per, "bench");
     let mut rows = Vec::new();
-    for candidate in candidates {
+    for (i, candidate) in candidates.into_iter().enumerate() {
         let result = if is_available(candidate.device) {
             bar.set_message(candidate.to_string());
             // The llama runner takes its thread count from the environment.
@@ -117,7 +117,8 @@ pub fn bench_devices(
         } else {
             Err(unavailable_reason(candidate.device))
         };
-        bar.set_position(bar.position().next_multiple_of(per));
+        // Past this candidate's runs, whether it ran them all or not.
+        bar.set_position((i as u64 + 1) * per);
         rows.push(Row { candidate, result });
     }
     bar.finish_and_clear();
