@@ -256,6 +256,38 @@ impl Element for i32 {
     }
 }
 
+/// A buffer as a payload without copying it where the host's layout is
+/// the wire's (little-endian): the dtype byte, then the element bytes.
+pub(crate) struct Wire<'a> {
+    head: [u8; 1],
+    body: std::borrow::Cow<'a, [u8]>,
+}
+
+impl<'a> Wire<'a> {
+    /// Views `data` as a payload (copies only on a big-endian host).
+    pub(crate) fn new<T: Element>(data: &'a [T]) -> Self {
+        #[cfg(target_endian = "little")]
+        // SAFETY: `Element` is sealed to f16 / f32 / f64 / i32: plain
+        // numbers with no padding and no invalid bit patterns for u8, whose
+        // in-memory bytes on a little-endian host are their wire bytes;
+        // u8 has alignment 1 and the length covers exactly the slice.
+        let body = std::borrow::Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data))
+        });
+        #[cfg(not(target_endian = "little"))]
+        let body = std::borrow::Cow::Owned(encode(data)[1..].to_vec());
+        Wire {
+            head: [T::DTYPE.code()],
+            body,
+        }
+    }
+
+    /// The payload as the pieces to send one after the other.
+    pub(crate) fn parts(&self) -> [&[u8]; 2] {
+        [&self.head, &self.body]
+    }
+}
+
 /// Encodes a buffer as a payload: one dtype byte, then the elements.
 pub(crate) fn encode<T: Element>(data: &[T]) -> Vec<u8> {
     let mut out = vec![0u8; 1 + data.len() * T::SIZE];
@@ -362,6 +394,19 @@ mod tests {
             decode::<f32>("t", 1, &[], None),
             Err(CollectiveError::CorruptFrame { .. })
         ));
+    }
+
+    #[test]
+    fn wire_view_equals_the_encoding() {
+        fn check<T: Element>(v: &[T]) {
+            let w = Wire::new(v);
+            assert_eq!(w.parts().concat(), encode(v), "{}", T::DTYPE.name());
+        }
+        check(&[1.5f32, -2.0, f32::MAX, f32::NAN]);
+        check(&[1.5f64, -0.0]);
+        check(&[i32::MIN, 7]);
+        check(&[f16::from_f32(0.5), f16::INFINITY]);
+        check::<f32>(&[]);
     }
 
     #[test]

@@ -59,6 +59,35 @@ pub trait ProcessGroup: Send + Sync {
         self.send(dst, tag, data)?;
         self.recv(src, tag)
     }
+    /// Sends the concatenation of `parts` as one message. The default
+    /// copies them into one buffer; a streaming transport (TCP) writes
+    /// them one after the other instead.
+    fn send_parts(&self, dst: usize, tag: Tag, parts: &[&[u8]]) -> Result<()> {
+        match parts {
+            [one] => self.send(dst, tag, one),
+            _ => self.send(dst, tag, &parts.concat()),
+        }
+    }
+    /// [`send_recv`](Self::send_recv) of the concatenation of `parts`.
+    fn send_recv_parts(
+        &self,
+        dst: usize,
+        parts: &[&[u8]],
+        src: usize,
+        tag: Tag,
+    ) -> Result<Vec<u8>> {
+        match parts {
+            [one] => self.send_recv(dst, one, src, tag),
+            _ => self.send_recv(dst, &parts.concat(), src, tag),
+        }
+    }
+    /// Hands back a buffer that [`recv`](Self::recv) returned and the caller
+    /// is done with, so that the transport can receive into it again
+    /// instead of allocating (and page-faulting) a fresh one. The default
+    /// drops it.
+    fn recycle(&self, buf: Vec<u8>) {
+        drop(buf);
+    }
     /// Fails the group because of `why` (a collective found a bad message):
     /// the other ranks must learn of it at once instead of waiting for their
     /// timeout. Transports fail themselves on their own errors already.

@@ -6,11 +6,16 @@ use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// How many spare receive buffers a mailbox keeps for reuse.
+const SPARE_BUFFERS: usize = 8;
+
 #[derive(Default)]
 struct State {
     queues: Vec<VecDeque<(Tag, Vec<u8>)>>,
     closed: Vec<Option<CollectiveError>>,
     failed: Option<CollectiveError>,
+    /// Buffers handed back by receivers, to read the next messages into.
+    spare: Vec<Vec<u8>>,
 }
 
 /// Messages that arrived for one rank, by source, waiting to be received.
@@ -27,6 +32,7 @@ impl Mailbox {
                 queues: (0..world).map(|_| VecDeque::new()).collect(),
                 closed: vec![None; world],
                 failed: None,
+                spare: Vec::new(),
             }),
             cv: Condvar::new(),
         }
@@ -46,6 +52,23 @@ impl Mailbox {
 
     /// Records that nothing more will come from `src`, and why. Messages
     /// already queued are still delivered.
+    /// A spare buffer to receive into (empty, with the largest capacity
+    /// on hand), or a new empty one.
+    pub(crate) fn spare_buffer(&self) -> Vec<u8> {
+        let mut s = self.lock();
+        let best = (0..s.spare.len()).max_by_key(|&i| s.spare[i].capacity());
+        best.map(|i| s.spare.swap_remove(i)).unwrap_or_default()
+    }
+
+    /// Keeps `buf` for a later receive (up to [`SPARE_BUFFERS`]).
+    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+        let mut s = self.lock();
+        if s.spare.len() < SPARE_BUFFERS && buf.capacity() > 0 {
+            buf.clear();
+            s.spare.push(buf);
+        }
+    }
+
     pub(crate) fn close(&self, src: usize, why: CollectiveError) {
         let mut s = self.lock();
         if s.closed[src].is_none() {

@@ -91,6 +91,22 @@ impl ProcessGroup for SubGroup {
         self.parent
             .send_recv(self.parent_rank(dst)?, data, self.parent_rank(src)?, tag)
     }
+    fn send_parts(&self, dst: usize, tag: Tag, parts: &[&[u8]]) -> Result<()> {
+        self.parent.send_parts(self.parent_rank(dst)?, tag, parts)
+    }
+    fn send_recv_parts(
+        &self,
+        dst: usize,
+        parts: &[&[u8]],
+        src: usize,
+        tag: Tag,
+    ) -> Result<Vec<u8>> {
+        self.parent
+            .send_recv_parts(self.parent_rank(dst)?, parts, self.parent_rank(src)?, tag)
+    }
+    fn recycle(&self, buf: Vec<u8>) {
+        self.parent.recycle(buf)
+    }
     fn native_sum(&self, buf: crate::element::NativeBuf<'_>) -> Option<Result<()>> {
         // Only the whole parent group can use the parent's own all-reduce.
         if self.members.len() == self.parent.world_size()

@@ -42,7 +42,7 @@ impl Conn {
             self.send_seq,
             CONTROL,
             0,
-            msg,
+            &[msg],
             None,
         )
         .map_err(|e| CollectiveError::PeerDisconnected {
@@ -70,6 +70,7 @@ impl Conn {
             Some(deadline),
             stall,
             None,
+            Vec::new(),
         ) {
             Ok(f) if f.kind == CONTROL => {
                 self.recv_seq += 1;

@@ -42,11 +42,13 @@ pub(crate) enum ReadError {
     Failed(CollectiveError),
 }
 
-fn mac(key: &[u8; 32], header: &[u8], from: usize, payload: &[u8]) -> blake3::Hash {
+fn mac(key: &[u8; 32], header: &[u8], from: usize, payload: &[&[u8]]) -> blake3::Hash {
     let mut h = blake3::Hasher::new_keyed(key);
     h.update(header);
     h.update(&(from as u64).to_le_bytes());
-    h.update(payload);
+    for p in payload {
+        h.update(p);
+    }
     h.finalize()
 }
 
@@ -60,8 +62,10 @@ fn header(kind: u32, tag: u64, seq: u64, len: u64) -> [u8; HEADER] {
     h
 }
 
-/// Writes one frame from rank `from`, applying `fault` if given. A
-/// truncating or oversize fault leaves the stream unusable and returns an error.
+/// Writes one frame from rank `from` whose payload is the concatenation
+/// of `payload` (written piece by piece, never copied), applying `fault` if
+/// given. A truncating or oversize fault leaves the stream unusable and
+/// returns an error.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_frame(
     w: &mut TcpStream,
@@ -70,15 +74,16 @@ pub(crate) fn write_frame(
     seq: u64,
     kind: u32,
     tag: u64,
-    payload: &[u8],
+    payload: &[&[u8]],
     fault: Option<FaultKind>,
 ) -> std::io::Result<()> {
-    let h = header(kind, tag, seq, payload.len() as u64);
+    let len: usize = payload.iter().map(|p| p.len()).sum();
+    let h = header(kind, tag, seq, len as u64);
     let m = mac(key, &h, from, payload);
     match fault {
         Some(FaultKind::Truncate) => {
             w.write_all(&h)?;
-            w.write_all(&payload[..payload.len() / 2])?;
+            w.write_all(&payload.concat()[..len / 2])?;
             w.flush()?;
             return Err(std::io::Error::other("fault injected: truncated frame"));
         }
@@ -88,7 +93,7 @@ pub(crate) fn write_frame(
             return Err(std::io::Error::other("fault injected: oversize frame"));
         }
         Some(FaultKind::Corrupt) => {
-            let mut bad = payload.to_vec();
+            let mut bad = payload.concat();
             let mut bad_mac = *m.as_bytes();
             match bad.last_mut() {
                 Some(b) => *b ^= 0x10,
@@ -102,7 +107,9 @@ pub(crate) fn write_frame(
         _ => {}
     }
     w.write_all(&h)?;
-    w.write_all(payload)?;
+    for p in payload {
+        w.write_all(p)?;
+    }
     w.write_all(m.as_bytes())?;
     w.flush()
 }
@@ -158,8 +165,45 @@ fn fill(
     Fill::Full
 }
 
+/// Appends `n` bytes to `buf` (reading into its spare capacity: no zero
+/// fill first); fails like [`fill`] when no byte arrives for `stall`.
+fn fill_vec(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    n: usize,
+    stall: Duration,
+    stop: Option<&AtomicBool>,
+) -> Fill {
+    let (start, end) = (buf.len(), buf.len() + n);
+    buf.reserve_exact(n);
+    let mut last = Instant::now();
+    while buf.len() < end {
+        let before = buf.len();
+        let res = (&mut *s).take((end - before) as u64).read_to_end(buf);
+        if buf.len() > before {
+            last = Instant::now();
+        }
+        match res {
+            Ok(_) if buf.len() < end => return Fill::Eof(buf.len() - start),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    return Fill::Stopped;
+                }
+                if last.elapsed() >= stall {
+                    return Fill::Stalled(buf.len() - start);
+                }
+            }
+            Err(e) => return Fill::Io(e),
+        }
+    }
+    Fill::Full
+}
+
 /// Reads one frame from rank `peer`, whose sequence number must be `seq`.
 /// The stream must have a short read timeout (it is the polling interval).
+/// The payload is read into `buf` (cleared first; pass a recycled buffer to
+/// skip an allocation).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_frame(
     s: &mut TcpStream,
@@ -170,6 +214,7 @@ pub(crate) fn read_frame(
     first: Option<Instant>,
     stall: Duration,
     stop: Option<&AtomicBool>,
+    mut body: Vec<u8>,
 ) -> Result<Frame, ReadError> {
     let disconnected = |e: std::io::Error| {
         ReadError::Failed(CollectiveError::PeerDisconnected {
@@ -208,8 +253,8 @@ pub(crate) fn read_frame(
             max,
         }));
     }
-    let mut body = vec![0u8; len as usize + MAC];
-    match fill(s, &mut body, None, stall, stop) {
+    body.clear();
+    match fill_vec(s, &mut body, len as usize + MAC, stall, stop) {
         Fill::Full => {}
         Fill::Eof(n) => {
             return Err(truncated(
@@ -225,7 +270,7 @@ pub(crate) fn read_frame(
         Fill::Io(e) => return Err(disconnected(e)),
     }
     let (payload, tail) = body.split_at(len as usize);
-    let want = mac(key, &h, peer, payload);
+    let want = mac(key, &h, peer, &[payload]);
     let got_mac: [u8; 32] = tail.try_into().expect("32 bytes");
     if want != blake3::Hash::from_bytes(got_mac) {
         return Err(corrupt("MAC mismatch (changed bytes or wrong key)".into()));

@@ -172,7 +172,18 @@ fn read_loop(
     stall: Duration,
 ) {
     loop {
-        match frame::read_frame(&mut s, &key, peer, seq, max, None, stall, Some(&sh.stop)) {
+        let buf = sh.mailbox.spare_buffer();
+        match frame::read_frame(
+            &mut s,
+            &key,
+            peer,
+            seq,
+            max,
+            None,
+            stall,
+            Some(&sh.stop),
+            buf,
+        ) {
             Ok(f) if f.kind == DATA => {
                 seq += 1;
                 sh.mailbox.push(peer, Tag(f.tag), f.payload);
@@ -223,12 +234,16 @@ impl ProcessGroup for TcpGroup {
     }
 
     fn send(&self, dst: usize, tag: Tag, data: &[u8]) -> Result<()> {
+        self.send_parts(dst, tag, &[data])
+    }
+
+    fn send_parts(&self, dst: usize, tag: Tag, data: &[&[u8]]) -> Result<()> {
         check_rank(self, dst)?;
         if let Some(f) = self.shared.mailbox.failure() {
             return Err(f);
         }
         let Some(w) = &self.writers[dst] else {
-            self.shared.mailbox.push(self.rank, tag, data.to_vec());
+            self.shared.mailbox.push(self.rank, tag, data.concat());
             return Ok(());
         };
         let n = self.frames_sent.fetch_add(1, Ordering::Relaxed);
@@ -265,12 +280,29 @@ impl ProcessGroup for TcpGroup {
         })
     }
 
+    fn send_recv_parts(
+        &self,
+        dst: usize,
+        parts: &[&[u8]],
+        src: usize,
+        tag: Tag,
+    ) -> Result<Vec<u8>> {
+        // Sends never wait for the peer's recv (reader threads queue), so
+        // sending first cannot deadlock.
+        self.send_parts(dst, tag, parts)?;
+        self.recv(src, tag)
+    }
+
     fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>> {
         check_rank(self, src)?;
         self.shared
             .mailbox
             .take(src, tag, self.timeout)
             .map_err(|e| self.fail(e))
+    }
+
+    fn recycle(&self, buf: Vec<u8>) {
+        self.shared.mailbox.recycle(buf);
     }
     fn abort(&self, why: &CollectiveError) {
         self.shared.fail(why);
