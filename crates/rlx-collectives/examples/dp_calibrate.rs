@@ -10,9 +10,10 @@
 //! link (ping-pong between two ranks: latency from an 8-byte message,
 //! bandwidth from a 4 MiB one). Two predictions per row: (a) each
 //! rank's device rate is the single-rank rate × min(1, cores / ranks);
-//! (b) each rank's device rate is measured with the `n` ranks computing
-//! their shards in lockstep (a barrier per step) without all-reducing (what a rank really gets on a
-//! shared or loaded machine), so (b) tests the communication model alone.
+//! (b) each rank's device rate is measured with the `n` ranks running the
+//! whole training step on their shards in lockstep (a barrier per step)
+//! without the all-reduce (what a rank really gets on a shared or loaded
+//! machine), so (b) tests the communication model alone.
 //! Finally it predicts 8 and 64 ranks on 25 Gb/s Ethernet (10 µs latency).
 //!
 //! Inputs are synthetic (the step time does not depend on pixel values).
@@ -116,13 +117,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// One data-parallel rank; returns its step times in seconds.
-fn train_rank(pg: &dyn ProcessGroup, global_batch: usize) -> Vec<f64> {
-    let n = pg.world_size();
+/// One data-parallel rank; returns its step times in seconds. With a
+/// group, the gradients are mean all-reduced; without one (`None`, the
+/// compute-only calibration), each rank applies its own gradients and
+/// waits at `barrier` instead, so that the step does everything but the
+/// all-reduce and the ranks still run in lockstep.
+fn train_rank(
+    pg: Option<&dyn ProcessGroup>,
+    (rank, n): (usize, usize),
+    global_batch: usize,
+    barrier: Option<&std::sync::Barrier>,
+) -> Vec<f64> {
     let batch = global_batch / n;
     let mut exe = compile(batch);
     let mut params = init_params(&mut exe);
-    let data = shard(batch, pg.rank());
+    let data = shard(batch, rank);
     let mut times = Vec::new();
     for step in 0..WARMUP + STEPS {
         let t0 = Instant::now();
@@ -130,7 +139,12 @@ fn train_rank(pg: &dyn ProcessGroup, global_batch: usize) -> Vec<f64> {
             .try_run(&[("x", &data.x), ("y", &data.y)])
             .expect("gradient step");
         let flat: Vec<f32> = out[1..].concat();
-        let mean = all_reduce(pg, &flat, ReduceKind::Mean, ReduceMode::Ring).expect("all_reduce");
+        let mean = match pg {
+            Some(pg) => {
+                all_reduce(pg, &flat, ReduceKind::Mean, ReduceMode::Ring).expect("all_reduce")
+            }
+            None => flat,
+        };
         let mut at = 0;
         for (p, (name, _)) in params.iter_mut().zip(PARAMS) {
             for v in p.iter_mut() {
@@ -139,6 +153,9 @@ fn train_rank(pg: &dyn ProcessGroup, global_batch: usize) -> Vec<f64> {
             }
             exe.set_param(name, p);
         }
+        if let Some(b) = barrier {
+            b.wait();
+        }
         if step >= WARMUP {
             times.push(t0.elapsed().as_secs_f64());
         }
@@ -146,31 +163,16 @@ fn train_rank(pg: &dyn ProcessGroup, global_batch: usize) -> Vec<f64> {
     times
 }
 
-/// Median seconds of a lockstep step (compute, then a barrier) while `n`
-/// ranks compute their shards at once: data parallelism without the
-/// all-reduce, timed like [`train_rank`] (slowest rank's median).
+/// Median seconds of a lockstep step while `n` ranks train at once without
+/// the all-reduce ([`train_rank`] with no group; slowest rank's median):
+/// what one rank's device delivers while the others share the host.
 fn concurrent_compute(n: usize, global_batch: usize) -> f64 {
     let barrier = std::sync::Barrier::new(n);
     let per_rank: Vec<f64> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..n)
             .map(|rank| {
                 let barrier = &barrier;
-                s.spawn(move || {
-                    let batch = global_batch / n;
-                    let mut exe = compile(batch);
-                    init_params(&mut exe);
-                    let data = shard(batch, rank);
-                    let mut times = Vec::new();
-                    for step in 0..WARMUP + STEPS {
-                        let t0 = Instant::now();
-                        exe.try_run(&[("x", &data.x), ("y", &data.y)]).expect("run");
-                        barrier.wait();
-                        if step >= WARMUP {
-                            times.push(t0.elapsed().as_secs_f64());
-                        }
-                    }
-                    median(times)
-                })
+                s.spawn(move || median(train_rank(None, (rank, n), global_batch, Some(barrier))))
             })
             .collect();
         hs.into_iter().map(|h| h.join().expect("rank")).collect()
@@ -215,7 +217,10 @@ fn measure_dp(transport: &str, n: usize, global_batch: usize) -> f64 {
     let times: Vec<Vec<f64>> = std::thread::scope(|s| {
         let hs: Vec<_> = ranks
             .iter()
-            .map(|pg| s.spawn(move || train_rank(&**pg, global_batch)))
+            .map(|pg| {
+                let at = (pg.rank(), pg.world_size());
+                s.spawn(move || train_rank(Some(&**pg), at, global_batch, None))
+            })
             .collect();
         hs.into_iter().map(|h| h.join().expect("rank")).collect()
     });
