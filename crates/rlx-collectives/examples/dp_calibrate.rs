@@ -12,8 +12,10 @@
 //! rank's device rate is the single-rank rate × min(1, cores / ranks);
 //! (b) each rank's device rate is measured with the `n` ranks running the
 //! whole training step on their shards in lockstep (a barrier per step)
-//! without the all-reduce (what a rank really gets on a shared or loaded
-//! machine), so (b) tests the communication model alone.
+//! without the all-reduce, and the link with the `n` ranks exchanging
+//! around the ring at once (what a rank really gets on a shared or loaded
+//! machine), so (b) tests the planner's step model (compute + ring
+//! all-reduce cost) on calibrated devices and links.
 //! Finally it predicts 8 and 64 ranks on 25 Gb/s Ethernet (10 µs latency).
 //!
 //! Inputs are synthetic (the step time does not depend on pixel values).
@@ -250,6 +252,54 @@ fn ping_pong(ranks: &[Box<dyn ProcessGroup>], bytes: usize, reps: usize) -> f64 
     })
 }
 
+/// Median time of one ring exchange of a `bytes` message while all `n`
+/// ranks of `ranks` send to their right neighbour and receive from their
+/// left one at once (slowest rank): the link as each rank sees it when the
+/// `n` ranks share the host, as in a ring all-reduce step.
+fn ring_exchange(ranks: &[Box<dyn ProcessGroup>], bytes: usize, reps: usize) -> f64 {
+    let n = ranks.len();
+    let msg = vec![7u8; bytes];
+    let barrier = std::sync::Barrier::new(n);
+    let tag = Tag::user(GroupId(0), 2);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, pg)| {
+                let (msg, barrier) = (&msg, &barrier);
+                s.spawn(move || {
+                    let mut t = Vec::new();
+                    for _ in 0..reps {
+                        barrier.wait();
+                        let t0 = Instant::now();
+                        let got = pg
+                            .send_recv((r + 1) % n, msg, (r + n - 1) % n, tag)
+                            .expect("ring exchange");
+                        t.push(t0.elapsed().as_secs_f64());
+                        pg.recycle(got);
+                    }
+                    median(t)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("rank"))
+            .fold(0.0, f64::max)
+    })
+}
+
+/// Hockney fit (latency, bandwidth) of the ring exchange on `n` ranks of
+/// `transport`, from an 8-byte and a `big`-byte message.
+fn concurrent_link(transport: &str, n: usize, big: usize) -> LinkSpec {
+    let ranks = world(transport, n);
+    let small = ring_exchange(&ranks, 8, 200);
+    let large = ring_exchange(&ranks, big, 30);
+    LinkSpec {
+        bandwidth_bytes_per_s: (big - 8) as f64 / (large - small).max(1e-9),
+        latency_s: small,
+    }
+}
+
 /// The planner's step time for `n` data-parallel ranks computing at `rate`.
 fn predict(model: &ModelProfile, n: usize, rate: f64, link: LinkSpec) -> f64 {
     let device = DeviceSpec {
@@ -313,21 +363,28 @@ fn main() {
         link.latency_s * 1e6,
         link.bandwidth_bytes_per_s / 1e9
     );
-    println!("| ranks | measured step (ms) | samples/s | (a) predicted (ms) | (a) / measured | concurrent rate (GFLOP/s) | (b) predicted (ms) | (b) / measured |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| ranks | measured step (ms) | samples/s | (a) predicted (ms) | (a) / measured | concurrent rate (GFLOP/s) | concurrent link | (b) predicted (ms) | (b) / measured |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for n in [1, 2, 4] {
         let measured = measure_dp(transport, n, global_batch);
         let share = (cores as f64 / n as f64).min(1.0);
         let predicted_a = predict(&model, n, rate * share, link);
         let concurrent = flops / n as f64 / concurrent_compute(n, global_batch);
-        let predicted_b = predict(&model, n, concurrent, link);
+        let shared_link = if n > 1 {
+            concurrent_link(transport, n, big)
+        } else {
+            link
+        };
+        let predicted_b = predict(&model, n, concurrent, shared_link);
         println!(
-            "| {n} | {:.3} | {:.0} | {:.3} | {:.2} | {:.2} | {:.3} | {:.2} |",
+            "| {n} | {:.3} | {:.0} | {:.3} | {:.2} | {:.2} | {:.1} µs, {:.2} GB/s | {:.3} | {:.2} |",
             measured * 1e3,
             global_batch as f64 / measured,
             predicted_a * 1e3,
             predicted_a / measured,
             concurrent / 1e9,
+            shared_link.latency_s * 1e6,
+            shared_link.bandwidth_bytes_per_s / 1e9,
             predicted_b * 1e3,
             predicted_b / measured
         );
