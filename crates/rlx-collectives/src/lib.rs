@@ -79,7 +79,7 @@ pub use mesh::{
 #[cfg(feature = "mpi")]
 pub use mpi_group::MpiGroup;
 pub use registry::{GroupRegistry, SubGroup};
-pub use tcp::{Fault, FaultKind, TcpConfig, TcpGroup};
+pub use tcp::{Fault, FaultKind, FrameCheck, TcpConfig, TcpGroup};
 
 /// Everything a distributed program usually needs, for `use rlx_collectives::prelude::*`.
 pub mod prelude {

@@ -53,24 +53,30 @@ fn timed(world: &impl Communicator, reps: usize, mut f: impl FnMut()) -> Duratio
 /// all_reduce of 1 / 16 / 64 MB f32: bare rsmpi `all_reduce_into`, ours on
 /// the same buffers (`all_reduce_into`, and the allocating `all_reduce`),
 /// the point-to-point ring over MPI messages, and the TCP ring between the
-/// same processes (a `TcpGroup` formed next to the MPI world), each checked
+/// same processes (`TcpGroup`s formed next to the MPI world, with MAC'd and
+/// with checksummed frames), each checked
 /// against MPI's sum. Rank 0 prints the ratios.
 fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
     let (n, r) = (pg.world_size(), pg.rank());
     let world = pg.world();
-    // The TCP group: rank 0 binds a port and tells the others over MPI.
-    let listener = (r == 0).then(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
-    let mut port = listener
-        .as_ref()
-        .map_or(0u32, |l| l.local_addr().unwrap().port() as u32);
-    world.process_at_rank(0).broadcast_into(&mut port);
-    let cfg = TcpConfig::new(format!("127.0.0.1:{port}"), r, n, b"bench secret")
-        .timeout(Duration::from_secs(60));
-    let tcp = match listener {
-        Some(l) => TcpGroup::join_with_listener(cfg, l),
-        None => TcpGroup::join(cfg),
-    }
-    .map_err(|e| e.to_string())?;
+    // The TCP groups: rank 0 binds a port and tells the others over MPI.
+    let tcp_group = |check: FrameCheck| {
+        let listener = (r == 0).then(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+        let mut port = listener
+            .as_ref()
+            .map_or(0u32, |l| l.local_addr().unwrap().port() as u32);
+        world.process_at_rank(0).broadcast_into(&mut port);
+        let cfg = TcpConfig::new(format!("127.0.0.1:{port}"), r, n, b"bench secret")
+            .timeout(Duration::from_secs(60))
+            .frame_check(check);
+        match listener {
+            Some(l) => TcpGroup::join_with_listener(cfg, l),
+            None => TcpGroup::join(cfg),
+        }
+        .map_err(|e| e.to_string())
+    };
+    let tcp = tcp_group(FrameCheck::Mac)?;
+    let tcp_sum = tcp_group(FrameCheck::Checksum)?;
     let e = |e: CollectiveError| e.to_string();
     let reps = 7;
     for mb in [1usize, 16, 64] {
@@ -108,6 +114,7 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
             .expect("member");
         let p2p = ours(&sub, "point-to-point ring")?;
         let tcp_t = ours(&tcp, "TCP ring")?;
+        let tcp_sum_t = ours(&tcp_sum, "TCP ring (checksummed frames)")?;
         let mut got = Vec::new();
         let mut res = Ok(());
         let alloc = timed(&world, reps, || {
@@ -125,11 +132,13 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
             println!(
                 "all_reduce {mb} MB f32 on {n} ranks (median of {reps}): bare rsmpi all_reduce_into {bare:?}; \
                  all_reduce_into {into:?} ({:.2}x); all_reduce (allocating) {alloc:?} ({:.2}x); \
-                 point-to-point ring over MPI {p2p:?} ({:.2}x); TCP ring {tcp_t:?} ({:.2}x)",
+                 point-to-point ring over MPI {p2p:?} ({:.2}x); TCP ring {tcp_t:?} ({:.2}x); \
+                 TCP ring, checksummed frames {tcp_sum_t:?} ({:.2}x)",
                 x(into),
                 x(alloc),
                 x(p2p),
-                x(tcp_t)
+                x(tcp_t),
+                x(tcp_sum_t)
             );
         }
     }

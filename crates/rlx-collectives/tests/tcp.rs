@@ -21,6 +21,44 @@ fn suite_on_1_to_4_ranks() {
     });
 }
 
+/// The suite with checksummed frames (`FrameCheck::Checksum`): the same
+/// values as with MACs.
+#[test]
+fn suite_with_checksummed_frames() {
+    with_deadline(240, || {
+        for n in [2, 3] {
+            let cfg = |c| quick(c).frame_check(FrameCheck::Checksum);
+            for r in on_tcp(n, cfg, suite) {
+                assert_eq!(r.unwrap().unwrap(), 24, "world {n}");
+            }
+        }
+    });
+}
+
+/// Ranks that disagree on the frame check are refused at the rendezvous
+/// with a named error, never left to fail on the first frame.
+#[test]
+fn mixed_frame_checks_are_refused_at_the_rendezvous() {
+    with_deadline(60, || {
+        let out = on_tcp(
+            2,
+            |c| {
+                let check = [FrameCheck::Mac, FrameCheck::Checksum][c.rank];
+                quick(c).frame_check(check)
+            },
+            |_| (),
+        );
+        for (r, res) in out.iter().enumerate() {
+            match res {
+                Err(CollectiveError::RendezvousFailed(why)) => {
+                    assert!(why.contains("frame check"), "rank {r}: {why}")
+                }
+                other => panic!("rank {r}: {other:?}"),
+            }
+        }
+    });
+}
+
 #[test]
 fn deterministic_is_bitwise_equal_to_loopback() {
     with_deadline(120, || {
@@ -61,6 +99,7 @@ fn faulty_world(
     kind: FaultKind,
     at: u64,
     timeout: Duration,
+    check: FrameCheck,
 ) -> Vec<(Result<(), CollectiveError>, Duration)> {
     let out = on_tcp(
         3,
@@ -68,7 +107,8 @@ fn faulty_world(
             let r = c.rank;
             let c = c
                 .timeout(timeout)
-                .rendezvous_timeout(Duration::from_secs(20));
+                .rendezvous_timeout(Duration::from_secs(20))
+                .frame_check(check);
             if r == 2 {
                 c.fault(Fault { at_frame: at, kind })
             } else {
@@ -122,9 +162,20 @@ fn fault_named(
     limit: Duration,
     want: impl Fn(&CollectiveError) -> bool,
 ) {
+    fault_named_with(kind, timeout, limit, want, FrameCheck::Mac)
+}
+
+/// [`fault_named`] with the group's frames checked by `check`.
+fn fault_named_with(
+    kind: FaultKind,
+    timeout: Duration,
+    limit: Duration,
+    want: impl Fn(&CollectiveError) -> bool,
+    check: FrameCheck,
+) {
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let out = faulty_world(kind, 5, timeout);
+        let out = faulty_world(kind, 5, timeout, check);
         if check_survivors(&out, limit, &want) {
             return;
         }
@@ -171,6 +222,27 @@ fn corrupted_frame() {
             // test binaries on 2 cores (3 s alone failed once at load 17).
             Duration::from_secs(8),
             |e| matches!(e, CollectiveError::CorruptFrame { peer: 2, .. }),
+        );
+    });
+}
+
+/// Checksummed frames still catch a flipped bit and a cut-off frame.
+#[test]
+fn corrupted_and_truncated_frames_with_checksums() {
+    with_deadline(120, || {
+        fault_named_with(
+            FaultKind::Corrupt,
+            Duration::from_secs(3),
+            Duration::from_secs(8),
+            |e| matches!(e, CollectiveError::CorruptFrame { peer: 2, reason } if reason.contains("checksum")),
+            FrameCheck::Checksum,
+        );
+        fault_named_with(
+            FaultKind::Truncate,
+            Duration::from_secs(3),
+            Duration::from_secs(8),
+            |e| matches!(e, CollectiveError::TruncatedFrame { peer: 2, .. }),
+            FrameCheck::Checksum,
         );
     });
 }

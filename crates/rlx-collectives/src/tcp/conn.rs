@@ -1,6 +1,7 @@
 //! One authenticated connection to a peer during rendezvous.
 
-use super::frame::{self, ReadError, CONTROL};
+use super::config::FrameCheck;
+use super::frame::{self, ReadError, Seal, CONTROL};
 use crate::error::{CollectiveError, Result};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -11,22 +12,27 @@ pub(crate) const POLL: Duration = Duration::from_millis(50);
 /// An authenticated connection and its two frame counters.
 pub(crate) struct Conn {
     pub stream: TcpStream,
-    pub key: [u8; 32],
+    pub seal: Seal,
     pub peer: usize,
     pub send_seq: u64,
     pub recv_seq: u64,
 }
 
 impl Conn {
-    /// Wraps a stream that finished the handshake.
-    pub(crate) fn new(stream: TcpStream, key: [u8; 32], peer: usize) -> Result<Self> {
+    /// Wraps a stream that finished the handshake with session key `key`.
+    pub(crate) fn new(
+        stream: TcpStream,
+        key: [u8; 32],
+        check: FrameCheck,
+        peer: usize,
+    ) -> Result<Self> {
         stream
             .set_read_timeout(Some(POLL))
             .and_then(|_| stream.set_nodelay(true))
             .map_err(|e| CollectiveError::io("configuring a peer socket", &e))?;
         Ok(Conn {
             stream,
-            key,
+            seal: Seal { key, check },
             peer,
             send_seq: 0,
             recv_seq: 0,
@@ -37,7 +43,7 @@ impl Conn {
     pub(crate) fn send_ctl(&mut self, me: usize, msg: &[u8]) -> Result<()> {
         frame::write_frame(
             &mut self.stream,
-            &self.key,
+            &self.seal,
             me,
             self.send_seq,
             CONTROL,
@@ -63,7 +69,7 @@ impl Conn {
         let peer = self.peer;
         match frame::read_frame(
             &mut self.stream,
-            &self.key,
+            &self.seal,
             peer,
             self.recv_seq,
             max,

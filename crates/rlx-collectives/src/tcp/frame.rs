@@ -1,13 +1,15 @@
-//! Length-prefixed, MAC-protected frames on a connection.
+//! Length-prefixed, checked (MAC or checksum) frames on a connection.
 //!
 //! A frame is a 32-byte header (`b"RLXF"`, kind u32, tag u64, sequence
-//! u64, payload length u64; little-endian), the payload, and a 32-byte
-//! BLAKE3 keyed hash of (header, sender rank, payload) under the
-//! connection's session key. Sequence numbers count the frames of one
-//! direction of one connection from 0, so a dropped, replayed or reordered
-//! frame fails the check as well as a changed byte.
+//! u64, payload length u64; little-endian), the payload, and a trailer over
+//! (header, sender rank, payload): with [`FrameCheck::Mac`] a 32-byte
+//! BLAKE3 keyed hash under the connection's session key, with
+//! [`FrameCheck::Checksum`] a 16-byte XXH3-128 seeded from that key.
+//! Sequence numbers count the frames of one direction of one connection
+//! from 0, so a dropped, replayed or reordered frame fails the check as
+//! well as a changed byte.
 
-use super::config::FaultKind;
+use super::config::{FaultKind, FrameCheck};
 use crate::error::CollectiveError;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -16,7 +18,6 @@ use std::time::{Duration, Instant};
 
 const MAGIC: [u8; 4] = *b"RLXF";
 const HEADER: usize = 32;
-const MAC: usize = 32;
 
 /// Frame kinds.
 pub(crate) const DATA: u32 = 0;
@@ -42,14 +43,71 @@ pub(crate) enum ReadError {
     Failed(CollectiveError),
 }
 
-fn mac(key: &[u8; 32], header: &[u8], from: usize, payload: &[&[u8]]) -> blake3::Hash {
-    let mut h = blake3::Hasher::new_keyed(key);
-    h.update(header);
-    h.update(&(from as u64).to_le_bytes());
-    for p in payload {
-        h.update(p);
+/// What checks the frames of one connection: its session key and the
+/// group's [`FrameCheck`].
+#[derive(Clone, Copy)]
+pub(crate) struct Seal {
+    pub key: [u8; 32],
+    pub check: FrameCheck,
+}
+
+/// A frame's trailer: the MAC or checksum bytes (`len` of them are sent).
+struct Trailer {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl Trailer {
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
-    h.finalize()
+
+    /// Whether `got` is this trailer (in constant time for a MAC).
+    fn matches(&self, got: &[u8]) -> bool {
+        match self.len {
+            32 => got
+                .try_into()
+                .is_ok_and(|g: [u8; 32]| blake3::Hash::from_bytes(g) == self.bytes),
+            _ => got == self.as_bytes(),
+        }
+    }
+}
+
+impl Seal {
+    fn trailer_len(&self) -> usize {
+        match self.check {
+            FrameCheck::Mac => 32,
+            FrameCheck::Checksum => 16,
+        }
+    }
+
+    fn trailer(&self, header: &[u8], from: usize, payload: &[&[u8]]) -> Trailer {
+        let from = (from as u64).to_le_bytes();
+        let mut bytes = [0u8; 32];
+        match self.check {
+            FrameCheck::Mac => {
+                let mut h = blake3::Hasher::new_keyed(&self.key);
+                h.update(header);
+                h.update(&from);
+                payload.iter().for_each(|p| {
+                    h.update(p);
+                });
+                bytes = *h.finalize().as_bytes();
+            }
+            FrameCheck::Checksum => {
+                let seed = u64::from_le_bytes(self.key[..8].try_into().expect("8 bytes"));
+                let mut h = xxhash_rust::xxh3::Xxh3::with_seed(seed);
+                h.update(header);
+                h.update(&from);
+                payload.iter().for_each(|p| h.update(p));
+                bytes[..16].copy_from_slice(&h.digest128().to_le_bytes());
+            }
+        }
+        Trailer {
+            bytes,
+            len: self.trailer_len(),
+        }
+    }
 }
 
 fn header(kind: u32, tag: u64, seq: u64, len: u64) -> [u8; HEADER] {
@@ -69,7 +127,7 @@ fn header(kind: u32, tag: u64, seq: u64, len: u64) -> [u8; HEADER] {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_frame(
     w: &mut TcpStream,
-    key: &[u8; 32],
+    seal: &Seal,
     from: usize,
     seq: u64,
     kind: u32,
@@ -79,7 +137,7 @@ pub(crate) fn write_frame(
 ) -> std::io::Result<()> {
     let len: usize = payload.iter().map(|p| p.len()).sum();
     let h = header(kind, tag, seq, len as u64);
-    let m = mac(key, &h, from, payload);
+    let m = seal.trailer(&h, from, payload);
     match fault {
         Some(FaultKind::Truncate) => {
             w.write_all(&h)?;
@@ -94,7 +152,7 @@ pub(crate) fn write_frame(
         }
         Some(FaultKind::Corrupt) => {
             let mut bad = payload.concat();
-            let mut bad_mac = *m.as_bytes();
+            let mut bad_mac = m.as_bytes().to_vec();
             match bad.last_mut() {
                 Some(b) => *b ^= 0x10,
                 None => bad_mac[0] ^= 0x10,
@@ -207,7 +265,7 @@ fn fill_vec(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_frame(
     s: &mut TcpStream,
-    key: &[u8; 32],
+    seal: &Seal,
     peer: usize,
     seq: u64,
     max: u64,
@@ -253,27 +311,29 @@ pub(crate) fn read_frame(
             max,
         }));
     }
+    let trailer = seal.trailer_len();
     body.clear();
-    match fill_vec(s, &mut body, len as usize + MAC, stall, stop) {
+    match fill_vec(s, &mut body, len as usize + trailer, stall, stop) {
         Fill::Full => {}
         Fill::Eof(n) => {
             return Err(truncated(
                 "payload",
                 n,
-                len + MAC as u64,
+                len + trailer as u64,
                 "connection closed",
             ))
         }
-        Fill::Stalled(n) => return Err(truncated("payload", n, len + MAC as u64, "stalled")),
-        Fill::Idle => return Err(truncated("payload", 0, len + MAC as u64, "stalled")),
+        Fill::Stalled(n) => return Err(truncated("payload", n, len + trailer as u64, "stalled")),
+        Fill::Idle => return Err(truncated("payload", 0, len + trailer as u64, "stalled")),
         Fill::Stopped => return Err(ReadError::Stopped),
         Fill::Io(e) => return Err(disconnected(e)),
     }
     let (payload, tail) = body.split_at(len as usize);
-    let want = mac(key, &h, peer, &[payload]);
-    let got_mac: [u8; 32] = tail.try_into().expect("32 bytes");
-    if want != blake3::Hash::from_bytes(got_mac) {
-        return Err(corrupt("MAC mismatch (changed bytes or wrong key)".into()));
+    if !seal.trailer(&h, peer, &[payload]).matches(tail) {
+        return Err(corrupt(format!(
+            "{} mismatch (changed bytes or wrong key)",
+            seal.check.name()
+        )));
     }
     if got_seq != seq {
         return Err(corrupt(format!(

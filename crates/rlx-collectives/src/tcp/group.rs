@@ -2,7 +2,7 @@
 
 use super::config::{FaultKind, TcpConfig};
 use super::conn::Conn;
-use super::frame::{self, ReadError, DATA};
+use super::frame::{self, ReadError, Seal, DATA};
 use super::rendezvous;
 use crate::error::{CollectiveError, Result};
 use crate::group::{check_rank, GroupId, ProcessGroup, Tag};
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 struct Writer {
     stream: TcpStream,
-    key: [u8; 32],
+    seal: Seal,
     seq: u64,
 }
 
@@ -114,13 +114,13 @@ impl TcpGroup {
                             .map_err(|e| CollectiveError::io("cloning a peer socket", &e))
                     };
                     sockets.push(clone(&c.stream)?);
-                    reading.push((clone(&c.stream)?, c.key, c.peer, c.recv_seq));
+                    reading.push((clone(&c.stream)?, c.seal, c.peer, c.recv_seq));
                     c.stream
                         .set_write_timeout(Some(cfg.timeout))
                         .map_err(|e| CollectiveError::io("setting the write timeout", &e))?;
                     writers.push(Some(Mutex::new(Writer {
                         stream: c.stream,
-                        key: c.key,
+                        seal: c.seal,
                         seq: c.send_seq,
                     })));
                 }
@@ -133,12 +133,12 @@ impl TcpGroup {
             sockets,
         });
         let mut readers = Vec::new();
-        for (stream, key, peer, seq) in reading {
+        for (stream, seal, peer, seq) in reading {
             let sh = shared.clone();
             let (max, stall) = (cfg.max_frame, cfg.timeout);
             let h = std::thread::Builder::new()
                 .name(format!("rlx-tcp-{}<-{}", cfg.rank, peer))
-                .spawn(move || read_loop(sh, stream, key, peer, seq, max, stall))
+                .spawn(move || read_loop(sh, stream, seal, peer, seq, max, stall))
                 .map_err(|e| CollectiveError::io("spawning a reader thread", &e))?;
             readers.push(h);
         }
@@ -165,7 +165,7 @@ impl TcpGroup {
 fn read_loop(
     sh: Arc<Shared>,
     mut s: TcpStream,
-    key: [u8; 32],
+    seal: Seal,
     peer: usize,
     mut seq: u64,
     max: u64,
@@ -175,7 +175,7 @@ fn read_loop(
         let buf = sh.mailbox.spare_buffer();
         match frame::read_frame(
             &mut s,
-            &key,
+            &seal,
             peer,
             seq,
             max,
@@ -258,8 +258,8 @@ impl ProcessGroup for TcpGroup {
             _ => {}
         }
         let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
-        let Writer { stream, key, seq } = &mut *w;
-        let wrote = frame::write_frame(stream, key, self.rank, *seq, DATA, tag.0, data, fault);
+        let Writer { stream, seal, seq } = &mut *w;
+        let wrote = frame::write_frame(stream, seal, self.rank, *seq, DATA, tag.0, data, fault);
         *seq += 1;
         drop(w);
         wrote.map_err(|e| {

@@ -1,27 +1,31 @@
 //! Shared-secret challenge / response between two ranks.
 //!
 //! 1. connector -> acceptor: hello = `b"RLXH"`, version, rank, world,
-//!    32-byte random nonce, listen address.
+//!    32-byte random nonce, frame check, listen address.
 //! 2. acceptor -> connector: 32-byte random nonce `na` and
 //!    `MAC(k, "acceptor" | hello | na)`.
 //! 3. connector checks it (else: the acceptor does not know the secret)
 //!    and answers `MAC(k, "connector" | hello | na)`.
 //! 4. acceptor checks it (else: refused and logged) and sends a verdict
-//!    byte (accepted, duplicate rank, wrong world size, unexpected rank).
+//!    byte (accepted, duplicate rank, wrong world size, unexpected rank,
+//!    other frame check).
 //!
 //! `k` is derived from the secret with BLAKE3's `derive_key`; MACs are
 //! BLAKE3 keyed hashes; the connection's session key is
 //! `MAC(k, "session" | hello | na)`. Both nonces are fresh per connection,
 //! so an old answer cannot be replayed.
 
+use super::config::FrameCheck;
 use crate::error::{CollectiveError, Result};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
 const MAGIC: [u8; 4] = *b"RLXH";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const MAX_ADDR: usize = 512;
+/// Bytes of a hello before the listen address.
+const FIXED: usize = 51;
 
 /// What the acceptor decides about a peer that proved the secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +34,7 @@ pub(crate) enum Verdict {
     Duplicate = 1,
     WrongWorld = 2,
     UnexpectedRank = 3,
+    WrongFrameCheck = 4,
 }
 
 /// The connector's introduction.
@@ -37,6 +42,7 @@ pub(crate) enum Verdict {
 pub(crate) struct Hello {
     pub rank: usize,
     pub world: usize,
+    pub check: FrameCheck,
     pub listen: String,
 }
 
@@ -73,12 +79,13 @@ fn io_auth<'a>(s: &'a TcpStream, step: &str) -> impl Fn(std::io::Error) -> Colle
 }
 
 fn encode_hello(h: &Hello, nonce: &[u8; 32]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(52 + h.listen.len());
+    let mut b = Vec::with_capacity(FIXED + h.listen.len());
     b.extend_from_slice(&MAGIC);
     b.extend_from_slice(&VERSION.to_le_bytes());
     b.extend_from_slice(&(h.rank as u32).to_le_bytes());
     b.extend_from_slice(&(h.world as u32).to_le_bytes());
     b.extend_from_slice(nonce);
+    b.push(h.check.code());
     b.extend_from_slice(&(h.listen.len() as u16).to_le_bytes());
     b.extend_from_slice(h.listen.as_bytes());
     b
@@ -119,6 +126,11 @@ pub(crate) fn connect(
             s.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
             hello.world
         ))),
+        4 => Err(CollectiveError::RendezvousFailed(format!(
+            "{} refused frame check {:?}: the group uses the other one",
+            s.peer_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
+            hello.check.name()
+        ))),
         x => Err(CollectiveError::RendezvousFailed(format!(
             "peer refused rank {} (verdict {x})",
             hello.rank
@@ -136,7 +148,7 @@ pub(crate) fn accept(
 ) -> Result<(Hello, Verdict, [u8; 32])> {
     s.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
         .map_err(|e| CollectiveError::io("set read timeout", &e))?;
-    let mut fixed = [0u8; 50];
+    let mut fixed = [0u8; FIXED];
     s.read_exact(&mut fixed)
         .map_err(io_auth(s, "reading hello"))?;
     if fixed[..4] != MAGIC {
@@ -149,7 +161,9 @@ pub(crate) fn accept(
             format!("protocol version {} (want {VERSION})", word(4)),
         ));
     }
-    let alen = u16::from_le_bytes([fixed[48], fixed[49]]) as usize;
+    let check = FrameCheck::from_code(fixed[48])
+        .ok_or_else(|| auth_err(s, format!("unknown frame check {}", fixed[48])))?;
+    let alen = u16::from_le_bytes([fixed[49], fixed[50]]) as usize;
     if alen > MAX_ADDR {
         return Err(auth_err(s, format!("listen address of {alen} bytes")));
     }
@@ -177,6 +191,7 @@ pub(crate) fn accept(
     let hello = Hello {
         rank: word(8) as usize,
         world: word(12) as usize,
+        check,
         listen: String::from_utf8(addr).map_err(|_| auth_err(s, "listen address is not UTF-8"))?,
     };
     let verdict = judge(&hello);

@@ -7,5 +7,5 @@ mod group;
 mod handshake;
 mod rendezvous;
 
-pub use config::{Fault, FaultKind, TcpConfig};
+pub use config::{Fault, FaultKind, FrameCheck, TcpConfig};
 pub use group::TcpGroup;

@@ -70,6 +70,8 @@ fn accept_peers(
         let judge = |h: &Hello| {
             if h.world != cfg.world {
                 Verdict::WrongWorld
+            } else if h.check != cfg.frame_check {
+                Verdict::WrongFrameCheck
             } else if h.rank >= conns.len() || !expected(h.rank) {
                 Verdict::UnexpectedRank
             } else if conns[h.rank].is_some() {
@@ -89,7 +91,7 @@ fn accept_peers(
                 if let Some(a) = addrs.as_deref_mut() {
                     a[h.rank] = h.listen.clone();
                 }
-                conns[h.rank] = Some(Conn::new(s, session, h.rank)?);
+                conns[h.rank] = Some(Conn::new(s, session, cfg.frame_check, h.rank)?);
                 joined += 1;
             }
             Ok((h, Verdict::Duplicate, _)) => {
@@ -101,7 +103,14 @@ fn accept_peers(
                 return Err(CollectiveError::DuplicateRank { rank: h.rank });
             }
             Ok((h, v, _)) => {
-                let why = format!("{from} joined as rank {} of {} ({v:?})", h.rank, h.world);
+                let mut why = format!("{from} joined as rank {} of {} ({v:?})", h.rank, h.world);
+                if v == Verdict::WrongFrameCheck {
+                    why += &format!(
+                        ": frame check {:?} where this group uses {:?}",
+                        h.check.name(),
+                        cfg.frame_check.name()
+                    );
+                }
                 log::warn!("rlx-collectives: rank {} refused {why}", cfg.rank);
                 return Err(CollectiveError::RendezvousFailed(why));
             }
@@ -123,6 +132,7 @@ fn connect_to(
     let hello = Hello {
         rank: cfg.rank,
         world: cfg.world,
+        check: cfg.frame_check,
         listen: listen.to_string(),
     };
     loop {
@@ -140,7 +150,7 @@ fn connect_to(
         if let Some(mut s) = attempt {
             let session =
                 handshake::connect(&mut s, key, &hello, remaining(deadline).min(cfg.timeout))?;
-            return Conn::new(s, session, peer);
+            return Conn::new(s, session, cfg.frame_check, peer);
         }
         if Instant::now() >= deadline {
             return Err(rdv_timeout(
