@@ -87,7 +87,7 @@ pub mod prelude {
     pub use crate::MpiGroup;
     pub use crate::{
         all_gather, all_reduce, all_reduce_into, all_to_all, broadcast, ppermute, recv,
-        reduce_scatter, send, CollectiveError, DType, Element, GroupId, GroupRegistry,
+        reduce_scatter, send, CollectiveError, DType, Element, FrameCheck, GroupId, GroupRegistry,
         LoopbackGroup, ProcessGroup, ReduceKind, ReduceMode, SubGroup, TcpConfig, TcpGroup,
     };
     pub use crate::{

@@ -14,15 +14,16 @@
 //! ```
 //!
 //! Options: `--transport tcp|mpi` (default: mpi under mpirun, else tcp),
-//! `--world N` (TCP), `--epochs E` (default 12), `--min-accuracy A` (exit
+//! `--world N` (TCP), `--frame-check mac|checksum` (TCP; default mac: see
+//! `FrameCheck`), `--epochs E` (default 12), `--min-accuracy A` (exit
 //! with an error below it; default 0.9).
 #[path = "common/digits.rs"]
 mod digits;
 
 use anyhow::{bail, ensure, Context};
 use rlx::distributed::{
-    serve_trainer, serve_trainer_here, DataRef, NodeControl, ProcessGroup, ReduceMode, TcpConfig,
-    TcpGroup, TrainSpec, WeightRef,
+    serve_trainer, serve_trainer_here, DataRef, FrameCheck, NodeControl, ProcessGroup, ReduceMode,
+    TcpConfig, TcpGroup, TrainSpec, WeightRef,
 };
 use rlx::runtime::dist::{resolve_weight_bytes, OptimSpec};
 use rlx::{DType, Graph, GraphExt, HostTensor, Session, Shape};
@@ -44,6 +45,7 @@ struct Args {
     min_accuracy: f32,
     rank: Option<usize>,
     coordinator: Option<String>,
+    frame_check: FrameCheck,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -58,6 +60,7 @@ fn args() -> anyhow::Result<Args> {
         min_accuracy: 0.9,
         rank: None,
         coordinator: None,
+        frame_check: FrameCheck::Mac,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -69,6 +72,13 @@ fn args() -> anyhow::Result<Args> {
             "--min-accuracy" => a.min_accuracy = v()?.parse()?,
             "--rank" => a.rank = Some(v()?.parse()?),
             "--coordinator" => a.coordinator = Some(v()?),
+            "--frame-check" => {
+                a.frame_check = match v()?.as_str() {
+                    "mac" => FrameCheck::Mac,
+                    "checksum" => FrameCheck::Checksum,
+                    c => bail!("--frame-check {c:?}: mac or checksum"),
+                }
+            }
             _ => bail!("unknown argument {k}"),
         }
     }
@@ -213,7 +223,9 @@ fn tcp(a: &Args) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(60);
     if let (Some(rank), Some(coord)) = (a.rank, a.coordinator.as_ref()) {
         let secret = std::env::var(SECRET_VAR).context("a child rank needs its secret")?;
-        let cfg = TcpConfig::new(coord.clone(), rank, a.world, secret).timeout(timeout);
+        let cfg = TcpConfig::new(coord.clone(), rank, a.world, secret)
+            .timeout(timeout)
+            .frame_check(a.frame_check);
         return train(Arc::new(TcpGroup::join(cfg)?), a, "tcp");
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -229,12 +241,15 @@ fn tcp(a: &Args) -> anyhow::Result<()> {
                 .args(["--transport", "tcp", "--world", &a.world.to_string()])
                 .args(["--epochs", &a.epochs.to_string(), "--rank", &r.to_string()])
                 .args(["--coordinator", &coord])
+                .args(["--frame-check", a.frame_check.name()])
                 .env(SECRET_VAR, &secret)
                 .spawn()
                 .context("spawning a rank")
         })
         .collect::<anyhow::Result<_>>()?;
-    let cfg = TcpConfig::new(coord, 0, a.world, &secret).timeout(timeout);
+    let cfg = TcpConfig::new(coord, 0, a.world, &secret)
+        .timeout(timeout)
+        .frame_check(a.frame_check);
     let result = TcpGroup::join_with_listener(cfg, listener)
         .map_err(anyhow::Error::from)
         .and_then(|g| train(Arc::new(g), a, "tcp"));
