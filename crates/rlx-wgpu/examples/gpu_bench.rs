@@ -1,15 +1,22 @@
 //! The BENCHMARKS.md rows of the wgpu backend, each next to its reference
 //! measured in the same run: a tiny graph's run against the adapter's
 //! empty-submit round trip (and against one bare dispatch, the floor under
-//! any run) and against the CPU backend, and (with the
-//! model files) MiniLM-L6 batch 1 x 128 tokens against the CPU backend.
+//! any run) and against the CPU backend; the digits MLP training step and a
+//! MiniLM-style encoder block with fused regions / matmul epilogues
+//! against the same graphs decomposed (one dispatch per elementwise node);
+//! and (with the model files) MiniLM-L6 batch 1 x 128 tokens against the
+//! CPU backend.
 //!
 //! ```text
 //! cargo run --release -p rlx-wgpu --example gpu_bench [-- --no-minilm]
 //! ```
 
+#[path = "common/digits.rs"]
+mod digits;
+
 use rlx_driver::{Backend, Executable};
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_ir::op::UnaryOp;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Op, Shape};
 use rlx_models::bert::{BertEncoder, TokenBatch};
 use rlx_runtime::Device;
 use std::path::PathBuf;
@@ -118,6 +125,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tiny_cpu * 1e6,
         tiny_gpu / tiny_cpu
     );
+    fused_vs_decomposed(
+        "digits MLP training step (b32)",
+        &digits::train_step_graph(),
+    );
+    fused_vs_decomposed(
+        "MiniLM-style block (s32 h128 ffn512)",
+        &encoder_block(32, 128, 512),
+    );
     let root = std::env::var("RLX_MODELS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
@@ -164,4 +179,83 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         times[1] / times[0]
     );
     Ok(())
+}
+
+/// Deterministic values in `[-0.5, 0.5)` for every param and input of `g`.
+fn filled(shapes: &[(NodeId, String, Shape)]) -> Vec<HostTensor> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(k, (_, _, s))| {
+            let dims = s.static_dims().unwrap();
+            let n = dims.iter().product();
+            let v = digits::uniform_init(n, -0.5, 0.5, 7 + k as u64);
+            HostTensor::from_vec(v, &dims).unwrap()
+        })
+        .collect()
+}
+
+/// Runs `g` compiled with the fused ops the wgpu backend claims and with
+/// them decomposed (the kernels before fusion), on the same device in the
+/// same run: median run time and dispatches of each.
+fn fused_vs_decomposed(name: &str, g: &Graph) {
+    let ctx = rlx_wgpu::context().unwrap();
+    let run = |fuse: bool| {
+        let claims = |op: &Op| {
+            rlx_wgpu::WgpuBackend.claims(op)
+                && (fuse || !matches!(op, Op::ElementwiseRegion { .. } | Op::FusedMatMul { .. }))
+        };
+        let lir = rlx_compile::lower(g, &claims, &Default::default()).unwrap();
+        let (params, inputs) = (filled(&lir.io.params), filled(&lir.io.inputs));
+        let mut exe = rlx_wgpu::WgpuExecutable::new(lir, ctx.clone()).unwrap();
+        for (i, p) in params.iter().enumerate() {
+            exe.set_param(i, p).unwrap();
+        }
+        let refs: Vec<&HostTensor> = inputs.iter().collect();
+        let t = median(21, || {
+            exe.run(&refs).unwrap();
+        });
+        (t, exe.dispatch_count())
+    };
+    let (fused, fused_n) = run(true);
+    let (plain, plain_n) = run(false);
+    println!(
+        "{name}: fused {:.2} ms ({fused_n} dispatches), decomposed {:.2} ms ({plain_n} dispatches): fused / decomposed {:.2}x",
+        fused * 1e3,
+        plain * 1e3,
+        fused / plain
+    );
+}
+
+/// One MiniLM-style encoder layer written out of primitives (single-head
+/// attention, residual adds, layer norms, a GELU feed-forward), so the
+/// compiler's fusion passes have the shapes and tails a BERT layer has.
+fn encoder_block(seq: usize, hidden: usize, ffn: usize) -> Graph {
+    let mut g = Graph::new("encoder_block");
+    let f32s = |d: &[usize]| Shape::new(d, DType::F32);
+    let x = g.input("x", f32s(&[seq, hidden]));
+    let dense = |g: &mut Graph, name: &str, x: NodeId, i: usize, o: usize| {
+        let w = g.param(&format!("{name}.w"), f32s(&[i, o]));
+        let b = g.param(&format!("{name}.b"), f32s(&[o]));
+        let y = g.mm(x, w);
+        g.add(y, b)
+    };
+    let q = dense(&mut g, "q", x, hidden, hidden);
+    let k = dense(&mut g, "k", x, hidden, hidden);
+    let v = dense(&mut g, "v", x, hidden, hidden);
+    let kt = g.transpose_(k, &[1, 0]);
+    let s = g.mm(q, kt);
+    let s = g.mul(s, g.constant(1.0 / (hidden as f64).sqrt(), DType::F32));
+    let p = g.sm(s, -1);
+    let a = g.mm(p, v);
+    let a = dense(&mut g, "o", a, hidden, hidden);
+    let h = g.add(a, x);
+    let h = g.ln(h, None, None, 1e-12);
+    let f = dense(&mut g, "up", h, hidden, ffn);
+    let f = g.unary(UnaryOp::Gelu, f);
+    let f = dense(&mut g, "down", f, ffn, hidden);
+    let y = g.add(f, h);
+    let y = g.ln(y, None, None, 1e-12);
+    g.set_outputs(vec![y]);
+    g
 }

@@ -4,12 +4,14 @@
 
 mod conv;
 mod indexing;
+mod region;
 
 use crate::wgsl::{
-    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Operand,
-    HELPERS, MAX_GROUPS,
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Half,
+    Operand, HELPERS, MAX_GROUPS,
 };
-use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
+use region::RegionInput;
+use rlx_ir::op::{ArgReduceOp, BinaryOp, ChainStep, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
 use rlx_ir::{DType, Op};
 use std::fmt::Write;
 
@@ -26,24 +28,38 @@ pub(crate) struct NodeCtx<'a> {
     pub inputs: Vec<Operand>,
     pub out: Operand,
     pub flag_word: u64,
+    /// How this kernel computes f16 values.
+    pub half: Half,
 }
 
 impl NodeCtx<'_> {
     fn element(&self, defs: String) -> Kernel {
-        let (source, groups) = element_shader(self.flag_word, self.index, &self.out, &defs);
-        Kernel { source, groups }
+        let (source, groups) =
+            element_shader(self.flag_word, self.index, &self.out, &defs, self.half);
+        Kernel {
+            source: self.enable(source),
+            groups,
+        }
+    }
+
+    /// `source` with the WGSL extensions its f16 mode needs.
+    fn enable(&self, source: String) -> String {
+        match self.half {
+            Half::Native => format!("enable f16;\n{source}"),
+            Half::Packed => source,
+        }
     }
 
     fn loads(&self) -> String {
         self.inputs
             .iter()
             .enumerate()
-            .map(|(k, x)| load_fn(&format!("x{k}"), x))
+            .map(|(k, x)| load_fn(&format!("x{k}"), x, self.half))
             .collect()
     }
 
     fn out_ty(&self) -> &'static str {
-        reg_type(self.out.dtype).expect("checked")
+        reg_type(self.out.dtype, self.half).expect("checked")
     }
 
     /// `fn value` reading every input at its broadcast position of the
@@ -85,8 +101,17 @@ impl NodeCtx<'_> {
 
 /// The kernel of `cx`'s node, or why there is none.
 pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
+    if cx.half == Half::Native && !computes_native_f16(cx.op) {
+        let packed = NodeCtx {
+            half: Half::Packed,
+            inputs: cx.inputs.clone(),
+            out: cx.out.clone(),
+            ..*cx
+        };
+        return kernel(&packed);
+    }
     for x in cx.inputs.iter().chain([&cx.out]) {
-        if reg_type(x.dtype).is_none() {
+        if reg_type(x.dtype, Half::Packed).is_none() {
             return Err(format!(
                 "dtype {} has no GPU kernel (f32, f16, i32, i64, bool do)",
                 x.dtype
@@ -102,10 +127,10 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
     }
     let in0 = cx.inputs.first().map(|x| x.dtype);
     match cx.op {
-        Op::Unary(u) => Ok(cx.broadcast_map(&unary(*u, dt)?)),
+        Op::Unary(u) => Ok(cx.broadcast_map(&in_registers(unary(*u, dt)?, dt, cx.half))),
         Op::Binary(b) => {
             refuse_i64_math(dt)?;
-            Ok(cx.broadcast_map(&binary(*b, dt)?))
+            Ok(cx.broadcast_map(&in_registers(binary(*b, dt)?, dt, cx.half)))
         }
         Op::Compare(c) => {
             let e = compare(*c);
@@ -116,7 +141,7 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         {
             Ok(cx.broadcast_map("select(c_, b, a != 0u)"))
         }
-        Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt))),
+        Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt, cx.half))),
         Op::Reshape => Ok(cx.gather_map("", "i")),
         Op::Broadcast => {
             let s = broadcast_strides(&cx.inputs[0].dims, &cx.out.dims);
@@ -141,8 +166,13 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::Iota { axis, start, step } => Ok(iota(cx, *axis, *start, *step)),
         Op::MatMul => {
             refuse_i64_math(dt)?;
-            Ok(matmul(cx))
+            matmul(cx, &[])
         }
+        Op::FusedMatMul { epilogue } => {
+            refuse_i64_math(dt)?;
+            matmul(cx, epilogue)
+        }
+        Op::ElementwiseRegion { steps } => region::elementwise_region(cx, steps),
         Op::DotGeneral(d) => {
             refuse_i64_math(dt)?;
             Ok(dot_general(cx, d))
@@ -166,6 +196,28 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         }
         other => Err(format!("no GPU kernel for op {}", other.mnemonic())),
     }
+}
+
+/// The ops whose kernels compute f16 in WGSL `f16` registers on an adapter
+/// with `shader-f16` (elementwise math, fused regions, matmuls, and the
+/// moves between them); the rest compute in f32 on every adapter.
+fn computes_native_f16(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::Select
+            | Op::Cast
+            | Op::ElementwiseRegion { .. }
+            | Op::MatMul
+            | Op::FusedMatMul { .. }
+            | Op::Reshape
+            | Op::Broadcast
+            | Op::Transpose { .. }
+            | Op::Slice(_)
+            | Op::Concat { .. }
+    )
 }
 
 /// The ops [`kernel`] has a kernel for (dtype permitting).
@@ -192,6 +244,8 @@ pub(crate) fn has_kernel(op: &Op) -> bool {
             | Op::Pool { .. }
             | Op::Iota { .. }
             | Op::MatMul
+            | Op::FusedMatMul { .. }
+            | Op::ElementwiseRegion { .. }
             | Op::DotGeneral(_)
             | Op::Reduce { .. }
             | Op::ArgReduce { .. }
@@ -294,7 +348,50 @@ fn compare(c: CmpOp) -> &'static str {
     }
 }
 
-fn cast(from: DType, to: DType) -> String {
+/// `expr` (over operands `a`, `b` of dtype `dt`) as the kernel's registers
+/// need it: with native f16, the f32-only helpers (the `HELPERS` functions,
+/// whose names end in `_`) get their operands widened to f32 and their
+/// result rounded back to f16.
+fn in_registers(expr: String, dt: DType, half: Half) -> String {
+    if half != Half::Native || dt != DType::F16 || !expr.contains("_(") {
+        return expr;
+    }
+    // Split into words (identifiers and number literals) and the rest.
+    let mut out = String::from("f16(");
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match word.as_str() {
+            "a" | "b" => {
+                let _ = write!(out, "f32({word})");
+            }
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for ch in expr.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out.push(')');
+    out
+}
+
+fn cast(from: DType, to: DType, half: Half) -> String {
+    // Native f16 registers are their own type: every change is explicit.
+    if half == Half::Native && from != to && (from == DType::F16 || to == DType::F16) {
+        return match (from, to) {
+            (DType::F16, DType::Bool) => "select(0u, 1u, a != 0.0)",
+            (DType::F16, DType::F32) => "f32(a)",
+            (DType::F16, _) => "cast_int(f32(a))",
+            _ => "f16(a)",
+        }
+        .into();
+    }
     match (from, to) {
         (f, t)
             if f == t
@@ -400,8 +497,10 @@ fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
     cx.element(defs)
 }
 
-/// numpy matmul: batch dims broadcast, rank-1 operands promoted.
-fn matmul(cx: &NodeCtx) -> Kernel {
+/// numpy matmul (batch dims broadcast, rank-1 operands promoted), then the
+/// elementwise `epilogue` of a fused matmul (none for a plain one) applied
+/// to each result before it is stored.
+fn matmul(cx: &NodeCtx, epilogue: &[ChainStep]) -> Result<Kernel, String> {
     let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
     let ad = if a.dims.len() == 1 {
         vec![1, a.dims[0]]
@@ -424,23 +523,57 @@ fn matmul(cx: &NodeCtx) -> Kernel {
     let sa = broadcast_strides(&ad[..ad.len() - 2], &batch);
     let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
     let batches: usize = batch.iter().product();
+    // `epi(i, acc)`: the epilogue at output element `i`; region input 0 is
+    // the product, input `j >= 1` the node's input `j + 1`.
+    let product = match (cx.out.dtype, cx.half) {
+        (DType::F16, Half::Native) => "f16(acc)",
+        // Rounded as the unfused matmul's store would, before an epilogue.
+        (DType::F16, Half::Packed) if !epilogue.is_empty() => "quantizeToF16(acc)",
+        _ => "acc",
+    };
+    let (epi, stored) = if epilogue.is_empty() {
+        (String::new(), product.to_string())
+    } else {
+        let inputs: Vec<RegionInput> = std::iter::once(RegionInput::Arg(cx.out.dtype))
+            .chain(
+                cx.inputs[2..]
+                    .iter()
+                    .enumerate()
+                    .map(|(j, x)| RegionInput::Load(j + 2, x)),
+            )
+            .collect();
+        let f = region::region_fn("epi", epilogue, &inputs, &cx.out.dims, cx.half)?;
+        (f, format!("epi(OUT, {product})"))
+    };
     if cx.out.dtype == DType::F32
         && batches as u64 <= MAX_GROUPS
         && m.div_ceil(TILE) as u64 <= MAX_GROUPS
         && n.div_ceil(TILE) as u64 <= MAX_GROUPS
     {
-        return tiled_matmul(cx, &batch, (&sa, &sb), (m, k, n));
+        return Ok(tiled_matmul(
+            cx,
+            &batch,
+            (&sa, &sb),
+            (m, k, n),
+            (&epi, &stored),
+        ));
     }
     let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
     let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
-    let acc = if is_float(cx.out.dtype) { "0.0" } else { "0" };
+    // Floats accumulate in f32 (f16 operands are widened).
+    let (acc_ty, acc, wide) = if is_float(cx.out.dtype) {
+        ("f32", "0.0", "f32")
+    } else {
+        (cx.out_ty(), "0", "")
+    };
     let defs = format!(
-        "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += x0(ab + k) * x1(bb + k * {n}u); }}\n  return acc;\n}}\n",
+        "{}{epi}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {acc_ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += {wide}(x0(ab + k)) * {wide}(x1(bb + k * {n}u)); }}\n  return {};\n}}\n",
         cx.loads(),
         coords(&virt, "i", "c"),
+        stored.replace("OUT", "i"),
         ty = cx.out_ty()
     );
-    cx.element(defs)
+    Ok(cx.element(defs))
 }
 
 /// Side of the square tiles of [`tiled_matmul`].
@@ -454,11 +587,12 @@ fn tiled_matmul(
     batch: &[usize],
     (sa, sb): (&[usize], &[usize]),
     (m, k, n): (usize, usize, usize),
+    (epi, stored): (&str, &str),
 ) -> Kernel {
     let t = TILE;
     let source = format!(
         "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
-         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}\n\
+         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}{epi}\n\
          var<workgroup> ta: array<f32, {tt}>;\nvar<workgroup> tb: array<f32, {tt}>;\n\
          @compute @workgroup_size({t}, {t})\n\
          fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
@@ -471,7 +605,8 @@ fn tiled_matmul(
              workgroupBarrier();\n\
              for (var j = 0u; j < {t}u; j++) {{ acc += ta[lid.y * {t}u + j] * tb[j * {t}u + lid.x]; }}\n\
              workgroupBarrier();\n  }}\n\
-         if (row < {m}u && col < {n}u) {{ st(z * {mn}u + row * {n}u + col, acc); }}\n}}\n",
+         if (row < {m}u && col < {n}u) {{ let o = z * {mn}u + row * {n}u + col; st(o, {stored}); }}\n}}\n",
+        stored = stored.replace("OUT", "o"),
         flag = cx.flag_word,
         node = cx.index + 1,
         loads = cx.loads(),
@@ -489,7 +624,7 @@ fn tiled_matmul(
     );
     let batches: usize = batch.iter().product();
     Kernel {
-        source,
+        source: cx.enable(source),
         groups: [
             n.div_ceil(t) as u32,
             m.div_ceil(t) as u32,
