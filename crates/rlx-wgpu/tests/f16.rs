@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{compile_on, gpu_or_skip, rand};
+use common::{compile_on, gpu_or_skip, rand, to_f16};
 use rlx_driver::{Backend, Executable};
 use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
@@ -15,17 +15,6 @@ use rlx_wgpu::{F16Mode, WgpuBackend, WgpuExecutable};
 const RTOL_F16: f64 = 1e-2;
 /// For results near zero (a difference of two rounded values).
 const ATOL_F16: f64 = 2e-3;
-
-/// `t` (f32) rounded to f16.
-fn half(t: HostTensor) -> HostTensor {
-    let v: Vec<rlx_ir::f16> = t
-        .to_vec::<f32>()
-        .unwrap()
-        .into_iter()
-        .map(rlx_ir::f16::from_f32)
-        .collect();
-    HostTensor::from_vec(v, t.dims()).unwrap()
-}
 
 /// The largest `|gpu - cpu| / (ATOL + RTOL * |cpu|)` over every output of
 /// `g` run with `inputs` (in manifest order) on the GPU in `mode`; and
@@ -130,9 +119,9 @@ fn f16_elementwise_casts_and_moves_on_both_paths() {
     outs.push(g.concat_(&[x, p], 1));
     g.set_outputs(outs);
     let inputs = [
-        half(rand(&[4, 19], -3.0, 3.0, 61)),
-        half(rand(&[4, 19], 0.1, 4.0, 62)),
-        half(rand(&[19], 0.5, 2.0, 63)),
+        to_f16(&rand(&[4, 19], -3.0, 3.0, 61)),
+        to_f16(&rand(&[4, 19], 0.1, 4.0, 62)),
+        to_f16(&rand(&[19], 0.5, 2.0, 63)),
     ];
     assert_both_paths(&g, &inputs);
 }
@@ -159,10 +148,10 @@ fn f16_regions_and_matmuls_on_both_paths() {
     let r = g.mul(r, x);
     g.set_outputs(vec![plain, y, r]);
     let inputs = [
-        half(rand(&[2, 5, 24], -1.0, 1.0, 71)),
-        half(rand(&[24, 9], -0.5, 0.5, 72)),
-        half(rand(&[9], -0.5, 0.5, 73)),
-        half(rand(&[2, 5, 24], -1.0, 1.0, 74)),
+        to_f16(&rand(&[2, 5, 24], -1.0, 1.0, 71)),
+        to_f16(&rand(&[24, 9], -0.5, 0.5, 72)),
+        to_f16(&rand(&[9], -0.5, 0.5, 73)),
+        to_f16(&rand(&[2, 5, 24], -1.0, 1.0, 74)),
     ];
     assert_both_paths(&g, &inputs);
 }

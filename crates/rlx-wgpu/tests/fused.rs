@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_or_skip, rand};
+use common::{assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_or_skip, rand, to_f16};
 use rlx_driver::Backend;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, CmpOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Op, OpKind, Shape};
@@ -252,15 +252,10 @@ fn regions_broadcast_every_input() {
 /// `t` (f32) rounded to `dt` (f32 or f16).
 fn as_dtype(t: HostTensor, dt: DType) -> HostTensor {
     if dt == DType::F32 {
-        return t;
+        t
+    } else {
+        to_f16(&t)
     }
-    let v: Vec<rlx_ir::f16> = t
-        .to_vec::<f32>()
-        .unwrap()
-        .into_iter()
-        .map(rlx_ir::f16::from_f32)
-        .collect();
-    HostTensor::from_vec(v, t.dims()).unwrap()
 }
 
 #[test]

@@ -127,10 +127,10 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
     }
     let in0 = cx.inputs.first().map(|x| x.dtype);
     match cx.op {
-        Op::Unary(u) => Ok(cx.broadcast_map(&in_registers(unary(*u, dt)?, dt, cx.half))),
+        Op::Unary(u) => Ok(cx.broadcast_map(&unary_in(*u, dt, cx.half)?)),
         Op::Binary(b) => {
             refuse_i64_math(dt)?;
-            Ok(cx.broadcast_map(&in_registers(binary(*b, dt)?, dt, cx.half)))
+            Ok(cx.broadcast_map(&binary_in(*b, dt, cx.half)?))
         }
         Op::Compare(c) => {
             let e = compare(*c);
@@ -158,6 +158,8 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::GatherElements { axis } => Ok(indexing::gather_elements(cx, *axis)),
         Op::ScatterAdd { axis } => indexing::scatter_add(cx, *axis),
         Op::Conv { window, groups } => conv::conv(cx, window, *groups),
+        // The output padding is in the output's dims already.
+        Op::ConvTranspose { window, groups, .. } => conv::conv_transpose(cx, window, *groups),
         Op::Pool {
             kind,
             window,
@@ -241,6 +243,7 @@ pub(crate) fn has_kernel(op: &Op) -> bool {
             | Op::GatherElements { .. }
             | Op::ScatterAdd { .. }
             | Op::Conv { .. }
+            | Op::ConvTranspose { .. }
             | Op::Pool { .. }
             | Op::Iota { .. }
             | Op::MatMul
@@ -348,12 +351,28 @@ fn compare(c: CmpOp) -> &'static str {
     }
 }
 
+/// [`unary`] in the kernel's registers (see [`in_registers`]).
+fn unary_in(u: UnaryOp, dt: DType, half: Half) -> Result<String, String> {
+    use UnaryOp::*;
+    let exact = matches!(u, Neg | Abs | Relu | Floor | Ceil | Round | Sign);
+    Ok(in_registers(unary(u, dt)?, dt, half, exact))
+}
+
+/// [`binary`] in the kernel's registers (see [`in_registers`]).
+fn binary_in(b: BinaryOp, dt: DType, half: Half) -> Result<String, String> {
+    use BinaryOp::*;
+    let exact = matches!(b, Add | Sub | Mul | Max | Min);
+    Ok(in_registers(binary(b, dt)?, dt, half, exact))
+}
+
 /// `expr` (over operands `a`, `b` of dtype `dt`) as the kernel's registers
-/// need it: with native f16, the f32-only helpers (the `HELPERS` functions,
-/// whose names end in `_`) get their operands widened to f32 and their
-/// result rounded back to f16.
-fn in_registers(expr: String, dt: DType, half: Half) -> String {
-    if half != Half::Native || dt != DType::F16 || !expr.contains("_(") {
+/// need it. With native f16, an `exact` op (one IEEE f16 operation, which
+/// rounds as the CPU's f32 result rounded to f16 does) runs in f16; the
+/// others (WGSL's f16 transcendentals and division are a few ulp off, and
+/// the `HELPERS` take f32) get their operands widened to f32 and the result
+/// rounded back, so each op rounds once, as on the CPU.
+fn in_registers(expr: String, dt: DType, half: Half, exact: bool) -> String {
+    if half != Half::Native || dt != DType::F16 || exact {
         return expr;
     }
     // Split into words (identifiers and number literals) and the rest.

@@ -5,7 +5,7 @@
 //! at one output element, reading every region input at its broadcast
 //! position. No intermediate ever reaches memory.
 
-use super::{binary, cast, compare, in_registers, refuse_i64_math, unary, NodeCtx};
+use super::{binary_in, cast, compare, refuse_i64_math, unary_in, NodeCtx};
 use crate::wgsl::{broadcast_strides, coords, dot, reg_type, Half, Operand};
 use rlx_ir::op::{ChainOperand, ChainStep};
 use rlx_ir::ops::region::step_shapes;
@@ -148,10 +148,10 @@ fn step_expr(
     half: Half,
 ) -> Result<String, String> {
     Ok(match *step {
-        ChainStep::Unary(u, _) => in_registers(unary(u, dt)?, dt, half),
+        ChainStep::Unary(u, _) => unary_in(u, dt, half)?,
         ChainStep::Binary(b, _, _) => {
             refuse_i64_math(dt)?;
-            in_registers(binary(b, dt)?, dt, half)
+            binary_in(b, dt, half)?
         }
         ChainStep::Compare(c, _, _) => format!("select(0u, 1u, {})", compare(c)),
         ChainStep::Select(..) => "select(c_, b, a != 0u)".into(),
