@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_or_skip, rand, to_f16};
+use common::{
+    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, gpu_compile_error, gpu_or_skip, rand,
+    to_f16,
+};
 use rlx_driver::Backend;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, CmpOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Op, OpKind, Shape};
@@ -402,4 +405,27 @@ fn fused_matmul_epilogues_match_the_cpu_in_one_dispatch() {
             if dt == DType::F16 { 1e-3 } else { 1e-6 },
         );
     }
+}
+
+#[test]
+fn a_region_step_without_a_gpu_form_is_refused_by_name() {
+    if !gpu_or_skip("a_region_step_without_a_gpu_form_is_refused_by_name") {
+        return;
+    }
+    // i64 arithmetic computes in 32 bits on the GPU, so it has no kernel;
+    // inside a region the refusal names the region and its step.
+    let mut g = Graph::new("i64_region");
+    let a = g.input("a", Shape::new(&[4], DType::I64));
+    let b = g.input("b", Shape::new(&[4], DType::I64));
+    let steps = vec![
+        ChainStep::Compare(CmpOp::Lt, In(0), In(1)),
+        ChainStep::Binary(BinaryOp::Add, In(0), In(1)),
+    ];
+    let y = region(&mut g, steps, &[a, b]);
+    g.set_outputs(vec![y]);
+    let err = gpu_compile_error(&g);
+    assert!(
+        err.contains("region") && err.contains("step 1") && err.contains("i64 arithmetic"),
+        "{err}"
+    );
 }
