@@ -4,14 +4,13 @@
 
 mod conv;
 mod indexing;
+mod matmul;
 mod region;
 
 use crate::wgsl::{
-    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Half,
-    Operand, HELPERS, MAX_GROUPS,
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, Half, Operand,
 };
-use region::RegionInput;
-use rlx_ir::op::{ArgReduceOp, BinaryOp, ChainStep, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
+use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
 use rlx_ir::{DType, Op};
 use std::fmt::Write;
 
@@ -168,11 +167,11 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::Iota { axis, start, step } => Ok(iota(cx, *axis, *start, *step)),
         Op::MatMul => {
             refuse_i64_math(dt)?;
-            matmul(cx, &[])
+            matmul::matmul(cx, &[])
         }
         Op::FusedMatMul { epilogue } => {
             refuse_i64_math(dt)?;
-            matmul(cx, epilogue)
+            matmul::matmul(cx, epilogue)
         }
         Op::ElementwiseRegion { steps } => region::elementwise_region(cx, steps),
         Op::DotGeneral(d) => {
@@ -514,142 +513,6 @@ fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
         coords(&cx.out.dims, "i", "c")
     );
     cx.element(defs)
-}
-
-/// numpy matmul (batch dims broadcast, rank-1 operands promoted), then the
-/// elementwise `epilogue` of a fused matmul (none for a plain one) applied
-/// to each result before it is stored.
-fn matmul(cx: &NodeCtx, epilogue: &[ChainStep]) -> Result<Kernel, String> {
-    let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
-    let ad = if a.dims.len() == 1 {
-        vec![1, a.dims[0]]
-    } else {
-        a.dims.clone()
-    };
-    let bd = if b.dims.len() == 1 {
-        vec![b.dims[0], 1]
-    } else {
-        b.dims.clone()
-    };
-    let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
-    let n = bd[bd.len() - 1];
-    // The output's dims minus the matrix dims a rank-1 operand did not squeeze.
-    let mut batch = cx.out.dims.clone();
-    batch.truncate(batch.len() - (a.dims.len() > 1) as usize - (b.dims.len() > 1) as usize);
-    let mut virt = batch.clone();
-    virt.extend([m, n]);
-    let nb = batch.len();
-    let sa = broadcast_strides(&ad[..ad.len() - 2], &batch);
-    let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
-    let batches: usize = batch.iter().product();
-    // `epi(i, acc)`: the epilogue at output element `i`; region input 0 is
-    // the product, input `j >= 1` the node's input `j + 1`.
-    let product = match (cx.out.dtype, cx.half) {
-        (DType::F16, Half::Native) => "f16(acc)",
-        // Rounded as the unfused matmul's store would, before an epilogue.
-        (DType::F16, Half::Packed) if !epilogue.is_empty() => "quantizeToF16(acc)",
-        _ => "acc",
-    };
-    let (epi, stored) = if epilogue.is_empty() {
-        (String::new(), product.to_string())
-    } else {
-        let inputs: Vec<RegionInput> = std::iter::once(RegionInput::Arg(cx.out.dtype))
-            .chain(
-                cx.inputs[2..]
-                    .iter()
-                    .enumerate()
-                    .map(|(j, x)| RegionInput::Load(j + 2, x)),
-            )
-            .collect();
-        let f = region::region_fn("epi", epilogue, &inputs, &cx.out.dims, cx.half)?;
-        (f, format!("epi(OUT, {product})"))
-    };
-    if cx.out.dtype == DType::F32
-        && batches as u64 <= MAX_GROUPS
-        && m.div_ceil(TILE) as u64 <= MAX_GROUPS
-        && n.div_ceil(TILE) as u64 <= MAX_GROUPS
-    {
-        return Ok(tiled_matmul(
-            cx,
-            &batch,
-            (&sa, &sb),
-            (m, k, n),
-            (&epi, &stored),
-        ));
-    }
-    let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
-    let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
-    // Floats accumulate in f32 (f16 operands are widened).
-    let (acc_ty, acc, wide) = if is_float(cx.out.dtype) {
-        ("f32", "0.0", "f32")
-    } else {
-        (cx.out_ty(), "0", "")
-    };
-    let defs = format!(
-        "{}{epi}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {acc_ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += {wide}(x0(ab + k)) * {wide}(x1(bb + k * {n}u)); }}\n  return {};\n}}\n",
-        cx.loads(),
-        coords(&virt, "i", "c"),
-        stored.replace("OUT", "i"),
-        ty = cx.out_ty()
-    );
-    Ok(cx.element(defs))
-}
-
-/// Side of the square tiles of [`tiled_matmul`].
-const TILE: usize = 16;
-
-/// f32 matmul in 16 x 16 output tiles per workgroup: each step stages a
-/// 16 x 16 block of `a` and of `b` in workgroup memory; every output still
-/// sums its `k` terms in order. Dispatch: (column tiles, row tiles, batch).
-fn tiled_matmul(
-    cx: &NodeCtx,
-    batch: &[usize],
-    (sa, sb): (&[usize], &[usize]),
-    (m, k, n): (usize, usize, usize),
-    (epi, stored): (&str, &str),
-) -> Kernel {
-    let t = TILE;
-    let source = format!(
-        "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
-         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}{epi}\n\
-         var<workgroup> ta: array<f32, {tt}>;\nvar<workgroup> tb: array<f32, {tt}>;\n\
-         @compute @workgroup_size({t}, {t})\n\
-         fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
-         let z = wg.z;\n{coords}  let ab = ({da}) * {mk}u;\n  let bb = ({db}) * {kn}u;\n\
-         let row = wg.y * {t}u + lid.y;\n  let col = wg.x * {t}u + lid.x;\n  var acc = 0.0;\n\
-         for (var s = 0u; s < {k}u; s += {t}u) {{\n\
-             let ak = s + lid.x;\n    let bk = s + lid.y;\n\
-             ta[lid.y * {t}u + lid.x] = select(0.0, x0(ab + min(row, {m1}u) * {k}u + min(ak, {k1}u)), row < {m}u && ak < {k}u);\n\
-             tb[lid.y * {t}u + lid.x] = select(0.0, x1(bb + min(bk, {k1}u) * {n}u + min(col, {n1}u)), bk < {k}u && col < {n}u);\n\
-             workgroupBarrier();\n\
-             for (var j = 0u; j < {t}u; j++) {{ acc += ta[lid.y * {t}u + j] * tb[j * {t}u + lid.x]; }}\n\
-             workgroupBarrier();\n  }}\n\
-         if (row < {m}u && col < {n}u) {{ let o = z * {mn}u + row * {n}u + col; st(o, {stored}); }}\n}}\n",
-        stored = stored.replace("OUT", "o"),
-        flag = cx.flag_word,
-        node = cx.index + 1,
-        loads = cx.loads(),
-        store = store_fn(&cx.out),
-        tt = t * t,
-        coords = coords(batch, "z", "c"),
-        da = dot("c", sa),
-        db = dot("c", sb),
-        mk = m * k,
-        kn = k * n,
-        mn = m * n,
-        m1 = m.saturating_sub(1),
-        k1 = k.saturating_sub(1),
-        n1 = n.saturating_sub(1),
-    );
-    let batches: usize = batch.iter().product();
-    Kernel {
-        source: cx.enable(source),
-        groups: [
-            n.div_ceil(t) as u32,
-            m.div_ceil(t) as u32,
-            batches.max(1) as u32,
-        ],
-    }
 }
 
 /// XLA's dot_general: output = batch dims, lhs free dims, rhs free dims.
