@@ -133,12 +133,15 @@ fn f16_regions_and_matmuls_on_both_paths() {
     }
     let mut g = Graph::new("f16_matmuls");
     let x = f16_input(&mut g, "x", &[2, 5, 24]);
-    let w = f16_input(&mut g, "w", &[24, 9]);
-    let b = f16_input(&mut g, "b", &[9]);
+    let w = f16_input(&mut g, "w", &[24, 10]);
+    let b = f16_input(&mut g, "b", &[10]);
     let x2 = f16_input(&mut g, "x2", &[2, 5, 24]);
-    // A plain matmul (a graph output), a fused one (bias, gelu, scale) and
-    // a region (the compiler's fusion of the elementwise chain).
+    let w_odd = f16_input(&mut g, "w_odd", &[24, 9]);
+    // Plain matmuls (graph outputs; rows of even length run tiled, odd
+    // ones one thread per output), a fused one (bias, gelu, scale; tiled)
+    // and a region (the compiler's fusion of the elementwise chain).
     let plain = g.mm(x2, w);
+    let odd = g.mm(x2, w_odd);
     let y = g.mm(x, w);
     let y = g.add(y, b);
     let y = g.unary(UnaryOp::Gelu, y);
@@ -146,12 +149,13 @@ fn f16_regions_and_matmuls_on_both_paths() {
     let r = g.sub(x, g.constant(0.25, DType::F16));
     let r = g.unary(UnaryOp::Tanh, r);
     let r = g.mul(r, x);
-    g.set_outputs(vec![plain, y, r]);
+    g.set_outputs(vec![plain, odd, y, r]);
     let inputs = [
         to_f16(&rand(&[2, 5, 24], -1.0, 1.0, 71)),
-        to_f16(&rand(&[24, 9], -0.5, 0.5, 72)),
-        to_f16(&rand(&[9], -0.5, 0.5, 73)),
+        to_f16(&rand(&[24, 10], -0.5, 0.5, 72)),
+        to_f16(&rand(&[10], -0.5, 0.5, 73)),
         to_f16(&rand(&[2, 5, 24], -1.0, 1.0, 74)),
+        to_f16(&rand(&[24, 9], -0.5, 0.5, 75)),
     ];
     assert_both_paths(&g, &inputs);
 }

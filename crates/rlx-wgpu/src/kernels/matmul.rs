@@ -1,6 +1,7 @@
 //! Matmul kernels (numpy semantics, and a fused matmul's epilogue applied
-//! before the store): f32 results as register-blocked tiles staged in
-//! workgroup memory, the rest one thread per output.
+//! before the store): f32 results, and f16 ones with rows of even length,
+//! as register-blocked tiles staged in workgroup memory; the rest one
+//! thread per output.
 
 use super::region::{self, RegionInput};
 use super::{is_float, Kernel, NodeCtx};
@@ -57,7 +58,10 @@ pub(super) fn matmul(cx: &NodeCtx, epilogue: &[ChainStep]) -> Result<Kernel, Str
         let f = region::region_fn("epi", epilogue, &inputs, &cx.out.dims, cx.half)?;
         (f, format!("epi(OUT, {product})"))
     };
-    if cx.out.dtype == DType::F32
+    // f16 results are stored a word (two columns) at a time: an even row
+    // length keeps each thread's column pairs in whole words.
+    let tiles = cx.out.dtype == DType::F32 || (cx.out.dtype == DType::F16 && n % 2 == 0);
+    if tiles
         && batches as u64 <= MAX_GROUPS
         && m.div_ceil(TILE) as u64 <= MAX_GROUPS
         && n.div_ceil(TILE) as u64 <= MAX_GROUPS
@@ -97,7 +101,8 @@ const THREADS: usize = TILE / BLOCK;
 /// Depth of the `a` / `b` slices staged per step.
 const DEPTH: usize = 16;
 
-/// f32 matmul in 32 x 32 output tiles per workgroup of 8 x 8 threads, each
+/// f32 (or f16, accumulated in f32) matmul in 32 x 32 output tiles per
+/// workgroup of 8 x 8 threads, each
 /// thread a 4 x 4 block of outputs kept in registers: each step stages a
 /// 32 x 16 slice of `a` and a 16 x 32 slice of `b` in workgroup memory (out
 /// of range cells are zero), then every thread updates its 16 sums from
@@ -123,21 +128,40 @@ pub(super) fn tiled_matmul(
         );
         let _ = writeln!(step, "      let b{i} = tb[q * {t}u + lid.x * {r}u + {i}u];");
     }
+    let half = cx.out.dtype == DType::F16;
     for i in 0..r {
         for j in 0..r {
             let _ = writeln!(sums, "  var acc{i}{j} = 0.0;");
             let _ = writeln!(step, "      acc{i}{j} += a{i} * b{j};");
-            let _ = writeln!(
-                stores,
-                "  if (row + {i}u < {m}u && col + {j}u < {n}u) {{ let acc = acc{i}{j}; let o = z * {mn}u + (row + {i}u) * {n}u + col + {j}u; st(o, {}); }}",
-                stored.replace("OUT", "o"),
-                mn = m * n,
-            );
+        }
+        for j in 0..r {
+            let at = format!("z * {}u + (row + {i}u) * {n}u + col + {j}u", m * n);
+            let inside = format!("row + {i}u < {m}u && col + {j}u < {n}u");
+            if !half {
+                let _ = writeln!(
+                    stores,
+                    "  if ({inside}) {{ st({at}, fin({at}, acc{i}{j})); }}"
+                );
+            } else if j % 2 == 0 {
+                // Columns j and j + 1: one word (n is even).
+                let _ = writeln!(
+                    stores,
+                    "  if ({inside}) {{ let o = {at}; mem[{w0}u + o / 2u] = pack2x16float(vec2<f32>(f32(fin(o, acc{i}{j})), f32(fin(o + 1u, acc{i}{j1})))); }}",
+                    w0 = cx.out.byte / 4,
+                    j1 = j + 1,
+                );
+            }
         }
     }
+    // The value stored at output `o` from its sum.
+    let fin = format!(
+        "fn fin(o: u32, acc: f32) -> {} {{ return {}; }}\n",
+        cx.out_ty(),
+        stored.replace("OUT", "o")
+    );
     let source = format!(
         "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
-         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}{epi}\n\
+         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}{epi}{fin}\n\
          var<workgroup> ta: array<f32, {td}>;\nvar<workgroup> tb: array<f32, {td}>;\n\
          @compute @workgroup_size({w}, {w})\n\
          fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
@@ -148,9 +172,9 @@ pub(super) fn tiled_matmul(
              for (var j = 0u; j < {per_thread}u; j++) {{\n\
                let e = j * {ww}u + tid;\n\
                let ar = wg.y * {t}u + e / {d}u;\n      let ak = s + e % {d}u;\n\
-               ta[e] = select(0.0, x0(ab + min(ar, {m1}u) * {k}u + min(ak, {k1}u)), ar < {m}u && ak < {k}u);\n\
+               ta[e] = select(0.0, f32(x0(ab + min(ar, {m1}u) * {k}u + min(ak, {k1}u))), ar < {m}u && ak < {k}u);\n\
                let bk = s + e / {t}u;\n      let bc = wg.x * {t}u + e % {t}u;\n\
-               tb[e] = select(0.0, x1(bb + min(bk, {k1}u) * {n}u + min(bc, {n1}u)), bk < {k}u && bc < {n}u);\n\
+               tb[e] = select(0.0, f32(x1(bb + min(bk, {k1}u) * {n}u + min(bc, {n1}u))), bk < {k}u && bc < {n}u);\n\
              }}\n\
              workgroupBarrier();\n\
              for (var q = 0u; q < {d}u; q++) {{\n{step}    }}\n\
