@@ -90,7 +90,12 @@ fn one_dispatch_round_trip(ctx: &rlx_wgpu::GpuContext) -> impl FnMut() + '_ {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = rlx_wgpu::context()?;
-    println!("adapter: {}", ctx.describe());
+    println!(
+        "adapter: {} (shader-f16: {}; features {:?})",
+        ctx.describe(),
+        ctx.shader_f16,
+        ctx.device.features()
+    );
     let empty = median(200, || {
         let enc = ctx.device.create_command_encoder(&Default::default());
         ctx.queue.submit([enc.finish()]);
