@@ -11,7 +11,7 @@
 //! kernel each (every step inlined as a WGSL expression over the region's
 //! broadcast inputs), and a fused matmul as the matmul with its epilogue
 //! applied before the store. Softmax, log-softmax, layer and RMS norm run
-//! as native kernels; so do conv and transposed conv (N-d, strided /
+//! as native kernels (f16 too, along an even-length last axis); so do conv and transposed conv (N-d, strided /
 //! padded / dilated / grouped), max / average pooling, gather-elements and scatter-add; the
 //! other composites (attention, group norm, ...) run decomposed into the
 //! primitives that have kernels. Values are f32, f16 (stored two to a

@@ -159,3 +159,46 @@ fn f16_regions_and_matmuls_on_both_paths() {
     ];
     assert_both_paths(&g, &inputs);
 }
+
+#[test]
+fn f16_softmax_and_norms_on_both_paths() {
+    if !gpu_or_skip("f16_softmax_and_norms_on_both_paths") {
+        return;
+    }
+    let mut g = Graph::new("f16_softmax_norms");
+    let x = f16_input(&mut g, "x", &[3, 5, 16]);
+    let gamma = f16_input(&mut g, "gamma", &[16]);
+    let beta = f16_input(&mut g, "beta", &[16]);
+    let outs = vec![
+        g.sm(x, -1),
+        g.log_softmax(x, -1),
+        g.ln(x, gamma, beta, 1e-5),
+        g.rms_norm(x, gamma, 1e-6),
+    ];
+    g.set_outputs(outs);
+    let inputs = [
+        to_f16(&rand(&[3, 5, 16], -3.0, 3.0, 91)),
+        to_f16(&rand(&[16], 0.5, 1.5, 92)),
+        to_f16(&rand(&[16], -0.5, 0.5, 93)),
+    ];
+    assert_both_paths(&g, &inputs);
+}
+
+#[test]
+fn f16_softmax_off_the_last_axis_is_refused_by_name() {
+    if !gpu_or_skip("f16_softmax_off_the_last_axis_is_refused_by_name") {
+        return;
+    }
+    // One thread per lane writes single f16 elements there: two threads
+    // would share a word, so the kernel refuses (a fallback policy puts
+    // the node on the CPU).
+    let mut g = Graph::new("f16_softmax_axis0");
+    let x = f16_input(&mut g, "x", &[4, 6]);
+    let y = g.sm(x, 0);
+    g.set_outputs(vec![y]);
+    let err = common::gpu_compile_error(&g);
+    assert!(
+        err.contains("softmax") && err.contains("even length"),
+        "{err}"
+    );
+}

@@ -184,17 +184,10 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         }
         Op::ArgReduce { op, axis, .. } => Ok(arg_reduce(cx, *op == ArgReduceOp::ArgMax, *axis)),
         Op::Softmax { axis } | Op::LogSoftmax { axis } => {
-            only_f32(dt)?;
-            Ok(softmax(cx, *axis, matches!(cx.op, Op::LogSoftmax { .. })))
+            softmax(cx, *axis, matches!(cx.op, Op::LogSoftmax { .. }))
         }
-        Op::LayerNorm { axis, eps } => {
-            only_f32(dt)?;
-            Ok(norm(cx, *axis, *eps, true))
-        }
-        Op::RmsNorm { eps } => {
-            only_f32(dt)?;
-            Ok(norm(cx, cx.out.dims.len().saturating_sub(1), *eps, false))
-        }
+        Op::LayerNorm { axis, eps } => norm(cx, *axis, *eps, true),
+        Op::RmsNorm { eps } => norm(cx, cx.out.dims.len().saturating_sub(1), *eps, false),
         other => Err(format!("no GPU kernel for op {}", other.mnemonic())),
     }
 }
@@ -266,15 +259,6 @@ pub(crate) fn is_float(dt: DType) -> bool {
 fn refuse_i64_math(dt: DType) -> Result<(), String> {
     if dt == DType::I64 {
         return Err("i64 arithmetic has no GPU kernel (values compute in 32 bits)".into());
-    }
-    Ok(())
-}
-
-fn only_f32(dt: DType) -> Result<(), String> {
-    if dt != DType::F32 {
-        return Err(format!(
-            "dtype {dt} has no GPU kernel for this op (f32 does)"
-        ));
     }
     Ok(())
 }
@@ -631,46 +615,71 @@ fn lanes(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, dims[axis], inner)
 }
 
-fn store_f32(out: &Operand) -> String {
-    format!(
-        "fn st(e: u32, v: f32) {{ mem[{}u + e] = bitcast<u32>(v); }}\n",
-        out.byte / 4
-    )
+/// The store of a lane kernel (softmax, norms: one thread per lane of
+/// `len` elements `stride` apart from `base`), each value `outv(base, j,
+/// p, q)`: `fn st` and the loop. f32 stores each element; f16 a word of
+/// two (its lanes must be contiguous and of even length, so that no two
+/// threads share a word); other dtypes have no kernel.
+fn lane_store(out: &Operand, len: usize, stride: usize) -> Result<(String, String), String> {
+    let w = out.byte / 4;
+    match out.dtype {
+        DType::F32 => Ok((
+            format!("fn st(e: u32, v: f32) {{ mem[{w}u + e] = bitcast<u32>(v); }}\n"),
+            format!("  for (var j = 0u; j < {len}u; j++) {{ st(base + j * {stride}u, outv(base, j, p, q)); }}\n"),
+        )),
+        DType::F16 if stride == 1 && len.is_multiple_of(2) => Ok((
+            String::new(),
+            format!("  for (var j = 0u; j < {len}u; j += 2u) {{ mem[{w}u + (base + j) / 2u] = pack2x16float(vec2<f32>(outv(base, j, p, q), outv(base, j + 1u, p, q))); }}\n"),
+        )),
+        DType::F16 => Err(format!(
+            "f16 here needs lanes along the last axis of even length (given {len}, {stride} apart)"
+        )),
+        dt => Err(format!("dtype {dt} has no GPU kernel for this op (f32 and f16 do)")),
+    }
 }
 
 /// One thread per lane along `axis`: max, sum of exponentials, write.
-fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Kernel {
+fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Result<Kernel, String> {
     let (outer, len, inner) = lanes(&cx.out.dims, axis);
     let write = if log {
-        "v - m - log(s)"
+        "v - p - log(q)"
     } else {
-        "exp(v - m) / s"
+        "exp(v - p) / q"
     };
-    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let (st, writes) = lane_store(&cx.out, len, inner)?;
+    let defs = format!(
+        "{}{st}fn outv(base: u32, j: u32, p: f32, q: f32) -> f32 {{ let v = x0(base + j * {inner}u); return {write}; }}\n",
+        cx.loads()
+    );
     let body = format!(
-        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  for (var j = 0u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); st(base + j * {inner}u, {write}); }}\n",
+        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  let p = m;\n  let q = s;\n{writes}",
         len * inner
     );
     let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, (outer * inner) as u64);
-    Kernel { source, groups }
+    Ok(Kernel { source, groups })
 }
 
 /// Layer norm (mean and variance) or RMS norm over the axes from `axis`
 /// on, one thread per row; gamma / beta indexed by the position in the row.
-fn norm(cx: &NodeCtx, axis: usize, eps: f64, layer: bool) -> Kernel {
+fn norm(cx: &NodeCtx, axis: usize, eps: f64, layer: bool) -> Result<Kernel, String> {
     let row: usize = cx.out.dims[axis..].iter().product();
     let rows = cx.out.numel() / row.max(1);
     let g = if cx.inputs.len() > 1 { "x1(j)" } else { "1.0" };
     let b = if cx.inputs.len() > 2 { "x2(j)" } else { "0.0" };
-    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let (st, writes) = lane_store(&cx.out, row, 1)?;
+    // `p` is the mean (0 for RMS norm), `q` the inverse deviation.
+    let defs = format!(
+        "{}{st}fn outv(base: u32, j: u32, p: f32, q: f32) -> f32 {{ return (x0(base + j) - p) * q * {g} + {b}; }}\n",
+        cx.loads()
+    );
     let (mean, centre) = if layer {
         (format!("  var mean = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ mean += x0(base + j); }}\n  mean = mean / {row}.0;\n"), "x0(base + j) - mean")
     } else {
         ("  let mean = 0.0;\n".to_string(), "x0(base + j)")
     };
     let body = format!(
-        "  let base = t * {row}u;\n{mean}  var vs = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ let d = {centre}; vs += d * d; }}\n  let inv = 1.0 / sqrt(vs / {row}.0 + f32({eps:?}));\n  for (var j = 0u; j < {row}u; j++) {{ st(base + j, ({centre}) * inv * {g} + {b}); }}\n"
+        "  let base = t * {row}u;\n{mean}  var vs = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ let d = {centre}; vs += d * d; }}\n  let p = mean;\n  let q = 1.0 / sqrt(vs / {row}.0 + f32({eps:?}));\n{writes}"
     );
     let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, rows as u64);
-    Kernel { source, groups }
+    Ok(Kernel { source, groups })
 }
