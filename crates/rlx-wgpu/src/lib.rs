@@ -11,14 +11,15 @@
 //! kernel each (every step inlined as a WGSL expression over the region's
 //! broadcast inputs), and a fused matmul as the matmul with its epilogue
 //! applied before the store. Softmax, log-softmax, layer and RMS norm run
-//! as native kernels (f16 too, along an even-length last axis); so do conv and transposed conv (N-d, strided /
-//! padded / dilated / grouped), max / average pooling, gather-elements and scatter-add; the
-//! other composites (attention, group norm, ...) run decomposed into the
-//! primitives that have kernels. Values are f32, f16 (stored two to a
-//! word; computed in WGSL `f16` by the elementwise, region and matmul
-//! kernels where the adapter has `shader-f16`, in f32 otherwise:
-//! [`F16Mode`]), i32, i64 (computed in 32
-//! bits, range-checked) or bool. A node with no kernel (or another dtype)
+//! as native kernels (f16 too, along an even-length last axis); so do conv
+//! and transposed conv (N-d, strided / padded / dilated / grouped), max /
+//! average pooling, gather-elements and scatter-add; the other composites
+//! (attention, group norm, ...) run decomposed into the primitives that
+//! have kernels. Values are f32, f16 (stored two to a word; computed in
+//! WGSL `f16` by the elementwise, region and matmul kernels where the
+//! adapter has `shader-f16`, in f32 otherwise: [`F16Mode`]), i32, i64
+//! (computed in 32 bits, range-checked) or bool. A node with no kernel (or
+//! another dtype)
 //! is [`BackendError::Unsupported`] naming the node and why; with a
 //! fallback policy the runtime places it on the CPU instead
 //! (`rlx_runtime::HeteroExecutable::compile_with_fallback`).
