@@ -14,7 +14,8 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The limits the device was created with (the adapter's own).
     pub limits: wgpu::Limits,
-    /// True when WGSL `f16` is available (`shader-f16`).
+    /// True when WGSL `f16` is available (`shader-f16`, requested at device
+    /// creation): elementwise and matmul kernels then compute f16 natively.
     pub shader_f16: bool,
     /// The one bind group layout of every kernel: the arena, read-write.
     pub(crate) arena_layout: wgpu::BindGroupLayout,
@@ -88,7 +89,12 @@ async fn open() -> Result<GpuContext, String> {
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("rlx-wgpu"),
-            required_features: wgpu::Features::empty(),
+            // Native f16 kernels where the adapter has them (see `F16Mode`).
+            required_features: if shader_f16 {
+                wgpu::Features::SHADER_F16
+            } else {
+                wgpu::Features::empty()
+            },
             required_limits: limits.clone(),
             ..Default::default()
         })

@@ -6,7 +6,7 @@
 
 use crate::context::GpuContext;
 use crate::kernels::{kernel, NodeCtx};
-use crate::wgsl::Operand;
+use crate::wgsl::{Half, Operand};
 use rlx_compile::LirModule;
 use rlx_driver::{BackendError, Device, Executable};
 use rlx_ir::{node_label, HostTensor, NodeId, Op};
@@ -18,6 +18,19 @@ const REGION_ALIGN: u64 = 256;
 
 fn align(n: u64, a: u64) -> u64 {
     n.div_ceil(a) * a
+}
+
+/// How a compiled graph computes f16 values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum F16Mode {
+    /// WGSL `f16` registers in the elementwise, fused-region and matmul
+    /// kernels (matmuls still accumulate in f32) where the adapter has
+    /// `shader-f16`; [`F16Mode::Packed`] elsewhere.
+    #[default]
+    Auto,
+    /// f32 registers, each f16 unpacked when loaded and rounded when stored:
+    /// what every adapter runs.
+    Packed,
 }
 
 /// One dispatch: the kernel's pipeline and its workgroup counts.
@@ -45,6 +58,8 @@ pub struct WgpuExecutable {
     staging: wgpu::Buffer,
     /// The scratch buffer of on-device param updates (kept between runs).
     scratch: Option<wgpu::Buffer>,
+    /// How f16 values are computed.
+    half: Half,
 }
 
 impl std::fmt::Debug for WgpuExecutable {
@@ -63,6 +78,20 @@ impl WgpuExecutable {
     /// uploads the constants. A node without a kernel is
     /// [`BackendError::Unsupported`] naming it and why.
     pub fn new(lir: LirModule, ctx: Arc<GpuContext>) -> Result<WgpuExecutable, BackendError> {
+        WgpuExecutable::with_f16_mode(lir, ctx, F16Mode::Auto)
+    }
+
+    /// [`WgpuExecutable::new`] computing f16 values as `mode` says.
+    pub fn with_f16_mode(
+        lir: LirModule,
+        ctx: Arc<GpuContext>,
+        mode: F16Mode,
+    ) -> Result<WgpuExecutable, BackendError> {
+        let half = if mode == F16Mode::Auto && ctx.shader_f16 {
+            Half::Native
+        } else {
+            Half::Packed
+        };
         let g = &lir.graph;
         let plan = &lir.plan;
         if !plan.alignment.is_multiple_of(4) {
@@ -144,6 +173,7 @@ impl WgpuExecutable {
                 inputs: n.inputs.iter().map(|&i| operand(i)).collect(),
                 out: operand(id),
                 flag_word: flag_byte / 4,
+                half,
             };
             if cx.out.numel() == 0 {
                 continue;
@@ -228,6 +258,7 @@ impl WgpuExecutable {
             flag_byte,
             staging,
             scratch: None,
+            half,
         })
     }
 
@@ -241,6 +272,11 @@ impl WgpuExecutable {
         enc.copy_buffer_to_buffer(&self.buffer, at, &staging, 0, len);
         self.ctx.queue.submit([enc.finish()]);
         read_back(&self.ctx, &staging, len)
+    }
+
+    /// True when f16 values compute in WGSL `f16` registers (see [`F16Mode`]).
+    pub fn native_f16(&self) -> bool {
+        self.half == Half::Native
     }
 
     /// Number of kernel dispatches one run records.

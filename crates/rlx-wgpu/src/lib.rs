@@ -7,13 +7,19 @@
 //! its shapes and arena offsets and cached by source
 //! ([`WgpuExecutable`]); the memory plan maps onto one GPU buffer, so data
 //! crosses to the host only at inputs, outputs, `set_param` and
-//! `param_value`. Softmax, log-softmax, layer and RMS norm run as native
-//! kernels; so do conv (N-d, strided / padded / dilated / grouped),
-//! max / average pooling, gather-elements and scatter-add; the other
-//! composites (attention, fused regions, ...) run decomposed into the
-//! primitives that have kernels. Values are f32, f16 (stored two to a
-//! word, computed in f32: no `shader-f16` needed), i32, i64 (computed in 32
-//! bits, range-checked) or bool. A node with no kernel (or another dtype)
+//! `param_value`. The compiler's fused elementwise regions run as one
+//! kernel each (every step inlined as a WGSL expression over the region's
+//! broadcast inputs), and a fused matmul as the matmul with its epilogue
+//! applied before the store. Softmax, log-softmax, layer and RMS norm run
+//! as native kernels (f16 too, along an even-length last axis); so do conv
+//! and transposed conv (N-d, strided / padded / dilated / grouped), max /
+//! average pooling, gather-elements and scatter-add; the other composites
+//! (attention, group norm, ...) run decomposed into the primitives that
+//! have kernels. Values are f32, f16 (stored two to a word; computed in
+//! WGSL `f16` by the elementwise, region and matmul kernels where the
+//! adapter has `shader-f16`, in f32 otherwise: [`F16Mode`]), i32, i64
+//! (computed in 32 bits, range-checked) or bool. A node with no kernel (or
+//! another dtype)
 //! is [`BackendError::Unsupported`] naming the node and why; with a
 //! fallback policy the runtime places it on the CPU instead
 //! (`rlx_runtime::HeteroExecutable::compile_with_fallback`).
@@ -34,7 +40,7 @@ mod wgsl;
 
 pub use context::{context, GpuContext};
 pub use divergence::{device_divergence, DeviceDivergence, OutputDivergence};
-pub use executable::WgpuExecutable;
+pub use executable::{F16Mode, WgpuExecutable};
 
 use rlx_compile::LirModule;
 use rlx_driver::{Backend, BackendError, Device, Executable};
@@ -59,8 +65,10 @@ impl Backend for WgpuBackend {
     }
 
     /// Primitives are all claimed (one without a kernel fails compile by
-    /// name); composites only where a native kernel exists, so the rest
-    /// (attention, fused regions, group norm, ...) are decomposed first.
+    /// name); composites only where a native kernel exists (fused regions
+    /// and matmul epilogues among them, which turns the compiler's fusion
+    /// passes for them on), so the rest (attention, group norm, ...) are
+    /// decomposed first.
     fn claims(&self, op: &Op) -> bool {
         if let Op::Custom(_) = op {
             return false;

@@ -11,10 +11,20 @@ pub(crate) const WORKGROUP: u64 = 64;
 /// The most workgroups one dispatch dimension takes (WebGPU's limit).
 pub(crate) const MAX_GROUPS: u64 = 65535;
 
+/// How a kernel computes f16 values (stored two to a word either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// Unpacked to f32 registers, rounded back when stored: any adapter.
+    Packed,
+    /// WGSL `f16` registers (`enable f16;`): adapters with `shader-f16`.
+    Native,
+}
+
 /// How a dtype's elements are held in WGSL registers.
-pub(crate) fn reg_type(dt: DType) -> Option<&'static str> {
+pub(crate) fn reg_type(dt: DType, half: Half) -> Option<&'static str> {
     match dt {
-        // f16 values are stored packed two to a word and computed in f32.
+        DType::F16 if half == Half::Native => Some("f16"),
+        // Packed f16 values are computed in f32.
         DType::F32 | DType::F16 => Some("f32"),
         // I64 values compute in 32 bits: kernels that read or write them
         // check the range (see `store`), the rest only move both words.
@@ -39,7 +49,7 @@ impl Operand {
 }
 
 /// `fn {name}(e: u32) -> T`: element `e` of `x`.
-pub(crate) fn load_fn(name: &str, x: &Operand) -> String {
+pub(crate) fn load_fn(name: &str, x: &Operand, half: Half) -> String {
     let w = x.byte / 4;
     let b = x.byte;
     match x.dtype {
@@ -52,6 +62,11 @@ pub(crate) fn load_fn(name: &str, x: &Operand) -> String {
         ),
         DType::Bool => format!(
             "fn {name}(e: u32) -> u32 {{ let b = {b}u + e; return select(0u, 1u, ((mem[b / 4u] >> ((b % 4u) * 8u)) & 0xffu) != 0u); }}\n"
+        ),
+        // Through f32, exactly (naga has no u32 -> vec2<f16> bitcast).
+        DType::F16 if half == Half::Native => format!(
+            "fn {name}(e: u32) -> f16 {{ let h = {}u + e; return f16(unpack2x16float(mem[h / 2u])[h % 2u]); }}\n",
+            b / 2
         ),
         DType::F16 => format!(
             "fn {name}(e: u32) -> f32 {{ let h = {}u + e; return unpack2x16float(mem[h / 2u])[h % 2u]; }}\n",
@@ -67,7 +82,7 @@ pub(crate) fn store_fn(out: &Operand) -> String {
     let w = out.byte / 4;
     match out.dtype {
         DType::F32 | DType::I32 => {
-            format!("fn st(e: u32, v: {}) {{ mem[{w}u + e] = bitcast<u32>(v); }}\n", reg_type(out.dtype).unwrap())
+            format!("fn st(e: u32, v: {}) {{ mem[{w}u + e] = bitcast<u32>(v); }}\n", reg_type(out.dtype, Half::Packed).unwrap())
         }
         DType::I64 => format!(
             "fn st(e: u32, v: i32) {{ mem[{w}u + 2u * e] = bitcast<u32>(v); mem[{w}u + 2u * e + 1u] = select(0u, 0xffffffffu, v < 0); }}\n"
@@ -204,6 +219,7 @@ pub(crate) fn element_shader(
     node: usize,
     out: &Operand,
     defs: &str,
+    half: Half,
 ) -> (String, [u32; 3]) {
     let n = out.numel() as u64;
     if out.dtype == DType::Bool {
@@ -212,6 +228,13 @@ pub(crate) fn element_shader(
             "  var word = 0u;\n  for (var j = 0u; j < 4u; j++) {{\n    let i = t * 4u + j;\n    if (i < {n}u) {{ word |= (value(i) & 1u) << (8u * j); }}\n  }}\n  mem[{w}u + t] = word;\n"
         );
         return shader(flag_word, node, defs, &body, n.div_ceil(4));
+    }
+    if out.dtype == DType::F16 && half == Half::Native {
+        let w = out.byte / 4;
+        let body = format!(
+            "  var hi: f16 = 0.0;\n  if (t * 2u + 1u < {n}u) {{ hi = value(t * 2u + 1u); }}\n  mem[{w}u + t] = pack2x16float(vec2<f32>(f32(value(t * 2u)), f32(hi)));\n"
+        );
+        return shader(flag_word, node, defs, &body, n.div_ceil(2));
     }
     if out.dtype == DType::F16 {
         let w = out.byte / 4;

@@ -52,7 +52,7 @@ fn logits(g: &mut Graph, x: NodeId) -> NodeId {
 }
 
 /// `[loss, w1', b1', w2', b2']`: one SGD step on softmax cross-entropy.
-fn train_step_graph() -> Graph {
+pub fn train_step_graph() -> Graph {
     let mut g = Graph::new("digits_step");
     let x = g.input("x", Shape::new(&[BATCH, PIXELS], DType::F32));
     let y = g.input("y", Shape::new(&[BATCH, CLASSES], DType::F32));

@@ -33,39 +33,102 @@ fn tap(sp_in: &[usize], w: &Window, padded_end: bool) -> String {
     s
 }
 
+/// The dims of `x [N, C, *sp]` and a weight `w [_, _, *k]` of the same
+/// rank: (C, the spatial plane size, the kernel dims, their product), or
+/// why `name` has no kernel for them.
+fn conv_operands<'a>(
+    cx: &'a NodeCtx,
+    name: &str,
+) -> Result<(usize, usize, &'a [usize], usize), String> {
+    let (x, wt) = (&cx.inputs[0], &cx.inputs[1]);
+    if !is_float(cx.out.dtype) {
+        return Err(format!("{name} on {} has no GPU kernel", cx.out.dtype));
+    }
+    if x.dims.len() < 3 || wt.dims.len() != x.dims.len() {
+        return Err(format!("{name} of {:?} by {:?}", x.dims, wt.dims));
+    }
+    let kdims = &wt.dims[2..];
+    Ok((
+        x.dims[1],
+        x.dims[2..].iter().product(),
+        kdims,
+        kdims.iter().product(),
+    ))
+}
+
+/// The kernel of a (transposed) convolution: each output `[n, o, *sp]`
+/// sums `x[n, ci, tap] * w[wb + ci * w_ci + r]` over the `cpg` input
+/// channels of its group (`grp`) and the taps `r` that `tap` finds inside
+/// the input, plus the bias; in f32.
+fn window_sum(
+    cx: &NodeCtx,
+    (cpg, opg): (usize, usize),
+    wb: &str,
+    w_ci: usize,
+    tap: &str,
+) -> Kernel {
+    let (c, pin, kdims, taps) = conv_operands(cx, "conv").expect("checked by the caller");
+    let bias = if cx.inputs.len() > 2 { "x2(c1)" } else { "0.0" };
+    let defs = format!(
+        "{loads}fn value(i: u32) -> f32 {{\n{oc}  let grp = c1 / {opg}u;\n  let xb = c0 * {xn}u + grp * {cpg}u * {pin}u;\n  let wb = {wb};\n  var acc = 0.0;\n  for (var ci = 0u; ci < {cpg}u; ci++) {{\n    for (var r = 0u; r < {taps}u; r++) {{\n{kc}{tap}      if (inb) {{ acc += x0(xb + ci * {pin}u + at) * x1(wb + ci * {w_ci}u + r); }}\n    }}\n  }}\n  return acc + {bias};\n}}\n",
+        loads = cx.loads(),
+        oc = coords(&cx.out.dims, "i", "c"),
+        xn = c * pin,
+        kc = coords(kdims, "r", "k").replace("  let", "      let"),
+    );
+    cx.element(defs)
+}
+
 /// `x [N, C, *sp]`, `w [O, C / groups, *k] [, bias [O]]`: direct
 /// convolution (stride, padding, dilation, groups; depthwise is
 /// `groups == C`), accumulated in f32.
 pub(super) fn conv(cx: &NodeCtx, w: &Window, groups: usize) -> Result<Kernel, String> {
-    let (x, wt) = (&cx.inputs[0], &cx.inputs[1]);
-    if !is_float(cx.out.dtype) {
-        return Err(format!("conv on {} has no GPU kernel", cx.out.dtype));
+    let (c, _, kdims, taps) = conv_operands(cx, "conv")?;
+    if groups == 0 {
+        return Err("conv in 0 groups".into());
     }
-    let rank = x.dims.len();
-    if rank < 3 || wt.dims.len() != rank || groups == 0 {
-        return Err(format!("conv of {:?} by {:?}", x.dims, wt.dims));
-    }
-    let (c, o) = (x.dims[1], wt.dims[0]);
-    let cpg = c / groups;
-    let opg = o / groups;
-    let kdims = &wt.dims[2..];
-    let taps: usize = kdims.iter().product();
-    let pin: usize = x.dims[2..].iter().product();
-    let bias = if cx.inputs.len() > 2 { "x2(c1)" } else { "0.0" };
+    let (cpg, opg) = (c / groups, cx.inputs[1].dims[0] / groups);
     let window = Window {
         kernel: kdims.to_vec(),
         ..w.clone()
     };
-    let defs = format!(
-        "{loads}fn value(i: u32) -> f32 {{\n{oc}  let grp = c1 / {opg}u;\n  let xb = c0 * {xn}u + grp * {cpg}u * {pin}u;\n  let wb = c1 * {wo}u;\n  var acc = 0.0;\n  for (var ci = 0u; ci < {cpg}u; ci++) {{\n    for (var r = 0u; r < {taps}u; r++) {{\n{kc}{tap}      if (inb) {{ acc += x0(xb + ci * {pin}u + at) * x1(wb + ci * {taps}u + r); }}\n    }}\n  }}\n  return acc + {bias};\n}}\n",
-        loads = cx.loads(),
-        oc = coords(&cx.out.dims, "i", "c"),
-        xn = c * pin,
-        wo = cpg * taps,
-        kc = coords(kdims, "r", "k").replace("  let", "      let"),
-        tap = tap(&x.dims[2..], &window, false),
-    );
-    Ok(cx.element(defs))
+    let tap = tap(&cx.inputs[0].dims[2..], &window, false);
+    let wb = format!("c1 * {}u", cpg * taps);
+    Ok(window_sum(cx, (cpg, opg), &wb, taps, &tap))
+}
+
+/// Statements that set `inb` (the output position `c2..` is reached from
+/// an input cell by kernel tap `k0..`) and `at` (that cell's offset inside
+/// one `[*sp_in]` plane) for a transposed convolution, whose input cell `q`
+/// scatters to output `q * stride + k * dilation - pad_lo`.
+fn transposed_tap(sp_in: &[usize], w: &Window) -> String {
+    let strides = rlx_ir::contiguous_strides(sp_in);
+    let mut s = String::from("      var inb = true;\n      var at = 0u;\n");
+    for (ax, (&len, &st)) in sp_in.iter().zip(&strides).enumerate() {
+        let (lo, stride) = (w.padding[ax].0, w.stride[ax]);
+        let _ = writeln!(
+            s,
+            "      let t{ax} = i32(c{}) + {lo} - i32(k{ax} * {}u);\n      let q{ax} = max(t{ax}, 0) / {stride};\n      inb = inb && t{ax} >= 0 && t{ax} % {stride} == 0 && q{ax} < {len};\n      at += u32(q{ax}) * {st}u;",
+            ax + 2,
+            w.dilation[ax],
+        );
+    }
+    s
+}
+
+/// `x [N, C, *sp]`, `w [C, O / groups, *k] [, bias [O]]`: transposed
+/// convolution (stride, padding, output padding, dilation, groups), one
+/// thread per output element gathering the input cells that scatter to
+/// it, accumulated in f32 (the output's size carries the output padding).
+pub(super) fn conv_transpose(cx: &NodeCtx, w: &Window, groups: usize) -> Result<Kernel, String> {
+    let (c, _, _, taps) = conv_operands(cx, "conv_transpose")?;
+    if groups == 0 {
+        return Err("conv_transpose in 0 groups".into());
+    }
+    let (cpg, opg) = (c / groups, cx.inputs[1].dims[1]);
+    let tap = transposed_tap(&cx.inputs[0].dims[2..], w);
+    let wb = format!("grp * {}u + (c1 % {opg}u) * {taps}u", cpg * opg * taps);
+    Ok(window_sum(cx, (cpg, opg), &wb, opg * taps, &tap))
 }
 
 /// Max / average pooling of `x [N, C, *sp]`: padding never wins a max (NaN

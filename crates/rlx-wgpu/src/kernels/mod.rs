@@ -4,10 +4,11 @@
 
 mod conv;
 mod indexing;
+mod matmul;
+mod region;
 
 use crate::wgsl::{
-    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, store_fn, Operand,
-    HELPERS, MAX_GROUPS,
+    broadcast_strides, coords, dot, element_shader, load_fn, reg_type, shader, Half, Operand,
 };
 use rlx_ir::op::{ArgReduceOp, BinaryOp, CmpOp, DotDims, ReduceOp, SliceSpec, UnaryOp};
 use rlx_ir::{DType, Op};
@@ -26,24 +27,38 @@ pub(crate) struct NodeCtx<'a> {
     pub inputs: Vec<Operand>,
     pub out: Operand,
     pub flag_word: u64,
+    /// How this kernel computes f16 values.
+    pub half: Half,
 }
 
 impl NodeCtx<'_> {
     fn element(&self, defs: String) -> Kernel {
-        let (source, groups) = element_shader(self.flag_word, self.index, &self.out, &defs);
-        Kernel { source, groups }
+        let (source, groups) =
+            element_shader(self.flag_word, self.index, &self.out, &defs, self.half);
+        Kernel {
+            source: self.enable(source),
+            groups,
+        }
+    }
+
+    /// `source` with the WGSL extensions its f16 mode needs.
+    fn enable(&self, source: String) -> String {
+        match self.half {
+            Half::Native => format!("enable f16;\n{source}"),
+            Half::Packed => source,
+        }
     }
 
     fn loads(&self) -> String {
         self.inputs
             .iter()
             .enumerate()
-            .map(|(k, x)| load_fn(&format!("x{k}"), x))
+            .map(|(k, x)| load_fn(&format!("x{k}"), x, self.half))
             .collect()
     }
 
     fn out_ty(&self) -> &'static str {
-        reg_type(self.out.dtype).expect("checked")
+        reg_type(self.out.dtype, self.half).expect("checked")
     }
 
     /// `fn value` reading every input at its broadcast position of the
@@ -85,8 +100,17 @@ impl NodeCtx<'_> {
 
 /// The kernel of `cx`'s node, or why there is none.
 pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
+    if cx.half == Half::Native && !computes_native_f16(cx.op) {
+        let packed = NodeCtx {
+            half: Half::Packed,
+            inputs: cx.inputs.clone(),
+            out: cx.out.clone(),
+            ..*cx
+        };
+        return kernel(&packed);
+    }
     for x in cx.inputs.iter().chain([&cx.out]) {
-        if reg_type(x.dtype).is_none() {
+        if reg_type(x.dtype, Half::Packed).is_none() {
             return Err(format!(
                 "dtype {} has no GPU kernel (f32, f16, i32, i64, bool do)",
                 x.dtype
@@ -102,10 +126,10 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
     }
     let in0 = cx.inputs.first().map(|x| x.dtype);
     match cx.op {
-        Op::Unary(u) => Ok(cx.broadcast_map(&unary(*u, dt)?)),
+        Op::Unary(u) => Ok(cx.broadcast_map(&unary_in(*u, dt, cx.half)?)),
         Op::Binary(b) => {
             refuse_i64_math(dt)?;
-            Ok(cx.broadcast_map(&binary(*b, dt)?))
+            Ok(cx.broadcast_map(&binary_in(*b, dt, cx.half)?))
         }
         Op::Compare(c) => {
             let e = compare(*c);
@@ -116,7 +140,7 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         {
             Ok(cx.broadcast_map("select(c_, b, a != 0u)"))
         }
-        Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt))),
+        Op::Cast => Ok(cx.broadcast_map(&cast(in0.expect("one input"), dt, cx.half))),
         Op::Reshape => Ok(cx.gather_map("", "i")),
         Op::Broadcast => {
             let s = broadcast_strides(&cx.inputs[0].dims, &cx.out.dims);
@@ -133,6 +157,8 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::GatherElements { axis } => Ok(indexing::gather_elements(cx, *axis)),
         Op::ScatterAdd { axis } => indexing::scatter_add(cx, *axis),
         Op::Conv { window, groups } => conv::conv(cx, window, *groups),
+        // The output padding is in the output's dims already.
+        Op::ConvTranspose { window, groups, .. } => conv::conv_transpose(cx, window, *groups),
         Op::Pool {
             kind,
             window,
@@ -141,8 +167,13 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         Op::Iota { axis, start, step } => Ok(iota(cx, *axis, *start, *step)),
         Op::MatMul => {
             refuse_i64_math(dt)?;
-            Ok(matmul(cx))
+            matmul::matmul(cx, &[])
         }
+        Op::FusedMatMul { epilogue } => {
+            refuse_i64_math(dt)?;
+            matmul::matmul(cx, epilogue)
+        }
+        Op::ElementwiseRegion { steps } => region::elementwise_region(cx, steps),
         Op::DotGeneral(d) => {
             refuse_i64_math(dt)?;
             Ok(dot_general(cx, d))
@@ -153,19 +184,34 @@ pub(crate) fn kernel(cx: &NodeCtx) -> Result<Kernel, String> {
         }
         Op::ArgReduce { op, axis, .. } => Ok(arg_reduce(cx, *op == ArgReduceOp::ArgMax, *axis)),
         Op::Softmax { axis } | Op::LogSoftmax { axis } => {
-            only_f32(dt)?;
-            Ok(softmax(cx, *axis, matches!(cx.op, Op::LogSoftmax { .. })))
+            softmax(cx, *axis, matches!(cx.op, Op::LogSoftmax { .. }))
         }
-        Op::LayerNorm { axis, eps } => {
-            only_f32(dt)?;
-            Ok(norm(cx, *axis, *eps, true))
-        }
-        Op::RmsNorm { eps } => {
-            only_f32(dt)?;
-            Ok(norm(cx, cx.out.dims.len().saturating_sub(1), *eps, false))
-        }
+        Op::LayerNorm { axis, eps } => norm(cx, *axis, *eps, true),
+        Op::RmsNorm { eps } => norm(cx, cx.out.dims.len().saturating_sub(1), *eps, false),
         other => Err(format!("no GPU kernel for op {}", other.mnemonic())),
     }
+}
+
+/// The ops whose kernels compute f16 in WGSL `f16` registers on an adapter
+/// with `shader-f16` (elementwise math, fused regions, matmuls, and the
+/// moves between them); the rest compute in f32 on every adapter.
+fn computes_native_f16(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::Select
+            | Op::Cast
+            | Op::ElementwiseRegion { .. }
+            | Op::MatMul
+            | Op::FusedMatMul { .. }
+            | Op::Reshape
+            | Op::Broadcast
+            | Op::Transpose { .. }
+            | Op::Slice(_)
+            | Op::Concat { .. }
+    )
 }
 
 /// The ops [`kernel`] has a kernel for (dtype permitting).
@@ -189,9 +235,12 @@ pub(crate) fn has_kernel(op: &Op) -> bool {
             | Op::GatherElements { .. }
             | Op::ScatterAdd { .. }
             | Op::Conv { .. }
+            | Op::ConvTranspose { .. }
             | Op::Pool { .. }
             | Op::Iota { .. }
             | Op::MatMul
+            | Op::FusedMatMul { .. }
+            | Op::ElementwiseRegion { .. }
             | Op::DotGeneral(_)
             | Op::Reduce { .. }
             | Op::ArgReduce { .. }
@@ -210,15 +259,6 @@ pub(crate) fn is_float(dt: DType) -> bool {
 fn refuse_i64_math(dt: DType) -> Result<(), String> {
     if dt == DType::I64 {
         return Err("i64 arithmetic has no GPU kernel (values compute in 32 bits)".into());
-    }
-    Ok(())
-}
-
-fn only_f32(dt: DType) -> Result<(), String> {
-    if dt != DType::F32 {
-        return Err(format!(
-            "dtype {dt} has no GPU kernel for this op (f32 does)"
-        ));
     }
     Ok(())
 }
@@ -294,7 +334,66 @@ fn compare(c: CmpOp) -> &'static str {
     }
 }
 
-fn cast(from: DType, to: DType) -> String {
+/// [`unary`] in the kernel's registers (see [`in_registers`]).
+fn unary_in(u: UnaryOp, dt: DType, half: Half) -> Result<String, String> {
+    use UnaryOp::*;
+    let exact = matches!(u, Neg | Abs | Relu | Floor | Ceil | Round | Sign);
+    Ok(in_registers(unary(u, dt)?, dt, half, exact))
+}
+
+/// [`binary`] in the kernel's registers (see [`in_registers`]).
+fn binary_in(b: BinaryOp, dt: DType, half: Half) -> Result<String, String> {
+    use BinaryOp::*;
+    let exact = matches!(b, Add | Sub | Mul | Max | Min);
+    Ok(in_registers(binary(b, dt)?, dt, half, exact))
+}
+
+/// `expr` (over operands `a`, `b` of dtype `dt`) as the kernel's registers
+/// need it. With native f16, an `exact` op (one IEEE f16 operation, which
+/// rounds as the CPU's f32 result rounded to f16 does) runs in f16; the
+/// others (WGSL's f16 transcendentals and division are a few ulp off, and
+/// the `HELPERS` take f32) get their operands widened to f32 and the result
+/// rounded back, so each op rounds once, as on the CPU.
+fn in_registers(expr: String, dt: DType, half: Half, exact: bool) -> String {
+    if half != Half::Native || dt != DType::F16 || exact {
+        return expr;
+    }
+    // Split into words (identifiers and number literals) and the rest.
+    let mut out = String::from("f16(");
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match word.as_str() {
+            "a" | "b" => {
+                let _ = write!(out, "f32({word})");
+            }
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for ch in expr.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out.push(')');
+    out
+}
+
+fn cast(from: DType, to: DType, half: Half) -> String {
+    // Native f16 registers are their own type: every change is explicit.
+    if half == Half::Native && from != to && (from == DType::F16 || to == DType::F16) {
+        return match (from, to) {
+            (DType::F16, DType::Bool) => "select(0u, 1u, a != 0.0)",
+            (DType::F16, DType::F32) => "f32(a)",
+            (DType::F16, _) => "cast_int(f32(a))",
+            _ => "f16(a)",
+        }
+        .into();
+    }
     match (from, to) {
         (f, t)
             if f == t
@@ -398,104 +497,6 @@ fn iota(cx: &NodeCtx, axis: usize, start: f64, step: f64) -> Kernel {
         coords(&cx.out.dims, "i", "c")
     );
     cx.element(defs)
-}
-
-/// numpy matmul: batch dims broadcast, rank-1 operands promoted.
-fn matmul(cx: &NodeCtx) -> Kernel {
-    let (a, b) = (&cx.inputs[0], &cx.inputs[1]);
-    let ad = if a.dims.len() == 1 {
-        vec![1, a.dims[0]]
-    } else {
-        a.dims.clone()
-    };
-    let bd = if b.dims.len() == 1 {
-        vec![b.dims[0], 1]
-    } else {
-        b.dims.clone()
-    };
-    let (m, k) = (ad[ad.len() - 2], ad[ad.len() - 1]);
-    let n = bd[bd.len() - 1];
-    // The output's dims minus the matrix dims a rank-1 operand did not squeeze.
-    let mut batch = cx.out.dims.clone();
-    batch.truncate(batch.len() - (a.dims.len() > 1) as usize - (b.dims.len() > 1) as usize);
-    let mut virt = batch.clone();
-    virt.extend([m, n]);
-    let nb = batch.len();
-    let sa = broadcast_strides(&ad[..ad.len() - 2], &batch);
-    let sb = broadcast_strides(&bd[..bd.len() - 2], &batch);
-    let batches: usize = batch.iter().product();
-    if cx.out.dtype == DType::F32
-        && batches as u64 <= MAX_GROUPS
-        && m.div_ceil(TILE) as u64 <= MAX_GROUPS
-        && n.div_ceil(TILE) as u64 <= MAX_GROUPS
-    {
-        return tiled_matmul(cx, &batch, (&sa, &sb), (m, k, n));
-    }
-    let a_base = format!("({}) * {}u + c{nb} * {k}u", dot("c", &sa), m * k);
-    let b_base = format!("({}) * {}u + c{} ", dot("c", &sb), k * n, nb + 1);
-    let acc = if is_float(cx.out.dtype) { "0.0" } else { "0" };
-    let defs = format!(
-        "{}fn value(i: u32) -> {ty} {{\n{}  let ab = {a_base};\n  let bb = {b_base};\n  var acc: {ty} = {acc};\n  for (var k = 0u; k < {k}u; k++) {{ acc += x0(ab + k) * x1(bb + k * {n}u); }}\n  return acc;\n}}\n",
-        cx.loads(),
-        coords(&virt, "i", "c"),
-        ty = cx.out_ty()
-    );
-    cx.element(defs)
-}
-
-/// Side of the square tiles of [`tiled_matmul`].
-const TILE: usize = 16;
-
-/// f32 matmul in 16 x 16 output tiles per workgroup: each step stages a
-/// 16 x 16 block of `a` and of `b` in workgroup memory; every output still
-/// sums its `k` terms in order. Dispatch: (column tiles, row tiles, batch).
-fn tiled_matmul(
-    cx: &NodeCtx,
-    batch: &[usize],
-    (sa, sb): (&[usize], &[usize]),
-    (m, k, n): (usize, usize, usize),
-) -> Kernel {
-    let t = TILE;
-    let source = format!(
-        "@group(0) @binding(0) var<storage, read_write> mem: array<u32>;\n\
-         const FLAG: u32 = {flag}u;\nconst NODE: u32 = {node}u;\n{HELPERS}\n{loads}{store}\n\
-         var<workgroup> ta: array<f32, {tt}>;\nvar<workgroup> tb: array<f32, {tt}>;\n\
-         @compute @workgroup_size({t}, {t})\n\
-         fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n\
-         let z = wg.z;\n{coords}  let ab = ({da}) * {mk}u;\n  let bb = ({db}) * {kn}u;\n\
-         let row = wg.y * {t}u + lid.y;\n  let col = wg.x * {t}u + lid.x;\n  var acc = 0.0;\n\
-         for (var s = 0u; s < {k}u; s += {t}u) {{\n\
-             let ak = s + lid.x;\n    let bk = s + lid.y;\n\
-             ta[lid.y * {t}u + lid.x] = select(0.0, x0(ab + min(row, {m1}u) * {k}u + min(ak, {k1}u)), row < {m}u && ak < {k}u);\n\
-             tb[lid.y * {t}u + lid.x] = select(0.0, x1(bb + min(bk, {k1}u) * {n}u + min(col, {n1}u)), bk < {k}u && col < {n}u);\n\
-             workgroupBarrier();\n\
-             for (var j = 0u; j < {t}u; j++) {{ acc += ta[lid.y * {t}u + j] * tb[j * {t}u + lid.x]; }}\n\
-             workgroupBarrier();\n  }}\n\
-         if (row < {m}u && col < {n}u) {{ st(z * {mn}u + row * {n}u + col, acc); }}\n}}\n",
-        flag = cx.flag_word,
-        node = cx.index + 1,
-        loads = cx.loads(),
-        store = store_fn(&cx.out),
-        tt = t * t,
-        coords = coords(batch, "z", "c"),
-        da = dot("c", sa),
-        db = dot("c", sb),
-        mk = m * k,
-        kn = k * n,
-        mn = m * n,
-        m1 = m.saturating_sub(1),
-        k1 = k.saturating_sub(1),
-        n1 = n.saturating_sub(1),
-    );
-    let batches: usize = batch.iter().product();
-    Kernel {
-        source,
-        groups: [
-            n.div_ceil(t) as u32,
-            m.div_ceil(t) as u32,
-            batches.max(1) as u32,
-        ],
-    }
 }
 
 /// XLA's dot_general: output = batch dims, lhs free dims, rhs free dims.
@@ -614,46 +615,71 @@ fn lanes(dims: &[usize], axis: usize) -> (usize, usize, usize) {
     (outer, dims[axis], inner)
 }
 
-fn store_f32(out: &Operand) -> String {
-    format!(
-        "fn st(e: u32, v: f32) {{ mem[{}u + e] = bitcast<u32>(v); }}\n",
-        out.byte / 4
-    )
+/// The store of a lane kernel (softmax, norms: one thread per lane of
+/// `len` elements `stride` apart from `base`), each value `outv(base, j,
+/// p, q)`: `fn st` and the loop. f32 stores each element; f16 a word of
+/// two (its lanes must be contiguous and of even length, so that no two
+/// threads share a word); other dtypes have no kernel.
+fn lane_store(out: &Operand, len: usize, stride: usize) -> Result<(String, String), String> {
+    let w = out.byte / 4;
+    match out.dtype {
+        DType::F32 => Ok((
+            format!("fn st(e: u32, v: f32) {{ mem[{w}u + e] = bitcast<u32>(v); }}\n"),
+            format!("  for (var j = 0u; j < {len}u; j++) {{ st(base + j * {stride}u, outv(base, j, p, q)); }}\n"),
+        )),
+        DType::F16 if stride == 1 && len.is_multiple_of(2) => Ok((
+            String::new(),
+            format!("  for (var j = 0u; j < {len}u; j += 2u) {{ mem[{w}u + (base + j) / 2u] = pack2x16float(vec2<f32>(outv(base, j, p, q), outv(base, j + 1u, p, q))); }}\n"),
+        )),
+        DType::F16 => Err(format!(
+            "f16 here needs lanes along the last axis of even length (given {len}, {stride} apart)"
+        )),
+        dt => Err(format!("dtype {dt} has no GPU kernel for this op (f32 and f16 do)")),
+    }
 }
 
 /// One thread per lane along `axis`: max, sum of exponentials, write.
-fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Kernel {
+fn softmax(cx: &NodeCtx, axis: usize, log: bool) -> Result<Kernel, String> {
     let (outer, len, inner) = lanes(&cx.out.dims, axis);
     let write = if log {
-        "v - m - log(s)"
+        "v - p - log(q)"
     } else {
-        "exp(v - m) / s"
+        "exp(v - p) / q"
     };
-    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let (st, writes) = lane_store(&cx.out, len, inner)?;
+    let defs = format!(
+        "{}{st}fn outv(base: u32, j: u32, p: f32, q: f32) -> f32 {{ let v = x0(base + j * {inner}u); return {write}; }}\n",
+        cx.loads()
+    );
     let body = format!(
-        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  for (var j = 0u; j < {len}u; j++) {{ let v = x0(base + j * {inner}u); st(base + j * {inner}u, {write}); }}\n",
+        "  let base = (t / {inner}u) * {}u + t % {inner}u;\n  var m = bits_(0xff800000u);\n  for (var j = 0u; j < {len}u; j++) {{ m = max(m, x0(base + j * {inner}u)); }}\n  var s = 0.0;\n  for (var j = 0u; j < {len}u; j++) {{ s += exp(x0(base + j * {inner}u) - m); }}\n  let p = m;\n  let q = s;\n{writes}",
         len * inner
     );
     let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, (outer * inner) as u64);
-    Kernel { source, groups }
+    Ok(Kernel { source, groups })
 }
 
 /// Layer norm (mean and variance) or RMS norm over the axes from `axis`
 /// on, one thread per row; gamma / beta indexed by the position in the row.
-fn norm(cx: &NodeCtx, axis: usize, eps: f64, layer: bool) -> Kernel {
+fn norm(cx: &NodeCtx, axis: usize, eps: f64, layer: bool) -> Result<Kernel, String> {
     let row: usize = cx.out.dims[axis..].iter().product();
     let rows = cx.out.numel() / row.max(1);
     let g = if cx.inputs.len() > 1 { "x1(j)" } else { "1.0" };
     let b = if cx.inputs.len() > 2 { "x2(j)" } else { "0.0" };
-    let defs = format!("{}{}", cx.loads(), store_f32(&cx.out));
+    let (st, writes) = lane_store(&cx.out, row, 1)?;
+    // `p` is the mean (0 for RMS norm), `q` the inverse deviation.
+    let defs = format!(
+        "{}{st}fn outv(base: u32, j: u32, p: f32, q: f32) -> f32 {{ return (x0(base + j) - p) * q * {g} + {b}; }}\n",
+        cx.loads()
+    );
     let (mean, centre) = if layer {
         (format!("  var mean = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ mean += x0(base + j); }}\n  mean = mean / {row}.0;\n"), "x0(base + j) - mean")
     } else {
         ("  let mean = 0.0;\n".to_string(), "x0(base + j)")
     };
     let body = format!(
-        "  let base = t * {row}u;\n{mean}  var vs = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ let d = {centre}; vs += d * d; }}\n  let inv = 1.0 / sqrt(vs / {row}.0 + f32({eps:?}));\n  for (var j = 0u; j < {row}u; j++) {{ st(base + j, ({centre}) * inv * {g} + {b}); }}\n"
+        "  let base = t * {row}u;\n{mean}  var vs = 0.0;\n  for (var j = 0u; j < {row}u; j++) {{ let d = {centre}; vs += d * d; }}\n  let p = mean;\n  let q = 1.0 / sqrt(vs / {row}.0 + f32({eps:?}));\n{writes}"
     );
     let (source, groups) = shader(cx.flag_word, cx.index, &defs, &body, rows as u64);
-    Kernel { source, groups }
+    Ok(Kernel { source, groups })
 }

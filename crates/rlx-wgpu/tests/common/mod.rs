@@ -35,6 +35,17 @@ pub fn gpu_or_skip(test: &str) -> bool {
     }
 }
 
+/// `t` (f32) rounded to f16 (round to nearest even).
+pub fn to_f16(t: &HostTensor) -> HostTensor {
+    let v: Vec<rlx_ir::f16> = t
+        .to_vec::<f32>()
+        .unwrap()
+        .into_iter()
+        .map(rlx_ir::f16::from_f32)
+        .collect();
+    HostTensor::from_vec(v, t.dims()).unwrap()
+}
+
 /// The CPU (reference) and the wgpu backend.
 pub fn backends() -> Vec<Arc<dyn Backend>> {
     vec![Arc::new(rlx_cpu::CpuBackend), Arc::new(WgpuBackend)]
