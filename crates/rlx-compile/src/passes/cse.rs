@@ -5,33 +5,17 @@
 
 use super::{copy_node, pass_error};
 use crate::CompileError;
-use rlx_ir::{Graph, NodeId, Op};
+use rlx_ir::{ConstBytes, Graph, NodeId, Op};
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 
 /// What identifies an op's payload: a constant by its bytes (compared in
-/// full, hashed by a sample: formatting a model's weights as text costs
-/// seconds), any other op by its Debug form (exact: it prints every field).
-#[derive(PartialEq, Eq)]
+/// full, hashed by the constant's cached content hash: formatting a model's
+/// weights as text costs seconds), any other op by its Debug form (exact:
+/// it prints every field).
+#[derive(PartialEq, Eq, Hash)]
 enum Payload<'a> {
-    Bytes(&'a [u8]),
+    Bytes(&'a ConstBytes),
     Text(String),
-}
-
-/// Bytes of a constant hashed (the rest only compared on a collision).
-const HASHED_BYTES: usize = 256;
-
-impl Hash for Payload<'_> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        match self {
-            Payload::Bytes(b) => {
-                b.len().hash(h);
-                let step = b.len().div_ceil(HASHED_BYTES).max(1);
-                b.iter().step_by(step).for_each(|v| v.hash(h));
-            }
-            Payload::Text(t) => t.hash(h),
-        }
-    }
 }
 
 /// Merges nodes that compute the same value.
@@ -69,8 +53,8 @@ mod tests {
     use super::cse;
     use rlx_ir::{Graph, HostTensor, Op};
 
-    /// Equal constants merge; constants that differ only in bytes the hash
-    /// does not sample stay apart (the full bytes decide).
+    /// Equal constants merge; constants that differ in one byte stay apart
+    /// (the full bytes decide).
     #[test]
     fn constants_merge_only_when_every_byte_is_equal() {
         let mut g = Graph::new("cse");
