@@ -92,6 +92,12 @@ fn cache() -> MutexGuard<'static, VecDeque<Entry>> {
     CACHE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// True when a cached model was loaded with external data in `base_dir`
+/// (a model from another directory cannot be one of them).
+pub(crate) fn holds_dir(base_dir: &Option<PathBuf>) -> bool {
+    cache().iter().any(|e| &e.model.base_dir == base_dir)
+}
+
 /// The decoded model of `key` when it is cached (it becomes the most
 /// recently loaded).
 pub(crate) fn cached_proto(key: &ModelKey) -> Option<Arc<ModelProto>> {

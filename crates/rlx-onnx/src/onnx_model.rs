@@ -127,9 +127,10 @@ impl OnnxModel {
     ) -> Result<OnnxModel> {
         let path = path.as_ref();
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        if options.compile_cache {
+        if options.compile_cache && compile_cache::holds_dir(&Some(base.clone())) {
             // A cached model is found by hashing the file as it streams,
-            // without reading it into memory (a miss reads it then).
+            // without reading it into memory (a miss reads it then; with
+            // nothing cached from this directory, a miss is certain).
             let key = ModelKey::of_file(path, Some(base.clone())).map_err(|e| OnnxError::Io {
                 path: path.display().to_string(),
                 message: e.to_string(),

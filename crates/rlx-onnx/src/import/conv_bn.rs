@@ -42,20 +42,19 @@ pub(super) fn fold(cx: &mut NodeCx, eps: f64) -> Result<Option<NodeId>> {
     let (scale, shift, mean, var) = (&stats[0], &stats[1], &stats[2], &stats[3]);
     let s: Vec<f64> = (0..o).map(|c| scale[c] / (var[c] + eps).sqrt()).collect();
     let per_o = w.numel() / o;
-    // Straight from the weight's bytes to the folded weight's, one output
-    // channel at a time (a ResNet's weights: no f32 / f64 copies between).
-    let mut folded_w = Vec::with_capacity(w.bytes().len());
-    for (row, &sc) in w.bytes().chunks_exact(4 * per_o).zip(&s) {
-        for v in row.chunks_exact(4) {
-            let v = f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-            folded_w.extend_from_slice(&((f64::from(v) * sc) as f32).to_le_bytes());
+    // One output channel at a time over a plain f32 copy (a loop the
+    // compiler vectorises; ResNet-18's 11M weights fold in milliseconds).
+    let mut folded_w: Vec<f32> = rlx_ir::from_le_bytes(w.bytes());
+    for (row, &sc) in folded_w.chunks_exact_mut(per_o).zip(&s) {
+        for v in row {
+            *v = (f64::from(*v) * sc) as f32;
         }
     }
     let folded_b: Vec<f32> = (0..o)
         .map(|c| ((bias[c] - mean[c]) * s[c] + shift[c]) as f32)
         .collect();
     let w_node =
-        cx.g.constant_tensor(&HostTensor::from_bytes(DType::F32, w.dims(), folded_w)?);
+        cx.g.constant_tensor(&HostTensor::from_vec(folded_w, w.dims())?);
     let b_node = cx.g.constant_tensor(&HostTensor::from_vec(folded_b, &[o])?);
     let y = cx.node(conv.op, &[conv.inputs[0], w_node, b_node], None)?;
     Ok(Some(y))
