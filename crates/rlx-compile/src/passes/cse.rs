@@ -5,17 +5,28 @@
 
 use super::{copy_node, pass_error};
 use crate::CompileError;
-use rlx_ir::{ConstBytes, Graph, NodeId, Op};
+use rlx_ir::{Graph, NodeId, Op};
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 /// What identifies an op's payload: a constant by its bytes (compared in
 /// full, hashed by the constant's cached content hash: formatting a model's
 /// weights as text costs seconds), any other op by its Debug form (exact:
 /// it prints every field).
-#[derive(PartialEq, Eq, Hash)]
+#[derive(PartialEq, Eq)]
 enum Payload<'a> {
-    Bytes(&'a ConstBytes),
+    /// The bytes and their cached hash.
+    Bytes(&'a [u8], u64),
     Text(String),
+}
+
+impl Hash for Payload<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match self {
+            Payload::Bytes(b, hash) => (b.len(), hash).hash(h),
+            Payload::Text(t) => t.hash(h),
+        }
+    }
 }
 
 /// Merges nodes that compute the same value.
@@ -28,7 +39,7 @@ pub fn cse(g: &Graph) -> Result<Graph, CompileError> {
         let inputs: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
         let mergeable = !matches!(n.op, Op::Input { .. } | Op::Param { .. });
         let payload = match &n.op {
-            Op::Constant { bytes } => Payload::Bytes(bytes),
+            Op::Constant { bytes } => Payload::Bytes(bytes, bytes.content_hash()),
             op => Payload::Text(format!("{op:?}")),
         };
         let key = (payload, inputs, format!("{:?}", n.shape));
