@@ -4,38 +4,25 @@
 use crate::memory::MemoryPlan;
 use crate::{lir_text, LirModule};
 use rlx_ir::{Graph, GraphStage, Op, StageKind};
+use xxhash_rust::xxh3::Xxh3;
 
-/// A stable 64-bit FNV-1a hash of the graph text, the arena plan and every
+/// A stable 64-bit xxh3 hash of the graph text, the arena plan and every
 /// constant's bytes (the text abbreviates large constants): equal graphs
-/// compiled with equal options give equal keys, in any process.
+/// compiled with equal options give equal keys, in any process. A
+/// constant's bytes are hashed once per constant and the hash cached
+/// ([`rlx_ir::ConstBytes::content_hash`]), so graphs sharing weights do not
+/// rehash them.
 pub fn fingerprint(g: &Graph, plan: &MemoryPlan) -> u64 {
-    let mut h = Fnv1a::default();
-    h.write(g.to_string().as_bytes());
-    h.write(format!("\n{:?}\n{}", plan.slots, plan.arena_bytes).as_bytes());
+    let mut h = Xxh3::new();
+    h.update(g.to_string().as_bytes());
+    h.update(format!("\n{:?}\n{}\n", plan.slots, plan.arena_bytes).as_bytes());
     for n in g.nodes() {
         if let Op::Constant { bytes } = &n.op {
-            h.write(&(bytes.len() as u64).to_le_bytes());
-            h.write(bytes);
+            h.update(&(bytes.len() as u64).to_le_bytes());
+            h.update(&bytes.content_hash().to_le_bytes());
         }
     }
-    h.0
-}
-
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    h.digest()
 }
 
 /// The LIR text: every value with its arena slot, then the fingerprint.

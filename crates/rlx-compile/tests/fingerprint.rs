@@ -61,7 +61,7 @@ fn fingerprint_child() {
 
 #[test]
 fn fingerprint_is_stable_across_processes() {
-    // FNV-1a of the text, plan and constant bytes: no per-process seed, so
+    // xxh3 of the text, plan and constant bytes: no per-process seed, so
     // a fresh process computes the same key.
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([

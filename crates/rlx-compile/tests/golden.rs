@@ -168,7 +168,7 @@ fn fold_replaces_constant_subgraphs_through_the_evaluator() {
                         HostTensor::from_bytes(
                             n.shape.dtype(),
                             &n.shape.static_dims()?,
-                            bytes.clone(),
+                            bytes.to_vec(),
                         )
                         .ok()?
                         .to_f64_lossy(),

@@ -52,7 +52,7 @@ pub(crate) fn scalar_value(g: &Graph, c: NodeId) -> Option<f64> {
     if dims.iter().product::<usize>() != 1 || !n.shape.dtype().is_float() {
         return None;
     }
-    let t = rlx_ir::HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone()).ok()?;
+    let t = rlx_ir::HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.to_vec()).ok()?;
     t.to_f64_lossy().first().copied()
 }
 

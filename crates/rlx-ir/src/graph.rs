@@ -147,11 +147,11 @@ impl Graph {
         Ok(self.push_leaf(Op::Param { name: name.into() }, shape))
     }
 
-    /// A constant holding a host tensor.
+    /// A constant holding a host tensor (its bytes shared, not copied).
     pub fn constant_tensor(&mut self, t: &HostTensor) -> NodeId {
         self.push_leaf(
             Op::Constant {
-                bytes: t.bytes().to_vec(),
+                bytes: t.shared_bytes().clone(),
             },
             t.shape(),
         )
@@ -161,14 +161,20 @@ impl Graph {
     pub fn scalar(&mut self, value: f64, dtype: DType) -> NodeId {
         self.push_leaf(
             Op::Constant {
-                bytes: scalar_constant_bytes(value, dtype),
+                bytes: scalar_constant_bytes(value, dtype).into(),
             },
             Shape::scalar(dtype),
         )
     }
 
-    /// A constant from raw little-endian bytes; the length must match the shape.
-    pub fn try_constant_bytes(&mut self, bytes: Vec<u8>, shape: Shape) -> Result<NodeId, IrError> {
+    /// A constant from raw little-endian bytes (a `Vec<u8>`, or shared
+    /// [`crate::ConstBytes`] of another graph); the length must match the shape.
+    pub fn try_constant_bytes(
+        &mut self,
+        bytes: impl Into<crate::ConstBytes>,
+        shape: Shape,
+    ) -> Result<NodeId, IrError> {
+        let bytes = bytes.into();
         let expected = shape
             .size_bytes()
             .ok_or_else(|| IrError::invalid("constant", format!("shape {shape} is not static")))?;

@@ -1,7 +1,7 @@
 //! [`HostTensor`]: the one owned host tensor type that crosses every API.
 
 use crate::element::{from_le_bytes, to_le_bytes};
-use crate::{DType, Element, IrError, Shape};
+use crate::{ConstBytes, DType, Element, IrError, Shape};
 use std::fmt;
 
 /// An owned, contiguous, row-major host tensor: dtype, static dims and
@@ -9,7 +9,9 @@ use std::fmt;
 ///
 /// Typed runs, model loaders and test fixtures all exchange data as
 /// `HostTensor`. Build one from a `Vec<T>` of any [`Element`] type and read it
-/// back with [`HostTensor::to_vec`].
+/// back with [`HostTensor::to_vec`]. The bytes are shared copy-on-write
+/// ([`ConstBytes`]): a clone, or a graph constant made from a tensor, copies
+/// a handle, and a write copies only bytes another handle still reads.
 ///
 /// ```
 /// use rlx_ir::{DType, HostTensor};
@@ -21,7 +23,7 @@ use std::fmt;
 pub struct HostTensor {
     dtype: DType,
     dims: Vec<usize>,
-    bytes: Vec<u8>,
+    bytes: ConstBytes,
 }
 
 impl HostTensor {
@@ -43,7 +45,7 @@ impl HostTensor {
         Ok(HostTensor {
             dtype: T::DTYPE,
             dims: dims.to_vec(),
-            bytes: to_le_bytes(values),
+            bytes: to_le_bytes(values).into(),
         })
     }
 
@@ -52,12 +54,21 @@ impl HostTensor {
         HostTensor {
             dtype: T::DTYPE,
             dims: Vec::new(),
-            bytes: to_le_bytes(&[value]),
+            bytes: to_le_bytes(&[value]).into(),
         }
     }
 
     /// A tensor from raw little-endian bytes; the length must match.
     pub fn from_bytes(dtype: DType, dims: &[usize], bytes: Vec<u8>) -> Result<HostTensor, IrError> {
+        HostTensor::from_shared(dtype, dims, bytes.into())
+    }
+
+    /// A tensor over shared bytes (a graph constant's: no copy); the length must match.
+    pub fn from_shared(
+        dtype: DType,
+        dims: &[usize],
+        bytes: ConstBytes,
+    ) -> Result<HostTensor, IrError> {
         let expected = dims.iter().product::<usize>() * dtype.size_bytes();
         if bytes.len() != expected {
             return Err(IrError::DataLength {
@@ -79,7 +90,7 @@ impl HostTensor {
         HostTensor {
             dtype,
             dims: dims.to_vec(),
-            bytes: vec![0; n],
+            bytes: vec![0; n].into(),
         }
     }
 
@@ -111,12 +122,17 @@ impl HostTensor {
     /// The bytes, writable in place (their length is fixed by the dtype and
     /// dims): a run can write an output into a tensor the caller keeps.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes
+        self.bytes.make_mut()
+    }
+
+    /// The bytes as a shared handle (what a graph constant holds).
+    pub fn shared_bytes(&self) -> &ConstBytes {
+        &self.bytes
     }
 
     /// Consumes the tensor, returning its bytes.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        self.bytes.into_vec()
     }
 
     /// The values as `T`; `T` must be the tensor's dtype.

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod builder;
+mod const_bytes;
 pub mod custom;
 mod display;
 mod dtype;
@@ -50,6 +51,7 @@ pub mod fft {
     pub use crate::ops::fft::{FftKind, FftNorm};
 }
 
+pub use const_bytes::ConstBytes;
 pub use display::node_text;
 pub use dtype::DType;
 pub use element::{from_le_bytes, scalar_constant_bytes, to_le_bytes, Element};

@@ -398,8 +398,8 @@ pub enum Op {
     },
     /// A constant; `bytes` are little-endian elements of the node's shape.
     Constant {
-        /// The data.
-        bytes: Vec<u8>,
+        /// The data, shared (cloning the op copies a handle).
+        bytes: crate::ConstBytes,
     },
     // ── elementwise ──
     /// Elementwise unary function.

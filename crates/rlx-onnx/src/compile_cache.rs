@@ -15,7 +15,8 @@ use crate::import::Imported;
 use crate::proto::ModelProto;
 use rlx_runtime::CompiledGraph;
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -52,6 +53,28 @@ impl ModelKey {
             base_dir,
         }
     }
+
+    /// The key of the model in the file at `path`, hashed as it streams
+    /// through a small buffer (equal to [`ModelKey::of`] its bytes): a
+    /// cached model is found without reading the file into memory.
+    pub fn of_file(path: &Path, base_dir: Option<PathBuf>) -> std::io::Result<ModelKey> {
+        let mut file = std::fs::File::open(path)?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            hasher.update(&buf[..n]);
+        }
+        Ok(ModelKey {
+            hash: hasher.digest128(),
+            base_dir,
+        })
+    }
 }
 
 /// One specialisation of a model: the options and device (as text, the
@@ -69,21 +92,32 @@ fn cache() -> MutexGuard<'static, VecDeque<Entry>> {
     CACHE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// True when a cached model was loaded with external data in `base_dir`
+/// (a model from another directory cannot be one of them).
+pub(crate) fn holds_dir(base_dir: &Option<PathBuf>) -> bool {
+    cache().iter().any(|e| &e.model.base_dir == base_dir)
+}
+
+/// The decoded model of `key` when it is cached (it becomes the most
+/// recently loaded).
+pub(crate) fn cached_proto(key: &ModelKey) -> Option<Arc<ModelProto>> {
+    let mut c = cache();
+    let at = c.iter().position(|e| &e.model == key)?;
+    // Most recently loaded last: eviction drops the front.
+    let e = c.remove(at).expect("found");
+    let proto = e.proto.clone();
+    c.push_back(e);
+    Some(proto)
+}
+
 /// The decoded model of `key`, decoding it with `decode` (and caching it)
 /// when it is not cached.
 pub(crate) fn proto(
     key: &ModelKey,
     decode: impl FnOnce() -> crate::Result<ModelProto>,
 ) -> crate::Result<Arc<ModelProto>> {
-    {
-        let mut c = cache();
-        if let Some(at) = c.iter().position(|e| &e.model == key) {
-            // Most recently loaded last: eviction drops the front.
-            let e = c.remove(at).expect("found");
-            let proto = e.proto.clone();
-            c.push_back(e);
-            return Ok(proto);
-        }
+    if let Some(proto) = cached_proto(key) {
+        return Ok(proto);
     }
     // Decode without holding the lock; a model decoded twice meanwhile
     // keeps the first entry.
@@ -152,4 +186,24 @@ pub fn clear_compile_cache() {
 /// Models the compiled-graph cache holds now.
 pub fn cached_models() -> usize {
     cache().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModelKey;
+
+    /// Streaming the file through the hasher gives the key of its bytes
+    /// (xxh3-128 of the whole), across the buffer's boundaries.
+    #[test]
+    fn file_key_equals_bytes_key() {
+        let bytes: Vec<u8> = (0..(3usize << 20) + 12345)
+            .map(|i| (i * 7919 % 251) as u8)
+            .collect();
+        let path = std::env::temp_dir().join(format!("rlx-onnx-key-{}.bin", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = ModelKey::of_file(&path, None).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(from_file, ModelKey::of(&bytes, None));
+        assert_ne!(from_file, ModelKey::of(&bytes[1..], None));
+    }
 }

@@ -59,8 +59,9 @@ pub struct TensorInfo {
     pub dims: Vec<Dim>,
 }
 
-/// Decodes a model, mapping prost's error to [`OnnxError::Decode`].
-pub(crate) fn decode_model(bytes: &[u8]) -> Result<ModelProto> {
+/// Decodes a model, mapping prost's error to [`OnnxError::Decode`]. Tensor
+/// data (`raw_data`) stays a slice of `bytes`, not a copy.
+pub(crate) fn decode_model(bytes: prost::bytes::Bytes) -> Result<ModelProto> {
     ModelProto::decode(bytes).map_err(|e| OnnxError::Decode {
         what: "ModelProto".into(),
         message: e.to_string(),

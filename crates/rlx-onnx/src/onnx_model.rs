@@ -5,6 +5,7 @@ use crate::import::{checked_graph, import_model, ImportOptions, Imported};
 use crate::model::{decode_model, model_info, read_file, tensor_info, ModelInfo, TensorInfo};
 use crate::proto::ModelProto;
 use crate::{OnnxError, Result};
+use prost::bytes::Bytes;
 use rlx_driver::Device;
 use rlx_ir::{Dim, Graph, HostTensor, OpKind};
 use rlx_runtime::{CompileOptions, CompiledGraph, Precision, Session};
@@ -125,9 +126,21 @@ impl OnnxModel {
         options: OnnxOptions,
     ) -> Result<OnnxModel> {
         let path = path.as_ref();
-        let bytes = read_file(path)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        OnnxModel::from_bytes_with(&bytes, Some(&base), device, options)
+        if options.compile_cache && compile_cache::holds_dir(&Some(base.clone())) {
+            // A cached model is found by hashing the file as it streams,
+            // without reading it into memory (a miss reads it then; with
+            // nothing cached from this directory, a miss is certain).
+            let key = ModelKey::of_file(path, Some(base.clone())).map_err(|e| OnnxError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            if let Some(proto) = compile_cache::cached_proto(&key) {
+                return OnnxModel::from_proto(proto, Some(key), Some(base), device, options);
+            }
+        }
+        let bytes = Bytes::from(read_file(path)?);
+        OnnxModel::from_shared_bytes(bytes, Some(base), device, options)
     }
 
     /// Loads a model from bytes; external data is an error.
@@ -143,8 +156,18 @@ impl OnnxModel {
         options: OnnxOptions,
     ) -> Result<OnnxModel> {
         let base_dir = base_dir.map(Path::to_path_buf);
+        OnnxModel::from_shared_bytes(Bytes::copy_from_slice(bytes), base_dir, device, options)
+    }
+
+    /// Loads a model from the file's bytes, which its constants then share.
+    fn from_shared_bytes(
+        bytes: Bytes,
+        base_dir: Option<PathBuf>,
+        device: Device,
+        options: OnnxOptions,
+    ) -> Result<OnnxModel> {
         let (proto, cached_as) = if options.compile_cache {
-            let key = ModelKey::of(bytes, base_dir.clone());
+            let key = ModelKey::of(&bytes, base_dir.clone());
             (
                 compile_cache::proto(&key, || decode_model(bytes))?,
                 Some(key),

@@ -247,11 +247,12 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Hos
                 ),
             });
         }
-        let mut raw = raw.clone();
-        if dtype == DType::Bool {
-            raw.iter_mut().for_each(|b| *b = (*b != 0) as u8);
+        if dtype != DType::Bool {
+            // A slice of the decoded file, shared (no copy).
+            let shared = rlx_ir::ConstBytes::from_owner(raw.clone());
+            return Ok(HostTensor::from_shared(dtype, &dims, shared)?);
         }
-        raw
+        raw.iter().map(|&b| (b != 0) as u8).collect()
     } else {
         typed_bytes(t, dtype, numel, &name)?
     };
@@ -291,7 +292,7 @@ fn narrow_storage(
                 raw.len()
             )));
         }
-        raw.clone()
+        raw.to_vec()
     } else if bits == 64 {
         if t.uint64_data.len() != numel {
             return Err(bad(format!(
@@ -393,7 +394,11 @@ mod tests {
         let raw = TensorProto {
             dims: vec![2],
             data_type: Some(DataType::Float as i32),
-            raw_data: Some([1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat()),
+            raw_data: Some(
+                [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()]
+                    .concat()
+                    .into(),
+            ),
             ..Default::default()
         };
         let a = tensor_from_proto(&typed, None).unwrap();

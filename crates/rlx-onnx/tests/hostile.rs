@@ -39,7 +39,7 @@ fn truncated_file_is_a_decode_error() {
 #[test]
 fn huge_initializer_dims_are_rejected_before_allocating() {
     let mut t = f32_tensor("w", &[1 << 31, 1 << 31, 1 << 20], &[]);
-    t.raw_data = Some(vec![0; 16]);
+    t.raw_data = Some(vec![0; 16].into());
     let m = model(
         vec![node("Add", "a", &["x", "w"], &["y"])],
         vec![value("x", &[Ok(1)])],
@@ -63,7 +63,7 @@ fn huge_initializer_dims_are_rejected_before_allocating() {
 #[test]
 fn raw_data_length_mismatch_names_the_tensor() {
     let mut t = f32_tensor("w", &[4], &[]);
-    t.raw_data = Some(vec![0; 12]);
+    t.raw_data = Some(vec![0; 12].into());
     let m = model(
         vec![node("Add", "a", &["x", "w"], &["y"])],
         vec![value("x", &[Ok(4)])],

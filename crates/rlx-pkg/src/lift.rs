@@ -46,7 +46,7 @@ pub fn lift_constants(g: &Graph, min_bytes: usize) -> (Graph, Vec<(String, HostT
                         }
                         n
                     });
-                let t = HostTensor::from_bytes(node.shape.dtype(), &dims, bytes.clone())
+                let t = HostTensor::from_bytes(node.shape.dtype(), &dims, bytes.to_vec())
                     .expect("a verified constant holds its shape's bytes");
                 taken.insert(name.clone());
                 values.push((name.clone(), t));

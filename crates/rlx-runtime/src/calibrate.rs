@@ -81,7 +81,7 @@ pub fn collect_calibration_with(
                 record.observe_min_max(*v, values, &dims(*v), axis)?;
             }
             Op::Constant { bytes } => {
-                let t = HostTensor::from_bytes(g.shape(*v).dtype(), &dims(*v), bytes.clone())?;
+                let t = HostTensor::from_bytes(g.shape(*v).dtype(), &dims(*v), bytes.to_vec())?;
                 record.observe_min_max(*v, &t.to_vec::<f32>()?, &dims(*v), axis)?;
             }
             _ => {}

@@ -140,7 +140,7 @@ fn extract(g: &Graph, out: NodeId) -> Result<(Graph, Vec<(String, HostTensor)>)>
             Op::Constant { bytes } => {
                 let name = format!("c{}", feeds.len());
                 let dims = node.shape.static_dims().unwrap_or_default();
-                let t = HostTensor::from_bytes(node.shape.dtype(), &dims, bytes.clone()).map_err(ir)?;
+                let t = HostTensor::from_bytes(node.shape.dtype(), &dims, bytes.to_vec()).map_err(ir)?;
                 feeds.push((name.clone(), t));
                 sub.try_input(&name, node.shape.clone()).map_err(ir)?
             }

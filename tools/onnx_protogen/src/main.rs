@@ -11,6 +11,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile([proto_dir.join("onnx.proto")], [&proto_dir])?;
     prost_build::Config::new()
         .out_dir(&out_dir)
+        // Tensor data as `Bytes`: decoded from a `Bytes` buffer it is a
+        // slice of the file, shared with the imported constants (no copy).
+        .bytes([".onnx.TensorProto.raw_data"])
         .compile_fds(fds)?;
     println!("wrote {}", out_dir.join("onnx.rs").display());
     Ok(())

@@ -10,25 +10,20 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 /// What identifies an op's payload: a constant by its bytes (compared in
-/// full, hashed by a sample: formatting a model's weights as text costs
-/// seconds), any other op by its Debug form (exact: it prints every field).
+/// full, hashed by the constant's cached content hash: formatting a model's
+/// weights as text costs seconds), any other op by its Debug form (exact:
+/// it prints every field).
 #[derive(PartialEq, Eq)]
 enum Payload<'a> {
-    Bytes(&'a [u8]),
+    /// The bytes and their cached hash.
+    Bytes(&'a [u8], u64),
     Text(String),
 }
-
-/// Bytes of a constant hashed (the rest only compared on a collision).
-const HASHED_BYTES: usize = 256;
 
 impl Hash for Payload<'_> {
     fn hash<H: Hasher>(&self, h: &mut H) {
         match self {
-            Payload::Bytes(b) => {
-                b.len().hash(h);
-                let step = b.len().div_ceil(HASHED_BYTES).max(1);
-                b.iter().step_by(step).for_each(|v| v.hash(h));
-            }
+            Payload::Bytes(b, hash) => (b.len(), hash).hash(h),
             Payload::Text(t) => t.hash(h),
         }
     }
@@ -44,7 +39,7 @@ pub fn cse(g: &Graph) -> Result<Graph, CompileError> {
         let inputs: Vec<NodeId> = n.inputs.iter().map(|i| map[i.index()]).collect();
         let mergeable = !matches!(n.op, Op::Input { .. } | Op::Param { .. });
         let payload = match &n.op {
-            Op::Constant { bytes } => Payload::Bytes(bytes),
+            Op::Constant { bytes } => Payload::Bytes(bytes, bytes.content_hash()),
             op => Payload::Text(format!("{op:?}")),
         };
         let key = (payload, inputs, format!("{:?}", n.shape));
@@ -69,8 +64,8 @@ mod tests {
     use super::cse;
     use rlx_ir::{Graph, HostTensor, Op};
 
-    /// Equal constants merge; constants that differ only in bytes the hash
-    /// does not sample stay apart (the full bytes decide).
+    /// Equal constants merge; constants that differ in one byte stay apart
+    /// (the full bytes decide).
     #[test]
     fn constants_merge_only_when_every_byte_is_equal() {
         let mut g = Graph::new("cse");

@@ -150,7 +150,7 @@ fn splat_value(g: &Graph, id: NodeId) -> Option<f64> {
     if dims.iter().product::<usize>() > 4096 || n.shape.dtype() == DType::C64 {
         return None;
     }
-    let values = HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone())
+    let values = HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.to_vec())
         .ok()?
         .to_f64_lossy();
     let first = *values.first()?;

@@ -209,7 +209,7 @@ fn node(c: &mut Cursor, g: &mut Graph, depth: usize) -> Result<(), ParseError> {
     let op = match parsed {
         ParsedOp::Ready(op) => op,
         ParsedOp::Constant(value) => Op::Constant {
-            bytes: value.into_bytes(c, op_at, &shape)?,
+            bytes: value.into_bytes(c, op_at, &shape)?.into(),
         },
         ParsedOp::Control(header) => {
             let subs = sub_graphs(c, &header, depth)?;

@@ -29,7 +29,7 @@ pub(super) fn fold(cx: &mut NodeCx, eps: f64) -> Result<Option<NodeId>> {
         return Ok(None);
     };
     let o = w.dims().first().copied().unwrap_or(0);
-    if o == 0 || stats.iter().any(|s| s.len() != o) {
+    if o == 0 || w.numel() == 0 || w.dtype() != DType::F32 || stats.iter().any(|s| s.len() != o) {
         return Ok(None);
     }
     let bias = match conv.inputs.get(2) {
@@ -41,13 +41,15 @@ pub(super) fn fold(cx: &mut NodeCx, eps: f64) -> Result<Option<NodeId>> {
     };
     let (scale, shift, mean, var) = (&stats[0], &stats[1], &stats[2], &stats[3]);
     let s: Vec<f64> = (0..o).map(|c| scale[c] / (var[c] + eps).sqrt()).collect();
-    let w_data: Vec<f32> = w.to_vec()?;
-    let per_o = w_data.len() / o;
-    let folded_w: Vec<f32> = w_data
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (f64::from(v) * s[i / per_o]) as f32)
-        .collect();
+    let per_o = w.numel() / o;
+    // One output channel at a time over a plain f32 copy (a loop the
+    // compiler vectorises; ResNet-18's 11M weights fold in milliseconds).
+    let mut folded_w: Vec<f32> = rlx_ir::from_le_bytes(w.bytes());
+    for (row, &sc) in folded_w.chunks_exact_mut(per_o).zip(&s) {
+        for v in row {
+            *v = (f64::from(*v) * sc) as f32;
+        }
+    }
     let folded_b: Vec<f32> = (0..o)
         .map(|c| ((bias[c] - mean[c]) * s[c] + shift[c]) as f32)
         .collect();

@@ -728,7 +728,7 @@ fn const_of(g: &Graph, id: NodeId) -> Option<Rc<HostTensor>> {
     match &n.op {
         Op::Constant { bytes } => {
             let dims = n.shape.static_dims()?;
-            HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.clone())
+            HostTensor::from_shared(n.shape.dtype(), &dims, bytes.clone())
                 .ok()
                 .map(Rc::new)
         }
