@@ -3,7 +3,8 @@
 //! `dequant_matmul` never dequantizes the whole weight. As ggml's CPU
 //! backend does, it quantizes the activation rows once per call, per block
 //! (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the
-//! K-quants, with rlx-gguf's reference quantizers), and forms ggml's block
+//! K-quants; `act_quant`: AVX2, bit-identical to rlx-gguf's reference
+//! quantizers, which the portable path runs), and forms ggml's block
 //! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
