@@ -27,8 +27,9 @@ pub struct LlamaOptions {
     /// KV cache positions (prompt + generated tokens); at most the model's
     /// context length.
     pub context: usize,
-    /// Tokens per prefill run (the prompt runs in chunks of this size, the
-    /// last one padded); 1 runs the prompt token by token.
+    /// Tokens per prefill run (the prompt runs in chunks of this size, its
+    /// remainder first: padded, or in quarter chunks where those pad
+    /// less); 1 runs the prompt token by token.
     pub prefill_chunk: usize,
     /// The KV cache's element type.
     pub kv_cache: KvCacheDtype,
