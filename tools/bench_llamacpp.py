@@ -15,8 +15,9 @@ Both run the same prompt (the sentence of BENCHMARKS.md repeated 8 times, 136 to
 empty cache, greedy, with EOS ignored, the same thread count (llama.cpp n_threads /
 n_threads_batch, RLX RLX_NUM_THREADS), alternating llama.cpp and RLX `--repeat` times per thread
 count so that machine load hits both alike. Prefill: the prompt in one call (llama.cpp: one
-batch of all its tokens; RLX: chunks of 32). Decode: one token per call, argmax of the last
-logits, `--tokens - 1` steps. Prints a markdown table and the load average.
+batch of all its tokens; RLX: chunks of 32, the remainder first in chunks of 8). Decode: one
+token per call, argmax of the last logits, `--tokens - 1` steps. Prints a markdown table and
+the load average.
 
 Bandwidth: each decode step reads every weight tensor once (the tied LM head reads the whole
 embedding), so weights GB/s = (sum of the GGUF tensors' bytes) x decode tokens/s; the table

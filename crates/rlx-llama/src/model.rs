@@ -27,8 +27,9 @@ pub struct LlamaOptions {
     /// KV cache positions (prompt + generated tokens); at most the model's
     /// context length.
     pub context: usize,
-    /// Tokens per prefill run (the prompt runs in chunks of this size, the
-    /// last one padded); 1 runs the prompt token by token.
+    /// Tokens per prefill run (the prompt runs in chunks of this size, its
+    /// remainder first: padded, or in quarter chunks where those pad
+    /// less); 1 runs the prompt token by token.
     pub prefill_chunk: usize,
     /// The KV cache's element type.
     pub kv_cache: KvCacheDtype,
@@ -79,11 +80,50 @@ impl Step {
     }
 }
 
+/// The prompt-chunk graphs (`prefill_chunk` > 1).
+struct Prefill {
+    /// Chunks with last-row logits, by cache bucket.
+    last: Vec<Step>,
+    /// The same for quarter chunks (chunks of 8 or more tokens) over the
+    /// smallest cache bucket: the remainder of a prompt that starts the
+    /// cache runs in these rather than in a chunk of mostly padding.
+    small: Option<Step>,
+    /// Chunks with every row's logits, over the whole context.
+    all: Step,
+}
+
+impl Prefill {
+    /// Tokens of the next run for `len` tokens to go after `filled` cache
+    /// rows: the remainder over whole chunks first (so the last token ends
+    /// the last run), in quarter chunks when `rows` is `Last`, they fit
+    /// their cache and that computes fewer padded rows; a single token
+    /// runs in a decode graph.
+    fn next_run(&self, len: usize, filled: usize, rows: LogitRows) -> usize {
+        let p = self.all.seq;
+        let r = len % p;
+        match &self.small {
+            _ if r == 0 => p,
+            Some(s)
+                if rows == LogitRows::Last
+                    && filled + r <= s.ctx
+                    && r.div_ceil(s.seq) * s.seq < p =>
+            {
+                match r % s.seq {
+                    0 => s.seq,
+                    q => q,
+                }
+            }
+            _ => r,
+        }
+    }
+}
+
 /// A llama model compiled for the CPU: graphs for single-token decode
-/// steps and for prompt chunks with last-row logits (generation), one per
-/// cache bucket (64, 128, ... slots up to the context, so a step attends
-/// over at most about twice the filled length), and one for chunks with
-/// every row's logits ([`LlamaModel::forward`]), each compiled once. The graphs share one copy of the weights; each keeps its own KV
+/// steps and for prompt chunks (and quarter chunks) with last-row logits
+/// (generation), one per cache bucket (64, 128, ... slots up to the
+/// context, so a step attends over at most about twice the filled
+/// length), and one for chunks with every row's logits
+/// ([`LlamaModel::forward`]), each compiled once. The graphs share one copy of the weights; each keeps its own KV
 /// cache params, extended in place row by row.
 pub struct LlamaModel {
     config: LlamaConfig,
@@ -93,8 +133,8 @@ pub struct LlamaModel {
     kv_cache: KvCacheDtype,
     /// Decode graphs by growing cache size, the last one the whole context.
     decode: Vec<Step>,
-    /// `(last-row logits by cache bucket, every row's logits)` chunk graphs.
-    prefill: Option<(Vec<Step>, Step)>,
+    /// The prompt-chunk graphs.
+    prefill: Option<Prefill>,
 }
 
 impl LlamaModel {
@@ -141,18 +181,36 @@ impl LlamaModel {
         let prefill = match opts.prefill_chunk {
             1 => None,
             p => {
-                let mut last = compile_buckets(p, LogitRows::Last)?;
-                last.push(compile(
-                    &config,
-                    &weights,
-                    p,
-                    ctx,
-                    LogitRows::Last,
-                    kv,
-                    from,
-                )?);
-                let all = compile(&config, &weights, p, ctx, LogitRows::All, kv, from)?;
-                Some((last, all))
+                let last_rows = |seq| -> Result<Vec<Step>> {
+                    let mut steps = compile_buckets(seq, LogitRows::Last)?;
+                    steps.push(compile(
+                        &config,
+                        &weights,
+                        seq,
+                        ctx,
+                        LogitRows::Last,
+                        kv,
+                        from,
+                    )?);
+                    Ok(steps)
+                };
+                let small = match p / 4 {
+                    s if s >= 2 => Some(compile(
+                        &config,
+                        &weights,
+                        s,
+                        buckets().next().unwrap_or(ctx),
+                        LogitRows::Last,
+                        kv,
+                        from,
+                    )?),
+                    _ => None,
+                };
+                Some(Prefill {
+                    last: last_rows(p)?,
+                    small,
+                    all: compile(&config, &weights, p, ctx, LogitRows::All, kv, from)?,
+                })
             }
         };
         decode.push(full);
@@ -225,23 +283,22 @@ impl LlamaModel {
         let mut logits = Vec::new();
         let mut rest = tokens;
         while !rest.is_empty() {
-            // The first chunk takes the remainder, so the last token of the
-            // last chunk is its last row.
-            let seq = match &self.prefill {
-                Some((_, p)) if rest.len() > 1 => p.seq,
-                _ => 1,
-            };
-            let n = match rest.len() % seq {
-                0 => seq,
-                r => r,
+            let n = match &self.prefill {
+                Some(p) => p.next_run(rest.len(), cache.len(), rows),
+                None => 1,
             };
             let last = n == rest.len();
             let need = cache.len() + n;
-            let step = match (&mut self.prefill, seq, rows) {
-                (_, 1, _) => bucket_for(&mut self.decode, need),
-                (Some((p, _)), _, LogitRows::Last) => bucket_for(p, need),
-                (Some((_, p)), _, LogitRows::All) => p,
-                (None, ..) => unreachable!("seq > 1 only with prefill graphs"),
+            let step = match (&mut self.prefill, rows) {
+                _ if n == 1 => bucket_for(&mut self.decode, need),
+                (Some(Prefill { small: Some(s), .. }), LogitRows::Last)
+                    if n <= s.seq && need <= s.ctx =>
+                {
+                    s
+                }
+                (Some(p), LogitRows::Last) => bucket_for(&mut p.last, need),
+                (Some(p), LogitRows::All) => &mut p.all,
+                (None, _) => unreachable!("runs of several tokens only with prefill graphs"),
             };
             let out = step_run(&self.config, &self.embedding, step, &rest[..n], cache)?;
             match rows {

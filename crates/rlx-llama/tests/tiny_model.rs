@@ -406,3 +406,38 @@ fn bad_settings_and_ids_are_errors() {
     };
     assert!(rlx_llama::Sampler::new(bad).is_err());
 }
+
+/// A prompt's last-row logits do not depend on how its runs are cut:
+/// chunks of 16 (the remainder in quarter chunks of 4, a single token in a
+/// decode graph, or one padded chunk when quarters would not save rows),
+/// after an empty or a partly filled cache, equal token-by-token decoding.
+#[test]
+fn prompt_remainders_in_quarter_chunks_equal_decoding() {
+    let fx = fixture();
+    let mut seq = ids(&fx["prompt"]);
+    while seq.len() < 56 {
+        seq.extend_from_within(..seq.len().min(56 - seq.len()));
+    }
+    let mut chunked = model(WeightMode::F32, 16);
+    let mut stepwise = model(WeightMode::F32, 1);
+    for (filled, len) in [
+        (0, 1),
+        (0, 5),
+        (0, 9),
+        (0, 13),
+        (0, 15),
+        (0, 37),
+        (20, 9),
+        (40, 9),
+    ] {
+        let (mut a, mut b) = (chunked.new_cache(), stepwise.new_cache());
+        chunked.forward(&seq[..filled], &mut a).unwrap();
+        stepwise.forward(&seq[..filled], &mut b).unwrap();
+        let prompt = &seq[filled..][..len];
+        let want = stepwise.forward_last(prompt, &mut b).unwrap();
+        let got = chunked.forward_last(prompt, &mut a).unwrap();
+        assert_eq!(a.len(), filled + len);
+        let worst = worst_diff(&got, &want);
+        assert!(worst < 1e-4, "filled {filled}, {len} tokens: {worst}");
+    }
+}

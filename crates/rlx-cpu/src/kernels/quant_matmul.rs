@@ -3,7 +3,8 @@
 //! `dequant_matmul` never dequantizes the whole weight. As ggml's CPU
 //! backend does, it quantizes the activation rows once per call, per block
 //! (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the
-//! K-quants, with rlx-gguf's reference quantizers), and forms ggml's block
+//! K-quants; `act_quant`: AVX2, bit-identical to rlx-gguf's reference
+//! quantizers, which the portable path runs), and forms ggml's block
 //! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
@@ -23,13 +24,15 @@
 //! `dequantize` (every GGUF block format), since rlx-gguf depends only on
 //! the IR.
 
+pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
 pub(crate) mod planes;
 
 use super::{KernelError, KernelResult, View, ViewMut};
 use crate::team;
-use decode::{layout, ActQuant, Layout, Mins, WeightRow};
+use act_quant::{quantize_act, Act};
+use decode::{layout, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
 use half::{bf16, f16};
@@ -104,53 +107,6 @@ pub struct QuantMatMul {
     pub n: usize,
     /// Input features.
     pub k: usize,
-}
-
-/// Quantized activation rows.
-struct Act {
-    q: Vec<i8>,
-    /// Scale per block.
-    d: Vec<f32>,
-    /// Q8_1's `d * sum(q)` per block.
-    s: Vec<f32>,
-    /// Sum of the quants per weight group (for K-quant mins).
-    gsum: Vec<i32>,
-}
-
-/// Quantizes `x` (whole blocks) as `act` with rlx-gguf's reference codecs.
-fn quantize_act(act: ActQuant, x: &[f32], group: usize) -> Result<Act, KernelError> {
-    let (ty, block, q_at) = match act {
-        ActQuant::Q8_0 => (GgmlType::Q8_0, 32, 2),
-        ActQuant::Q8_1 => (GgmlType::Q8_1, 32, 4),
-        ActQuant::Q8K => (GgmlType::Q8_K, 256, 4),
-    };
-    let bytes = codecs::quantize(ty, x)?;
-    let blocks = x.len() / block;
-    let mut a = Act {
-        q: Vec::with_capacity(x.len()),
-        d: Vec::with_capacity(blocks),
-        s: Vec::new(),
-        gsum: Vec::with_capacity(x.len() / group),
-    };
-    for b in bytes.chunks_exact(ty.type_size()) {
-        let qs = &b[q_at..q_at + block];
-        a.q.extend(qs.iter().map(|&v| v as i8));
-        let f16_at = |at: usize| f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32();
-        match act {
-            ActQuant::Q8K => a.d.push(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ActQuant::Q8_0 => a.d.push(f16_at(0)),
-            ActQuant::Q8_1 => {
-                a.d.push(f16_at(0));
-                a.s.push(f16_at(2));
-            }
-        }
-    }
-    debug_assert_eq!(a.q.len(), x.len());
-    a.gsum.extend(
-        a.q.chunks_exact(group)
-            .map(|g| g.iter().map(|&v| i32::from(v)).sum::<i32>()),
-    );
-    Ok(a)
 }
 
 /// What the row workers share.
@@ -238,7 +194,7 @@ impl QuantMatMul {
         let m = self.check(w, x, out)?;
         let lay = self.scheme.and_then(layout);
         let act = match &lay {
-            Some(l) => Some(quantize_act(l.act, x, l.group)?),
+            Some(l) => Some(quantize_act(isa, l.act, x, l.group)?),
             None => None,
         };
         let job = Job {
@@ -251,9 +207,8 @@ impl QuantMatMul {
         };
         let t = threads.clamp(1, self.n);
         if t <= 1 {
-            let mut local = vec![0f32; m * self.n];
-            run_rows(&job, isa, 0, self.n, &mut local);
-            scatter(out, &local, m, self.n, 0, self.n);
+            // One block of every row: `out` is already its layout.
+            run_rows(&job, isa, 0, self.n, out);
             return Ok(());
         }
         // One block of weight rows per thread, run as one job of the

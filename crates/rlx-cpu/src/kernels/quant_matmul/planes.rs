@@ -366,7 +366,7 @@ mod x86 {
         acts: &[ActRow],
         put: impl FnMut(usize, f32),
     ) {
-        row_tiles::<Avx2>(scheme, w, acts, put)
+        by_format::<Avx2>(scheme, w, acts, put)
     }
 
     /// VNNI path. Safety: the CPU has AVX2, FMA, F16C, AVX512-VNNI and
@@ -378,12 +378,66 @@ mod x86 {
         acts: &[ActRow],
         put: impl FnMut(usize, f32),
     ) {
-        row_tiles::<Vnni>(scheme, w, acts, put)
+        by_format::<Vnni>(scheme, w, acts, put)
+    }
+
+    /// One copy of the tile loop per format (the format a constant), so
+    /// each block's loop holds only that format's unpacking and terms.
+    #[inline(always)]
+    unsafe fn by_format<D: Dot4>(
+        scheme: QuantScheme,
+        w: &[u8],
+        acts: &[ActRow],
+        put: impl FnMut(usize, f32),
+    ) {
+        use QuantScheme::*;
+        match scheme {
+            GgufQ4_0 => row_tiles::<D, { code(GgufQ4_0) }>(scheme, w, acts, put),
+            GgufQ4_1 => row_tiles::<D, { code(GgufQ4_1) }>(scheme, w, acts, put),
+            GgufQ5_0 => row_tiles::<D, { code(GgufQ5_0) }>(scheme, w, acts, put),
+            GgufQ8_0 => row_tiles::<D, { code(GgufQ8_0) }>(scheme, w, acts, put),
+            // The K-quants' long blocks amortize the format checks; with
+            // the format a constant, their eight chunks spill registers.
+            _ => row_tiles::<D, RUNTIME>(scheme, w, acts, put),
+        }
+    }
+
+    /// The formats compiled with the format a constant, by const-generic
+    /// code.
+    const FORMATS: [QuantScheme; 4] = [
+        QuantScheme::GgufQ4_0,
+        QuantScheme::GgufQ4_1,
+        QuantScheme::GgufQ5_0,
+        QuantScheme::GgufQ8_0,
+    ];
+
+    /// The code of a format read at run time.
+    const RUNTIME: u8 = u8::MAX;
+
+    /// The format of code `F`: a constant, or `scheme` for [`RUNTIME`].
+    #[inline(always)]
+    fn format<const F: u8>(scheme: QuantScheme) -> QuantScheme {
+        match F {
+            RUNTIME => scheme,
+            f => FORMATS[f as usize],
+        }
+    }
+
+    /// `scheme`'s index in [`FORMATS`].
+    const fn code(scheme: QuantScheme) -> u8 {
+        let mut i = 0;
+        while i < FORMATS.len() {
+            if FORMATS[i] as u8 == scheme as u8 {
+                return i as u8;
+            }
+            i += 1;
+        }
+        panic!("not a plane format")
     }
 
     /// The activation rows in tiles of [`TILE`], the last tile narrower.
     #[inline(always)]
-    unsafe fn row_tiles<D: Dot4>(
+    unsafe fn row_tiles<D: Dot4, const F: u8>(
         scheme: QuantScheme,
         w: &[u8],
         acts: &[ActRow],
@@ -393,7 +447,10 @@ mod x86 {
         let mut at = 0;
         for tile in tiles.by_ref() {
             let tile: &[ActRow; TILE] = tile.try_into().expect("a whole tile");
-            for (i, v) in dot_tile::<D, TILE>(scheme, w, tile).into_iter().enumerate() {
+            for (i, v) in dot_tile::<D, F, TILE>(scheme, w, tile)
+                .into_iter()
+                .enumerate()
+            {
                 put(at + i, v);
             }
             at += TILE;
@@ -405,9 +462,9 @@ mod x86 {
         };
         match tiles.remainder() {
             [] => {}
-            [a] => emit(&dot_tile::<D, 1>(scheme, w, &[*a])),
-            [a, b] => emit(&dot_tile::<D, 2>(scheme, w, &[*a, *b])),
-            [a, b, c] => emit(&dot_tile::<D, 3>(scheme, w, &[*a, *b, *c])),
+            [a] => emit(&dot_tile::<D, F, 1>(scheme, w, &[*a])),
+            [a, b] => emit(&dot_tile::<D, F, 2>(scheme, w, &[*a, *b])),
+            [a, b, c] => emit(&dot_tile::<D, F, 3>(scheme, w, &[*a, *b, *c])),
             _ => unreachable!("a remainder is shorter than a tile"),
         }
     }
@@ -558,39 +615,100 @@ mod x86 {
     }
 
     /// One weight row against `T` activation rows (see the module docs for
-    /// the order of operations, which is each row's alone).
+    /// the order of operations, which is each row's alone). Blocks go in
+    /// pairs, even into one set of accumulators and odd into the other, so
+    /// both sets stay in registers.
     #[inline(always)]
-    unsafe fn dot_tile<D: Dot4, const T: usize>(
+    unsafe fn dot_tile<D: Dot4, const F: u8, const T: usize>(
         scheme: QuantScheme,
         w: &[u8],
         a: &[ActRow; T],
     ) -> [f32; T] {
+        let scheme = format::<F>(scheme);
         let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
         let k = a[0].q.len();
         let nb = k / block;
+        // Activation sums per block: one per weight group of the block.
+        let gsums = match scheme {
+            QuantScheme::GgufQ4_0 | QuantScheme::GgufQ5_0 => nb,
+            QuantScheme::GgufQ4K | QuantScheme::GgufQ5K => 8 * nb,
+            QuantScheme::GgufQ6K => 16 * nb,
+            _ => 0,
+        };
+        let sums = if scheme == QuantScheme::GgufQ4_1 {
+            nb
+        } else {
+            0
+        };
         assert!(w.len() >= nb * block_bytes);
-        assert!(a.iter().all(|a| a.q.len() == k && a.d.len() >= nb));
-        let mut acc = [[_mm256_setzero_ps(); 2]; T];
+        // Rows cut to exactly what the blocks read, so the per-block
+        // indexing needs no bounds checks.
+        let mut rows = *a;
+        for row in &mut rows {
+            *row = ActRow {
+                q: &row.q[..k],
+                d: &row.d[..nb],
+                s: &row.s[..sums],
+                gsum: &row.gsum[..gsums],
+            };
+        }
+        let mut even = [_mm256_setzero_ps(); T];
+        let mut odd = [_mm256_setzero_ps(); T];
         let mut offsets = [0f32; T];
-        for b in 0..nb {
-            let bytes = &w[b * block_bytes..(b + 1) * block_bytes];
-            let bw = block_weights(scheme, bytes, |b, at| f16c_at(b, at));
-            let xs: [*const i8; T] = std::array::from_fn(|t| a[t].q.as_ptr().add(b * block));
-            let lanes = block_lanes::<D, T>(scheme, bytes.as_ptr(), &bw, &xs);
-            for t in 0..T {
-                let terms = block_terms(scheme, &bw, b, &a[t]);
-                acc[t][b % 2] = _mm256_fmadd_ps(
-                    _mm256_cvtepi32_ps(lanes[t]),
-                    _mm256_set1_ps(terms.scale),
-                    acc[t][b % 2],
-                );
-                offsets[t] += terms.offset;
+        let mut b = 0;
+        if F == RUNTIME {
+            // The K-quants' 256-weight blocks hide the chains' latency;
+            // unrolled, their eight chunks run out of registers.
+            let mut acc = [[_mm256_setzero_ps(); T]; 2];
+            for b in 0..nb {
+                block_step::<D, F, T>(scheme, w, b, &rows, &mut acc[b % 2], &mut offsets);
             }
+            [even, odd] = acc;
+            b = nb;
+        }
+        while b + 1 < nb {
+            block_step::<D, F, T>(scheme, w, b, &rows, &mut even, &mut offsets);
+            block_step::<D, F, T>(scheme, w, b + 1, &rows, &mut odd, &mut offsets);
+            b += 2;
+        }
+        if b < nb {
+            block_step::<D, F, T>(scheme, w, b, &rows, &mut even, &mut offsets);
         }
         std::array::from_fn(|t| {
             let mut l = [0f32; 8];
-            _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(acc[t][0], acc[t][1]));
+            _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(even[t], odd[t]));
             reduce_lanes(&l) + offsets[t]
         })
+    }
+
+    /// Block `b` of weight row `w` into every row's accumulator and offset
+    /// sum (`rows` as `dot_tile` cut them).
+    #[inline(always)]
+    unsafe fn block_step<D: Dot4, const F: u8, const T: usize>(
+        scheme: QuantScheme,
+        w: &[u8],
+        b: usize,
+        rows: &[ActRow; T],
+        acc: &mut [__m256; T],
+        offsets: &mut [f32; T],
+    ) {
+        let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
+        let bytes = w.get_unchecked(b * block_bytes..(b + 1) * block_bytes);
+        let bw = block_weights(scheme, bytes, |b, at| f16c_at(b, at));
+        // A loop, not `array::from_fn`: its closure is not always inlined.
+        let mut xs = [std::ptr::null::<i8>(); T];
+        for (x, row) in xs.iter_mut().zip(rows) {
+            *x = row.q.as_ptr().add(b * block);
+        }
+        let lanes = block_lanes::<D, T>(scheme, bytes.as_ptr(), &bw, &xs);
+        for t in 0..T {
+            let terms = block_terms(scheme, &bw, b, &rows[t]);
+            acc[t] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(lanes[t]),
+                _mm256_set1_ps(terms.scale),
+                acc[t],
+            );
+            offsets[t] += terms.offset;
+        }
     }
 }
