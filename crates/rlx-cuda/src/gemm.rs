@@ -164,8 +164,16 @@ impl CudaGemm {
         self.math_mode(false)?;
         let (m, k, n) = (spec.m as i32, spec.k as i32, spec.n as i32);
         // Row-major c = op(a) op(b) is column-major c^T = op(b)^T op(a)^T.
-        let (op_b, ld_b) = if spec.trans_b { (CUBLAS_OP_T, k) } else { (CUBLAS_OP_N, n) };
-        let (op_a, ld_a) = if spec.trans_a { (CUBLAS_OP_T, m) } else { (CUBLAS_OP_N, k) };
+        let (op_b, ld_b) = if spec.trans_b {
+            (CUBLAS_OP_T, k)
+        } else {
+            (CUBLAS_OP_N, n)
+        };
+        let (op_a, ld_a) = if spec.trans_a {
+            (CUBLAS_OP_T, m)
+        } else {
+            (CUBLAS_OP_N, k)
+        };
         let (one, zero) = (1.0f32, 0.0f32);
         cudarc::cublas::result::gemm_strided_batched_ex(
             *self.blas.handle(),

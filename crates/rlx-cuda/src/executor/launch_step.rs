@@ -44,7 +44,12 @@ pub(crate) fn launch_step(
             let layout = Layout::new(dims, a_strides, b_strides)?;
             let code = *op as i32;
             let mut l = gpu.stream().launch_builder(&f);
-            l.arg(&x[0]).arg(&x[1]).arg(&y).arg(&n).arg(&code).arg(&layout);
+            l.arg(&x[0])
+                .arg(&x[1])
+                .arg(&y)
+                .arg(&n)
+                .arg(&code)
+                .arg(&layout);
             // SAFETY: `rlx_binary_*`; the broadcast strides stay inside each operand.
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
@@ -70,7 +75,10 @@ pub(crate) fn launch_step(
             let f = gpu.function("norm", &format!("rlx_layer_norm_{}", sfx()?))?;
             let [rows, len] = shape.map(|d| d as i64);
             // A null scale / shift: the kernel skips it.
-            let (gamma, beta) = (x.get(1).copied().unwrap_or(0), x.get(2).copied().unwrap_or(0));
+            let (gamma, beta) = (
+                x.get(1).copied().unwrap_or(0),
+                x.get(2).copied().unwrap_or(0),
+            );
             let mut l = gpu.stream().launch_builder(&f);
             l.arg(&x[0])
                 .arg(&gamma)
@@ -87,7 +95,12 @@ pub(crate) fn launch_step(
             let [rows, len] = shape.map(|d| d as i64);
             let gamma = x.get(1).copied().unwrap_or(0);
             let mut l = gpu.stream().launch_builder(&f);
-            l.arg(&x[0]).arg(&gamma).arg(&y).arg(&rows).arg(&len).arg(eps);
+            l.arg(&x[0])
+                .arg(&gamma)
+                .arg(&y)
+                .arg(&rows)
+                .arg(&len)
+                .arg(eps);
             // SAFETY: `rlx_rms_norm_*`.
             unsafe { l.launch(per_row(shape[0])?) }?;
         }
@@ -141,4 +154,3 @@ pub(crate) fn launch_step(
     }
     Ok(())
 }
-

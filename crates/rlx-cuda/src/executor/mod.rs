@@ -228,11 +228,9 @@ impl CudaExecutable {
                 let (p, _sync) = f.device_ptr(gpu.stream());
                 p
             });
-            launch_step(&gpu, &self.gemm, step, &addr, flag).map_err(|e| {
-                BackendError::Kernel {
-                    node: step.label.clone(),
-                    message: e.to_string(),
-                }
+            launch_step(&gpu, &self.gemm, step, &addr, flag).map_err(|e| BackendError::Kernel {
+                node: step.label.clone(),
+                message: e.to_string(),
             })?;
         }
         self.check_flags()
@@ -242,10 +240,7 @@ impl CudaExecutable {
     /// clears it for the next run).
     fn check_flags(&mut self) -> Result<(), BackendError> {
         for (&k, flag) in self.flags.iter_mut() {
-            let v = self
-                .gpu
-                .download(flag)
-                .map_err(|e| whole(&self.plan, e))?[0];
+            let v = self.gpu.download(flag).map_err(|e| whole(&self.plan, e))?[0];
             if v != 0 {
                 self.gpu
                     .stream()
@@ -318,7 +313,11 @@ impl Executable for CudaExecutable {
                 b.dtype
             )));
         }
-        let host = if b.bytes == 0 { vec![0u8] } else { value.bytes().to_vec() };
+        let host = if b.bytes == 0 {
+            vec![0u8]
+        } else {
+            value.bytes().to_vec()
+        };
         let dev = self.gpu.upload(&host).map_err(|e| self.device_err(e))?;
         self.params[index] = Some(dev);
         Ok(())

@@ -60,14 +60,14 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
         if output.bytes == 0 {
             continue;
         }
-        let inputs = n.inputs.iter().map(|&i| place(i)).collect::<Result<_, _>>()?;
+        let inputs = n
+            .inputs
+            .iter()
+            .map(|&i| place(i))
+            .collect::<Result<_, _>>()?;
         let kernel = kernel_for(g, id).map_err(|why| BackendError::Unsupported {
             device: Device::Cuda(ordinal),
-            node: format!(
-                "{} of {} ({why})",
-                node_label(g, id),
-                describe_types(g, id)
-            ),
+            node: format!("{} of {} ({why})", node_label(g, id), describe_types(g, id)),
         })?;
         steps.push(Step {
             node: id,
@@ -231,9 +231,7 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
                 dt,
                 vec![CopyPiece {
                     x_strides: (0..out.len()).map(|i| src[i] * spec.steps[i]).collect(),
-                    x_offset: (0..out.len())
-                        .map(|i| src[i] * spec.starts[i] as i64)
-                        .sum(),
+                    x_offset: (0..out.len()).map(|i| src[i] * spec.starts[i] as i64).sum(),
                     y_strides: strides(&out),
                     dims: out.clone(),
                     y_offset: 0,
@@ -274,7 +272,8 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
         }
         Op::Cast => {
             let from = g.shape(n.inputs[0]).dtype();
-            let name = |d: DType, to: bool| match d {
+            let name = |d: DType, to: bool| {
+                match d {
                 DType::F32 | DType::F16 | DType::BF16 | DType::I32 => {
                     Ok(float_suffix(d).unwrap_or("i32"))
                 }
@@ -282,6 +281,7 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
                 _ => Err(format!(
                     "no CUDA cast {from} -> {dt} (casts from f32 / f16 / bf16 / i32 / i64 to f32 / f16 / bf16 / i32)"
                 )),
+            }
             };
             Ok(Kernel::Cast {
                 from: name(from, false)?,
@@ -296,10 +296,7 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
             float_only(dt)?;
             dot_general(dd, &input(0), &input(1), &out)
         }
-        other => Err(format!(
-            "no CUDA kernel for {}",
-            other.kind().info().name
-        )),
+        other => Err(format!("no CUDA kernel for {}", other.mnemonic())),
     }
 }
 
@@ -345,7 +342,9 @@ fn strides(d: &[usize]) -> Vec<i64> {
 
 fn check_rank(rank: usize) -> Result<(), String> {
     if rank > MAX_RANK {
-        return Err(format!("rank {rank}: CUDA layouts carry at most {MAX_RANK} dims"));
+        return Err(format!(
+            "rank {rank}: CUDA layouts carry at most {MAX_RANK} dims"
+        ));
     }
     Ok(())
 }
@@ -404,8 +403,16 @@ fn check_scales(g: &Graph, id: NodeId, len: usize) -> Result<(), String> {
 /// numpy `matmul` as one strided-batched GEMM: rank-1 operands promoted,
 /// and each operand's batch either the output's or absent / all ones.
 fn matmul(a: &[usize], b: &[usize], out: &[usize]) -> Result<Kernel, String> {
-    let a2: Vec<usize> = if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() };
-    let b2: Vec<usize> = if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() };
+    let a2: Vec<usize> = if a.len() == 1 {
+        vec![1, a[0]]
+    } else {
+        a.to_vec()
+    };
+    let b2: Vec<usize> = if b.len() == 1 {
+        vec![b[0], 1]
+    } else {
+        b.to_vec()
+    };
     if a2.len() < 2 || b2.len() < 2 {
         return Err("matmul of a scalar".into());
     }
@@ -459,8 +466,16 @@ fn dot_general(dd: &DotDims, a: &[usize], b: &[usize], out: &[usize]) -> Result<
     }
     let trans_a = dd.lhs_contract[0] == nb;
     let trans_b = dd.rhs_contract[0] == nb + 1;
-    let (m, k) = if trans_a { (a[nb + 1], a[nb]) } else { (a[nb], a[nb + 1]) };
-    let (k2, n) = if trans_b { (b[nb + 1], b[nb]) } else { (b[nb], b[nb + 1]) };
+    let (m, k) = if trans_a {
+        (a[nb + 1], a[nb])
+    } else {
+        (a[nb], a[nb + 1])
+    };
+    let (k2, n) = if trans_b {
+        (b[nb + 1], b[nb])
+    } else {
+        (b[nb], b[nb + 1])
+    };
     if k != k2 || a[..nb] != b[..nb] {
         return Err(format!("dot-general {a:?} . {b:?} ({dd:?}) does not match"));
     }
@@ -487,7 +502,10 @@ fn check_gemm_out(s: &GemmSpec, out: &[usize]) -> Result<(), String> {
             s.batch, s.m, s.n
         ));
     }
-    if [s.m, s.k, s.n, s.batch].iter().any(|&d| d > i32::MAX as usize) {
+    if [s.m, s.k, s.n, s.batch]
+        .iter()
+        .any(|&d| d > i32::MAX as usize)
+    {
         return Err("a GEMM dim beyond i32 (cuBLAS)".into());
     }
     Ok(())

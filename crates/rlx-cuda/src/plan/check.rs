@@ -3,7 +3,7 @@
 //! values already written and still intact (so live buffers never overlap)
 //! and that every output survives to the end.
 
-use super::{Buf, LaunchPlan, Region};
+use super::{Buf, Kernel, LaunchPlan, Region, Step};
 use thiserror::Error;
 
 /// A plan that would read garbage, write outside its buffers or lose a
@@ -24,6 +24,16 @@ pub enum PlanFault {
         /// What those bytes hold (`nothing written`, or another node).
         found: String,
     },
+    /// A launch that is not elementwise writes over bytes it reads.
+    #[error("{step}: writes {output} over its operand {operand} (only an elementwise kernel may run in place)")]
+    Overlap {
+        /// The step's label.
+        step: String,
+        /// Its output.
+        output: String,
+        /// The operand it overwrites.
+        operand: String,
+    },
     /// A value lies outside its buffer, or a launch writes a param or constant.
     #[error("{what}: {why}")]
     OutOfBounds {
@@ -35,6 +45,24 @@ pub enum PlanFault {
 }
 
 const UNWRITTEN: u32 = u32::MAX;
+
+/// An output may share bytes with an operand only as an elementwise
+/// kernel's exact in-place reuse (each element read before it is written).
+fn overlap(step: &Step, b: &Buf) -> Result<(), PlanFault> {
+    let o = &step.output;
+    if b.region != Region::Arena || b.byte >= o.byte + o.bytes || o.byte >= b.byte + b.bytes {
+        return Ok(());
+    }
+    let elementwise = matches!(step.kernel, Kernel::Unary(_) | Kernel::Binary { .. });
+    if elementwise && b.byte == o.byte && b.bytes == o.bytes {
+        return Ok(());
+    }
+    Err(PlanFault::Overlap {
+        step: step.label.clone(),
+        output: o.node.to_string(),
+        operand: b.node.to_string(),
+    })
+}
 
 impl LaunchPlan {
     /// Simulates the plan: inputs are written first, then each step reads
@@ -48,6 +76,7 @@ impl LaunchPlan {
         for step in &self.steps {
             for b in &step.inputs {
                 self.read(&tags, b, &step.label)?;
+                overlap(step, b)?;
             }
             self.write(&mut tags, &step.output, &step.label)?;
         }

@@ -11,14 +11,7 @@ impl fmt::Display for Buf {
             Region::Param(i) => format!("param{i}"),
             Region::Const(i) => format!("const{i}"),
         };
-        write!(
-            f,
-            "{} {}@{}+{}",
-            self.node,
-            self.dtype,
-            region,
-            self.byte
-        )?;
+        write!(f, "{} {}@{}+{}", self.node, self.dtype, region, self.byte)?;
         if self.owner != self.node {
             write!(f, " (view of {})", self.owner)?;
         }
@@ -30,13 +23,22 @@ impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Kernel::Unary(op) => write!(f, "unary {op:?}"),
-            Kernel::Binary { op, dims, a_strides, b_strides } => write!(
+            Kernel::Binary {
+                op,
+                dims,
+                a_strides,
+                b_strides,
+            } => write!(
                 f,
                 "binary {op:?} dims {dims:?} strides {a_strides:?} {b_strides:?}"
             ),
             Kernel::Reduce { op, shape } => write!(f, "reduce {op:?} {shape:?}"),
             Kernel::Softmax { shape, log } => {
-                write!(f, "{} {shape:?}", if *log { "log_softmax" } else { "softmax" })
+                write!(
+                    f,
+                    "{} {shape:?}",
+                    if *log { "log_softmax" } else { "softmax" }
+                )
             }
             Kernel::LayerNorm { shape, eps } => write!(f, "layer_norm {shape:?} eps {eps:e}"),
             Kernel::RmsNorm { shape, eps } => write!(f, "rms_norm {shape:?} eps {eps:e}"),
