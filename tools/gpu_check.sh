@@ -85,6 +85,10 @@ for b in (1, 32):
     ts.sort()
     print(f"ort-cuda MiniLM b{b} s128: {ts[len(ts) // 2] * 1e3:.3f} ms")
 PYEOF
+step "MiniLM b2 s16 through the CUDA executor vs the CPU (tests/minilm.rs)"
+RLX_REQUIRE_CUDA=1 RLX_MODELS="$MODELS" cargo test --release -p rlx-cuda --test minilm \
+  -- --include-ignored --nocapture || status=1
+
 step "MiniLM s128 on rlx (rlx bench: cuda:0 next to the CPU; a row says why a device could not run it)"
 ONNX=$(find "$MODELS" -name 'all-MiniLM-L6-v2-fp32.onnx' 2>/dev/null | head -1)
 if [ -n "$ONNX" ]; then

@@ -38,6 +38,7 @@ fn kinds(p: &LaunchPlan) -> Vec<String> {
             Kernel::Gather { .. } => "gather".into(),
             Kernel::Copy { pieces, .. } => format!("copy x{}", pieces.len()),
             Kernel::Cast { from, to } => format!("cast {from}->{to}"),
+            Kernel::Iota { .. } => "iota".into(),
             Kernel::Gemm(s) => format!(
                 "gemm{}{}",
                 if s.trans_a { " a^T" } else { "" },
@@ -213,7 +214,9 @@ fn movement_gather_cast_and_reductions_plan_to_what_the_cpu_computes() {
         gamma,
         g.constant(2.0, DType::F32),
     );
-    g.set_outputs(vec![t, sl, rows, mx, rms, back, bc, pw, cat]);
+    let pos = g.iota(&[3, 4], 1, 2.0, 3.0, DType::I64);
+    let pos = g.cast(pos, DType::F32);
+    g.set_outputs(vec![t, sl, rows, mx, rms, back, bc, pw, cat, pos]);
     let av = rand(&[2, 3, 4], -3.0, 3.0, 40);
     let bv = rand(&[2, 2, 4], -3.0, 3.0, 41);
     let iv = HostTensor::from_vec(vec![0i64, 5, -1, 2, 3], &[5]).unwrap();

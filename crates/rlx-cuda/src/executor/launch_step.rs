@@ -5,7 +5,7 @@
 use crate::gemm::CudaGemm;
 use crate::gpu::{CudaGpu, GpuError};
 use crate::launch::{grid_stride, per_row, Layout};
-use crate::plan::{float_suffix, Buf, Kernel, Step};
+use crate::plan::{float_suffix, iota_suffix, Buf, Kernel, Step};
 use cudarc::driver::PushKernelArg;
 
 /// Launches `step` on `gpu`'s stream; `addr` gives a place's device
@@ -145,6 +145,21 @@ pub(crate) fn launch_step(
             let mut l = gpu.stream().launch_builder(&f);
             l.arg(&x[0]).arg(&y).arg(&n);
             // SAFETY: the plan names the element types of both places.
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
+        Kernel::Iota {
+            inner,
+            len,
+            start,
+            step,
+        } => {
+            let sfx = iota_suffix(out.dtype)
+                .ok_or_else(|| GpuError::BadInput(format!("no iota of {}", out.dtype)))?;
+            let f = gpu.function("iota", &format!("rlx_iota_{sfx}"))?;
+            let (inner, len) = (*inner as i64, *len as i64);
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&y).arg(&n).arg(&inner).arg(&len).arg(start).arg(step);
+            // SAFETY: `rlx_iota_*(T*, i64, i64, i64, double, double)`; y holds n elements.
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
         Kernel::Gemm(spec) => {

@@ -85,6 +85,17 @@ pub const SOURCES: &[KernelSource] = &[
         entries: &CAST_ENTRIES,
     },
     KernelSource {
+        name: "iota",
+        source: include_str!("iota.cu"),
+        entries: &[
+            "rlx_iota_f32",
+            "rlx_iota_f16",
+            "rlx_iota_bf16",
+            "rlx_iota_i32",
+            "rlx_iota_i64",
+        ],
+    },
+    KernelSource {
         name: "im2col",
         source: include_str!("im2col.cu"),
         entries: float_entries!("rlx_im2col"),

@@ -296,6 +296,17 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
             float_only(dt)?;
             dot_general(dd, &input(0), &input(1), &out)
         }
+        Op::Iota { axis, start, step } => {
+            if super::iota_suffix(dt).is_none() {
+                return Err(format!("no CUDA iota of {dt}"));
+            }
+            Ok(Kernel::Iota {
+                inner: out[axis + 1..].iter().product(),
+                len: out[*axis],
+                start: *start,
+                step: *step,
+            })
+        }
         other => Err(format!("no CUDA kernel for {}", other.mnemonic())),
     }
 }

@@ -55,6 +55,12 @@ impl fmt::Display for Kernel {
                 Ok(())
             }
             Kernel::Cast { from, to } => write!(f, "cast {from}->{to}"),
+            Kernel::Iota {
+                inner,
+                len,
+                start,
+                step,
+            } => write!(f, "iota {start} + {step} * i (len {len}, inner {inner})"),
             Kernel::Gemm(s) => write!(
                 f,
                 "gemm {}x[{}, {}]{}@[{}, {}]{} strides {} {}",

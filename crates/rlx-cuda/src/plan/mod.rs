@@ -164,6 +164,17 @@ pub enum Kernel {
         /// Destination type suffix.
         to: &'static str,
     },
+    /// `rlx_iota_*`: `start + step * index` along one axis of the output.
+    Iota {
+        /// Elements after the axis (product of the later dims).
+        inner: usize,
+        /// The axis length.
+        len: usize,
+        /// First value.
+        start: f64,
+        /// Increment.
+        step: f64,
+    },
     /// A cuBLAS strided-batched GEMM (f32 accumulation).
     Gemm(GemmSpec),
 }
@@ -201,6 +212,15 @@ pub struct LaunchPlan {
     pub outputs: Vec<Buf>,
     /// Constant bytes, uploaded once at compile time (`Region::Const(i)`).
     pub constants: Vec<Vec<u8>>,
+}
+
+/// The entry-point suffix of an iota output type.
+pub(crate) fn iota_suffix(dt: DType) -> Option<&'static str> {
+    match dt {
+        DType::I32 => Some("i32"),
+        DType::I64 => Some("i64"),
+        _ => float_suffix(dt),
+    }
 }
 
 /// The entry-point suffix of a float dtype with kernels.

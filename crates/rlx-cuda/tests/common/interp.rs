@@ -56,7 +56,12 @@ impl Memory<'_> {
                     c.copy_from_slice(&(*x as i32).to_le_bytes());
                 }
             }
-            other => panic!("the interpreter writes f32 / i32, not {other}"),
+            DType::I64 => {
+                for (c, x) in out.chunks_exact_mut(8).zip(v) {
+                    c.copy_from_slice(&(*x as i64).to_le_bytes());
+                }
+            }
+            other => panic!("the interpreter writes f32 / i32 / i64, not {other}"),
         }
     }
 }
@@ -282,6 +287,14 @@ pub fn interpret(
                         v.trunc()
                     }
                 })
+                .collect(),
+            Kernel::Iota {
+                inner,
+                len,
+                start,
+                step,
+            } => (0..n)
+                .map(|i| start + step * ((i / inner) % len) as f64)
                 .collect(),
             Kernel::Gemm(s) => {
                 let (a, b) = (x(0, &m), x(1, &m));
