@@ -1,4 +1,4 @@
-//! The launch plan: an [`LirModule`] turned into a list of [`Step`]s, each
+//! The launch plan: an [`rlx_compile::LirModule`] turned into a list of [`Step`]s, each
 //! a kernel launch of [`crate::launch`]'s modules or one cuBLAS GEMM, over
 //! byte offsets of one arena (the memory plan's slots, unchanged), the
 //! params and the constants. Pure Rust: planning makes no CUDA call, so it
