@@ -70,7 +70,7 @@ pub fn worst(a: &[f64], b: &[f64], rtol: f64, atol: f64) -> f64 {
     a.iter()
         .zip(b)
         .map(|(x, y)| {
-            if x.is_nan() && y.is_nan() {
+            if x == y || (x.is_nan() && y.is_nan()) {
                 0.0
             } else {
                 (x - y).abs() / (atol + rtol * y.abs())
