@@ -7,13 +7,14 @@
 mod common;
 
 use common::graphs::{
-    attention_block, digits_step, mlp, rand, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN, PIXELS,
+    attention_block, compare_select, digits_step, mlp, rand, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN,
+    PIXELS,
 };
 use common::reference::{compile, f64s, ordered_inputs, run, worst};
 use rlx_compile::{lower, LowerOptions, Precision};
 use rlx_cuda::CudaBackend;
 use rlx_driver::{Backend, BackendError, Device};
-use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
+use rlx_ir::op::{BinaryOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 /// True when a CUDA device answers; otherwise prints why (a failure under
@@ -230,6 +231,16 @@ fn movement_gather_and_cast() {
 }
 
 #[test]
+fn comparisons_and_select() {
+    if !cuda("comparisons_and_select") {
+        return;
+    }
+    let (g, [a, b, i]) = compare_select();
+    let ins = [("a", &a), ("b", &b), ("i", &i)];
+    assert_cuda_matches_cpu(&g, &[], &ins, Precision::F32, 0.0, 1e-7);
+}
+
+#[test]
 fn a_gather_index_out_of_range_is_an_error_naming_the_node() {
     if !cuda("a_gather_index_out_of_range_is_an_error_naming_the_node") {
         return;
@@ -396,6 +407,7 @@ fn every_graph_of_this_suite_plans_at_f32_and_f16_without_a_gpu() {
         mlp(),
         attention_block(),
         digits_step(),
+        compare_select().0,
     ];
     let backend = CudaBackend::new(0);
     for g in &graphs {
@@ -414,20 +426,16 @@ fn every_graph_of_this_suite_plans_at_f32_and_f16_without_a_gpu() {
 
 #[test]
 fn an_op_without_a_cuda_kernel_is_refused_at_compile_by_name_without_a_gpu() {
-    let mut g = Graph::new("cmp");
-    let a = f32_in(&mut g, "a", &[4]);
-    let b = f32_in(&mut g, "b", &[4]);
-    let c = g.compare_op(CmpOp::Lt, a, b);
+    let mut g = Graph::new("argmax");
+    let a = f32_in(&mut g, "a", &[3, 4]);
+    let c = g.argmax(a, -1, false);
     g.set_outputs(vec![c]);
     let backend = CudaBackend::new(1);
     let lir = lower(&g, &|op| backend.claims(op), &LowerOptions::default()).unwrap();
     match backend.compile(lir).err().expect("refused") {
         BackendError::Unsupported { device, node } => {
             assert_eq!(device, Device::Cuda(1));
-            assert!(
-                node.contains("cmp.lt") && node.contains("bool[4]"),
-                "{node}"
-            );
+            assert!(node.contains("argmax") && node.contains("i64[3]"), "{node}");
         }
         e => panic!("{e:?}"),
     }

@@ -5,14 +5,15 @@
 
 mod common;
 
-use common::graphs::{attention_block, digits_step, mlp, rand, BATCH, CLASSES, HIDDEN, PIXELS};
+use common::graphs::{
+    attention_block, compare_select, digits_step, mlp, rand, BATCH, CLASSES, HIDDEN, PIXELS,
+};
 use common::interp::interpret;
 use common::reference::{compile, f64s, ordered_inputs, ordered_params, run, worst};
 use rlx_compile::{lower, LirModule, LowerOptions};
 use rlx_cuda::cuda_claims;
 use rlx_cuda::plan::{plan, Kernel, LaunchPlan, PlanFault, Region};
 use rlx_driver::{BackendError, Device};
-use rlx_ir::op::CmpOp;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 fn lir_of(g: &Graph) -> LirModule {
@@ -39,6 +40,8 @@ fn kinds(p: &LaunchPlan) -> Vec<String> {
             Kernel::Copy { pieces, .. } => format!("copy x{}", pieces.len()),
             Kernel::Cast { from, to } => format!("cast {from}->{to}"),
             Kernel::Iota { .. } => "iota".into(),
+            Kernel::Compare { .. } => "compare".into(),
+            Kernel::Select { .. } => "select".into(),
             Kernel::Gemm(s) => format!(
                 "gemm{}{}",
                 if s.trans_a { " a^T" } else { "" },
@@ -249,22 +252,27 @@ fn movement_gather_cast_and_reductions_plan_to_what_the_cpu_computes() {
 }
 
 #[test]
+fn comparisons_and_select_plan_to_what_the_cpu_computes() {
+    let (g, [av, bv, iv]) = compare_select();
+    let p = assert_plan_matches_cpu(&g, &[], &[("a", &av), ("b", &bv), ("i", &iv)], 0.0);
+    let k = kinds(&p);
+    assert!(k.iter().filter(|s| *s == "compare").count() >= 7, "{k:?}");
+    assert_eq!(k.iter().filter(|s| *s == "select").count(), 2, "{k:?}");
+}
+
+#[test]
 fn an_op_without_a_cuda_kernel_is_a_named_error() {
-    let mut g = Graph::new("cmp");
-    let a = g.input("a", Shape::new(&[4], DType::F32));
-    let b = g.input("b", Shape::new(&[4], DType::F32));
-    let c = g.compare_op(CmpOp::Lt, a, b);
+    let mut g = Graph::new("argmax");
+    let a = g.input("a", Shape::new(&[3, 4], DType::F32));
+    let c = g.argmax(a, -1, false);
     g.set_outputs(vec![c]);
     let err = plan(&lir_of(&g), 3).unwrap_err();
     match &err {
         BackendError::Unsupported { device, node } => {
             assert_eq!(*device, Device::Cuda(3));
-            assert!(node.contains("%2 cmp.lt"), "{node}");
-            assert!(node.contains("no CUDA kernel for cmp.lt"), "{node}");
-            assert!(
-                node.contains("bool[4]") && node.contains("f32[4]"),
-                "{node}"
-            );
+            assert!(node.contains("%1 argmax"), "{node}");
+            assert!(node.contains("no CUDA kernel for argmax"), "{node}");
+            assert!(node.contains("i64[3] <- (f32[3,4])"), "{node}");
         }
         e => panic!("{e:?}"),
     }

@@ -147,6 +147,46 @@ pub(crate) fn launch_step(
             // SAFETY: the plan names the element types of both places.
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
+        Kernel::Compare {
+            code,
+            suffix,
+            dims,
+            a_strides,
+            b_strides,
+        } => {
+            let f = gpu.function("select", &format!("rlx_compare_{suffix}"))?;
+            let layout = Layout::new(dims, a_strides, b_strides)?;
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0])
+                .arg(&x[1])
+                .arg(&y)
+                .arg(&n)
+                .arg(code)
+                .arg(&layout);
+            // SAFETY: `rlx_compare_*`; the broadcast strides stay inside each operand.
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
+        Kernel::Select {
+            width,
+            dims,
+            c_strides,
+            a_strides,
+            b_strides,
+        } => {
+            let f = gpu.function("select", &format!("rlx_select_b{width}"))?;
+            let ca = Layout::new(dims, c_strides, a_strides)?;
+            let bl = Layout::new(dims, b_strides, b_strides)?;
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0])
+                .arg(&x[1])
+                .arg(&x[2])
+                .arg(&y)
+                .arg(&n)
+                .arg(&ca)
+                .arg(&bl);
+            // SAFETY: `rlx_select_b*` for this element width; strides planned per operand.
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
         Kernel::Iota {
             inner,
             len,

@@ -296,6 +296,50 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
             float_only(dt)?;
             dot_general(dd, &input(0), &input(1), &out)
         }
+        Op::Compare(c) => {
+            let from = g.shape(n.inputs[0]).dtype();
+            let suffix =
+                super::iota_suffix(from).ok_or_else(|| format!("no CUDA comparison of {from}"))?;
+            let bc = broadcast(&input(0), &input(1)).map_err(|e| e.to_string())?;
+            check_rank(bc.dims.len())?;
+            use ir::CmpOp as C;
+            let code = match c {
+                C::Eq => 0,
+                C::Ne => 1,
+                C::Lt => 2,
+                C::Le => 3,
+                C::Gt => 4,
+                C::Ge => 5,
+            };
+            Ok(Kernel::Compare {
+                code,
+                suffix,
+                dims: bc.dims,
+                a_strides: bc.a_strides,
+                b_strides: bc.b_strides,
+            })
+        }
+        Op::Select => {
+            let width = dt.size_bytes();
+            if ![1, 2, 4, 8].contains(&width) {
+                return Err(format!("no CUDA select of {dt}"));
+            }
+            check_rank(out.len())?;
+            let over = |k: usize| -> Result<Vec<i64>, String> {
+                let bc = broadcast(&input(k), &out).map_err(|e| e.to_string())?;
+                if bc.dims != out {
+                    return Err(format!("{:?} does not broadcast to {out:?}", input(k)));
+                }
+                Ok(bc.a_strides)
+            };
+            Ok(Kernel::Select {
+                width,
+                c_strides: over(0)?,
+                a_strides: over(1)?,
+                b_strides: over(2)?,
+                dims: out.clone(),
+            })
+        }
         Op::Iota { axis, start, step } => {
             if super::iota_suffix(dt).is_none() {
                 return Err(format!("no CUDA iota of {dt}"));

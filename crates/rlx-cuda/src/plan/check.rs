@@ -53,7 +53,10 @@ fn overlap(step: &Step, b: &Buf) -> Result<(), PlanFault> {
     if b.region != Region::Arena || b.byte >= o.byte + o.bytes || o.byte >= b.byte + b.bytes {
         return Ok(());
     }
-    let elementwise = matches!(step.kernel, Kernel::Unary(_) | Kernel::Binary { .. });
+    let elementwise = matches!(
+        step.kernel,
+        Kernel::Unary(_) | Kernel::Binary { .. } | Kernel::Select { .. }
+    );
     if elementwise && b.byte == o.byte && b.bytes == o.bytes {
         return Ok(());
     }

@@ -55,6 +55,26 @@ impl fmt::Display for Kernel {
                 Ok(())
             }
             Kernel::Cast { from, to } => write!(f, "cast {from}->{to}"),
+            Kernel::Compare {
+                code,
+                suffix,
+                dims,
+                a_strides,
+                b_strides,
+            } => write!(
+                f,
+                "compare {code} {suffix} dims {dims:?} strides {a_strides:?} {b_strides:?}"
+            ),
+            Kernel::Select {
+                width,
+                dims,
+                c_strides,
+                a_strides,
+                b_strides,
+            } => write!(
+                f,
+                "select b{width} dims {dims:?} strides {c_strides:?} {a_strides:?} {b_strides:?}"
+            ),
             Kernel::Iota {
                 inner,
                 len,

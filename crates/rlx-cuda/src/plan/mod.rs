@@ -164,6 +164,32 @@ pub enum Kernel {
         /// Destination type suffix.
         to: &'static str,
     },
+    /// `rlx_compare_<suffix>`: a broadcasting comparison to Bool.
+    Compare {
+        /// Op code (0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge).
+        code: i32,
+        /// Operand type suffix (`f32`, `f16`, `bf16`, `i32`, `i64`).
+        suffix: &'static str,
+        /// Output dims.
+        dims: Vec<usize>,
+        /// Operand a's strides over them.
+        a_strides: Vec<i64>,
+        /// Operand b's strides.
+        b_strides: Vec<i64>,
+    },
+    /// `rlx_select_b<width>`: `where(c, a, b)`, broadcasting.
+    Select {
+        /// Element width in bytes.
+        width: usize,
+        /// Output dims.
+        dims: Vec<usize>,
+        /// The condition's strides over them.
+        c_strides: Vec<i64>,
+        /// a's strides.
+        a_strides: Vec<i64>,
+        /// b's strides.
+        b_strides: Vec<i64>,
+    },
     /// `rlx_iota_*`: `start + step * index` along one axis of the output.
     Iota {
         /// Elements after the axis (product of the later dims).

@@ -2,7 +2,8 @@
 //! attention-style block and the digits MLP's SGD training step.
 #![allow(dead_code)]
 
-use rlx_ir::{DType, Graph, GraphExt, NodeId, Shape};
+use rlx_ir::op::CmpOp;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// `softmax(tanh(x @ w1 + b1) @ w2 + b2)` on `x [4, 3]`.
 pub fn mlp() -> Graph {
@@ -104,4 +105,36 @@ pub fn rand(dims: &[usize], lo: f32, hi: f32, seed: u64) -> rlx_ir::HostTensor {
         })
         .collect();
     rlx_ir::HostTensor::from_vec(v, dims).unwrap()
+}
+
+/// Every comparison of a broadcast pair, `where` over f32 and over i64,
+/// and its inputs `a`, `b`, `i` (with one equal pair for eq / le / ge).
+pub fn compare_select() -> (Graph, [rlx_ir::HostTensor; 3]) {
+    let mut g = Graph::new("select");
+    let a = g.input("a", Shape::new(&[2, 3, 4], DType::F32));
+    let b = g.input("b", Shape::new(&[3, 1], DType::F32));
+    let i = g.input("i", Shape::new(&[4], DType::I64));
+    let mut outs = Vec::new();
+    for op in [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ] {
+        outs.push(g.compare_op(op, a, b));
+    }
+    let lt = g.compare_op(CmpOp::Lt, a, b);
+    outs.push(g.where_(lt, a, b));
+    let j = g.constant(2.0, DType::I64);
+    let ge = g.compare_op(CmpOp::Ge, i, j);
+    outs.push(g.where_(ge, i, j));
+    g.set_outputs(outs);
+    let mut av = rand(&[2, 3, 4], -1.0, 1.0, 60).to_vec::<f32>().unwrap();
+    let bv = rand(&[3, 1], -1.0, 1.0, 61);
+    av[5] = bv.to_vec::<f32>().unwrap()[1]; // an equal pair for eq / le / ge
+    let av = HostTensor::from_vec(av, &[2, 3, 4]).unwrap();
+    let iv = HostTensor::from_vec(vec![0i64, 2, 5, -1], &[4]).unwrap();
+    (g, [av, bv, iv])
 }

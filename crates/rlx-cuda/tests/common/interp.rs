@@ -39,7 +39,8 @@ impl Memory<'_> {
                 .chunks_exact(8)
                 .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
                 .collect(),
-            other => panic!("the interpreter reads f32 / i32 / i64, not {other}"),
+            DType::Bool => bytes.iter().map(|&b| f64::from(b)).collect(),
+            other => panic!("the interpreter reads f32 / i32 / i64 / bool, not {other}"),
         }
     }
 
@@ -288,6 +289,56 @@ pub fn interpret(
                     }
                 })
                 .collect(),
+            Kernel::Compare {
+                code,
+                dims,
+                a_strides,
+                b_strides,
+                ..
+            } => {
+                let (a, b) = (x(0, &m), x(1, &m));
+                let bytes: Vec<u8> = (0..n)
+                    .map(|i| {
+                        let (oa, ob) = offsets(dims, a_strides, b_strides, i);
+                        let (a, b) = (a[oa as usize], b[ob as usize]);
+                        u8::from(match code {
+                            0 => a == b,
+                            1 => a != b,
+                            2 => a < b,
+                            3 => a <= b,
+                            4 => a > b,
+                            _ => a >= b,
+                        })
+                    })
+                    .collect();
+                m.arena[out.byte..out.byte + n].copy_from_slice(&bytes);
+                continue;
+            }
+            Kernel::Select {
+                width,
+                dims,
+                c_strides,
+                a_strides,
+                b_strides,
+            } => {
+                let (c, a, b) = (
+                    m.bytes(&step.inputs[0]).to_vec(),
+                    m.bytes(&step.inputs[1]).to_vec(),
+                    m.bytes(&step.inputs[2]).to_vec(),
+                );
+                for i in 0..n {
+                    let (oc, oa) = offsets(dims, c_strides, a_strides, i);
+                    let (ob, _) = offsets(dims, b_strides, b_strides, i);
+                    let (src, at) = if c[oc as usize] != 0 {
+                        (&a, oa)
+                    } else {
+                        (&b, ob)
+                    };
+                    let (s0, d0) = (at as usize * width, out.byte + i * width);
+                    m.arena[d0..d0 + width].copy_from_slice(&src[s0..s0 + width]);
+                }
+                continue;
+            }
             Kernel::Iota {
                 inner,
                 len,

@@ -106,6 +106,7 @@ pub fn f64s(t: &HostTensor) -> Vec<f64> {
             .into_iter()
             .map(f64::from)
             .collect(),
+        rlx_ir::DType::Bool => t.bytes().iter().map(|&b| f64::from(b)).collect(),
         other => panic!("no f64 view of {other}"),
     }
 }
