@@ -13,6 +13,7 @@
 mod build;
 mod check;
 mod dump;
+mod gemm;
 
 pub use build::plan;
 pub use check::PlanFault;
