@@ -6,6 +6,7 @@
 //! of the transposes, `c^T = b^T a^T`, so the operands are passed swapped.
 
 use crate::gpu::{CudaGpu, GpuError};
+use crate::plan::GemmSpec;
 use cudarc::cublas::{sys, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::CudaSlice;
 
@@ -135,6 +136,70 @@ impl CudaGemm {
         let (one, zero) = (half::bf16::ONE, half::bf16::ZERO);
         // SAFETY: as in `f32`.
         unsafe { self.blas.gemm(dims.config(one, zero), b, a, c) }?;
+        Ok(())
+    }
+}
+
+impl CudaGemm {
+    /// A planned strided-batched GEMM on raw device addresses (row-major,
+    /// see [`GemmSpec`]): `dtype` is the storage of a, b and c (f32 with
+    /// f32 math, f16 / bf16 with f32 accumulation).
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` must address device buffers of this handle's
+    /// context holding the elements `spec` reads and writes.
+    pub unsafe fn planned(
+        &self,
+        spec: &GemmSpec,
+        dtype: rlx_ir::DType,
+        [a, b, c]: [u64; 3],
+    ) -> Result<(), GpuError> {
+        use sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+        let data = match dtype {
+            rlx_ir::DType::F32 => sys::cudaDataType::CUDA_R_32F,
+            rlx_ir::DType::F16 => sys::cudaDataType::CUDA_R_16F,
+            rlx_ir::DType::BF16 => sys::cudaDataType::CUDA_R_16BF,
+            other => return Err(GpuError::BadInput(format!("no cuBLAS GEMM for {other}"))),
+        };
+        self.math_mode(false)?;
+        let (m, k, n) = (spec.m as i32, spec.k as i32, spec.n as i32);
+        // Row-major c = op(a) op(b) is column-major c^T = op(b)^T op(a)^T.
+        let (op_b, ld_b) = if spec.trans_b {
+            (CUBLAS_OP_T, k)
+        } else {
+            (CUBLAS_OP_N, n)
+        };
+        let (op_a, ld_a) = if spec.trans_a {
+            (CUBLAS_OP_T, m)
+        } else {
+            (CUBLAS_OP_N, k)
+        };
+        let (one, zero) = (1.0f32, 0.0f32);
+        cudarc::cublas::result::gemm_strided_batched_ex(
+            *self.blas.handle(),
+            op_b,
+            op_a,
+            n,
+            m,
+            k,
+            (&one as *const f32).cast(),
+            b as *const std::ffi::c_void,
+            data,
+            ld_b,
+            spec.stride_b as i64,
+            a as *const std::ffi::c_void,
+            data,
+            ld_a,
+            spec.stride_a as i64,
+            (&zero as *const f32).cast(),
+            c as *mut std::ffi::c_void,
+            data,
+            n,
+            (spec.m * spec.n) as i64,
+            spec.batch as i32,
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )?;
         Ok(())
     }
 }

@@ -118,7 +118,7 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Broadcast, GpuError> {
     })
 }
 
-fn grid_stride(n: usize) -> LaunchConfig {
+pub(crate) fn grid_stride(n: usize) -> LaunchConfig {
     let blocks = n.div_ceil(256).clamp(1, 65_535) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -127,7 +127,7 @@ fn grid_stride(n: usize) -> LaunchConfig {
     }
 }
 
-fn per_row(rows: usize) -> Result<LaunchConfig, GpuError> {
+pub(crate) fn per_row(rows: usize) -> Result<LaunchConfig, GpuError> {
     let grid = u32::try_from(rows.max(1))
         .map_err(|_| GpuError::BadInput(format!("{rows} rows: more than a grid holds")))?;
     Ok(LaunchConfig {

@@ -11,18 +11,28 @@
 //!   are checked wherever `libnvrtc` loads.
 //! - [`gpu`]: a context on one device (stream, kernel modules, a caching
 //!   allocator) and [`gemm`]: cuBLAS GEMMs in f32, TF32, f16 and bf16.
-//!
-//! The graph executor (a `rlx_driver::Backend` for `Device::Cuda`) is not in
-//! this version: `rlx-runtime`'s `cuda` feature reports the device with the
-//! probe's reason and fallback chains move on to the next device.
+//! - [`plan`]: a graph (LIR) turned into launches over one arena, pure Rust
+//!   and checked by simulation ([`plan::LaunchPlan::check`]) on any machine.
+//!   Planned: unary / binary / compare / select (broadcasting), sum / mean /
+//!   max / min over adjacent axes, last-axis softmax / log-softmax, layer
+//!   and RMS norm, row gather, transpose / broadcast / slice / concat /
+//!   copies, casts, iota, and matmul / leading-batch dot-general as
+//!   strided-batched cuBLAS GEMMs; anything else is a named
+//!   `BackendError::Unsupported`.
+//! - [`executor`]: [`CudaBackend`], the `rlx_driver::Backend` of
+//!   `Device::Cuda(n)`, which runs a plan on the device's stream (params
+//!   updated by `run_updating` go through the host: no on-device copy yet).
 #![deny(missing_docs)]
 
+pub mod executor;
 pub mod gemm;
 pub mod gpu;
 pub mod kernels;
 pub mod launch;
 pub mod libs;
+pub mod plan;
 pub mod pool;
 pub mod probe;
 
+pub use executor::{cuda_claims, CudaBackend, CudaExecutable};
 pub use probe::{is_available, probe, CudaInfo, CudaUnavailable};

@@ -24,6 +24,9 @@ pub fn ensure_builtin_backends() {
         if rlx_wgpu::is_available().is_ok() {
             registry::register_backend(std::sync::Arc::new(rlx_wgpu::WgpuBackend));
         }
+        // Registered only when `rlx_cuda::probe` finds a device.
+        #[cfg(feature = "cuda")]
+        crate::backends::register_cuda();
     });
 }
 

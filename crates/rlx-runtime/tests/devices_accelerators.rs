@@ -17,6 +17,21 @@ const ACCELERATORS: [(Device, bool); 5] = [
     (Device::Tpu(0), cfg!(feature = "tpu")),
 ];
 
+/// True on a machine where the CUDA executor is registered (a driver and
+/// a device answered `rlx_cuda::probe`): cuda:0 is then usable, not a
+/// skipped accelerator.
+fn cuda_usable() -> bool {
+    rlx_runtime::devices::is_available(Device::Cuda(0))
+}
+
+/// The accelerators this machine cannot use.
+fn unusable() -> Vec<(Device, bool)> {
+    ACCELERATORS
+        .into_iter()
+        .filter(|&(d, _)| !(d == Device::Cuda(0) && cuda_usable()))
+        .collect()
+}
+
 fn doubler() -> Graph {
     let mut g = Graph::new("double");
     let x = g.input("x", Shape::new(&[3], DType::F32));
@@ -35,7 +50,6 @@ fn expected_class(d: Device, feature: bool) -> &'static [&'static str] {
         (Device::Cuda(_), true) => &[
             "driver missing: the CUDA driver library (libcuda",
             "no usable CUDA device: ",
-            "no CUDA graph executor in this version: ",
         ],
         (_, true) => &["not available on this platform: "],
     }
@@ -48,7 +62,7 @@ fn has_class(why: &str, d: Device, feature: bool) -> bool {
 #[test]
 fn the_manifest_lists_every_accelerator_with_why_it_is_unusable() {
     let m = BackendsManifest::current();
-    for (d, feature) in ACCELERATORS {
+    for (d, feature) in unusable() {
         let s = m.status(d).unwrap();
         assert!(!s.available, "{d}");
         assert_eq!(s.compiled_in, feature, "{d}");
@@ -67,7 +81,7 @@ fn the_manifest_lists_every_accelerator_with_why_it_is_unusable() {
     let cuda = &json["backends"][1];
     assert_eq!(cuda["device"], "cuda:0");
     assert_eq!(cuda["compiled_in"], cfg!(feature = "cuda"));
-    assert!(!m.available.contains(&Device::Cuda(0)));
+    assert_eq!(m.available.contains(&Device::Cuda(0)), cuda_usable());
 }
 
 #[test]
@@ -84,7 +98,7 @@ fn platform_reasons_name_the_platform_and_the_missing_runtime() {
     if cfg!(feature = "tpu") {
         assert!(unavailable_reason(Device::Tpu(0)).contains("libtpu.so is not installed"));
     }
-    if cfg!(feature = "cuda") {
+    if cfg!(feature = "cuda") && !cuda_usable() {
         let why = unavailable_reason(Device::Cuda(0));
         if why.starts_with("driver missing") {
             assert!(
@@ -97,7 +111,7 @@ fn platform_reasons_name_the_platform_and_the_missing_runtime() {
 
 #[test]
 fn compiling_for_an_accelerator_is_a_named_error_not_a_panic() {
-    for (d, feature) in ACCELERATORS {
+    for (d, feature) in unusable() {
         let err = Session::new(d).try_compile(doubler()).unwrap_err();
         let RuntimeError::DeviceUnavailable { device, reason } = &err else {
             panic!("{d}: {err:?}");
@@ -122,13 +136,41 @@ fn the_chain_cuda_rocm_cpu_falls_back_to_the_cpu() {
         &[("x", &x)],
     )
     .unwrap();
-    assert_eq!(used, Device::Cpu);
+    let first = if cuda_usable() {
+        Device::Cuda(0)
+    } else {
+        Device::Cpu
+    };
+    assert_eq!(used, first);
     assert_eq!(out, [vec![2.0, -5.0, 8.0]]);
 }
 
 #[test]
+fn a_usable_cuda_device_runs_the_graph_itself() {
+    if !cuda_usable() {
+        println!(
+            "skipped: cuda:0 is not usable here ({})",
+            unavailable_reason(Device::Cuda(0))
+        );
+        return;
+    }
+    let policy = DevicePolicy::default().fallback(false);
+    let (used, out) = run_with_policy(
+        &doubler(),
+        &[Device::Cuda(0)],
+        &policy,
+        &[],
+        &[("x", &[1.0, -2.5, 4.0])],
+    )
+    .unwrap();
+    assert_eq!((used, out), (Device::Cuda(0), vec![vec![2.0, -5.0, 8.0]]));
+    assert!(Session::new(Device::Cuda(0)).try_compile(doubler()).is_ok());
+}
+
+#[test]
 fn a_chain_of_only_accelerators_reports_why_each_was_skipped() {
-    let chain: Vec<Device> = ACCELERATORS.iter().map(|a| a.0).collect();
+    let accelerators = unusable();
+    let chain: Vec<Device> = accelerators.iter().map(|a| a.0).collect();
     let err = run_with_policy(
         &doubler(),
         &chain,
@@ -138,22 +180,26 @@ fn a_chain_of_only_accelerators_reports_why_each_was_skipped() {
     )
     .unwrap_err();
     assert_eq!(err.attempts.len(), chain.len());
-    for ((d, why), (want, feature)) in err.attempts.iter().zip(ACCELERATORS) {
+    for ((d, why), &(want, feature)) in err.attempts.iter().zip(&accelerators) {
         assert_eq!(*d, want);
         assert!(has_class(why, want, feature), "{d}: {why}");
     }
     let text = err.to_string();
+    let first = chain[0];
     assert!(
-        text.starts_with("every device failed: cuda:0: device cuda:0 is not available"),
+        text.starts_with(&format!(
+            "every device failed: {first}: device {first} is not available"
+        )),
         "{text}"
     );
 }
 
 #[test]
 fn with_fallback_off_the_first_accelerator_failure_is_final() {
-    let chain = [Device::Cuda(0), Device::Cpu];
+    let first = unusable()[0].0;
+    let chain = [first, Device::Cpu];
     let policy = DevicePolicy::default().fallback(false);
     let err = run_with_policy(&doubler(), &chain, &policy, &[], &[("x", &[0.0; 3])]).unwrap_err();
     assert_eq!(err.attempts.len(), 1);
-    assert_eq!(err.attempts[0].0, Device::Cuda(0));
+    assert_eq!(err.attempts[0].0, first);
 }

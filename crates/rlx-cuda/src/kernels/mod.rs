@@ -85,6 +85,32 @@ pub const SOURCES: &[KernelSource] = &[
         entries: &CAST_ENTRIES,
     },
     KernelSource {
+        name: "select",
+        source: include_str!("select.cu"),
+        entries: &[
+            "rlx_compare_f32",
+            "rlx_compare_f16",
+            "rlx_compare_bf16",
+            "rlx_compare_i32",
+            "rlx_compare_i64",
+            "rlx_select_b1",
+            "rlx_select_b2",
+            "rlx_select_b4",
+            "rlx_select_b8",
+        ],
+    },
+    KernelSource {
+        name: "iota",
+        source: include_str!("iota.cu"),
+        entries: &[
+            "rlx_iota_f32",
+            "rlx_iota_f16",
+            "rlx_iota_bf16",
+            "rlx_iota_i32",
+            "rlx_iota_i64",
+        ],
+    },
+    KernelSource {
         name: "im2col",
         source: include_str!("im2col.cu"),
         entries: float_entries!("rlx_im2col"),

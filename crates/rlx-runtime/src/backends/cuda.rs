@@ -1,5 +1,20 @@
-//! `Device::Cuda`'s status: the feature, then `rlx_cuda::probe` (libraries
-//! by file name, then the driver), never a cudarc call that could panic.
+//! `Device::Cuda`: the feature, then `rlx_cuda::probe` (libraries by file
+//! name, then the driver), never a cudarc call that could panic. When the
+//! probe succeeds, [`register`] registers `rlx_cuda::CudaBackend` for each
+//! device it found; otherwise [`reason`] says why not.
+
+/// Registers the CUDA graph executor for every device the probe found
+/// (none when the driver, NVRTC or cuBLAS is missing).
+#[cfg(feature = "cuda")]
+pub(crate) fn register() {
+    if let Ok(info) = rlx_cuda::probe() {
+        for ordinal in 0..info.devices.len() {
+            rlx_driver::registry::register_backend(std::sync::Arc::new(
+                rlx_cuda::CudaBackend::new(ordinal as u32),
+            ));
+        }
+    }
+}
 
 #[cfg(feature = "cuda")]
 pub(super) fn reason(ordinal: u32) -> String {
@@ -13,7 +28,7 @@ pub(super) fn reason(ordinal: u32) -> String {
         Ok(info) => {
             let d = &info.devices[ordinal as usize];
             format!(
-                "no CUDA graph executor in this version: {} (compute {}.{}, driver CUDA {}.{}) is usable by rlx-cuda's kernels and GEMMs, but graphs run on the next device of the chain",
+                "the CUDA backend is built in but not registered: {} (compute {}.{}, driver CUDA {}.{}) answered the probe",
                 d.name,
                 d.compute_capability.0,
                 d.compute_capability.1,

@@ -1,11 +1,14 @@
-//! The accelerator kinds this version builds as features but registers no
-//! executor for: CUDA (`rlx-cuda` probes the driver; its graph executor is
-//! not in this version), ROCm, Metal, MLX and TPU. Each says, for
+//! The accelerator kinds this version builds as features: CUDA (`rlx-cuda`
+//! probes the driver and, when it answers, its graph executor is
+//! registered), and ROCm, Metal, MLX and TPU (no executor). Each says, for
 //! `BackendsManifest` and every "device unavailable" error, whether it is
 //! compiled out, missing its driver, or not available on this platform,
 //! and why; fallback chains skip it with that reason.
 
 mod cuda;
+
+#[cfg(feature = "cuda")]
+pub(crate) use cuda::register as register_cuda;
 mod others;
 
 use rlx_driver::Device;

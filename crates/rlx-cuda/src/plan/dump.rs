@@ -1,0 +1,133 @@
+//! The textual dump of a [`LaunchPlan`] (`Display`): one line per value
+//! of the manifest and per launch, with every operand's place.
+
+use super::{Buf, Kernel, LaunchPlan, Region};
+use std::fmt;
+
+impl fmt::Display for Buf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let region = match self.region {
+            Region::Arena => "arena".to_string(),
+            Region::Param(i) => format!("param{i}"),
+            Region::Const(i) => format!("const{i}"),
+        };
+        write!(f, "{} {}@{}+{}", self.node, self.dtype, region, self.byte)?;
+        if self.owner != self.node {
+            write!(f, " (view of {})", self.owner)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Unary(op) => write!(f, "unary {op:?}"),
+            Kernel::Binary {
+                op,
+                dims,
+                a_strides,
+                b_strides,
+            } => write!(
+                f,
+                "binary {op:?} dims {dims:?} strides {a_strides:?} {b_strides:?}"
+            ),
+            Kernel::Reduce { op, shape } => write!(f, "reduce {op:?} {shape:?}"),
+            Kernel::Softmax { shape, log } => {
+                write!(
+                    f,
+                    "{} {shape:?}",
+                    if *log { "log_softmax" } else { "softmax" }
+                )
+            }
+            Kernel::LayerNorm { shape, eps } => write!(f, "layer_norm {shape:?} eps {eps:e}"),
+            Kernel::RmsNorm { shape, eps } => write!(f, "rms_norm {shape:?} eps {eps:e}"),
+            Kernel::Gather { rows, row_len } => write!(f, "gather [{rows}, {row_len}]"),
+            Kernel::Copy { width, pieces } => {
+                write!(f, "copy b{width}")?;
+                for p in pieces {
+                    write!(
+                        f,
+                        " {:?} x{:?}+{} y{:?}+{}",
+                        p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset
+                    )?;
+                }
+                Ok(())
+            }
+            Kernel::Cast { from, to } => write!(f, "cast {from}->{to}"),
+            Kernel::Compare {
+                code,
+                suffix,
+                dims,
+                a_strides,
+                b_strides,
+            } => write!(
+                f,
+                "compare {code} {suffix} dims {dims:?} strides {a_strides:?} {b_strides:?}"
+            ),
+            Kernel::Select {
+                width,
+                dims,
+                c_strides,
+                a_strides,
+                b_strides,
+            } => write!(
+                f,
+                "select b{width} dims {dims:?} strides {c_strides:?} {a_strides:?} {b_strides:?}"
+            ),
+            Kernel::Iota {
+                inner,
+                len,
+                start,
+                step,
+            } => write!(f, "iota {start} + {step} * i (len {len}, inner {inner})"),
+            Kernel::Gemm(s) => write!(
+                f,
+                "gemm {}x[{}, {}]{}@[{}, {}]{} strides {} {}",
+                s.batch,
+                s.m,
+                s.k,
+                if s.trans_a { "^T" } else { "" },
+                s.k,
+                s.n,
+                if s.trans_b { "^T" } else { "" },
+                s.stride_a,
+                s.stride_b
+            ),
+        }
+    }
+}
+
+impl fmt::Display for LaunchPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan \"{}\": arena {} bytes, {} launches, {} constants",
+            self.name,
+            self.arena_bytes,
+            self.steps.len(),
+            self.constants.len()
+        )?;
+        for (name, b) in &self.inputs {
+            writeln!(f, "  input {name}: {b}")?;
+        }
+        for (name, b) in &self.params {
+            writeln!(f, "  param {name}: {b}")?;
+        }
+        for s in &self.steps {
+            let ins: Vec<String> = s.inputs.iter().map(Buf::to_string).collect();
+            writeln!(
+                f,
+                "  {} = {} ({}) -> {}",
+                s.label,
+                s.kernel,
+                ins.join(", "),
+                s.output
+            )?;
+        }
+        for (k, b) in self.outputs.iter().enumerate() {
+            writeln!(f, "  output {k}: {b}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! The launch plan: an [`rlx_compile::LirModule`] turned into a list of [`Step`]s, each
+//! a kernel launch of [`crate::launch`]'s modules or one cuBLAS GEMM, over
+//! byte offsets of one arena (the memory plan's slots, unchanged), the
+//! params and the constants. Pure Rust: planning makes no CUDA call, so it
+//! is built and checked ([`LaunchPlan::check`]) on any machine; the runner
+//! ([`crate::executor`]) only interprets it.
+//!
+//! Views of the memory plan (reshapes, contiguous narrows) are no step:
+//! their bytes already lie inside the buffer they view. A node, op or dtype
+//! without a CUDA kernel is [`rlx_driver::BackendError::Unsupported`]
+//! naming the node, op and dtype.
+
+mod build;
+mod check;
+mod dump;
+mod gemm;
+
+pub use build::plan;
+pub use check::PlanFault;
+
+use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
+use rlx_ir::{DType, NodeId};
+
+/// Which device buffer a value lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// The arena of the memory plan (inputs and every computed value).
+    Arena,
+    /// Param number `i` of the I/O manifest (its own buffer).
+    Param(usize),
+    /// Constant number `i` of [`LaunchPlan::constants`] (its own buffer).
+    Const(usize),
+}
+
+/// A node's value on the device: where its bytes start and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buf {
+    /// The node whose value this is.
+    pub node: NodeId,
+    /// The node whose step writes these bytes: `node` itself, or for a
+    /// view (reshape, contiguous narrow) the buffer it aliases.
+    pub owner: NodeId,
+    /// Its buffer.
+    pub region: Region,
+    /// Byte offset in that buffer.
+    pub byte: usize,
+    /// Byte length.
+    pub bytes: usize,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl Buf {
+    /// Elements it holds.
+    pub fn numel(&self) -> usize {
+        self.bytes / self.dtype.size_bytes().max(1)
+    }
+}
+
+/// One strided copy of `rlx_strided_copy_b<width>`: element `i` of `dims`
+/// (row-major) moves from `x[x_offset + i·x_strides]` to
+/// `y[y_offset + i·y_strides]` (element units).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyPiece {
+    /// The iteration dims.
+    pub dims: Vec<usize>,
+    /// Source strides (0 along a broadcast axis, negative for a reversed slice).
+    pub x_strides: Vec<i64>,
+    /// Destination strides.
+    pub y_strides: Vec<i64>,
+    /// First source element.
+    pub x_offset: i64,
+    /// First destination element.
+    pub y_offset: i64,
+}
+
+/// A row-major (strided-batched) GEMM: for each of `batch`,
+/// `c[m, n] = op(a) @ op(b)`, `a` stored `[m, k]` (`[k, m]` when
+/// `trans_a`), `b` stored `[k, n]` (`[n, k]` when `trans_b`); a batch
+/// stride of 0 reuses one matrix for every batch (a broadcast).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmSpec {
+    /// Batch count.
+    pub batch: usize,
+    /// Rows of c.
+    pub m: usize,
+    /// Contracted length.
+    pub k: usize,
+    /// Columns of c.
+    pub n: usize,
+    /// a is stored transposed.
+    pub trans_a: bool,
+    /// b is stored transposed.
+    pub trans_b: bool,
+    /// Elements between a's matrices (0: broadcast).
+    pub stride_a: usize,
+    /// Elements between b's matrices (0: broadcast).
+    pub stride_b: usize,
+}
+
+/// What a step launches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kernel {
+    /// `rlx_unary_*` over every element.
+    Unary(UnaryOp),
+    /// `rlx_binary_*` with the broadcast layout over the output dims.
+    Binary {
+        /// The op.
+        op: BinaryOp,
+        /// Output dims.
+        dims: Vec<usize>,
+        /// Operand a's strides over them.
+        a_strides: Vec<i64>,
+        /// Operand b's strides.
+        b_strides: Vec<i64>,
+    },
+    /// `rlx_reduce_*` of the input viewed as `[outer, n, inner]` over `n`.
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// `[outer, n, inner]`.
+        shape: [usize; 3],
+    },
+    /// `rlx_softmax_*` over the last axis of `[rows, n]`.
+    Softmax {
+        /// `[rows, n]`.
+        shape: [usize; 2],
+        /// Log-softmax.
+        log: bool,
+    },
+    /// `rlx_layer_norm_*` over `[rows, n]`; inputs `x [, gamma [, beta]]`.
+    LayerNorm {
+        /// `[rows, n]`.
+        shape: [usize; 2],
+        /// Epsilon.
+        eps: f32,
+    },
+    /// `rlx_rms_norm_*` over `[rows, n]`; inputs `x [, gamma]`.
+    RmsNorm {
+        /// `[rows, n]`.
+        shape: [usize; 2],
+        /// Epsilon.
+        eps: f32,
+    },
+    /// `rlx_gather_*`: rows of a `[rows, row_len]` table by i64 indices.
+    Gather {
+        /// Table rows.
+        rows: usize,
+        /// Elements per row.
+        row_len: usize,
+    },
+    /// `rlx_strided_copy_b<width>`: piece `i` reads input `i` (one piece
+    /// for a transpose / broadcast / slice / reshape, one per operand for a
+    /// concat).
+    Copy {
+        /// Element width in bytes (1, 2, 4 or 8).
+        width: usize,
+        /// The copies.
+        pieces: Vec<CopyPiece>,
+    },
+    /// `rlx_cast_<from>_<to>`.
+    Cast {
+        /// Source type suffix.
+        from: &'static str,
+        /// Destination type suffix.
+        to: &'static str,
+    },
+    /// `rlx_compare_<suffix>`: a broadcasting comparison to Bool.
+    Compare {
+        /// Op code (0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge).
+        code: i32,
+        /// Operand type suffix (`f32`, `f16`, `bf16`, `i32`, `i64`).
+        suffix: &'static str,
+        /// Output dims.
+        dims: Vec<usize>,
+        /// Operand a's strides over them.
+        a_strides: Vec<i64>,
+        /// Operand b's strides.
+        b_strides: Vec<i64>,
+    },
+    /// `rlx_select_b<width>`: `where(c, a, b)`, broadcasting.
+    Select {
+        /// Element width in bytes.
+        width: usize,
+        /// Output dims.
+        dims: Vec<usize>,
+        /// The condition's strides over them.
+        c_strides: Vec<i64>,
+        /// a's strides.
+        a_strides: Vec<i64>,
+        /// b's strides.
+        b_strides: Vec<i64>,
+    },
+    /// `rlx_iota_*`: `start + step * index` along one axis of the output.
+    Iota {
+        /// Elements after the axis (product of the later dims).
+        inner: usize,
+        /// The axis length.
+        len: usize,
+        /// First value.
+        start: f64,
+        /// Increment.
+        step: f64,
+    },
+    /// A cuBLAS strided-batched GEMM (f32 accumulation).
+    Gemm(GemmSpec),
+}
+
+/// One launch: its kernel, the values it reads and the one it writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// The node it computes.
+    pub node: NodeId,
+    /// How errors and dumps name it (`%7 matmul`).
+    pub label: String,
+    /// What it launches.
+    pub kernel: Kernel,
+    /// Operands, in the node's input order.
+    pub inputs: Vec<Buf>,
+    /// The result.
+    pub output: Buf,
+}
+
+/// A graph compiled to launches: what [`crate::executor::CudaExecutable`]
+/// runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchPlan {
+    /// The graph's name.
+    pub name: String,
+    /// Arena bytes.
+    pub arena_bytes: usize,
+    /// The launches, in schedule order.
+    pub steps: Vec<Step>,
+    /// Manifest inputs: name and arena place, in manifest order.
+    pub inputs: Vec<(String, Buf)>,
+    /// Manifest params: name and buffer, in manifest order.
+    pub params: Vec<(String, Buf)>,
+    /// Manifest outputs, in manifest order.
+    pub outputs: Vec<Buf>,
+    /// Constant bytes, uploaded once at compile time (`Region::Const(i)`).
+    pub constants: Vec<Vec<u8>>,
+}
+
+/// The entry-point suffix of an iota output type.
+pub(crate) fn iota_suffix(dt: DType) -> Option<&'static str> {
+    match dt {
+        DType::I32 => Some("i32"),
+        DType::I64 => Some("i64"),
+        _ => float_suffix(dt),
+    }
+}
+
+/// The entry-point suffix of a float dtype with kernels.
+pub(crate) fn float_suffix(dt: DType) -> Option<&'static str> {
+    match dt {
+        DType::F32 => Some("f32"),
+        DType::F16 => Some("f16"),
+        DType::BF16 => Some("bf16"),
+        _ => None,
+    }
+}

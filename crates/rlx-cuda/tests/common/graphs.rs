@@ -1,0 +1,140 @@
+//! Graphs the plan and executor tests share: a small MLP, an
+//! attention-style block and the digits MLP's SGD training step.
+#![allow(dead_code)]
+
+use rlx_ir::op::CmpOp;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+
+/// `softmax(tanh(x @ w1 + b1) @ w2 + b2)` on `x [4, 3]`.
+pub fn mlp() -> Graph {
+    let mut g = Graph::new("mlp");
+    let x = g.input("x", Shape::new(&[4, 3], DType::F32));
+    let w1 = g.param("w1", Shape::new(&[3, 8], DType::F32));
+    let b1 = g.param("b1", Shape::new(&[8], DType::F32));
+    let w2 = g.param("w2", Shape::new(&[8, 2], DType::F32));
+    let b2 = g.param("b2", Shape::new(&[2], DType::F32));
+    let h = g.mm(x, w1);
+    let h = g.add(h, b1);
+    let h = g.tanh(h);
+    let o = g.mm(h, w2);
+    let o = g.add(o, b2);
+    let p = g.sm(o, -1);
+    g.set_outputs(vec![p]);
+    g
+}
+
+/// One attention head block on `x [2, 5, 8]`: `softmax(q k^T / sqrt(8)) v`
+/// with q, k, v projections, a residual and a layer norm.
+pub fn attention_block() -> Graph {
+    let mut g = Graph::new("attention");
+    let x = g.input("x", Shape::new(&[2, 5, 8], DType::F32));
+    let proj = |g: &mut Graph, name: &str| -> NodeId {
+        let w = g.param(name, Shape::new(&[8, 8], DType::F32));
+        g.mm(x, w)
+    };
+    let q = proj(&mut g, "wq");
+    let k = proj(&mut g, "wk");
+    let v = proj(&mut g, "wv");
+    let kt = g.transpose_(k, &[0, 2, 1]);
+    let s = g.mm(q, kt);
+    let s = g.mul(s, g.constant(1.0 / 8f64.sqrt(), DType::F32));
+    let p = g.sm(s, -1);
+    let a = g.mm(p, v);
+    let r = g.add(a, x);
+    let gamma = g.param("gamma", Shape::new(&[8], DType::F32));
+    let beta = g.param("beta", Shape::new(&[8], DType::F32));
+    let y = g.ln(r, gamma, beta, 1e-5);
+    g.set_outputs(vec![y]);
+    g
+}
+
+pub const PIXELS: usize = 64;
+pub const HIDDEN: usize = 32;
+pub const CLASSES: usize = 10;
+pub const BATCH: usize = 16;
+pub const DIGIT_PARAMS: [&str; 4] = ["w1", "b1", "w2", "b2"];
+
+/// `[loss, w1', b1', w2', b2']`: one SGD step (lr 0.3) of the digits MLP
+/// on softmax cross-entropy, backward by reverse-mode autodiff.
+pub fn digits_step() -> Graph {
+    let mut g = Graph::new("digits_step");
+    let x = g.input("x", Shape::new(&[BATCH, PIXELS], DType::F32));
+    let y = g.input("y", Shape::new(&[BATCH, CLASSES], DType::F32));
+    let w1 = g.param("w1", Shape::new(&[PIXELS, HIDDEN], DType::F32));
+    let b1 = g.param("b1", Shape::new(&[HIDDEN], DType::F32));
+    let w2 = g.param("w2", Shape::new(&[HIDDEN, CLASSES], DType::F32));
+    let b2 = g.param("b2", Shape::new(&[CLASSES], DType::F32));
+    let h = g.mm(x, w1);
+    let h = g.add(h, b1);
+    let h = g.tanh(h);
+    let z = g.mm(h, w2);
+    let z = g.add(z, b2);
+    let lp = g.log_softmax(z, -1);
+    let picked = g.mul(y, lp);
+    let s = g.sum(picked, &[0, 1], false);
+    let loss = g.mul(s, g.constant(-1.0 / BATCH as f64, DType::F32));
+    g.set_outputs(vec![loss]);
+    let params: Vec<NodeId> = DIGIT_PARAMS
+        .iter()
+        .map(|n| g.find_param(n).unwrap())
+        .collect();
+    let mut d = rlx_autodiff::grad_with_loss(&g, &params).unwrap();
+    let mut outs = vec![d.outputs()[0]];
+    for (k, name) in DIGIT_PARAMS.iter().enumerate() {
+        let p = d.find_param(name).unwrap();
+        let grad = d.outputs()[1 + k];
+        let step = d.mul(grad, d.constant(0.3, DType::F32));
+        outs.push(d.sub(p, step));
+    }
+    d.set_outputs(outs);
+    d
+}
+
+/// `lo..hi` pseudo-random f32s (a fixed LCG: the same on every machine).
+pub fn rand(dims: &[usize], lo: f32, hi: f32, seed: u64) -> rlx_ir::HostTensor {
+    let n: usize = dims.iter().product();
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
+        })
+        .collect();
+    rlx_ir::HostTensor::from_vec(v, dims).unwrap()
+}
+
+/// Every comparison of a broadcast pair, `where` over f32 and over i64,
+/// and its inputs `a`, `b`, `i` (with one equal pair for eq / le / ge).
+pub fn compare_select() -> (Graph, [rlx_ir::HostTensor; 3]) {
+    let mut g = Graph::new("select");
+    let a = g.input("a", Shape::new(&[2, 3, 4], DType::F32));
+    let b = g.input("b", Shape::new(&[3, 1], DType::F32));
+    let i = g.input("i", Shape::new(&[4], DType::I64));
+    let mut outs = Vec::new();
+    for op in [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ] {
+        outs.push(g.compare_op(op, a, b));
+    }
+    let lt = g.compare_op(CmpOp::Lt, a, b);
+    outs.push(g.where_(lt, a, b));
+    let j = g.constant(2.0, DType::I64);
+    let ge = g.compare_op(CmpOp::Ge, i, j);
+    outs.push(g.where_(ge, i, j));
+    g.set_outputs(outs);
+    let mut av = rand(&[2, 3, 4], -1.0, 1.0, 60).to_vec::<f32>().unwrap();
+    let bv = rand(&[3, 1], -1.0, 1.0, 61);
+    av[5] = bv.to_vec::<f32>().unwrap()[1]; // an equal pair for eq / le / ge
+    let av = HostTensor::from_vec(av, &[2, 3, 4]).unwrap();
+    let iv = HostTensor::from_vec(vec![0i64, 2, 5, -1], &[4]).unwrap();
+    (g, [av, bv, iv])
+}

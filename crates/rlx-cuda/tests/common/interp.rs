@@ -1,0 +1,381 @@
+//! A host interpreter of launch plans: each [`Kernel`] computed in f64 on
+//! the plan's byte places, exactly as the CUDA kernels index them (layouts,
+//! strides, offsets, GEMM transposes, in-place outputs). Run on the CPU
+//! against the CPU backend, it checks what a plan computes — every
+//! stride, offset and buffer placement — without a GPU.
+
+use rlx_cuda::kernels::{BinaryOp, ReduceOp, UnaryOp};
+use rlx_cuda::plan::{Buf, Kernel, LaunchPlan, Region};
+use rlx_ir::{DType, HostTensor};
+
+struct Memory<'a> {
+    arena: Vec<u8>,
+    params: Vec<&'a [u8]>,
+    constants: &'a [Vec<u8>],
+}
+
+impl Memory<'_> {
+    fn bytes(&self, b: &Buf) -> &[u8] {
+        let all: &[u8] = match b.region {
+            Region::Arena => &self.arena,
+            Region::Param(i) => self.params[i],
+            Region::Const(i) => &self.constants[i],
+        };
+        &all[b.byte..b.byte + b.bytes]
+    }
+
+    fn values(&self, b: &Buf) -> Vec<f64> {
+        let bytes = self.bytes(b);
+        match b.dtype {
+            DType::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            DType::I32 => bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            DType::I64 => bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            DType::Bool => bytes.iter().map(|&b| f64::from(b)).collect(),
+            other => panic!("the interpreter reads f32 / i32 / i64 / bool, not {other}"),
+        }
+    }
+
+    fn store(&mut self, b: &Buf, v: &[f64]) {
+        let out = &mut self.arena[b.byte..b.byte + b.bytes];
+        match b.dtype {
+            DType::F32 => {
+                for (c, x) in out.chunks_exact_mut(4).zip(v) {
+                    c.copy_from_slice(&(*x as f32).to_le_bytes());
+                }
+            }
+            DType::I32 => {
+                for (c, x) in out.chunks_exact_mut(4).zip(v) {
+                    c.copy_from_slice(&(*x as i32).to_le_bytes());
+                }
+            }
+            DType::I64 => {
+                for (c, x) in out.chunks_exact_mut(8).zip(v) {
+                    c.copy_from_slice(&(*x as i64).to_le_bytes());
+                }
+            }
+            other => panic!("the interpreter writes f32 / i32 / i64, not {other}"),
+        }
+    }
+}
+
+/// Offsets of element `i` of `dims` (row-major) under two stride sets.
+fn offsets(dims: &[usize], a: &[i64], b: &[i64], mut i: usize) -> (i64, i64) {
+    let (mut oa, mut ob) = (0i64, 0i64);
+    for d in (0..dims.len()).rev() {
+        let idx = (i % dims[d]) as i64;
+        i /= dims[d];
+        oa += idx * a[d];
+        ob += idx * b[d];
+    }
+    (oa, ob)
+}
+
+fn unary(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Relu => x.max(0.0),
+        UnaryOp::Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+        UnaryOp::GeluTanh => {
+            0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh())
+        }
+        UnaryOp::Silu => x / (1.0 + (-x).exp()),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Recip => 1.0 / x,
+        UnaryOp::Square => x * x,
+    }
+}
+
+/// erf: its Maclaurin series up to |x| = 3, Numerical Recipes' erfc
+/// approximation (relative error under 1.2e-7) beyond.
+fn erf(x: f64) -> f64 {
+    if x.abs() > 3.0 {
+        let t = 1.0 / (1.0 + 0.5 * x.abs());
+        let y = 1.0
+            - t * (-x * x - 1.26551223
+                + t * (1.00002368
+                    + t * (0.37409196
+                        + t * (0.09678418
+                            + t * (-0.18628806
+                                + t * (0.27886807
+                                    + t * (-1.13520398
+                                        + t * (1.48851587
+                                            + t * (-0.82215223 + t * 0.17087277)))))))))
+                .exp();
+        return y.copysign(x);
+    }
+    let (mut term, mut sum, mut n) = (x, x, 0.0);
+    while term.abs() > 1e-17 {
+        n += 1.0;
+        term *= -x * x / n;
+        sum += term / (2.0 * n + 1.0);
+    }
+    sum * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+fn binary(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Pow => a.powf(b),
+    }
+}
+
+/// Runs `plan` on the host with `inputs` and `params` (manifest order);
+/// returns the outputs' values.
+pub fn interpret(
+    plan: &LaunchPlan,
+    inputs: &[&HostTensor],
+    params: &[&HostTensor],
+) -> Vec<Vec<f64>> {
+    let mut m = Memory {
+        arena: vec![0xAB; plan.arena_bytes], // garbage: a missed write shows
+        params: params.iter().map(|p| p.bytes()).collect(),
+        constants: &plan.constants,
+    };
+    for ((_, b), t) in plan.inputs.iter().zip(inputs) {
+        m.arena[b.byte..b.byte + b.bytes].copy_from_slice(t.bytes());
+    }
+    for step in &plan.steps {
+        let out = step.output;
+        let n = out.numel();
+        let x = |k: usize, m: &Memory| m.values(&step.inputs[k]);
+        let y: Vec<f64> = match &step.kernel {
+            Kernel::Unary(op) => x(0, &m).into_iter().map(|v| unary(*op, v)).collect(),
+            Kernel::Binary {
+                op,
+                dims,
+                a_strides,
+                b_strides,
+            } => {
+                let (a, b) = (x(0, &m), x(1, &m));
+                (0..n)
+                    .map(|i| {
+                        let (oa, ob) = offsets(dims, a_strides, b_strides, i);
+                        binary(*op, a[oa as usize], b[ob as usize])
+                    })
+                    .collect()
+            }
+            Kernel::Reduce {
+                op,
+                shape: [outer, len, inner],
+            } => {
+                let v = x(0, &m);
+                let mut y = Vec::with_capacity(n);
+                for o in 0..*outer {
+                    for i in 0..*inner {
+                        let it = (0..*len).map(|k| v[(o * len + k) * inner + i]);
+                        y.push(match op {
+                            ReduceOp::Sum => it.sum(),
+                            ReduceOp::Mean => it.sum::<f64>() / *len as f64,
+                            ReduceOp::Max => it.fold(f64::NEG_INFINITY, f64::max),
+                            ReduceOp::Min => it.fold(f64::INFINITY, f64::min),
+                        });
+                    }
+                }
+                y
+            }
+            Kernel::Softmax {
+                shape: [_, len],
+                log,
+            } => {
+                let v = x(0, &m);
+                v.chunks(*len)
+                    .flat_map(|r| {
+                        let mx = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        let s: f64 = r.iter().map(|a| (a - mx).exp()).sum();
+                        r.iter()
+                            .map(|a| {
+                                if *log {
+                                    a - mx - s.ln()
+                                } else {
+                                    (a - mx).exp() / s
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            }
+            Kernel::LayerNorm {
+                shape: [_, len],
+                eps,
+            }
+            | Kernel::RmsNorm {
+                shape: [_, len],
+                eps,
+            } => {
+                let rms = matches!(step.kernel, Kernel::RmsNorm { .. });
+                let v = x(0, &m);
+                let gamma = (step.inputs.len() > 1).then(|| x(1, &m));
+                let beta = (step.inputs.len() > 2).then(|| x(2, &m));
+                v.chunks(*len)
+                    .flat_map(|r| {
+                        let mean = if rms {
+                            0.0
+                        } else {
+                            r.iter().sum::<f64>() / *len as f64
+                        };
+                        let var =
+                            r.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / *len as f64;
+                        let inv = 1.0 / (var + *eps as f64).sqrt();
+                        (0..*len)
+                            .map(|k| {
+                                let mut o = (r[k] - mean) * inv;
+                                if let Some(g) = &gamma {
+                                    o *= g[k];
+                                }
+                                if let Some(b) = &beta {
+                                    o += b[k];
+                                }
+                                o
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            }
+            Kernel::Gather { rows, row_len } => {
+                let (table, idx) = (x(0, &m), x(1, &m));
+                idx.iter()
+                    .flat_map(|&r| {
+                        let r = if r < 0.0 {
+                            r as i64 + *rows as i64
+                        } else {
+                            r as i64
+                        } as usize;
+                        table[r * row_len..(r + 1) * row_len].to_vec()
+                    })
+                    .collect()
+            }
+            Kernel::Copy { width, pieces } => {
+                for (p, src) in pieces.iter().zip(&step.inputs) {
+                    let from = m.bytes(src).to_vec();
+                    let count: usize = p.dims.iter().product();
+                    for i in 0..count {
+                        let (ox, oy) = offsets(&p.dims, &p.x_strides, &p.y_strides, i);
+                        let s = ((p.x_offset + ox) as usize) * width;
+                        let d = out.byte + ((p.y_offset + oy) as usize) * width;
+                        m.arena[d..d + width].copy_from_slice(&from[s..s + width]);
+                    }
+                }
+                continue;
+            }
+            Kernel::Cast { .. } => x(0, &m)
+                .into_iter()
+                .map(|v| {
+                    if out.dtype == DType::F32 {
+                        v
+                    } else {
+                        v.trunc()
+                    }
+                })
+                .collect(),
+            Kernel::Compare {
+                code,
+                dims,
+                a_strides,
+                b_strides,
+                ..
+            } => {
+                let (a, b) = (x(0, &m), x(1, &m));
+                let bytes: Vec<u8> = (0..n)
+                    .map(|i| {
+                        let (oa, ob) = offsets(dims, a_strides, b_strides, i);
+                        let (a, b) = (a[oa as usize], b[ob as usize]);
+                        u8::from(match code {
+                            0 => a == b,
+                            1 => a != b,
+                            2 => a < b,
+                            3 => a <= b,
+                            4 => a > b,
+                            _ => a >= b,
+                        })
+                    })
+                    .collect();
+                m.arena[out.byte..out.byte + n].copy_from_slice(&bytes);
+                continue;
+            }
+            Kernel::Select {
+                width,
+                dims,
+                c_strides,
+                a_strides,
+                b_strides,
+            } => {
+                let (c, a, b) = (
+                    m.bytes(&step.inputs[0]).to_vec(),
+                    m.bytes(&step.inputs[1]).to_vec(),
+                    m.bytes(&step.inputs[2]).to_vec(),
+                );
+                for i in 0..n {
+                    let (oc, oa) = offsets(dims, c_strides, a_strides, i);
+                    let (ob, _) = offsets(dims, b_strides, b_strides, i);
+                    let (src, at) = if c[oc as usize] != 0 {
+                        (&a, oa)
+                    } else {
+                        (&b, ob)
+                    };
+                    let (s0, d0) = (at as usize * width, out.byte + i * width);
+                    m.arena[d0..d0 + width].copy_from_slice(&src[s0..s0 + width]);
+                }
+                continue;
+            }
+            Kernel::Iota {
+                inner,
+                len,
+                start,
+                step,
+            } => (0..n)
+                .map(|i| start + step * ((i / inner) % len) as f64)
+                .collect(),
+            Kernel::Gemm(s) => {
+                let (a, b) = (x(0, &m), x(1, &m));
+                let mut c = vec![0.0; s.batch * s.m * s.n];
+                for bt in 0..s.batch {
+                    let (ab, bb) = (bt * s.stride_a, bt * s.stride_b);
+                    for i in 0..s.m {
+                        for j in 0..s.n {
+                            let mut acc = 0.0;
+                            for k in 0..s.k {
+                                let av = if s.trans_a {
+                                    a[ab + k * s.m + i]
+                                } else {
+                                    a[ab + i * s.k + k]
+                                };
+                                let bv = if s.trans_b {
+                                    b[bb + j * s.k + k]
+                                } else {
+                                    b[bb + k * s.n + j]
+                                };
+                                acc += av * bv;
+                            }
+                            c[(bt * s.m + i) * s.n + j] = acc;
+                        }
+                    }
+                }
+                c
+            }
+        };
+        m.store(&out, &y);
+    }
+    plan.outputs.iter().map(|b| m.values(b)).collect()
+}

@@ -1,0 +1,6 @@
+//! Helpers shared by the rlx-cuda integration tests.
+#![allow(dead_code)]
+
+pub mod graphs;
+pub mod interp;
+pub mod reference;
