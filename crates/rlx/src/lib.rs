@@ -98,7 +98,8 @@ pub use rlx_driver as driver;
 /// `Session` / `CompiledGraph`.
 pub use rlx_runtime as runtime;
 
-/// CUDA support (`rlx-cuda`): driver probe, NVRTC kernels, cuBLAS GEMMs.
+/// CUDA support (`rlx-cuda`): driver probe, NVRTC kernels, cuBLAS GEMMs and
+/// the graph executor of `Device::Cuda(n)` (launch plans over one arena).
 /// Available with the `cuda` feature.
 #[cfg(feature = "cuda")]
 pub use rlx_cuda as cuda;
