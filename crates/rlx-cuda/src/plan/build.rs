@@ -27,7 +27,7 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
                 None => continue, // a param no step reads (not in the manifest)
             },
             Op::Constant { bytes } => {
-                constants.push(bytes.clone());
+                constants.push(bytes.to_vec());
                 (Region::Const(constants.len() - 1), 0)
             }
             _ => match lir.plan.slots[id.index()] {
