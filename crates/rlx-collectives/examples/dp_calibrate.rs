@@ -16,6 +16,10 @@
 //! around the ring at once (what a rank really gets on a shared or loaded
 //! machine), so (b) tests the planner's step model (compute + ring
 //! all-reduce cost) on calibrated devices and links.
+//! Each row's measured step and (b)'s compute calibration are taken in
+//! [`ROUNDS`] alternating rounds (fresh executables each) and their medians
+//! compared, so that a host whose step time drifts or jumps between two
+//! levels (this VM's single-rank step does) gives both the same mix.
 //! Finally it predicts 8 and 64 ranks on 25 Gb/s Ethernet (10 µs latency).
 //!
 //! Inputs are synthetic (the step time does not depend on pixel values).
@@ -39,6 +43,8 @@ const PARAMS: [(&str, &[usize]); 4] = [
 ];
 const WARMUP: usize = 5;
 const STEPS: usize = 40;
+/// Alternating (measure, calibrate) rounds per row.
+const ROUNDS: usize = 5;
 
 /// `[loss, dw1, db1, dw2, db2]` of the mean cross-entropy of a `batch`.
 fn grad_graph(batch: usize) -> Graph {
@@ -366,10 +372,18 @@ fn main() {
     println!("| ranks | measured step (ms) | samples/s | (a) predicted (ms) | (a) / measured | concurrent rate (GFLOP/s) | concurrent link | (b) predicted (ms) | (b) / measured |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for n in [1, 2, 4] {
-        let measured = measure_dp(transport, n, global_batch);
+        let (measured, compute): (Vec<f64>, Vec<f64>) = (0..ROUNDS)
+            .map(|_| {
+                (
+                    measure_dp(transport, n, global_batch),
+                    concurrent_compute(n, global_batch),
+                )
+            })
+            .unzip();
+        let measured = median(measured);
         let share = (cores as f64 / n as f64).min(1.0);
         let predicted_a = predict(&model, n, rate * share, link);
-        let concurrent = flops / n as f64 / concurrent_compute(n, global_batch);
+        let concurrent = flops / n as f64 / median(compute);
         let shared_link = if n > 1 {
             concurrent_link(transport, n, big)
         } else {

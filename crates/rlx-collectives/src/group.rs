@@ -81,6 +81,15 @@ pub trait ProcessGroup: Send + Sync {
             _ => self.send_recv(dst, &parts.concat(), src, tag),
         }
     }
+    /// Whether [`send`](Self::send) / [`send_parts`](Self::send_parts)
+    /// always return without waiting for the destination to receive
+    /// (TCP and loopback queue on the receiving side; an MPI send of a
+    /// large message may wait for the matching receive). Where it holds,
+    /// the ring sends pieces ahead of the ones it is folding. The default
+    /// is `false`.
+    fn sends_never_wait(&self) -> bool {
+        false
+    }
     /// Hands back a buffer that [`recv`](Self::recv) returned and the caller
     /// is done with, so that the transport can receive into it again
     /// instead of allocating (and page-faulting) a fresh one. The default

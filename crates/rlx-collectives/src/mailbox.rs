@@ -50,25 +50,41 @@ impl Mailbox {
         self.cv.notify_all();
     }
 
-    /// Records that nothing more will come from `src`, and why. Messages
-    /// already queued are still delivered.
-    /// A spare buffer to receive into (empty, with the largest capacity
-    /// on hand), or a new empty one.
-    pub(crate) fn spare_buffer(&self) -> Vec<u8> {
+    /// An empty spare buffer to receive a message of `need` bytes into:
+    /// the smallest one on hand that holds it (so that a large buffer is
+    /// not tied up by a small message whose receiver never recycles it),
+    /// or a new one of exactly that capacity.
+    pub(crate) fn spare_buffer(&self, need: usize) -> Vec<u8> {
         let mut s = self.lock();
-        let best = (0..s.spare.len()).max_by_key(|&i| s.spare[i].capacity());
-        best.map(|i| s.spare.swap_remove(i)).unwrap_or_default()
-    }
-
-    /// Keeps `buf` for a later receive (up to [`SPARE_BUFFERS`]).
-    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
-        let mut s = self.lock();
-        if s.spare.len() < SPARE_BUFFERS && buf.capacity() > 0 {
-            buf.clear();
-            s.spare.push(buf);
+        let fits = (0..s.spare.len())
+            .filter(|&i| s.spare[i].capacity() >= need)
+            .min_by_key(|&i| s.spare[i].capacity());
+        match fits {
+            Some(i) => s.spare.swap_remove(i),
+            None => Vec::with_capacity(need),
         }
     }
 
+    /// Keeps `buf` for a later receive: up to [`SPARE_BUFFERS`], a full
+    /// store trading its smallest buffer for a larger one (so that the
+    /// spares follow the message sizes in use).
+    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+        if buf.capacity() == 0 {
+            return;
+        }
+        buf.clear();
+        let mut s = self.lock();
+        if s.spare.len() < SPARE_BUFFERS {
+            s.spare.push(buf);
+        } else if let Some(i) = (0..s.spare.len()).min_by_key(|&i| s.spare[i].capacity()) {
+            if s.spare[i].capacity() < buf.capacity() {
+                s.spare[i] = buf;
+            }
+        }
+    }
+
+    /// Records that nothing more will come from `src`, and why. Messages
+    /// already queued are still delivered.
     pub(crate) fn close(&self, src: usize, why: CollectiveError) {
         let mut s = self.lock();
         if s.closed[src].is_none() {
@@ -126,5 +142,40 @@ impl Mailbox {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Mailbox, SPARE_BUFFERS};
+
+    #[test]
+    fn spare_buffers_are_the_smallest_that_fit() {
+        let m = Mailbox::new(1);
+        for cap in [64, 1024, 256] {
+            m.recycle(Vec::with_capacity(cap));
+        }
+        assert!((256..1024).contains(&m.spare_buffer(200).capacity()));
+        assert!(m.spare_buffer(300).capacity() >= 1024);
+        // Nothing on hand fits: a new buffer, the spares stay.
+        assert_eq!(m.spare_buffer(4096).capacity(), 4096);
+        assert!(m.spare_buffer(10).capacity() >= 64);
+    }
+
+    #[test]
+    fn a_full_store_keeps_the_larger_buffers() {
+        let m = Mailbox::new(1);
+        for _ in 0..SPARE_BUFFERS {
+            m.recycle(Vec::with_capacity(16));
+        }
+        m.recycle(Vec::with_capacity(1 << 20));
+        let big = m.spare_buffer(1 << 20);
+        assert!(big.capacity() >= 1 << 20);
+        m.recycle(big);
+        m.recycle(Vec::with_capacity(8)); // smaller than every spare: dropped
+        let caps: Vec<usize> = (0..SPARE_BUFFERS)
+            .map(|_| m.spare_buffer(1).capacity())
+            .collect();
+        assert!(caps.iter().all(|&c| c >= 16), "{caps:?}");
     }
 }

@@ -107,6 +107,9 @@ impl ProcessGroup for SubGroup {
     fn recycle(&self, buf: Vec<u8>) {
         self.parent.recycle(buf)
     }
+    fn sends_never_wait(&self) -> bool {
+        self.parent.sends_never_wait()
+    }
     fn native_sum(&self, buf: crate::element::NativeBuf<'_>) -> Option<Result<()>> {
         // Only the whole parent group can use the parent's own all-reduce.
         if self.members.len() == self.parent.world_size()

@@ -77,6 +77,7 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
     };
     let tcp = tcp_group(FrameCheck::Mac)?;
     let tcp_sum = tcp_group(FrameCheck::Checksum)?;
+    let mut raw = RawRing::form(&world)?;
     let e = |e: CollectiveError| e.to_string();
     let reps = 7;
     for mb in [1usize, 16, 64] {
@@ -115,6 +116,15 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
         let p2p = ours(&sub, "point-to-point ring")?;
         let tcp_t = ours(&tcp, "TCP ring")?;
         let tcp_sum_t = ours(&tcp_sum, "TCP ring (checksummed frames)")?;
+        // The floor of any TCP ring all-reduce: each rank streams the ring's
+        // 2 (n - 1) / n of the buffer to its right neighbour while taking
+        // as much from its left, bare sockets, no frames, no folds.
+        let ring_bytes = 2 * (n - 1) * len * 4 / n;
+        let mut raw_res = Ok(());
+        let floor = timed(&world, reps, || {
+            raw_res = raw_res.clone().and(raw.exchange(ring_bytes));
+        });
+        raw_res?;
         let mut got = Vec::new();
         let mut res = Ok(());
         let alloc = timed(&world, reps, || {
@@ -133,16 +143,68 @@ fn bench(pg: &std::sync::Arc<MpiGroup>) -> std::result::Result<(), String> {
                 "all_reduce {mb} MB f32 on {n} ranks (median of {reps}): bare rsmpi all_reduce_into {bare:?}; \
                  all_reduce_into {into:?} ({:.2}x); all_reduce (allocating) {alloc:?} ({:.2}x); \
                  point-to-point ring over MPI {p2p:?} ({:.2}x); TCP ring {tcp_t:?} ({:.2}x); \
-                 TCP ring, checksummed frames {tcp_sum_t:?} ({:.2}x)",
+                 TCP ring, checksummed frames {tcp_sum_t:?} ({:.2}x); \
+                 bare TCP ring exchange of the same bytes {floor:?} ({:.2}x; TCP ring / it: MAC {:.2}x, checksum {:.2}x)",
                 x(into),
                 x(alloc),
                 x(p2p),
                 x(tcp_t),
-                x(tcp_sum_t)
+                x(tcp_sum_t),
+                x(floor),
+                tcp_t.as_secs_f64() / floor.as_secs_f64(),
+                tcp_sum_t.as_secs_f64() / floor.as_secs_f64(),
             );
         }
     }
     Ok(())
+}
+
+/// Plain loopback sockets in a ring (rank r sends to r + 1), for the floor
+/// that TCP itself sets under the ring all-reduce.
+struct RawRing {
+    right: std::net::TcpStream,
+    left: std::net::TcpStream,
+    out: Vec<u8>,
+    inp: Vec<u8>,
+}
+
+impl RawRing {
+    fn form(world: &impl Communicator) -> std::result::Result<Self, String> {
+        let (n, r) = (world.size() as usize, world.rank() as usize);
+        let e = |e: std::io::Error| e.to_string();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(e)?;
+        let port = l.local_addr().map_err(e)?.port() as u32;
+        let mut ports = vec![0u32; n];
+        world.all_gather_into(&port, &mut ports[..]);
+        let right = std::net::TcpStream::connect(("127.0.0.1", ports[(r + 1) % n] as u16));
+        let left = l.accept().map_err(e)?.0;
+        let right = right.map_err(e)?;
+        for s in [&left, &right] {
+            s.set_nodelay(true).map_err(e)?;
+        }
+        Ok(RawRing {
+            right,
+            left,
+            out: Vec::new(),
+            inp: Vec::new(),
+        })
+    }
+
+    /// Sends `bytes` right while receiving as many from the left.
+    fn exchange(&mut self, bytes: usize) -> std::result::Result<(), String> {
+        use std::io::{Read, Write};
+        if self.out.len() < bytes {
+            self.out.resize(bytes, 1);
+            self.inp.resize(bytes, 0);
+        }
+        let (right, out) = (&mut self.right, &self.out[..bytes]);
+        std::thread::scope(|s| {
+            let tx = s.spawn(move || right.write_all(out));
+            let rx = self.left.read_exact(&mut self.inp[..bytes]);
+            let tx = tx.join().map_err(|_| "sender panicked".to_string())?;
+            rx.and(tx).map_err(|e| e.to_string())
+        })
+    }
 }
 
 /// A compiled graph with `collectives.*` ops on the MPI world (bound for the

@@ -35,6 +35,7 @@ mod options;
 mod params;
 mod prelude;
 mod session;
+mod subgraph;
 pub mod weights;
 
 pub use backends_manifest::{BackendStatus, BackendsManifest};

@@ -26,9 +26,16 @@ fn pieces<T: Element>(len: usize, n: usize) -> usize {
         .clamp(1, max)
 }
 
+/// Pieces a ring step keeps in flight ahead of the one it folds, on a
+/// transport whose sends never wait for the receiver: the peer's next piece
+/// crosses the link while this rank folds the current one.
+const LOOKAHEAD: usize = 2;
+
 /// Step `step` of a ring phase: sends `buf[send]` to the right neighbour
 /// and folds what the left one sends into `buf[recv]` with `f`, piece by
-/// piece (tag steps `step * k ..`).
+/// piece (tag steps `step * k ..`). The chunk to send is complete before
+/// the step starts (it was folded or received by the previous step), so
+/// pieces can be sent ahead of the receives.
 #[allow(clippy::too_many_arguments)]
 fn ring_step<T: Element>(
     pg: &dyn ProcessGroup,
@@ -43,12 +50,27 @@ fn ring_step<T: Element>(
     let (right, left) = ((r + 1) % n, (r + n - 1) % n);
     let sp = chunk_bounds(send.1 - send.0, k);
     let rp = chunk_bounds(recv.1 - recv.0, k);
-    for (j, (s, q)) in sp.iter().zip(&rp).enumerate() {
-        let tag = Tag::op(pg.group_id(), op, (step * k + j) as u16);
-        let wire = Wire::new(&buf[send.0 + s.0..send.0 + s.1]);
-        let got = pg.send_recv_parts(right, &wire.parts(), left, tag)?;
+    let tag = |j: usize| Tag::op(pg.group_id(), op, (step * k + j) as u16);
+    let send_piece = |buf: &[T], j: usize| {
+        let wire = Wire::new(&buf[send.0 + sp[j].0..send.0 + sp[j].1]);
+        pg.send_parts(right, tag(j), &wire.parts())
+    };
+    let ahead = if pg.sends_never_wait() { LOOKAHEAD } else { 0 };
+    for j in 0..ahead.min(k) {
+        send_piece(buf, j)?;
+    }
+    for (j, q) in rp.iter().enumerate() {
+        let got = if ahead == 0 {
+            let wire = Wire::new(&buf[send.0 + sp[j].0..send.0 + sp[j].1]);
+            pg.send_recv_parts(right, &wire.parts(), left, tag(j))?
+        } else {
+            pg.recv(left, tag(j))?
+        };
         decode_fold(name, left, &got, &mut buf[recv.0 + q.0..recv.0 + q.1], f)?;
         pg.recycle(got);
+        if ahead > 0 && j + ahead < k {
+            send_piece(buf, j + ahead)?;
+        }
     }
     Ok(())
 }

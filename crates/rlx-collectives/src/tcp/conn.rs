@@ -76,7 +76,7 @@ impl Conn {
             Some(deadline),
             stall,
             None,
-            Vec::new(),
+            Vec::with_capacity,
         ) {
             Ok(f) if f.kind == CONTROL => {
                 self.recv_seq += 1;

@@ -260,8 +260,9 @@ fn fill_vec(
 
 /// Reads one frame from rank `peer`, whose sequence number must be `seq`.
 /// The stream must have a short read timeout (it is the polling interval).
-/// The payload is read into `buf` (cleared first; pass a recycled buffer to
-/// skip an allocation).
+/// The payload is read into `buffer(bytes)` (an empty vector; hand out a
+/// recycled one that holds `bytes` to skip an allocation), asked for once
+/// the header announced the length.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_frame(
     s: &mut TcpStream,
@@ -272,7 +273,7 @@ pub(crate) fn read_frame(
     first: Option<Instant>,
     stall: Duration,
     stop: Option<&AtomicBool>,
-    mut body: Vec<u8>,
+    buffer: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<Frame, ReadError> {
     let disconnected = |e: std::io::Error| {
         ReadError::Failed(CollectiveError::PeerDisconnected {
@@ -312,6 +313,7 @@ pub(crate) fn read_frame(
         }));
     }
     let trailer = seal.trailer_len();
+    let mut body = buffer(len as usize + trailer);
     body.clear();
     match fill_vec(s, &mut body, len as usize + trailer, stall, stop) {
         Fill::Full => {}

@@ -172,7 +172,6 @@ fn read_loop(
     stall: Duration,
 ) {
     loop {
-        let buf = sh.mailbox.spare_buffer();
         match frame::read_frame(
             &mut s,
             &seal,
@@ -182,7 +181,7 @@ fn read_loop(
             None,
             stall,
             Some(&sh.stop),
-            buf,
+            |bytes| sh.mailbox.spare_buffer(bytes),
         ) {
             Ok(f) if f.kind == DATA => {
                 seq += 1;
@@ -303,6 +302,9 @@ impl ProcessGroup for TcpGroup {
 
     fn recycle(&self, buf: Vec<u8>) {
         self.shared.mailbox.recycle(buf);
+    }
+    fn sends_never_wait(&self) -> bool {
+        true // reader threads drain every connection into the mailbox
     }
     fn abort(&self, why: &CollectiveError) {
         self.shared.fail(why);

@@ -117,33 +117,16 @@ fn build_stage(
             .map_err(ir)?;
         local.insert(c, l);
     }
-    for &id in ops {
-        let node = graph.node(id);
-        let mut inputs = Vec::with_capacity(node.inputs.len());
-        for &i in &node.inputs {
-            if let Some(&l) = local.get(&i) {
-                inputs.push(l);
-                continue;
-            }
-            let src = graph.node(i);
-            let l = match &src.op {
-                Op::Param { name } => sub.try_param(name, src.shape.clone()).map_err(ir)?,
-                _ if src.op.is_leaf() => sub.push_verified(src.clone()),
-                _ => {
-                    return Err(DistError::InvalidSpec(format!(
-                        "split_pipeline: stage {s} reads {i}, which no earlier stage hands on"
-                    )))
-                }
-            };
-            local.insert(i, l);
-            inputs.push(l);
+    crate::subgraph::copy_nodes(graph, &mut sub, &mut local, ops, |sub, i| {
+        let src = graph.node(i);
+        match &src.op {
+            Op::Param { name } => sub.try_param(name, src.shape.clone()).map_err(ir),
+            _ if src.op.is_leaf() => Ok(sub.push_verified(src.clone())),
+            _ => Err(DistError::InvalidSpec(format!(
+                "split_pipeline: stage {s} reads {i}, which no earlier stage hands on"
+            ))),
         }
-        let l = sub.push_verified(rlx_ir::Node {
-            inputs,
-            ..node.clone()
-        });
-        local.insert(id, l);
-    }
+    })?;
     sub.set_outputs(outs.iter().map(|o| local[o]).collect());
     Ok(sub)
 }

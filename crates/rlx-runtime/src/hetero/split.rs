@@ -2,7 +2,7 @@
 
 use super::map::DeviceMap;
 use crate::{CompileOptions, CompiledGraph, DeviceCandidate, Result, RuntimeError, Session};
-use rlx_ir::{Graph, HostTensor, IrError, Node, NodeId, Op};
+use rlx_ir::{Graph, HostTensor, IrError, NodeId, Op};
 use std::collections::{HashMap, HashSet};
 
 /// A value moved between two segments because an edge crosses a cut.
@@ -90,50 +90,35 @@ impl HeteroExecutable {
             let mut local: HashMap<NodeId, NodeId> = HashMap::new();
             let mut feeds = Vec::new();
             let mut params = Vec::new();
-            for &id in &ids {
-                let node = graph.node(id);
-                let mut inputs = Vec::with_capacity(node.inputs.len());
-                for &i in &node.inputs {
-                    if let Some(&l) = local.get(&i) {
-                        inputs.push(l);
-                        continue;
+            crate::subgraph::copy_nodes(graph, &mut sub, &mut local, &ids, |sub, i| {
+                let src = graph.node(i);
+                Ok::<_, RuntimeError>(match &src.op {
+                    Op::Input { name } => {
+                        feeds.push((name.clone(), i));
+                        sub.try_input(name, src.shape.clone())?
                     }
-                    let src = graph.node(i);
-                    let l = match &src.op {
-                        Op::Input { name } => {
-                            feeds.push((name.clone(), i));
-                            sub.try_input(name, src.shape.clone())?
-                        }
-                        Op::Param { name } => {
-                            params.push(name.clone());
-                            sub.try_param(name, src.shape.clone())?
-                        }
-                        _ if src.op.is_leaf() => sub.push_verified(src.clone()),
-                        _ => {
-                            let from = seg_of[i.index()].expect("non-leaf has a segment");
-                            let from_dev = segments
-                                .get(from)
-                                .map_or(device, |seg: &Segment| seg.device);
-                            transfers.push(Transfer {
-                                node: i,
-                                from: (from, from_dev),
-                                to: (s, device),
-                                bytes: src.shape.size_bytes(),
-                            });
-                            let name = format!("__hetero_{}", i.0);
-                            feeds.push((name.clone(), i));
-                            sub.try_input(&name, src.shape.clone())?
-                        }
-                    };
-                    local.insert(i, l);
-                    inputs.push(l);
-                }
-                let l = sub.push_verified(Node {
-                    inputs,
-                    ..node.clone()
-                });
-                local.insert(id, l);
-            }
+                    Op::Param { name } => {
+                        params.push(name.clone());
+                        sub.try_param(name, src.shape.clone())?
+                    }
+                    _ if src.op.is_leaf() => sub.push_verified(src.clone()),
+                    _ => {
+                        let from = seg_of[i.index()].expect("non-leaf has a segment");
+                        let from_dev = segments
+                            .get(from)
+                            .map_or(device, |seg: &Segment| seg.device);
+                        transfers.push(Transfer {
+                            node: i,
+                            from: (from, from_dev),
+                            to: (s, device),
+                            bytes: src.shape.size_bytes(),
+                        });
+                        let name = format!("__hetero_{}", i.0);
+                        feeds.push((name.clone(), i));
+                        sub.try_input(&name, src.shape.clone())?
+                    }
+                })
+            })?;
             let outputs: Vec<NodeId> = ids
                 .iter()
                 .copied()
