@@ -358,17 +358,31 @@ pub(crate) fn decode<T: Element>(
 }
 
 /// Folds a payload from `peer` of exactly `dst.len()` elements into `dst`
-/// (`dst[i] = f(payload[i], dst[i])`) without an intermediate buffer.
+/// without an intermediate buffer: `dst[i] = f(payload[i], old[i])`, where
+/// `old` is `dst` itself or, if given, another slice of the same length
+/// (so a fold can read the caller's input instead of a copy of it).
 pub(crate) fn decode_fold<T: Element>(
     op: &'static str,
     peer: usize,
     bytes: &[u8],
+    old: Option<&[T]>,
     dst: &mut [T],
     f: impl Fn(T, T) -> T,
 ) -> Result<()> {
     let body = payload_body::<T>(op, peer, bytes, Some(dst.len()))?;
-    for (d, b) in dst.iter_mut().zip(body.chunks_exact(T::SIZE)) {
-        *d = f(T::get(b), *d);
+    let values = body.chunks_exact(T::SIZE).map(T::get);
+    match old {
+        Some(old) => {
+            debug_assert_eq!(old.len(), dst.len());
+            for ((d, v), &o) in dst.iter_mut().zip(values).zip(old) {
+                *d = f(v, o);
+            }
+        }
+        None => {
+            for (d, v) in dst.iter_mut().zip(values) {
+                *d = f(v, *d);
+            }
+        }
     }
     Ok(())
 }
@@ -413,10 +427,16 @@ mod tests {
     fn decode_fold_combines_in_place() {
         let b = encode(&[1.5f64, -2.0, 4.0]);
         let mut acc = [1.0f64, 1.0, 1.0];
-        decode_fold("t", 1, &b, &mut acc, |v, old| v + old).unwrap();
+        decode_fold("t", 1, &b, None, &mut acc, |v, old| v + old).unwrap();
         assert_eq!(acc, [2.5, -1.0, 5.0]);
+        let mut out = [0.0f64; 3];
+        decode_fold("t", 1, &b, Some(&[2.0, 2.0, 2.0]), &mut out, |v, old| {
+            v * old
+        })
+        .unwrap();
+        assert_eq!(out, [3.0, -4.0, 8.0]);
         assert!(matches!(
-            decode_fold("t", 1, &b, &mut acc[..2], |v, _| v),
+            decode_fold("t", 1, &b, None, &mut acc[..2], |v, _| v),
             Err(CollectiveError::LengthMismatch {
                 got: 3,
                 expected: 2,

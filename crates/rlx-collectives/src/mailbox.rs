@@ -105,6 +105,11 @@ impl Mailbox {
         self.cv.notify_all();
     }
 
+    /// The error that failed the group, if it failed.
+    pub(crate) fn cause(&self) -> Option<CollectiveError> {
+        self.lock().failed.clone()
+    }
+
     /// [`CollectiveError::GroupFailed`] with the cause, if the group failed.
     pub(crate) fn failure(&self) -> Option<CollectiveError> {
         self.lock()

@@ -77,9 +77,8 @@ pub fn all_reduce_into<T: Element>(
             match native {
                 Some(done) => done?,
                 None => {
-                    out.copy_from_slice(data);
                     let bounds = chunk_bounds(out.len(), n);
-                    ring::reduce_scatter_in_place(pg, out, &bounds, kind, op, NAME)?;
+                    ring::reduce_scatter_in_place(pg, data, out, &bounds, kind, op, NAME)?;
                     let (a, b) = bounds[pg.rank()];
                     for v in &mut out[a..b] {
                         *v = kind.finish(*v, n);
@@ -113,9 +112,10 @@ pub fn reduce_scatter<T: Element>(
     guarded(pg, || match mode {
         ReduceMode::Deterministic => deterministic::reduce_scatter(pg, data, chunk, kind, op),
         ReduceMode::Ring => {
-            let mut buf = data.to_vec();
+            let mut buf = vec![T::ZERO; data.len()];
             let bounds: Vec<_> = (0..n).map(|i| (i * chunk, (i + 1) * chunk)).collect();
-            ring::reduce_scatter_in_place(pg, &mut buf, &bounds, kind, op, "reduce_scatter")?;
+            let name = "reduce_scatter";
+            ring::reduce_scatter_in_place(pg, data, &mut buf, &bounds, kind, op, name)?;
             Ok(buf[r * chunk..(r + 1) * chunk]
                 .iter()
                 .map(|&v| kind.finish(v, n))

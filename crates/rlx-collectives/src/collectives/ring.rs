@@ -31,15 +31,38 @@ fn pieces<T: Element>(len: usize, n: usize) -> usize {
 /// crosses the link while this rank folds the current one.
 const LOOKAHEAD: usize = 2;
 
-/// Step `step` of a ring phase: sends `buf[send]` to the right neighbour
-/// and folds what the left one sends into `buf[recv]` with `f`, piece by
-/// piece (tag steps `step * k ..`). The chunk to send is complete before
-/// the step starts (it was folded or received by the previous step), so
-/// pieces can be sent ahead of the receives.
+/// Where a ring step reads: the chunk it sends comes from `src` when
+/// `send_src` (else from the buffer), and its fold combines the received
+/// values with `src` when given (else with the buffer's own values).
+#[derive(Clone, Copy)]
+struct Source<'a, T> {
+    src: Option<&'a [T]>,
+    send_src: bool,
+}
+
+impl<'a, T> Source<'a, T> {
+    /// The slice whose chunk is sent: `src` or the buffer.
+    fn sent<'b>(&self, buf: &'b [T]) -> &'b [T]
+    where
+        'a: 'b,
+    {
+        match self.src {
+            Some(src) if self.send_src => src,
+            _ => buf,
+        }
+    }
+}
+
+/// Step `step` of a ring phase: sends the `send` chunk to the right
+/// neighbour and folds what the left one sends into `buf[recv]` with `f`,
+/// piece by piece (tag steps `step * k ..`). The chunk to send is complete
+/// before the step starts (it was folded or received by the previous step,
+/// or is the caller's input), so pieces can be sent ahead of the receives.
 #[allow(clippy::too_many_arguments)]
 fn ring_step<T: Element>(
     pg: &dyn ProcessGroup,
     buf: &mut [T],
+    from: Source<'_, T>,
     send: (usize, usize),
     recv: (usize, usize),
     (op, step, k): (u32, usize, usize),
@@ -51,35 +74,42 @@ fn ring_step<T: Element>(
     let sp = chunk_bounds(send.1 - send.0, k);
     let rp = chunk_bounds(recv.1 - recv.0, k);
     let tag = |j: usize| Tag::op(pg.group_id(), op, (step * k + j) as u16);
-    let send_piece = |buf: &[T], j: usize| {
-        let wire = Wire::new(&buf[send.0 + sp[j].0..send.0 + sp[j].1]);
-        pg.send_parts(right, tag(j), &wire.parts())
-    };
+    let piece = |j: usize| send.0 + sp[j].0..send.0 + sp[j].1;
     let ahead = if pg.sends_never_wait() { LOOKAHEAD } else { 0 };
     for j in 0..ahead.min(k) {
-        send_piece(buf, j)?;
+        let wire = Wire::new(&from.sent(buf)[piece(j)]);
+        pg.send_parts(right, tag(j), &wire.parts())?;
     }
     for (j, q) in rp.iter().enumerate() {
         let got = if ahead == 0 {
-            let wire = Wire::new(&buf[send.0 + sp[j].0..send.0 + sp[j].1]);
+            let wire = Wire::new(&from.sent(buf)[piece(j)]);
             pg.send_recv_parts(right, &wire.parts(), left, tag(j))?
         } else {
             pg.recv(left, tag(j))?
         };
-        decode_fold(name, left, &got, &mut buf[recv.0 + q.0..recv.0 + q.1], f)?;
+        let range = recv.0 + q.0..recv.0 + q.1;
+        let old = from.src.map(|s| &s[range.clone()]);
+        decode_fold(name, left, &got, old, &mut buf[range], f)?;
         pg.recycle(got);
         if ahead > 0 && j + ahead < k {
-            send_piece(buf, j + ahead)?;
+            let wire = Wire::new(&from.sent(buf)[piece(j + ahead)]);
+            pg.send_parts(right, tag(j + ahead), &wire.parts())?;
         }
     }
     Ok(())
 }
 
-/// Ring reduce-scatter in place: afterwards chunk `rank` of `buf` (by
-/// `bounds`) holds the combination of every rank's chunk `rank` (not yet
-/// finished: a Mean is still a sum). Uses steps `0..n-1` of op `op`.
+/// Ring reduce-scatter of `src` into `buf` (same length; its contents on
+/// entry are ignored): afterwards chunk `rank` of `buf` (by `bounds`) holds
+/// the combination of every rank's chunk `rank` (not yet finished: a Mean
+/// is still a sum); other chunks hold partial sums. Uses steps `0..n-1`
+/// of op `op`. The input is read where it lies: step 0 sends this rank's
+/// chunk `r-1` from `src`, and each fold (chunk `r-s-2` at step `s`, each
+/// chunk once) combines the received values with `src`'s, so no copy of
+/// the input is made.
 pub(crate) fn reduce_scatter_in_place<T: Element>(
     pg: &dyn ProcessGroup,
+    src: &[T],
     buf: &mut [T],
     bounds: &[(usize, usize)],
     kind: ReduceKind,
@@ -87,19 +117,27 @@ pub(crate) fn reduce_scatter_in_place<T: Element>(
     name: &'static str,
 ) -> Result<()> {
     let (n, r) = (pg.world_size(), pg.rank());
+    if n == 1 {
+        buf.copy_from_slice(src);
+        return Ok(());
+    }
     let k = pieces::<T>(buf.len(), n);
-    for s in 0..n.saturating_sub(1) {
+    for s in 0..n - 1 {
         // Step s: pass on chunk r-s-1 (accumulated so far), fold in chunk r-s-2.
         let send_idx = (r + 2 * n - s - 1) % n;
         let recv_idx = (r + 2 * n - s - 2) % n;
         let (send, recv, at) = (bounds[send_idx], bounds[recv_idx], (op, s, k));
+        let from = Source {
+            src: Some(src),
+            send_src: s == 0,
+        };
         // One monomorphic fold per kind, so the inner loop has no branch.
         match kind {
             ReduceKind::Sum | ReduceKind::Mean => {
-                ring_step(pg, buf, send, recv, at, name, |v, old| v.add(old))
+                ring_step(pg, buf, from, send, recv, at, name, |v, old| v.add(old))
             }
-            ReduceKind::Max => ring_step(pg, buf, send, recv, at, name, |v, old| v.max(old)),
-            ReduceKind::Min => ring_step(pg, buf, send, recv, at, name, |v, old| v.min(old)),
+            ReduceKind::Max => ring_step(pg, buf, from, send, recv, at, name, |v, old| v.max(old)),
+            ReduceKind::Min => ring_step(pg, buf, from, send, recv, at, name, |v, old| v.min(old)),
         }?;
     }
     Ok(())
@@ -120,9 +158,14 @@ pub(crate) fn all_gather_in_place<T: Element>(
     for s in 0..n.saturating_sub(1) {
         let send_idx = (r + n - s) % n;
         let recv_idx = (r + 2 * n - s - 1) % n;
+        let from = Source {
+            src: None,
+            send_src: false,
+        };
         ring_step(
             pg,
             buf,
+            from,
             bounds[send_idx],
             bounds[recv_idx],
             (op, first_step + s, k),

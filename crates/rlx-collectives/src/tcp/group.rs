@@ -262,6 +262,12 @@ impl ProcessGroup for TcpGroup {
         *seq += 1;
         drop(w);
         wrote.map_err(|e| {
+            // A write that fails because this group was just failed (its
+            // sockets shut by a reader that found a bad frame) reports
+            // that cause, not the broken pipe it led to.
+            if let Some(cause) = self.shared.mailbox.cause() {
+                return cause;
+            }
             let err = match e.kind() {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                     CollectiveError::Timeout {
