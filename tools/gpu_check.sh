@@ -2,9 +2,11 @@
 # One-call CUDA check for a machine with an NVIDIA GPU (H100 / H200 class,
 # 16 cores: under 8 minutes). Builds rlx-cuda in release, runs its test
 # suite with RLX_REQUIRE_CUDA=1 (a skip is a failure): the kernels
-# (tests/gpu_kernels.rs), the launch plans (tests/plan.rs) and the graph
-# executor against the CPU backend (tests/executor.rs: every op family in
-# f32 / f16, an MLP, an attention block, digits training steps); runs the
+# (tests/gpu_kernels.rs), the launch plans (tests/plan.rs, plan_ops.rs) and
+# the graph executor against the CPU backend (tests/executor.rs: every op
+# family in f32 / f16 (unary / binary ops from the IR's ALL lists; scans,
+# pads, convolutions, pooling), an MLP, an attention block, digits training
+# steps); runs the
 # runtime's device tests with the `cuda` feature (cuda:0 then runs graphs
 # through rlx_cuda::CudaBackend), and prints benchmark rows:
 # GEMM 4096^3 f32 / TF32 / f16 / bf16 (rlx-cuda's cuBLAS path) next to

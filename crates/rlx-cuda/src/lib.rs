@@ -26,6 +26,7 @@
 
 pub mod executor;
 pub mod gemm;
+pub mod geometry;
 pub mod gpu;
 pub mod kernels;
 pub mod launch;

@@ -7,14 +7,13 @@
 mod common;
 
 use common::graphs::{
-    attention_block, compare_select, digits_step, mlp, rand, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN,
-    PIXELS,
+    attention_block, binary_graph, compare_select, digits_step, mlp, rand, scans_and_windows,
+    unary_graph, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN, PIXELS,
 };
 use common::reference::{compile, f64s, ordered_inputs, run, worst};
 use rlx_compile::{lower, LowerOptions, Precision};
 use rlx_cuda::CudaBackend;
 use rlx_driver::{Backend, BackendError, Device};
-use rlx_ir::op::{BinaryOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 /// True when a CUDA device answers; otherwise prints why (a failure under
@@ -76,38 +75,6 @@ fn f32_in(g: &mut Graph, name: &str, dims: &[usize]) -> rlx_ir::NodeId {
     g.input(name, Shape::new(dims, DType::F32))
 }
 
-fn unary_graph() -> Graph {
-    let mut g = Graph::new("unary");
-    let x = f32_in(&mut g, "x", &[3, 37]);
-    let p = f32_in(&mut g, "p", &[3, 37]);
-    let mut outs = Vec::new();
-    for u in [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Reciprocal,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Relu,
-        UnaryOp::Gelu,
-        UnaryOp::GeluApprox,
-        UnaryOp::Silu,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-    ] {
-        let positive_only = matches!(
-            u,
-            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal
-        );
-        outs.push(g.unary(u, if positive_only { p } else { x }));
-    }
-    g.set_outputs(outs);
-    g
-}
-
 #[test]
 fn unary_ops_f32_and_f16() {
     if !cuda("unary_ops_f32_and_f16") {
@@ -117,27 +84,6 @@ fn unary_ops_f32_and_f16() {
     let ins = [("x", &x), ("p", &p)];
     assert_cuda_matches_cpu(&unary_graph(), &[], &ins, Precision::F32, 1e-5, 1e-6);
     assert_cuda_matches_cpu(&unary_graph(), &[], &ins, Precision::F16, 1e-2, 1e-2);
-}
-
-fn binary_graph() -> Graph {
-    let mut g = Graph::new("binary");
-    let a = f32_in(&mut g, "a", &[2, 3, 4]);
-    let b = f32_in(&mut g, "b", &[3, 1]);
-    let pos = f32_in(&mut g, "pos", &[2, 3, 4]);
-    let mut outs = Vec::new();
-    for op in [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Max,
-        BinaryOp::Min,
-    ] {
-        outs.push(g.binary_op(op, a, b));
-    }
-    outs.push(g.binary_op(BinaryOp::Pow, pos, b));
-    g.set_outputs(outs);
-    g
 }
 
 #[test]
@@ -426,16 +372,16 @@ fn every_graph_of_this_suite_plans_at_f32_and_f16_without_a_gpu() {
 
 #[test]
 fn an_op_without_a_cuda_kernel_is_refused_at_compile_by_name_without_a_gpu() {
-    let mut g = Graph::new("argmax");
+    let mut g = Graph::new("topk");
     let a = f32_in(&mut g, "a", &[3, 4]);
-    let c = g.argmax(a, -1, false);
+    let (_, c) = g.topk(a, 2, -1, true);
     g.set_outputs(vec![c]);
     let backend = CudaBackend::new(1);
     let lir = lower(&g, &|op| backend.claims(op), &LowerOptions::default()).unwrap();
     match backend.compile(lir).err().expect("refused") {
         BackendError::Unsupported { device, node } => {
             assert_eq!(device, Device::Cuda(1));
-            assert!(node.contains("argmax") && node.contains("i64[3]"), "{node}");
+            assert!(node.contains("topk") && node.contains("i64[3,2]"), "{node}");
         }
         e => panic!("{e:?}"),
     }
@@ -453,5 +399,26 @@ fn without_a_driver_compiling_says_why_instead_of_panicking() {
     assert!(
         err.contains("CUDA unavailable") && err.contains(&why.to_string()),
         "{err}"
+    );
+}
+
+#[test]
+fn scans_pads_convolutions_and_pooling() {
+    if !cuda("scans_pads_convolutions_and_pooling") {
+        return;
+    }
+    let (x, w, b) = (
+        rand(&[2, 4, 7, 6], -1.0, 1.0, 41),
+        rand(&[6, 2, 3, 2], -1.0, 1.0, 42),
+        rand(&[6], -1.0, 1.0, 43),
+    );
+    let g = scans_and_windows();
+    assert_cuda_matches_cpu(
+        &g,
+        &[("w", &w), ("b", &b)],
+        &[("x", &x)],
+        Precision::F32,
+        1e-5,
+        1e-6,
     );
 }

@@ -74,6 +74,18 @@ fn unary_ref(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Cos => x.cos(),
         UnaryOp::Recip => 1.0 / x,
         UnaryOp::Square => x * x,
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Round => x.round_ties_even(),
+        UnaryOp::Sign => {
+            if x == 0.0 || x.is_nan() {
+                x
+            } else {
+                x.signum()
+            }
+        }
+        UnaryOp::Erf => erf(x),
+        UnaryOp::Softplus => x.exp().ln_1p(),
     }
 }
 
@@ -130,6 +142,8 @@ fn binary_ops_broadcast_like_numpy() {
                     BinaryOp::Max => x.max(z),
                     BinaryOp::Min => x.min(z),
                     BinaryOp::Pow => x.powf(z),
+                    BinaryOp::Mod => x - z * (x / z).floor(),
+                    BinaryOp::Atan2 => x.atan2(z),
                 }
             })
             .collect();

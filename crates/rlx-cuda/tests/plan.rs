@@ -9,16 +9,11 @@ use common::graphs::{
     attention_block, compare_select, digits_step, mlp, rand, BATCH, CLASSES, HIDDEN, PIXELS,
 };
 use common::interp::interpret;
+use common::plan_check::{assert_plan_matches_cpu, lir_of};
 use common::reference::{compile, f64s, ordered_inputs, ordered_params, run, worst};
-use rlx_compile::{lower, LirModule, LowerOptions};
-use rlx_cuda::cuda_claims;
 use rlx_cuda::plan::{plan, Kernel, LaunchPlan, PlanFault, Region};
 use rlx_driver::{BackendError, Device};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
-
-fn lir_of(g: &Graph) -> LirModule {
-    lower(g, &cuda_claims, &LowerOptions::default()).unwrap()
-}
 
 fn plan_of(g: &Graph) -> LaunchPlan {
     plan(&lir_of(g), 0).unwrap()
@@ -47,38 +42,13 @@ fn kinds(p: &LaunchPlan) -> Vec<String> {
                 if s.trans_a { " a^T" } else { "" },
                 if s.trans_b { " b^T" } else { "" }
             ),
+            k @ (Kernel::ArgReduce { .. }
+            | Kernel::Cumsum { .. }
+            | Kernel::Pad { .. }
+            | Kernel::Conv2d(_)
+            | Kernel::Pool2d { .. }) => k.to_string(),
         })
         .collect()
-}
-
-/// Runs `g` through the plan interpreter and the CPU backend; every
-/// output must agree to `rtol` (plus a 1e-6 floor).
-fn assert_plan_matches_cpu(
-    g: &Graph,
-    params: &[(&str, &HostTensor)],
-    inputs: &[(&str, &HostTensor)],
-    rtol: f64,
-) -> LaunchPlan {
-    let lir = lir_of(g);
-    let p = plan(&lir, 0).unwrap();
-    p.check().unwrap();
-    let got = interpret(
-        &p,
-        &ordered_inputs(&lir, inputs),
-        &ordered_params(&lir, params),
-    );
-    let mut cpu = compile(&rlx_cpu::CpuBackend, g);
-    let want = run(cpu.as_mut(), params, inputs);
-    assert_eq!(got.len(), want.len());
-    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-        let w = worst(a, &f64s(b), rtol, 1e-6);
-        assert!(
-            w <= 1.0,
-            "{}: output {k} off by {w} of the tolerance",
-            g.name()
-        );
-    }
-    p
 }
 
 #[test]
@@ -262,17 +232,17 @@ fn comparisons_and_select_plan_to_what_the_cpu_computes() {
 
 #[test]
 fn an_op_without_a_cuda_kernel_is_a_named_error() {
-    let mut g = Graph::new("argmax");
+    let mut g = Graph::new("topk");
     let a = g.input("a", Shape::new(&[3, 4], DType::F32));
-    let c = g.argmax(a, -1, false);
+    let (_, c) = g.topk(a, 2, -1, true);
     g.set_outputs(vec![c]);
     let err = plan(&lir_of(&g), 3).unwrap_err();
     match &err {
         BackendError::Unsupported { device, node } => {
             assert_eq!(*device, Device::Cuda(3));
-            assert!(node.contains("%1 argmax"), "{node}");
-            assert!(node.contains("no CUDA kernel for argmax"), "{node}");
-            assert!(node.contains("i64[3] <- (f32[3,4])"), "{node}");
+            assert!(node.contains(" topk"), "{node}");
+            assert!(node.contains("no CUDA kernel for topk"), "{node}");
+            assert!(node.contains("i64[3,2] <- (f32[3,4])"), "{node}");
         }
         e => panic!("{e:?}"),
     }

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{compile_on, gpu_or_skip, rand, to_f16};
+use common::{compile_on, every_binary, every_unary, gpu_or_skip, rand, to_f16};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::op::{BinaryOp, CmpOp, UnaryOp};
+use rlx_ir::op::{CmpOp, UnaryOp};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use rlx_wgpu::{F16Mode, WgpuBackend, WgpuExecutable};
 
@@ -90,22 +90,8 @@ fn f16_elementwise_casts_and_moves_on_both_paths() {
     let x = f16_input(&mut g, "x", &[4, 19]);
     let p = f16_input(&mut g, "p", &[4, 19]);
     let r = f16_input(&mut g, "r", &[19]);
-    let mut outs = Vec::new();
-    for u in UnaryOp::ALL {
-        let arg = match u {
-            UnaryOp::Not => continue,
-            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
-            _ => x,
-        };
-        outs.push(g.unary(u, arg));
-    }
-    for b in BinaryOp::ALL {
-        match b {
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => continue,
-            BinaryOp::Pow => outs.push(g.binary_op(b, p, r)),
-            _ => outs.push(g.binary_op(b, x, r)),
-        }
-    }
+    let mut outs = every_unary(&mut g, x, p);
+    outs.extend(every_binary(&mut g, x, r, p));
     let lt = g.compare_op(CmpOp::Lt, x, r);
     outs.push(g.where_(lt, x, r));
     let wide = g.cast(x, DType::F32);

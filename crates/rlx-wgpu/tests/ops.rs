@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, compile_gpu, gpu_compile_error,
-    gpu_or_skip, rand,
+    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, compile_gpu, every_binary, every_unary,
+    gpu_compile_error, gpu_or_skip, rand,
 };
 use rlx_ir::op::{BinaryOp, CmpOp, DotDims, MaskKind, PoolKind, UnaryOp, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
@@ -25,15 +25,7 @@ fn unary_ops() {
     let mut g = Graph::new("unary");
     let x = f32_input(&mut g, "x", &[3, 37]);
     let p = f32_input(&mut g, "p", &[3, 37]);
-    let mut outs = Vec::new();
-    for u in UnaryOp::ALL {
-        let arg = match u {
-            UnaryOp::Not => continue,
-            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
-            _ => x,
-        };
-        outs.push(g.unary(u, arg));
-    }
+    let outs = every_unary(&mut g, x, p);
     g.set_outputs(outs);
     let (xv, pv) = (rand(&[3, 37], -4.0, 4.0, 1), rand(&[3, 37], 0.05, 6.0, 2));
     assert_gpu_matches_cpu(&g, &[], &[("x", &xv), ("p", &pv)], RTOL);
@@ -48,20 +40,7 @@ fn binary_ops_broadcast() {
     let a = f32_input(&mut g, "a", &[2, 3, 4]);
     let b = f32_input(&mut g, "b", &[3, 1]);
     let pos = f32_input(&mut g, "pos", &[2, 3, 4]);
-    let mut outs = Vec::new();
-    for op in [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Max,
-        BinaryOp::Min,
-        BinaryOp::Mod,
-        BinaryOp::Atan2,
-    ] {
-        outs.push(g.binary_op(op, a, b));
-    }
-    outs.push(g.binary_op(BinaryOp::Pow, pos, b));
+    let mut outs = every_binary(&mut g, a, b, pos);
     outs.push(g.binary_op(BinaryOp::Pow, a, g.constant(3.0, DType::F32)));
     g.set_outputs(outs);
     let (av, bv, pv) = (

@@ -206,6 +206,73 @@ pub(crate) fn launch_step(
             // SAFETY: the plan sized every place for this GEMM.
             unsafe { gemm.planned(spec, out.dtype, [x[0], x[1], y]) }?;
         }
+        Kernel::ArgReduce { argmin, shape } => {
+            let from = float_suffix(step.inputs[0].dtype).ok_or_else(|| {
+                GpuError::BadInput(format!("no argmax of {}", step.inputs[0].dtype))
+            })?;
+            let f = gpu.function("scan", &format!("rlx_argreduce_{from}"))?;
+            let [o, len, i] = shape.map(|d| d as i64);
+            let code = *argmin as i32;
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0]).arg(&y).arg(&o).arg(&len).arg(&i).arg(&code);
+            // SAFETY: `rlx_argreduce_*(const T*, i64*, i64, i64, i64, int)`;
+            // x holds outer * n * inner elements, y outer * inner.
+            unsafe { l.launch(grid_stride(shape[0] * shape[2])) }?;
+        }
+        Kernel::Cumsum {
+            shape,
+            exclusive,
+            reverse,
+        } => {
+            let f = gpu.function("scan", &format!("rlx_cumsum_{}", sfx()?))?;
+            let [o, len, i] = shape.map(|d| d as i64);
+            let (ex, rev) = (*exclusive as i32, *reverse as i32);
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0])
+                .arg(&y)
+                .arg(&o)
+                .arg(&len)
+                .arg(&i)
+                .arg(&ex)
+                .arg(&rev);
+            // SAFETY: `rlx_cumsum_*`; x and y hold outer * n * inner elements.
+            unsafe { l.launch(grid_stride(shape[0] * shape[2])) }?;
+        }
+        Kernel::Pad {
+            width,
+            layout,
+            mode,
+            fill,
+        } => {
+            let f = gpu.function("pad", &format!("rlx_pad_b{width}"))?;
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0]).arg(&y).arg(&n).arg(layout).arg(mode).arg(fill);
+            // SAFETY: `rlx_pad_b*` for this element width; every source
+            // index lies inside the planned input dims.
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
+        Kernel::Conv2d(window) => {
+            let f = gpu.function("window", &format!("rlx_conv2d_{}", sfx()?))?;
+            // A null bias: the kernel skips it.
+            let bias = x.get(2).copied().unwrap_or(0);
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0]).arg(&x[1]).arg(&bias).arg(&y).arg(window);
+            // SAFETY: `rlx_conv2d_*`; taps outside x are skipped, the
+            // weight holds out_c * in_c / groups * kh * kw elements (planned).
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
+        Kernel::Pool2d {
+            window,
+            avg,
+            count_include_pad,
+        } => {
+            let f = gpu.function("window", &format!("rlx_pool2d_{}", sfx()?))?;
+            let (a, c) = (*avg as i32, *count_include_pad as i32);
+            let mut l = gpu.stream().launch_builder(&f);
+            l.arg(&x[0]).arg(&y).arg(window).arg(&a).arg(&c);
+            // SAFETY: `rlx_pool2d_*`; taps outside x are skipped.
+            unsafe { l.launch(grid_stride(n as usize)) }?;
+        }
     }
     Ok(())
 }

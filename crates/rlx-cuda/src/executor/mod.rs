@@ -136,8 +136,9 @@ impl CudaExecutable {
             .constants
             .iter()
             .map(|c| {
-                let padded = if c.is_empty() { vec![0u8] } else { c.clone() };
-                gpu.upload(&padded)
+                // A zero-byte allocation is none: an empty constant gets one byte.
+                let bytes: &[u8] = if c.is_empty() { &[0] } else { c };
+                gpu.upload(bytes)
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| whole(&plan, e))?;

@@ -90,3 +90,11 @@ __device__ __forceinline__ float block_max(float v) {
     KERNEL(float, f32)          \
     KERNEL(rlx_half, f16)         \
     KERNEL(rlx_bf16, bf16)
+
+// A 2-d window (NCHW convolution / pooling): x [batch, in_c, h, w] to
+// y [batch, out_c, oh, ow]; eh / ew are the padded input extents
+// (h + both pads), which average pooling with count_include_pad counts in.
+struct Window2d {
+    i64 batch, in_c, h, w, out_c, groups;
+    i64 kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, eh, ew;
+};

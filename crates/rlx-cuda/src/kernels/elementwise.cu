@@ -19,6 +19,12 @@ __device__ __forceinline__ float unary(int op, float x) {
     case 13: return cosf(x);
     case 14: return 1.0f / x;
     case 15: return x * x;
+    case 16: return floorf(x);
+    case 17: return ceilf(x);
+    case 18: return rintf(x);  // half to even
+    case 19: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);  // NaN and +-0 stay
+    case 20: return erff(x);
+    case 21: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
     default: return __int_as_float(0x7fc00000);
     }
 }
@@ -32,6 +38,11 @@ __device__ __forceinline__ float binary(int op, float a, float b) {
     case 4: return fmaxf(a, b);
     case 5: return fminf(a, b);
     case 6: return powf(a, b);
+    case 7: {  // floored (numpy / Python) modulo: the sign of b
+        float r = fmodf(a, b);
+        return r != 0.0f && ((r < 0.0f) != (b < 0.0f)) ? r + b : r;
+    }
+    case 8: return atan2f(a, b);
     default: return __int_as_float(0x7fc00000);
     }
 }

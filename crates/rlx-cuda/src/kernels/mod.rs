@@ -115,6 +115,21 @@ pub const SOURCES: &[KernelSource] = &[
         source: include_str!("im2col.cu"),
         entries: float_entries!("rlx_im2col"),
     },
+    KernelSource {
+        name: "scan",
+        source: include_str!("scan.cu"),
+        entries: float_entries!("rlx_argreduce", "rlx_cumsum"),
+    },
+    KernelSource {
+        name: "pad",
+        source: include_str!("pad.cu"),
+        entries: &["rlx_pad_b1", "rlx_pad_b2", "rlx_pad_b4", "rlx_pad_b8"],
+    },
+    KernelSource {
+        name: "window",
+        source: include_str!("window.cu"),
+        entries: float_entries!("rlx_conv2d", "rlx_pool2d"),
+    },
 ];
 
 /// `rlx_cast_<from>_<to>` for every pair `cast.cu` instantiates.

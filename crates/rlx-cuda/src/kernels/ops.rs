@@ -37,11 +37,23 @@ pub enum UnaryOp {
     Recip = 14,
     /// `x * x`.
     Square = 15,
+    /// Floor.
+    Floor = 16,
+    /// Ceiling.
+    Ceil = 17,
+    /// Round half to even.
+    Round = 18,
+    /// Sign (-1, 0, 1; NaN stays NaN).
+    Sign = 19,
+    /// Error function.
+    Erf = 20,
+    /// `log(1 + e^x)`, computed stably.
+    Softplus = 21,
 }
 
 impl UnaryOp {
     /// Every op, in code order.
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 22] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -58,6 +70,12 @@ impl UnaryOp {
         UnaryOp::Cos,
         UnaryOp::Recip,
         UnaryOp::Square,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Sign,
+        UnaryOp::Erf,
+        UnaryOp::Softplus,
     ];
 }
 
@@ -79,11 +97,15 @@ pub enum BinaryOp {
     Min = 5,
     /// `a ^ b`.
     Pow = 6,
+    /// Floored modulo (the result has b's sign, numpy `mod`).
+    Mod = 7,
+    /// `atan2(a, b)`.
+    Atan2 = 8,
 }
 
 impl BinaryOp {
     /// Every op, in code order.
-    pub const ALL: [BinaryOp; 7] = [
+    pub const ALL: [BinaryOp; 9] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -91,6 +113,8 @@ impl BinaryOp {
         BinaryOp::Max,
         BinaryOp::Min,
         BinaryOp::Pow,
+        BinaryOp::Mod,
+        BinaryOp::Atan2,
     ];
 }
 

@@ -2,6 +2,7 @@
 
 use super::gemm::{dot_general, matmul};
 use super::{float_suffix, Buf, CopyPiece, Kernel, LaunchPlan, Region, Step};
+use crate::geometry::{PadLayout, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use crate::launch::{broadcast, contiguous_strides, MAX_RANK};
 use rlx_compile::LirModule;
@@ -27,7 +28,7 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
                 None => continue, // a param no step reads (not in the manifest)
             },
             Op::Constant { bytes } => {
-                constants.push(bytes.to_vec());
+                constants.push(bytes.clone());
                 (Region::Const(constants.len() - 1), 0)
             }
             _ => match lir.plan.slots[id.index()] {
@@ -352,6 +353,53 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
                 step: *step,
             })
         }
+        Op::ArgReduce { op, axis, .. } => {
+            float_only(g.shape(n.inputs[0]).dtype())?;
+            if dt != DType::I64 {
+                return Err(format!("argmax / argmin give i64 on CUDA, not {dt}"));
+            }
+            Ok(Kernel::ArgReduce {
+                argmin: *op == ir::ArgReduceOp::ArgMin,
+                shape: line_shape(&input(0), *axis)?,
+            })
+        }
+        Op::Cumsum {
+            axis,
+            exclusive,
+            reverse,
+        } => {
+            float_only(dt)?;
+            Ok(Kernel::Cumsum {
+                shape: line_shape(&input(0), *axis)?,
+                exclusive: *exclusive,
+                reverse: *reverse,
+            })
+        }
+        Op::Pad { pads, mode } => pad(dt, &input(0), &out, pads, *mode),
+        Op::Conv { window, groups } => {
+            float_only(dt)?;
+            let w = input(1);
+            let kernel = w.get(2..).unwrap_or_default();
+            Ok(Kernel::Conv2d(Window2d::new(
+                &input(0),
+                &out,
+                kernel,
+                window,
+                *groups,
+            )?))
+        }
+        Op::Pool {
+            kind,
+            window,
+            count_include_pad,
+        } => {
+            float_only(dt)?;
+            Ok(Kernel::Pool2d {
+                window: Window2d::new(&input(0), &out, &window.kernel, window, 1)?,
+                avg: *kind == ir::PoolKind::Avg,
+                count_include_pad: *count_include_pad,
+            })
+        }
         other => Err(format!("no CUDA kernel for {}", other.mnemonic())),
     }
 }
@@ -374,6 +422,12 @@ fn unary(u: ir::UnaryOp) -> Result<UnaryOp, String> {
         U::Silu => UnaryOp::Silu,
         U::Sin => UnaryOp::Sin,
         U::Cos => UnaryOp::Cos,
+        U::Floor => UnaryOp::Floor,
+        U::Ceil => UnaryOp::Ceil,
+        U::Round => UnaryOp::Round,
+        U::Sign => UnaryOp::Sign,
+        U::Erf => UnaryOp::Erf,
+        U::Softplus => UnaryOp::Softplus,
         other => return Err(format!("no CUDA kernel for unary {other:?}")),
     })
 }
@@ -388,6 +442,8 @@ fn binary(b: ir::BinaryOp) -> Result<BinaryOp, String> {
         B::Max => BinaryOp::Max,
         B::Min => BinaryOp::Min,
         B::Pow => BinaryOp::Pow,
+        B::Mod => BinaryOp::Mod,
+        B::Atan2 => BinaryOp::Atan2,
         other => return Err(format!("no CUDA kernel for binary {other:?}")),
     })
 }
@@ -454,4 +510,47 @@ fn check_scales(g: &Graph, id: NodeId, len: usize) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `[outer, n, inner]` of a scan along `axis` of `d`.
+fn line_shape(d: &[usize], axis: usize) -> Result<[usize; 3], String> {
+    if axis >= d.len() {
+        return Err(format!("axis {axis} of {d:?}"));
+    }
+    Ok([
+        d[..axis].iter().product(),
+        d[axis],
+        d[axis + 1..].iter().product(),
+    ])
+}
+
+/// A pad of `x` to `out`: any element width; a constant fill is stored as
+/// the element's bytes.
+fn pad(
+    dt: DType,
+    x: &[usize],
+    out: &[usize],
+    pads: &[(usize, usize)],
+    mode: ir::PadMode,
+) -> Result<Kernel, String> {
+    let width = dt.size_bytes();
+    if ![1, 2, 4, 8].contains(&width) {
+        return Err(format!("no CUDA pad of {dt} ({width}-byte elements)"));
+    }
+    let (mode, fill) = match mode {
+        ir::PadMode::Constant(v) => {
+            let mut word = [0u8; 8];
+            word[..width].copy_from_slice(&rlx_ir::scalar_constant_bytes(v, dt));
+            (0, u64::from_le_bytes(word))
+        }
+        ir::PadMode::Reflect => (1, 0),
+        ir::PadMode::Edge => (2, 0),
+    };
+    let before: Vec<usize> = pads.iter().map(|p| p.0).collect();
+    Ok(Kernel::Pad {
+        width,
+        layout: PadLayout::new(x, out, &before)?,
+        mode,
+        fill,
+    })
 }

@@ -93,7 +93,7 @@ impl LaunchPlan {
         let size = match b.region {
             Region::Arena => self.arena_bytes,
             Region::Param(i) => self.params.get(i).map_or(0, |p| p.1.bytes),
-            Region::Const(i) => self.constants.get(i).map_or(0, Vec::len),
+            Region::Const(i) => self.constants.get(i).map_or(0, |c| c.len()),
         };
         if b.byte + b.bytes > size {
             return Err(PlanFault::OutOfBounds {

@@ -94,6 +94,51 @@ impl fmt::Display for Kernel {
                 s.stride_a,
                 s.stride_b
             ),
+            Kernel::ArgReduce { argmin, shape } => {
+                let name = if *argmin { "argmin" } else { "argmax" };
+                write!(f, "{name} {shape:?}")
+            }
+            Kernel::Cumsum {
+                shape,
+                exclusive,
+                reverse,
+            } => write!(
+                f,
+                "cumsum {shape:?}{}{}",
+                if *exclusive { " exclusive" } else { "" },
+                if *reverse { " reverse" } else { "" }
+            ),
+            Kernel::Pad {
+                width,
+                layout,
+                mode,
+                fill,
+            } => {
+                let r = layout.rank as usize;
+                write!(
+                    f,
+                    "pad b{width} {:?} -> {:?} before {:?} mode {mode} fill {fill:#x}",
+                    &layout.in_dims[..r],
+                    &layout.out_dims[..r],
+                    &layout.before[..r]
+                )
+            }
+            Kernel::Conv2d(w) => write!(f, "conv2d {}", window(w)),
+            Kernel::Pool2d {
+                window: w,
+                avg,
+                count_include_pad,
+            } => write!(
+                f,
+                "{} {}{}",
+                if *avg { "avg_pool2d" } else { "max_pool2d" },
+                window(w),
+                if *count_include_pad {
+                    " counting pads"
+                } else {
+                    ""
+                }
+            ),
         }
     }
 }
@@ -130,4 +175,28 @@ impl fmt::Display for LaunchPlan {
         }
         Ok(())
     }
+}
+
+/// `[1, 3, 8, 8] -> [1, 4, 8, 8] k 3x3 s 1x1 p 1x1 d 1x1 g 1`.
+fn window(w: &crate::geometry::Window2d) -> String {
+    format!(
+        "[{}, {}, {}, {}] -> [{}, {}, {}, {}] k {}x{} s {}x{} p {}x{} d {}x{} g {}",
+        w.batch,
+        w.in_c,
+        w.h,
+        w.w,
+        w.batch,
+        w.out_c,
+        w.oh,
+        w.ow,
+        w.kh,
+        w.kw,
+        w.sh,
+        w.sw,
+        w.ph,
+        w.pw,
+        w.dh,
+        w.dw,
+        w.groups
+    )
 }

@@ -18,6 +18,7 @@ mod gemm;
 pub use build::plan;
 pub use check::PlanFault;
 
+use crate::geometry::{PadLayout, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use rlx_ir::{DType, NodeId};
 
@@ -204,6 +205,45 @@ pub enum Kernel {
     },
     /// A cuBLAS strided-batched GEMM (f32 accumulation).
     Gemm(GemmSpec),
+    /// `rlx_argreduce_*`: the i64 index of each line's first extremum, the
+    /// input viewed as `[outer, n, inner]` over `n`.
+    ArgReduce {
+        /// argmin (else argmax).
+        argmin: bool,
+        /// `[outer, n, inner]`.
+        shape: [usize; 3],
+    },
+    /// `rlx_cumsum_*` along `n` of `[outer, n, inner]`.
+    Cumsum {
+        /// `[outer, n, inner]`.
+        shape: [usize; 3],
+        /// Exclude each element itself.
+        exclusive: bool,
+        /// Accumulate from the end.
+        reverse: bool,
+    },
+    /// `rlx_pad_b<width>`.
+    Pad {
+        /// Element width in bytes (1, 2, 4 or 8).
+        width: usize,
+        /// Dims and front pads.
+        layout: PadLayout,
+        /// 0 constant, 1 reflect, 2 edge.
+        mode: i32,
+        /// The constant's element bytes (little-endian, zero-extended).
+        fill: u64,
+    },
+    /// `rlx_conv2d_*`: inputs `x, w [, bias]`.
+    Conv2d(Window2d),
+    /// `rlx_pool2d_*`.
+    Pool2d {
+        /// The window (`out_c` = `in_c`).
+        window: Window2d,
+        /// Average (else max).
+        avg: bool,
+        /// An average counts padded cells.
+        count_include_pad: bool,
+    },
 }
 
 /// One launch: its kernel, the values it reads and the one it writes.
@@ -237,8 +277,9 @@ pub struct LaunchPlan {
     pub params: Vec<(String, Buf)>,
     /// Manifest outputs, in manifest order.
     pub outputs: Vec<Buf>,
-    /// Constant bytes, uploaded once at compile time (`Region::Const(i)`).
-    pub constants: Vec<Vec<u8>>,
+    /// Constant bytes, uploaded once at compile time (`Region::Const(i)`):
+    /// the graph's shared bytes, not a copy.
+    pub constants: Vec<rlx_ir::ConstBytes>,
 }
 
 /// The entry-point suffix of an iota output type.

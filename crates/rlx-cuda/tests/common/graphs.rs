@@ -2,7 +2,7 @@
 //! attention-style block and the digits MLP's SGD training step.
 #![allow(dead_code)]
 
-use rlx_ir::op::CmpOp;
+use rlx_ir::op::{BinaryOp, CmpOp, PadMode, PoolKind, UnaryOp, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// `softmax(tanh(x @ w1 + b1) @ w2 + b2)` on `x [4, 3]`.
@@ -137,4 +137,93 @@ pub fn compare_select() -> (Graph, [rlx_ir::HostTensor; 3]) {
     let av = HostTensor::from_vec(av, &[2, 3, 4]).unwrap();
     let iv = HostTensor::from_vec(vec![0i64, 2, 5, -1], &[4]).unwrap();
     (g, [av, bv, iv])
+}
+
+/// One output per float unary op of [`UnaryOp::ALL`] (`Not` is Bool-only)
+/// of `x [3, 37]`, the log / root / reciprocal ones of the positive
+/// `p [3, 37]`: an op added to the IR joins the tests by itself, failing
+/// them until it has a kernel.
+pub fn unary_graph() -> Graph {
+    let mut g = Graph::new("unary");
+    let x = g.input("x", Shape::new(&[3, 37], DType::F32));
+    let p = g.input("p", Shape::new(&[3, 37], DType::F32));
+    let mut outs = Vec::new();
+    for u in UnaryOp::ALL {
+        let arg = match u {
+            UnaryOp::Not => continue,
+            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
+            _ => x,
+        };
+        outs.push(g.unary(u, arg));
+    }
+    g.set_outputs(outs);
+    g
+}
+
+/// One output per float binary op of [`BinaryOp::ALL`] (`And` / `Or` /
+/// `Xor` are Bool-only) of `a [2, 3, 4]` and `b [3, 1]` broadcast; `pow`
+/// takes the positive base `pos [2, 3, 4]`.
+pub fn binary_graph() -> Graph {
+    let mut g = Graph::new("binary");
+    let a = g.input("a", Shape::new(&[2, 3, 4], DType::F32));
+    let b = g.input("b", Shape::new(&[3, 1], DType::F32));
+    let pos = g.input("pos", Shape::new(&[2, 3, 4], DType::F32));
+    let mut outs = Vec::new();
+    for op in BinaryOp::ALL {
+        let base = match op {
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => continue,
+            BinaryOp::Pow => pos,
+            _ => a,
+        };
+        outs.push(g.binary_op(op, base, b));
+    }
+    g.set_outputs(outs);
+    g
+}
+
+/// The scan, pad and window kernels in one graph of `x [2, 4, 7, 6]` and
+/// params `w [6, 2, 3, 2]`, `b [6]`: argmax / argmin, a reversed cumsum, a
+/// reflect pad, a grouped strided dilated conv with bias, max and average
+/// pooling with padding.
+pub fn scans_and_windows() -> Graph {
+    let mut g = Graph::new("scans_and_windows");
+    let x = g.input("x", Shape::new(&[2, 4, 7, 6], DType::F32));
+    let w = g.param("w", Shape::new(&[6, 2, 3, 2], DType::F32));
+    let b = g.param("b", Shape::new(&[6], DType::F32));
+    let win = |kernel: &[usize],
+               stride: &[usize],
+               padding: &[(usize, usize)],
+               dilation: &[usize]| Window {
+        kernel: kernel.to_vec(),
+        stride: stride.to_vec(),
+        padding: padding.to_vec(),
+        dilation: dilation.to_vec(),
+    };
+    let outs = vec![
+        g.argmax(x, 1, false),
+        g.argmin(x, -1, true),
+        g.cumsum(x, 2, false, true),
+        g.pad_(x, &[(0, 0), (1, 0), (2, 3), (1, 1)], PadMode::Reflect),
+        g.conv(
+            x,
+            w,
+            Some(b),
+            win(&[], &[2, 1], &[(1, 2), (0, 1)], &[1, 2]),
+            2,
+        ),
+        g.pool(
+            x,
+            PoolKind::Max,
+            win(&[3, 2], &[2, 3], &[(1, 1), (1, 0)], &[1, 1]),
+            false,
+        ),
+        g.pool(
+            x,
+            PoolKind::Avg,
+            win(&[3, 2], &[2, 3], &[(1, 1), (1, 0)], &[1, 1]),
+            true,
+        ),
+    ];
+    g.set_outputs(outs);
+    g
 }

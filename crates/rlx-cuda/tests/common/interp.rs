@@ -4,6 +4,7 @@
 //! against the CPU backend, it checks what a plan computes — every
 //! stride, offset and buffer placement — without a GPU.
 
+use rlx_cuda::geometry::{PadLayout, Window2d};
 use rlx_cuda::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use rlx_cuda::plan::{Buf, Kernel, LaunchPlan, Region};
 use rlx_ir::{DType, HostTensor};
@@ -11,7 +12,7 @@ use rlx_ir::{DType, HostTensor};
 struct Memory<'a> {
     arena: Vec<u8>,
     params: Vec<&'a [u8]>,
-    constants: &'a [Vec<u8>],
+    constants: &'a [rlx_ir::ConstBytes],
 }
 
 impl Memory<'_> {
@@ -99,6 +100,20 @@ fn unary(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Cos => x.cos(),
         UnaryOp::Recip => 1.0 / x,
         UnaryOp::Square => x * x,
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Round => x.round_ties_even(),
+        UnaryOp::Sign => {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x
+            }
+        }
+        UnaryOp::Erf => erf(x),
+        UnaryOp::Softplus => (1.0 + x.exp()).ln(),
     }
 }
 
@@ -138,6 +153,8 @@ fn binary(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
         BinaryOp::Pow => a.powf(b),
+        BinaryOp::Mod => a - b * (a / b).floor(),
+        BinaryOp::Atan2 => a.atan2(b),
     }
 }
 
@@ -374,8 +391,192 @@ pub fn interpret(
                 }
                 c
             }
+            Kernel::ArgReduce { argmin, shape } => arg_reduce(&x(0, &m), *shape, *argmin),
+            Kernel::Cumsum {
+                shape,
+                exclusive,
+                reverse,
+            } => cumsum(&x(0, &m), *shape, *exclusive, *reverse),
+            Kernel::Pad {
+                layout, mode, fill, ..
+            } => pad(&x(0, &m), layout, *mode, fill_value(*fill, out.dtype)),
+            Kernel::Conv2d(w) => {
+                let bias = (step.inputs.len() > 2).then(|| x(2, &m));
+                conv2d(&x(0, &m), &x(1, &m), bias.as_deref(), w)
+            }
+            Kernel::Pool2d {
+                window,
+                avg,
+                count_include_pad,
+            } => pool2d(&x(0, &m), window, *avg, *count_include_pad),
         };
         m.store(&out, &y);
     }
     plan.outputs.iter().map(|b| m.values(b)).collect()
+}
+
+/// The lines of `[outer, n, inner]` along `n`: each line's flat indices.
+fn lines([outer, len, inner]: [usize; 3]) -> impl Iterator<Item = Vec<usize>> {
+    (0..outer).flat_map(move |o| {
+        (0..inner).map(move |i| (0..len).map(|k| (o * len + k) * inner + i).collect())
+    })
+}
+
+/// numpy `argmax` / `argmin` per line: the first NaN, else the first extremum.
+fn arg_reduce(v: &[f64], shape: [usize; 3], argmin: bool) -> Vec<f64> {
+    lines(shape)
+        .map(|line| {
+            let vals: Vec<f64> = line.iter().map(|&i| v[i]).collect();
+            let pick = vals.iter().position(|a| a.is_nan()).unwrap_or_else(|| {
+                let better = |a: f64, b: f64| if argmin { a < b } else { a > b };
+                (1..vals.len()).fold(
+                    0,
+                    |best, k| {
+                        if better(vals[k], vals[best]) {
+                            k
+                        } else {
+                            best
+                        }
+                    },
+                )
+            });
+            pick as f64
+        })
+        .collect()
+}
+
+/// Cumulative sums per line; exclusive sums leave each element out,
+/// reversed ones run from the line's end.
+fn cumsum(v: &[f64], shape: [usize; 3], exclusive: bool, reverse: bool) -> Vec<f64> {
+    let mut y = vec![0.0; v.len()];
+    for mut line in lines(shape) {
+        if reverse {
+            line.reverse();
+        }
+        let mut before = 0.0;
+        for &i in &line {
+            y[i] = if exclusive { before } else { before + v[i] };
+            before += v[i];
+        }
+    }
+    y
+}
+
+/// The pad's constant read back as the output's element type.
+fn fill_value(bits: u64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 => f32::from_bits(bits as u32) as f64,
+        DType::I32 => bits as u32 as i32 as f64,
+        DType::I64 => bits as i64 as f64,
+        other => panic!("the interpreter pads f32 / i32 / i64, not {other}"),
+    }
+}
+
+/// numpy `pad`: mode 0 constant, 1 reflect (mirror, edge not repeated,
+/// folded again while outside), 2 edge.
+fn pad(v: &[f64], l: &PadLayout, mode: i32, fill: f64) -> Vec<f64> {
+    let r = l.rank as usize;
+    let (out, inp, before) = (&l.out_dims[..r], &l.in_dims[..r], &l.before[..r]);
+    let total: i64 = out.iter().product();
+    (0..total)
+        .map(|flat| {
+            let mut rest = flat;
+            let mut coord = vec![0i64; r];
+            for d in (0..r).rev() {
+                coord[d] = rest % out[d];
+                rest /= out[d];
+            }
+            let mut src = 0i64;
+            for d in 0..r {
+                let (n, mut c) = (inp[d], coord[d] - before[d]);
+                if !(0..n).contains(&c) {
+                    match mode {
+                        0 => return fill,
+                        2 => c = c.clamp(0, n - 1),
+                        _ => {
+                            while !(0..n).contains(&c) {
+                                c = if c < 0 { -c } else { 2 * (n - 1) - c };
+                            }
+                        }
+                    }
+                }
+                src = src * n + c;
+            }
+            v[src as usize]
+        })
+        .collect()
+}
+
+/// Input coordinate of output cell `o`, tap `k` along one spatial axis.
+fn tap(o: i64, k: i64, stride: i64, pad: i64, dilation: i64) -> i64 {
+    o * stride - pad + k * dilation
+}
+
+/// Grouped NCHW cross-correlation with zero padding and an optional bias.
+fn conv2d(x: &[f64], wt: &[f64], bias: Option<&[f64]>, g: &Window2d) -> Vec<f64> {
+    let (cpg, opg) = (g.in_c / g.groups, g.out_c / g.groups);
+    let mut y = Vec::new();
+    for n in 0..g.batch {
+        for o in 0..g.out_c {
+            let group = o / opg;
+            for oy in 0..g.oh {
+                for ox in 0..g.ow {
+                    let mut acc = bias.map_or(0.0, |b| b[o as usize]);
+                    for c in 0..cpg {
+                        let ci = group * cpg + c;
+                        for i in 0..g.kh {
+                            for j in 0..g.kw {
+                                let (yi, xi) =
+                                    (tap(oy, i, g.sh, g.ph, g.dh), tap(ox, j, g.sw, g.pw, g.dw));
+                                if (0..g.h).contains(&yi) && (0..g.w).contains(&xi) {
+                                    let xv =
+                                        x[(((n * g.in_c + ci) * g.h + yi) * g.w + xi) as usize];
+                                    let wv = wt[(((o * cpg + c) * g.kh + i) * g.kw + j) as usize];
+                                    acc += xv * wv;
+                                }
+                            }
+                        }
+                    }
+                    y.push(acc);
+                }
+            }
+        }
+    }
+    y
+}
+
+/// Max / average pooling per channel plane: padding never wins a max; an
+/// average divides by the taps inside x, or with `count_include_pad` by
+/// the taps inside the padded input.
+fn pool2d(x: &[f64], g: &Window2d, avg: bool, count_include_pad: bool) -> Vec<f64> {
+    let mut y = Vec::new();
+    for plane in 0..g.batch * g.in_c {
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let (mut vals, mut padded) = (Vec::new(), 0);
+                for i in 0..g.kh {
+                    for j in 0..g.kw {
+                        let (yi, xi) = (tap(oy, i, g.sh, g.ph, g.dh), tap(ox, j, g.sw, g.pw, g.dw));
+                        if yi + g.ph < g.eh && xi + g.pw < g.ew {
+                            padded += 1;
+                        }
+                        if (0..g.h).contains(&yi) && (0..g.w).contains(&xi) {
+                            vals.push(x[((plane * g.h + yi) * g.w + xi) as usize]);
+                        }
+                    }
+                }
+                y.push(if avg {
+                    let count = if count_include_pad {
+                        padded
+                    } else {
+                        vals.len()
+                    };
+                    vals.iter().sum::<f64>() / count as f64
+                } else {
+                    vals.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                });
+            }
+        }
+    }
+    y
 }

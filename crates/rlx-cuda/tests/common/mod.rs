@@ -3,4 +3,5 @@
 
 pub mod graphs;
 pub mod interp;
+pub mod plan_check;
 pub mod reference;

@@ -1,0 +1,44 @@
+//! A plan checked against the CPU backend: the byte-tag simulation, then
+//! the host interpreter's outputs against the CPU backend's.
+
+use super::interp::interpret;
+use super::reference::{compile, f64s, ordered_inputs, ordered_params, run, worst};
+use rlx_compile::{lower, LirModule, LowerOptions};
+use rlx_cuda::cuda_claims;
+use rlx_cuda::plan::{plan, LaunchPlan};
+use rlx_ir::{Graph, HostTensor};
+
+/// `g` lowered with the CUDA backend's claims.
+pub fn lir_of(g: &Graph) -> LirModule {
+    lower(g, &cuda_claims, &LowerOptions::default()).unwrap()
+}
+
+/// Runs `g` through the plan interpreter and the CPU backend; every
+/// output must agree to `rtol` (plus a 1e-6 floor).
+pub fn assert_plan_matches_cpu(
+    g: &Graph,
+    params: &[(&str, &HostTensor)],
+    inputs: &[(&str, &HostTensor)],
+    rtol: f64,
+) -> LaunchPlan {
+    let lir = lir_of(g);
+    let p = plan(&lir, 0).unwrap();
+    p.check().unwrap();
+    let got = interpret(
+        &p,
+        &ordered_inputs(&lir, inputs),
+        &ordered_params(&lir, params),
+    );
+    let mut cpu = compile(&rlx_cpu::CpuBackend, g);
+    let want = run(cpu.as_mut(), params, inputs);
+    assert_eq!(got.len(), want.len());
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        let w = worst(a, &f64s(b), rtol, 1e-6);
+        assert!(
+            w <= 1.0,
+            "{}: output {k} off by {w} of the tolerance",
+            g.name()
+        );
+    }
+    p
+}
