@@ -37,6 +37,7 @@ mod hir;
 mod host_tensor;
 mod inspect;
 pub mod op;
+pub mod op_coverage;
 pub mod op_table;
 pub mod ops;
 mod parse;

@@ -6,9 +6,10 @@
 
 mod common;
 
-use common::{compile_on, every_binary, every_unary, gpu_or_skip, rand, to_f16};
+use common::{compile_on, gpu_or_skip, rand, to_f16};
 use rlx_driver::{Backend, Executable};
 use rlx_ir::op::{CmpOp, UnaryOp};
+use rlx_ir::op_coverage::{every_binary, every_unary};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use rlx_wgpu::{F16Mode, WgpuBackend, WgpuExecutable};
 

@@ -30,11 +30,12 @@ fn region(g: &mut Graph, steps: Vec<ChainStep>, inputs: &[NodeId]) -> NodeId {
 /// A unary op's region over `x` ([3, 37]) times `r` ([37], broadcast);
 /// `p` is the positive input of the ops that need one.
 fn unary_region(g: &mut Graph, u: UnaryOp, (x, p, r): (NodeId, NodeId, NodeId)) -> NodeId {
-    let arg = match u {
-        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
-        _ => x,
+    let arg = if rlx_ir::op_coverage::wants_positive(u) {
+        p
+    } else {
+        x
     };
-    if u == UnaryOp::Not {
+    if !rlx_ir::op_coverage::unary_takes_values(u) {
         // Bool steps: not(x < r) selects between x and r.
         let steps = vec![
             ChainStep::Compare(CmpOp::Lt, In(0), In(1)),
@@ -55,7 +56,7 @@ fn unary_region(g: &mut Graph, u: UnaryOp, (x, p, r): (NodeId, NodeId, NodeId)) 
 /// two comparisons (Bool) and over integers (x * 8 cast to i32).
 fn binary_region(g: &mut Graph, b: BinaryOp, (x, p, r): (NodeId, NodeId, NodeId)) -> NodeId {
     match b {
-        BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+        _ if !rlx_ir::op_coverage::binary_takes_floats(b) => {
             let steps = vec![
                 ChainStep::Compare(CmpOp::Gt, In(0), In(1)),
                 ChainStep::Compare(CmpOp::Lt, In(0), In(2)),

@@ -5,10 +5,11 @@
 mod common;
 
 use common::{
-    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, compile_gpu, every_binary, every_unary,
-    gpu_compile_error, gpu_or_skip, rand,
+    assert_gpu_matches_cpu, assert_gpu_matches_cpu_atol, compile_gpu, gpu_compile_error,
+    gpu_or_skip, rand,
 };
 use rlx_ir::op::{BinaryOp, CmpOp, DotDims, MaskKind, PoolKind, UnaryOp, Window};
+use rlx_ir::op_coverage::{every_binary, every_unary};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 const RTOL: f64 = 1e-5;

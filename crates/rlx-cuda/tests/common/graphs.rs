@@ -2,7 +2,7 @@
 //! attention-style block and the digits MLP's SGD training step.
 #![allow(dead_code)]
 
-use rlx_ir::op::{BinaryOp, CmpOp, PadMode, PoolKind, UnaryOp, Window};
+use rlx_ir::op::{CmpOp, PadMode, PoolKind, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// `softmax(tanh(x @ w1 + b1) @ w2 + b2)` on `x [4, 3]`.
@@ -147,15 +147,7 @@ pub fn unary_graph() -> Graph {
     let mut g = Graph::new("unary");
     let x = g.input("x", Shape::new(&[3, 37], DType::F32));
     let p = g.input("p", Shape::new(&[3, 37], DType::F32));
-    let mut outs = Vec::new();
-    for u in UnaryOp::ALL {
-        let arg = match u {
-            UnaryOp::Not => continue,
-            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
-            _ => x,
-        };
-        outs.push(g.unary(u, arg));
-    }
+    let outs = rlx_ir::op_coverage::every_unary(&mut g, x, p);
     g.set_outputs(outs);
     g
 }
@@ -168,15 +160,7 @@ pub fn binary_graph() -> Graph {
     let a = g.input("a", Shape::new(&[2, 3, 4], DType::F32));
     let b = g.input("b", Shape::new(&[3, 1], DType::F32));
     let pos = g.input("pos", Shape::new(&[2, 3, 4], DType::F32));
-    let mut outs = Vec::new();
-    for op in BinaryOp::ALL {
-        let base = match op {
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => continue,
-            BinaryOp::Pow => pos,
-            _ => a,
-        };
-        outs.push(g.binary_op(op, base, b));
-    }
+    let outs = rlx_ir::op_coverage::every_binary(&mut g, a, b, pos);
     g.set_outputs(outs);
     g
 }

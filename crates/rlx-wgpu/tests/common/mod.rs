@@ -2,8 +2,7 @@
 #![allow(dead_code)]
 
 use rlx_driver::{registry, Backend, BackendError, Executable};
-use rlx_ir::op::{BinaryOp, UnaryOp};
-use rlx_ir::{Graph, GraphExt, HostTensor, NodeId};
+use rlx_ir::{Graph, HostTensor};
 use rlx_wgpu::{device_divergence, WgpuBackend};
 use std::sync::{Arc, Once};
 
@@ -122,36 +121,4 @@ pub fn gpu_compile_error(g: &Graph) -> String {
         Err(e) => e.to_string(),
         Ok(_) => panic!("{}: compiled on the GPU, expected a refusal", g.name()),
     }
-}
-
-/// One output per value-typed op of [`UnaryOp::ALL`] (`Not` is Bool-only)
-/// of `x`, the log / root / reciprocal ones of the positive `p`: an op
-/// added to the IR joins every dtype's test by itself.
-pub fn every_unary(g: &mut Graph, x: NodeId, p: NodeId) -> Vec<NodeId> {
-    let mut outs = Vec::new();
-    for u in UnaryOp::ALL {
-        let arg = match u {
-            UnaryOp::Not => continue,
-            UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Reciprocal => p,
-            _ => x,
-        };
-        outs.push(g.unary(u, arg));
-    }
-    outs
-}
-
-/// One output per value-typed op of [`BinaryOp::ALL`] (`And` / `Or` /
-/// `Xor` are Bool-only) of `a` and `b`, broadcast; `pow` takes the
-/// positive base `pos`.
-pub fn every_binary(g: &mut Graph, a: NodeId, b: NodeId, pos: NodeId) -> Vec<NodeId> {
-    let mut outs = Vec::new();
-    for op in BinaryOp::ALL {
-        let base = match op {
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => continue,
-            BinaryOp::Pow => pos,
-            _ => a,
-        };
-        outs.push(g.binary_op(op, base, b));
-    }
-    outs
 }
