@@ -14,7 +14,7 @@ per-channel scale s[i] = ((i * 2) % 7 - 3) / 2.
 The conv is a float64 loop over the np.pad-ed input (cross-correlation,
 PyTorch / ONNX semantics), independent of RLX's code; the epilogues are
 written out in numpy (relu6 = clip(0, 6), silu = x * sigmoid(x),
-leaky = max(x, 0.1 x), residual + relu, per-channel scale + residual).
+leaky = max(x, 0.1 x), residual + relu, residual + silu, per-channel scale + residual).
 """
 import json
 import os
@@ -64,6 +64,9 @@ def epilogue(name, y, res_dims):
         return np.clip(y, 0.0, 6.0)
     if name == "silu":
         return y / (1.0 + np.exp(-y))
+    if name == "silu_residual":
+        r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
+        return r + y / (1.0 + np.exp(-y))
     if name == "leaky":
         return np.maximum(y, 0.1 * y)
     if name == "residual_relu":
@@ -88,6 +91,7 @@ CASES = [
     ("grouped_3x3_residual_relu", (1, 8, 6, 6), 6, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, False, "residual_relu", None),
     # 16 input channels, 2 outputs: im2col in two tiles of output rows.
     ("dense_3x3_two_row_tiles_relu6", (1, 16, 24, 20), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("pointwise_1x1_silu_residual", (1, 8, 5, 6), 4, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
     ("conv1d_residual_relu_batch2", (2, 4, 9), 3, (3,), (1,), ((1, 1),), (1,), 1, True, "residual_relu", None),
 ]
 

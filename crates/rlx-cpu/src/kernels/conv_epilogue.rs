@@ -4,11 +4,17 @@
 //! the block is still in cache. Extra inputs broadcast to the output, so
 //! (aligned to its rank) each has 1 or N images and 1 or O channels, and
 //! the part of it that meets a block is one contiguous run.
+//!
+//! An f32 epilogue that starts with SiLU (`x * sigmoid(x)` of the conv
+//! result, the YOLO activation) runs that part as one vectorised pass
+//! ([`silu_in_place`], the `exp` of [`super::fastmath`]) and the rest of
+//! its steps as a region over that result.
 
+use super::fastmath::exp_f32;
 use super::region;
 use super::scalar::Pod;
 use super::{KernelResult, View, ViewMut};
-use rlx_ir::op::ChainStep;
+use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
 use rlx_ir::DType;
 use std::ops::Range;
 
@@ -21,7 +27,10 @@ struct Extra<'a> {
 
 /// An epilogue ready to run on output blocks.
 pub(crate) struct ConvEpilogue<'a> {
-    steps: &'a [ChainStep],
+    /// The steps run as a region (after the SiLU pass, if any).
+    steps: Vec<ChainStep>,
+    /// Run SiLU over the block first (`steps` then read it as input 0).
+    silu: bool,
     extras: Vec<Extra<'a>>,
     /// The output's dims.
     out: Vec<usize>,
@@ -64,8 +73,10 @@ impl<'a> ConvEpilogue<'a> {
                 })
             })
             .collect::<Option<Vec<_>>>()?;
+        let peeled = (dtype == DType::F32).then(|| peel_silu(steps)).flatten();
         (r >= 2).then(|| ConvEpilogue {
-            steps,
+            silu: peeled.is_some(),
+            steps: peeled.unwrap_or_else(|| steps.to_vec()),
             extras,
             out: out_dims.to_vec(),
             dtype,
@@ -74,6 +85,15 @@ impl<'a> ConvEpilogue<'a> {
 
     /// Runs the epilogue in place on `y`, the output channels `ch` of image `n`.
     pub(crate) fn apply<T: Pod>(&self, y: &mut [T], n: usize, ch: Range<usize>) -> KernelResult {
+        if self.silu {
+            // SAFETY: `silu` is set only for an f32 output.
+            let y32 =
+                unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()) };
+            silu_in_place(y32);
+            if self.steps.is_empty() {
+                return Ok(());
+            }
+        }
         let mut dims = self.out.clone();
         dims[0] = 1;
         dims[1] = ch.len();
@@ -112,7 +132,7 @@ impl<'a> ConvEpilogue<'a> {
             std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut u8, std::mem::size_of_val(y))
         };
         region::epilogue(
-            self.steps,
+            &self.steps,
             &views,
             &mut ViewMut {
                 dims: &dims,
@@ -121,6 +141,61 @@ impl<'a> ConvEpilogue<'a> {
             },
         )
     }
+}
+
+/// The steps after a leading SiLU of input 0 (`sigmoid(in0)` then
+/// `in0 * that`), renumbered to read its result as input 0; `None` when
+/// `steps` does not start so, or reads input 0 or the sigmoid again.
+fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
+    use ChainOperand::{Input, Step};
+    let [ChainStep::Unary(UnaryOp::Sigmoid, Input(0)), ChainStep::Binary(BinaryOp::Mul, a, b), rest @ ..] =
+        steps
+    else {
+        return None;
+    };
+    if !matches!((a, b), (Input(0), Step(0)) | (Step(0), Input(0))) {
+        return None;
+    }
+    let map = |o: ChainOperand| match o {
+        Input(0) | Step(0) => None,
+        Step(1) => Some(Input(0)),
+        Step(k) => Some(Step(k - 2)),
+        input => Some(input),
+    };
+    rest.iter()
+        .map(|s| {
+            Some(match *s {
+                ChainStep::Unary(u, x) => ChainStep::Unary(u, map(x)?),
+                ChainStep::Binary(op, x, y) => ChainStep::Binary(op, map(x)?, map(y)?),
+                ChainStep::Compare(c, x, y) => ChainStep::Compare(c, map(x)?, map(y)?),
+                ChainStep::Select(c, x, y) => ChainStep::Select(map(c)?, map(x)?, map(y)?),
+                ChainStep::Cast(x, to) => ChainStep::Cast(map(x)?, to),
+            })
+        })
+        .collect()
+}
+
+/// `y = y * sigmoid(y)` (as `y / (1 + e^-y)`) in one vectorised pass.
+fn silu_in_place(y: &mut [f32]) {
+    #[inline(always)]
+    fn each(y: &mut [f32]) {
+        for v in y {
+            *v /= 1.0 + exp_f32(-*v);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(y: &mut [f32]) {
+            each(y)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { avx2(y) };
+        }
+    }
+    each(y)
 }
 
 #[cfg(test)]
@@ -169,6 +244,14 @@ mod tests {
                 ],
                 vec![],
             ),
+            "silu_residual" => (
+                vec![
+                    ChainStep::Unary(UnaryOp::Sigmoid, i(0)),
+                    ChainStep::Binary(BinaryOp::Mul, i(0), s(0)),
+                    ChainStep::Binary(BinaryOp::Add, i(1), s(1)),
+                ],
+                vec![residual],
+            ),
             "leaky" => (
                 vec![
                     ChainStep::Binary(BinaryOp::Mul, i(0), i(1)),
@@ -209,7 +292,7 @@ mod tests {
         let text = include_str!("../../tests/fixtures/fused_conv/cases.json");
         let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
-        assert_eq!(cases.len(), 8);
+        assert_eq!(cases.len(), 9);
         for case in cases {
             let name = case["name"].as_str().expect("name");
             let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
