@@ -218,14 +218,12 @@ mod tests {
             .collect()
     }
 
+    /// An extra input: dims and data.
+    type Tensor = (Vec<usize>, Vec<f32>);
+
     /// The epilogue steps of tools/gen_fused_conv_fixtures.py's `name`, with
     /// the dims and data of its extra inputs.
-    fn epilogue(
-        name: &str,
-        o: usize,
-        rank: usize,
-        res: &[usize],
-    ) -> (Vec<ChainStep>, Vec<(Vec<usize>, Vec<f32>)>) {
+    fn epilogue(name: &str, o: usize, rank: usize, res: &[usize]) -> (Vec<ChainStep>, Vec<Tensor>) {
         let (i, s) = (ChainOperand::Input, ChainOperand::Step);
         let scalar = |v: f32| (vec![1], vec![v]);
         let residual = (res.to_vec(), seq(res.iter().product(), 3, 13, 4.0));

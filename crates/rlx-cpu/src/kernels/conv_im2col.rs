@@ -44,7 +44,7 @@ impl Conv2d {
         let (parts, gemm_threads) = if jobs >= threads {
             (team::split(jobs, threads, 1), 1)
         } else {
-            (vec![0..jobs], threads)
+            (team::split(jobs, 1, 1), threads)
         };
         let shared = team::Disjoint::new(y);
         team::parallel_for(parts.len(), |part| {
