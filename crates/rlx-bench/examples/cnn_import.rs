@@ -1,7 +1,8 @@
 //! Import + compile time of one ONNX model, split into its stages (for
 //! profiling issue 28's import speed): `cnn_import <model.onnx> [reps]`.
 //! Prints the file read + decode, the import to a graph, and the first run
-//! (import + compile + run) against a steady run.
+//! (import + compile + run) against a steady run. `RLX_CPU_PROFILE=1`
+//! prints the executable's per-op table at the end (`runs` steady runs).
 
 use rlx_ir::HostTensor;
 use rlx_onnx::OnnxModel;
@@ -10,8 +11,11 @@ use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().ok_or("usage: cnn_import <model.onnx> [reps]")?;
+    let path = args
+        .next()
+        .ok_or("usage: cnn_import <model.onnx> [reps] [runs]")?;
     let reps: usize = args.next().map(|r| r.parse()).transpose()?.unwrap_or(1);
+    let runs: usize = args.next().map(|r| r.parse()).transpose()?.unwrap_or(1);
     for _ in 0..reps {
         let t = Instant::now();
         let mut model = OnnxModel::load(&path, Device::Cpu)?;
@@ -31,8 +35,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.run(&[(&name, &x)])?;
         let first = t.elapsed();
         let t = Instant::now();
-        model.run(&[(&name, &x)])?;
-        let steady = t.elapsed();
+        for _ in 0..runs.max(1) {
+            model.run(&[(&name, &x)])?;
+        }
+        let steady = t.elapsed() / runs.max(1) as u32;
         println!(
             "load {:.1} ms, import {:.1} ms, first run {:.1} ms, steady run {:.1} ms",
             load.as_secs_f64() * 1e3,
@@ -41,5 +47,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             steady.as_secs_f64() * 1e3
         );
     }
+    // The compile cache keeps the executable (and its `RLX_CPU_PROFILE`
+    // table, printed when it is dropped) alive until it is cleared.
+    rlx_onnx::clear_compile_cache();
     Ok(())
 }

@@ -221,6 +221,7 @@ pub fn optimize_with(
         fusion_passes(&opts.fusion)
             .into_iter()
             .filter(|p| claims(&p.fused_op()))
+            .map(|p| p.limited_to(claims))
             .collect()
     };
     let mut pipeline = CompilePipeline::new().keep_stages(opts.keep_stages || dump);

@@ -4,7 +4,7 @@
 //! ([`fusion_passes`], [`fusion_passes_for_supported`]).
 
 use crate::{CompileError, Pass};
-use rlx_fusion::{fuse_elementwise, fuse_matmul_epilogues, FusionOptions, FusionReport};
+use rlx_fusion::{fuse_elementwise, FusionOptions, FusionReport};
 use rlx_ir::{Graph, Op, OpKind};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -119,10 +119,18 @@ enum FusionStep {
     Attention,
     AddNorm,
     GatedMatMul,
-    SharedInput { stack_params: bool },
+    SharedInput {
+        stack_params: bool,
+    },
     TransposedOperands,
-    Elementwise { min_nodes: usize },
-    MatMulEpilogue,
+    Elementwise {
+        min_nodes: usize,
+    },
+    /// Matmul epilogues, and conv epilogues when `conv` (the target claims
+    /// `Op::FusedConv`).
+    MatMulEpilogue {
+        conv: bool,
+    },
 }
 
 impl FusionStep {
@@ -135,7 +143,7 @@ impl FusionStep {
             FusionStep::SharedInput { .. } => "fuse_shared_input",
             FusionStep::TransposedOperands => "fuse_transposed_operands",
             FusionStep::Elementwise { .. } => "fuse_elementwise",
-            FusionStep::MatMulEpilogue => "fuse_matmul_epilogue",
+            FusionStep::MatMulEpilogue { .. } => "fuse_matmul_epilogue",
         }
     }
 
@@ -150,7 +158,7 @@ impl FusionStep {
             }
             FusionStep::TransposedOperands => rlx_fusion::fuse_transposed_operands(g),
             FusionStep::Elementwise { min_nodes } => fuse_elementwise(g, min_nodes),
-            FusionStep::MatMulEpilogue => fuse_matmul_epilogues(g),
+            FusionStep::MatMulEpilogue { conv } => rlx_fusion::fuse_epilogues(g, conv),
         }
     }
 }
@@ -198,10 +206,30 @@ impl FusionPass {
                 rhs_contract: vec![0],
             }),
             FusionStep::Elementwise { .. } => Op::ElementwiseRegion { steps: Vec::new() },
-            FusionStep::MatMulEpilogue => Op::FusedMatMul {
+            FusionStep::MatMulEpilogue { .. } => Op::FusedMatMul {
                 epilogue: Vec::new(),
             },
         }
+    }
+
+    /// This pass limited to the fused ops `claims` accepts beyond
+    /// [`Self::fused_op`] (the epilogue pass folds convs only for a target
+    /// that runs `Op::FusedConv`).
+    pub fn limited_to(mut self, claims: &dyn Fn(&Op) -> bool) -> Self {
+        if let FusionStep::MatMulEpilogue { conv } = &mut self.step {
+            *conv &= claims(&Op::FusedConv {
+                window: rlx_ir::op::Window {
+                    kernel: vec![],
+                    stride: vec![],
+                    padding: vec![],
+                    dilation: vec![],
+                },
+                groups: 1,
+                bias: false,
+                epilogue: Vec::new(),
+            });
+        }
+        self
     }
 
     /// Takes the report of every run so far, leaving it empty.
@@ -279,7 +307,7 @@ pub fn fusion_passes(opts: &FusionOptions) -> Vec<FusionPass> {
         }));
     }
     if opts.matmul_epilogue {
-        passes.push(FusionPass::new(FusionStep::MatMulEpilogue));
+        passes.push(FusionPass::new(FusionStep::MatMulEpilogue { conv: true }));
     }
     passes
 }
@@ -290,5 +318,6 @@ pub fn fusion_passes_for_supported(opts: &FusionOptions, target: &FusionTarget) 
     fusion_passes(opts)
         .into_iter()
         .filter(|p| target.claims(&p.fused_op()))
+        .map(|p| p.limited_to(&|op| target.claims(op)))
         .collect()
 }

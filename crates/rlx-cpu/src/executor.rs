@@ -381,7 +381,7 @@ impl CpuExecutable {
             };
             result.map_err(|e| e.at(node_label(g, id)))?;
             if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
-                p.record(|| format!("{} {}", n.op.mnemonic(), n.shape), t.elapsed());
+                p.record(|| profile_key(g, n), t.elapsed());
             }
         }
         if let Some(p) = self.profile.as_mut() {
@@ -633,5 +633,20 @@ impl Executable for CpuExecutable {
             .filter_map(|(id, p)| p.as_ref().map(|p| (id, p)))
             .flat_map(|(id, p)| p.lirs().map(move |l| (id, l)))
             .collect()
+    }
+}
+
+/// The profile row of `n`: its op and output shape; convs also name their
+/// input and weight dims (layers of one output shape differ in both).
+fn profile_key(g: &rlx_ir::Graph, n: &rlx_ir::Node) -> String {
+    match n.op {
+        Op::Conv { .. } | Op::FusedConv { .. } => format!(
+            "{} x{:?} w{:?} -> {}",
+            n.op.mnemonic(),
+            g.shape(n.inputs[0]).dims(),
+            g.shape(n.inputs[1]).dims(),
+            n.shape
+        ),
+        _ => format!("{} {}", n.op.mnemonic(), n.shape),
     }
 }

@@ -32,6 +32,20 @@ pub(crate) fn check_storage_dtypes(g: &Graph) -> Result<(), BackendError> {
                     }
                 }
             }
+            Op::FusedConv { bias, epilogue, .. } => {
+                // x, w [, bias] feed the conv; the epilogue's input 0 is its
+                // result (x's dtype), input i is extra i - 1.
+                let k = rlx_ir::ops::fused_conv::conv_arity(*bias).min(n.inputs.len());
+                let ins: Vec<DType> = (0..n.inputs.len()).map(input).collect();
+                match ins[..k].iter().find(|d| d.is_storage_only()) {
+                    Some(&d) => Some(("conv".to_string(), d)),
+                    None => {
+                        let region: Vec<DType> =
+                            ins[..1].iter().chain(&ins[k..]).copied().collect();
+                        misused_step(epilogue, &region)
+                    }
+                }
+            }
             op => std::iter::once(n.shape.dtype())
                 .chain((0..n.inputs.len()).map(input))
                 .find(|d| d.is_storage_only())

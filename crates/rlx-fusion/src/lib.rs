@@ -10,7 +10,8 @@
 //! matmuls ([`fuse_shared_input_matmuls`], Q / K / V as one matmul over
 //! stacked weights; param weights with [`fuse_shared_input_matmuls_with`]), elementwise
 //! regions ([`fuse_elementwise`], `Op::ElementwiseRegion`) and matmul
-//! epilogues ([`fuse_matmul_epilogues`], `Op::FusedMatMul`), run in that
+//! and conv epilogues ([`fuse_epilogues`], `Op::FusedMatMul` /
+//! `Op::FusedConv`), run in that
 //! order (the pattern passes need the primitives the region pass swallows).
 //! The pipeline in `rlx-compile` runs them when the target claims the fused
 //! op; a target that does not gets nothing to decompose again.
@@ -33,7 +34,7 @@ pub use attention::fuse_attention;
 pub use elementwise::fuse_elementwise;
 pub use gated::fuse_gated_matmul;
 pub use gelu::fuse_gelu;
-pub use matmul::fuse_matmul_epilogues;
+pub use matmul::{fuse_epilogues, fuse_matmul_epilogues};
 pub use report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
 pub use shared_input::{fuse_shared_input_matmuls, fuse_shared_input_matmuls_with};
 pub use transposed::fuse_transposed_operands;

@@ -7,6 +7,10 @@
 //! casting to another dtype (mixed precision: a half-precision product,
 //! bias and activation, then back to f32) folds in up to the cast, which
 //! stays a separate node after the fused matmul.
+//!
+//! Convs fold their elementwise tails the same way (`Op::FusedConv`: bias,
+//! activation, residual add) where the target runs fused convs
+//! ([`fuse_epilogues`] with `conv` set).
 
 use crate::elementwise::{is_elementwise, step_of};
 use crate::report::{FusedRegion, FusionKind, FusionReport, MissReason, MissedFusion};
@@ -51,6 +55,17 @@ fn epilogue_of(g: &Graph, e: NodeId, m: NodeId) -> Option<(Vec<ChainStep>, Optio
 
 /// Folds each matmul into its elementwise reader where legal.
 pub fn fuse_matmul_epilogues(g: &Graph) -> Result<(Graph, FusionReport), IrError> {
+    fuse_epilogues(g, false)
+}
+
+/// True for the producers [`fuse_epilogues`] folds a reader into.
+fn is_producer(op: &Op, conv: bool) -> bool {
+    matches!(op, Op::MatMul) || (conv && matches!(op, Op::Conv { .. }))
+}
+
+/// Folds each matmul, and with `conv` each conv, into its elementwise
+/// reader where legal.
+pub fn fuse_epilogues(g: &Graph, conv: bool) -> Result<(Graph, FusionReport), IrError> {
     let mut readers: Vec<Vec<NodeId>> = vec![Vec::new(); g.len()];
     for id in g.ids() {
         for &i in &g.node(id).inputs {
@@ -65,7 +80,7 @@ pub fn fuse_matmul_epilogues(g: &Graph) -> Result<(Graph, FusionReport), IrError
     // consumer -> the matmul it absorbs
     let mut absorbs: Vec<Option<NodeId>> = vec![None; g.len()];
     let mut absorbed = vec![false; g.len()];
-    for m in g.ids().filter(|&i| matches!(g.node(i).op, Op::MatMul)) {
+    for m in g.ids().filter(|&i| is_producer(&g.node(i).op, conv)) {
         let rs = &readers[m.index()];
         let Some(&e) = rs.first() else { continue };
         let en = g.node(e);
@@ -84,7 +99,7 @@ pub fn fuse_matmul_epilogues(g: &Graph) -> Result<(Graph, FusionReport), IrError
         match reason {
             Some(reason) => report.missed.push(MissedFusion {
                 producer: m,
-                op: "matmul".into(),
+                op: producer_name(&g.node(m).op).into(),
                 consumer: e,
                 reason,
             }),
@@ -105,10 +120,14 @@ pub fn fuse_matmul_epilogues(g: &Graph) -> Result<(Graph, FusionReport), IrError
         map[id.index()] = match absorbs[id.index()] {
             Some(m) => {
                 let fused = emit(&mut out, g, id, m, &map)?;
+                let kind = match g.node(m).op {
+                    Op::Conv { .. } => FusionKind::ConvEpilogue,
+                    _ => FusionKind::MatMulEpilogue,
+                };
                 report.regions.push(FusedRegion {
-                    kind: FusionKind::MatMulEpilogue,
+                    kind,
                     nodes: vec![m, id],
-                    ops: vec!["matmul".into(), n.op.mnemonic()],
+                    ops: vec![producer_name(&g.node(m).op).into(), n.op.mnemonic()],
                     fused,
                 });
                 if let Some(name) = &n.name {
@@ -125,6 +144,31 @@ pub fn fuse_matmul_epilogues(g: &Graph) -> Result<(Graph, FusionReport), IrError
     }
     out.set_outputs(g.outputs().iter().map(|o| map[o.index()]).collect());
     Ok((out, report))
+}
+
+/// The producer's name in the report.
+fn producer_name(op: &Op) -> &'static str {
+    match op {
+        Op::Conv { .. } => "conv",
+        _ => "matmul",
+    }
+}
+
+/// The fused op of producer `op` with `epilogue`, and how many of the
+/// producer's inputs it keeps in front of the extras.
+fn fused_op(op: &Op, arity: usize, epilogue: Vec<ChainStep>) -> (Op, usize) {
+    match op {
+        Op::Conv { window, groups } => (
+            Op::FusedConv {
+                window: window.clone(),
+                groups: *groups,
+                bias: arity == 3,
+                epilogue,
+            },
+            arity,
+        ),
+        _ => (Op::FusedMatMul { epilogue }, 2),
+    }
 }
 
 fn emit(
@@ -168,13 +212,10 @@ fn emit(
             ChainStep::Cast(x, to) => ChainStep::Cast(operand(x), to),
         })
         .collect();
-    let mut inputs = vec![map[mn.inputs[0].index()], map[mn.inputs[1].index()]];
+    let (op, kept) = fused_op(&mn.op, mn.inputs.len(), epilogue);
+    let mut inputs: Vec<NodeId> = mn.inputs[..kept].iter().map(|i| map[i.index()]).collect();
     inputs.extend(extras);
-    let id = out.try_node(
-        Op::FusedMatMul { epilogue },
-        &inputs,
-        Some(mn.shape.clone()),
-    )?;
+    let id = out.try_node(op, &inputs, Some(mn.shape.clone()))?;
     let origin = NodeOrigin::Pass {
         name: "fusion".into(),
     };
@@ -220,5 +261,50 @@ mod tests {
         assert_eq!(ops[1], "cast", "{out}");
         assert_eq!(out.shape(out.outputs()[0]).dtype(), DType::F32);
         assert!(rlx_ir::verify_all(&out).is_empty());
+    }
+
+    /// conv + bias -> residual add -> relu: with `conv` set the whole tail
+    /// folds into one `conv+epilogue` (bias kept as the conv's input 2, the
+    /// residual as the epilogue's extra); without it the conv stays.
+    #[test]
+    fn a_conv_tail_folds_into_a_fused_conv_only_when_asked() {
+        let mut g = Graph::new("block");
+        let x = g.input("x", Shape::new(&[1, 4, 6, 6], DType::F32));
+        let w = g.input("w", Shape::new(&[4, 4, 3, 3], DType::F32));
+        let b = g.input("b", Shape::new(&[4], DType::F32));
+        let window = rlx_ir::op::Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(1, 1), (1, 1)],
+            dilation: vec![1, 1],
+        };
+        let conv = Op::Conv { window, groups: 1 };
+        let y = g.try_node(conv, &[x, w, b], None).unwrap();
+        let y = g.add(y, x);
+        let y = g.relu(y);
+        g.set_outputs(vec![y]);
+        let (regions, _) = crate::fuse_elementwise(&g, 2).unwrap();
+        let (out, report) = fuse_epilogues(&regions, true).unwrap();
+        assert_eq!(
+            report.of_kind(FusionKind::ConvEpilogue).len(),
+            1,
+            "{report}"
+        );
+        let fused: Vec<&Node> = out.nodes().iter().filter(|n| !n.op.is_leaf()).collect();
+        assert_eq!(fused.len(), 1, "{out}");
+        let Op::FusedConv { bias, epilogue, .. } = &fused[0].op else {
+            panic!("{out}");
+        };
+        assert!(*bias, "{out}");
+        assert_eq!(epilogue.len(), 2, "{out}");
+        assert_eq!(fused[0].inputs, vec![x, w, b, x], "{out}");
+        assert!(rlx_ir::verify_all(&out).is_empty());
+        let text = out.to_text();
+        assert!(text.contains("conv+epilogue{stride=[1, 1]"), "{text}");
+        assert_eq!(rlx_ir::Graph::from_text(&text).unwrap().to_text(), text);
+
+        let (kept, report) = fuse_epilogues(&regions, false).unwrap();
+        assert!(report.of_kind(FusionKind::ConvEpilogue).is_empty());
+        assert!(kept.nodes().iter().any(|n| matches!(n.op, Op::Conv { .. })));
     }
 }

@@ -74,6 +74,8 @@ pub enum FusionKind {
     Elementwise,
     /// `Op::FusedMatMul`: a matmul with an elementwise epilogue.
     MatMulEpilogue,
+    /// `Op::FusedConv`: a conv with an elementwise epilogue.
+    ConvEpilogue,
     /// `Op::AddNorm`: a residual add and the layer / rms norm of the sum.
     AddNorm,
     /// `Op::GatedMatMul`: `act(x @ w_gate) * (x @ w_up)` (SwiGLU / GeGLU).

@@ -606,6 +606,20 @@ pub enum Op {
         /// The epilogue: its input 0 is the matmul result, input `i` is extra `i - 1`.
         epilogue: Vec<ChainStep>,
     },
+    /// `conv(x, w [, bias])` followed by an elementwise epilogue (activation,
+    /// residual add, ...) computed while each output block is in cache;
+    /// inputs `x, w, [bias,] extra...` (see [`crate::ops::fused_conv`]).
+    FusedConv {
+        /// Stride / padding / dilation (kernel from the weight).
+        window: Window,
+        /// Channel groups.
+        groups: usize,
+        /// Input 2 is the conv's per-output-channel bias.
+        bias: bool,
+        /// The epilogue: its input 0 is the conv result (bias included),
+        /// input `i` is extra `i - 1`.
+        epilogue: Vec<ChainStep>,
+    },
     /// Residual add + norm in one pass over each row: inputs `a, b [, gamma
     /// [, beta]]` (see [`crate::ops::fused`]); the norm of `a + b`, or with
     /// `keep_sum` the `[2, ..]` stack of the sum and the norm.
@@ -708,6 +722,7 @@ pub enum OpKind {
     Fft,
     ElementwiseRegion,
     FusedMatMul,
+    FusedConv,
     AddNorm,
     GatedMatMul,
     Dequantize,
@@ -770,6 +785,7 @@ impl Op {
             Op::Fft { .. } => OpKind::Fft,
             Op::ElementwiseRegion { .. } => OpKind::ElementwiseRegion,
             Op::FusedMatMul { .. } => OpKind::FusedMatMul,
+            Op::FusedConv { .. } => OpKind::FusedConv,
             Op::AddNorm { .. } => OpKind::AddNorm,
             Op::GatedMatMul { .. } => OpKind::GatedMatMul,
             Op::Dequantize { .. } => OpKind::Dequantize,
@@ -898,6 +914,19 @@ impl Op {
             Op::Fft { kind, norm } => format!("{kind:?}{{norm={norm:?}}}").to_lowercase(),
             Op::ElementwiseRegion { steps } => format!("region{}", region_text(steps)),
             Op::FusedMatMul { epilogue } => format!("matmul+epilogue{}", region_text(epilogue)),
+            Op::FusedConv {
+                window,
+                groups,
+                bias,
+                epilogue,
+            } => format!(
+                "conv+epilogue{{{}stride={:?}, padding={:?}, dilation={:?}, groups={groups}, bias={bias}}}{}",
+                conv_kernel_text(window),
+                window.stride,
+                window.padding,
+                window.dilation,
+                region_text(epilogue)
+            ),
             Op::AddNorm {
                 axis,
                 eps,

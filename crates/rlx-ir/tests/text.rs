@@ -397,6 +397,41 @@ fn every_op() -> Graph {
     ];
     let bias4 = g.param("bias4", s(&[4]));
     node(&mut g, Op::FusedMatMul { epilogue }, &[x, w, bias4], None);
+    // conv + bias, then a residual add and relu; and a bias-free conv + silu.
+    let res = g.input("res", s(&[1, 6, 2, 3]));
+    let bias6 = g.param("bias6", s(&[6]));
+    let conv_win = Window {
+        kernel: vec![],
+        stride: vec![2, 1],
+        padding: vec![(1, 0), (1, 1)],
+        dilation: vec![1, 2],
+    };
+    let epilogue = vec![
+        ChainStep::Binary(BinaryOp::Add, i0, i1),
+        ChainStep::Unary(UnaryOp::Relu, s0),
+    ];
+    node(
+        &mut g,
+        Op::FusedConv {
+            window: conv_win.clone(),
+            groups: 2,
+            bias: true,
+            epilogue,
+        },
+        &[img, k, bias6, res],
+        None,
+    );
+    node(
+        &mut g,
+        Op::FusedConv {
+            window: conv_win,
+            groups: 2,
+            bias: false,
+            epilogue: vec![ChainStep::Unary(UnaryOp::Silu, i0)],
+        },
+        &[img, k],
+        None,
+    );
     for (rms, keep_sum) in [(false, true), (true, false)] {
         let ins: &[NodeId] = if rms { &[x, x, v] } else { &[x, x, v, v] };
         node(

@@ -180,6 +180,7 @@ pub fn batch(g: &mut Graph, node: &Node, ins: &[NodeId], bat: &[bool], b: usize)
         | Op::Upsample { .. }
         | Op::ElementwiseRegion { .. }
         | Op::FusedMatMul { .. }
+        | Op::FusedConv { .. }
         | Op::AddNorm { .. }
         | Op::GatedMatMul { .. }
         | Op::Dequantize { .. }

@@ -121,6 +121,7 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Result<Vec<Opti
         | Op::Upsample { .. }
         | Op::ElementwiseRegion { .. }
         | Op::FusedMatMul { .. }
+        | Op::FusedConv { .. }
         | Op::AddNorm { .. }
         | Op::GatedMatMul { .. }
         | Op::If(_)
@@ -270,6 +271,7 @@ pub fn jvp(g: &mut Graph, node: &Node, y: NodeId, t: &[Option<NodeId>]) -> Resul
         | Op::Pool { .. }
         | Op::ElementwiseRegion { .. }
         | Op::FusedMatMul { .. }
+        | Op::FusedConv { .. }
         | Op::AddNorm { .. }
         | Op::GatedMatMul { .. }
         | Op::If(_)

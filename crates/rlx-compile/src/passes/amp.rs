@@ -87,6 +87,7 @@ impl PrecisionPolicy {
             OpKind::MatMul
                 | OpKind::DotGeneral
                 | OpKind::FusedMatMul
+                | OpKind::FusedConv
                 | OpKind::GatedMatMul
                 | OpKind::Conv
                 | OpKind::ConvTranspose

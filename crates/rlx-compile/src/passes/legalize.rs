@@ -58,6 +58,8 @@ fn broadcast_operands(op: &Op, arity: usize) -> std::ops::Range<usize> {
         Op::Binary(_) | Op::Compare(_) | Op::Select | Op::ElementwiseRegion { .. } => 0..arity,
         // a, b, then the epilogue's extras, which broadcast to the result.
         Op::FusedMatMul { .. } => 2.min(arity)..arity,
+        // x, w, bias, then the epilogue's extras.
+        Op::FusedConv { bias, .. } => rlx_ir::ops::fused_conv::conv_arity(*bias).min(arity)..arity,
         _ => 0..0,
     }
 }

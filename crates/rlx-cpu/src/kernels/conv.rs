@@ -8,12 +8,13 @@
 //! im2col live in [`super::conv2d`].
 
 use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
 use super::gemm::{num_threads, GemmFloat, Strided};
 use super::scalar::{nan_max, Int, Pod, Real};
 use super::{KernelResult, View, ViewMut};
 use crate::with_real;
 use rlx_ir::contiguous_strides;
-use rlx_ir::op::{PoolKind, Window};
+use rlx_ir::op::{ChainStep, PoolKind, Window};
 use rlx_ir::ops::conv::window_out_len;
 use rlx_ir::DType;
 
@@ -296,35 +297,41 @@ fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
     }
 }
 
-fn conv_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
+/// Conv of `ins` into `out`, then `epi` on each block of output channels
+/// while it is in cache.
+fn conv_real<T: GemmFloat>(
+    g: &ConvGeom,
+    ins: &[View],
+    out: &mut ViewMut,
+    epi: Option<&ConvEpilogue>,
+) -> KernelResult {
     let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
     let y = out.slice::<T>();
     let bias = ins.get(2).map(|b| b.slice::<T>());
     if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
-        return g2.depthwise(x, wt, bias, y);
+        return g2.depthwise(x, wt, bias, y, epi);
     }
     fill_bias(y, bias, g.o, g.pout);
     if g.pout == 0 {
-        return;
+        return Ok(());
     }
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     if let Some(g2) = g.two_d.as_ref() {
         if winograd_enabled() && g2.winograd_wins(cg, og) {
-            return g2.winograd(x, wt, y);
+            return g2.winograd(x, wt, y, epi);
+        }
+        if !g2.is_pointwise() {
+            return g2.im2col_gemm(x, wt, y, epi);
         }
     }
     let rows = cg * g.kn;
-    let pointwise = g.two_d.as_ref().is_some_and(Conv2d::is_pointwise);
-    let mut col = vec![T::ZERO; if pointwise { 0 } else { rows * g.pout }];
+    let mut col = vec![T::ZERO; if g.two_d.is_some() { 0 } else { rows * g.pout }];
     for n in 0..g.batch {
         for gi in 0..g.groups {
             let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
             let col: &[T] = match &g.two_d {
-                Some(_) if pointwise => xg,
-                Some(g2) => {
-                    g2.im2col(xg, cg, &mut col);
-                    &col
-                }
+                // 1x1 stride 1 unpadded (the rest took `im2col_gemm`).
+                Some(_) => xg,
                 None => {
                     // col[(c, tap), p] = x[c, tap at p]: one channel's taps per chunk.
                     for (c, chunk) in col.chunks_mut(g.kn * g.pout).enumerate() {
@@ -339,8 +346,12 @@ fn conv_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
             let wg = &wt[gi * og * rows..][..og * rows];
             let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
             gemm_acc(wg, (rows, 1), col, yg, og, rows, g.pout);
+            if let Some(epi) = epi {
+                epi.apply(yg, n, gi * og..(gi + 1) * og)?;
+            }
         }
     }
+    Ok(())
 }
 
 fn conv_transpose_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
@@ -376,10 +387,49 @@ fn conv_transpose_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewM
 /// N-d convolution (PyTorch cross-correlation with zero padding).
 pub(crate) fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let g = conv_geom(w, None, groups, ins, out)?;
-    with_real!(ins[0].dtype, ins, out, |i, o| {
-        conv_real::<T>(&g, i, o);
-        Ok(())
-    }; T)
+    with_real!(ins[0].dtype, ins, out, |i, o| conv_real::<T>(&g, i, o, None); T)
+}
+
+/// `Op::FusedConv`: conv of `x, w [, bias]` with `epilogue` over the
+/// extras applied block by block as the output is produced.
+pub(crate) fn fused_conv(
+    w: &Window,
+    groups: usize,
+    bias: bool,
+    epilogue: &[ChainStep],
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let k = rlx_ir::ops::fused_conv::conv_arity(bias);
+    if ins.len() < k {
+        return Err(fail!(
+            "fused conv takes x, w{} and extras, given {} inputs",
+            if bias { ", bias" } else { "" },
+            ins.len()
+        ));
+    }
+    let (conv_ins, extras) = ins.split_at(k);
+    let g = conv_geom(w, None, groups, conv_ins, out)?;
+    if let Some(bad) = extras
+        .iter()
+        .find(|e| !ConvEpilogue::broadcasts(e.dims, out.dims))
+    {
+        return Err(fail!(
+            "fused conv: extra input {:?} does not broadcast to the output {:?}",
+            bad.dims,
+            out.dims
+        ));
+    }
+    // Half precision computes in a widened f32 copy: its epilogue runs after.
+    let blockwise = matches!(out.dtype, DType::F32 | DType::F64);
+    let epi = blockwise
+        .then(|| ConvEpilogue::new(epilogue, extras, out.dims, out.dtype))
+        .flatten();
+    let Some(epi) = epi else {
+        with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None); T)?;
+        return super::region::epilogue(epilogue, extras, out);
+    };
+    with_real!(conv_ins[0].dtype, conv_ins, out, |i, o| conv_real::<T>(&g, i, o, Some(&epi)); T)
 }
 
 /// Conv forced through Winograd F(2,3) (a 3x3 stride-1 2-D conv), for the
@@ -397,8 +447,7 @@ pub(crate) fn conv_winograd(
     with_real!(ins[0].dtype, ins, out, |i, o| {
         let y = o.slice::<T>();
         fill_bias(y, i.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
-        g2.winograd(i[0].slice::<T>(), i[1].slice::<T>(), y);
-        Ok(())
+        g2.winograd(i[0].slice::<T>(), i[1].slice::<T>(), y, None)
     }; T)
 }
 

@@ -4,8 +4,11 @@
 //! input already is the column matrix). Row ranges replace the per-element
 //! padding test of the N-d tap table.
 
+use super::conv_epilogue::ConvEpilogue;
 use super::scalar::Real;
+use super::KernelResult;
 use crate::team;
+use std::any::TypeId;
 use std::ops::Range;
 
 /// Checked geometry of a 2-D conv (see `conv::conv_geom`).
@@ -88,46 +91,95 @@ impl Conv2d {
     }
 
     /// Depthwise conv: each output plane from its one input plane, planes
-    /// split over the team. `y` starts as the bias (or zero).
-    pub(super) fn depthwise<T: Real>(&self, x: &[T], wt: &[T], bias: Option<&[T]>, y: &mut [T]) {
-        let (pin, pout, kn) = (self.h * self.w, self.oh * self.ow, self.kh * self.kw);
-        let og = self.o / self.groups;
+    /// split over the team; `epi` runs on blocks of planes of one image as
+    /// they are done. `y` starts as the bias (or zero).
+    pub(super) fn depthwise<T: Real>(
+        &self,
+        x: &[T],
+        wt: &[T],
+        bias: Option<&[T]>,
+        y: &mut [T],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let pout = self.oh * self.ow;
         let planes = self.batch * self.o;
         if pout == 0 || planes == 0 {
-            return;
+            return Ok(());
         }
         let ranges = team::split(planes, team::threads(), 1);
         let shared = team::Disjoint::new(y);
-        team::parallel_for(ranges.len(), |part| {
-            for plane in ranges[part].clone() {
-                let (n, oc) = (plane / self.o, plane % self.o);
-                let xp = &x[(n * self.c + oc / og) * pin..][..pin];
-                let wk = &wt[oc * kn..][..kn];
+        // Planes per epilogue block: about 16 KiB of output, one image.
+        let block = (4096 / pout).max(1);
+        team::try_parallel_for(ranges.len(), |part| {
+            let mut scratch = Vec::new();
+            let mut start = ranges[part].start;
+            while start < ranges[part].end {
+                let (n, oc) = (start / self.o, start % self.o);
+                let end = ranges[part].end.min(start + block).min((n + 1) * self.o);
                 // SAFETY: each plane belongs to exactly one part.
-                let yp = unsafe { shared.range(plane * pout..(plane + 1) * pout) };
-                yp.fill(bias.map_or(T::ZERO, |b| b[oc]));
-                for oy in 0..self.oh {
-                    let yrow = &mut yp[oy * self.ow..][..self.ow];
-                    for ky in 0..self.kh {
-                        if !self.rows(ky).contains(&oy) {
-                            continue;
-                        }
-                        let xrow = &xp[self.in_row(oy, ky) * self.w..][..self.w];
-                        for kx in 0..self.kw {
-                            self.tap_row(yrow, xrow, wk[ky * self.kw + kx], kx, self.cols(kx));
-                        }
-                    }
+                let yb = unsafe { shared.range(start * pout..end * pout) };
+                for (i, yp) in yb.chunks_exact_mut(pout).enumerate() {
+                    self.depthwise_plane(x, wt, bias, (n, oc + i), yp, &mut scratch);
                 }
+                if let Some(epi) = epi {
+                    epi.apply(yb, n, oc..oc + (end - start))?;
+                }
+                start = end;
             }
-        });
+            Ok(())
+        })
     }
 
-    /// Fills `col` (`[cg * kh * kw, oh * ow]`) with the taps of the `cg`
-    /// input planes `xg`: row `(c, ky, kx)` holds the input under that tap
-    /// at every output position, zero in the padding.
-    pub(super) fn im2col<T: Real>(&self, xg: &[T], cg: usize, col: &mut [T]) {
-        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
-        let mut rows = col.chunks_exact_mut(pout);
+    /// One output plane `(n, oc)` of a depthwise conv (`scratch`: reused
+    /// by the 3x3 f32 kernel).
+    fn depthwise_plane<T: Real>(
+        &self,
+        x: &[T],
+        wt: &[T],
+        bias: Option<&[T]>,
+        (n, oc): (usize, usize),
+        yp: &mut [T],
+        scratch: &mut Vec<f32>,
+    ) {
+        let (pin, kn) = (self.h * self.w, self.kh * self.kw);
+        let og = self.o / self.groups;
+        let xp = &x[(n * self.c + oc / og) * pin..][..pin];
+        let wk = &wt[oc * kn..][..kn];
+        let b = bias.map_or(T::ZERO, |b| b[oc]);
+        if self.is_depthwise3x3() {
+            if let (Some(xp), Some(wk), Some(b)) = (as_f32(xp), as_f32(wk), as_f32(&[b])) {
+                let yp = as_f32_mut(yp).expect("y has x's type");
+                return self.depthwise3x3_plane(xp, wk, b[0], yp, scratch);
+            }
+        }
+        yp.fill(b);
+        for oy in 0..self.oh {
+            let yrow = &mut yp[oy * self.ow..][..self.ow];
+            for ky in 0..self.kh {
+                if !self.rows(ky).contains(&oy) {
+                    continue;
+                }
+                let xrow = &xp[self.in_row(oy, ky) * self.w..][..self.w];
+                for kx in 0..self.kw {
+                    self.tap_row(yrow, xrow, wk[ky * self.kw + kx], kx, self.cols(kx));
+                }
+            }
+        }
+    }
+
+    /// Fills `col` (`[cg * kh * kw, oys.len() * ow]`) with the taps of the
+    /// `cg` input planes `xg` at the output rows `oys`: row `(c, ky, kx)`
+    /// holds the input under that tap at each of those output positions,
+    /// zero in the padding.
+    pub(super) fn im2col_rows<T: Real>(
+        &self,
+        xg: &[T],
+        cg: usize,
+        oys: Range<usize>,
+        col: &mut [T],
+    ) {
+        let pin = self.h * self.w;
+        let mut rows = col.chunks_exact_mut(oys.len() * self.ow);
         for c in 0..cg {
             let xc = &xg[c * pin..][..pin];
             for ky in 0..self.kh {
@@ -135,7 +187,7 @@ impl Conv2d {
                 for kx in 0..self.kw {
                     let Some(dst) = rows.next() else { return };
                     let cols = self.cols(kx);
-                    for (oy, drow) in dst.chunks_exact_mut(self.ow).enumerate() {
+                    for (oy, drow) in oys.clone().zip(dst.chunks_exact_mut(self.ow)) {
                         if !valid_rows.contains(&oy) {
                             drow.fill(T::ZERO);
                             continue;
@@ -157,6 +209,20 @@ impl Conv2d {
             }
         }
     }
+}
+
+/// `v` as f32s, when `T` is f32.
+fn as_f32<T: Real>(v: &[T]) -> Option<&[f32]> {
+    (TypeId::of::<T>() == TypeId::of::<f32>())
+        // SAFETY: `T` is f32.
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
+}
+
+/// `v` as f32s, when `T` is f32.
+fn as_f32_mut<T: Real>(v: &mut [T]) -> Option<&mut [f32]> {
+    (TypeId::of::<T>() == TypeId::of::<f32>())
+        // SAFETY: `T` is f32.
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
 }
 
 #[cfg(test)]

@@ -42,6 +42,9 @@ pub mod attention;
 pub(crate) mod control;
 pub(crate) mod conv;
 mod conv2d;
+mod conv_depthwise3x3;
+mod conv_epilogue;
+mod conv_im2col;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod fft;
@@ -397,6 +400,12 @@ pub(crate) fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelRe
         Op::Fft { kind, norm } => fft::fft(*kind, *norm, ins, out),
         Op::ElementwiseRegion { steps } => region::region(steps, ins, out),
         Op::FusedMatMul { epilogue } => fused::fused_matmul(epilogue, ins, out),
+        Op::FusedConv {
+            window,
+            groups,
+            bias,
+            epilogue,
+        } => conv::fused_conv(window, *groups, *bias, epilogue, ins, out),
         Op::AddNorm {
             axis,
             eps,

@@ -14,7 +14,9 @@
 //! but loses digits to its larger constants).
 
 use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
 use super::gemm::{num_threads, GemmFloat, Strided};
+use super::KernelResult;
 use crate::team;
 
 /// Positions of a transformed tile.
@@ -38,13 +40,19 @@ impl Conv2d {
 
     /// `y += conv(x, wt)` by Winograd F(2,3); `y` holds the bias (or zero)
     /// on entry. Needs [`Self::is_winograd_shape`].
-    pub(super) fn winograd<T: GemmFloat>(&self, x: &[T], wt: &[T], y: &mut [T]) {
+    pub(super) fn winograd<T: GemmFloat>(
+        &self,
+        x: &[T],
+        wt: &[T],
+        y: &mut [T],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
         debug_assert!(self.is_winograd_shape());
         let (cg, og) = (self.c / self.groups, self.o / self.groups);
         let (th, tw) = (self.oh.div_ceil(2), self.ow.div_ceil(2));
         let tiles = th * tw;
         if tiles == 0 || cg == 0 || og == 0 {
-            return;
+            return Ok(());
         }
         let u = transform_weights(wt, self.groups, og, cg);
         let mut v = vec![T::ZERO; cg * TILE * tiles];
@@ -70,9 +78,10 @@ impl Conv2d {
                     T::gemm(a, b, mx, num_threads());
                 }
                 let yg = &mut y[(n * self.o + gi * og) * pout..][..og * pout];
-                self.transform_output(&m, og, tiles, yg);
+                self.transform_output(&m, og, tiles, yg, (n, gi * og), epi)?;
             }
         }
+        Ok(())
     }
 
     /// `v[c, xi, t] = (Bᵀ d B)[xi]` for each channel `c` and tile `t` of
@@ -134,12 +143,20 @@ impl Conv2d {
 
     /// `yg[o] += Aᵀ m A` for each output channel `o` and tile (clipped to
     /// the output), output channels over the team. `m` is `[16, og, tiles]`.
-    fn transform_output<T: GemmFloat>(&self, m: &[T], og: usize, tiles: usize, yg: &mut [T]) {
+    fn transform_output<T: GemmFloat>(
+        &self,
+        m: &[T],
+        og: usize,
+        tiles: usize,
+        yg: &mut [T],
+        (n, o0): (usize, usize),
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
         let tw = self.ow.div_ceil(2);
         let pout = self.oh * self.ow;
         let ranges = team::split(og, team::threads(), 1);
         let shared = team::Disjoint::new(yg);
-        team::parallel_for(ranges.len(), |part| {
+        team::try_parallel_for(ranges.len(), |part| {
             for o in ranges[part].clone() {
                 // SAFETY: each output channel belongs to exactly one part.
                 let yo = unsafe { shared.range(o * pout..(o + 1) * pout) };
@@ -157,8 +174,12 @@ impl Conv2d {
                         }
                     }
                 }
+                if let Some(epi) = epi {
+                    epi.apply(yo, n, o0 + o..o0 + o + 1)?;
+                }
             }
-        });
+            Ok(())
+        })
     }
 }
 

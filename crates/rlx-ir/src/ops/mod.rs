@@ -11,6 +11,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod fft;
 pub mod fused;
+pub mod fused_conv;
 pub mod indexing;
 pub mod linalg;
 pub mod movement;
@@ -83,6 +84,12 @@ pub fn infer_shape(op: &Op, inputs: &[&Shape], declared: Option<&Shape>) -> Infe
         Fft { kind, .. } => fft::infer_fft(*kind, inputs, declared),
         ElementwiseRegion { steps } => region::infer_region(steps, inputs),
         FusedMatMul { epilogue } => region::infer_fused_matmul(epilogue, inputs),
+        FusedConv {
+            window,
+            groups,
+            bias,
+            epilogue,
+        } => fused_conv::infer_fused_conv(window, *groups, *bias, epilogue, inputs),
         AddNorm {
             axis,
             rms,
@@ -147,6 +154,18 @@ pub fn decompose(g: &mut Graph, node: &Node, inputs: &[NodeId]) -> Result<Option
         Op::FusedMatMul { epilogue } => {
             region::decompose_fused_matmul(g, epilogue, inputs, &node.shape)?
         }
+        Op::FusedConv {
+            window,
+            groups,
+            bias,
+            epilogue,
+        } => fused_conv::decompose_fused_conv(
+            g,
+            (window, *groups, *bias),
+            epilogue,
+            inputs,
+            &node.shape,
+        )?,
         Op::AddNorm {
             axis,
             eps,

@@ -493,6 +493,19 @@ pub(crate) fn op(c: &mut Cursor) -> Result<ParsedOp, ParseError> {
         "matmul+epilogue" => Op::FusedMatMul {
             epilogue: region(c)?,
         },
+        "conv+epilogue" => {
+            c.expect("{")?;
+            let window = conv_window(c)?;
+            let groups = attr(c, "groups", false, |c| c.usize("groups"))?;
+            let bias = attr(c, "bias", false, |c| c.bool("a flag"))?;
+            c.expect("}")?;
+            Op::FusedConv {
+                window,
+                groups,
+                bias,
+                epilogue: region(c)?,
+            }
+        }
         "add+layer_norm" | "add+rms_norm" => {
             c.expect("{")?;
             let axis = attr(c, "axis", true, |c| c.usize("an axis"))?;

@@ -16,6 +16,7 @@ pub(crate) fn all() -> Vec<Res<Sample>> {
     vec![
         region(),
         fused_matmul(),
+        fused_conv(),
         add_norm(),
         gated_matmul(),
         dequantize(),
@@ -122,6 +123,64 @@ fn fused_matmul() -> Res<Sample> {
             f32_tensor(&bias, &[5]),
         ],
         vec![f32_tensor(&want, &[3, 5])],
+    )
+}
+
+/// `relu(conv(x0, x1) + x2 + x3)`: a 2x2 kernel, stride 1, no padding,
+/// per-channel bias `x2`, residual `x3`.
+fn fused_conv() -> Res<Sample> {
+    let (x, w, bias, res) = (values(10, 18), values(11, 16), values(12, 2), values(13, 8));
+    let mut g = Graph::new("fused_conv");
+    let ids = [
+        input(&mut g, "x0", &[1, 2, 3, 3], DType::F32),
+        input(&mut g, "x1", &[2, 2, 2, 2], DType::F32),
+        input(&mut g, "x2", &[2], DType::F32),
+        input(&mut g, "x3", &[1, 2, 2, 2], DType::F32),
+    ];
+    let op = Op::FusedConv {
+        window: rlx_ir::op::Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(0, 0), (0, 0)],
+            dilation: vec![1, 1],
+        },
+        groups: 1,
+        bias: true,
+        epilogue: vec![
+            ChainStep::Binary(BinaryOp::Add, In::Input(0), In::Input(1)),
+            ChainStep::Unary(UnaryOp::Relu, In::Step(0)),
+        ],
+    };
+    let r = g.try_node(op, &ids, None).map_err(|e| e.to_string())?;
+    g.set_outputs(vec![r]);
+    let mut want = vec![0.0; 8];
+    for o in 0..2 {
+        for oy in 0..2 {
+            for ox in 0..2 {
+                let mut acc = bias[o];
+                for c in 0..2 {
+                    for ky in 0..2 {
+                        for kx in 0..2 {
+                            acc += w[((o * 2 + c) * 2 + ky) * 2 + kx]
+                                * x[(c * 3 + oy + ky) * 3 + ox + kx];
+                        }
+                    }
+                }
+                let at = (o * 2 + oy) * 2 + ox;
+                want[at] = (acc + res[at]).max(0.0);
+            }
+        }
+    }
+    sample(
+        "fused_conv",
+        g,
+        vec![
+            f32_tensor(&x, &[1, 2, 3, 3]),
+            f32_tensor(&w, &[2, 2, 2, 2]),
+            f32_tensor(&bias, &[2]),
+            f32_tensor(&res, &[1, 2, 2, 2]),
+        ],
+        vec![f32_tensor(&want, &[1, 2, 2, 2])],
     )
 }
 

@@ -1,0 +1,387 @@
+//! The elementwise epilogue of `Op::FusedConv` over blocks of the conv's
+//! `[N, O, *sp]` output: each kernel path calls [`ConvEpilogue::apply`] on
+//! a block of output channels of one image right after computing it, while
+//! the block is still in cache. Extra inputs broadcast to the output, so
+//! (aligned to its rank) each has 1 or N images and 1 or O channels, and
+//! the part of it that meets a block is one contiguous run.
+//!
+//! An f32 epilogue that starts with SiLU (`x * sigmoid(x)` of the conv
+//! result, the YOLO activation) runs that part as one vectorised pass
+//! ([`silu_in_place`], the `exp` of [`super::fastmath`]) and the rest of
+//! its steps as a region over that result.
+
+use super::fastmath::exp_f32;
+use super::region;
+use super::scalar::Pod;
+use super::{KernelResult, View, ViewMut};
+use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
+use rlx_ir::DType;
+use std::ops::Range;
+
+/// One extra input with its dims aligned to the output's rank.
+struct Extra<'a> {
+    dims: Vec<usize>,
+    dtype: DType,
+    bytes: &'a [u8],
+}
+
+/// An epilogue ready to run on output blocks.
+pub(crate) struct ConvEpilogue<'a> {
+    /// The steps run as a region (after the SiLU pass, if any).
+    steps: Vec<ChainStep>,
+    /// Run SiLU over the block first (`steps` then read it as input 0).
+    silu: bool,
+    extras: Vec<Extra<'a>>,
+    /// The output's dims.
+    out: Vec<usize>,
+    dtype: DType,
+}
+
+impl<'a> ConvEpilogue<'a> {
+    /// True when `dims` broadcasts to `out` (aligned at the last dim, each
+    /// dim 1 or the output's).
+    pub(crate) fn broadcasts(dims: &[usize], out: &[usize]) -> bool {
+        dims.len() <= out.len()
+            && dims
+                .iter()
+                .rev()
+                .zip(out.iter().rev())
+                .all(|(&d, &o)| d == 1 || d == o)
+    }
+
+    /// The epilogue `steps` over `extras` for an output of `out_dims`, or
+    /// `None` when an extra does not broadcast to it that way (rank above
+    /// the output's, or a dim that is neither 1 nor the output's).
+    pub(crate) fn new(
+        steps: &'a [ChainStep],
+        extras: &[View<'a>],
+        out_dims: &[usize],
+        dtype: DType,
+    ) -> Option<Self> {
+        let r = out_dims.len();
+        let extras = extras
+            .iter()
+            .map(|v| {
+                let lead = r.checked_sub(v.dims.len())?;
+                let dims: Vec<usize> = std::iter::repeat_n(1, lead)
+                    .chain(v.dims.iter().copied())
+                    .collect();
+                Self::broadcasts(v.dims, out_dims).then_some(Extra {
+                    dims,
+                    dtype: v.dtype,
+                    bytes: v.bytes,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let peeled = (dtype == DType::F32).then(|| peel_silu(steps)).flatten();
+        (r >= 2).then(|| ConvEpilogue {
+            silu: peeled.is_some(),
+            steps: peeled.unwrap_or_else(|| steps.to_vec()),
+            extras,
+            out: out_dims.to_vec(),
+            dtype,
+        })
+    }
+
+    /// Runs the epilogue in place on `y`, the output channels `ch` of image `n`.
+    pub(crate) fn apply<T: Pod>(&self, y: &mut [T], n: usize, ch: Range<usize>) -> KernelResult {
+        if self.silu {
+            // SAFETY: `silu` is set only for an f32 output.
+            let y32 =
+                unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()) };
+            silu_in_place(y32);
+            if self.steps.is_empty() {
+                return Ok(());
+            }
+        }
+        let mut dims = self.out.clone();
+        dims[0] = 1;
+        dims[1] = ch.len();
+        let ext_dims: Vec<Vec<usize>> = self
+            .extras
+            .iter()
+            .map(|e| {
+                let mut d = e.dims.clone();
+                d[0] = 1;
+                if e.dims[1] != 1 {
+                    d[1] = ch.len();
+                }
+                d
+            })
+            .collect();
+        let views: Vec<View> = self
+            .extras
+            .iter()
+            .zip(&ext_dims)
+            .map(|(e, d)| {
+                let inner: usize = e.dims[2..].iter().product();
+                let width = e.dtype.size_bytes();
+                let image = if e.dims[0] == 1 { 0 } else { n };
+                let c0 = if e.dims[1] == 1 { 0 } else { ch.start };
+                let start = (image * e.dims[1] + c0) * inner * width;
+                let len = d.iter().product::<usize>() * width;
+                View {
+                    dims: d,
+                    dtype: e.dtype,
+                    bytes: &e.bytes[start..start + len],
+                }
+            })
+            .collect();
+        // SAFETY: `T` is plain data; the bytes cover exactly `y`.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut u8, std::mem::size_of_val(y))
+        };
+        region::epilogue(
+            &self.steps,
+            &views,
+            &mut ViewMut {
+                dims: &dims,
+                dtype: self.dtype,
+                bytes,
+            },
+        )
+    }
+}
+
+/// The steps after a leading SiLU of input 0 (`sigmoid(in0)` then
+/// `in0 * that`), renumbered to read its result as input 0; `None` when
+/// `steps` does not start so, or reads input 0 or the sigmoid again.
+fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
+    use ChainOperand::{Input, Step};
+    let [ChainStep::Unary(UnaryOp::Sigmoid, Input(0)), ChainStep::Binary(BinaryOp::Mul, a, b), rest @ ..] =
+        steps
+    else {
+        return None;
+    };
+    if !matches!((a, b), (Input(0), Step(0)) | (Step(0), Input(0))) {
+        return None;
+    }
+    let map = |o: ChainOperand| match o {
+        Input(0) | Step(0) => None,
+        Step(1) => Some(Input(0)),
+        Step(k) => Some(Step(k - 2)),
+        input => Some(input),
+    };
+    rest.iter()
+        .map(|s| {
+            Some(match *s {
+                ChainStep::Unary(u, x) => ChainStep::Unary(u, map(x)?),
+                ChainStep::Binary(op, x, y) => ChainStep::Binary(op, map(x)?, map(y)?),
+                ChainStep::Compare(c, x, y) => ChainStep::Compare(c, map(x)?, map(y)?),
+                ChainStep::Select(c, x, y) => ChainStep::Select(map(c)?, map(x)?, map(y)?),
+                ChainStep::Cast(x, to) => ChainStep::Cast(map(x)?, to),
+            })
+        })
+        .collect()
+}
+
+/// `y = y * sigmoid(y)` (as `y / (1 + e^-y)`) in one vectorised pass.
+fn silu_in_place(y: &mut [f32]) {
+    #[inline(always)]
+    fn each(y: &mut [f32]) {
+        for v in y {
+            *v /= 1.0 + exp_f32(-*v);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(y: &mut [f32]) {
+            each(y)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { avx2(y) };
+        }
+    }
+    each(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernels::conv::{fused_conv, tests::run_as};
+    use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp, Window};
+    use rlx_ir::DType;
+    use serde_json::Value;
+
+    fn seq(n: usize, a: usize, m: usize, scale: f32) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * a) % m) as f32 - (m / 2) as f32) / scale)
+            .collect()
+    }
+
+    fn dims(v: &Value) -> Vec<usize> {
+        let list = v.as_array().expect("a list");
+        list.iter()
+            .map(|d| d.as_u64().expect("a dim") as usize)
+            .collect()
+    }
+
+    /// An extra input: dims and data.
+    type Tensor = (Vec<usize>, Vec<f32>);
+
+    /// The epilogue steps of tools/gen_fused_conv_fixtures.py's `name`, with
+    /// the dims and data of its extra inputs.
+    fn epilogue(name: &str, o: usize, rank: usize, res: &[usize]) -> (Vec<ChainStep>, Vec<Tensor>) {
+        let (i, s) = (ChainOperand::Input, ChainOperand::Step);
+        let scalar = |v: f32| (vec![1], vec![v]);
+        let residual = (res.to_vec(), seq(res.iter().product(), 3, 13, 4.0));
+        match name {
+            "relu6" => (
+                vec![
+                    ChainStep::Binary(BinaryOp::Max, i(0), i(1)),
+                    ChainStep::Binary(BinaryOp::Min, s(0), i(2)),
+                ],
+                vec![scalar(0.0), scalar(6.0)],
+            ),
+            "silu" => (
+                vec![
+                    ChainStep::Unary(UnaryOp::Sigmoid, i(0)),
+                    ChainStep::Binary(BinaryOp::Mul, i(0), s(0)),
+                ],
+                vec![],
+            ),
+            "silu_residual" => (
+                vec![
+                    ChainStep::Unary(UnaryOp::Sigmoid, i(0)),
+                    ChainStep::Binary(BinaryOp::Mul, i(0), s(0)),
+                    ChainStep::Binary(BinaryOp::Add, i(1), s(1)),
+                ],
+                vec![residual],
+            ),
+            "leaky" => (
+                vec![
+                    ChainStep::Binary(BinaryOp::Mul, i(0), i(1)),
+                    ChainStep::Binary(BinaryOp::Max, i(0), s(0)),
+                ],
+                vec![scalar(0.1)],
+            ),
+            "residual_relu" => (
+                vec![
+                    ChainStep::Binary(BinaryOp::Add, i(0), i(1)),
+                    ChainStep::Unary(UnaryOp::Relu, s(0)),
+                ],
+                vec![residual],
+            ),
+            "scale_residual" => {
+                // Per-channel scale as [O, 1, .., 1] (rank - 1 dims).
+                let sd: Vec<usize> = std::iter::once(o)
+                    .chain(std::iter::repeat_n(1, rank - 2))
+                    .collect();
+                (
+                    vec![
+                        ChainStep::Binary(BinaryOp::Mul, i(0), i(1)),
+                        ChainStep::Binary(BinaryOp::Add, s(0), i(2)),
+                    ],
+                    vec![(sd, seq(o, 2, 7, 2.0)), residual],
+                )
+            }
+            other => panic!("unknown epilogue {other}"),
+        }
+    }
+
+    /// Every case of tools/gen_fused_conv_fixtures.py (numpy): each conv
+    /// path (depthwise, 1x1, im2col in one and in two tiles, Winograd,
+    /// grouped, 1-D) with an
+    /// epilogue applied block by block, at 1, 2 and 3 threads.
+    #[test]
+    fn fused_conv_paths_match_numpy() {
+        let text = include_str!("../../tests/fixtures/fused_conv/cases.json");
+        let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
+        let cases = fixture["cases"].as_array().expect("cases");
+        assert_eq!(cases.len(), 9);
+        for case in cases {
+            let name = case["name"].as_str().expect("name");
+            let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
+            let window = Window {
+                kernel: vec![],
+                stride: dims(&case["stride"]),
+                padding: case["pads"]
+                    .as_array()
+                    .expect("pads")
+                    .iter()
+                    .map(|p| (dims(p)[0], dims(p)[1]))
+                    .collect(),
+                dilation: dims(&case["dilation"]),
+            };
+            let groups = case["groups"].as_u64().expect("groups") as usize;
+            let bias = case["bias"].as_bool().expect("bias");
+            let o = wd[0];
+            let x = seq(xd.iter().product(), 7, 23, 8.0);
+            let w = seq(wd.iter().product(), 5, 17, 16.0);
+            let b: Vec<f32> = (0..o).map(|i| ((i % 5) as f32 - 2.0) / 4.0).collect();
+            let bd = [o];
+            let res = dims(&case["res_dims"]);
+            let epi = case["epilogue"].as_str().expect("epilogue");
+            let (steps, extras) = epilogue(epi, o, yd.len(), &res);
+            let mut ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &w)];
+            if bias {
+                ins.push((&bd, &b));
+            }
+            ins.extend(extras.iter().map(|(d, v)| (d.as_slice(), v.as_slice())));
+            let want: Vec<f64> = case["y"]
+                .as_array()
+                .expect("y")
+                .iter()
+                .map(|v| v.as_f64().expect("a number"))
+                .collect();
+            for threads in 1..=3 {
+                let got = crate::threads::with_limit(Some(threads), || {
+                    run_as(
+                        DType::F32,
+                        |i, out| fused_conv(&window, groups, bias, &steps, i, out),
+                        &ins,
+                        &yd,
+                        f32::NAN,
+                    )
+                })
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(got.len(), want.len(), "{name}");
+                for (k, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                        "{name} at {threads} threads: element {k}: {g} vs numpy {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// An extra that does not broadcast to the output, and too few inputs,
+    /// are errors naming what is wrong.
+    #[test]
+    fn bad_fused_conv_inputs_are_errors() {
+        let window = Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(0, 0), (0, 0)],
+            dilation: vec![1, 1],
+        };
+        let (xd, wd, yd, bad) = ([1, 2, 3, 3], [2, 2, 1, 1], [1, 2, 3, 3], [5]);
+        let (x, w, e) = (vec![1.0f32; 18], vec![1.0f32; 4], vec![1.0f32; 5]);
+        let add = [ChainStep::Binary(
+            BinaryOp::Add,
+            ChainOperand::Input(0),
+            ChainOperand::Input(1),
+        )];
+        let err = run_as(
+            DType::F32,
+            |i, out| fused_conv(&window, 1, false, &add, i, out),
+            &[(&xd[..], &x[..]), (&wd, &w), (&bad, &e)],
+            &yd,
+            0.0,
+        )
+        .expect_err("a [5] extra does not broadcast to [1, 2, 3, 3]");
+        assert!(err.contains("[5] does not broadcast"), "{err}");
+        let err = run_as(
+            DType::F32,
+            |i, out| fused_conv(&window, 1, true, &add, i, out),
+            &[(&xd[..], &x[..]), (&wd, &w)],
+            &yd,
+            0.0,
+        )
+        .expect_err("bias missing");
+        assert!(err.contains("fused conv takes x, w, bias"), "{err}");
+    }
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""numpy reference outputs for rlx-cpu's fused conv epilogue (`Op::FusedConv`:
+conv + bias, then an elementwise epilogue applied block by block inside each
+conv path: depthwise, 1x1, im2col, Winograd F(2,3), the N-d path).
+
+    ~/.cache/rlx-ref/venv/bin/python tools/gen_fused_conv_fixtures.py
+
+Writes crates/rlx-cpu/tests/fixtures/fused_conv/cases.json (committed), read by
+the unit tests of crates/rlx-cpu/src/kernels/conv_epilogue.rs. Inputs are not
+stored: both sides build them over the flattened tensor as
+x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
+b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
+per-channel scale s[i] = ((i * 2) % 7 - 3) / 2.
+The conv is a float64 loop over the np.pad-ed input (cross-correlation,
+PyTorch / ONNX semantics), independent of RLX's code; the epilogues are
+written out in numpy (relu6 = clip(0, 6), silu = x * sigmoid(x),
+leaky = max(x, 0.1 x), residual + relu, residual + silu, per-channel scale + residual).
+"""
+import json
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "fused_conv", "cases.json")
+
+
+def seq(n, a, m, scale):
+    return (((np.arange(n) * a) % m) - m // 2) / scale
+
+
+def conv(x, w, b, stride, pads, dil, groups):
+    """N-d cross-correlation (1 or 2 spatial dims) in float64 loops."""
+    sd = x.ndim - 2
+    if sd == 1:
+        y = conv(x[:, :, None, :], w[:, :, None, :], b, (1,) + tuple(stride),
+                 ((0, 0),) + tuple(pads), (1,) + tuple(dil), groups)
+        return y[:, :, 0, :]
+    n, c, _, _ = x.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    (pt, pb), (pl, pr) = pads
+    xp = np.pad(x, [(0, 0), (0, 0), (pt, pb), (pl, pr)])
+    oh = (xp.shape[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    for oc in range(o):
+        g = oc // og
+        y[:, oc] = b[oc]
+        for ci in range(cg):
+            for ky in range(kh):
+                for kx in range(kw):
+                    ys, xs = ky * dil[0], kx * dil[1]
+                    patch = xp[:, g * cg + ci,
+                               ys: ys + stride[0] * (oh - 1) + 1: stride[0],
+                               xs: xs + stride[1] * (ow - 1) + 1: stride[1]]
+                    y[:, oc] += w[oc, ci, ky, kx] * patch
+    return y
+
+
+def epilogue(name, y, res_dims):
+    """The epilogue and the dims of the extra tensor it reads (if any)."""
+    if name == "relu6":
+        return np.clip(y, 0.0, 6.0)
+    if name == "silu":
+        return y / (1.0 + np.exp(-y))
+    if name == "silu_residual":
+        r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
+        return r + y / (1.0 + np.exp(-y))
+    if name == "leaky":
+        return np.maximum(y, 0.1 * y)
+    if name == "residual_relu":
+        r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
+        return np.maximum(y + r, 0.0)
+    if name == "scale_residual":
+        o = y.shape[1]
+        s = seq(o, 2, 7, 2).reshape((o,) + (1,) * (y.ndim - 2))
+        r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
+        return y * s + r
+    raise ValueError(name)
+
+
+# name, x dims, O, kernel, stride, pads, dilation, groups, bias, epilogue, residual dims
+# (None: the output's own dims)
+CASES = [
+    ("depthwise_3x3_relu6_batch2", (2, 6, 9, 11), 6, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 6, True, "relu6", None),
+    ("depthwise_3x3_s2_silu", (1, 5, 15, 13), 5, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 5, False, "silu", None),
+    ("pointwise_1x1_residual_relu_batch2", (2, 8, 7, 7), 6, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual_relu", None),
+    ("dense_3x3_s2_leaky", (1, 3, 9, 7), 4, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "leaky", None),
+    ("winograd_3x3_scale_residual_batch2", (2, 16, 16, 16), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("grouped_3x3_residual_relu", (1, 8, 6, 6), 6, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, False, "residual_relu", None),
+    # 16 input channels, 2 outputs: im2col in two tiles of output rows.
+    ("dense_3x3_two_row_tiles_relu6", (1, 16, 24, 20), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("pointwise_1x1_silu_residual", (1, 8, 5, 6), 4, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
+    ("conv1d_residual_relu_batch2", (2, 4, 9), 3, (3,), (1,), ((1, 1),), (1,), 1, True, "residual_relu", None),
+]
+
+
+def main():
+    cases = []
+    for name, xd, o, k, stride, pads, dil, groups, bias, epi, res in CASES:
+        c = xd[1]
+        wd = (o, c // groups) + tuple(k)
+        x = seq(int(np.prod(xd)), 7, 23, 8).reshape(xd)
+        w = seq(int(np.prod(wd)), 5, 17, 16).reshape(wd)
+        b = (np.arange(o) % 5 - 2) / 4 if bias else np.zeros(o)
+        y = conv(x, w, b, stride, pads, dil, groups)
+        res_dims = list(y.shape) if res is None else [1] + list(y.shape[1:])
+        y = epilogue(epi, y, tuple(res_dims))
+        cases.append({
+            "name": name,
+            "x": list(xd),
+            "w": list(wd),
+            "y_dims": list(y.shape),
+            "stride": list(stride),
+            "pads": [list(p) for p in pads],
+            "dilation": list(dil),
+            "groups": groups,
+            "bias": bias,
+            "epilogue": epi,
+            "res_dims": res_dims,
+            "y": [float(f"{v:.9g}") for v in y.ravel()],
+        })
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, "w") as f:
+        json.dump({"cases": cases}, f)
+    print(f"wrote {len(cases)} cases to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
