@@ -1,7 +1,9 @@
 //! Import + compile time of one ONNX model, split into its stages (for
 //! profiling issue 28's import speed): `cnn_import <model.onnx> [reps]`.
 //! Prints the file read + decode, the import to a graph, and the first run
-//! (import + compile + run) against a steady run.
+//! (import + compile + run) against a steady run. `RLX_CPU_PROFILE=1`
+//! prints the per-op table at the end (the compiled-graph cache is cleared
+//! there, which drops the executable holding the profile).
 
 use rlx_ir::HostTensor;
 use rlx_onnx::OnnxModel;
@@ -41,5 +43,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             steady.as_secs_f64() * 1e3
         );
     }
+    rlx_onnx::clear_compile_cache();
     Ok(())
 }
