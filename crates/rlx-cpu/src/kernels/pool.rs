@@ -19,11 +19,9 @@ use std::ops::Range;
 const PARALLEL_GRAIN: usize = 1 << 15;
 
 /// The window of a pool over two spatial dims.
-#[derive(Clone)]
 struct Pool2d {
     h: usize,
     w: usize,
-    oh: usize,
     ow: usize,
     k: (usize, usize),
     s: (usize, usize),
@@ -174,7 +172,6 @@ fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, super:
     let two_d = (r == 4).then(|| Pool2d {
         h: sp_in[0],
         w: sp_in[1],
-        oh: sp_out[0],
         ow: sp_out[1],
         k: (w.kernel[0], w.kernel[1]),
         s: (w.stride[0], w.stride[1]),
