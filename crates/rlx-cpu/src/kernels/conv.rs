@@ -1,25 +1,26 @@
-//! Convolution family: conv, transposed conv, pooling over the spatial dims
-//! of `[N, C, *sp]` tensors, for any number of spatial dims.
+//! Convolution family: conv and transposed conv over the spatial dims of
+//! `[N, C, *sp]` tensors, for any number of spatial dims (pooling, which
+//! shares the tap table, is [`super::pool`]).
 //!
 //! Conv is im2col + GEMM, transposed conv is GEMM + col2im, both on the
 //! shared float GEMM ([`super::gemm`]). All
-//! three walk one table of tap offsets ([`tap_offsets`]) built per call,
+//! walk one table of tap offsets ([`tap_offsets`]) built per call,
 //! except conv over two spatial dims, whose depthwise kernel and row-wise
 //! im2col live in [`super::conv2d`].
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::gemm::{num_threads, GemmFloat, Strided};
-use super::scalar::{nan_max, Int, Pod, Real};
+use super::scalar::Real;
 use super::{KernelResult, View, ViewMut};
 use crate::with_real;
 use rlx_ir::contiguous_strides;
-use rlx_ir::op::{ChainStep, PoolKind, Window};
+use rlx_ir::op::{ChainStep, Window};
 use rlx_ir::ops::conv::window_out_len;
 use rlx_ir::DType;
 
 /// Tap offset of a cell in the padding.
-const PAD: usize = usize::MAX;
+pub(super) const PAD: usize = usize::MAX;
 
 /// Checks that a buffer holds `dims` elements of `want`, aligned for it.
 pub(crate) fn check_buf(
@@ -72,7 +73,7 @@ pub(crate) fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize])) {
 /// into `len`-shaped data of `p * stride + r * dilation - pad_lo`, or [`PAD`].
 /// Conv and pooling read the input there; transposed conv scatters to the
 /// output there (with `len` the output and `pos` the input).
-fn tap_offsets(len: &[usize], k: &[usize], pos: &[usize], w: &Window) -> Vec<usize> {
+pub(super) fn tap_offsets(len: &[usize], k: &[usize], pos: &[usize], w: &Window) -> Vec<usize> {
     let d = len.len();
     let strides = contiguous_strides(len);
     let kp: Vec<usize> = k.iter().chain(pos).copied().collect();
@@ -115,24 +116,24 @@ fn gemm_acc<T: GemmFloat>(
 }
 
 /// Checked geometry of a conv / transposed conv call.
-struct ConvGeom {
-    batch: usize,
-    c: usize,
-    o: usize,
-    groups: usize,
+pub(super) struct ConvGeom {
+    pub(super) batch: usize,
+    pub(super) c: usize,
+    pub(super) o: usize,
+    pub(super) groups: usize,
     /// Product of the input spatial dims.
-    pin: usize,
+    pub(super) pin: usize,
     /// Product of the kernel dims.
-    kn: usize,
+    pub(super) kn: usize,
     /// Product of the output spatial dims.
-    pout: usize,
-    /// The tap table (N-d paths only; empty when `two_d` is set).
+    pub(super) pout: usize,
+    /// The tap table (N-d conv only; empty for 2-D and transposed convs).
     taps: Vec<usize>,
     /// The 2-D geometry of a conv over two spatial dims.
     two_d: Option<Conv2d>,
 }
 
-fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
+pub(super) fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
     let kernel_ok = if pool {
         w.kernel.len() == sd
     } else {
@@ -149,7 +150,7 @@ fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
 
 /// Validates `ins` / `out` of a conv, or of a transposed conv when
 /// `output_padding` is given, and builds its tap table.
-fn conv_geom(
+pub(super) fn conv_geom(
     w: &Window,
     output_padding: Option<&[usize]>,
     groups: usize,
@@ -260,9 +261,8 @@ fn conv_geom(
         d: (w.dilation[0], w.dilation[1]),
         p: (w.padding[0].0, w.padding[1].0),
     });
-    let taps = if transposed {
-        tap_offsets(sp_out, k, sp_in, w)
-    } else if two_d.is_some() {
+    // Transposed conv scatters row by row (`super::conv_transpose`), no table.
+    let taps = if transposed || two_d.is_some() {
         Vec::new()
     } else {
         tap_offsets(sp_in, k, sp_out, w)
@@ -288,7 +288,7 @@ fn winograd_enabled() -> bool {
 }
 
 /// Fills every `[n, o]` plane of `y` with `bias[o]` (or zero).
-fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
+pub(super) fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plane: usize) {
     if plane == 0 {
         return;
     }
@@ -352,36 +352,6 @@ fn conv_real<T: GemmFloat>(
         }
     }
     Ok(())
-}
-
-fn conv_transpose_real<T: GemmFloat>(g: &ConvGeom, ins: &[View], out: &mut ViewMut) {
-    let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
-    let y = out.slice::<T>();
-    fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
-    if g.pout == 0 || g.pin == 0 {
-        return;
-    }
-    let (cg, og) = (g.c / g.groups, g.o / g.groups);
-    let rows = og * g.kn;
-    let mut col = vec![T::ZERO; rows * g.pin];
-    for n in 0..g.batch {
-        for gi in 0..g.groups {
-            let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
-            // The group's weight is [cg, og * kn]; col = its transpose times x.
-            let wg = &wt[gi * cg * rows..][..cg * rows];
-            col.fill(T::ZERO);
-            gemm_acc(wg, (1, rows), xg, &mut col, rows, cg, g.pin);
-            let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
-            for (o, chunk) in col.chunks(g.kn * g.pin).enumerate() {
-                let yo = &mut yg[o * g.pout..][..g.pout];
-                for (&v, &t) in chunk.iter().zip(&g.taps) {
-                    if t != PAD {
-                        yo[t] = yo[t] + v;
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// N-d convolution (PyTorch cross-correlation with zero padding).
@@ -451,174 +421,10 @@ pub(crate) fn conv_winograd(
     }; T)
 }
 
-/// N-d transposed convolution (PyTorch `conv_transpose`).
-pub(crate) fn conv_transpose(
-    w: &Window,
-    output_padding: &[usize],
-    groups: usize,
-    ins: &[View],
-    out: &mut ViewMut,
-) -> KernelResult {
-    let g = conv_geom(w, Some(output_padding), groups, ins, out)?;
-    with_real!(ins[0].dtype, ins, out, |i, o| {
-        conv_transpose_real::<T>(&g, i, o);
-        Ok(())
-    }; T)
-}
-
-/// Checked geometry of a pooling call.
-struct PoolGeom {
-    pin: usize,
-    pout: usize,
-    taps: Vec<usize>,
-}
-
-fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, super::KernelError> {
-    if ins.len() != 1 {
-        return Err(fail!("pool takes 1 input, given {}", ins.len()));
-    }
-    let x = &ins[0];
-    let r = x.dims.len();
-    if r < 3 || out.dims.len() != r || out.dims[..2] != x.dims[..2] {
-        return Err(fail!("pool of x {:?} cannot give {:?}", x.dims, out.dims));
-    }
-    check_window(w, r - 2, true)?;
-    let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
-    for ax in 0..r - 2 {
-        if window_out_len(
-            sp_in[ax],
-            w.kernel[ax],
-            w.stride[ax],
-            w.padding[ax],
-            w.dilation[ax],
-        ) != Some(sp_out[ax])
-        {
-            return Err(fail!(
-                "pool: out {:?} does not match x {:?}, window {w:?}",
-                out.dims,
-                x.dims
-            ));
-        }
-    }
-    check_buf("x", x.dims, x.dtype, x.bytes, x.dtype)?;
-    check_buf("out", out.dims, out.dtype, out.bytes, x.dtype)?;
-    let taps = tap_offsets(sp_in, &w.kernel, sp_out, w);
-    let prod = |d: &[usize]| d.iter().product();
-    Ok(PoolGeom {
-        pin: prod(sp_in),
-        pout: prod(sp_out),
-        taps,
-    })
-}
-
-/// Folds every in-bounds tap of each window into `y` with `step`, from `init`.
-fn pool_fold<T: Pod>(g: &PoolGeom, x: &[T], y: &mut [T], init: T, step: impl Fn(T, T) -> T) {
-    if g.pout == 0 {
-        return;
-    }
-    for (i, yp) in y.chunks_mut(g.pout).enumerate() {
-        // Indexed, not zipped: an empty input still yields all-padding windows.
-        let xp = &x[i * g.pin..][..g.pin];
-        yp.fill(init);
-        for taps in g.taps.chunks(g.pout) {
-            for (v, &t) in yp.iter_mut().zip(taps) {
-                if t != PAD {
-                    *v = step(*v, xp[t]);
-                }
-            }
-        }
-    }
-}
-
-/// Per output cell, the avg-pool divisor: in-bounds taps, or with
-/// `count_include_pad` the taps inside the padded input (PyTorch).
-fn avg_divisors(
-    g: &PoolGeom,
-    w: &Window,
-    sp_in: &[usize],
-    sp_out: &[usize],
-    count_include_pad: bool,
-) -> Vec<usize> {
-    if !count_include_pad {
-        let mut n = vec![0; g.pout];
-        for taps in g.taps.chunks(g.pout.max(1)) {
-            n.iter_mut()
-                .zip(taps)
-                .for_each(|(c, &t)| *c += (t != PAD) as usize);
-        }
-        return n;
-    }
-    // Separable: per dim, the taps of window `o` left of the padded end.
-    let per_dim: Vec<Vec<usize>> = (0..sp_in.len())
-        .map(|ax| {
-            let end = sp_in[ax] + w.padding[ax].0 + w.padding[ax].1;
-            let (s, d, k) = (w.stride[ax], w.dilation[ax], w.kernel[ax]);
-            (0..sp_out[ax])
-                .map(|o| (0..k).filter(|kk| o * s + kk * d < end).count())
-                .collect()
-        })
-        .collect();
-    let mut n = Vec::with_capacity(g.pout);
-    for_each_index(sp_out, |i| {
-        n.push(i.iter().zip(&per_dim).map(|(&o, c)| c[o]).product())
-    });
-    n
-}
-
-fn max_int<T: Int>(g: &PoolGeom, x: &View, out: &mut ViewMut) -> KernelResult {
-    pool_fold(g, x.slice::<T>(), out.slice::<T>(), T::MIN, |a, b| a.max(b));
-    Ok(())
-}
-
-fn pool_real<T: Real>(kind: PoolKind, g: &PoolGeom, div: &[usize], x: &View, out: &mut ViewMut) {
-    let y = out.slice::<T>();
-    match kind {
-        PoolKind::Max => pool_fold(g, x.slice::<T>(), y, T::NEG_INFINITY, nan_max),
-        PoolKind::Avg => {
-            pool_fold(g, x.slice::<T>(), y, T::ZERO, |a, b| a + b);
-            let div: Vec<T> = div.iter().map(|&d| T::from_f64(d as f64)).collect();
-            for yp in y.chunks_mut(g.pout.max(1)) {
-                yp.iter_mut().zip(&div).for_each(|(v, &d)| *v = *v / d);
-            }
-        }
-    }
-}
-
-/// Max / average pooling (padding never wins a max; NaN propagates).
-pub(crate) fn pool(
-    kind: PoolKind,
-    w: &Window,
-    count_include_pad: bool,
-    ins: &[View],
-    out: &mut ViewMut,
-) -> KernelResult {
-    let g = pool_geom(w, ins, out)?;
-    let x = &ins[0];
-    match (kind, x.dtype) {
-        (PoolKind::Max, DType::I8) => max_int::<i8>(&g, x, out),
-        (PoolKind::Max, DType::I16) => max_int::<i16>(&g, x, out),
-        (PoolKind::Max, DType::I32) => max_int::<i32>(&g, x, out),
-        (PoolKind::Max, DType::I64) => max_int::<i64>(&g, x, out),
-        (PoolKind::Max, DType::U8) => max_int::<u8>(&g, x, out),
-        (PoolKind::Max, DType::U32) => max_int::<u32>(&g, x, out),
-        (_, dt) => {
-            let div = match kind {
-                PoolKind::Avg => {
-                    avg_divisors(&g, w, &x.dims[2..], &out.dims[2..], count_include_pad)
-                }
-                PoolKind::Max => Vec::new(),
-            };
-            with_real!(dt, ins, out, |i, o| {
-                pool_real::<T>(kind, &g, &div, &i[0], o);
-                Ok(())
-            }; T)
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::kernels::scalar::Pod;
     use half::f16;
 
     fn bytes<T: Pod>(v: &[T]) -> &[u8] {
@@ -662,9 +468,9 @@ pub(crate) mod tests {
         Ok(y)
     }
 
-    type Ins<'a> = [(&'a [usize], &'a [f32])];
+    pub(crate) type Ins<'a> = [(&'a [usize], &'a [f32])];
 
-    fn run(
+    pub(crate) fn run(
         f: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
         ins: &Ins,
         out_dims: &[usize],
@@ -688,7 +494,7 @@ pub(crate) mod tests {
             .collect()
     }
 
-    fn win(
+    pub(crate) fn win(
         kernel: &[usize],
         stride: &[usize],
         padding: &[(usize, usize)],
@@ -765,51 +571,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn conv_transpose2d_stride_output_padding() {
-        // x = seq(24,5,11).reshape(1,4,2,3); w = seq(24,7,13).reshape(4,1,3,2); b = seq(2,1,3)
-        // s, lo, hi, dil, op, g = [2,3], [1,0], [0,1], [1,2], [1,2], 2
-        // full = [(x.shape[2+i]-1)*s[i] + dil[i]*(w.shape[2+i]-1) + op[i] + 1 for i in range(2)]
-        // yf = np.zeros((1, 2, *full))
-        // for c, i0, i1, k0, k1 in np.ndindex(4, 2, 3, 3, 2):  # out channel c // 2 (one per group)
-        //     yf[0, c // 2, i0*s[0] + k0*dil[0], i1*s[1] + k1*dil[1]] += x[0, c, i0, i1] * w[c, 0, k0, k1]
-        // y = yf[:, :, lo[0]:full[0]-hi[0], lo[1]:full[1]-hi[1]] + b[None, :, None, None]
-        let want = [
-            0.9375, -0.25, 0.0625, 0.125, -0.25, -1.1875, -2.0625, -0.25, 1.0, -0.25, 1.9375,
-            -0.25, -1.125, -1.75, -0.25, -0.875, 0.0625, -0.25, 0.0625, -0.25, 0.5625, -0.25,
-            -1.625, -1.625, -0.25, 0.5625, 1.0, -0.25, -2.0625, -0.25, 0.25, -0.25, -1.9375,
-            -1.3125, -0.25, 0.875, 0.5625, -0.25, -2.5, -0.25, -0.25, -0.25, -0.25, -0.25, -0.25,
-            -0.25, -0.25, -0.25, -0.25, -0.25, -0.75, 0.0, 0.375, 0.8125, 0.0, -1.8125, -1.0625,
-            0.0, 0.8125, 0.0, -0.75, 0.0, -1.5, 0.3125, 0.0, 0.3125, -1.375, 0.0, -0.625, 0.0, 0.5,
-            0.0, -1.375, -1.375, 0.0, 1.25, 0.1875, 0.0, -0.9375, 0.0, 0.8125, 0.0, -1.0625,
-            -1.8125, 0.0, 0.8125, 0.375, 0.0, -0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-            0.0, 0.0,
-        ];
-        let (x, w, b) = (seq(24, 5, 11), seq(24, 7, 13), seq(2, 1, 3));
-        let win = win(&[], &[2, 3], &[(1, 0), (0, 1)], &[1, 2]);
-        let ins: &Ins = &[(&[1, 4, 2, 3], &x), (&[4, 1, 3, 2], &w), (&[2], &b)];
-        let y = run(
-            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
-            ins,
-            &[1, 2, 5, 10],
-        )
-        .unwrap();
-        close(&y, &want);
-        // A wrong output size is an error, not a panic.
-        assert!(run(
-            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
-            ins,
-            &[1, 2, 5, 9]
-        )
-        .is_err());
-        assert!(run(
-            |i, o| conv_transpose(&win, &[1], 2, i, o),
-            ins,
-            &[1, 2, 5, 10]
-        )
-        .is_err());
-    }
-
-    #[test]
     fn conv_f16_and_errors() {
         let (x, w) = (seq(14, 5, 11), seq(18, 7, 13));
         let win = win(&[], &[2], &[(1, 2)], &[1]);
@@ -839,101 +600,5 @@ pub(crate) mod tests {
         let (xi, wi) = ([0i32; 14], [0i32; 18]);
         let ins_i: &[(&[usize], &[i32])] = &[(&[1, 2, 7], &xi), (&[3, 2, 3], &wi)];
         assert!(run_as(DType::I32, |i, o| conv(&win, 1, i, o), ins_i, &[1, 3, 4], 0).is_err());
-    }
-
-    // Pool reference (explicit loops); values printed as round(v, 7):
-    //   def pool(x, kind, k, s, pad, dil, cip):
-    //       sd = x.ndim - 2; sp = x.shape[2:]
-    //       osp = [(sp[i] + pad[i][0] + pad[i][1] - dil[i]*(k[i]-1) - 1) // s[i] + 1 for i in range(sd)]
-    //       y = np.zeros(x.shape[:2] + tuple(osp))
-    //       for nc in np.ndindex(*x.shape[:2]):
-    //           for p in np.ndindex(*osp):
-    //               vals, padded = [], 0
-    //               for kk in np.ndindex(*k):
-    //                   q = [p[i]*s[i] + kk[i]*dil[i] - pad[i][0] for i in range(sd)]
-    //                   if all(0 <= q[i] < sp[i] for i in range(sd)): vals.append(x[nc + tuple(q)])
-    //                   elif all(q[i] < sp[i] + pad[i][1] for i in range(sd)): padded += 1
-    //               y[nc + p] = max(vals) if kind == 'max' else sum(vals) / (len(vals) + (padded if cip else 0))
-    //       return y
-
-    #[test]
-    fn max_avg_pool2d_padding() {
-        // x = seq(50,5,11).reshape(1,2,5,5) - 3 (all negative: padding must not win the max)
-        // pool(x, kind, [3,2], [2,2], [(1,1),(1,0)], [1,1], cip)
-        let want_max = [
-            -3.5, -1.75, -2.0, -2.0, -2.25, -1.75, -2.0, -2.25, -1.75, -2.5, -2.0, -2.25, -1.75,
-            -2.0, -2.25, -3.0, -1.75, -2.0,
-        ];
-        let want_avg = [
-            -3.875, -2.6875, -2.9375, -2.75, -3.1666667, -2.9583333, -3.0, -3.1875, -2.75, -2.875,
-            -3.0625, -3.3125, -2.6666667, -3.0833333, -3.3333333, -3.375, -2.875, -3.125,
-        ];
-        let want_avg_pad = [
-            -1.2916667, -1.7916667, -1.9583333, -1.375, -3.1666667, -2.9583333, -1.0, -2.125,
-            -1.8333333, -0.9583333, -2.0416667, -2.2083333, -1.3333333, -3.0833333, -3.3333333,
-            -1.125, -1.9166667, -2.0833333,
-        ];
-        let x: Vec<f32> = seq(50, 5, 11).iter().map(|v| v - 3.0).collect();
-        let win = win(&[3, 2], &[2, 2], &[(1, 1), (1, 0)], &[1, 1]);
-        let ins: &Ins = &[(&[1, 2, 5, 5], &x)];
-        let cases = [
-            (PoolKind::Max, false, &want_max),
-            (PoolKind::Avg, false, &want_avg),
-            (PoolKind::Avg, true, &want_avg_pad),
-        ];
-        for (kind, cip, want) in cases {
-            close(
-                &run(|i, o| pool(kind, &win, cip, i, o), ins, &[1, 2, 3, 3]).unwrap(),
-                want,
-            );
-        }
-    }
-
-    #[test]
-    fn max_pool1d_dilation_int_and_nan() {
-        // pool(((np.arange(12) * 5) % 11 - 5).astype(np.int32).reshape(1,1,12), 'max', [3], [2], [(2,1)], [2], False)
-        //   -> [5, 5, 5, 4, 3, 2]
-        let x: Vec<i32> = (0..12).map(|i| (i * 5) % 11 - 5).collect();
-        let win = win(&[3], &[2], &[(2, 1)], &[2]);
-        let ins: &[(&[usize], &[i32])] = &[(&[1, 1, 12], &x)];
-        let y = run_as(
-            DType::I32,
-            |i, o| pool(PoolKind::Max, &win, false, i, o),
-            ins,
-            &[1, 1, 6],
-            0,
-        )
-        .unwrap();
-        assert_eq!(y, [5, 5, 5, 4, 3, 2]);
-        assert!(run_as(
-            DType::I32,
-            |i, o| pool(PoolKind::Avg, &win, false, i, o),
-            ins,
-            &[1, 1, 6],
-            0
-        )
-        .is_err());
-        // NaN wins every window holding it, and only those.
-        let mut xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-        xf[4] = f32::NAN;
-        let y = run(
-            |i, o| pool(PoolKind::Max, &win, false, i, o),
-            &[(&[1, 1, 12], &xf)],
-            &[1, 1, 6],
-        )
-        .unwrap();
-        assert!(
-            y[0] == 5.0 && y[1..4].iter().all(|v| v.is_nan()) && y[4] == 3.0 && y[5] == 2.0,
-            "{y:?}"
-        );
-        // An empty input leaves only padding: max is -inf, not a panic.
-        let empty = self::win(&[3], &[1], &[(2, 2)], &[1]);
-        let y = run(
-            |i, o| pool(PoolKind::Max, &empty, false, i, o),
-            &[(&[1, 1, 0], &[])],
-            &[1, 1, 2],
-        )
-        .unwrap();
-        assert_eq!(y, [f32::NEG_INFINITY; 2]);
     }
 }

@@ -1,4 +1,5 @@
-//! Vectorised f32 `exp` (softmax rows, `Exp`), `log`, exact GELU and tanh.
+//! Vectorised f32 `exp` (softmax rows, `Exp`), `log`, exact GELU, tanh,
+//! sigmoid and SiLU.
 //!
 //! Softmax and GELU spend most of their time in `exp` / `erf` once the
 //! products around them run on a GEMM; libm is a call per element. Here `exp` is a
@@ -126,6 +127,41 @@ fn tanh_one(v: f32) -> f32 {
     t.copysign(v)
 }
 
+vectorised_map!(
+    /// Logistic sigmoid of f32 values within 3e-7 relative error:
+    /// `e = exp(-|x|)` never overflows, `1 / (1 + e)` for x >= 0 and
+    /// `e / (1 + e)` below (the negative tail keeps its relative accuracy);
+    /// NaN stays NaN.
+    sigmoid_f32,
+    sigmoid_one,
+    biased: sigmoid_biased_f32
+);
+
+vectorised_map!(
+    /// SiLU (swish) of f32 values, `x * sigmoid(x)` with [`sigmoid_f32`]'s
+    /// sigmoid: YOLO-style detectors apply it after every conv.
+    silu_f32,
+    silu_one,
+    biased: silu_biased_f32
+);
+
+#[inline(always)]
+fn sigmoid_one(v: f32) -> f32 {
+    let e = exp_f32(-v.abs());
+    let s = 1.0 / (1.0 + e);
+    // `v < 0` is false for NaN, whose `s` is NaN already.
+    if v < 0.0 {
+        e * s
+    } else {
+        s
+    }
+}
+
+#[inline(always)]
+fn silu_one(v: f32) -> f32 {
+    v * sigmoid_one(v)
+}
+
 /// `y = act(y + bias)` over a row in place.
 pub(crate) type BiasedActivation = fn(&mut [f32], &[f32]);
 
@@ -135,6 +171,8 @@ pub(crate) fn biased_in_place(act: rlx_ir::op::UnaryOp) -> Option<BiasedActivati
     match act {
         UnaryOp::Gelu => Some(gelu_biased_f32),
         UnaryOp::Tanh => Some(tanh_biased_f32),
+        UnaryOp::Sigmoid => Some(sigmoid_biased_f32),
+        UnaryOp::Silu => Some(silu_biased_f32),
         _ => None,
     }
 }
@@ -509,6 +547,40 @@ mod tests {
                 "tanh({v})"
             );
         }
+    }
+
+    #[test]
+    fn sigmoid_and_silu_match_f64() {
+        let mut x: Vec<f32> = (0..6001).map(|i| (i as f32 - 3000.0) * 0.0291).collect();
+        x.extend([1e-30, -3e-8, 86.9, -86.9, 88.5, -88.5, 1e4, -1e4]);
+        let (mut s, mut w) = (vec![0f32; x.len()], vec![0f32; x.len()]);
+        sigmoid_f32(&x, &mut s);
+        silu_f32(&x, &mut w);
+        // A bias of zero: the biased forms give the same values.
+        let (mut sb, mut wb) = (x.clone(), x.clone());
+        sigmoid_biased_f32(&mut sb, &vec![0.0; x.len()]);
+        silu_biased_f32(&mut wb, &vec![0.0; x.len()]);
+        assert_eq!((&s, &w), (&sb, &wb));
+        for i in 0..x.len() {
+            let v = x[i] as f64;
+            let want = 1.0 / (1.0 + (-v).exp());
+            // Below e^-87 (about 1.6e-38) the f32 result may flush to 0.
+            let floor = if v < -87.0 { 2e-38 } else { 1e-45 };
+            let ok = |got: f32, want: f64, floor: f64| {
+                (got as f64 - want).abs() <= 3e-7 * want.abs() + floor
+            };
+            assert!(
+                ok(s[i], want, floor),
+                "sigmoid({v}) = {}, want {want}",
+                s[i]
+            );
+            let (ws, wf) = (v * want, floor * (1.0 + v.abs()));
+            assert!(ok(w[i], ws, wf), "silu({v}) = {}, want {ws}", w[i]);
+        }
+        let mut z = [0f32; 3];
+        sigmoid_f32(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY], &mut z);
+        assert!(z[0].is_nan());
+        assert_eq!(&z[1..], &[1.0, 0.0]);
     }
 
     #[test]

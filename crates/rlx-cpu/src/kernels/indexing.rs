@@ -81,6 +81,14 @@ fn gather_typed<T: Pod>(axis: usize, r: &[usize], x: &View, out: &mut ViewMut) {
     let src = x.slice::<T>();
     let o = out.slice::<T>();
     let m = r.len();
+    if inner == 1 {
+        // Gathering along the last axis (a nearest Resize of the width):
+        // element moves, not one-element copies.
+        for (orow, srow) in o.chunks_exact_mut(m).zip(src.chunks_exact(n)) {
+            orow.iter_mut().zip(r).for_each(|(v, &k)| *v = srow[k]);
+        }
+        return;
+    }
     for a in 0..outer {
         for (j, &k) in r.iter().enumerate() {
             let (d, s) = ((a * m + j) * inner, (a * n + k) * inner);
@@ -393,6 +401,17 @@ mod tests {
         ];
         let got = run::<i64>(&[2, 3], DType::I64, |o| gather(2, &ins, o)).unwrap();
         assert_eq!(got, [-4, 0, 4, 8, 12, 16]);
+
+        // Nearest x2 along the last axis: np.take(np.arange(24).reshape(2, 3, 4) - 7, [0, 0, 1, 1, 3, 3], axis=2)[1]
+        let ins = [
+            view(&[2, 3, 4], DType::I64, &y),
+            view(&[6], DType::I64, &[0i64, 0, 1, 1, 3, 3]),
+        ];
+        let got = run::<i64>(&[2, 3, 6], DType::I64, |o| gather(2, &ins, o)).unwrap();
+        assert_eq!(
+            got[18..],
+            [5, 5, 6, 6, 8, 8, 9, 9, 10, 10, 12, 12, 13, 13, 14, 14, 16, 16]
+        );
     }
 
     #[test]

@@ -39,12 +39,15 @@ macro_rules! by_width {
 }
 
 pub mod attention;
+#[cfg(test)]
+mod cnn_fixtures;
 pub(crate) mod control;
 pub(crate) mod conv;
 mod conv2d;
 mod conv_depthwise3x3;
 mod conv_epilogue;
 mod conv_im2col;
+mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod fft;
@@ -59,6 +62,7 @@ pub(crate) mod indexing;
 pub mod linalg;
 pub mod movement;
 pub(crate) mod norm;
+pub(crate) mod pool;
 pub mod quant_matmul;
 pub(crate) mod reduce;
 pub mod region;
@@ -387,12 +391,12 @@ pub(crate) fn run_node(node: &Node, ins: &[View], out: &mut ViewMut) -> KernelRe
             window,
             output_padding,
             groups,
-        } => conv::conv_transpose(window, output_padding, *groups, ins, out),
+        } => conv_transpose::conv_transpose(window, output_padding, *groups, ins, out),
         Op::Pool {
             kind,
             window,
             count_include_pad,
-        } => conv::pool(*kind, window, *count_include_pad, ins, out),
+        } => pool::pool(*kind, window, *count_include_pad, ins, out),
         Op::Upsample {
             mode,
             align_corners,

@@ -1,0 +1,277 @@
+//! Transposed convolution over the spatial dims of `[N, C, *sp]`, any
+//! number of spatial dims: per batch item and group one GEMM,
+//! `col = W^T X` (`[O/g * prod(k), prod(sp_in)]`), then col2im by rows:
+//! each (kernel tap, input row) of `col` adds along the last axis into
+//! one output row at the stride, the output channels split over the
+//! thread team. (U-Net's 2x2 stride-2 up-convs write every output once.)
+
+use super::conv::{conv_geom, fill_bias, for_each_index, ConvGeom};
+use super::gemm::{num_threads, GemmFloat, Strided};
+use super::{KernelResult, View, ViewMut};
+use crate::{team, with_real};
+use rlx_ir::op::Window;
+use std::ops::Range;
+
+/// Output elements from which col2im splits its channels over the team.
+const PARALLEL_GRAIN: usize = 1 << 15;
+
+/// One run of `col` that col2im adds into one output row.
+struct RowMove {
+    /// Row of `col` within a channel's block (kernel tap, row-major).
+    tap: usize,
+    /// First element of the input row within a `col` row.
+    in_start: usize,
+    /// First element of the output row within an output plane.
+    out_start: usize,
+    /// Input columns whose output column lies inside the output.
+    cols: Range<usize>,
+    /// Output column of input column `cols.start`.
+    first_out: usize,
+}
+
+/// Where col2im moves each (tap, input row): every in-bounds pair, with
+/// the in-bounds input columns of its last-axis tap.
+fn row_moves(w: &Window, k: &[usize], sp_in: &[usize], sp_out: &[usize]) -> Vec<RowMove> {
+    let last = sp_in.len() - 1;
+    let (n_in, n_out, kl) = (sp_in[last], sp_out[last], k[last]);
+    let (s, d, p) = (w.stride[last], w.dilation[last], w.padding[last].0);
+    // Per last-axis tap: the input columns landing inside, and the first's output column.
+    let spans: Vec<(Range<usize>, usize)> = (0..kl)
+        .map(|kx| {
+            let at = |i: usize| (i * s + kx * d).checked_sub(p).filter(|&o| o < n_out);
+            let lo = (0..n_in).find(|&i| at(i).is_some());
+            match lo {
+                Some(lo) => {
+                    let hi = (lo..n_in).find(|&i| at(i).is_none()).unwrap_or(n_in);
+                    (lo..hi, at(lo).expect("in bounds"))
+                }
+                None => (0..0, 0),
+            }
+        })
+        .collect();
+    let outer: Vec<usize> = k[..last].iter().chain(&sp_in[..last]).copied().collect();
+    let out_strides = rlx_ir::contiguous_strides(sp_out);
+    let mut moves = Vec::new();
+    for_each_index(&outer, |i| {
+        let (kt, it) = i.split_at(last);
+        let mut out_start = 0;
+        for ax in 0..last {
+            let at = (it[ax] * w.stride[ax] + kt[ax] * w.dilation[ax]).checked_sub(w.padding[ax].0);
+            match at {
+                Some(a) if a < sp_out[ax] => out_start += a * out_strides[ax],
+                _ => return,
+            }
+        }
+        // Row-major ranks of the outer tap and the outer input position.
+        let rank =
+            |idx: &[usize], dims: &[usize]| idx.iter().zip(dims).fold(0, |r, (&i, &n)| r * n + i);
+        let (ko, io) = (rank(kt, &k[..last]), rank(it, &sp_in[..last]));
+        for (kx, (cols, first_out)) in spans.iter().enumerate() {
+            if !cols.is_empty() {
+                moves.push(RowMove {
+                    tap: ko * kl + kx,
+                    in_start: io * n_in,
+                    out_start,
+                    cols: cols.clone(),
+                    first_out: *first_out,
+                });
+            }
+        }
+    });
+    moves
+}
+
+/// Adds channel `o`'s block of `col` (`kn` rows of `pin`) into its output plane.
+fn col2im_channel<T: GemmFloat>(
+    moves: &[RowMove],
+    stride: usize,
+    col: &[T],
+    (kn, pin): (usize, usize),
+    y: &mut [T],
+) {
+    for m in moves {
+        let src = &col[m.tap * pin + m.in_start..][m.cols.clone()];
+        let dst = &mut y[m.out_start + m.first_out..];
+        if stride == 1 {
+            dst.iter_mut().zip(src).for_each(|(v, &a)| *v = *v + a);
+        } else {
+            dst.iter_mut()
+                .step_by(stride)
+                .zip(src)
+                .for_each(|(v, &a)| *v = *v + a);
+        }
+    }
+    debug_assert!(col.len() == kn * pin);
+}
+
+fn conv_transpose_real<T: GemmFloat>(
+    g: &ConvGeom,
+    moves: &[RowMove],
+    stride: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) {
+    let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
+    let y = out.slice::<T>();
+    fill_bias(y, ins.get(2).map(|b| b.slice::<T>()), g.o, g.pout);
+    if g.pout == 0 || g.pin == 0 {
+        return;
+    }
+    let (cg, og) = (g.c / g.groups, g.o / g.groups);
+    let rows = og * g.kn;
+    let mut col = vec![T::ZERO; rows * g.pin];
+    let parts = if og * g.pout >= PARALLEL_GRAIN && og > 1 {
+        team::threads()
+    } else {
+        1
+    };
+    for n in 0..g.batch {
+        for gi in 0..g.groups {
+            let xg = &x[(n * g.c + gi * cg) * g.pin..][..cg * g.pin];
+            // The group's weight is [cg, og * kn]; col = its transpose times x.
+            let wg = &wt[gi * cg * rows..][..cg * rows];
+            let a = Strided {
+                data: wg,
+                offset: 0,
+                rows,
+                cols: cg,
+                row_stride: 1,
+                col_stride: rows,
+            };
+            T::gemm(
+                a,
+                Strided::row_major(xg, 0, cg, g.pin),
+                &mut col,
+                num_threads(),
+            );
+            let yg = &mut y[(n * g.o + gi * og) * g.pout..][..og * g.pout];
+            let block = g.kn * g.pin;
+            let channel = |o: usize, yo: &mut [T]| {
+                col2im_channel(moves, stride, &col[o * block..][..block], (g.kn, g.pin), yo)
+            };
+            if parts <= 1 {
+                yg.chunks_exact_mut(g.pout)
+                    .enumerate()
+                    .for_each(|(o, yo)| channel(o, yo));
+                continue;
+            }
+            let ranges = team::split(og, parts, 1);
+            let planes = team::Disjoint::new(yg);
+            team::parallel_for(ranges.len(), |part| {
+                for o in ranges[part].clone() {
+                    // SAFETY: each output channel's plane is written by one part.
+                    channel(o, unsafe { planes.range(o * g.pout..(o + 1) * g.pout) });
+                }
+            });
+        }
+    }
+}
+
+/// N-d transposed convolution (PyTorch `conv_transpose`).
+pub(crate) fn conv_transpose(
+    w: &Window,
+    output_padding: &[usize],
+    groups: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let g = conv_geom(w, Some(output_padding), groups, ins, out)?;
+    let (sp_in, sp_out) = (&ins[0].dims[2..], &out.dims[2..]);
+    let moves = row_moves(w, &ins[1].dims[2..], sp_in, sp_out);
+    let stride = w.stride[sp_in.len() - 1];
+    with_real!(ins[0].dtype, ins, out, |i, o| {
+        conv_transpose_real::<T>(&g, &moves, stride, i, o);
+        Ok(())
+    }; T)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cnn_fixtures;
+    use crate::kernels::conv::tests::{close, run, seq, win, Ins};
+
+    fn ct_case(case: &serde_json::Value) -> Vec<f32> {
+        let (xd, wd, yd) = (
+            cnn_fixtures::dims(&case["x"]),
+            cnn_fixtures::dims(&case["w"]),
+            cnn_fixtures::dims(&case["y_dims"]),
+        );
+        let w = cnn_fixtures::window(case);
+        let op = cnn_fixtures::dims(&case["output_padding"]);
+        let groups = case["groups"].as_u64().expect("groups") as usize;
+        let x = cnn_fixtures::input(case);
+        let wt = cnn_fixtures::seq(wd.iter().product(), 5, 17, 16.0);
+        let b: Vec<f32> = (0..yd[1]).map(|i| ((i % 5) as f32 - 2.0) / 4.0).collect();
+        let bd = [yd[1]];
+        let mut ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &wt)];
+        if case["bias"].as_bool().expect("bias") {
+            ins.push((&bd, &b));
+        }
+        run(|i, o| conv_transpose(&w, &op, groups, i, o), &ins, &yd).unwrap()
+    }
+
+    /// Every case of tools/gen_cnn_ops_fixtures.py's transposed convs
+    /// (numpy, float64 scatter loops): U-Net's 2x2 stride 2, overlapping
+    /// 3x3 taps with padding and output padding, stride 1, groups with
+    /// dilation, a stride past the kernel (gaps); the large one at 1 and
+    /// at 2 threads (channels split).
+    #[test]
+    fn conv_transpose2d_matches_numpy() {
+        let text = include_str!("../../tests/fixtures/cnn_ops/conv_transpose.json");
+        let cases = cnn_fixtures::cases(text);
+        assert_eq!(cases.len(), 6);
+        for case in &cases {
+            cnn_fixtures::check(case, &ct_case(case));
+            if case.get("sum").is_some() {
+                let two = crate::threads::with_limit(Some(2), || ct_case(case));
+                cnn_fixtures::check(case, &two);
+            }
+        }
+    }
+
+    #[test]
+    fn conv_transpose2d_stride_output_padding() {
+        // x = seq(24,5,11).reshape(1,4,2,3); w = seq(24,7,13).reshape(4,1,3,2); b = seq(2,1,3)
+        // s, lo, hi, dil, op, g = [2,3], [1,0], [0,1], [1,2], [1,2], 2
+        // full = [(x.shape[2+i]-1)*s[i] + dil[i]*(w.shape[2+i]-1) + op[i] + 1 for i in range(2)]
+        // yf = np.zeros((1, 2, *full))
+        // for c, i0, i1, k0, k1 in np.ndindex(4, 2, 3, 3, 2):  # out channel c // 2 (one per group)
+        //     yf[0, c // 2, i0*s[0] + k0*dil[0], i1*s[1] + k1*dil[1]] += x[0, c, i0, i1] * w[c, 0, k0, k1]
+        // y = yf[:, :, lo[0]:full[0]-hi[0], lo[1]:full[1]-hi[1]] + b[None, :, None, None]
+        let want = [
+            0.9375, -0.25, 0.0625, 0.125, -0.25, -1.1875, -2.0625, -0.25, 1.0, -0.25, 1.9375,
+            -0.25, -1.125, -1.75, -0.25, -0.875, 0.0625, -0.25, 0.0625, -0.25, 0.5625, -0.25,
+            -1.625, -1.625, -0.25, 0.5625, 1.0, -0.25, -2.0625, -0.25, 0.25, -0.25, -1.9375,
+            -1.3125, -0.25, 0.875, 0.5625, -0.25, -2.5, -0.25, -0.25, -0.25, -0.25, -0.25, -0.25,
+            -0.25, -0.25, -0.25, -0.25, -0.25, -0.75, 0.0, 0.375, 0.8125, 0.0, -1.8125, -1.0625,
+            0.0, 0.8125, 0.0, -0.75, 0.0, -1.5, 0.3125, 0.0, 0.3125, -1.375, 0.0, -0.625, 0.0, 0.5,
+            0.0, -1.375, -1.375, 0.0, 1.25, 0.1875, 0.0, -0.9375, 0.0, 0.8125, 0.0, -1.0625,
+            -1.8125, 0.0, 0.8125, 0.375, 0.0, -0.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0,
+        ];
+        let (x, w, b) = (seq(24, 5, 11), seq(24, 7, 13), seq(2, 1, 3));
+        let win = win(&[], &[2, 3], &[(1, 0), (0, 1)], &[1, 2]);
+        let ins: &Ins = &[(&[1, 4, 2, 3], &x), (&[4, 1, 3, 2], &w), (&[2], &b)];
+        let y = run(
+            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
+            ins,
+            &[1, 2, 5, 10],
+        )
+        .unwrap();
+        close(&y, &want);
+        // A wrong output size is an error, not a panic.
+        assert!(run(
+            |i, o| conv_transpose(&win, &[1, 2], 2, i, o),
+            ins,
+            &[1, 2, 5, 9]
+        )
+        .is_err());
+        assert!(run(
+            |i, o| conv_transpose(&win, &[1], 2, i, o),
+            ins,
+            &[1, 2, 5, 10]
+        )
+        .is_err());
+    }
+}

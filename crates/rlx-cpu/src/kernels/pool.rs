@@ -1,0 +1,493 @@
+//! Max / average pooling over the spatial dims of `[N, C, *sp]` tensors.
+//!
+//! Two spatial dims (every pool of the CNN set: U-Net's and CRNN's 2x2,
+//! YOLO's 5x5 SPPF) run row by row: per output row and kernel tap, one pass
+//! over the output columns whose tap lands inside the input, contiguous
+//! (so vectorised) at stride 1, with the planes split over the thread team.
+//! Other ranks walk conv's tap table ([`super::conv`]).
+
+use super::conv::{check_buf, check_window, for_each_index, tap_offsets, PAD};
+use super::scalar::{Int, Pod, Real};
+use super::{KernelResult, View, ViewMut};
+use crate::{team, with_real};
+use rlx_ir::op::{PoolKind, Window};
+use rlx_ir::ops::conv::window_out_len;
+use rlx_ir::DType;
+use std::ops::Range;
+
+/// Input elements from which a pool splits its planes over the team.
+const PARALLEL_GRAIN: usize = 1 << 15;
+
+/// The window of a pool over two spatial dims.
+struct Pool2d {
+    h: usize,
+    w: usize,
+    ow: usize,
+    k: (usize, usize),
+    s: (usize, usize),
+    d: (usize, usize),
+    p: (usize, usize),
+}
+
+/// Input index of output `o`, tap `t` along one axis, if inside `0..n`.
+fn source(o: usize, t: usize, s: usize, d: usize, p: usize, n: usize) -> Option<usize> {
+    (o * s + t * d).checked_sub(p).filter(|&i| i < n)
+}
+
+impl Pool2d {
+    /// The output columns `lo..hi` whose tap `kx` reads inside the input
+    /// (a contiguous run: the source column grows with the output column).
+    fn columns(&self, kx: usize) -> Range<usize> {
+        let (s, d, p) = (self.s.1, self.d.1, self.p.1);
+        let lo = (0..self.ow).find(|&o| source(o, kx, s, d, p, self.w).is_some());
+        match lo {
+            Some(lo) => {
+                let hi = (lo..self.ow)
+                    .find(|&o| source(o, kx, s, d, p, self.w).is_none())
+                    .unwrap_or(self.ow);
+                lo..hi
+            }
+            None => 0..0,
+        }
+    }
+
+    /// Folds the in-bounds horizontal taps of input row `xr` into the
+    /// output-column row `row`.
+    fn fold_row<T: Copy>(
+        &self,
+        cols: &[Range<usize>],
+        xr: &[T],
+        row: &mut [T],
+        step: &impl Fn(T, T) -> T,
+    ) {
+        let (sw, dw, pw) = (self.s.1, self.d.1, self.p.1);
+        for (kx, c) in cols.iter().enumerate() {
+            if c.is_empty() {
+                continue;
+            }
+            // Input column of output column `c.start`; later ones step by `sw`.
+            let first = c.start * sw + kx * dw - pw;
+            let out = &mut row[c.clone()];
+            if sw == 1 {
+                for (v, &a) in out.iter_mut().zip(&xr[first..]) {
+                    *v = step(*v, a);
+                }
+            } else {
+                // Indexed (not `step_by`, which stays a slow iterator).
+                let src = &xr[first..=first + (out.len() - 1) * sw];
+                for (i, v) in out.iter_mut().enumerate() {
+                    *v = step(*v, src[i * sw]);
+                }
+            }
+        }
+    }
+
+    /// Whether a max pool is cheaper in two passes (rows, then columns)
+    /// than tap by tap: `kw * sh + kh` against `kh * kw` folds per output
+    /// (YOLO's 5x5 SPPF: 10 against 25).
+    fn separable(&self) -> bool {
+        self.k.1 * self.s.0 + self.k.0 < self.k.0 * self.k.1
+    }
+
+    /// Folds every in-bounds tap of each window of plane `x` into `y`;
+    /// with `rows` (max pooling only: reassociating sums would change
+    /// them) first folds each input row horizontally into `rows`, then
+    /// those rows vertically, both contiguous passes.
+    fn fold_plane<T: Copy>(
+        &self,
+        cols: &[Range<usize>],
+        x: &[T],
+        y: &mut [T],
+        init: T,
+        step: &impl Fn(T, T) -> T,
+        rows: Option<&mut Vec<T>>,
+    ) {
+        let (sh, dh, ph) = (self.s.0, self.d.0, self.p.0);
+        let Some(rows) = rows else {
+            for (oy, row) in y.chunks_exact_mut(self.ow).enumerate() {
+                row.fill(init);
+                for ky in 0..self.k.0 {
+                    if let Some(iy) = source(oy, ky, sh, dh, ph, self.h) {
+                        self.fold_row(cols, &x[iy * self.w..][..self.w], row, step);
+                    }
+                }
+            }
+            return;
+        };
+        rows.clear();
+        rows.resize(self.h * self.ow, init);
+        for (iy, hr) in rows.chunks_exact_mut(self.ow).enumerate() {
+            self.fold_row(cols, &x[iy * self.w..][..self.w], hr, step);
+        }
+        for (oy, row) in y.chunks_exact_mut(self.ow).enumerate() {
+            row.fill(init);
+            for ky in 0..self.k.0 {
+                if let Some(iy) = source(oy, ky, sh, dh, ph, self.h) {
+                    let hr = &rows[iy * self.ow..][..self.ow];
+                    row.iter_mut().zip(hr).for_each(|(v, &a)| *v = step(*v, a));
+                }
+            }
+        }
+    }
+}
+
+/// Checked geometry of a pooling call.
+struct PoolGeom {
+    pin: usize,
+    pout: usize,
+    /// The tap table (N-d path only; empty when `two_d` is set).
+    taps: Vec<usize>,
+    two_d: Option<Pool2d>,
+}
+
+fn pool_geom(w: &Window, ins: &[View], out: &ViewMut) -> Result<PoolGeom, super::KernelError> {
+    if ins.len() != 1 {
+        return Err(fail!("pool takes 1 input, given {}", ins.len()));
+    }
+    let x = &ins[0];
+    let r = x.dims.len();
+    if r < 3 || out.dims.len() != r || out.dims[..2] != x.dims[..2] {
+        return Err(fail!("pool of x {:?} cannot give {:?}", x.dims, out.dims));
+    }
+    check_window(w, r - 2, true)?;
+    let (sp_in, sp_out) = (&x.dims[2..], &out.dims[2..]);
+    for ax in 0..r - 2 {
+        if window_out_len(
+            sp_in[ax],
+            w.kernel[ax],
+            w.stride[ax],
+            w.padding[ax],
+            w.dilation[ax],
+        ) != Some(sp_out[ax])
+        {
+            return Err(fail!(
+                "pool: out {:?} does not match x {:?}, window {w:?}",
+                out.dims,
+                x.dims
+            ));
+        }
+    }
+    check_buf("x", x.dims, x.dtype, x.bytes, x.dtype)?;
+    check_buf("out", out.dims, out.dtype, out.bytes, x.dtype)?;
+    let two_d = (r == 4).then(|| Pool2d {
+        h: sp_in[0],
+        w: sp_in[1],
+        ow: sp_out[1],
+        k: (w.kernel[0], w.kernel[1]),
+        s: (w.stride[0], w.stride[1]),
+        d: (w.dilation[0], w.dilation[1]),
+        p: (w.padding[0].0, w.padding[1].0),
+    });
+    let taps = match two_d {
+        Some(_) => Vec::new(),
+        None => tap_offsets(sp_in, &w.kernel, sp_out, w),
+    };
+    let prod = |d: &[usize]| d.iter().product();
+    Ok(PoolGeom {
+        pin: prod(sp_in),
+        pout: prod(sp_out),
+        taps,
+        two_d,
+    })
+}
+
+/// Folds every in-bounds tap of each window into `y` with `step`, from `init`.
+fn pool_fold<T: Pod>(
+    g: &PoolGeom,
+    x: &[T],
+    y: &mut [T],
+    init: T,
+    step: impl Fn(T, T) -> T + Sync,
+    max: bool,
+) {
+    if g.pout == 0 {
+        return;
+    }
+    if let Some(g2) = &g.two_d {
+        let cols: Vec<_> = (0..g2.k.1).map(|kx| g2.columns(kx)).collect();
+        let planes = y.len() / g.pout;
+        let separable = max && g2.separable();
+        // Indexed, not zipped: an empty input still yields all-padding windows.
+        let plane = |i: usize, yp: &mut [T], rows: &mut Vec<T>| {
+            let xp = &x[i * g.pin..][..g.pin];
+            g2.fold_plane(&cols, xp, yp, init, &step, separable.then_some(rows));
+        };
+        let parts = if x.len() >= PARALLEL_GRAIN && planes > 1 {
+            team::threads()
+        } else {
+            1
+        };
+        if parts <= 1 {
+            let mut rows = Vec::new();
+            y.chunks_exact_mut(g.pout)
+                .enumerate()
+                .for_each(|(i, yp)| plane(i, yp, &mut rows));
+            return;
+        }
+        let ranges = team::split(planes, parts, 1);
+        let out = team::Disjoint::new(y);
+        team::parallel_for(ranges.len(), |part| {
+            let mut rows = Vec::new();
+            for i in ranges[part].clone() {
+                // SAFETY: each plane is written by one part.
+                plane(
+                    i,
+                    unsafe { out.range(i * g.pout..(i + 1) * g.pout) },
+                    &mut rows,
+                );
+            }
+        });
+        return;
+    }
+    for (i, yp) in y.chunks_mut(g.pout).enumerate() {
+        let xp = &x[i * g.pin..][..g.pin];
+        yp.fill(init);
+        for taps in g.taps.chunks(g.pout) {
+            for (v, &t) in yp.iter_mut().zip(taps) {
+                if t != PAD {
+                    *v = step(*v, xp[t]);
+                }
+            }
+        }
+    }
+}
+
+/// Per output cell, the avg-pool divisor: in-bounds taps, or with
+/// `count_include_pad` the taps inside the padded input (PyTorch). Both
+/// counts are products of per-dim counts.
+fn avg_divisors(
+    w: &Window,
+    sp_in: &[usize],
+    sp_out: &[usize],
+    count_include_pad: bool,
+) -> Vec<usize> {
+    let per_dim: Vec<Vec<usize>> = (0..sp_in.len())
+        .map(|ax| {
+            let (n, (lo, hi)) = (sp_in[ax], w.padding[ax]);
+            let (s, d, k) = (w.stride[ax], w.dilation[ax], w.kernel[ax]);
+            (0..sp_out[ax])
+                .map(|o| {
+                    (0..k)
+                        .filter(|&kk| {
+                            if count_include_pad {
+                                o * s + kk * d < n + lo + hi
+                            } else {
+                                source(o, kk, s, d, lo, n).is_some()
+                            }
+                        })
+                        .count()
+                })
+                .collect()
+        })
+        .collect();
+    let mut n = Vec::with_capacity(sp_out.iter().product());
+    for_each_index(sp_out, |i| {
+        n.push(i.iter().zip(&per_dim).map(|(&o, c)| c[o]).product())
+    });
+    n
+}
+
+fn max_int<T: Int>(g: &PoolGeom, x: &View, out: &mut ViewMut) -> KernelResult {
+    pool_fold(
+        g,
+        x.slice::<T>(),
+        out.slice::<T>(),
+        T::MIN,
+        |a, b| a.max(b),
+        true,
+    );
+    Ok(())
+}
+
+/// The running max of a window: NaN in either operand sticks (as numpy's
+/// `maximum`), written as one compare-and-select that vectorises.
+#[inline(always)]
+fn max_step<T: Real>(acc: T, v: T) -> T {
+    if acc < v || v.is_nan() {
+        v
+    } else {
+        acc
+    }
+}
+
+fn pool_real<T: Real>(kind: PoolKind, g: &PoolGeom, div: &[usize], x: &View, out: &mut ViewMut) {
+    let y = out.slice::<T>();
+    match kind {
+        PoolKind::Max => pool_fold(g, x.slice::<T>(), y, T::NEG_INFINITY, max_step, true),
+        PoolKind::Avg => {
+            pool_fold(g, x.slice::<T>(), y, T::ZERO, |a, b| a + b, false);
+            let div: Vec<T> = div.iter().map(|&d| T::from_f64(d as f64)).collect();
+            for yp in y.chunks_mut(g.pout.max(1)) {
+                yp.iter_mut().zip(&div).for_each(|(v, &d)| *v = *v / d);
+            }
+        }
+    }
+}
+
+/// Max / average pooling (padding never wins a max; NaN propagates).
+pub(crate) fn pool(
+    kind: PoolKind,
+    w: &Window,
+    count_include_pad: bool,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    let g = pool_geom(w, ins, out)?;
+    let x = &ins[0];
+    match (kind, x.dtype) {
+        (PoolKind::Max, DType::I8) => max_int::<i8>(&g, x, out),
+        (PoolKind::Max, DType::I16) => max_int::<i16>(&g, x, out),
+        (PoolKind::Max, DType::I32) => max_int::<i32>(&g, x, out),
+        (PoolKind::Max, DType::I64) => max_int::<i64>(&g, x, out),
+        (PoolKind::Max, DType::U8) => max_int::<u8>(&g, x, out),
+        (PoolKind::Max, DType::U32) => max_int::<u32>(&g, x, out),
+        (_, dt) => {
+            let div = match kind {
+                PoolKind::Avg => avg_divisors(w, &x.dims[2..], &out.dims[2..], count_include_pad),
+                PoolKind::Max => Vec::new(),
+            };
+            with_real!(dt, ins, out, |i, o| {
+                pool_real::<T>(kind, &g, &div, &i[0], o);
+                Ok(())
+            }; T)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cnn_fixtures;
+    use crate::kernels::conv::tests::{close, run, run_as, seq, win, Ins};
+
+    fn pool_case(case: &serde_json::Value) -> Vec<f32> {
+        let kind = match case["kind"].as_str() {
+            Some("max") => PoolKind::Max,
+            _ => PoolKind::Avg,
+        };
+        let cip = case["count_include_pad"]
+            .as_bool()
+            .expect("count_include_pad");
+        let (xd, yd) = (
+            cnn_fixtures::dims(&case["x"]),
+            cnn_fixtures::dims(&case["y_dims"]),
+        );
+        let w = cnn_fixtures::window(case);
+        let x = cnn_fixtures::input(case);
+        run(|i, o| pool(kind, &w, cip, i, o), &[(&xd, &x)], &yd).unwrap()
+    }
+
+    /// Every case of tools/gen_cnn_ops_fixtures.py's pools (numpy, float64
+    /// loops): the CNN set's windows (5x5 SPPF, 2x2, 2x1), strides,
+    /// dilations, asymmetric padding, NaN, avg with and without padding
+    /// counted, max in two passes (5x5, 3x3 stride 1); the two large ones
+    /// at 1 and at 2 threads (planes split).
+    #[test]
+    fn pool2d_matches_numpy() {
+        let cases = cnn_fixtures::cases(include_str!("../../tests/fixtures/cnn_ops/pool.json"));
+        assert_eq!(cases.len(), 11);
+        for case in &cases {
+            cnn_fixtures::check(case, &pool_case(case));
+            if case.get("sum").is_some() {
+                let two = crate::threads::with_limit(Some(2), || pool_case(case));
+                cnn_fixtures::check(case, &two);
+            }
+        }
+    }
+
+    // Pool reference (explicit loops); values printed as round(v, 7):
+    //   def pool(x, kind, k, s, pad, dil, cip):
+    //       sd = x.ndim - 2; sp = x.shape[2:]
+    //       osp = [(sp[i] + pad[i][0] + pad[i][1] - dil[i]*(k[i]-1) - 1) // s[i] + 1 for i in range(sd)]
+    //       y = np.zeros(x.shape[:2] + tuple(osp))
+    //       for nc in np.ndindex(*x.shape[:2]):
+    //           for p in np.ndindex(*osp):
+    //               vals, padded = [], 0
+    //               for kk in np.ndindex(*k):
+    //                   q = [p[i]*s[i] + kk[i]*dil[i] - pad[i][0] for i in range(sd)]
+    //                   if all(0 <= q[i] < sp[i] for i in range(sd)): vals.append(x[nc + tuple(q)])
+    //                   elif all(q[i] < sp[i] + pad[i][1] for i in range(sd)): padded += 1
+    //               y[nc + p] = max(vals) if kind == 'max' else sum(vals) / (len(vals) + (padded if cip else 0))
+    //       return y
+
+    #[test]
+    fn max_avg_pool2d_padding() {
+        // x = seq(50,5,11).reshape(1,2,5,5) - 3 (all negative: padding must not win the max)
+        // pool(x, kind, [3,2], [2,2], [(1,1),(1,0)], [1,1], cip)
+        let want_max = [
+            -3.5, -1.75, -2.0, -2.0, -2.25, -1.75, -2.0, -2.25, -1.75, -2.5, -2.0, -2.25, -1.75,
+            -2.0, -2.25, -3.0, -1.75, -2.0,
+        ];
+        let want_avg = [
+            -3.875, -2.6875, -2.9375, -2.75, -3.1666667, -2.9583333, -3.0, -3.1875, -2.75, -2.875,
+            -3.0625, -3.3125, -2.6666667, -3.0833333, -3.3333333, -3.375, -2.875, -3.125,
+        ];
+        let want_avg_pad = [
+            -1.2916667, -1.7916667, -1.9583333, -1.375, -3.1666667, -2.9583333, -1.0, -2.125,
+            -1.8333333, -0.9583333, -2.0416667, -2.2083333, -1.3333333, -3.0833333, -3.3333333,
+            -1.125, -1.9166667, -2.0833333,
+        ];
+        let x: Vec<f32> = seq(50, 5, 11).iter().map(|v| v - 3.0).collect();
+        let win = win(&[3, 2], &[2, 2], &[(1, 1), (1, 0)], &[1, 1]);
+        let ins: &Ins = &[(&[1, 2, 5, 5], &x)];
+        let cases = [
+            (PoolKind::Max, false, &want_max),
+            (PoolKind::Avg, false, &want_avg),
+            (PoolKind::Avg, true, &want_avg_pad),
+        ];
+        for (kind, cip, want) in cases {
+            close(
+                &run(|i, o| pool(kind, &win, cip, i, o), ins, &[1, 2, 3, 3]).unwrap(),
+                want,
+            );
+        }
+    }
+
+    #[test]
+    fn max_pool1d_dilation_int_and_nan() {
+        // pool(((np.arange(12) * 5) % 11 - 5).astype(np.int32).reshape(1,1,12), 'max', [3], [2], [(2,1)], [2], False)
+        //   -> [5, 5, 5, 4, 3, 2]
+        let x: Vec<i32> = (0..12).map(|i| (i * 5) % 11 - 5).collect();
+        let win = win(&[3], &[2], &[(2, 1)], &[2]);
+        let ins: &[(&[usize], &[i32])] = &[(&[1, 1, 12], &x)];
+        let y = run_as(
+            DType::I32,
+            |i, o| pool(PoolKind::Max, &win, false, i, o),
+            ins,
+            &[1, 1, 6],
+            0,
+        )
+        .unwrap();
+        assert_eq!(y, [5, 5, 5, 4, 3, 2]);
+        assert!(run_as(
+            DType::I32,
+            |i, o| pool(PoolKind::Avg, &win, false, i, o),
+            ins,
+            &[1, 1, 6],
+            0
+        )
+        .is_err());
+        // NaN wins every window holding it, and only those.
+        let mut xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        xf[4] = f32::NAN;
+        let y = run(
+            |i, o| pool(PoolKind::Max, &win, false, i, o),
+            &[(&[1, 1, 12], &xf)],
+            &[1, 1, 6],
+        )
+        .unwrap();
+        assert!(
+            y[0] == 5.0 && y[1..4].iter().all(|v| v.is_nan()) && y[4] == 3.0 && y[5] == 2.0,
+            "{y:?}"
+        );
+        // An empty input leaves only padding: max is -inf, not a panic.
+        let empty = self::win(&[3], &[1], &[(2, 2)], &[1]);
+        let y = run(
+            |i, o| pool(PoolKind::Max, &empty, false, i, o),
+            &[(&[1, 1, 0], &[])],
+            &[1, 1, 2],
+        )
+        .unwrap();
+        assert_eq!(y, [f32::NEG_INFINITY; 2]);
+    }
+}
