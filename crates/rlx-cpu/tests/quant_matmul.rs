@@ -170,12 +170,11 @@ fn gemv_plane_kernels_are_bit_identical_to_scalar() {
 }
 
 /// The prefill GEMM (activation rows in tiles of 4, weight blocks unpacked
-/// once per tile) at M = 2 (weight rows in pairs), 5, 16, 33 (whole tiles
-/// and every remainder), N = 7 (pairs and a last single row): on
+/// once per tile) at M = 2, 5, 16, 33 (whole tiles and every remainder): on
 /// every instruction set and thread count it matches the f64 reference
 /// `dequant(W) · dequant(q8(x))` to 1e-5 of the L1 magnitude, is the same
 /// bits as the portable path, and each row is the same bits as that row
-/// run alone (M = 1, the decode GEMV): tiling and pairing change no value.
+/// run alone (M = 1, the decode GEMV): tiling changes no value.
 #[test]
 fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
     use QuantScheme::*;

@@ -36,7 +36,7 @@ use decode::{layout, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
 use half::{bf16, f16};
-use planes::{plane_pair, plane_row, ActRow, PAIR_ROWS};
+use planes::{plane_row, ActRow};
 use rlx_gguf::codecs;
 use rlx_gguf::GgmlType;
 use rlx_ir::quant::QuantScheme;
@@ -282,29 +282,11 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                 })
                 .collect();
             let mut scratch = WeightRow::default();
-            let row = |r: usize| &job.w[r * row_bytes..(r + 1) * row_bytes];
-            let mut r = lo;
-            if m <= PAIR_ROWS {
-                // A GEMV: weight rows in pairs, one pass over both.
-                while r + 1 < hi {
-                    let j = r - lo;
-                    plane_pair(
-                        isa,
-                        scheme,
-                        row(r),
-                        row(r + 1),
-                        &acts,
-                        &mut scratch,
-                        |p, i, v| out[i * width + j + p] = v,
-                    );
-                    r += 2;
-                }
-            }
             // Weight rows outside, activation tiles inside: a row's blocks
             // stay in L1 while every tile of activations passes by.
-            for r in r..hi {
-                let j = r - lo;
-                plane_row(isa, scheme, row(r), &acts, &mut scratch, |i, v| {
+            for (j, r) in (lo..hi).enumerate() {
+                let w = &job.w[r * row_bytes..(r + 1) * row_bytes];
+                plane_row(isa, scheme, w, &acts, &mut scratch, |i, v| {
                     out[i * width + j] = v
                 });
             }

@@ -94,55 +94,6 @@ pub(crate) fn plane_row(
     }
 }
 
-/// Activation rows up to which [`plane_pair`] runs two weight rows in one
-/// pass (decoding); more rows go through [`plane_row`]'s tiles.
-pub(crate) const PAIR_ROWS: usize = 2;
-
-/// The formats [`plane_pair`] runs as pairs. Measured on a 2-vCPU AVX2
-/// EPYC (`bench_qmatmul --bandwidth`, one thread): pairs run Q4_1 / Q5_0
-/// GEMVs 15-60% faster; Q8_0's streamed from DRAM (the 49152 x 576 LM
-/// head) ran ~30% slower, Q4_K no faster and Q6_K ~10% slower (their
-/// runtime-format block loop holds twice the accumulators), so those stay
-/// one row at a time.
-const PAIRED: [QuantScheme; 3] = [
-    QuantScheme::GgufQ4_0,
-    QuantScheme::GgufQ4_1,
-    QuantScheme::GgufQ5_0,
-];
-
-/// [`plane_row`] for two weight rows `w0`, `w1` at once, passing
-/// `put(r, i, value)` for weight row `r` (0 or 1) and activation row `i`;
-/// each value is the same bits as [`plane_row`]'s. With at most
-/// [`PAIR_ROWS`] activation rows (a GEMV) the two rows share each block
-/// step, so their memory streams and accumulator chains overlap.
-#[inline(always)]
-pub(crate) fn plane_pair(
-    isa: QuantIsa,
-    scheme: QuantScheme,
-    w0: &[u8],
-    w1: &[u8],
-    acts: &[ActRow],
-    scratch: &mut WeightRow,
-    mut put: impl FnMut(usize, usize, f32),
-) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the caller picked `isa` from `QuantIsa::available()`.
-        QuantIsa::Avx2 if acts.len() <= PAIR_ROWS && PAIRED.contains(&scheme) => unsafe {
-            x86::pair_avx2(scheme, [w0, w1], acts, put)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        QuantIsa::Avx512Vnni if acts.len() <= PAIR_ROWS && PAIRED.contains(&scheme) => unsafe {
-            x86::pair_vnni(scheme, [w0, w1], acts, put)
-        },
-        _ => {
-            plane_row(isa, scheme, w0, acts, scratch, |i, v| put(0, i, v));
-            plane_row(isa, scheme, w1, acts, scratch, |i, v| put(1, i, v));
-        }
-    }
-}
-
 /// The f16 at byte `at`.
 #[inline(always)]
 fn f16_at(b: &[u8], at: usize) -> f32 {
@@ -336,7 +287,7 @@ fn row_scalar(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{block_terms, block_weights, reduce_lanes, ActRow, BlockWeights, PAIRED, TILE};
+    use super::{block_terms, block_weights, reduce_lanes, ActRow, BlockWeights, TILE};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
 
@@ -428,72 +379,6 @@ mod x86 {
         put: impl FnMut(usize, f32),
     ) {
         by_format::<Vnni>(scheme, w, acts, put)
-    }
-
-    /// AVX2 path of [`super::plane_pair`]. Safety: as [`row_avx2`].
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn pair_avx2(
-        scheme: QuantScheme,
-        ws: [&[u8]; 2],
-        acts: &[ActRow],
-        put: impl FnMut(usize, usize, f32),
-    ) {
-        pair_by_format::<Avx2>(scheme, ws, acts, put)
-    }
-
-    /// VNNI path of [`super::plane_pair`]. Safety: as [`row_vnni`].
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-    pub(super) unsafe fn pair_vnni(
-        scheme: QuantScheme,
-        ws: [&[u8]; 2],
-        acts: &[ActRow],
-        put: impl FnMut(usize, usize, f32),
-    ) {
-        pair_by_format::<Vnni>(scheme, ws, acts, put)
-    }
-
-    /// [`by_format`] for a pair of weight rows of a [`PAIRED`] format and
-    /// at most [`super::PAIR_ROWS`] activation rows.
-    #[inline(always)]
-    unsafe fn pair_by_format<D: Dot4>(
-        scheme: QuantScheme,
-        ws: [&[u8]; 2],
-        acts: &[ActRow],
-        put: impl FnMut(usize, usize, f32),
-    ) {
-        use QuantScheme::*;
-        match scheme {
-            GgufQ4_0 => pair_rows::<D, { code(GgufQ4_0) }>(scheme, ws, acts, put),
-            GgufQ4_1 => pair_rows::<D, { code(GgufQ4_1) }>(scheme, ws, acts, put),
-            GgufQ5_0 => pair_rows::<D, { code(GgufQ5_0) }>(scheme, ws, acts, put),
-            _ => unreachable!("plane_pair pairs only {PAIRED:?}"),
-        }
-    }
-
-    /// Two weight rows against one or two activation rows.
-    #[inline(always)]
-    unsafe fn pair_rows<D: Dot4, const F: u8>(
-        scheme: QuantScheme,
-        ws: [&[u8]; 2],
-        acts: &[ActRow],
-        mut put: impl FnMut(usize, usize, f32),
-    ) {
-        let mut emit = |vals: &[[f32; 2]; 2], t: usize| {
-            for (r, row) in vals.iter().enumerate() {
-                for (i, &v) in row[..t].iter().enumerate() {
-                    put(r, i, v);
-                }
-            }
-        };
-        match acts {
-            [] => {}
-            [a] => {
-                let [[v0], [v1]] = dot_rows::<D, F, 2, 1>(scheme, ws, &[*a]);
-                emit(&[[v0, 0.0], [v1, 0.0]], 1)
-            }
-            [a, b] => emit(&dot_rows::<D, F, 2, 2>(scheme, ws, &[*a, *b]), 2),
-            _ => unreachable!("plane_pair sends at most PAIR_ROWS rows"),
-        }
     }
 
     /// One copy of the tile loop per format (the format a constant), so
@@ -729,15 +614,20 @@ mod x86 {
         lanes
     }
 
-    /// The number of blocks in a row, and the rows cut to exactly what
-    /// the blocks read, so the per-block indexing needs no bounds checks.
+    /// One weight row against `T` activation rows (see the module docs for
+    /// the order of operations, which is each row's alone). Blocks go in
+    /// pairs, even into one set of accumulators and odd into the other, so
+    /// both sets stay in registers.
     #[inline(always)]
-    fn cut_rows<'a, const T: usize>(
+    unsafe fn dot_tile<D: Dot4, const F: u8, const T: usize>(
         scheme: QuantScheme,
-        a: &[ActRow<'a>; T],
-    ) -> (usize, [ActRow<'a>; T]) {
+        w: &[u8],
+        a: &[ActRow; T],
+    ) -> [f32; T] {
+        let scheme = format::<F>(scheme);
+        let (block, block_bytes) = (scheme.block_size(), scheme.gguf_block_bytes());
         let k = a[0].q.len();
-        let nb = k / scheme.block_size();
+        let nb = k / block;
         // Activation sums per block: one per weight group of the block.
         let gsums = match scheme {
             QuantScheme::GgufQ4_0 | QuantScheme::GgufQ5_0 => nb,
@@ -750,6 +640,9 @@ mod x86 {
         } else {
             0
         };
+        assert!(w.len() >= nb * block_bytes);
+        // Rows cut to exactly what the blocks read, so the per-block
+        // indexing needs no bounds checks.
         let mut rows = *a;
         for row in &mut rows {
             *row = ActRow {
@@ -759,22 +652,6 @@ mod x86 {
                 gsum: &row.gsum[..gsums],
             };
         }
-        (nb, rows)
-    }
-
-    /// One weight row against `T` activation rows (see the module docs for
-    /// the order of operations, which is each row's alone). Blocks go in
-    /// pairs, even into one set of accumulators and odd into the other, so
-    /// both sets stay in registers.
-    #[inline(always)]
-    unsafe fn dot_tile<D: Dot4, const F: u8, const T: usize>(
-        scheme: QuantScheme,
-        w: &[u8],
-        a: &[ActRow; T],
-    ) -> [f32; T] {
-        let scheme = format::<F>(scheme);
-        let (nb, rows) = cut_rows(scheme, a);
-        assert!(w.len() >= nb * scheme.gguf_block_bytes());
         let mut even = [_mm256_setzero_ps(); T];
         let mut odd = [_mm256_setzero_ps(); T];
         let mut offsets = [0f32; T];
@@ -801,51 +678,6 @@ mod x86 {
             let mut l = [0f32; 8];
             _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(even[t], odd[t]));
             reduce_lanes(&l) + offsets[t]
-        })
-    }
-
-    /// `R` weight rows against `T` activation rows (see the module docs for
-    /// the order of operations, which is each pair's alone). Blocks go in
-    /// pairs, even into one set of accumulators and odd into the other, so
-    /// both sets stay in registers; each block step runs every weight row,
-    /// so the rows' chains and memory streams overlap. Only the
-    /// fixed-format (32-weight block) loops: the K-quants' would spill.
-    #[inline(always)]
-    unsafe fn dot_rows<D: Dot4, const F: u8, const R: usize, const T: usize>(
-        scheme: QuantScheme,
-        ws: [&[u8]; R],
-        a: &[ActRow; T],
-    ) -> [[f32; T]; R] {
-        const { assert!(F != RUNTIME, "K-quant blocks run one weight row at a time") };
-        let scheme = format::<F>(scheme);
-        let (nb, rows) = cut_rows(scheme, a);
-        for w in &ws {
-            assert!(w.len() >= nb * scheme.gguf_block_bytes());
-        }
-        let mut even = [[_mm256_setzero_ps(); T]; R];
-        let mut odd = [[_mm256_setzero_ps(); T]; R];
-        let mut offsets = [[0f32; T]; R];
-        let mut b = 0;
-        while b + 1 < nb {
-            for r in 0..R {
-                block_step::<D, F, T>(scheme, ws[r], b, &rows, &mut even[r], &mut offsets[r]);
-            }
-            for r in 0..R {
-                block_step::<D, F, T>(scheme, ws[r], b + 1, &rows, &mut odd[r], &mut offsets[r]);
-            }
-            b += 2;
-        }
-        if b < nb {
-            for r in 0..R {
-                block_step::<D, F, T>(scheme, ws[r], b, &rows, &mut even[r], &mut offsets[r]);
-            }
-        }
-        std::array::from_fn(|r| {
-            std::array::from_fn(|t| {
-                let mut l = [0f32; 8];
-                _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(even[r][t], odd[r][t]));
-                reduce_lanes(&l) + offsets[r][t]
-            })
         })
     }
 
