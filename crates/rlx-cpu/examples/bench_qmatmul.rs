@@ -10,6 +10,14 @@
 //! the scalar path; dequantizing the whole weight (rlx-gguf) then the CPU
 //! backend's f32 matmul kernel; and the same f32 matmul alone on weights
 //! dequantized in advance. Median of several timed batches, in one run.
+//!
+//!     cargo run --release -p rlx-cpu --example bench_qmatmul -- --bandwidth
+//!
+//! One thread, SmolLM2-135M's shapes (an MLP projection and the 49152 x 576
+//! LM head) per format, at M = 1 (decoding) and M = 32 (a prefill chunk):
+//! GFLOP/s and, at M = 1, the weight bytes read per second as a share of
+//! a copy loop's read + write bandwidth measured in the same run (a
+//! 256 MiB `copy_from_slice`, best of 5).
 
 use rlx_cpu::kernels::linalg::matmul;
 use rlx_cpu::kernels::quant_matmul::{default_threads, QuantIsa, QuantMatMul};
@@ -107,6 +115,10 @@ fn main() {
         );
         return;
     }
+    if args.get(1).map(String::as_str) == Some("--bandwidth") {
+        bandwidth_table();
+        return;
+    }
     let threads = rlx_cpu::kernels::gemm::num_threads();
     let best = QuantIsa::best();
     println!("best ISA {best:?}, {threads} threads; GFLOP/s at M = 1 (higher is better)");
@@ -165,6 +177,72 @@ fn main() {
                 flops / scalar1,
                 flops / deq,
                 flops / f32only
+            );
+        }
+    }
+}
+
+/// Read + write bytes per second of a 256 MiB `copy_from_slice`, best of 5.
+fn copy_bandwidth() -> f64 {
+    let src = vec![1u8; 256 << 20];
+    let mut dst = vec![0u8; src.len()];
+    let best = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    2.0 * src.len() as f64 / best
+}
+
+/// The `--bandwidth` table (see the module docs).
+fn bandwidth_table() {
+    let copy = copy_bandwidth();
+    println!(
+        "copy bandwidth (read + write, 1 thread): {:.1} GB/s",
+        copy / 1e9
+    );
+    println!(
+        "{:<5} {:>6} {:>5} | {:>10} {:>10} {:>8} | {:>11}",
+        "type", "N", "K", "M=1 GF/s", "weight GB/s", "of copy", "M=32 GF/s"
+    );
+    let shapes: [(usize, usize); 3] = [(1536, 576), (576, 1536), (49152, 576)];
+    for scheme in [
+        QuantScheme::GgufQ4_1,
+        QuantScheme::GgufQ8_0,
+        QuantScheme::GgufQ5_0,
+        QuantScheme::GgufQ4K,
+        QuantScheme::GgufQ6K,
+    ] {
+        for (n, k) in shapes {
+            if !k.is_multiple_of(scheme.block_size()) {
+                continue;
+            }
+            let wf: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+                .collect();
+            let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
+            let mm = QuantMatMul {
+                scheme: Some(scheme),
+                w_dtype: DType::U8,
+                n,
+                k,
+            };
+            let rate = |m: usize| {
+                let x: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.01).sin()).collect();
+                let mut y = vec![0f32; m * n];
+                let s = time(|| mm.run(QuantIsa::best(), 1, &w, &x, &mut y).unwrap());
+                (2.0 * (m * n * k) as f64 / s / 1e9, w.len() as f64 / s)
+            };
+            let (gemv, bytes) = rate(1);
+            let (gemm, _) = rate(32);
+            println!(
+                "{:<5} {n:>6} {k:>5} | {gemv:>10.2} {:>10.2} {:>7.0}% | {gemm:>11.2}",
+                scheme.name(),
+                bytes / 1e9,
+                100.0 * bytes / copy
             );
         }
     }

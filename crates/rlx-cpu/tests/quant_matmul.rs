@@ -170,7 +170,7 @@ fn gemv_plane_kernels_are_bit_identical_to_scalar() {
 }
 
 /// The prefill GEMM (activation rows in tiles of 4, weight blocks unpacked
-/// once per tile) at M = 5, 16, 33 (whole tiles and every remainder): on
+/// once per tile) at M = 2, 5, 16, 33 (whole tiles and every remainder): on
 /// every instruction set and thread count it matches the f64 reference
 /// `dequant(W) · dequant(q8(x))` to 1e-5 of the L1 magnitude, is the same
 /// bits as the portable path, and each row is the same bits as that row
@@ -186,7 +186,7 @@ fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
         let wf = values(n * k, 300 + si as u64, 2.0);
         let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
         let mm = problem(scheme.name(), n, k);
-        for m in [5, 16, 33] {
+        for m in [2, 5, 16, 33] {
             let x = values(m * k, 40 + m as u64, 3.0);
             let (want, l1) = rust_reference(scheme, &w, &x, n, k);
             let scalar = run(&mm, QuantIsa::Scalar, 1, &w, &x);
