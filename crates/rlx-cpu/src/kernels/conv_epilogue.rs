@@ -7,10 +7,9 @@
 //!
 //! An f32 epilogue that starts with SiLU (`x * sigmoid(x)` of the conv
 //! result, the YOLO activation) runs that part as one vectorised pass
-//! ([`silu_in_place`], the `exp` of [`super::fastmath`]) and the rest of
+//! ([`super::fastmath::silu_in_place_f32`]) and the rest of
 //! its steps as a region over that result.
 
-use super::fastmath::exp_f32;
 use super::region;
 use super::scalar::Pod;
 use super::{KernelResult, View, ViewMut};
@@ -89,7 +88,7 @@ impl<'a> ConvEpilogue<'a> {
             // SAFETY: `silu` is set only for an f32 output.
             let y32 =
                 unsafe { std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()) };
-            silu_in_place(y32);
+            super::fastmath::silu_in_place_f32(y32);
             if self.steps.is_empty() {
                 return Ok(());
             }
@@ -173,29 +172,6 @@ fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
             })
         })
         .collect()
-}
-
-/// `y = y * sigmoid(y)` (as `y / (1 + e^-y)`) in one vectorised pass.
-fn silu_in_place(y: &mut [f32]) {
-    #[inline(always)]
-    fn each(y: &mut [f32]) {
-        for v in y {
-            *v /= 1.0 + exp_f32(-*v);
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2(y: &mut [f32]) {
-            each(y)
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { avx2(y) };
-        }
-    }
-    each(y)
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ macro_rules! dispatch {
 /// `y[i] = $one(y[i] + bias[i])` in one pass (a matmul's bias +
 /// activation epilogue), each vectorised as [`dispatch`] says.
 macro_rules! vectorised_map {
-    ($(#[$doc:meta])* $name:ident, $one:expr $(, biased: $biased:ident)?) => {
+    ($(#[$doc:meta])* $name:ident, $one:expr $(, biased: $biased:ident)? $(, in_place: $in_place:ident)?) => {
         $(#[$doc])*
         pub(crate) fn $name(x: &[f32], y: &mut [f32]) {
             assert_eq!(x.len(), y.len(), concat!(stringify!($name), " operand lengths"));
@@ -70,6 +70,19 @@ macro_rules! vectorised_map {
                 }
             }
             dispatch!(each(y: &mut [f32], bias: &[f32]))
+        }
+        )?
+
+        $(
+        #[doc = concat!("`y[i] = ", stringify!($name), "(y[i])` in place.")]
+        pub(crate) fn $in_place(y: &mut [f32]) {
+            #[inline(always)]
+            fn each(y: &mut [f32]) {
+                for o in y.iter_mut() {
+                    *o = $one(*o);
+                }
+            }
+            dispatch!(each(y: &mut [f32]))
         }
         )?
     };
@@ -142,7 +155,8 @@ vectorised_map!(
     /// sigmoid: YOLO-style detectors apply it after every conv.
     silu_f32,
     silu_one,
-    biased: silu_biased_f32
+    biased: silu_biased_f32,
+    in_place: silu_in_place_f32
 );
 
 #[inline(always)]
