@@ -56,11 +56,14 @@ impl Mailbox {
     /// or a new one of exactly that capacity.
     pub(crate) fn spare_buffer(&self, need: usize) -> Vec<u8> {
         let mut s = self.lock();
+        // Of equally small fits, the one recycled last: its bytes are the
+        // likeliest to be in cache still (the receive copies into it).
         let fits = (0..s.spare.len())
+            .rev()
             .filter(|&i| s.spare[i].capacity() >= need)
             .min_by_key(|&i| s.spare[i].capacity());
         match fits {
-            Some(i) => s.spare.swap_remove(i),
+            Some(i) => s.spare.remove(i),
             None => Vec::with_capacity(need),
         }
     }

@@ -11,7 +11,7 @@
 
 use super::config::{FaultKind, FrameCheck};
 use crate::error::CollectiveError;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -96,11 +96,13 @@ impl Seal {
             }
             FrameCheck::Checksum => {
                 let seed = u64::from_le_bytes(self.key[..8].try_into().expect("8 bytes"));
-                let mut h = xxhash_rust::xxh3::Xxh3::with_seed(seed);
-                h.update(header);
-                h.update(&from);
-                payload.iter().for_each(|p| h.update(p));
-                bytes[..16].copy_from_slice(&h.digest128().to_le_bytes());
+                // twox-hash picks AVX2 at run time (xxhash-rust only what
+                // the build targets: SSE2), twice as fast on large frames.
+                let mut h = twox_hash::XxHash3_128::with_seed(seed);
+                h.write(header);
+                h.write(&from);
+                payload.iter().for_each(|p| h.write(p));
+                bytes[..16].copy_from_slice(&h.finish_128().to_le_bytes());
             }
         }
         Trailer {
@@ -164,12 +166,28 @@ pub(crate) fn write_frame(
         }
         _ => {}
     }
-    w.write_all(&h)?;
-    for p in payload {
-        w.write_all(p)?;
-    }
-    w.write_all(m.as_bytes())?;
+    let mut parts: Vec<IoSlice<'_>> = Vec::with_capacity(payload.len() + 2);
+    parts.push(IoSlice::new(&h));
+    parts.extend(payload.iter().map(|p| IoSlice::new(p)));
+    parts.push(IoSlice::new(m.as_bytes()));
+    write_all_vectored(w, &mut parts)?;
     w.flush()
+}
+
+/// Writes every byte of `parts` with as few `writev` calls as the socket
+/// takes: one per frame in the common case, where three `write`s would
+/// each push a segment (the socket has `TCP_NODELAY`), the header and the
+/// trailer as tiny packets of their own.
+fn write_all_vectored(w: &mut TcpStream, mut parts: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !parts.is_empty() {
+        match w.write_vectored(parts) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 enum Fill {
