@@ -17,6 +17,19 @@ fn f32s(file: &str) -> Vec<f32> {
         .collect()
 }
 
+/// Every element within 1e-4 of the reference's largest magnitude.
+fn assert_close(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(scale > 0.1, "a degenerate fixture");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * scale,
+            "element {i}: RLX {g} vs ONNX Runtime {w} (max |y| {scale})"
+        );
+    }
+}
+
 #[test]
 fn tiny_cnn_matches_onnx_runtime() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
@@ -26,12 +39,25 @@ fn tiny_cnn_matches_onnx_runtime() {
     let out = model.run(&[("input", &x)]).unwrap();
     assert_eq!(out[0].dims(), &[2, 4, 12, 12]);
     let got: Vec<f32> = out[0].to_vec().unwrap();
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    assert!(scale > 0.1, "a degenerate fixture");
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-4 * scale,
-            "element {i}: RLX {g} vs ONNX Runtime {w} (max |y| {scale})"
-        );
-    }
+    assert_close(&got, &want);
+}
+
+/// A conv with a 2.36 MB weight (computed in the graph, folded to a
+/// constant on import) and a batch norm: the fold writes the scaled weight
+/// into a huge-page mapping (weights of 2 MB and up). Fixture from
+/// `tools/gen_wide_conv_bn_fixture.py` (ONNX Runtime's output).
+#[test]
+fn wide_conv_batch_norm_fold_matches_onnx_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    let mut model = OnnxModel::load(dir.join("wide_conv_bn.onnx"), Device::Cpu).unwrap();
+    let text = model.graph_text().unwrap();
+    assert!(
+        !text.contains("sqrt"),
+        "the batch norm was not folded into the conv:\n{text}"
+    );
+    let x = HostTensor::from_vec(f32s("wide_input.bin"), &[1, 256, 3, 3]).unwrap();
+    let want = f32s("wide_output.bin");
+    let out = model.run(&[("input", &x)]).unwrap();
+    let got: Vec<f32> = out[0].to_vec().unwrap();
+    assert_close(&got, &want);
 }
