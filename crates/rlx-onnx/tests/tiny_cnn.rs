@@ -22,7 +22,7 @@ fn assert_close(got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len());
     let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(scale > 0.1, "a degenerate fixture");
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
             (g - w).abs() <= 1e-4 * scale,
             "element {i}: RLX {g} vs ONNX Runtime {w} (max |y| {scale})"
