@@ -24,8 +24,17 @@ pub fn num_threads() -> usize {
             .get()
             .ok()
             .flatten()
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .unwrap_or_else(cores)
     })
+}
+
+/// The available cores, asked once: `available_parallelism` reads the
+/// cgroup's CPU quota files on every call (tens of microseconds), and
+/// kernels ask for the thread count on every call (a tenth of a ResNet-18
+/// run went there).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Runs `f` with the kernels of this thread limited to `limit` threads
