@@ -34,10 +34,21 @@ impl AlignedBuf {
             len,
         }
     }
+    /// A copy of `b` (not zeroed first: a model's constants are tens of
+    /// megabytes, and a zero pass over them cost as much as the copy).
     fn from_bytes(b: &[u8]) -> AlignedBuf {
-        let mut a = AlignedBuf::zeroed(b.len());
-        a.bytes_mut().copy_from_slice(b);
-        a
+        let n = b.len().div_ceil(64);
+        let mut blocks: Vec<Block> = Vec::with_capacity(n);
+        // SAFETY: the capacity holds `n` blocks = `n * 64 >= b.len()` bytes;
+        // the first `b.len()` are copied from `b` and the rest zeroed before
+        // the length is set, and a `Block` is plain bytes.
+        unsafe {
+            let dst = blocks.as_mut_ptr() as *mut u8;
+            std::ptr::copy_nonoverlapping(b.as_ptr(), dst, b.len());
+            std::ptr::write_bytes(dst.add(b.len()), 0, n * 64 - b.len());
+            blocks.set_len(n);
+        }
+        AlignedBuf { blocks, len: b.len() }
     }
     fn bytes(&self) -> &[u8] {
         // SAFETY: blocks are plain bytes; len <= blocks.len() * 64.

@@ -55,9 +55,15 @@ fn name_text(name: &str) -> String {
 }
 
 fn constant_text(n: &Node, bytes: &[u8], full: bool) -> String {
+    // Decided from the shape before the bytes are copied: an elided
+    // constant (a conv weight of megabytes, say) costs nothing to print.
     let values = n.shape.static_dims().and_then(|dims| {
+        let numel: usize = dims.iter().product();
+        if !full && numel > 8 {
+            return None;
+        }
         let t = HostTensor::from_bytes(n.shape.dtype(), &dims, bytes.to_vec()).ok()?;
-        (full || t.numel() <= 8).then(|| t.to_f64_lossy())
+        Some(t.to_f64_lossy())
     });
     // The printed values; exact when re-encoding what they read back as
     // gives the same bytes (a NaN prints without its sign).
