@@ -4,7 +4,10 @@
 //! on strided views of the operands: batch slices, transposed and
 //! dot_general-permuted operands are read in place whenever each of the
 //! row / contracted / column axis groups collapses to one stride; only other
-//! layouts are copied first. Integer products keep a plain wrapping loop.
+//! layouts are copied first. dot_general's f32 products of at most
+//! `small_rows::MAX_ROWS` rows (a decode step's attention over the KV
+//! cache) run `small_rows` instead. Integer products keep a plain
+//! wrapping loop.
 
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::gemm_bf16;

@@ -180,18 +180,18 @@ mod x86 {
                     acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
                 }
             }
-            for i in 0..m {
-                _mm256_storeu_ps(cp.add(i * n + j), acc[i][0]);
-                _mm256_storeu_ps(cp.add(i * n + j + 8), acc[i][1]);
+            for (i, [lo, hi]) in acc.iter().take(m).enumerate() {
+                _mm256_storeu_ps(cp.add(i * n + j), *lo);
+                _mm256_storeu_ps(cp.add(i * n + j + 8), *hi);
             }
             j += BLOCK;
         }
         // The last columns (fewer than a block), one at a time.
         for jj in j..n {
-            for i in 0..m {
+            for (i, &a) in ap.iter().take(m).enumerate() {
                 let mut s = 0f32;
                 for p in 0..k {
-                    s += *ap[i].add(p) * *bp.add(p * rs + jj);
+                    s += *a.add(p) * *bp.add(p * rs + jj);
                 }
                 *cp.add(i * n + jj) = s;
             }
