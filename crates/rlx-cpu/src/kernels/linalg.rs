@@ -4,11 +4,15 @@
 //! on strided views of the operands: batch slices, transposed and
 //! dot_general-permuted operands are read in place whenever each of the
 //! row / contracted / column axis groups collapses to one stride; only other
-//! layouts are copied first. Integer products keep a plain wrapping loop.
+//! layouts are copied first. dot_general's f32 products of at most
+//! `small_rows::MAX_ROWS` rows (a decode step's attention over the KV
+//! cache) run `small_rows` instead. Integer products keep a plain
+//! wrapping loop.
 
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::gemm_bf16;
 use super::scalar::{Int, Pod};
+use super::small_rows;
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
 use crate::with_real;
@@ -261,6 +265,18 @@ fn gemm_batches<T: GemmFloat>(
     b_offs: &[usize],
     c: &mut [T],
 ) {
+    batches_of(a, a_offs, b, b_offs, c, T::gemm)
+}
+
+/// [`gemm_batches`] with `product(a, b, c, threads)` for each entry.
+fn batches_of<T: Pod>(
+    a: Strided<T>,
+    a_offs: &[usize],
+    b: Strided<T>,
+    b_offs: &[usize],
+    c: &mut [T],
+    product: impl Fn(Strided<T>, Strided<T>, &mut [T], usize) + Sync,
+) {
     let mn = a.rows * b.cols;
     if mn == 0 {
         return;
@@ -275,7 +291,7 @@ fn gemm_batches<T: GemmFloat>(
             offset: b_offs[i],
             ..b
         };
-        T::gemm(ai, bi, ci, threads)
+        product(ai, bi, ci, threads)
     };
     let per = mn * a.cols;
     let nb = a_offs.len();
@@ -405,6 +421,30 @@ fn batch_offsets(axes: &[usize], dims: &[usize], strides: &[usize]) -> Vec<usize
     offs
 }
 
+/// The two operands of one product in `a` / `b`: `shape` is `[m, lhs row
+/// stride, k, lhs contraction stride, rhs contraction stride, n, rhs
+/// column stride]`.
+fn operands<'x, U>(a: &'x [U], b: &'x [U], shape: [usize; 7]) -> (Strided<'x, U>, Strided<'x, U>) {
+    let [m, sm, k, sak, sbk, n, sn] = shape;
+    let lhs = Strided {
+        data: a,
+        offset: 0,
+        rows: m,
+        cols: k,
+        row_stride: sm,
+        col_stride: sak,
+    };
+    let rhs = Strided {
+        data: b,
+        offset: 0,
+        rows: k,
+        cols: n,
+        row_stride: sbk,
+        col_stride: sn,
+    };
+    (lhs, rhs)
+}
+
 /// dot_general of floats, reading both operands in place when their axis
 /// groups collapse (always for plain and transposed matmuls).
 fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) {
@@ -417,25 +457,17 @@ fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut Vi
         merged_axis(&fb, b.dims, &sb),
     );
     if let (Some((m, sm)), Some((k, sak)), Some((_, sbk)), Some((n, sn))) = groups {
-        let (xa, xb) = (a.slice::<T>(), b.slice::<T>());
-        let lhs = Strided {
-            data: xa,
-            offset: 0,
-            rows: m,
-            cols: k,
-            row_stride: sm,
-            col_stride: sak,
-        };
-        let rhs = Strided {
-            data: xb,
-            offset: 0,
-            rows: k,
-            cols: n,
-            row_stride: sbk,
-            col_stride: sn,
-        };
+        let shape = [m, sm, k, sak, sbk, n, sn];
         let oa = batch_offsets(&d.lhs_batch, a.dims, &sa);
         let ob = batch_offsets(&d.rhs_batch, b.dims, &sb);
+        if a.dtype == DType::F32 && m <= small_rows::MAX_ROWS {
+            // A decode step's attention products: a GEMM's packing would
+            // cost about as much as their arithmetic.
+            let (lhs, rhs) = operands(a.slice::<f32>(), b.slice::<f32>(), shape);
+            batches_of(lhs, &oa, rhs, &ob, out.slice::<f32>(), small_rows::product);
+            return;
+        }
+        let (lhs, rhs) = operands(a.slice::<T>(), b.slice::<T>(), shape);
         gemm_batches(lhs, &oa, rhs, &ob, out.slice::<T>());
         return;
     }

@@ -67,6 +67,7 @@ pub mod quant_matmul;
 pub(crate) mod reduce;
 pub mod region;
 pub(crate) mod scalar;
+mod small_rows;
 pub(crate) mod upsample;
 mod winograd;
 

@@ -146,7 +146,11 @@ mod x86 {
         }
         let mut l = [0f32; 8];
         _mm256_storeu_ps(l.as_mut_ptr(), m);
-        l.iter().fold(0.0f32, |a, &v| a.max(v))
+        let mut max = 0.0f32;
+        for v in l {
+            max = max.max(v);
+        }
+        max
     }
 
     /// NaN lanes to 0 (what the reference's saturating cast makes of them).
@@ -158,7 +162,12 @@ mod x86 {
     /// 32 rounded values (integral f32, |v| <= 127) as i8 at `q`.
     #[inline(always)]
     unsafe fn store_i8x32(r: [__m256; 4], q: *mut i8) -> __m256i {
-        let i = r.map(|v| _mm256_cvtps_epi32(v));
+        // Loops, not `map` / `array::from_fn`: a closure does not inherit
+        // the caller's target features, so its intrinsics become calls.
+        let mut i = [_mm256_setzero_si256(); 4];
+        for (iv, &v) in i.iter_mut().zip(&r) {
+            *iv = _mm256_cvtps_epi32(v);
+        }
         let p = _mm256_packs_epi16(
             _mm256_packs_epi32(i[0], i[1]),
             _mm256_packs_epi32(i[2], i[3]),
@@ -177,7 +186,8 @@ mod x86 {
         let sign = _mm256_set1_ps(-0.0);
         let half = _mm256_set1_ps(0.5);
         let one = _mm256_set1_ps(1.0);
-        let r: [__m256; 4] = std::array::from_fn(|c| {
+        let mut r = [_mm256_setzero_ps(); 4];
+        for (c, rc) in r.iter_mut().enumerate() {
             let v = _mm256_mul_ps(_mm256_loadu_ps(x.as_ptr().add(8 * c)), idv);
             // trunc(v) + copysign(1, v) where |v - trunc(v)| >= 0.5; the
             // fraction is exact.
@@ -185,12 +195,16 @@ mod x86 {
             let frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
             let up = _mm256_cmp_ps::<_CMP_GE_OQ>(frac, half);
             let step = _mm256_or_ps(_mm256_and_ps(v, sign), one);
-            nan_to_zero(_mm256_add_ps(t, _mm256_and_ps(up, step)))
-        });
+            *rc = nan_to_zero(_mm256_add_ps(t, _mm256_and_ps(up, step)));
+        }
         let sums = store_i8x32(r, q.as_mut_ptr());
         let mut l = [0i32; 8];
         _mm256_storeu_si256(l.as_mut_ptr() as *mut __m256i, sums);
-        l.iter().sum()
+        let mut sum = 0;
+        for v in l {
+            sum += v;
+        }
+        sum
     }
 
     /// Q8_K's quants of one 256-value block (largest magnitude `amax`);
@@ -210,12 +224,13 @@ mod x86 {
         let iscale = -127.0 / max;
         let s = _mm256_set1_ps(iscale);
         for (xc, qc) in x.chunks_exact(32).zip(q.chunks_exact_mut(32)) {
-            let r: [__m256; 4] = std::array::from_fn(|c| {
+            let mut r = [_mm256_setzero_ps(); 4];
+            for (c, rc) in r.iter_mut().enumerate() {
                 let v = _mm256_mul_ps(_mm256_loadu_ps(xc.as_ptr().add(8 * c)), s);
-                nan_to_zero(_mm256_round_ps::<
+                *rc = nan_to_zero(_mm256_round_ps::<
                     { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
-                >(v))
-            });
+                >(v));
+            }
             store_i8x32(r, qc.as_mut_ptr());
         }
         1.0 / iscale

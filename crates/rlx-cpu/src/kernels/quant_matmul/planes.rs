@@ -674,11 +674,14 @@ mod x86 {
         if b < nb {
             block_step::<D, F, T>(scheme, w, b, &rows, &mut even, &mut offsets);
         }
-        std::array::from_fn(|t| {
+        // A loop, not `array::from_fn`: see `block_step`.
+        let mut sums = [0f32; T];
+        for (t, sum) in sums.iter_mut().enumerate() {
             let mut l = [0f32; 8];
             _mm256_storeu_ps(l.as_mut_ptr(), _mm256_add_ps(even[t], odd[t]));
-            reduce_lanes(&l) + offsets[t]
-        })
+            *sum = reduce_lanes(&l) + offsets[t];
+        }
+        sums
     }
 
     /// Block `b` of weight row `w` into every row's accumulator and offset
