@@ -1,0 +1,288 @@
+//! Dense / grouped 2-D conv (f32) against a weight packed once, on the
+//! packed-panel GEMM of [`super::gemm_packed`].
+//!
+//! The conv is computed transposed: `out^T[p, co] = col^T[p, :] @ W^T[:, co]`,
+//! so the weight is the right-hand operand, stored (per group) as `W^T`
+//! (`[k, og]`, `k = cg * kh * kw`) in panels of `nr` output channels. That
+//! is a permutation of the plain `[o, cg, kh, kw]` bytes, so the packed
+//! copy replaces the plain one (the executor's `packed_weights` packs
+//! it when a param is set or the executable is built). The left operand is
+//! read column-wise by the tile packer: a 1x1 stride-1 unpadded conv reads
+//! the NCHW input in place (no im2col), others an im2col tile of output rows.
+//! Each tile's `[pixels, og]` product is added into the NCHW output (which
+//! holds the bias) while it is in cache; the epilogue then runs per image.
+
+use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
+use super::gemm::Strided;
+use super::gemm_packed::{panel_cols, panels_product, Weights};
+use super::gemm_tile::{isa, tile_shape};
+use super::KernelResult;
+use crate::team;
+use rlx_ir::op::Window;
+
+/// Target size of one tile's column matrix (as `conv_im2col`).
+const COL_TILE_BYTES: usize = 128 * 1024;
+
+/// The packed layout of a conv weight `[groups * og, k]` (k = cg * kh * kw).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConvWeightLayout {
+    /// Conv groups.
+    pub groups: usize,
+    /// Output channels per group.
+    pub og: usize,
+    /// Taps per output channel (`cg * kh * kw`).
+    pub k: usize,
+}
+
+impl ConvWeightLayout {
+    /// Calls `f(plain, packed)` for every value's index in the plain and
+    /// the packed weight (panels of `nr` output channels).
+    fn for_each_index(&self, nr: usize, mut f: impl FnMut(usize, usize)) {
+        let (og, k) = (self.og, self.k);
+        for g in 0..self.groups {
+            let base = g * og * k;
+            for j in 0..og.div_ceil(nr) {
+                let w = panel_cols(j, og, nr);
+                let panel = base + j * nr * k;
+                for p in 0..k {
+                    for c in 0..w {
+                        f(base + (j * nr + c) * k + p, panel + p * w + c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Packs the plain weight `w` into `out` (same length).
+    pub(crate) fn pack(&self, w: &[f32], nr: usize, out: &mut [f32]) {
+        assert!(w.len() == out.len() && w.len() == self.groups * self.og * self.k);
+        self.for_each_index(nr, |plain, packed| out[packed] = w[plain]);
+    }
+
+    /// The inverse of [`Self::pack`].
+    pub(crate) fn unpack(&self, packed: &[f32], nr: usize, out: &mut [f32]) {
+        assert!(packed.len() == out.len() && out.len() == self.groups * self.og * self.k);
+        self.for_each_index(nr, |plain, at| out[plain] = packed[at]);
+    }
+}
+
+/// The 2-D geometry of a conv from static dims (`x`, `w`, `out`), without
+/// checking them (the run checks them): `None` unless all are rank 4.
+fn geometry(
+    win: &Window,
+    groups: usize,
+    x: &[usize],
+    w: &[usize],
+    out: &[usize],
+) -> Option<Conv2d> {
+    let ([batch, c, h, wd], [o, _, kh, kw], [_, _, oh, ow]) = (
+        <[usize; 4]>::try_from(x).ok()?,
+        <[usize; 4]>::try_from(w).ok()?,
+        <[usize; 4]>::try_from(out).ok()?,
+    );
+    let two = |v: &[usize]| (v.len() == 2).then(|| (v[0], v[1]));
+    let pads = (win.padding.len() == 2).then(|| (win.padding[0].0, win.padding[1].0))?;
+    Some(Conv2d {
+        batch,
+        c,
+        o,
+        groups,
+        h,
+        w: wd,
+        oh,
+        ow,
+        kh,
+        kw,
+        s: two(&win.stride)?,
+        d: two(&win.dilation)?,
+        p: pads,
+    })
+}
+
+/// The packed layout of the weight of a conv with these static dims, when
+/// it runs on the packed path (a dense or grouped 2-D conv that Winograd
+/// does not take); `None`: its weight stays plain.
+pub(crate) fn packed_layout(
+    win: &Window,
+    groups: usize,
+    x: &[usize],
+    w: &[usize],
+    out: &[usize],
+) -> Option<ConvWeightLayout> {
+    let g2 = geometry(win, groups, x, w, out)?;
+    if groups == 0 || g2.o % groups != 0 || g2.c % groups != 0 || !g2.takes_packed_weight() {
+        return None;
+    }
+    Some(ConvWeightLayout {
+        groups,
+        og: g2.o / groups,
+        k: w[1] * g2.kh * g2.kw,
+    })
+}
+
+impl Conv2d {
+    /// True when this conv runs on the packed-weight GEMM: not depthwise
+    /// (its own kernel), nor a shape Winograd takes.
+    pub(crate) fn takes_packed_weight(&self) -> bool {
+        let (cg, og) = (self.c / self.groups.max(1), self.o / self.groups.max(1));
+        !self.is_depthwise() && !(super::conv::winograd_enabled() && self.winograd_wins(cg, og))
+    }
+
+    /// `y += conv(x, wp)` with `wp` packed by [`ConvWeightLayout::pack`]
+    /// in panels of `nr` (this CPU's [`super::gemm_packed::panel_width`]);
+    /// `y` holds the bias on entry; then `epi`.
+    pub(super) fn packed_gemm(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        nr: usize,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let Some(isa) = isa().filter(|&i| tile_shape(i).1 == nr) else {
+            return Err(fail!(
+                "conv: weight packed in panels of {nr}, which this CPU's GEMM does not read"
+            ));
+        };
+        let (cg, og) = (self.c / self.groups, self.o / self.groups);
+        let k = cg * self.kh * self.kw;
+        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        if pout == 0 || og == 0 {
+            return Ok(());
+        }
+        let pointwise = self.is_pointwise();
+        // Output rows per tile: a column matrix of about COL_TILE_BYTES, at
+        // least 256 columns and twice the output channels (each tile
+        // streams the whole weight).
+        let want = (COL_TILE_BYTES / (4 * k).max(1)).max(256).max(2 * og);
+        let rows = want.div_ceil(self.ow).clamp(1, self.oh);
+        let tiles = self.oh.div_ceil(rows);
+        let jobs = self.batch * self.groups * tiles;
+        let threads = team::threads();
+        let panels = og.div_ceil(nr);
+        // Fewer jobs than threads: one job at a time, its panels split.
+        let (parts, panel_parts) = if jobs >= threads {
+            (team::split(jobs, threads, 1), 1)
+        } else {
+            (team::split(jobs, 1, 1), threads.min(panels))
+        };
+        let shared = team::Disjoint::new(y);
+        let job = |job: usize, col: &mut Vec<f32>, tmp: &mut Vec<f32>| {
+            let (image, t) = (job / tiles, job % tiles);
+            let (n, gi) = (image / self.groups, image % self.groups);
+            let oys = t * rows..((t + 1) * rows).min(self.oh);
+            let (p0, cols) = (oys.start * self.ow, oys.len() * self.ow);
+            let xg = &x[(n * self.c + gi * cg) * pin..][..cg * pin];
+            // The left operand `[cols, k]`, read column by column.
+            let a = if pointwise {
+                Strided {
+                    data: xg,
+                    offset: p0,
+                    rows: cols,
+                    cols: k,
+                    row_stride: 1,
+                    col_stride: pin,
+                }
+            } else {
+                col.resize(k * cols, 0.0);
+                self.im2col_rows(xg, cg, oys, col);
+                Strided {
+                    data: &col[..],
+                    offset: 0,
+                    rows: cols,
+                    cols: k,
+                    row_stride: 1,
+                    col_stride: cols,
+                }
+            };
+            let weights = Weights::one(&wp[gi * og * k..][..og * k], og, nr);
+            tmp.resize(cols * og, 0.0);
+            let ranges = team::split(panels, panel_parts, 1);
+            let out = team::Disjoint::new(&mut tmp[..]);
+            let product = |part: usize| {
+                // SAFETY: each part writes only its own panels' columns.
+                let c = unsafe { out.range(0..cols * og) };
+                panels_product(isa, a, &weights, ranges[part].clone(), c, og, false);
+            };
+            if ranges.len() > 1 {
+                team::parallel_for(ranges.len(), product);
+            } else {
+                product(0);
+            }
+            let y0 = (n * self.o + gi * og) * pout + p0;
+            for (c, ch) in (0..og).map(|c| (c, y0 + c * pout)) {
+                // SAFETY: each job owns its columns of its channels' rows.
+                let yrow = unsafe { shared.range(ch..ch + cols) };
+                for (v, t) in yrow.iter_mut().zip(tmp[c..].iter().step_by(og)) {
+                    *v += *t;
+                }
+            }
+        };
+        if parts.len() > 1 {
+            team::parallel_for(parts.len(), |part| {
+                let (mut col, mut tmp) = (Vec::new(), Vec::new());
+                for j in parts[part].clone() {
+                    job(j, &mut col, &mut tmp);
+                }
+            });
+        } else {
+            let (mut col, mut tmp) = (Vec::new(), Vec::new());
+            for j in parts.into_iter().flatten() {
+                job(j, &mut col, &mut tmp);
+            }
+        }
+        let Some(epi) = epi else { return Ok(()) };
+        let images = self.batch * self.groups;
+        let parts = team::split(images, team::threads(), 1);
+        team::try_parallel_for(parts.len(), |part| {
+            for image in parts[part].clone() {
+                let (n, gi) = (image / self.groups, image % self.groups);
+                let y0 = (n * self.o + gi * og) * pout;
+                // SAFETY: each image's group of channels belongs to one part.
+                let yb = unsafe { shared.range(y0..y0 + og * pout) };
+                epi.apply(yb, n, gi * og..(gi + 1) * og)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The panel width and packed copy of weight `w` when the packed path
+/// takes this conv (static dims `x`, `w`, `out`); for tests to run the
+/// fixtures through it.
+#[cfg(test)]
+pub(crate) fn packed_copy(
+    win: &Window,
+    groups: usize,
+    dims: [&[usize]; 3],
+    w: &[f32],
+) -> Option<(usize, Vec<f32>)> {
+    let nr = super::gemm_packed::panel_width()?;
+    let layout = packed_layout(win, groups, dims[0], dims[1], dims[2])?;
+    let mut packed = vec![0.0; w.len()];
+    layout.pack(w, nr, &mut packed);
+    Some((nr, packed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConvWeightLayout;
+
+    #[test]
+    fn pack_then_unpack_is_the_identity_and_moves_values() {
+        for (groups, og, k, nr) in [(1, 20, 9, 16), (2, 5, 4, 16), (3, 33, 7, 8), (1, 16, 1, 16)] {
+            let l = ConvWeightLayout { groups, og, k };
+            let w: Vec<f32> = (0..groups * og * k).map(|i| i as f32).collect();
+            let mut p = vec![0.0; w.len()];
+            l.pack(&w, nr, &mut p);
+            // Group 0, panel 0, tap 1 starts with output channel 0's tap 1.
+            if k > 1 {
+                assert_eq!(p[nr.min(og)], w[1], "{l:?}");
+            }
+            let mut back = vec![0.0; w.len()];
+            l.unpack(&p, nr, &mut back);
+            assert_eq!(back, w, "{l:?}");
+        }
+    }
+}
