@@ -28,13 +28,19 @@ enum Layout {
 }
 
 impl Layout {
-    /// Packs (`pack`) or unpacks `from` into `out` with panels of `nr`.
-    fn permute(&self, from: &[f32], nr: usize, out: &mut [f32], pack: bool) {
+    /// Packs (`pack`) or unpacks `buf` in place with panels of `nr`.
+    fn permute_in_place(&self, buf: &mut [f32], nr: usize, pack: bool) {
         match (self, pack) {
-            (Layout::Matrix { k, n }, true) => gemm_packed::pack(from, *k, *n, nr, out),
-            (Layout::Matrix { k, n }, false) => gemm_packed::unpack(from, *k, *n, nr, out),
-            (Layout::Conv(l), true) => l.pack(from, nr, out),
-            (Layout::Conv(l), false) => l.unpack(from, nr, out),
+            (Layout::Matrix { k, n }, true) => {
+                let from = buf.to_vec();
+                gemm_packed::pack(&from, *k, *n, nr, buf)
+            }
+            (Layout::Matrix { k, n }, false) => {
+                let from = buf.to_vec();
+                gemm_packed::unpack(&from, *k, *n, nr, buf)
+            }
+            (Layout::Conv(l), true) => l.pack_in_place(buf, nr),
+            (Layout::Conv(l), false) => l.unpack_in_place(buf, nr),
         }
     }
 }
@@ -238,8 +244,7 @@ impl CpuExecutable {
         let Some(buf) = self.source_buf(s) else {
             return false;
         };
-        let from = f32s_mut(buf).to_vec();
-        layout.permute(&from, nr, f32s_mut(buf), pack);
+        layout.permute_in_place(f32s_mut(buf), nr, pack);
         self.packing.packed[s] = pack;
         true
     }
@@ -294,9 +299,8 @@ impl CpuExecutable {
         }
         let nr = self.packing.panel.expect("packed with a panel width");
         let layout = self.packing.layouts[p].expect("a packed weight has a layout");
-        let panels = f32s(buf);
-        let mut plain = vec![0f32; panels.len()];
-        layout.permute(panels, nr, &mut plain, false);
+        let mut plain = f32s(buf).to_vec();
+        layout.permute_in_place(&mut plain, nr, false);
         Some(crate::kernels::f32_bytes(&plain).to_vec())
     }
 }

@@ -36,34 +36,65 @@ pub(crate) struct ConvWeightLayout {
 }
 
 impl ConvWeightLayout {
-    /// Calls `f(plain, packed)` for every value's index in the plain and
-    /// the packed weight (panels of `nr` output channels).
-    fn for_each_index(&self, nr: usize, mut f: impl FnMut(usize, usize)) {
+    /// Each panel's start and width: the `w` output channels of a panel
+    /// are one contiguous block of the weight, `[w, k]` in the plain
+    /// layout and `[k, w]` in the packed one.
+    fn panels(&self, nr: usize) -> impl Iterator<Item = (usize, usize)> {
         let (og, k) = (self.og, self.k);
-        for g in 0..self.groups {
-            let base = g * og * k;
-            for j in 0..og.div_ceil(nr) {
-                let w = panel_cols(j, og, nr);
-                let panel = base + j * nr * k;
-                for p in 0..k {
-                    for c in 0..w {
-                        f(base + (j * nr + c) * k + p, panel + p * w + c);
-                    }
-                }
+        (0..self.groups).flat_map(move |g| {
+            (0..og.div_ceil(nr)).map(move |j| (g * og * k + j * nr * k, panel_cols(j, og, nr)))
+        })
+    }
+
+    /// Packs the plain weight `w` in place into panels of `nr`.
+    pub(crate) fn pack_in_place(&self, w: &mut [f32], nr: usize) {
+        self.transpose_panels(w, nr, true);
+    }
+
+    /// The inverse of [`Self::pack_in_place`].
+    pub(crate) fn unpack_in_place(&self, w: &mut [f32], nr: usize) {
+        self.transpose_panels(w, nr, false);
+    }
+
+    fn transpose_panels(&self, w: &mut [f32], nr: usize, pack: bool) {
+        assert_eq!(
+            w.len(),
+            self.groups * self.og * self.k,
+            "conv weight length"
+        );
+        let mut scratch = Vec::new();
+        for (at, width) in self.panels(nr) {
+            let block = &mut w[at..at + width * self.k];
+            scratch.clear();
+            scratch.extend_from_slice(block);
+            if pack {
+                transpose(&scratch, width, self.k, block);
+            } else {
+                transpose(&scratch, self.k, width, block);
             }
         }
     }
 
     /// Packs the plain weight `w` into `out` (same length).
+    #[cfg(test)]
     pub(crate) fn pack(&self, w: &[f32], nr: usize, out: &mut [f32]) {
-        assert!(w.len() == out.len() && w.len() == self.groups * self.og * self.k);
-        self.for_each_index(nr, |plain, packed| out[packed] = w[plain]);
+        out.copy_from_slice(w);
+        self.pack_in_place(out, nr);
     }
+}
 
-    /// The inverse of [`Self::pack`].
-    pub(crate) fn unpack(&self, packed: &[f32], nr: usize, out: &mut [f32]) {
-        assert!(packed.len() == out.len() && out.len() == self.groups * self.og * self.k);
-        self.for_each_index(nr, |plain, at| out[plain] = packed[at]);
+/// `out[c][r] = src[r][c]` for `src` `[rows, cols]`, in 16 x 16 blocks
+/// (both sides' lines stay in cache while a block is moved).
+fn transpose(src: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
+    const B: usize = 16;
+    for r0 in (0..rows).step_by(B) {
+        for c0 in (0..cols).step_by(B) {
+            for r in r0..(r0 + B).min(rows) {
+                for c in c0..(c0 + B).min(cols) {
+                    out[c * rows + r] = src[r * cols + c];
+                }
+            }
+        }
     }
 }
 
@@ -126,7 +157,8 @@ impl Conv2d {
     /// (its own kernel), nor a shape Winograd takes.
     pub(crate) fn takes_packed_weight(&self) -> bool {
         let (cg, og) = (self.c / self.groups.max(1), self.o / self.groups.max(1));
-        !self.is_depthwise() && !(super::conv::winograd_enabled() && self.winograd_wins(cg, og))
+        let winograd = super::conv::winograd_enabled() && self.winograd_wins(cg, og);
+        !self.is_depthwise() && !winograd
     }
 
     /// `y += conv(x, wp)` with `wp` packed by [`ConvWeightLayout::pack`]
@@ -154,8 +186,13 @@ impl Conv2d {
         let pointwise = self.is_pointwise();
         // Output rows per tile: a column matrix of about COL_TILE_BYTES, at
         // least 256 columns and twice the output channels (each tile
-        // streams the whole weight).
-        let want = (COL_TILE_BYTES / (4 * k).max(1)).max(256).max(2 * og);
+        // streams the whole weight); a 1x1 conv has no column matrix, its
+        // tile's `[pixels, og]` product is kept about that size instead.
+        let want = if pointwise {
+            (COL_TILE_BYTES / (4 * og)).clamp(128, 1024)
+        } else {
+            (COL_TILE_BYTES / (4 * k).max(1)).max(256).max(2 * og)
+        };
         let rows = want.div_ceil(self.ow).clamp(1, self.oh);
         let tiles = self.oh.div_ceil(rows);
         let jobs = self.batch * self.groups * tiles;
@@ -280,8 +317,8 @@ mod tests {
             if k > 1 {
                 assert_eq!(p[nr.min(og)], w[1], "{l:?}");
             }
-            let mut back = vec![0.0; w.len()];
-            l.unpack(&p, nr, &mut back);
+            let mut back = p.clone();
+            l.unpack_in_place(&mut back, nr);
             assert_eq!(back, w, "{l:?}");
         }
     }
