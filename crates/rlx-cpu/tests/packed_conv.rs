@@ -1,7 +1,7 @@
 //! Conv weights packed once by the CPU executable (`rlx_cpu` packs an f32
 //! conv weight param into the packed-panel GEMM's layout on the first run
 //! after it is set; a constant when the executable is built): a 3x3 conv
-//! at 14x14 and a 1x1 conv with bias + ReLU, batch 2, match a float64 loop
+//! at 7x7 and a 1x1 conv with bias + ReLU, batch 2, match a float64 loop
 //! written here, and setting the weight again re-packs (the numbers follow
 //! the new weight).
 
@@ -13,7 +13,8 @@ use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 const BATCH: usize = 2;
 const C: usize = 16;
-const HW: usize = 14;
+// 7x7 outputs: the executable picks the packed path (at most 64 pixels).
+const HW: usize = 7;
 // Not a multiple of any panel width: the last panel is narrow.
 const O: usize = 20;
 

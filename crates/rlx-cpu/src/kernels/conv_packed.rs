@@ -131,18 +131,19 @@ fn geometry(
     })
 }
 
-/// The packed layout of the weight of a conv with these static dims, when
-/// it runs on the packed path (a dense or grouped 2-D conv that Winograd
-/// does not take); `None`: its weight stays plain.
-pub(crate) fn packed_layout(
-    win: &Window,
-    groups: usize,
-    x: &[usize],
-    w: &[usize],
-    out: &[usize],
-) -> Option<ConvWeightLayout> {
-    let g2 = geometry(win, groups, x, w, out)?;
-    if groups == 0 || g2.o % groups != 0 || g2.c % groups != 0 || !g2.takes_packed_weight() {
+/// Output pixels per image up to which the packed path is taken. Measured
+/// per layer (ResNet-18, MobileNetV2, 1 thread, 2-vCPU AVX2 EPYC): at 7x7
+/// outputs (3x3 512 -> 512, 1x1 160 -> 960 and 960 -> 160) it beats the
+/// library GEMM, whose per-call packing of the weight is then not
+/// amortised; at 14x14 and above it was even or slower (1x1 576 -> 96 at
+/// 14x14: 2.2 vs 0.6 ms), the transposed product's copy back into NCHW
+/// costing about what the library's packing does.
+const PACKED_MAX_PIXELS: usize = 64;
+
+/// The packed layout of a conv weight `w` `[o, cg, kh, kw]` of `g2`.
+fn layout(g2: &Conv2d, w: &[usize]) -> Option<ConvWeightLayout> {
+    let groups = g2.groups;
+    if groups == 0 || g2.o % groups != 0 || g2.c % groups != 0 || w.len() != 4 {
         return None;
     }
     Some(ConvWeightLayout {
@@ -152,13 +153,34 @@ pub(crate) fn packed_layout(
     })
 }
 
+/// The packed layout of the weight of a conv with these static dims, when
+/// the executable runs it on the packed path (a dense or grouped 2-D conv
+/// that Winograd does not take, with few output pixels); `None`: its
+/// weight stays plain.
+pub(crate) fn packed_layout(
+    win: &Window,
+    groups: usize,
+    x: &[usize],
+    w: &[usize],
+    out: &[usize],
+) -> Option<ConvWeightLayout> {
+    let g2 = geometry(win, groups, x, w, out)?;
+    g2.packed_weight_wins().then(|| layout(&g2, w)).flatten()
+}
+
 impl Conv2d {
-    /// True when this conv runs on the packed-weight GEMM: not depthwise
-    /// (its own kernel), nor a shape Winograd takes.
+    /// True when [`Self::packed_gemm`] can run this conv (any 2-D conv
+    /// but a depthwise one).
     pub(crate) fn takes_packed_weight(&self) -> bool {
+        !self.is_depthwise()
+    }
+
+    /// True when the packed path is chosen for this conv: not a shape
+    /// Winograd takes, at most [`PACKED_MAX_PIXELS`] output pixels.
+    fn packed_weight_wins(&self) -> bool {
         let (cg, og) = (self.c / self.groups.max(1), self.o / self.groups.max(1));
         let winograd = super::conv::winograd_enabled() && self.winograd_wins(cg, og);
-        !self.is_depthwise() && !winograd
+        self.takes_packed_weight() && !winograd && self.oh * self.ow <= PACKED_MAX_PIXELS
     }
 
     /// `y += conv(x, wp)` with `wp` packed by [`ConvWeightLayout::pack`]
@@ -247,12 +269,23 @@ impl Conv2d {
             } else {
                 product(0);
             }
+            // Added back into NCHW a panel of channels at a time: one read
+            // stream of `tmp` and 16 sequential write streams (channel by
+            // channel, the strided reads missed the cache for large `og`).
             let y0 = (n * self.o + gi * og) * pout + p0;
-            for (c, ch) in (0..og).map(|c| (c, y0 + c * pout)) {
-                // SAFETY: each job owns its columns of its channels' rows.
-                let yrow = unsafe { shared.range(ch..ch + cols) };
-                for (v, t) in yrow.iter_mut().zip(tmp[c..].iter().step_by(og)) {
-                    *v += *t;
+            for c0 in (0..og).step_by(16) {
+                let c1 = (c0 + 16).min(og);
+                let mut rows: Vec<&mut [f32]> = (c0..c1)
+                    .map(|c| {
+                        let at = y0 + c * pout;
+                        // SAFETY: each job owns its columns of its channels' rows.
+                        unsafe { shared.range(at..at + cols) }
+                    })
+                    .collect();
+                for (i, t) in tmp.chunks_exact(og).enumerate() {
+                    for (row, &v) in rows.iter_mut().zip(&t[c0..c1]) {
+                        row[i] += v;
+                    }
                 }
             }
         };
@@ -288,6 +321,9 @@ impl Conv2d {
 /// The panel width and packed copy of weight `w` when the packed path
 /// takes this conv (static dims `x`, `w`, `out`); for tests to run the
 /// fixtures through it.
+/// The panel width and packed copy of weight `w` when the packed kernel
+/// can run this conv (static dims `x`, `w`, `out`), whatever the size; for
+/// tests to run the fixtures through it.
 #[cfg(test)]
 pub(crate) fn packed_copy(
     win: &Window,
@@ -296,7 +332,11 @@ pub(crate) fn packed_copy(
     w: &[f32],
 ) -> Option<(usize, Vec<f32>)> {
     let nr = super::gemm_packed::panel_width()?;
-    let layout = packed_layout(win, groups, dims[0], dims[1], dims[2])?;
+    let g2 = geometry(win, groups, dims[0], dims[1], dims[2])?;
+    let layout = g2
+        .takes_packed_weight()
+        .then(|| layout(&g2, dims[1]))
+        .flatten()?;
     let mut packed = vec![0.0; w.len()];
     layout.pack(w, nr, &mut packed);
     Some((nr, packed))
