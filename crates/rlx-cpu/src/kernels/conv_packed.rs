@@ -143,7 +143,7 @@ const PACKED_MAX_PIXELS: usize = 64;
 /// The packed layout of a conv weight `w` `[o, cg, kh, kw]` of `g2`.
 fn layout(g2: &Conv2d, w: &[usize]) -> Option<ConvWeightLayout> {
     let groups = g2.groups;
-    if groups == 0 || g2.o % groups != 0 || g2.c % groups != 0 || w.len() != 4 {
+    if groups == 0 || !g2.o.is_multiple_of(groups) || !g2.c.is_multiple_of(groups) || w.len() != 4 {
         return None;
     }
     Some(ConvWeightLayout {
