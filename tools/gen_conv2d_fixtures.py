@@ -69,6 +69,10 @@ CASES = [
     ("winograd_3x3_s1_asymmetric_pads", (1, 4, 6, 7), 5, (3, 3), (1, 1), ((0, 2), (2, 1)), (1, 1), 1, True),
     ("winograd_3x3_s1_grouped", (1, 6, 7, 5), 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, True),
     ("winograd_3x3_s1_picked_by_conv", (1, 16, 16, 17), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
+    # 3x3 stride 1 at ResNet's 7x7 / 14x14 sizes (too few tiles for Winograd: the
+    # packed-weight GEMM; 24 / 20 outputs leave a narrow last panel).
+    ("packed_3x3_7x7", (1, 32, 7, 7), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
+    ("packed_3x3_14x14_batch2", (2, 16, 14, 14), 20, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
 ]
 
 

@@ -92,6 +92,9 @@ CASES = [
     # 16 input channels, 2 outputs: im2col in two tiles of output rows.
     ("dense_3x3_two_row_tiles_relu6", (1, 16, 24, 20), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
     ("pointwise_1x1_silu_residual", (1, 8, 5, 6), 4, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
+    # 1x1 with bias + ReLU6 (MobileNetV2's expand), 20 outputs: a narrow last panel
+    # on the packed-weight GEMM, batch 2.
+    ("pointwise_1x1_bias_relu6_batch2", (2, 24, 7, 7), 20, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
     ("conv1d_residual_relu_batch2", (2, 4, 9), 3, (3,), (1,), ((1, 1),), (1,), 1, True, "residual_relu", None),
 ]
 

@@ -383,9 +383,12 @@ impl CpuExecutable {
                 match &mut self.control[id.index()] {
                     Some(prog) => control::run(&n.op, prog, &views, &mut out),
                     None => match self.packing.packed_weights(id.index()) {
-                        Some(nr) => {
-                            kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out)
-                        }
+                        Some(nr) => match n.op {
+                            Op::Conv { .. } | Op::FusedConv { .. } => {
+                                kernels::conv::conv_packed_weights(&n.op, nr, &views, &mut out)
+                            }
+                            _ => kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out),
+                        },
                         None => run_node(n, &views, &mut out),
                     },
                 }

@@ -12,10 +12,38 @@
 //! itself, or read by anything but a matmul's weight operand stays plain.
 
 use super::{AlignedBuf, CpuExecutable};
+use crate::kernels::conv_packed::{self, ConvWeightLayout};
 use crate::kernels::{fused, gemm_packed};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
 use std::sync::Arc;
+
+/// How a packed weight source is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// `[.., k, n]` matrices in panels of columns (a matmul weight).
+    Matrix { k: usize, n: usize },
+    /// A conv weight, transposed per group into panels of output channels.
+    Conv(ConvWeightLayout),
+}
+
+impl Layout {
+    /// Packs (`pack`) or unpacks `buf` in place with panels of `nr`.
+    fn permute_in_place(&self, buf: &mut [f32], nr: usize, pack: bool) {
+        match (self, pack) {
+            (Layout::Matrix { k, n }, true) => {
+                let from = buf.to_vec();
+                gemm_packed::pack(&from, *k, *n, nr, buf)
+            }
+            (Layout::Matrix { k, n }, false) => {
+                let from = buf.to_vec();
+                gemm_packed::unpack(&from, *k, *n, nr, buf)
+            }
+            (Layout::Conv(l), true) => l.pack_in_place(buf, nr),
+            (Layout::Conv(l), false) => l.unpack_in_place(buf, nr),
+        }
+    }
+}
 
 /// Which weights may be packed and which nodes read packed weights. A
 /// weight source is a param index, or the params' count plus a constant's
@@ -23,22 +51,45 @@ use std::sync::Arc;
 pub(super) struct Packing {
     /// Panel width of this CPU's tile; `None`: nothing is packed.
     pub(super) panel: Option<usize>,
-    /// Per source: only ever read as a matmul weight.
+    /// Per source: only ever read as a weight, in one layout.
     pub(super) packable: Vec<bool>,
     /// Per source: its buffer holds panels now.
     pub(super) packed: Vec<bool>,
     /// Per node: the sources it reads as weights (empty for other nodes).
     weights_of: Vec<Vec<usize>>,
-    /// Per source: `(K, N)` of its matrices.
-    matrices: Vec<(usize, usize)>,
+    /// Per source: the layout its readers want (`None`: no weight reader).
+    layouts: Vec<Option<Layout>>,
 }
 
-/// Operand positions of the weights of a matmul-family node.
+/// Operand positions of the weights of a matmul- or conv-family node.
 fn weight_operands(op: &Op) -> &'static [usize] {
     match op {
         Op::MatMul | Op::FusedMatMul { .. } => &[1],
         Op::GatedMatMul { .. } => &[1, 2],
+        Op::Conv { .. } | Op::FusedConv { .. } => &[1],
         _ => &[],
+    }
+}
+
+/// The layout node `n` reads its weight operand `slot` in when packed, if
+/// it can read it packed at all (`dims(i)`: the static dims of input `i`).
+fn weight_layout(
+    op: &Op,
+    slot: usize,
+    dims: impl Fn(usize) -> Vec<usize>,
+    out: &[usize],
+) -> Option<Layout> {
+    match op {
+        Op::Conv { window, groups } | Op::FusedConv { window, groups, .. } => {
+            conv_packed::packed_layout(window, *groups, &dims(0), &dims(1), out).map(Layout::Conv)
+        }
+        _ => {
+            fused::packed_product_shape(&dims(0), &dims(slot), out)?;
+            match dims(slot).as_slice() {
+                [.., k, n] => Some(Layout::Matrix { k: *k, n: *n }),
+                _ => None,
+            }
+        }
     }
 }
 
@@ -62,13 +113,6 @@ impl Packing {
             }
         }
         let param_of = |id: rlx_ir::NodeId| source[id.index()];
-        let matrices = nodes
-            .iter()
-            .map(|&id| match g.shape(id).static_dims().as_deref() {
-                Some([.., k, n]) => (*k, *n),
-                _ => (0, 0),
-            })
-            .collect();
         let mut packable: Vec<bool> = nodes
             .iter()
             .map(|&id| {
@@ -82,6 +126,7 @@ impl Packing {
                     && !lir.io.outputs.iter().any(|(o, _)| *o == id)
             })
             .collect();
+        let mut layouts: Vec<Option<Layout>> = vec![None; nodes.len()];
         let mut weights_of = vec![Vec::new(); g.len()];
         for id in g.ids() {
             let n = g.node(id);
@@ -102,24 +147,33 @@ impl Packing {
                     .unwrap_or_default()
             };
             let out = n.shape.static_dims().unwrap_or_default();
-            let shapes_ok = slots
+            let wanted: Vec<Option<Layout>> = slots
                 .iter()
-                .all(|&s| fused::packed_product_shape(&dims(0), &dims(s), &out).is_some());
+                .map(|&s| weight_layout(&n.op, s, dims, &out))
+                .collect();
+            let shapes_ok = wanted.iter().all(Option::is_some);
             for (pos, &input) in n.inputs.iter().enumerate() {
                 let Some(p) = param_of(input) else { continue };
-                if slots.contains(&pos) && f32_node && all_params && shapes_ok {
-                    weights_of[id.index()].push(p);
-                } else {
-                    packable[p] = false;
+                let slot = slots.iter().position(|&s| s == pos);
+                let layout = slot.and_then(|i| wanted[i]);
+                match layout.filter(|_| f32_node && all_params && shapes_ok) {
+                    Some(l) if layouts[p].is_none_or(|had| had == l) => {
+                        layouts[p] = Some(l);
+                        weights_of[id.index()].push(p);
+                    }
+                    _ => packable[p] = false,
                 }
             }
+        }
+        for (ok, layout) in packable.iter_mut().zip(&layouts) {
+            *ok &= layout.is_some();
         }
         let mut packing = Packing {
             panel,
             packed: vec![false; nodes.len()],
             packable,
             weights_of,
-            matrices,
+            layouts,
         };
         packing.settle();
         packing
@@ -186,16 +240,11 @@ impl CpuExecutable {
     /// Packs (`pack`) or unpacks source `s` in place.
     fn repack(&mut self, s: usize, pack: bool) -> bool {
         let nr = self.packing.panel.expect("packing has a panel width");
-        let (k, n) = self.packing.matrices[s];
+        let layout = self.packing.layouts[s].expect("a packable weight has a layout");
         let Some(buf) = self.source_buf(s) else {
             return false;
         };
-        let from = f32s_mut(buf).to_vec();
-        if pack {
-            gemm_packed::pack(&from, k, n, nr, f32s_mut(buf));
-        } else {
-            gemm_packed::unpack(&from, k, n, nr, f32s_mut(buf));
-        }
+        layout.permute_in_place(f32s_mut(buf), nr, pack);
         self.packing.packed[s] = pack;
         true
     }
@@ -249,10 +298,9 @@ impl CpuExecutable {
             return Some(buf.bytes().to_vec());
         }
         let nr = self.packing.panel.expect("packed with a panel width");
-        let (k, n) = self.packing.matrices[p];
-        let panels = f32s(buf);
-        let mut plain = vec![0f32; panels.len()];
-        gemm_packed::unpack(panels, k, n, nr, &mut plain);
+        let layout = self.packing.layouts[p].expect("a packed weight has a layout");
+        let mut plain = f32s(buf).to_vec();
+        layout.permute_in_place(&mut plain, nr, false);
         Some(crate::kernels::f32_bytes(&plain).to_vec())
     }
 }

@@ -17,7 +17,7 @@ use crate::with_real;
 use rlx_ir::contiguous_strides;
 use rlx_ir::op::{ChainStep, Window};
 use rlx_ir::ops::conv::window_out_len;
-use rlx_ir::DType;
+use rlx_ir::{DType, Op};
 
 /// Tap offset of a cell in the padding.
 pub(super) const PAD: usize = usize::MAX;
@@ -282,7 +282,7 @@ pub(super) fn conv_geom(
 }
 
 /// Winograd on unless `RLX_CPU_WINOGRAD=0` (read once; an A/B switch).
-fn winograd_enabled() -> bool {
+pub(super) fn winograd_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| rlx_ir::env::vars::CPU_WINOGRAD.get().ok().flatten() != Some(false))
 }
@@ -298,13 +298,26 @@ pub(super) fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plan
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
-/// while it is in cache.
+/// while it is in cache; `packed`: the f32 weight is packed in panels of
+/// that width ([`super::conv_packed`]).
 fn conv_real<T: GemmFloat>(
     g: &ConvGeom,
     ins: &[View],
     out: &mut ViewMut,
     epi: Option<&ConvEpilogue>,
+    packed: Option<usize>,
 ) -> KernelResult {
+    if let Some(nr) = packed {
+        let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());
+        let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
+            return Err(fail!(
+                "conv: a packed weight on a conv the packed path does not take"
+            ));
+        };
+        let y = out.slice::<f32>();
+        fill_bias(y, ins.get(2).map(|b| b.slice::<f32>()), g.o, g.pout);
+        return g2.packed_gemm(ins[0].slice::<f32>(), ins[1].slice::<f32>(), nr, y, epi);
+    }
     let (x, wt) = (ins[0].slice::<T>(), ins[1].slice::<T>());
     let y = out.slice::<T>();
     let bias = ins.get(2).map(|b| b.slice::<T>());
@@ -356,8 +369,39 @@ fn conv_real<T: GemmFloat>(
 
 /// N-d convolution (PyTorch cross-correlation with zero padding).
 pub(crate) fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    conv_with(w, groups, None, ins, out)
+}
+
+/// [`conv`], its weight packed in panels of `packed` when given.
+fn conv_with(
+    w: &Window,
+    groups: usize,
+    packed: Option<usize>,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     let g = conv_geom(w, None, groups, ins, out)?;
-    with_real!(ins[0].dtype, ins, out, |i, o| conv_real::<T>(&g, i, o, None); T)
+    with_real!(ins[0].dtype, ins, out, |i, o| conv_real::<T>(&g, i, o, None, packed); T)
+}
+
+/// `Op::Conv` or `Op::FusedConv` whose weight the executor packed in
+/// panels of `nr` ([`super::conv_packed`]).
+pub(crate) fn conv_packed_weights(
+    op: &Op,
+    nr: usize,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    match op {
+        Op::Conv { window, groups } => conv_with(window, *groups, Some(nr), ins, out),
+        Op::FusedConv {
+            window,
+            groups,
+            bias,
+            epilogue,
+        } => fused_conv_with(window, *groups, *bias, epilogue, Some(nr), ins, out),
+        _ => Err(fail!("{} has no packed conv weight", op.mnemonic())),
+    }
 }
 
 /// `Op::FusedConv`: conv of `x, w [, bias]` with `epilogue` over the
@@ -367,6 +411,19 @@ pub(crate) fn fused_conv(
     groups: usize,
     bias: bool,
     epilogue: &[ChainStep],
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
+    fused_conv_with(w, groups, bias, epilogue, None, ins, out)
+}
+
+/// [`fused_conv`], its weight packed in panels of `packed` when given.
+fn fused_conv_with(
+    w: &Window,
+    groups: usize,
+    bias: bool,
+    epilogue: &[ChainStep],
+    packed: Option<usize>,
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
@@ -396,10 +453,10 @@ pub(crate) fn fused_conv(
         .then(|| ConvEpilogue::new(epilogue, extras, out.dims, out.dtype))
         .flatten();
     let Some(epi) = epi else {
-        with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None); T)?;
+        with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None, packed); T)?;
         return super::region::epilogue(epilogue, extras, out);
     };
-    with_real!(conv_ins[0].dtype, conv_ins, out, |i, o| conv_real::<T>(&g, i, o, Some(&epi)); T)
+    with_real!(conv_ins[0].dtype, conv_ins, out, |i, o| conv_real::<T>(&g, i, o, Some(&epi), packed); T)
 }
 
 /// Conv forced through Winograd F(2,3) (a 3x3 stride-1 2-D conv), for the

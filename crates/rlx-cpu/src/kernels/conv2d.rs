@@ -228,10 +228,13 @@ fn as_f32_mut<T: Real>(v: &mut [T]) -> Option<&mut [f32]> {
 #[cfg(test)]
 mod tests {
     use super::valid;
-    use crate::kernels::conv::{conv, conv_winograd, tests::run_as};
+    use crate::kernels::conv::{conv, conv_packed_weights, conv_winograd, tests::run_as};
+    use crate::kernels::conv_packed::packed_copy;
+    use crate::kernels::gemm_packed::panel_width;
     use crate::kernels::{View, ViewMut};
     use rlx_ir::op::Window;
     use rlx_ir::DType;
+    use rlx_ir::Op;
     use serde_json::Value;
 
     fn seq(n: usize, a: usize, m: usize, scale: f32) -> Vec<f32> {
@@ -306,6 +309,14 @@ mod tests {
 
     /// Runs `case` through `kernel` and compares with numpy's result.
     fn check(case: &Case, kernel: KernelFn) {
+        check_with(case, kernel)
+    }
+
+    /// [`check`] with any kernel closure.
+    fn check_with(
+        case: &Case,
+        kernel: impl Fn(&Window, usize, &[View], &mut ViewMut) -> crate::kernels::KernelResult,
+    ) {
         let [xd, wd, yd] = &case.dims;
         let bd = [wd[0]];
         let mut ins: Vec<(&[usize], &[f32])> = vec![(xd, &case.x), (wd, &case.w)];
@@ -356,6 +367,50 @@ mod tests {
         assert_eq!(cases.len(), 5);
         for case in &cases {
             check(case, conv_winograd);
+        }
+    }
+
+    /// Every case the packed-weight GEMM takes (dense / grouped, 1x1, the
+    /// packed_ cases at 7x7 and 14x14, batch 2), through it with its weight
+    /// packed as the executor packs a constant, at 1 and 2 threads.
+    #[test]
+    fn packed_weight_convs_match_numpy() {
+        let mut ran = Vec::new();
+        for case in cases() {
+            let [xd, wd, yd] = &case.dims;
+            let Some((nr, packed)) = packed_copy(&case.window, case.groups, [xd, wd, yd], &case.w)
+            else {
+                continue;
+            };
+            let op = Op::Conv {
+                window: case.window.clone(),
+                groups: case.groups,
+            };
+            let repacked = Case {
+                w: packed,
+                name: format!("{} (packed)", case.name),
+                dims: case.dims.clone(),
+                window: case.window.clone(),
+                bias: case.bias.clone(),
+                x: case.x.clone(),
+                want: case.want.clone(),
+                groups: case.groups,
+            };
+            for threads in [1, 2] {
+                crate::threads::with_limit(Some(threads), || {
+                    check_with(&repacked, |_, _, i, o| conv_packed_weights(&op, nr, i, o))
+                });
+            }
+            ran.push(case.name);
+        }
+        if panel_width().is_some() {
+            for want in [
+                "pointwise_1x1_batch2",
+                "packed_3x3_7x7",
+                "packed_3x3_14x14_batch2",
+            ] {
+                assert!(ran.iter().any(|n| n == want), "{want} not packed: {ran:?}");
+            }
         }
     }
 

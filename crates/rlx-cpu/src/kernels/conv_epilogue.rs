@@ -176,9 +176,11 @@ fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::kernels::conv::{fused_conv, tests::run_as};
+    use crate::kernels::conv::{conv_packed_weights, fused_conv, tests::run_as};
+    use crate::kernels::conv_packed::packed_copy;
     use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp, Window};
     use rlx_ir::DType;
+    use rlx_ir::Op;
     use serde_json::Value;
 
     fn seq(n: usize, a: usize, m: usize, scale: f32) -> Vec<f32> {
@@ -266,7 +268,8 @@ mod tests {
         let text = include_str!("../../tests/fixtures/fused_conv/cases.json");
         let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
-        assert_eq!(cases.len(), 9);
+        assert_eq!(cases.len(), 10);
+        let mut packed_cases = Vec::new();
         for case in cases {
             let name = case["name"].as_str().expect("name");
             let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
@@ -302,24 +305,60 @@ mod tests {
                 .iter()
                 .map(|v| v.as_f64().expect("a number"))
                 .collect();
-            for threads in 1..=3 {
-                let got = crate::threads::with_limit(Some(threads), || {
-                    run_as(
+            // The packed-weight path too, where it takes the conv.
+            let packed = packed_copy(&window, groups, [&xd, &wd, &yd], &w);
+            let op = Op::FusedConv {
+                window: window.clone(),
+                groups,
+                bias,
+                epilogue: steps.clone(),
+            };
+            let mut packed_ins = ins.clone();
+            if let Some((_, pw)) = &packed {
+                packed_ins[1] = (&wd, pw);
+                packed_cases.push(name);
+            }
+            let runs = (1..=3).map(|t| (t, None)).chain(
+                packed
+                    .iter()
+                    .flat_map(|(nr, _)| [(1, Some(*nr)), (2, Some(*nr))]),
+            );
+            for (threads, nr) in runs {
+                let got = crate::threads::with_limit(Some(threads), || match nr {
+                    None => run_as(
                         DType::F32,
                         |i, out| fused_conv(&window, groups, bias, &steps, i, out),
                         &ins,
                         &yd,
                         f32::NAN,
-                    )
+                    ),
+                    Some(nr) => run_as(
+                        DType::F32,
+                        |i, out| conv_packed_weights(&op, nr, i, out),
+                        &packed_ins,
+                        &yd,
+                        f32::NAN,
+                    ),
                 })
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                .unwrap_or_else(|e| panic!("{name} (packed: {nr:?}): {e}"));
                 assert_eq!(got.len(), want.len(), "{name}");
                 for (k, (&g, &w)) in got.iter().zip(&want).enumerate() {
                     assert!(
                         (f64::from(g) - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                        "{name} at {threads} threads: element {k}: {g} vs numpy {w}"
+                        "{name} at {threads} threads (packed: {nr:?}): element {k}: {g} vs numpy {w}"
                     );
                 }
+            }
+        }
+        if crate::kernels::gemm_packed::panel_width().is_some() {
+            for want in [
+                "pointwise_1x1_bias_relu6_batch2",
+                "dense_3x3_two_row_tiles_relu6",
+            ] {
+                assert!(
+                    packed_cases.contains(&want),
+                    "{want} not packed: {packed_cases:?}"
+                );
             }
         }
     }

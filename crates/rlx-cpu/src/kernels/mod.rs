@@ -47,6 +47,7 @@ mod conv2d;
 mod conv_depthwise3x3;
 mod conv_epilogue;
 mod conv_im2col;
+pub(crate) mod conv_packed;
 mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
