@@ -175,8 +175,9 @@ fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::kernels::conv::{fused_conv, tests::run_as};
+    use crate::kernels::{KernelResult, View, ViewMut};
     use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp, Window};
     use rlx_ir::DType;
     use serde_json::Value;
@@ -211,6 +212,7 @@ mod tests {
                 ],
                 vec![scalar(0.0), scalar(6.0)],
             ),
+            "relu" => (vec![ChainStep::Unary(UnaryOp::Relu, i(0))], vec![]),
             "silu" => (
                 vec![
                     ChainStep::Unary(UnaryOp::Sigmoid, i(0)),
@@ -257,16 +259,17 @@ mod tests {
         }
     }
 
-    /// Every case of tools/gen_fused_conv_fixtures.py (numpy): each conv
-    /// path (depthwise, 1x1, im2col in one and in two tiles, Winograd,
-    /// grouped, 1-D) with an
-    /// epilogue applied block by block, at 1, 2 and 3 threads.
-    #[test]
-    fn fused_conv_paths_match_numpy() {
-        let text = include_str!("../../tests/fixtures/fused_conv/cases.json");
+    /// A fused conv kernel: window, groups, bias, epilogue, inputs, output.
+    pub(crate) type FusedConvFn =
+        dyn Fn(&Window, usize, bool, &[ChainStep], &[View], &mut ViewMut) -> KernelResult;
+
+    /// Runs every case of a tools/gen_fused_conv_fixtures.py fixture `text`
+    /// (`want` cases) through `kernel` at 1, 2 and 3 threads and compares
+    /// with numpy's result.
+    pub(crate) fn check_fused_conv_fixture(text: &str, want_cases: usize, kernel: &FusedConvFn) {
         let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
-        assert_eq!(cases.len(), 9);
+        assert_eq!(cases.len(), want_cases);
         for case in cases {
             let name = case["name"].as_str().expect("name");
             let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
@@ -306,7 +309,7 @@ mod tests {
                 let got = crate::threads::with_limit(Some(threads), || {
                     run_as(
                         DType::F32,
-                        |i, out| fused_conv(&window, groups, bias, &steps, i, out),
+                        |i, out| kernel(&window, groups, bias, &steps, i, out),
                         &ins,
                         &yd,
                         f32::NAN,
@@ -322,6 +325,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every case of tools/gen_fused_conv_fixtures.py (numpy): each conv
+    /// path (depthwise, 1x1, im2col in one and in two tiles, Winograd,
+    /// grouped, 1-D) with an
+    /// epilogue applied block by block, at 1, 2 and 3 threads.
+    #[test]
+    fn fused_conv_paths_match_numpy() {
+        let text = include_str!("../../tests/fixtures/fused_conv/cases.json");
+        check_fused_conv_fixture(text, 9, &fused_conv);
     }
 
     /// An extra that does not broadcast to the output, and too few inputs,
