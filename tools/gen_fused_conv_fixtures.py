@@ -112,7 +112,7 @@ DIRECT_CASES = [
     ("direct_c40_o24_s2_leaky_batch2", (2, 40, 11, 9), 24, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "leaky", None),
     ("direct_c5_o8_5x5_relu6", (1, 5, 9, 10), 8, (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 1, True, "relu6", None),
     # 32x32 outputs: conv's own dispatch picks the direct kernel.
-    ("direct_c6_o8_dispatch_relu", (1, 6, 32, 32), 8, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("direct_c9_o8_dispatch_relu", (1, 9, 32, 32), 8, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
     ("direct_c4_o8_asym_pad_scale_residual", (1, 4, 10, 12), 8, (3, 3), (1, 1), ((0, 1), (1, 0)), (1, 1), 1, False, "scale_residual", "one_image"),
 ]
 

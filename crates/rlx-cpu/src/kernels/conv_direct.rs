@@ -86,17 +86,31 @@ impl Conv2d {
             && self.kw > 0
     }
 
-    /// True when the direct kernel beats Winograd and im2col + GEMM on
-    /// this host's measurements (`tests::direct_vs_current_paths`): 3x3
-    /// convs with at most 64 input and output channels over at least
-    /// 32x32 outputs, where the GEMMs have few rows and a short depth.
+    /// True when the direct kernel beats Winograd and im2col + GEMM, by
+    /// `tests::direct_vs_current_paths` on this host (2-vCPU AVX2 EPYC, 1
+    /// thread; direct / old time in brackets). Stride 1: few channels on
+    /// one side (Winograd's GEMMs of 16 or 32 rows: 16 -> 16 at 128x128
+    /// 0.13, 32 -> 32 at 64x64 0.23, 64 -> 32 0.52, 32 -> 64 at 32x32
+    /// 0.85) or small planes (64 -> 128 at 16x16 0.49), while a row of
+    /// all input channels stays within ~4096 floats (past that the tile
+    /// drops from ~40 to ~20 GFLOP/s: ResNet-18's 64 -> 64 at 56x56 1.5);
+    /// one input channel (1 -> 64: 0.7) but not 3 (3 -> 16: 1.14, im2col's
+    /// 27-deep GEMM runs well). Stride 2: only the first layer (3 -> 16 at
+    /// 256x256: 0.85; 16 -> 32 1.1, 32 -> 64 1.3).
     pub(super) fn direct_wins(&self) -> bool {
+        let (c, o, row) = (self.c, self.o, self.c * self.ow);
         self.is_direct_shape()
             && self.kh == 3
             && self.kw == 3
-            && self.c <= 64
-            && self.o <= 64
-            && self.oh * self.ow >= 32 * 32
+            && self.oh * self.ow >= 16 * 16
+            && match self.s.0 {
+                1 => {
+                    (c == 1 || c >= 8)
+                        && row <= 4096
+                        && (c.min(o) <= 32 || (self.ow <= 16 && row <= 2048))
+                }
+                _ => c < 8,
+            }
     }
 
     fn padded(&self) -> Padded {
@@ -214,7 +228,15 @@ impl Conv2d {
 
     /// One block of 8 output planes `yb` from the padded image `xb` and the
     /// block's packed weights `wb`.
-    fn block(&self, xb: &[f32], lay: &Padded, offs: &[usize], wb: &[f32], yb: &mut [f32], simd: bool) {
+    fn block(
+        &self,
+        xb: &[f32],
+        lay: &Padded,
+        offs: &[usize],
+        wb: &[f32],
+        yb: &mut [f32],
+        simd: bool,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if simd {
             // SAFETY: the caller checked AVX2 + FMA; `pad_image` sized `xb`
@@ -263,9 +285,16 @@ mod avx2 {
     /// Output channels of one tile (half a block).
     const TILE_OC: usize = 4;
 
-    /// The AVX2 form of `Conv2d::block`: each output row in tiles of
-    /// 3 vectors (24 pixels), then 2 or 1 for the rest; a last vector that
-    /// passes the row's end is stored in part.
+    /// Input channels per pass over the output block: a tile's input rows
+    /// and weights for this many channels (~11 KB) stay in L1 while the
+    /// two halves of the block read them; with all of 64 or 128 channels
+    /// at once they did not, and the tile ran at half speed.
+    const CHANNEL_CHUNK: usize = 16;
+
+    /// The AVX2 form of `Conv2d::block`: in passes over chunks of input
+    /// channels, each output row in tiles of 3 vectors (24 pixels), then 2
+    /// or 1 for the rest; a last vector that passes the row's end is
+    /// stored in part.
     ///
     /// # Safety
     /// AVX2 and FMA are present; `xb` holds `lay`'s padded image.
@@ -285,29 +314,37 @@ mod avx2 {
             + offs.iter().max().copied().unwrap_or(0)
             + g.ow.next_multiple_of(LANES);
         assert!(xb.len() >= need, "padded image too short");
-        let t = Tap {
-            x: xb.as_ptr(),
-            offs,
-            cs: lay.channel(),
-            c: g.c,
-        };
-        for oy in 0..g.oh {
-            let mut ox = 0;
-            while ox < g.ow {
-                let left = g.ow - ox;
-                let nv = if left > 2 * LANES { 3 } else { left.div_ceil(LANES) };
-                for half in 0..OC_BLOCK / TILE_OC {
-                    let base = oy * s * s * lay.wq + ox;
-                    let w = wb.as_ptr().add(half * TILE_OC);
-                    let yt = yb.as_mut_ptr().add(half * TILE_OC * pout + oy * g.ow + ox);
-                    // SAFETY (all three): `need` bounds every read below.
-                    match nv {
-                        3 => tile::<3>(&t, base, w, yt, pout, left),
-                        2 => tile::<2>(&t, base, w, yt, pout, left),
-                        _ => tile::<1>(&t, base, w, yt, pout, left),
+        let taps = offs.len();
+        for c0 in (0..g.c).step_by(CHANNEL_CHUNK) {
+            let t = Tap {
+                x: xb.as_ptr().add(c0 * lay.channel()),
+                offs,
+                cs: lay.channel(),
+                c: CHANNEL_CHUNK.min(g.c - c0),
+            };
+            let wc = wb.as_ptr().add(c0 * taps * OC_BLOCK);
+            for oy in 0..g.oh {
+                let mut ox = 0;
+                while ox < g.ow {
+                    let left = g.ow - ox;
+                    let nv = if left > 2 * LANES {
+                        3
+                    } else {
+                        left.div_ceil(LANES)
+                    };
+                    for half in 0..OC_BLOCK / TILE_OC {
+                        let base = oy * s * s * lay.wq + ox;
+                        let w = wc.add(half * TILE_OC);
+                        let yt = yb.as_mut_ptr().add(half * TILE_OC * pout + oy * g.ow + ox);
+                        // SAFETY (all three): `need` bounds every read below.
+                        match nv {
+                            3 => tile::<3>(&t, base, w, yt, pout, left),
+                            2 => tile::<2>(&t, base, w, yt, pout, left),
+                            _ => tile::<1>(&t, base, w, yt, pout, left),
+                        }
                     }
+                    ox += nv * LANES;
                 }
-                ox += nv * LANES;
             }
         }
     }
@@ -447,7 +484,102 @@ mod tests {
     /// direct kernel there, the rest the other paths).
     #[test]
     fn dispatch_matches_numpy() {
+        assert!(geom3x3(9, 8, 32, 32, 1).direct_wins());
         check_fused_conv_fixture(FIXTURE, CASES, &fused_conv);
+    }
+
+    /// The conv of `(c, o, h, w, stride)` (3x3, pad 1, batch 1) as a
+    /// [`Conv2d`].
+    fn geom3x3(c: usize, o: usize, h: usize, w: usize, s: usize) -> Conv2d {
+        let (oh, ow) = ((h + 2 - 3) / s + 1, (w + 2 - 3) / s + 1);
+        Conv2d {
+            batch: 1,
+            c,
+            o,
+            groups: 1,
+            h,
+            w,
+            oh,
+            ow,
+            kh: 3,
+            kw: 3,
+            s: (s, s),
+            d: (1, 1),
+            p: (1, 1),
+        }
+    }
+
+    /// Median seconds of 7 runs of `f`.
+    fn median_secs(mut f: impl FnMut()) -> f64 {
+        f();
+        let mut t: Vec<f64> = (0..7)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                f();
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[3]
+    }
+
+    /// Prints GFLOP/s of the direct kernel next to the path conv took
+    /// before it (Winograd where it wins, else im2col + GEMM) on the 3x3
+    /// convs of the CNN set (U-Net, YOLO, CRNN, ResNet-18), 1 thread: the
+    /// measurement behind `Conv2d::direct_wins`. Run with
+    /// `cargo test --release -p rlx-cpu --lib direct_vs_current_paths -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing; prints, asserts nothing"]
+    fn direct_vs_current_paths() {
+        let shapes = [
+            (3, 16, 128, 128, 1),
+            (16, 16, 128, 128, 1),
+            (32, 16, 128, 128, 1),
+            (16, 32, 64, 64, 1),
+            (32, 32, 64, 64, 1),
+            (64, 32, 64, 64, 1),
+            (32, 64, 32, 32, 1),
+            (64, 64, 32, 32, 1),
+            (128, 64, 32, 32, 1),
+            (64, 128, 16, 16, 1),
+            (128, 128, 16, 16, 1),
+            (16, 16, 64, 64, 1),
+            (3, 16, 256, 256, 2),
+            (16, 32, 128, 128, 2),
+            (32, 64, 64, 64, 2),
+            (64, 128, 32, 32, 2),
+            (1, 64, 32, 128, 1),
+            (64, 128, 16, 64, 1),
+            (128, 256, 8, 32, 1),
+            (64, 64, 56, 56, 1),
+            (128, 128, 28, 28, 1),
+        ];
+        crate::threads::with_limit(Some(1), || {
+            for (c, o, h, w, s) in shapes {
+                let g = geom3x3(c, o, h, w, s);
+                let x: Vec<f32> = (0..c * h * w).map(|i| (i % 13) as f32 / 13.0).collect();
+                let wt: Vec<f32> = (0..o * c * 9).map(|i| (i % 7) as f32 / 7.0).collect();
+                let mut y = vec![0f32; o * g.oh * g.ow];
+                let flops = 2.0 * (c * o * 9 * g.oh * g.ow) as f64;
+                let direct = median_secs(|| g.direct(&x, &wt, &mut y, None).expect("direct"));
+                let wino = g.winograd_wins(c, o);
+                let current = median_secs(|| {
+                    if wino {
+                        g.winograd(&x, &wt, &mut y, None).expect("winograd")
+                    } else {
+                        g.im2col_gemm(&x, &wt, &mut y, None).expect("im2col")
+                    }
+                });
+                println!(
+                    "c {c:4} o {o:4} {h:3}x{w:<3} s{s}: direct {:6.1} GFLOP/s, {} {:6.1} GFLOP/s, direct / current time {:.2}{}",
+                    flops / direct / 1e9,
+                    if wino { "winograd" } else { "im2col  " },
+                    flops / current / 1e9,
+                    direct / current,
+                    if g.direct_wins() { "  (dispatch: direct)" } else { "" }
+                );
+            }
+        });
     }
 
     /// Packing puts output channel `i` of block `b`, input `c`, tap `t` at
