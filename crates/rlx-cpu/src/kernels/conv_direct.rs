@@ -38,7 +38,7 @@ thread_local! {
 /// [`OC_BLOCK`]. A compile-time weight cache can call this once and pass
 /// the result to the conv instead of the per-call pack.
 pub(crate) fn pack_weights(wt: &[f32], o: usize, c: usize, taps: usize, out: &mut Vec<f32>) {
-    debug_assert_eq!(o % OC_BLOCK, 0);
+    debug_assert!(o.is_multiple_of(OC_BLOCK));
     out.clear();
     out.resize(o * c * taps, 0.0);
     for (ob, block) in out.chunks_exact_mut(OC_BLOCK * c * taps).enumerate() {
@@ -77,7 +77,7 @@ impl Conv2d {
     /// along both dims.
     pub(super) fn is_direct_shape(&self) -> bool {
         self.groups == 1
-            && self.o % OC_BLOCK == 0
+            && self.o.is_multiple_of(OC_BLOCK)
             && self.o > 0
             && self.d == (1, 1)
             && self.s.0 == self.s.1
