@@ -6,7 +6,9 @@ conv path: depthwise, 1x1, im2col, Winograd F(2,3), the N-d path).
     ~/.cache/rlx-ref/venv/bin/python tools/gen_fused_conv_fixtures.py
 
 Writes crates/rlx-cpu/tests/fixtures/fused_conv/cases.json (committed), read by
-the unit tests of crates/rlx-cpu/src/kernels/conv_epilogue.rs. Inputs are not
+the unit tests of crates/rlx-cpu/src/kernels/conv_epilogue.rs, and
+crates/rlx-cpu/tests/fixtures/conv_direct/cases.json (DIRECT_CASES: shapes of
+the direct few-channel kernel, read by kernels/conv_direct.rs's tests). Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -14,7 +16,7 @@ per-channel scale s[i] = ((i * 2) % 7 - 3) / 2.
 The conv is a float64 loop over the np.pad-ed input (cross-correlation,
 PyTorch / ONNX semantics), independent of RLX's code; the epilogues are
 written out in numpy (relu6 = clip(0, 6), silu = x * sigmoid(x),
-leaky = max(x, 0.1 x), residual + relu, residual + silu, per-channel scale + residual).
+leaky = max(x, 0.1 x), relu, residual + relu, residual + silu, per-channel scale + residual).
 """
 import json
 import os
@@ -23,6 +25,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "fused_conv", "cases.json")
+OUT_DIRECT = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_direct", "cases.json")
 
 
 def seq(n, a, m, scale):
@@ -62,6 +65,8 @@ def epilogue(name, y, res_dims):
     """The epilogue and the dims of the extra tensor it reads (if any)."""
     if name == "relu6":
         return np.clip(y, 0.0, 6.0)
+    if name == "relu":
+        return np.maximum(y, 0.0)
     if name == "silu":
         return y / (1.0 + np.exp(-y))
     if name == "silu_residual":
@@ -98,10 +103,26 @@ CASES = [
     ("conv1d_residual_relu_batch2", (2, 4, 9), 3, (3,), (1,), ((1, 1),), (1,), 1, True, "residual_relu", None),
 ]
 
+# Convs the direct kernel (kernels/conv_direct.rs) computes: output channels a
+# multiple of 8, C = 3 / 4 / 5 / 8 / 16 / 32 / 40, odd sizes, stride 1 and 2,
+# rows of 27 / 11 / 9 / 5 outputs (full and partial vectors), a 5x5 kernel and
+# asymmetric padding.
+DIRECT_CASES = [
+    ("direct_c3_o16_relu", (1, 3, 13, 27), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("direct_c8_o8_s2_silu", (1, 8, 15, 17), 8, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, False, "silu", None),
+    ("direct_c16_o16_residual_relu_batch2", (2, 16, 9, 11), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual_relu", None),
+    ("direct_c32_o8_silu_residual", (1, 32, 7, 9), 8, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu_residual", None),
+    ("direct_c40_o24_s2_leaky_batch2", (2, 40, 11, 9), 24, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "leaky", None),
+    ("direct_c5_o8_5x5_relu6", (1, 5, 9, 10), 8, (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 1, True, "relu6", None),
+    # 32x32 outputs: conv's own dispatch picks the direct kernel.
+    ("direct_c9_o8_dispatch_relu", (1, 9, 32, 32), 8, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("direct_c4_o8_asym_pad_scale_residual", (1, 4, 10, 12), 8, (3, 3), (1, 1), ((0, 1), (1, 0)), (1, 1), 1, False, "scale_residual", "one_image"),
+]
 
-def main():
+
+def write(cases_in, out):
     cases = []
-    for name, xd, o, k, stride, pads, dil, groups, bias, epi, res in CASES:
+    for name, xd, o, k, stride, pads, dil, groups, bias, epi, res in cases_in:
         c = xd[1]
         wd = (o, c // groups) + tuple(k)
         x = seq(int(np.prod(xd)), 7, 23, 8).reshape(xd)
@@ -124,10 +145,15 @@ def main():
             "res_dims": res_dims,
             "y": [float(f"{v:.9g}") for v in y.ravel()],
         })
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         json.dump({"cases": cases}, f)
-    print(f"wrote {len(cases)} cases to {OUT}")
+    print(f"wrote {len(cases)} cases to {out}")
+
+
+def main():
+    write(CASES, OUT)
+    write(DIRECT_CASES, OUT_DIRECT)
 
 
 if __name__ == "__main__":

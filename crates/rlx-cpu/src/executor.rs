@@ -48,7 +48,10 @@ impl AlignedBuf {
             std::ptr::write_bytes(dst.add(b.len()), 0, n * 64 - b.len());
             blocks.set_len(n);
         }
-        AlignedBuf { blocks, len: b.len() }
+        AlignedBuf {
+            blocks,
+            len: b.len(),
+        }
     }
     fn bytes(&self) -> &[u8] {
         // SAFETY: blocks are plain bytes; len <= blocks.len() * 64.

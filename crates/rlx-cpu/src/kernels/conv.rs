@@ -8,7 +8,7 @@
 //! except conv over two spatial dims, whose depthwise kernel and row-wise
 //! im2col live in [`super::conv2d`].
 
-use super::conv2d::Conv2d;
+use super::conv2d::{as_f32, as_f32_mut, Conv2d};
 use super::conv_epilogue::ConvEpilogue;
 use super::gemm::{num_threads, GemmFloat, Strided};
 use super::scalar::Real;
@@ -130,7 +130,7 @@ pub(super) struct ConvGeom {
     /// The tap table (N-d conv only; empty for 2-D and transposed convs).
     taps: Vec<usize>,
     /// The 2-D geometry of a conv over two spatial dims.
-    two_d: Option<Conv2d>,
+    pub(super) two_d: Option<Conv2d>,
 }
 
 pub(super) fn check_window(w: &Window, sd: usize, pool: bool) -> KernelResult {
@@ -330,6 +330,11 @@ fn conv_real<T: GemmFloat>(
     }
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     if let Some(g2) = g.two_d.as_ref() {
+        if g2.direct_wins() {
+            if let (Some(x), Some(wt), Some(y)) = (as_f32(x), as_f32(wt), as_f32_mut(&mut *y)) {
+                return g2.direct(x, wt, y, epi);
+            }
+        }
         if winograd_enabled() && g2.winograd_wins(cg, og) {
             return g2.winograd(x, wt, y, epi);
         }

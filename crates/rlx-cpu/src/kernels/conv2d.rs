@@ -212,14 +212,14 @@ impl Conv2d {
 }
 
 /// `v` as f32s, when `T` is f32.
-fn as_f32<T: Real>(v: &[T]) -> Option<&[f32]> {
+pub(super) fn as_f32<T: Real>(v: &[T]) -> Option<&[f32]> {
     (TypeId::of::<T>() == TypeId::of::<f32>())
         // SAFETY: `T` is f32.
         .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const f32, v.len()) })
 }
 
 /// `v` as f32s, when `T` is f32.
-fn as_f32_mut<T: Real>(v: &mut [T]) -> Option<&mut [f32]> {
+pub(super) fn as_f32_mut<T: Real>(v: &mut [T]) -> Option<&mut [f32]> {
     (TypeId::of::<T>() == TypeId::of::<f32>())
         // SAFETY: `T` is f32.
         .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len()) })
