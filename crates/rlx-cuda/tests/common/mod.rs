@@ -3,5 +3,6 @@
 
 pub mod graphs;
 pub mod interp;
+pub mod interp_indexing;
 pub mod plan_check;
 pub mod reference;
