@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::graphs::rand;
+use common::graphs::{gguf_blocks, indexing_and_resampling, rand};
 use common::plan_check::{assert_plan_matches_cpu, assert_plan_matches_cpu_of, lir_of};
 use rlx_cuda::plan::{plan, Kernel};
 use rlx_driver::BackendError;
@@ -80,7 +80,7 @@ fn scatter_add_accumulates_repeated_indices_like_the_cpu() {
 }
 
 #[test]
-fn scatter_add_of_a_type_without_atomics_is_a_named_error() {
+fn scatter_add_of_an_integer_type_is_a_named_error() {
     let mut g = Graph::new("scatter_add_i32");
     let b = g.input("b", Shape::new(&[4], DType::I32));
     let i = g.input("i", Shape::new(&[2], DType::I64));
@@ -228,37 +228,6 @@ fn dilated_conv_transpose1d_matches_the_cpu() {
     assert_plan_matches_cpu(&g, &[("w", &w)], &[("x", &x)], 1e-5);
 }
 
-/// `blocks` GGUF blocks of `scheme` with small f16 scales (and mins) and
-/// every quant value pattern.
-fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed;
-    let mut next = move || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (s >> 33) as u32
-    };
-    let half = |v: u32, lo: f32, hi: f32| {
-        half::f16::from_f32(lo + (hi - lo) * (v % 1000) as f32 / 1000.0).to_le_bytes()
-    };
-    let mut out = Vec::new();
-    for _ in 0..blocks {
-        out.extend(half(next(), 0.01, 0.1));
-        let quants = match scheme {
-            QuantScheme::GgufQ4_1 => {
-                out.extend(half(next(), -0.5, 0.5));
-                16
-            }
-            QuantScheme::GgufQ4_0 => 16,
-            _ => 32,
-        };
-        for _ in 0..quants {
-            out.push((next() & 0xFF) as u8);
-        }
-    }
-    out
-}
-
 /// `[dequantize(w), x · dequantize(w)ᵀ]`, the product as the composite
 /// `dequant_matmul` or (`spelled_out`) as its primitives: the CPU's own
 /// quantized matmul rounds the activations to 8 bits per block (ggml's
@@ -325,4 +294,13 @@ fn a_gguf_format_without_a_kernel_is_a_named_error() {
     g.set_outputs(vec![y]);
     let err = plan(&lir_of(&g), 0).unwrap_err().to_string();
     assert!(err.contains("GgufQ6K") && err.contains("Q8_0"), "{err}");
+}
+
+#[test]
+fn the_executor_suites_indexing_and_resampling_graph_matches_the_cpu() {
+    let (g, inputs, params) = indexing_and_resampling();
+    let ins: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (*n, t)).collect();
+    let ps: Vec<(&str, &HostTensor)> = params.iter().map(|(n, t)| (*n, t)).collect();
+    let p = assert_plan_matches_cpu(&g, &ps, &ins, 1e-5);
+    assert_eq!(p.steps.len(), 8, "{:?}", kinds(&p));
 }

@@ -50,15 +50,16 @@ pub(crate) fn launch_indexing(
         Kernel::ScatterAdd(a) => {
             // The base first (a no-op when the output reuses its bytes).
             if x[0] != y {
-                let copy = gpu.function("movement", "rlx_strided_copy_b4")?;
+                let width = out.dtype.size_bytes();
+                let copy = gpu.function("movement", &format!("rlx_strided_copy_b{width}"))?;
                 let one = Layout::new(&[out.numel()], &[1], &[1])?;
                 let zero = 0i64;
                 let mut l = gpu.stream().launch_builder(&copy);
                 l.arg(&x[0]).arg(&y).arg(&n).arg(&zero).arg(&zero).arg(&one);
-                // SAFETY: base and output hold n f32 elements each.
+                // SAFETY: base and output hold n elements of this width each.
                 unsafe { l.launch(grid_stride(n as usize)) }?;
             }
-            let f = gpu.function("indexing", "rlx_scatter_add_f32")?;
+            let f = gpu.function("indexing", &format!("rlx_scatter_add_{}", sfx(out)?))?;
             let (layout, count, axis_stride, len) = index_args(a)?;
             let mut l = gpu.stream().launch_builder(&f);
             l.arg(&x[1])
@@ -69,7 +70,7 @@ pub(crate) fn launch_indexing(
                 .arg(&axis_stride)
                 .arg(&len)
                 .arg(&flag);
-            // SAFETY: `rlx_scatter_add_f32`; indices are bounds-checked in
+            // SAFETY: `rlx_scatter_add_*`; indices are bounds-checked in
             // the kernel, updates hold `count` elements (the indices' dims).
             unsafe { l.launch(grid_stride(count as usize)) }?;
         }

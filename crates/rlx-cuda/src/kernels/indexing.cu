@@ -30,18 +30,40 @@ __device__ __forceinline__ bool resolve_index(i64 r, i64 len, i64 at, i64* bad, 
     }
 RLX_FLOAT_TYPES(GATHER_ELEMENTS)
 
+// Atomic float add into f32 (native) or a 16-bit float (a compare-and-swap
+// loop on the aligned 32-bit word holding it, the other half kept as is).
+__device__ __forceinline__ void atomic_add_f(float* p, float v) { atomicAdd(p, v); }
+template <typename T> __device__ __forceinline__ void atomic_add_16(T* p, float v) {
+    unsigned int* word = (unsigned int*)((unsigned long long)p & ~3ull);
+    unsigned int shift = ((unsigned long long)p & 2ull) ? 16u : 0u;
+    unsigned int old = *word, seen;
+    do {
+        seen = old;
+        T cur;
+        cur.bits = (unsigned short)(seen >> shift);
+        T sum = from_f<T>(to_f(cur) + v);
+        unsigned int next = (seen & ~(0xFFFFu << shift)) | ((unsigned int)sum.bits << shift);
+        old = atomicCAS(word, seen, next);
+    } while (old != seen);
+}
+__device__ __forceinline__ void atomic_add_f(rlx_half* p, float v) { atomic_add_16(p, v); }
+__device__ __forceinline__ void atomic_add_f(rlx_bf16* p, float v) { atomic_add_16(p, v); }
+
 // y already holds the base (the host copies it first); each update is
 // added atomically, so repeated indices accumulate (in any order).
-extern "C" __global__ void rlx_scatter_add_f32(const i64* idx, const float* upd, float* y,
-                                               i64 count, Layout l, i64 axis_stride,
-                                               i64 len, i64* bad) {
-    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < count;
-         i += (i64)gridDim.x * blockDim.x) {
-        i64 base, unused, r;
-        offsets(l, i, &base, &unused);
-        if (resolve_index(idx[i], len, i, bad, &r)) atomicAdd(y + base + r * axis_stride, upd[i]);
+#define SCATTER_ADD(T, S)                                                            \
+    extern "C" __global__ void rlx_scatter_add_##S(const i64* idx, const T* upd, T* y, \
+                                                   i64 count, Layout l,              \
+                                                   i64 axis_stride, i64 len, i64* bad) { \
+        for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < count;          \
+             i += (i64)gridDim.x * blockDim.x) {                                     \
+            i64 base, unused, r;                                                     \
+            offsets(l, i, &base, &unused);                                           \
+            if (resolve_index(idx[i], len, i, bad, &r))                              \
+                atomic_add_f(y + base + r * axis_stride, to_f(upd[i]));              \
+        }                                                                            \
     }
-}
+RLX_FLOAT_TYPES(SCATTER_ADD)
 
 // Top-k of each line of x viewed as [outer, n, inner] along n: one thread
 // per line picks the k best by repeated selection. The order is total:

@@ -148,11 +148,13 @@ pub const SOURCES: &[KernelSource] = &[
 ];
 
 /// The entry points of `indexing.cu`.
-const INDEXING_ENTRIES: [&str; 7] = [
+const INDEXING_ENTRIES: [&str; 9] = [
     "rlx_gather_elements_f32",
     "rlx_gather_elements_f16",
     "rlx_gather_elements_bf16",
     "rlx_scatter_add_f32",
+    "rlx_scatter_add_f16",
+    "rlx_scatter_add_bf16",
     "rlx_topk_f32",
     "rlx_topk_f16",
     "rlx_topk_bf16",

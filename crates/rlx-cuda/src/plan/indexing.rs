@@ -35,7 +35,8 @@ pub(super) fn axis_index(
     })
 }
 
-/// Scatter-add accumulates with f32 atomics.
+/// Scatter-add accumulates with atomics (native for f32, a 32-bit
+/// compare-and-swap loop for f16 / bf16).
 pub(super) fn scatter_add(
     dt: DType,
     data: &[usize],
@@ -43,11 +44,8 @@ pub(super) fn scatter_add(
     axis: usize,
     idx_dt: DType,
 ) -> Result<Kernel, String> {
-    if dt != DType::F32 {
-        return Err(format!(
-            "the CUDA scatter-add accumulates f32 (atomics), not {dt}"
-        ));
-    }
+    float_suffix(dt)
+        .ok_or_else(|| format!("no CUDA scatter-add of {dt}; f32, f16 and bf16 have kernels"))?;
     Ok(Kernel::ScatterAdd(axis_index(data, idx, axis, idx_dt)?))
 }
 

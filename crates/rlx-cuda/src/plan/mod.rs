@@ -112,7 +112,7 @@ pub struct GemmSpec {
 }
 
 /// Per-element indexing along one axis (`rlx_gather_elements_*`,
-/// `rlx_scatter_add_f32`): element `i` of the index tensor (row-major over
+/// `rlx_scatter_add_*`): element `i` of the index tensor (row-major over
 /// `dims`) addresses data element `i·data_strides + index·axis_stride`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AxisIndex {
@@ -267,7 +267,7 @@ pub enum Kernel {
     ConvTranspose2d(Window2d),
     /// `rlx_gather_elements_*`: numpy `take_along_axis`; inputs `x, i64 indices`.
     GatherElements(AxisIndex),
-    /// A copy of the base into the output, then `rlx_scatter_add_f32`;
+    /// A copy of the base into the output, then `rlx_scatter_add_*`;
     /// inputs `base, i64 indices, updates`.
     ScatterAdd(AxisIndex),
     /// `rlx_topk_*` along `n` of `[outer, n, inner]`.
