@@ -31,6 +31,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod launch;
 pub mod libs;
+pub mod optim;
 pub mod plan;
 pub mod pool;
 pub mod probe;

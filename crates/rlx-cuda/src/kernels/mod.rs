@@ -145,6 +145,11 @@ pub const SOURCES: &[KernelSource] = &[
         source: include_str!("dequant.cu"),
         entries: &["rlx_dequant_q4_0", "rlx_dequant_q4_1", "rlx_dequant_q8_0"],
     },
+    KernelSource {
+        name: "optim",
+        source: include_str!("optim.cu"),
+        entries: &["rlx_sgd_f32", "rlx_adam_f32"],
+    },
 ];
 
 /// The entry points of `indexing.cu`.
