@@ -5,8 +5,11 @@
 # (tests/gpu_kernels.rs), the launch plans (tests/plan.rs, plan_ops.rs) and
 # the graph executor against the CPU backend (tests/executor.rs: every op
 # family in f32 / f16 (unary / binary ops from the IR's ALL lists; scans,
-# pads, convolutions, pooling), an MLP, an attention block, digits training
-# steps); runs the
+# pads, convolutions, pooling; gather_elements, scatter_add, top-k, resizes,
+# transposed conv, GGUF Q8_0 dequantize, a bad gather_elements index), an
+# MLP, an attention block, digits training steps), the on-device SGD /
+# Adam / AdamW updates against rlx-optim (tests/optim_updates.rs) and the
+# op coverage lists (tests/op_coverage.rs); runs the
 # runtime's device tests with the `cuda` feature (cuda:0 then runs graphs
 # through rlx_cuda::CudaBackend), and prints benchmark rows:
 # GEMM 4096^3 f32 / TF32 / f16 / bf16 (rlx-cuda's cuBLAS path) next to
@@ -39,6 +42,10 @@ RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda || status=1
 step "graph executor on cuda:0 vs the CPU backend (tests/executor.rs, printed)"
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor -- --nocapture --test-threads 1 \
   2>&1 | grep -E '^test |digits loss|panicked|test result' || status=1
+
+step "kernels added by issue 27 on cuda:0 (indexing, resampling, dequantize, optimizer updates; printed)"
+RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor --test optim_updates -- --nocapture \
+  --test-threads 1 indexing gather_elements device_ 2>&1 | grep -E '^test |panicked|test result' || status=1
 
 # (devices_fallback assumes no usable accelerator, so it stays in CI only;
 # devices_accelerators treats a usable cuda:0 as a device that runs graphs.)

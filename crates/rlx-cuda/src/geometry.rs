@@ -1,5 +1,6 @@
-//! The C structs the window and pad kernels take by value (`Window2d` of
-//! `common.cuh`, `PadLayout` of `pad.cu`), built by the planner from an
+//! The C structs the window, pad and resize kernels take by value
+//! (`Window2d` of `common.cuh`, `PadLayout` of `pad.cu`, `Resize` of
+//! `resample.cu`), built by the planner from an
 //! op's shapes and attributes.
 
 use crate::launch::MAX_RANK;
@@ -147,5 +148,63 @@ impl PadLayout {
             l.before[a] = before[a] as i64;
         }
         Ok(l)
+    }
+}
+
+/// `struct Resize` of `resample.cu`: a nearest / linear resize of the
+/// spatial dims of `[N, C, *sp]` (one to [`Resize::MAX_SPATIAL`] of them).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resize {
+    /// `N * C`.
+    pub planes: i64,
+    /// Spatial dims used.
+    pub rank: i64,
+    /// Input spatial dims.
+    pub input: [i64; 3],
+    /// Output spatial dims.
+    pub output: [i64; 3],
+    /// Linear (else nearest).
+    pub linear: i32,
+    /// Align corner pixels (linear only).
+    pub align_corners: i32,
+}
+
+// SAFETY: plain `repr(C)` integers, laid out as the C struct.
+unsafe impl DeviceRepr for Resize {}
+
+impl Resize {
+    /// The most spatial dims the kernel resizes.
+    pub const MAX_SPATIAL: usize = 3;
+
+    /// The resize of `x` to `y` (both `[N, C, *sp]`).
+    pub fn new(
+        x: &[usize],
+        y: &[usize],
+        linear: bool,
+        align_corners: bool,
+    ) -> Result<Resize, String> {
+        let sp = x.len().saturating_sub(2);
+        if !(1..=Self::MAX_SPATIAL).contains(&sp) || y.len() != x.len() || x[..2] != y[..2] {
+            return Err(format!(
+                "a CUDA resize keeps N, C and resizes 1 to {} spatial dims, not {x:?} -> {y:?}",
+                Self::MAX_SPATIAL
+            ));
+        }
+        if (2..x.len()).any(|a| x[a] == 0 && y[a] != 0) {
+            return Err(format!("resize of an empty spatial dim: {x:?} -> {y:?}"));
+        }
+        let mut r = Resize {
+            planes: (x[0] * x[1]) as i64,
+            rank: sp as i64,
+            linear: linear as i32,
+            align_corners: align_corners as i32,
+            ..Resize::default()
+        };
+        for a in 0..sp {
+            r.input[a] = x[2 + a] as i64;
+            r.output[a] = y[2 + a] as i64;
+        }
+        Ok(r)
     }
 }

@@ -15,10 +15,14 @@
 //!   and checked by simulation ([`plan::LaunchPlan::check`]) on any machine.
 //!   Planned: unary / binary / compare / select (broadcasting), sum / mean /
 //!   max / min over adjacent axes, last-axis softmax / log-softmax, layer
-//!   and RMS norm, row gather, transpose / broadcast / slice / concat /
-//!   copies, casts, iota, and matmul / leading-batch dot-general as
-//!   strided-batched cuBLAS GEMMs; anything else is a named
-//!   `BackendError::Unsupported`.
+//!   and RMS norm, row gather, gather_elements, scatter_add, top-k,
+//!   transpose / broadcast / slice / concat / pad / copies, casts, iota,
+//!   argmax / argmin / cumsum, 1-d / 2-d conv, transposed conv and pooling,
+//!   nearest / linear resize, GGUF Q4_0 / Q4_1 / Q8_0 dequantize, and
+//!   matmul / leading-batch dot-general as strided-batched cuBLAS GEMMs;
+//!   anything else is a named `BackendError::Unsupported`.
+//! - [`optim`]: SGD / Adam / AdamW steps in place on the device, their
+//!   state on the device.
 //! - [`executor`]: [`CudaBackend`], the `rlx_driver::Backend` of
 //!   `Device::Cuda(n)`, which runs a plan on the device's stream (params
 //!   updated by `run_updating` go through the host: no on-device copy yet).
@@ -31,6 +35,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod launch;
 pub mod libs;
+pub mod optim;
 pub mod plan;
 pub mod pool;
 pub mod probe;

@@ -7,8 +7,8 @@
 mod common;
 
 use common::graphs::{
-    attention_block, binary_graph, compare_select, digits_step, mlp, rand, scans_and_windows,
-    unary_graph, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN, PIXELS,
+    attention_block, binary_graph, compare_select, digits_step, indexing_and_resampling, mlp, rand,
+    scans_and_windows, unary_graph, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN, PIXELS,
 };
 use common::reference::{compile, f64s, ordered_inputs, run, worst};
 use rlx_compile::{lower, LowerOptions, Precision};
@@ -354,6 +354,7 @@ fn every_graph_of_this_suite_plans_at_f32_and_f16_without_a_gpu() {
         attention_block(),
         digits_step(),
         compare_select().0,
+        indexing_and_resampling().0,
     ];
     let backend = CudaBackend::new(0);
     for g in &graphs {
@@ -372,16 +373,16 @@ fn every_graph_of_this_suite_plans_at_f32_and_f16_without_a_gpu() {
 
 #[test]
 fn an_op_without_a_cuda_kernel_is_refused_at_compile_by_name_without_a_gpu() {
-    let mut g = Graph::new("topk");
-    let a = f32_in(&mut g, "a", &[3, 4]);
-    let (_, c) = g.topk(a, 2, -1, true);
+    let mut g = Graph::new("fft");
+    let a = g.input("a", Shape::new(&[3, 4], DType::C64));
+    let c = g.fft(a, rlx_ir::fft::FftNorm::Backward);
     g.set_outputs(vec![c]);
     let backend = CudaBackend::new(1);
     let lir = lower(&g, &|op| backend.claims(op), &LowerOptions::default()).unwrap();
     match backend.compile(lir).err().expect("refused") {
         BackendError::Unsupported { device, node } => {
             assert_eq!(device, Device::Cuda(1));
-            assert!(node.contains("topk") && node.contains("i64[3,2]"), "{node}");
+            assert!(node.contains("fft") && node.contains("c64[3,4]"), "{node}");
         }
         e => panic!("{e:?}"),
     }
@@ -420,5 +421,36 @@ fn scans_pads_convolutions_and_pooling() {
         Precision::F32,
         1e-5,
         1e-6,
+    );
+}
+
+#[test]
+fn indexing_topk_resizes_transposed_conv_and_dequantize() {
+    if !cuda("indexing_topk_resizes_transposed_conv_and_dequantize") {
+        return;
+    }
+    let (g, inputs, params) = indexing_and_resampling();
+    let ins: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (*n, t)).collect();
+    let ps: Vec<(&str, &HostTensor)> = params.iter().map(|(n, t)| (*n, t)).collect();
+    assert_cuda_matches_cpu(&g, &ps, &ins, Precision::F32, 1e-5, 1e-6);
+}
+
+#[test]
+fn a_gather_elements_index_out_of_range_is_an_error_naming_the_node() {
+    if !cuda("a_gather_elements_index_out_of_range_is_an_error_naming_the_node") {
+        return;
+    }
+    let mut g = Graph::new("bad_gather_elements");
+    let x = f32_in(&mut g, "x", &[2, 3]);
+    let idx = g.input("idx", Shape::new(&[2, 2], DType::I64));
+    let y = g.gather_elements(x, idx, 1);
+    g.set_outputs(vec![y]);
+    let mut exe = compile_with(&CudaBackend::new(0), &g, Precision::F32);
+    let t = rand(&[2, 3], 0.0, 1.0, 14);
+    let bad = HostTensor::from_vec(vec![0i64, 2, 3, -1], &[2, 2]).unwrap();
+    let err = exe.run(&[&t, &bad]).unwrap_err().to_string();
+    assert!(
+        err.contains("gather_elements") && err.contains("position 2") && err.contains("length 3"),
+        "{err}"
     );
 }

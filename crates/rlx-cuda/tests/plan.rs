@@ -46,7 +46,13 @@ fn kinds(p: &LaunchPlan) -> Vec<String> {
             | Kernel::Cumsum { .. }
             | Kernel::Pad { .. }
             | Kernel::Conv2d(_)
-            | Kernel::Pool2d { .. }) => k.to_string(),
+            | Kernel::Pool2d { .. }
+            | Kernel::ConvTranspose2d(_)
+            | Kernel::GatherElements(_)
+            | Kernel::ScatterAdd(_)
+            | Kernel::TopK { .. }
+            | Kernel::Resize(_)
+            | Kernel::Dequantize { .. }) => k.to_string(),
         })
         .collect()
 }
@@ -232,17 +238,17 @@ fn comparisons_and_select_plan_to_what_the_cpu_computes() {
 
 #[test]
 fn an_op_without_a_cuda_kernel_is_a_named_error() {
-    let mut g = Graph::new("topk");
-    let a = g.input("a", Shape::new(&[3, 4], DType::F32));
-    let (_, c) = g.topk(a, 2, -1, true);
+    let mut g = Graph::new("fft");
+    let a = g.input("a", Shape::new(&[3, 4], DType::C64));
+    let c = g.fft(a, rlx_ir::fft::FftNorm::Backward);
     g.set_outputs(vec![c]);
     let err = plan(&lir_of(&g), 3).unwrap_err();
     match &err {
         BackendError::Unsupported { device, node } => {
             assert_eq!(*device, Device::Cuda(3));
-            assert!(node.contains(" topk"), "{node}");
-            assert!(node.contains("no CUDA kernel for topk"), "{node}");
-            assert!(node.contains("i64[3,2] <- (f32[3,4])"), "{node}");
+            assert!(node.contains(" fft"), "{node}");
+            assert!(node.contains("no CUDA kernel for fft"), "{node}");
+            assert!(node.contains("c64[3,4] <- (c64[3,4])"), "{node}");
         }
         e => panic!("{e:?}"),
     }

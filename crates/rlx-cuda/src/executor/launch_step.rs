@@ -2,6 +2,7 @@
 //! from the step's places (raw device addresses: base of the buffer plus
 //! the planned byte offset) and its launch geometry.
 
+use super::launch_indexing::launch_indexing;
 use crate::gemm::CudaGemm;
 use crate::gpu::{CudaGpu, GpuError};
 use crate::launch::{grid_stride, per_row, Layout};
@@ -261,6 +262,12 @@ pub(crate) fn launch_step(
             // weight holds out_c * in_c / groups * kh * kw elements (planned).
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
+        Kernel::ConvTranspose2d(_)
+        | Kernel::GatherElements(_)
+        | Kernel::ScatterAdd(_)
+        | Kernel::TopK { .. }
+        | Kernel::Resize(_)
+        | Kernel::Dequantize { .. } => launch_indexing(gpu, step, &x, y, flag)?,
         Kernel::Pool2d {
             window,
             avg,

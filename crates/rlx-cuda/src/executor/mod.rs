@@ -7,6 +7,7 @@
 //! Nothing here calls cudarc before [`crate::probe()`] has succeeded
 //! ([`CudaGpu::new`] probes first): cudarc panics on a missing library.
 
+mod launch_indexing;
 mod launch_step;
 
 use crate::gemm::CudaGemm;
@@ -96,7 +97,7 @@ pub struct CudaExecutable {
     arena: Option<CudaSlice<u8>>,
     params: Vec<Option<CudaSlice<u8>>>,
     constants: Vec<CudaSlice<u8>>,
-    /// One bad-index flag per gather step (by step index).
+    /// One bad-index flag per index-checking step (by step index).
     flags: HashMap<usize, CudaSlice<i64>>,
 }
 
@@ -144,7 +145,7 @@ impl CudaExecutable {
             .map_err(|e| whole(&plan, e))?;
         let mut flags = HashMap::new();
         for (k, s) in plan.steps.iter().enumerate() {
-            if matches!(s.kernel, Kernel::Gather { .. }) {
+            if s.kernel.checks_indices() {
                 flags.insert(k, gpu.zeros::<i64>(1).map_err(|e| whole(&plan, e))?);
             }
         }
@@ -248,16 +249,16 @@ impl CudaExecutable {
                     .memset_zeros(flag)
                     .map_err(|e| whole(&self.plan, e.into()))?;
                 let step = &self.plan.steps[k];
-                let rows = match step.kernel {
-                    Kernel::Gather { rows, .. } => rows,
-                    _ => 0,
+                let place = match &step.kernel {
+                    Kernel::Gather { rows, .. } => format!("a table of {rows} rows"),
+                    Kernel::GatherElements(a) | Kernel::ScatterAdd(a) => {
+                        format!("an axis of length {}", a.len)
+                    }
+                    _ => "its range".into(),
                 };
                 return Err(BackendError::Kernel {
                     node: step.label.clone(),
-                    message: format!(
-                        "index at position {} is outside a table of {rows} rows",
-                        v - 1
-                    ),
+                    message: format!("index at position {} is outside {place}", v - 1),
                 });
             }
         }

@@ -128,8 +128,41 @@ pub const SOURCES: &[KernelSource] = &[
     KernelSource {
         name: "window",
         source: include_str!("window.cu"),
-        entries: float_entries!("rlx_conv2d", "rlx_pool2d"),
+        entries: float_entries!("rlx_conv2d", "rlx_conv_transpose2d", "rlx_pool2d"),
     },
+    KernelSource {
+        name: "indexing",
+        source: include_str!("indexing.cu"),
+        entries: &INDEXING_ENTRIES,
+    },
+    KernelSource {
+        name: "resample",
+        source: include_str!("resample.cu"),
+        entries: float_entries!("rlx_resize"),
+    },
+    KernelSource {
+        name: "dequant",
+        source: include_str!("dequant.cu"),
+        entries: &["rlx_dequant_q4_0", "rlx_dequant_q4_1", "rlx_dequant_q8_0"],
+    },
+    KernelSource {
+        name: "optim",
+        source: include_str!("optim.cu"),
+        entries: &["rlx_sgd_f32", "rlx_adam_f32"],
+    },
+];
+
+/// The entry points of `indexing.cu`.
+const INDEXING_ENTRIES: [&str; 9] = [
+    "rlx_gather_elements_f32",
+    "rlx_gather_elements_f16",
+    "rlx_gather_elements_bf16",
+    "rlx_scatter_add_f32",
+    "rlx_scatter_add_f16",
+    "rlx_scatter_add_bf16",
+    "rlx_topk_f32",
+    "rlx_topk_f16",
+    "rlx_topk_bf16",
 ];
 
 /// `rlx_cast_<from>_<to>` for every pair `cast.cu` instantiates.

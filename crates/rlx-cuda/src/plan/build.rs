@@ -1,6 +1,7 @@
 //! Node → launch mapping of [`plan`].
 
 use super::gemm::{dot_general, matmul};
+use super::indexing;
 use super::{float_suffix, Buf, CopyPiece, Kernel, LaunchPlan, Region, Step};
 use crate::geometry::{PadLayout, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
@@ -400,6 +401,43 @@ fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
                 count_include_pad: *count_include_pad,
             })
         }
+        Op::ConvTranspose { window, groups, .. } => {
+            float_only(dt)?;
+            indexing::conv_transpose(&input(0), &input(1), &out, window, *groups)
+        }
+        Op::GatherElements { axis } => {
+            float_only(dt)?;
+            let idx_dt = g.shape(n.inputs[1]).dtype();
+            indexing::axis_index(&input(0), &input(1), *axis, idx_dt).map(Kernel::GatherElements)
+        }
+        Op::ScatterAdd { axis } => indexing::scatter_add(
+            dt,
+            &input(0),
+            &input(1),
+            *axis,
+            g.shape(n.inputs[1]).dtype(),
+        ),
+        Op::TopK {
+            k,
+            axis,
+            largest,
+            output,
+        } => indexing::topk(
+            &input(0),
+            g.shape(n.inputs[0]).dtype(),
+            *axis,
+            *k,
+            *largest,
+            *output == ir::TopKOutput::Indices,
+        ),
+        Op::Upsample {
+            mode,
+            align_corners,
+        } => {
+            float_only(dt)?;
+            indexing::resize(&input(0), &out, *mode, *align_corners)
+        }
+        Op::Dequantize { scheme } => indexing::dequantize(*scheme, dt),
         other => Err(format!("no CUDA kernel for {}", other.mnemonic())),
     }
 }

@@ -124,6 +124,34 @@ impl fmt::Display for Kernel {
                 )
             }
             Kernel::Conv2d(w) => write!(f, "conv2d {}", window(w)),
+            Kernel::ConvTranspose2d(w) => write!(f, "conv_transpose2d {}", window(w)),
+            Kernel::GatherElements(a) => write!(f, "gather_elements {}", axis_index(a)),
+            Kernel::ScatterAdd(a) => write!(f, "scatter_add {}", axis_index(a)),
+            Kernel::TopK {
+                shape,
+                k,
+                largest,
+                indices,
+            } => write!(
+                f,
+                "topk {shape:?} k {k} {} {}",
+                if *largest { "largest" } else { "smallest" },
+                if *indices { "indices" } else { "values" }
+            ),
+            Kernel::Resize(r) => write!(
+                f,
+                "resize {} {:?} -> {:?} planes {}{}",
+                if r.linear != 0 { "linear" } else { "nearest" },
+                &r.input[..r.rank as usize],
+                &r.output[..r.rank as usize],
+                r.planes,
+                if r.align_corners != 0 {
+                    " align_corners"
+                } else {
+                    ""
+                }
+            ),
+            Kernel::Dequantize { format } => write!(f, "dequantize {format}"),
             Kernel::Pool2d {
                 window: w,
                 avg,
@@ -175,6 +203,14 @@ impl fmt::Display for LaunchPlan {
         }
         Ok(())
     }
+}
+
+/// `dims [2, 3] strides [0, 1] axis 4 len 5`.
+fn axis_index(a: &super::AxisIndex) -> String {
+    format!(
+        "dims {:?} strides {:?} axis {} len {}",
+        a.dims, a.data_strides, a.axis_stride, a.len
+    )
 }
 
 /// `[1, 3, 8, 8] -> [1, 4, 8, 8] k 3x3 s 1x1 p 1x1 d 1x1 g 1`.

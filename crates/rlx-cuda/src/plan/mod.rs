@@ -14,11 +14,12 @@ mod build;
 mod check;
 mod dump;
 mod gemm;
+mod indexing;
 
 pub use build::plan;
 pub use check::PlanFault;
 
-use crate::geometry::{PadLayout, Window2d};
+use crate::geometry::{PadLayout, Resize, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use rlx_ir::{DType, NodeId};
 
@@ -49,6 +50,17 @@ pub struct Buf {
     pub bytes: usize,
     /// Element type.
     pub dtype: DType,
+}
+
+impl Kernel {
+    /// True for the kernels that bounds-check indices on the device and
+    /// report a bad one through a flag the runner reads back.
+    pub fn checks_indices(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Gather { .. } | Kernel::GatherElements(_) | Kernel::ScatterAdd(_)
+        )
+    }
 }
 
 impl Buf {
@@ -97,6 +109,21 @@ pub struct GemmSpec {
     pub stride_a: usize,
     /// Elements between b's matrices (0: broadcast).
     pub stride_b: usize,
+}
+
+/// Per-element indexing along one axis (`rlx_gather_elements_*`,
+/// `rlx_scatter_add_*`): element `i` of the index tensor (row-major over
+/// `dims`) addresses data element `i·data_strides + index·axis_stride`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AxisIndex {
+    /// The index tensor's dims (the output's for a gather).
+    pub dims: Vec<usize>,
+    /// The data's strides over `dims`, 0 on the indexed axis.
+    pub data_strides: Vec<i64>,
+    /// The data's stride along the indexed axis.
+    pub axis_stride: i64,
+    /// The indexed axis' length (an index must lie in `-len..len`).
+    pub len: usize,
 }
 
 /// What a step launches.
@@ -235,6 +262,32 @@ pub enum Kernel {
     },
     /// `rlx_conv2d_*`: inputs `x, w [, bias]`.
     Conv2d(Window2d),
+    /// `rlx_conv_transpose2d_*`: inputs `x, w [, bias]` (`w [in_c,
+    /// out_c / groups, kh, kw]`); the window's `h` / `w` are the input's.
+    ConvTranspose2d(Window2d),
+    /// `rlx_gather_elements_*`: numpy `take_along_axis`; inputs `x, i64 indices`.
+    GatherElements(AxisIndex),
+    /// A copy of the base into the output, then `rlx_scatter_add_*`;
+    /// inputs `base, i64 indices, updates`.
+    ScatterAdd(AxisIndex),
+    /// `rlx_topk_*` along `n` of `[outer, n, inner]`.
+    TopK {
+        /// `[outer, n, inner]`.
+        shape: [usize; 3],
+        /// How many.
+        k: usize,
+        /// Largest (else smallest).
+        largest: bool,
+        /// The output is the i64 indices (else the values).
+        indices: bool,
+    },
+    /// `rlx_resize_*`: nearest / linear resize of the spatial dims.
+    Resize(Resize),
+    /// `rlx_dequant_<format>`: GGUF block bytes to f32.
+    Dequantize {
+        /// The block format's entry suffix (`q4_0`, `q4_1`, `q8_0`).
+        format: &'static str,
+    },
     /// `rlx_pool2d_*`.
     Pool2d {
         /// The window (`out_c` = `in_c`).

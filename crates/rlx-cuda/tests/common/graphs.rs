@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use rlx_ir::op::{CmpOp, PadMode, PoolKind, Window};
+use rlx_ir::ops::upsample::InterpMode;
+use rlx_ir::quant::QuantScheme;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
 /// `softmax(tanh(x @ w1 + b1) @ w2 + b2)` on `x [4, 3]`.
@@ -210,4 +212,84 @@ pub fn scans_and_windows() -> Graph {
     ];
     g.set_outputs(outs);
     g
+}
+
+/// `blocks` GGUF blocks of `scheme` with small f16 scales (and mins) and
+/// every quant value pattern.
+pub fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) as u32
+    };
+    let half = |v: u32, lo: f32, hi: f32| {
+        half::f16::from_f32(lo + (hi - lo) * (v % 1000) as f32 / 1000.0).to_le_bytes()
+    };
+    let mut out = Vec::new();
+    for _ in 0..blocks {
+        out.extend(half(next(), 0.01, 0.1));
+        let quants = match scheme {
+            QuantScheme::GgufQ4_1 => {
+                out.extend(half(next(), -0.5, 0.5));
+                16
+            }
+            QuantScheme::GgufQ4_0 => 16,
+            _ => 32,
+        };
+        for _ in 0..quants {
+            out.push((next() & 0xFF) as u8);
+        }
+    }
+    out
+}
+
+/// Named test tensors.
+pub type Named = Vec<(&'static str, HostTensor)>;
+
+/// gather_elements, scatter_add, top-k values and indices, linear and
+/// nearest resizes, a strided grouped transposed conv with bias and a Q8_0
+/// dequantize; with its inputs and params.
+pub fn indexing_and_resampling() -> (Graph, Named, Named) {
+    let mut g = Graph::new("indexing_and_resampling");
+    let x = g.input("x", Shape::new(&[2, 5, 4], DType::F32));
+    let idx = g.input("idx", Shape::new(&[2, 3, 4], DType::I64));
+    let u = g.input("u", Shape::new(&[2, 3, 4], DType::F32));
+    let a = g.input("a", Shape::new(&[1, 4, 3, 5], DType::F32));
+    let q = g.input("q", Shape::new(&[12 * 34], DType::U8));
+    let w = g.param("w", Shape::new(&[4, 3, 3, 2], DType::F32));
+    let b = g.param("b", Shape::new(&[6], DType::F32));
+    let (top, arg) = g.topk(x, 3, 1, true);
+    let deq = rlx_ir::Op::Dequantize {
+        scheme: QuantScheme::GgufQ8_0,
+    };
+    let dq = g
+        .try_node(deq, &[q], Some(Shape::new(&[6, 64], DType::F32)))
+        .unwrap();
+    let outs = vec![
+        g.gather_elements(x, idx, 1),
+        g.scatter_add(x, idx, u, 1),
+        top,
+        arg,
+        g.upsample(a, &[5, 7], InterpMode::Linear, false),
+        g.upsample(a, &[2, 9], InterpMode::Nearest, false),
+        g.conv_transpose2d(a, w, Some(b), [2, 1], [1, 0], [1, 0], 2),
+        dq,
+    ];
+    g.set_outputs(outs);
+    let idx: Vec<i64> = (0..24).map(|i| (i * 7 % 10) - 5).collect();
+    let bytes = gguf_blocks(QuantScheme::GgufQ8_0, 12, 5);
+    let inputs = vec![
+        ("x", rand(&[2, 5, 4], -1.0, 1.0, 51)),
+        ("idx", HostTensor::from_vec(idx, &[2, 3, 4]).unwrap()),
+        ("u", rand(&[2, 3, 4], -1.0, 1.0, 52)),
+        ("a", rand(&[1, 4, 3, 5], -1.0, 1.0, 53)),
+        ("q", HostTensor::from_vec(bytes, &[12 * 34]).unwrap()),
+    ];
+    let params = vec![
+        ("w", rand(&[4, 3, 3, 2], -1.0, 1.0, 54)),
+        ("b", rand(&[6], -1.0, 1.0, 55)),
+    ];
+    (g, inputs, params)
 }

@@ -4,6 +4,7 @@
 //! against the CPU backend, it checks what a plan computes — every
 //! stride, offset and buffer placement — without a GPU.
 
+use super::interp_indexing as more;
 use rlx_cuda::geometry::{PadLayout, Window2d};
 use rlx_cuda::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use rlx_cuda::plan::{Buf, Kernel, LaunchPlan, Region};
@@ -409,6 +410,20 @@ pub fn interpret(
                 avg,
                 count_include_pad,
             } => pool2d(&x(0, &m), window, *avg, *count_include_pad),
+            Kernel::ConvTranspose2d(w) => {
+                let bias = (step.inputs.len() > 2).then(|| x(2, &m));
+                more::conv_transpose2d(&x(0, &m), &x(1, &m), bias.as_deref(), w)
+            }
+            Kernel::GatherElements(a) => more::gather_elements(&x(0, &m), &x(1, &m), a),
+            Kernel::ScatterAdd(a) => more::scatter_add(&x(0, &m), &x(1, &m), &x(2, &m), a),
+            Kernel::TopK {
+                shape,
+                k,
+                largest,
+                indices,
+            } => more::topk(&x(0, &m), *shape, *k, *largest, *indices),
+            Kernel::Resize(r) => more::resize(&x(0, &m), r),
+            Kernel::Dequantize { format } => more::dequantize(m.bytes(&step.inputs[0]), format),
         };
         m.store(&out, &y);
     }

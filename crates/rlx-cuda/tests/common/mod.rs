@@ -3,5 +3,7 @@
 
 pub mod graphs;
 pub mod interp;
+pub mod interp_indexing;
+pub mod optim_mirror;
 pub mod plan_check;
 pub mod reference;

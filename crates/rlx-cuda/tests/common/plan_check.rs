@@ -21,6 +21,19 @@ pub fn assert_plan_matches_cpu(
     inputs: &[(&str, &HostTensor)],
     rtol: f64,
 ) -> LaunchPlan {
+    assert_plan_matches_cpu_of(g, g, params, inputs, rtol)
+}
+
+/// [`assert_plan_matches_cpu`] with the CPU running `reference`, a graph
+/// of the same inputs and outputs (e.g. `g` with a composite the CPU
+/// computes its own way written out as its primitives).
+pub fn assert_plan_matches_cpu_of(
+    g: &Graph,
+    reference: &Graph,
+    params: &[(&str, &HostTensor)],
+    inputs: &[(&str, &HostTensor)],
+    rtol: f64,
+) -> LaunchPlan {
     let lir = lir_of(g);
     let p = plan(&lir, 0).unwrap();
     p.check().unwrap();
@@ -29,7 +42,7 @@ pub fn assert_plan_matches_cpu(
         &ordered_inputs(&lir, inputs),
         &ordered_params(&lir, params),
     );
-    let mut cpu = compile(&rlx_cpu::CpuBackend, g);
+    let mut cpu = compile(&rlx_cpu::CpuBackend, reference);
     let want = run(cpu.as_mut(), params, inputs);
     assert_eq!(got.len(), want.len());
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
