@@ -4,15 +4,11 @@
 //! on strided views of the operands: batch slices, transposed and
 //! dot_general-permuted operands are read in place whenever each of the
 //! row / contracted / column axis groups collapses to one stride; only other
-//! layouts are copied first. dot_general's f32 products of at most
-//! `small_rows::MAX_ROWS` rows (a decode step's attention over the KV
-//! cache) run `small_rows` instead. Integer products keep a plain
-//! wrapping loop.
+//! layouts are copied first. Integer products keep a plain wrapping loop.
 
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::gemm_bf16;
 use super::scalar::{Int, Pod};
-use super::small_rows;
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
 use crate::with_real;
@@ -460,13 +456,6 @@ fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut Vi
         let shape = [m, sm, k, sak, sbk, n, sn];
         let oa = batch_offsets(&d.lhs_batch, a.dims, &sa);
         let ob = batch_offsets(&d.rhs_batch, b.dims, &sb);
-        if a.dtype == DType::F32 && m <= small_rows::MAX_ROWS {
-            // A decode step's attention products: a GEMM's packing would
-            // cost about as much as their arithmetic.
-            let (lhs, rhs) = operands(a.slice::<f32>(), b.slice::<f32>(), shape);
-            batches_of(lhs, &oa, rhs, &ob, out.slice::<f32>(), small_rows::product);
-            return;
-        }
         let (lhs, rhs) = operands(a.slice::<T>(), b.slice::<T>(), shape);
         gemm_batches(lhs, &oa, rhs, &ob, out.slice::<T>());
         return;
