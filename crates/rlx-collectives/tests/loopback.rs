@@ -280,3 +280,40 @@ fn all_reduce_into_the_callers_buffer() {
         }
     });
 }
+
+/// Every rank of a `Ring` reduction gets the same bits, also where the
+/// combination is not commutative to the bit (max / min of +0 and -0) and
+/// on two ranks (which exchange whole buffers instead of running the ring).
+#[test]
+fn ring_results_are_identical_on_every_rank() {
+    with_deadline(60, || {
+        for n in 2..=3 {
+            for kind in [ReduceKind::Max, ReduceKind::Min, ReduceKind::Sum] {
+                let got = on_loopback(n, T, move |pg| {
+                    // Rank 0 holds +0 where rank 1 holds -0, and the reverse.
+                    let x: Vec<f32> = (0..1000)
+                        .map(|i| match (i + pg.rank()) % 3 {
+                            0 => 0.0,
+                            1 => -0.0,
+                            _ => i as f32 * 0.5,
+                        })
+                        .collect();
+                    all_reduce(pg, &x, kind, ReduceMode::Ring).unwrap()
+                });
+                let bits: Vec<Vec<u32>> = got
+                    .iter()
+                    .map(|v| v.iter().map(|f| f.to_bits()).collect())
+                    .collect();
+                assert!(bits.iter().all(|b| *b == bits[0]), "{kind:?} on {n} ranks");
+                let want_max = |i: usize| {
+                    (0..n)
+                        .map(|r| ((i + r) % 3 == 2) as u8 as f32 * i as f32 * 0.5)
+                        .fold(f32::MIN, f32::max)
+                };
+                if kind == ReduceKind::Max {
+                    assert!((0..1000).all(|i| got[0][i] == want_max(i)));
+                }
+            }
+        }
+    });
+}
