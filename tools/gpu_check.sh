@@ -6,10 +6,15 @@
 # the graph executor against the CPU backend (tests/executor.rs: every op
 # family in f32 / f16 (unary / binary ops from the IR's ALL lists; scans,
 # pads, convolutions, pooling; gather_elements, scatter_add, top-k, resizes,
-# transposed conv, GGUF Q8_0 dequantize, a bad gather_elements index), an
-# MLP, an attention block, digits training steps), the on-device SGD /
-# Adam / AdamW updates against rlx-optim (tests/optim_updates.rs) and the
-# op coverage lists (tests/op_coverage.rs); runs the
+# transposed conv, GGUF Q8_0 / Q4_K / Q5_K / Q6_K dequantize and quantized
+# matmul, a bad gather_elements index, matmuls with fused epilogues: the
+# cuBLASLt bias / ReLU / tanh-GELU path and the GEMM + kernels path), an
+# MLP, an attention block, digits training steps with the update copied
+# on the device (run_updating) and AdamW steps from gradient outputs on
+# the device (run_training_step) against rlx-optim), the on-device SGD /
+# Adam / AdamW updates against rlx-optim (tests/optim_updates.rs), the
+# update plans and cuBLASLt descriptors (tests/updates.rs, gemm_lt.rs) and
+# the op coverage lists (tests/op_coverage.rs); runs the
 # runtime's device tests with the `cuda` feature (cuda:0 then runs graphs
 # through rlx_cuda::CudaBackend), and prints benchmark rows:
 # GEMM 4096^3 f32 / TF32 / f16 / bf16 (rlx-cuda's cuBLAS path) next to
@@ -46,6 +51,11 @@ RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor -- --nocaptu
 step "kernels added by issue 27 on cuda:0 (indexing, resampling, dequantize, optimizer updates; printed)"
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor --test optim_updates -- --nocapture \
   --test-threads 1 indexing gather_elements device_ 2>&1 | grep -E '^test |panicked|test result' || status=1
+
+step "on-device training updates, fused matmul epilogues (cuBLASLt), K-quants on cuda:0 (printed)"
+RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor -- --nocapture --test-threads 1 \
+  adam_steps device_updates fused_matmul k_quant digits 2>&1 \
+  | grep -E '^test |loss|panicked|test result' || status=1
 
 # (devices_fallback assumes no usable accelerator, so it stays in CI only;
 # devices_accelerators treats a usable cuda:0 as a device that runs graphs.)

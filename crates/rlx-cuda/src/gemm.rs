@@ -5,8 +5,9 @@
 //! cuBLAS is column-major; a row-major product is the column-major product
 //! of the transposes, `c^T = b^T a^T`, so the operands are passed swapped.
 
+use crate::gemm_lt::{not_supported, CudaLt, LtGemm};
 use crate::gpu::{CudaGpu, GpuError};
-use crate::plan::GemmSpec;
+use crate::plan::{Epilogue, GemmSpec};
 use cudarc::cublas::{sys, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::CudaSlice;
 
@@ -23,9 +24,12 @@ pub enum GemmPrecision {
     Bf16,
 }
 
-/// A cuBLAS handle on a [`CudaGpu`]'s stream.
+/// A cuBLAS handle on a [`CudaGpu`]'s stream, and a cuBLASLt one for
+/// GEMMs with fused epilogues (absent when it could not be created: the
+/// plain path runs them then).
 pub struct CudaGemm {
     blas: CudaBlas,
+    lt: Option<CudaLt>,
 }
 
 /// `m`, `k`, `n` of `a[m, k] @ b[k, n]`.
@@ -77,7 +81,40 @@ impl CudaGemm {
     pub fn new(gpu: &CudaGpu) -> Result<CudaGemm, GpuError> {
         Ok(CudaGemm {
             blas: CudaBlas::new(gpu.stream().clone())?,
+            lt: CudaLt::new(gpu).ok(),
         })
+    }
+
+    /// True when GEMMs with epilogues go through cuBLASLt.
+    pub fn has_lt(&self) -> bool {
+        self.lt.is_some()
+    }
+
+    /// [`CudaGemm::planned`] with `epilogue` fused by cuBLASLt; false
+    /// (nothing launched) when there is no cuBLASLt handle or it has no
+    /// algorithm for this GEMM, and the caller runs the plain path.
+    ///
+    /// # Safety
+    /// As [`CudaGemm::planned`], and `bias` holds `spec.n` elements of
+    /// `dtype`, c overlapping no operand.
+    pub unsafe fn planned_bias(
+        &self,
+        gpu: &CudaGpu,
+        spec: &GemmSpec,
+        dtype: rlx_ir::DType,
+        epilogue: Epilogue,
+        places: [u64; 4],
+    ) -> Result<bool, GpuError> {
+        let Some(lt) = &self.lt else {
+            return Ok(false);
+        };
+        let desc = LtGemm::new(spec, dtype, epilogue)?;
+        // SAFETY: the caller's promise.
+        match unsafe { lt.run(gpu, &desc, places) } {
+            Ok(()) => Ok(true),
+            Err(e) if not_supported(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn math_mode(&self, tf32: bool) -> Result<(), GpuError> {

@@ -36,6 +36,9 @@ pub enum GpuError {
     /// A cuBLAS call failed.
     #[error("cuBLAS: {0}")]
     Blas(#[from] cudarc::cublas::result::CublasError),
+    /// A cuBLASLt call failed.
+    #[error("cuBLASLt: {0}")]
+    Lt(#[from] cudarc::cublaslt::result::CublasError),
     /// A kernel reported bad input (e.g. an index out of range).
     #[error("{0}")]
     BadInput(String),
@@ -135,6 +138,21 @@ impl CudaGpu {
         len: usize,
     ) -> Result<CudaSlice<T>, GpuError> {
         Ok(self.stream.alloc_zeros::<T>(len)?)
+    }
+
+    /// Copies `bytes` bytes from device address `src` to `dst`, ordered on
+    /// the stream.
+    ///
+    /// # Safety
+    /// Both must be live addresses of this device's allocations with
+    /// `bytes` bytes from them, not overlapping.
+    pub(crate) unsafe fn copy_at(&self, dst: u64, src: u64, bytes: usize) -> Result<(), GpuError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the caller's promise; the stream is this device's.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream())
+        }?;
+        Ok(())
     }
 
     /// Copies a device buffer back (waits for the stream).

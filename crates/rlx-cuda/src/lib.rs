@@ -18,18 +18,24 @@
 //!   and RMS norm, row gather, gather_elements, scatter_add, top-k,
 //!   transpose / broadcast / slice / concat / pad / copies, casts, iota,
 //!   argmax / argmin / cumsum, 1-d / 2-d conv, transposed conv and pooling,
-//!   nearest / linear resize, GGUF Q4_0 / Q4_1 / Q8_0 dequantize, and
-//!   matmul / leading-batch dot-general as strided-batched cuBLAS GEMMs;
-//!   anything else is a named `BackendError::Unsupported`.
+//!   nearest / linear resize, GGUF Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K
+//!   dequantize, matmul / leading-batch dot-general as strided-batched
+//!   cuBLAS GEMMs, fused matmuls (a per-column bias, alone or under ReLU /
+//!   tanh GELU, as one cuBLASLt GEMM with that epilogue: [`gemm_lt`]) and
+//!   elementwise regions (their steps' kernels); anything else is a named
+//!   `BackendError::Unsupported`.
 //! - [`optim`]: SGD / Adam / AdamW steps in place on the device, their
-//!   state on the device.
+//!   state on the device ([`optim::DeviceOptimizer`]).
 //! - [`executor`]: [`CudaBackend`], the `rlx_driver::Backend` of
-//!   `Device::Cuda(n)`, which runs a plan on the device's stream (params
-//!   updated by `run_updating` go through the host: no on-device copy yet).
+//!   `Device::Cuda(n)`, which runs a plan on the device's stream;
+//!   `run_updating` copies update outputs over their params on the device
+//!   and [`CudaExecutable::run_training_step`] applies an optimizer step
+//!   from gradient outputs there ([`plan::UpdatePlan`] orders both).
 #![deny(missing_docs)]
 
 pub mod executor;
 pub mod gemm;
+pub mod gemm_lt;
 pub mod geometry;
 pub mod gpu;
 pub mod kernels;

@@ -6,7 +6,8 @@
 
 use crate::gpu::{CudaGpu, GpuError};
 use crate::launch::grid_stride;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
+use std::collections::HashMap;
 
 /// SGD hyperparameters (`torch.optim.SGD`'s meaning).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,33 +78,10 @@ impl CudaGpu {
         p: &mut CudaSlice<f32>,
         grad: &CudaSlice<f32>,
     ) -> Result<(), GpuError> {
-        same_len(p.len(), grad.len())?;
-        let f = self.function("optim", "rlx_sgd_f32")?;
-        let first = i32::from(state.momentum.is_none());
-        if cfg.momentum != 0.0 && state.momentum.is_none() {
-            state.momentum = Some(self.zeros::<f32>(p.len())?);
-        }
-        let n = p.len() as i64;
-        let (nesterov, maximize) = (cfg.nesterov as i32, cfg.maximize as i32);
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&mut *p).arg(grad);
-        // A null momentum buffer: plain SGD.
-        let null = 0u64;
-        match (cfg.momentum != 0.0, state.momentum.as_mut()) {
-            (true, Some(buf)) => l.arg(buf),
-            _ => l.arg(&null),
-        };
-        l.arg(&n)
-            .arg(&cfg.lr)
-            .arg(&cfg.momentum)
-            .arg(&cfg.dampening)
-            .arg(&cfg.weight_decay)
-            .arg(&nesterov)
-            .arg(&maximize)
-            .arg(&first);
-        // SAFETY: `rlx_sgd_f32`; p, grad and the buffer hold n f32s.
-        unsafe { l.launch(grid_stride(n as usize)) }?;
-        Ok(())
+        // SAFETY: `on_slices` passes addresses of n f32s each.
+        self.on_slices(p, grad, |p, g, n| unsafe {
+            self.sgd_at(cfg, state, p, g, n)
+        })
     }
 
     /// One Adam (or AdamW) step of `p` by `grad`, in place.
@@ -114,13 +92,91 @@ impl CudaGpu {
         p: &mut CudaSlice<f32>,
         grad: &CudaSlice<f32>,
     ) -> Result<(), GpuError> {
-        same_len(p.len(), grad.len())?;
+        // SAFETY: `on_slices` passes addresses of n f32s each.
+        self.on_slices(p, grad, |p, g, n| unsafe {
+            self.adam_at(cfg, state, p, g, n)
+        })
+    }
+
+    /// Runs `step` on the addresses of `p` and `grad` and their length,
+    /// once their lengths are checked equal.
+    fn on_slices(
+        &self,
+        p: &mut CudaSlice<f32>,
+        grad: &CudaSlice<f32>,
+        step: impl FnOnce(u64, u64, usize) -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
+        let n = p.len();
+        same_len(n, grad.len())?;
+        let (p_at, _p) = p.device_ptr_mut(self.stream());
+        let (g_at, _g) = grad.device_ptr(self.stream());
+        step(p_at, g_at, n)
+    }
+
+    /// [`CudaGpu::sgd_step`] on raw addresses of `n` f32s each.
+    ///
+    /// # Safety
+    /// `p` and `grad` must be live device addresses of `n` f32s on this
+    /// device, `p` written by nothing else until the stream reaches it.
+    pub(crate) unsafe fn sgd_at(
+        &self,
+        cfg: &SgdUpdate,
+        state: &mut SgdState,
+        p: u64,
+        grad: u64,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        state.check_len(n)?;
+        let f = self.function("optim", "rlx_sgd_f32")?;
+        let first = i32::from(state.momentum.is_none());
+        if cfg.momentum != 0.0 && state.momentum.is_none() {
+            state.momentum = Some(self.zeros::<f32>(n)?);
+        }
+        // A null momentum buffer: plain SGD.
+        let buf = match (cfg.momentum != 0.0, state.momentum.as_mut()) {
+            (true, Some(b)) => Some(b.device_ptr_mut(self.stream())),
+            _ => None,
+        };
+        let buf_at = buf.as_ref().map_or(0, |b| b.0);
+        let len = n as i64;
+        let (nesterov, maximize) = (cfg.nesterov as i32, cfg.maximize as i32);
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(&p)
+            .arg(&grad)
+            .arg(&buf_at)
+            .arg(&len)
+            .arg(&cfg.lr)
+            .arg(&cfg.momentum)
+            .arg(&cfg.dampening)
+            .arg(&cfg.weight_decay)
+            .arg(&nesterov)
+            .arg(&maximize)
+            .arg(&first);
+        // SAFETY: `rlx_sgd_f32`; p, grad (the caller's promise) and the
+        // momentum buffer hold n f32s.
+        unsafe { l.launch(grid_stride(n)) }?;
+        Ok(())
+    }
+
+    /// [`CudaGpu::adam_step`] on raw addresses of `n` f32s each.
+    ///
+    /// # Safety
+    /// As [`CudaGpu::sgd_at`].
+    pub(crate) unsafe fn adam_at(
+        &self,
+        cfg: &AdamUpdate,
+        state: &mut AdamState,
+        p: u64,
+        grad: u64,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        state.check_len(n)?;
         let f = self.function("optim", "rlx_adam_f32")?;
         if state.moments.is_none() {
-            state.moments = Some([self.zeros::<f32>(p.len())?, self.zeros::<f32>(p.len())?]);
+            state.moments = Some([self.zeros::<f32>(n)?, self.zeros::<f32>(n)?]);
         }
         if cfg.amsgrad && state.max_second.is_none() {
-            state.max_second = Some(self.zeros::<f32>(p.len())?);
+            state.max_second = Some(self.zeros::<f32>(n)?);
         }
         state.step += 1;
         // Bias corrections in f64, as rlx-optim computes them.
@@ -131,18 +187,26 @@ impl CudaGpu {
         let decay = (1.0 - cfg.lr * cfg.weight_decay) as f32;
         let (b1f, b2f, wd) = (b1 as f32, b2 as f32, cfg.weight_decay as f32);
         let (decoupled, maximize) = (cfg.decoupled as i32, cfg.maximize as i32);
-        let n = p.len() as i64;
-        let null = 0u64;
+        let len = n as i64;
+        let stream = self.stream();
         let Some([m, v]) = state.moments.as_mut() else {
             unreachable!("allocated above")
         };
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&mut *p).arg(grad).arg(m).arg(v);
-        match (cfg.amsgrad, state.max_second.as_mut()) {
-            (true, Some(vmax)) => l.arg(vmax),
-            _ => l.arg(&null),
+        let (m_at, _m) = m.device_ptr_mut(stream);
+        let (v_at, _v) = v.device_ptr_mut(stream);
+        // A null running maximum: no amsgrad.
+        let vmax = match (cfg.amsgrad, state.max_second.as_mut()) {
+            (true, Some(b)) => Some(b.device_ptr_mut(stream)),
+            _ => None,
         };
-        l.arg(&n)
+        let vmax_at = vmax.as_ref().map_or(0, |b| b.0);
+        let mut l = stream.launch_builder(&f);
+        l.arg(&p)
+            .arg(&grad)
+            .arg(&m_at)
+            .arg(&v_at)
+            .arg(&vmax_at)
+            .arg(&len)
             .arg(&b1f)
             .arg(&b2f)
             .arg(&cfg.eps)
@@ -152,8 +216,92 @@ impl CudaGpu {
             .arg(&maximize)
             .arg(&step_size)
             .arg(&bc2_sqrt);
-        // SAFETY: `rlx_adam_f32`; p, grad and every state buffer hold n f32s.
-        unsafe { l.launch(grid_stride(n as usize)) }?;
+        // SAFETY: `rlx_adam_f32`; p, grad (the caller's promise) and every
+        // state buffer hold n f32s.
+        unsafe { l.launch(grid_stride(n)) }?;
         Ok(())
+    }
+}
+
+impl SgdState {
+    fn check_len(&self, n: usize) -> Result<(), GpuError> {
+        match &self.momentum {
+            Some(b) => same_len(b.len(), n),
+            None => Ok(()),
+        }
+    }
+}
+
+impl AdamState {
+    fn check_len(&self, n: usize) -> Result<(), GpuError> {
+        match &self.moments {
+            Some([m, _]) => same_len(m.len(), n),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Which optimizer a [`DeviceOptimizer`] applies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OptimizerRule {
+    /// SGD.
+    Sgd(SgdUpdate),
+    /// Adam / AdamW.
+    Adam(AdamUpdate),
+}
+
+/// An optimizer applied on the device to params from gradients a run
+/// computed ([`crate::CudaExecutable::run_training_step`]), with each
+/// param's state on the device, keyed by its manifest index.
+#[derive(Debug)]
+pub struct DeviceOptimizer {
+    rule: OptimizerRule,
+    sgd: HashMap<usize, SgdState>,
+    adam: HashMap<usize, AdamState>,
+}
+
+impl DeviceOptimizer {
+    /// A fresh optimizer (no state yet).
+    pub fn new(rule: OptimizerRule) -> DeviceOptimizer {
+        DeviceOptimizer {
+            rule,
+            sgd: HashMap::new(),
+            adam: HashMap::new(),
+        }
+    }
+
+    /// Its rule.
+    pub fn rule(&self) -> &OptimizerRule {
+        &self.rule
+    }
+
+    /// Steps applied to param `param` (Adam counts them; SGD reports 0).
+    pub fn steps(&self, param: usize) -> u64 {
+        self.adam.get(&param).map_or(0, |s| s.step)
+    }
+
+    /// One step of param `param` at device address `p` by `grad` (`n` f32s each).
+    ///
+    /// # Safety
+    /// As [`CudaGpu::sgd_at`].
+    pub(crate) unsafe fn step_at(
+        &mut self,
+        gpu: &CudaGpu,
+        param: usize,
+        p: u64,
+        grad: u64,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match &self.rule {
+                OptimizerRule::Sgd(c) => {
+                    gpu.sgd_at(c, self.sgd.entry(param).or_default(), p, grad, n)
+                }
+                OptimizerRule::Adam(c) => {
+                    gpu.adam_at(c, self.adam.entry(param).or_default(), p, grad, n)
+                }
+            }
+        }
     }
 }

@@ -7,14 +7,21 @@
 mod common;
 
 use common::graphs::{
-    attention_block, binary_graph, compare_select, digits_step, indexing_and_resampling, mlp, rand,
-    scans_and_windows, unary_graph, BATCH, CLASSES, DIGIT_PARAMS, HIDDEN, PIXELS,
+    attention_block, binary_graph, compare_select, digits_batch, digits_grads, digits_init,
+    digits_step, gguf_blocks, indexing_and_resampling, mlp, rand, scans_and_windows, swap_graph,
+    unary_graph, DIGIT_PARAMS,
 };
 use common::reference::{compile, f64s, ordered_inputs, run, worst};
+use common::training::{cpu_rlx_optim, digit_slots};
 use rlx_compile::{lower, LowerOptions, Precision};
+use rlx_cuda::optim::{AdamUpdate, DeviceOptimizer, OptimizerRule};
 use rlx_cuda::CudaBackend;
-use rlx_driver::{Backend, BackendError, Device};
+use rlx_driver::{Backend, BackendError, Device, Executable};
+use rlx_ir::op::UnaryOp;
+use rlx_ir::quant::QuantScheme;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_optim::AdamConfig;
+use rlx_optim::AdamW;
 
 /// True when a CUDA device answers; otherwise prints why (a failure under
 /// `RLX_REQUIRE_CUDA=1`).
@@ -288,30 +295,13 @@ fn train(backend: &dyn Backend, steps: usize) -> (f32, Vec<HostTensor>) {
         .iter()
         .map(|n| exe.lir().io.params.iter().position(|p| p.1 == *n).unwrap())
         .collect();
-    let init = [
-        rand(&[PIXELS, HIDDEN], -0.125, 0.125, 50),
-        HostTensor::zeros(DType::F32, &[HIDDEN]),
-        rand(&[HIDDEN, CLASSES], -0.125, 0.125, 51),
-        HostTensor::zeros(DType::F32, &[CLASSES]),
-    ];
-    for (&s, v) in slots.iter().zip(&init) {
+    for (&s, v) in slots.iter().zip(&digits_init()) {
         exe.set_param(s, v).unwrap();
     }
     let updates: Vec<(usize, usize)> = slots.iter().enumerate().map(|(k, &s)| (k + 1, s)).collect();
     let mut loss = f32::NAN;
     for step in 0..steps {
-        // A learnable toy task: the label is the brightest of the first ten pixels.
-        let x = rand(&[BATCH, PIXELS], 0.0, 1.0, 100 + step as u64);
-        let xs = x.to_vec::<f32>().unwrap();
-        let mut y = vec![0f32; BATCH * CLASSES];
-        for r in 0..BATCH {
-            let row = &xs[r * PIXELS..r * PIXELS + CLASSES];
-            let best = (0..CLASSES)
-                .max_by(|&i, &j| row[i].total_cmp(&row[j]))
-                .unwrap();
-            y[r * CLASSES + best] = 1.0;
-        }
-        let y = HostTensor::from_vec(y, &[BATCH, CLASSES]).unwrap();
+        let (x, y) = digits_batch(step);
         let ins = ordered_inputs(exe.lir(), &[("x", &x), ("y", &y)]);
         loss = exe.run_updating(&ins, &updates).unwrap()[0]
             .to_vec::<f32>()
@@ -340,6 +330,97 @@ fn digits_mlp_training_steps_match_the_cpu() {
             "{name}: weights differ by {w:.3} of the tolerance"
         );
     }
+}
+
+#[test]
+fn adam_steps_from_gradient_outputs_run_on_the_device_like_rlx_optim() {
+    if !cuda("adam_steps_from_gradient_outputs_run_on_the_device_like_rlx_optim") {
+        return;
+    }
+    let steps = 20;
+    let cfg = AdamConfig {
+        lr: 1e-2,
+        betas: (0.9, 0.999),
+        eps: f64::from(1e-8f32),
+        weight_decay: 0.05,
+        amsgrad: false,
+        maximize: false,
+    };
+    let (want_loss, want) = cpu_rlx_optim(&mut AdamW::new(cfg).unwrap(), steps);
+    let backend = CudaBackend::new(0);
+    let lir = lower(
+        &digits_grads(),
+        &|op| backend.claims(op),
+        &LowerOptions::default(),
+    )
+    .unwrap();
+    let mut exe = backend.compile_cuda(lir).unwrap();
+    let slots = digit_slots(exe.lir());
+    for (&s, v) in slots.iter().zip(&digits_init()) {
+        exe.set_param(s, v).unwrap();
+    }
+    let grads: Vec<(usize, usize)> = slots.iter().enumerate().map(|(k, &s)| (k + 1, s)).collect();
+    let mut opt = DeviceOptimizer::new(OptimizerRule::Adam(AdamUpdate {
+        lr: 1e-2,
+        betas: (0.9, 0.999),
+        eps: 1e-8,
+        weight_decay: 0.05,
+        decoupled: true,
+        amsgrad: false,
+        maximize: false,
+    }));
+    let mut loss = Vec::new();
+    for step in 0..steps {
+        let (x, y) = digits_batch(step);
+        let ins = ordered_inputs(exe.lir(), &[("x", &x), ("y", &y)]);
+        let outs = exe.run_training_step(&ins, &grads, &mut opt).unwrap();
+        assert_eq!(outs.len(), 1, "only the loss comes back");
+        loss.push(outs[0].to_vec::<f32>().unwrap()[0]);
+    }
+    assert_eq!(opt.steps(slots[0]), steps as u64);
+    println!(
+        "adamw digits loss: cuda {:?}, cpu + rlx-optim {:?}",
+        loss.last(),
+        want_loss.last()
+    );
+    let lw: Vec<f64> = want_loss.iter().map(|&v| v as f64).collect();
+    let lg: Vec<f64> = loss.iter().map(|&v| v as f64).collect();
+    assert!(
+        worst(&lg, &lw, 1e-4, 1e-5) <= 1.0,
+        "{loss:?} vs {want_loss:?}"
+    );
+    for (k, name) in DIGIT_PARAMS.iter().enumerate() {
+        let got = f64s(&exe.param_value(slots[k]).unwrap());
+        let w: Vec<f64> = want[k].iter().map(|&v| v as f64).collect();
+        let off = worst(&got, &w, 1e-4, 1e-5);
+        assert!(
+            off <= 1.0,
+            "{name}: weights differ by {off:.3} of the tolerance"
+        );
+    }
+}
+
+#[test]
+fn device_updates_read_params_before_any_changes() {
+    if !cuda("device_updates_read_params_before_any_changes") {
+        return;
+    }
+    let mut exe = compile(&CudaBackend::new(0), &swap_graph());
+    let idx = |e: &dyn rlx_driver::Executable, n: &str| {
+        e.lir().io.params.iter().position(|q| q.1 == n).unwrap()
+    };
+    let (ia, ib) = (idx(exe.as_ref(), "a"), idx(exe.as_ref(), "b"));
+    let va = vec![1.0f32, 2.0, 3.0, 4.0, 5.0];
+    let vb: Vec<f32> = va.iter().map(|v| -v).collect();
+    exe.set_param(ia, &HostTensor::from_vec(va.clone(), &[5]).unwrap())
+        .unwrap();
+    exe.set_param(ib, &HostTensor::from_vec(vb.clone(), &[5]).unwrap())
+        .unwrap();
+    let outs = exe.run_updating(&[], &[(0, ia), (1, ib)]).unwrap();
+    let doubled: Vec<f32> = va.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(outs[0].to_vec::<f32>().unwrap(), doubled);
+    assert_eq!(exe.param_value(ia).unwrap().to_vec::<f32>().unwrap(), vb);
+    assert_eq!(exe.param_value(ib).unwrap().to_vec::<f32>().unwrap(), va);
 }
 
 #[test]
@@ -433,6 +514,82 @@ fn indexing_topk_resizes_transposed_conv_and_dequantize() {
     let ins: Vec<(&str, &HostTensor)> = inputs.iter().map(|(n, t)| (*n, t)).collect();
     let ps: Vec<(&str, &HostTensor)> = params.iter().map(|(n, t)| (*n, t)).collect();
     assert_cuda_matches_cpu(&g, &ps, &ins, Precision::F32, 1e-5, 1e-6);
+}
+
+#[test]
+fn fused_matmul_epilogues_match_the_cpu() {
+    if !cuda("fused_matmul_epilogues_match_the_cpu") {
+        return;
+    }
+    // cuBLASLt's bias / bias + ReLU / bias + tanh GELU epilogues (GemmBias),
+    // then an exact GELU (the GEMM and its kernels), batched and not.
+    for act in [
+        None,
+        Some(UnaryOp::Relu),
+        Some(UnaryOp::GeluApprox),
+        Some(UnaryOp::Gelu),
+    ] {
+        for batch in [&[][..], &[3][..]] {
+            let mut g = Graph::new("dense");
+            let xd: Vec<usize> = batch.iter().copied().chain([33, 70]).collect();
+            let x = f32_in(&mut g, "x", &xd);
+            let w = g.param("w", Shape::new(&[70, 48], DType::F32));
+            let b = g.param("b", Shape::new(&[48], DType::F32));
+            let y = g.mm(x, w);
+            let mut y = g.add(y, b);
+            if let Some(a) = act {
+                y = g.unary(a, y);
+            }
+            g.set_outputs(vec![y]);
+            let (xv, wv, bv) = (
+                rand(&xd, -1.0, 1.0, 60),
+                rand(&[70, 48], -0.3, 0.3, 61),
+                rand(&[48], -1.0, 1.0, 62),
+            );
+            let ps = [("w", &wv), ("b", &bv)];
+            // cuBLASLt's GELU may use a faster tanh: 1e-4.
+            assert_cuda_matches_cpu(&g, &ps, &[("x", &xv)], Precision::F32, 1e-4, 1e-5);
+            assert_cuda_matches_cpu(&g, &ps, &[("x", &xv)], Precision::F16, 1e-2, 3e-2);
+        }
+    }
+}
+
+#[test]
+fn k_quant_dequantize_and_quantized_matmul_match_the_cpu() {
+    if !cuda("k_quant_dequantize_and_quantized_matmul_match_the_cpu") {
+        return;
+    }
+    let (n, k) = (8, 512);
+    for scheme in [
+        QuantScheme::GgufQ4K,
+        QuantScheme::GgufQ5K,
+        QuantScheme::GgufQ6K,
+    ] {
+        let bytes = gguf_blocks(scheme, n * k / 256, 70);
+        let wt = HostTensor::from_vec(bytes.clone(), &[bytes.len()]).unwrap();
+        let mut g = Graph::new("k_quant");
+        let x = f32_in(&mut g, "x", &[3, k]);
+        let w = g.input("w", Shape::new(&[bytes.len()], DType::U8));
+        let deq = g
+            .try_node(
+                rlx_ir::Op::Dequantize { scheme },
+                &[w],
+                Some(Shape::new(&[n, k], DType::F32)),
+            )
+            .unwrap();
+        let wt_t = g.transpose_(deq, &[1, 0]);
+        let y = g.mm(x, wt_t);
+        g.set_outputs(vec![deq, y]);
+        let xv = rand(&[3, k], -1.0, 1.0, 71);
+        assert_cuda_matches_cpu(
+            &g,
+            &[],
+            &[("x", &xv), ("w", &wt)],
+            Precision::F32,
+            1e-5,
+            1e-6,
+        );
+    }
 }
 
 #[test]

@@ -10,6 +10,8 @@
 mod common;
 
 use common::plan_check::lir_of;
+use rlx_compile::{lower, FusionOptions, LowerOptions};
+use rlx_cuda::cuda_claims;
 use rlx_cuda::plan::plan;
 use rlx_driver::BackendError;
 use rlx_ir::op::{CmpOp, DotDims, MaskKind, PoolKind, ReduceOp, UnaryOp, Window};
@@ -52,6 +54,8 @@ const PLANNED: &[OpKind] = &[
     OpKind::Pool,
     OpKind::Upsample,
     OpKind::Dequantize,
+    OpKind::ElementwiseRegion,
+    OpKind::FusedMatMul,
 ];
 
 /// Composites the CUDA backend does not claim: lowered into primitives.
@@ -59,8 +63,6 @@ const DECOMPOSED: &[OpKind] = &[
     OpKind::GroupNorm,
     OpKind::Attention,
     OpKind::Rope,
-    OpKind::ElementwiseRegion,
-    OpKind::FusedMatMul,
     OpKind::FusedConv,
     OpKind::AddNorm,
     OpKind::GatedMatMul,
@@ -287,7 +289,18 @@ fn g_neg(g: &mut Graph, a: NodeId) -> NodeId {
 fn planned_kinds_get_a_launch_and_decomposed_ones_leave_none() {
     for &kind in PLANNED.iter().chain(DECOMPOSED) {
         let g = sample(kind).unwrap_or_else(|| panic!("no sample graph for {kind:?}"));
-        let lir = lir_of(&g);
+        // Only the fused kinds' samples are fused (a primitive's sample
+        // would otherwise become a region of one).
+        let fused = matches!(kind, OpKind::ElementwiseRegion | OpKind::FusedMatMul);
+        let lir = if fused || DECOMPOSED.contains(&kind) {
+            lir_of(&g)
+        } else {
+            let opts = LowerOptions {
+                fusion: FusionOptions::disabled(),
+                ..LowerOptions::default()
+            };
+            lower(&g, &cuda_claims, &opts).unwrap()
+        };
         let p = plan(&lir, 0).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         let launched = |k: OpKind| {
             p.steps

@@ -9,14 +9,15 @@ use common::graphs::{
     attention_block, compare_select, digits_step, mlp, rand, BATCH, CLASSES, HIDDEN, PIXELS,
 };
 use common::interp::interpret;
-use common::plan_check::{assert_plan_matches_cpu, lir_of};
+use common::plan_check::{assert_plan_matches_cpu, lir_of, lir_unfused};
 use common::reference::{compile, f64s, ordered_inputs, ordered_params, run, worst};
 use rlx_cuda::plan::{plan, Kernel, LaunchPlan, PlanFault, Region};
 use rlx_driver::{BackendError, Device};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
+/// The plan of `g` unfused: one launch per primitive node.
 fn plan_of(g: &Graph) -> LaunchPlan {
-    plan(&lir_of(g), 0).unwrap()
+    plan(&lir_unfused(g), 0).unwrap()
 }
 
 /// A short name per launch, in order.
@@ -52,7 +53,8 @@ fn kinds(p: &LaunchPlan) -> Vec<String> {
             | Kernel::ScatterAdd(_)
             | Kernel::TopK { .. }
             | Kernel::Resize(_)
-            | Kernel::Dequantize { .. }) => k.to_string(),
+            | Kernel::Dequantize { .. }
+            | Kernel::GemmBias { .. }) => k.to_string(),
         })
         .collect()
 }
@@ -87,6 +89,20 @@ fn an_mlp_plans_to_gemms_bias_adds_and_a_softmax() {
     }
     assert_eq!(add.output.byte, add.inputs[0].byte);
     p.check().unwrap();
+    // Fused: the first layer's bias and tanh run after its GEMM (tanh is
+    // no cuBLASLt epilogue), the second's bias in cuBLASLt's epilogue.
+    let fused = plan(&lir_of(&mlp()), 0).unwrap();
+    assert_eq!(
+        kinds(&fused),
+        [
+            "gemm",
+            "binary Add",
+            "unary Tanh",
+            "gemm 1x[4, 8]@[8, 2] strides 0 0 + bias",
+            "softmax"
+        ]
+    );
+    fused.check().unwrap();
 }
 
 #[test]

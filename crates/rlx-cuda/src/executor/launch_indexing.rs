@@ -109,8 +109,8 @@ pub(crate) fn launch_indexing(
             let f = gpu.function("dequant", &format!("rlx_dequant_{format}"))?;
             let mut l = gpu.stream().launch_builder(&f);
             l.arg(&x[0]).arg(&y).arg(&n);
-            // SAFETY: `rlx_dequant_*`; the bytes hold n / 32 whole blocks
-            // (the IR's shape rule).
+            // SAFETY: `rlx_dequant_*`; the bytes hold the whole blocks of n
+            // values (32 or 256 a block: the IR's shape rule checks).
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
         other => {

@@ -5,8 +5,9 @@
 use super::launch_indexing::launch_indexing;
 use crate::gemm::CudaGemm;
 use crate::gpu::{CudaGpu, GpuError};
+use crate::kernels::{BinaryOp, UnaryOp};
 use crate::launch::{grid_stride, per_row, Layout};
-use crate::plan::{float_suffix, iota_suffix, Buf, Kernel, Step};
+use crate::plan::{float_suffix, iota_suffix, Buf, Epilogue, Kernel, Step};
 use cudarc::driver::PushKernelArg;
 
 /// Launches `step` on `gpu`'s stream; `addr` gives a place's device
@@ -27,32 +28,17 @@ pub(crate) fn launch_step(
     };
     let n = out.numel() as i64;
     match &step.kernel {
-        Kernel::Unary(op) => {
-            let f = gpu.function("elementwise", &format!("rlx_unary_{}", sfx()?))?;
-            let code = *op as i32;
-            let mut l = gpu.stream().launch_builder(&f);
-            l.arg(&x[0]).arg(&y).arg(&n).arg(&code);
-            // SAFETY: `rlx_unary_*(const T*, T*, i64, int)`; both places hold n elements.
-            unsafe { l.launch(grid_stride(n as usize)) }?;
-        }
+        // SAFETY: both places hold n elements.
+        Kernel::Unary(op) => unsafe { unary(gpu, sfx()?, *op, x[0], y, n) }?,
         Kernel::Binary {
             op,
             dims,
             a_strides,
             b_strides,
         } => {
-            let f = gpu.function("elementwise", &format!("rlx_binary_{}", sfx()?))?;
             let layout = Layout::new(dims, a_strides, b_strides)?;
-            let code = *op as i32;
-            let mut l = gpu.stream().launch_builder(&f);
-            l.arg(&x[0])
-                .arg(&x[1])
-                .arg(&y)
-                .arg(&n)
-                .arg(&code)
-                .arg(&layout);
-            // SAFETY: `rlx_binary_*`; the broadcast strides stay inside each operand.
-            unsafe { l.launch(grid_stride(n as usize)) }?;
+            // SAFETY: the broadcast strides stay inside each operand.
+            unsafe { binary(gpu, sfx()?, *op, [x[0], x[1], y], n, &layout) }?;
         }
         Kernel::Reduce { op, shape } => {
             let f = gpu.function("reduce", &format!("rlx_reduce_{}", sfx()?))?;
@@ -207,6 +193,34 @@ pub(crate) fn launch_step(
             // SAFETY: the plan sized every place for this GEMM.
             unsafe { gemm.planned(spec, out.dtype, [x[0], x[1], y]) }?;
         }
+        Kernel::GemmBias {
+            gemm: spec,
+            epilogue,
+        } => {
+            // SAFETY: the plan sized every place for this GEMM, the bias
+            // one value per column, and c overlapping no operand.
+            let fused = unsafe {
+                gemm.planned_bias(gpu, spec, out.dtype, *epilogue, [x[0], x[1], x[2], y])
+            }?;
+            if !fused {
+                let sfx = sfx()?;
+                // SAFETY: as above; then the bias broadcast over the rows,
+                // and the activation, in place over c's n elements.
+                unsafe { gemm.planned(spec, out.dtype, [x[0], x[1], y]) }?;
+                let rows = n as usize / spec.n;
+                let layout = Layout::new(&[rows, spec.n], &[spec.n as i64, 1], &[0, 1])?;
+                unsafe { binary(gpu, sfx, BinaryOp::Add, [y, x[2], y], n, &layout) }?;
+                let act = match epilogue {
+                    Epilogue::Bias => None,
+                    Epilogue::BiasRelu => Some(UnaryOp::Relu),
+                    Epilogue::BiasGeluTanh => Some(UnaryOp::GeluTanh),
+                };
+                if let Some(op) = act {
+                    // SAFETY: in place over c's n elements.
+                    unsafe { unary(gpu, sfx, op, y, y, n) }?;
+                }
+            }
+        }
         Kernel::ArgReduce { argmin, shape } => {
             let from = float_suffix(step.inputs[0].dtype).ok_or_else(|| {
                 GpuError::BadInput(format!("no argmax of {}", step.inputs[0].dtype))
@@ -281,5 +295,47 @@ pub(crate) fn launch_step(
             unsafe { l.launch(grid_stride(n as usize)) }?;
         }
     }
+    Ok(())
+}
+
+/// `rlx_unary_<sfx>` from `x` to `y`.
+///
+/// # Safety
+/// `x` and `y` must address n elements of the suffix's type.
+unsafe fn unary(
+    gpu: &CudaGpu,
+    sfx: &str,
+    op: UnaryOp,
+    x: u64,
+    y: u64,
+    n: i64,
+) -> Result<(), GpuError> {
+    let f = gpu.function("elementwise", &format!("rlx_unary_{sfx}"))?;
+    let code = op as i32;
+    let mut l = gpu.stream().launch_builder(&f);
+    l.arg(&x).arg(&y).arg(&n).arg(&code);
+    // SAFETY: `rlx_unary_*(const T*, T*, i64, int)`; the caller's promise.
+    unsafe { l.launch(grid_stride(n as usize)) }?;
+    Ok(())
+}
+
+/// `rlx_binary_<sfx>` of `a`, `b` into `y` over `layout`.
+///
+/// # Safety
+/// `y` must address n elements, and `layout`'s strides stay inside `a` and `b`.
+unsafe fn binary(
+    gpu: &CudaGpu,
+    sfx: &str,
+    op: BinaryOp,
+    [a, b, y]: [u64; 3],
+    n: i64,
+    layout: &Layout,
+) -> Result<(), GpuError> {
+    let f = gpu.function("elementwise", &format!("rlx_binary_{sfx}"))?;
+    let code = op as i32;
+    let mut l = gpu.stream().launch_builder(&f);
+    l.arg(&a).arg(&b).arg(&y).arg(&n).arg(&code).arg(layout);
+    // SAFETY: `rlx_binary_*`; the caller's promise.
+    unsafe { l.launch(grid_stride(n as usize)) }?;
     Ok(())
 }

@@ -9,10 +9,11 @@
 
 mod launch_indexing;
 mod launch_step;
+mod updates;
 
 use crate::gemm::CudaGemm;
 use crate::gpu::{CudaGpu, GpuError};
-use crate::plan::{plan, Buf, Kernel, LaunchPlan, Region};
+use crate::plan::{plan, Buf, Kernel, LaunchPlan, Region, UpdatePlan, UpdateRule};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use launch_step::launch_step;
 use rlx_compile::LirModule;
@@ -35,11 +36,18 @@ impl CudaBackend {
 }
 
 /// True for the composites with a CUDA kernel (the others are decomposed
-/// into primitives before compiling).
+/// into primitives before compiling); a fused matmul is one cuBLASLt GEMM
+/// with its epilogue, or the GEMM and its epilogue's kernels, and an
+/// elementwise region its steps' kernels (`plan/fused.rs`).
 fn native_composite(op: &Op) -> bool {
     matches!(
         op,
-        Op::Softmax { .. } | Op::LogSoftmax { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. }
+        Op::Softmax { .. }
+            | Op::LogSoftmax { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::FusedMatMul { .. }
+            | Op::ElementwiseRegion { .. }
     )
 }
 
@@ -64,6 +72,20 @@ fn shared_gpu(ordinal: u32) -> Result<Arc<CudaGpu>, GpuError> {
     Ok(g)
 }
 
+impl CudaBackend {
+    /// [`Backend::compile`] returning the concrete executable (for its
+    /// CUDA-only entry points such as
+    /// [`CudaExecutable::run_training_step`]).
+    pub fn compile_cuda(&self, lir: LirModule) -> Result<CudaExecutable, BackendError> {
+        let launches = plan(&lir, self.ordinal)?;
+        let gpu = shared_gpu(self.ordinal).map_err(|e| BackendError::Unsupported {
+            device: self.device(),
+            node: format!("the whole graph: {e}"),
+        })?;
+        CudaExecutable::new(lir, launches, gpu)
+    }
+}
+
 impl Backend for CudaBackend {
     fn device(&self) -> Device {
         Device::Cuda(self.ordinal)
@@ -78,12 +100,7 @@ impl Backend for CudaBackend {
     }
 
     fn compile(&self, lir: LirModule) -> Result<Box<dyn Executable>, BackendError> {
-        let launches = plan(&lir, self.ordinal)?;
-        let gpu = shared_gpu(self.ordinal).map_err(|e| BackendError::Unsupported {
-            device: self.device(),
-            node: format!("the whole graph: {e}"),
-        })?;
-        Ok(Box::new(CudaExecutable::new(lir, launches, gpu)?))
+        Ok(Box::new(self.compile_cuda(lir)?))
     }
 }
 
@@ -166,6 +183,17 @@ impl CudaExecutable {
         &self.plan
     }
 
+    /// The device address of a place (0 in a buffer not allocated yet:
+    /// the arena before the first run, a param not set).
+    fn address(&self, b: &Buf) -> u64 {
+        let buffer = match b.region {
+            Region::Arena => self.arena.as_ref(),
+            Region::Param(i) => self.params[i].as_ref(),
+            Region::Const(i) => Some(&self.constants[i]),
+        };
+        buffer.map_or(0, |s| base(s, &self.gpu) + b.byte as u64)
+    }
+
     fn device_err(&self, e: GpuError) -> BackendError {
         whole(&self.plan, e)
     }
@@ -210,21 +238,7 @@ impl CudaExecutable {
                     .map_err(|e| whole(&self.plan, e.into()))?;
             }
         }
-        let arena_at = base(arena, &gpu);
-        let params: Vec<u64> = self
-            .params
-            .iter()
-            .map(|p| p.as_ref().map_or(0, |p| base(p, &gpu)))
-            .collect();
-        let consts: Vec<u64> = self.constants.iter().map(|c| base(c, &gpu)).collect();
-        let addr = |b: &Buf| {
-            let at = match b.region {
-                Region::Arena => arena_at,
-                Region::Param(i) => params[i],
-                Region::Const(i) => consts[i],
-            };
-            at + b.byte as u64
-        };
+        let addr = |b: &Buf| self.address(b);
         for (k, step) in self.plan.steps.iter().enumerate() {
             let flag = self.flags.get(&k).map_or(0, |f| {
                 let (p, _sync) = f.device_ptr(gpu.stream());
@@ -334,6 +348,17 @@ impl Executable for CudaExecutable {
             .zip(&manifest)
             .map(|(b, (_, shape))| self.read_back(b, &shape.static_dims().unwrap_or_default()))
             .collect()
+    }
+
+    /// Copies each update output over its param on the device (see
+    /// [`UpdatePlan`] for the order), no host round trip.
+    fn run_updating(
+        &mut self,
+        inputs: &[&HostTensor],
+        updates: &[(usize, usize)],
+    ) -> Result<Vec<HostTensor>, BackendError> {
+        let updates = UpdatePlan::new(&self.plan, updates, UpdateRule::Assign)?;
+        self.run_and_update(inputs, &updates, None)
     }
 
     fn lir(&self) -> &LirModule {

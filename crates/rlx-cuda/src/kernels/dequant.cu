@@ -5,6 +5,9 @@
 // Within a block, value j < 16 is the low nibble of byte j and value
 // j + 16 its high nibble. Scales are read bytewise (blocks are not
 // 4-byte aligned).
+// The K-quants (256-value super-blocks) follow below; their products are
+// rounded as ggml's CPU code rounds them (__fmul_rn: never contracted into
+// an fma), so the values are bit-identical to ggml's / rlx-gguf's.
 
 __device__ __forceinline__ float half_at(const unsigned char* p) {
     rlx_half h;
@@ -37,5 +40,63 @@ extern "C" __global__ void rlx_dequant_q8_0(const unsigned char* b, float* y, i6
          i += (i64)gridDim.x * blockDim.x) {
         const unsigned char* blk = b + (i / 32) * 34;
         y[i] = (float)(signed char)blk[2 + i % 32] * half_at(blk);
+    }
+}
+
+// The 6-bit scale (or, with `min`, the min) j (0..8) of a Q4_K / Q5_K
+// block's 12 scale bytes (ggml's get_scale_min_k4).
+__device__ __forceinline__ int scale_k4(const unsigned char* q, int j, int min) {
+    if (j < 4) return q[j + 4 * min] & 63;
+    return min ? (q[j + 4] >> 4) | ((q[j] >> 6) << 4)
+               : (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+}
+
+// Value r (0..256) of a Q4_K / Q5_K block: chunk c = r / 64 of 32 bytes of
+// qs, its low nibbles (sub-block 2c) then its high ones (2c + 1);
+//   v = d·scale·(q [+ 16 from qh bit 2c or 2c + 1]) - dmin·min.
+__device__ __forceinline__ float k4_value(const unsigned char* blk, const unsigned char* qh,
+                                          const unsigned char* qs, int r) {
+    int c = r / 64, hi = (r % 64) / 32, l = r % 32, j = 2 * c + hi;
+    int q = hi ? qs[c * 32 + l] >> 4 : qs[c * 32 + l] & 0xF;
+    if (qh && ((qh[l] >> j) & 1)) q += 16;
+    float dl = __fmul_rn(half_at(blk), (float)scale_k4(blk + 4, j, 0));
+    float ml = __fmul_rn(half_at(blk + 2), (float)scale_k4(blk + 4, j, 1));
+    return __fmul_rn(dl, (float)q) - ml;
+}
+
+// Q4_K (144 bytes): f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles.
+extern "C" __global__ void rlx_dequant_q4_k(const unsigned char* b, float* y, i64 total) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        const unsigned char* blk = b + (i / 256) * 144;
+        y[i] = k4_value(blk, 0, blk + 16, (int)(i % 256));
+    }
+}
+
+// Q5_K (176 bytes): f16 d, f16 dmin, 12 scale bytes, 32 bytes of high
+// bits qh, 128 bytes of nibbles.
+extern "C" __global__ void rlx_dequant_q5_k(const unsigned char* b, float* y, i64 total) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        const unsigned char* blk = b + (i / 256) * 176;
+        y[i] = k4_value(blk, blk + 16, blk + 48, (int)(i % 256));
+    }
+}
+
+// Q6_K (210 bytes): 128 bytes of low nibbles ql, 64 bytes of 2-bit highs
+// qh, 16 signed scales, f16 d. Value r: half n = r / 128, quarter k =
+// (r % 128) / 32, lane l = r % 32; its low 4 bits are a nibble of
+// ql[n·64 + (k & 1)·32 + l] (high for k >= 2), its top 2 bits bits 2k of
+// qh[n·32 + l];  v = d·scale[n·8 + l / 16 + 2k]·(q - 32).
+extern "C" __global__ void rlx_dequant_q6_k(const unsigned char* b, float* y, i64 total) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        const unsigned char* blk = b + (i / 256) * 210;
+        int r = (int)(i % 256), n = r / 128, k = (r % 128) / 32, l = r % 32;
+        int low = blk[n * 64 + (k & 1) * 32 + l];
+        low = k >= 2 ? low >> 4 : low & 0xF;
+        int q = (low | (((blk[128 + n * 32 + l] >> (2 * k)) & 3) << 4)) - 32;
+        float dl = __fmul_rn(half_at(blk + 208), (float)(signed char)blk[192 + n * 8 + l / 16 + 2 * k]);
+        y[i] = __fmul_rn(dl, (float)q);
     }
 }

@@ -143,7 +143,14 @@ pub const SOURCES: &[KernelSource] = &[
     KernelSource {
         name: "dequant",
         source: include_str!("dequant.cu"),
-        entries: &["rlx_dequant_q4_0", "rlx_dequant_q4_1", "rlx_dequant_q8_0"],
+        entries: &[
+            "rlx_dequant_q4_0",
+            "rlx_dequant_q4_1",
+            "rlx_dequant_q8_0",
+            "rlx_dequant_q4_k",
+            "rlx_dequant_q5_k",
+            "rlx_dequant_q6_k",
+        ],
     },
     KernelSource {
         name: "optim",

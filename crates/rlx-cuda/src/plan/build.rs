@@ -1,8 +1,8 @@
 //! Node → launch mapping of [`plan`].
 
 use super::gemm::{dot_general, matmul};
-use super::indexing;
 use super::{float_suffix, Buf, CopyPiece, Kernel, LaunchPlan, Region, Step};
+use super::{fused, indexing};
 use crate::geometry::{PadLayout, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
 use crate::launch::{broadcast, contiguous_strides, MAX_RANK};
@@ -54,6 +54,13 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
         })
     };
     let mut steps = Vec::new();
+    let unsupported = |id: NodeId, why: String| BackendError::Unsupported {
+        device: Device::Cuda(ordinal),
+        node: format!("{} of {} ({why})", node_label(g, id), describe_types(g, id)),
+    };
+    // Fused matmuls' intermediates live past the memory plan's arena.
+    let scratch_at = lir.plan.arena_bytes.div_ceil(fused::ALIGN) * fused::ALIGN;
+    let mut scratch = 0;
     for &id in &lir.schedule {
         let n = g.node(id);
         if lir.plan.is_view(id.index()) || n.op.is_leaf() {
@@ -63,15 +70,27 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
         if output.bytes == 0 {
             continue;
         }
-        let inputs = n
+        let inputs: Vec<Buf> = n
             .inputs
             .iter()
             .map(|&i| place(i))
             .collect::<Result<_, _>>()?;
-        let kernel = kernel_for(g, id).map_err(|why| BackendError::Unsupported {
-            device: Device::Cuda(ordinal),
-            node: format!("{} of {} ({why})", node_label(g, id), describe_types(g, id)),
-        })?;
+        let inlined = match &n.op {
+            Op::FusedMatMul { epilogue } => Some(fused::fused_matmul(
+                g, id, epilogue, &inputs, output, scratch_at,
+            )),
+            Op::ElementwiseRegion { steps } => {
+                Some(fused::region(g, id, steps, &inputs, output, scratch_at))
+            }
+            _ => None,
+        };
+        if let Some(f) = inlined {
+            let f = f.map_err(|why| unsupported(id, why))?;
+            scratch = scratch.max(f.scratch);
+            steps.extend(f.steps);
+            continue;
+        }
+        let kernel = kernel_for(g, id).map_err(|why| unsupported(id, why))?;
         steps.push(Step {
             node: id,
             label: node_label(g, id),
@@ -87,7 +106,11 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
     };
     Ok(LaunchPlan {
         name: g.name().to_string(),
-        arena_bytes: lir.plan.arena_bytes,
+        arena_bytes: if scratch > 0 {
+            scratch_at + scratch
+        } else {
+            lir.plan.arena_bytes
+        },
         steps,
         inputs: named(&lir.io.inputs)?,
         params: named(&lir.io.params)?,
@@ -113,13 +136,13 @@ fn dims(g: &Graph, id: NodeId) -> Vec<usize> {
     g.shape(id).static_dims().unwrap_or_default()
 }
 
-fn float_only(dt: DType) -> Result<(), String> {
+pub(super) fn float_only(dt: DType) -> Result<(), String> {
     float_suffix(dt)
         .map(|_| ())
         .ok_or_else(|| format!("no CUDA kernel computes {dt}; f32, f16 and bf16 have kernels"))
 }
 
-fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
+pub(super) fn kernel_for(g: &Graph, id: NodeId) -> Result<Kernel, String> {
     let n = g.node(id);
     let out = dims(g, id);
     let dt = n.shape.dtype();

@@ -81,19 +81,19 @@ impl fmt::Display for Kernel {
                 start,
                 step,
             } => write!(f, "iota {start} + {step} * i (len {len}, inner {inner})"),
-            Kernel::Gemm(s) => write!(
-                f,
-                "gemm {}x[{}, {}]{}@[{}, {}]{} strides {} {}",
-                s.batch,
-                s.m,
-                s.k,
-                if s.trans_a { "^T" } else { "" },
-                s.k,
-                s.n,
-                if s.trans_b { "^T" } else { "" },
-                s.stride_a,
-                s.stride_b
-            ),
+            Kernel::Gemm(s) => write!(f, "gemm {}", gemm(s)),
+            Kernel::GemmBias { gemm: s, epilogue } => {
+                write!(
+                    f,
+                    "gemm {} + bias{}",
+                    gemm(s),
+                    match epilogue {
+                        super::Epilogue::Bias => "",
+                        super::Epilogue::BiasRelu => ", relu",
+                        super::Epilogue::BiasGeluTanh => ", gelu_tanh",
+                    }
+                )
+            }
             Kernel::ArgReduce { argmin, shape } => {
                 let name = if *argmin { "argmin" } else { "argmax" };
                 write!(f, "{name} {shape:?}")
@@ -169,6 +169,22 @@ impl fmt::Display for Kernel {
             ),
         }
     }
+}
+
+/// `2x[4, 3]@[3, 5]^T strides 12 0`.
+fn gemm(s: &super::GemmSpec) -> String {
+    format!(
+        "{}x[{}, {}]{}@[{}, {}]{} strides {} {}",
+        s.batch,
+        s.m,
+        s.k,
+        if s.trans_a { "^T" } else { "" },
+        s.k,
+        s.n,
+        if s.trans_b { "^T" } else { "" },
+        s.stride_a,
+        s.stride_b
+    )
 }
 
 impl fmt::Display for LaunchPlan {

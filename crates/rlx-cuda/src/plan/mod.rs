@@ -13,11 +13,14 @@
 mod build;
 mod check;
 mod dump;
+mod fused;
 mod gemm;
 mod indexing;
+mod updates;
 
 pub use build::plan;
 pub use check::PlanFault;
+pub use updates::{ParamWrite, UpdatePlan, UpdateRule};
 
 use crate::geometry::{PadLayout, Resize, Window2d};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
@@ -109,6 +112,17 @@ pub struct GemmSpec {
     pub stride_a: usize,
     /// Elements between b's matrices (0: broadcast).
     pub stride_b: usize,
+}
+
+/// The epilogues cuBLASLt fuses into a GEMM (a bias per output column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Epilogue {
+    /// `+ bias`.
+    Bias,
+    /// `relu(· + bias)`.
+    BiasRelu,
+    /// `gelu_tanh(· + bias)` (the tanh approximation, cuBLASLt's GELU).
+    BiasGeluTanh,
 }
 
 /// Per-element indexing along one axis (`rlx_gather_elements_*`,
@@ -232,6 +246,15 @@ pub enum Kernel {
     },
     /// A cuBLAS strided-batched GEMM (f32 accumulation).
     Gemm(GemmSpec),
+    /// A GEMM whose result gets a per-column bias and an activation
+    /// (inputs `a, b, bias[n]`): cuBLASLt's fused epilogue where it has an
+    /// algorithm, else the GEMM then the elementwise kernels in place.
+    GemmBias {
+        /// The product.
+        gemm: GemmSpec,
+        /// What follows it.
+        epilogue: Epilogue,
+    },
     /// `rlx_argreduce_*`: the i64 index of each line's first extremum, the
     /// input viewed as `[outer, n, inner]` over `n`.
     ArgReduce {
@@ -285,7 +308,8 @@ pub enum Kernel {
     Resize(Resize),
     /// `rlx_dequant_<format>`: GGUF block bytes to f32.
     Dequantize {
-        /// The block format's entry suffix (`q4_0`, `q4_1`, `q8_0`).
+        /// The block format's entry suffix (`q4_0`, `q4_1`, `q8_0`, `q4_k`,
+        /// `q5_k`, `q6_k`).
         format: &'static str,
     },
     /// `rlx_pool2d_*`.

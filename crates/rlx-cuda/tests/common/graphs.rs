@@ -56,10 +56,10 @@ pub const CLASSES: usize = 10;
 pub const BATCH: usize = 16;
 pub const DIGIT_PARAMS: [&str; 4] = ["w1", "b1", "w2", "b2"];
 
-/// `[loss, w1', b1', w2', b2']`: one SGD step (lr 0.3) of the digits MLP
-/// on softmax cross-entropy, backward by reverse-mode autodiff.
-pub fn digits_step() -> Graph {
-    let mut g = Graph::new("digits_step");
+/// `[loss, dw1, db1, dw2, db2]`: the digits MLP's softmax cross-entropy
+/// and its gradients, backward by reverse-mode autodiff.
+pub fn digits_grads() -> Graph {
+    let mut g = Graph::new("digits_grads");
     let x = g.input("x", Shape::new(&[BATCH, PIXELS], DType::F32));
     let y = g.input("y", Shape::new(&[BATCH, CLASSES], DType::F32));
     let w1 = g.param("w1", Shape::new(&[PIXELS, HIDDEN], DType::F32));
@@ -80,7 +80,13 @@ pub fn digits_step() -> Graph {
         .iter()
         .map(|n| g.find_param(n).unwrap())
         .collect();
-    let mut d = rlx_autodiff::grad_with_loss(&g, &params).unwrap();
+    rlx_autodiff::grad_with_loss(&g, &params).unwrap()
+}
+
+/// `[loss, w1', b1', w2', b2']`: one SGD step (lr 0.3) of the digits MLP
+/// on [`digits_grads`], the update in the graph.
+pub fn digits_step() -> Graph {
+    let mut d = digits_grads();
     let mut outs = vec![d.outputs()[0]];
     for (k, name) in DIGIT_PARAMS.iter().enumerate() {
         let p = d.find_param(name).unwrap();
@@ -90,6 +96,32 @@ pub fn digits_step() -> Graph {
     }
     d.set_outputs(outs);
     d
+}
+
+/// Initial digits MLP params, in [`DIGIT_PARAMS`] order.
+pub fn digits_init() -> [HostTensor; 4] {
+    [
+        rand(&[PIXELS, HIDDEN], -0.125, 0.125, 50),
+        HostTensor::zeros(DType::F32, &[HIDDEN]),
+        rand(&[HIDDEN, CLASSES], -0.125, 0.125, 51),
+        HostTensor::zeros(DType::F32, &[CLASSES]),
+    ]
+}
+
+/// Batch `step` of a learnable toy task: `(x, y)`, the label the
+/// brightest of the first ten pixels.
+pub fn digits_batch(step: usize) -> (HostTensor, HostTensor) {
+    let x = rand(&[BATCH, PIXELS], 0.0, 1.0, 100 + step as u64);
+    let xs = x.to_vec::<f32>().unwrap();
+    let mut y = vec![0f32; BATCH * CLASSES];
+    for r in 0..BATCH {
+        let row = &xs[r * PIXELS..r * PIXELS + CLASSES];
+        let best = (0..CLASSES)
+            .max_by(|&i, &j| row[i].total_cmp(&row[j]))
+            .unwrap();
+        y[r * CLASSES + best] = 1.0;
+    }
+    (x, HostTensor::from_vec(y, &[BATCH, CLASSES]).unwrap())
 }
 
 /// `lo..hi` pseudo-random f32s (a fixed LCG: the same on every machine).
@@ -215,7 +247,7 @@ pub fn scans_and_windows() -> Graph {
 }
 
 /// `blocks` GGUF blocks of `scheme` with small f16 scales (and mins) and
-/// every quant value pattern.
+/// every quant value pattern (K-quants: random scale and quant bytes).
 pub fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
     let mut s = seed;
     let mut next = move || {
@@ -228,6 +260,23 @@ pub fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
         half::f16::from_f32(lo + (hi - lo) * (v % 1000) as f32 / 1000.0).to_le_bytes()
     };
     let mut out = Vec::new();
+    // K-quants: random bytes, then finite f16 scales at their offsets.
+    let k_quant = match scheme {
+        QuantScheme::GgufQ4K => Some((144, &[0usize, 2][..])),
+        QuantScheme::GgufQ5K => Some((176, &[0, 2][..])),
+        QuantScheme::GgufQ6K => Some((210, &[208][..])),
+        _ => None,
+    };
+    if let Some((size, halves)) = k_quant {
+        for _ in 0..blocks {
+            let mut b: Vec<u8> = (0..size).map(|_| (next() & 0xFF) as u8).collect();
+            for &at in halves {
+                b[at..at + 2].copy_from_slice(&half(next(), 0.001, 0.05));
+            }
+            out.extend(b);
+        }
+        return out;
+    }
     for _ in 0..blocks {
         out.extend(half(next(), 0.01, 0.1));
         let quants = match scheme {
@@ -292,4 +341,15 @@ pub fn indexing_and_resampling() -> (Graph, Named, Named) {
         ("b", rand(&[6], -1.0, 1.0, 55)),
     ];
     (g, inputs, params)
+}
+
+/// `[b, a, 2a]` over params `a`, `b` (f32 `[5]`): updating `a` from output
+/// 0 and `b` from output 1 swaps them, each read before the other changes.
+pub fn swap_graph() -> Graph {
+    let mut g = Graph::new("swap");
+    let a = g.param("a", Shape::new(&[5], DType::F32));
+    let b = g.param("b", Shape::new(&[5], DType::F32));
+    let two = g.mul(a, g.constant(2.0, DType::F32));
+    g.set_outputs(vec![b, a, two]);
+    g
 }

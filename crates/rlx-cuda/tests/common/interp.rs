@@ -7,7 +7,7 @@
 use super::interp_indexing as more;
 use rlx_cuda::geometry::{PadLayout, Window2d};
 use rlx_cuda::kernels::{BinaryOp, ReduceOp, UnaryOp};
-use rlx_cuda::plan::{Buf, Kernel, LaunchPlan, Region};
+use rlx_cuda::plan::{Buf, Epilogue, GemmSpec, Kernel, LaunchPlan, Region};
 use rlx_ir::{DType, HostTensor};
 
 struct Memory<'a> {
@@ -18,12 +18,7 @@ struct Memory<'a> {
 
 impl Memory<'_> {
     fn bytes(&self, b: &Buf) -> &[u8] {
-        let all: &[u8] = match b.region {
-            Region::Arena => &self.arena,
-            Region::Param(i) => self.params[i],
-            Region::Const(i) => &self.constants[i],
-        };
-        &all[b.byte..b.byte + b.bytes]
+        place(self.constants, &self.arena, &self.params, b)
     }
 
     fn values(&self, b: &Buf) -> Vec<f64> {
@@ -166,9 +161,35 @@ pub fn interpret(
     inputs: &[&HostTensor],
     params: &[&HostTensor],
 ) -> Vec<Vec<f64>> {
+    let params: Vec<&[u8]> = params.iter().map(|p| p.bytes()).collect();
+    let m = Memory {
+        arena: run_arena(plan, inputs, &params),
+        params,
+        constants: &plan.constants,
+    };
+    plan.outputs.iter().map(|b| m.values(b)).collect()
+}
+
+/// The bytes of place `b` in an arena, the params and a plan's constants.
+pub fn place<'a>(
+    constants: &'a [rlx_ir::ConstBytes],
+    arena: &'a [u8],
+    params: &[&'a [u8]],
+    b: &Buf,
+) -> &'a [u8] {
+    let all: &[u8] = match b.region {
+        Region::Arena => arena,
+        Region::Param(i) => params[i],
+        Region::Const(i) => &constants[i],
+    };
+    &all[b.byte..b.byte + b.bytes]
+}
+
+/// Runs `plan`'s steps on the host; returns the arena they leave.
+pub fn run_arena(plan: &LaunchPlan, inputs: &[&HostTensor], params: &[&[u8]]) -> Vec<u8> {
     let mut m = Memory {
         arena: vec![0xAB; plan.arena_bytes], // garbage: a missed write shows
-        params: params.iter().map(|p| p.bytes()).collect(),
+        params: params.to_vec(),
         constants: &plan.constants,
     };
     for ((_, b), t) in plan.inputs.iter().zip(inputs) {
@@ -365,32 +386,21 @@ pub fn interpret(
             } => (0..n)
                 .map(|i| start + step * ((i / inner) % len) as f64)
                 .collect(),
-            Kernel::Gemm(s) => {
-                let (a, b) = (x(0, &m), x(1, &m));
-                let mut c = vec![0.0; s.batch * s.m * s.n];
-                for bt in 0..s.batch {
-                    let (ab, bb) = (bt * s.stride_a, bt * s.stride_b);
-                    for i in 0..s.m {
-                        for j in 0..s.n {
-                            let mut acc = 0.0;
-                            for k in 0..s.k {
-                                let av = if s.trans_a {
-                                    a[ab + k * s.m + i]
-                                } else {
-                                    a[ab + i * s.k + k]
-                                };
-                                let bv = if s.trans_b {
-                                    b[bb + j * s.k + k]
-                                } else {
-                                    b[bb + k * s.n + j]
-                                };
-                                acc += av * bv;
-                            }
-                            c[(bt * s.m + i) * s.n + j] = acc;
+            Kernel::Gemm(s) => gemm(s, &x(0, &m), &x(1, &m)),
+            Kernel::GemmBias { gemm: s, epilogue } => {
+                let bias = x(2, &m);
+                let c = gemm(s, &x(0, &m), &x(1, &m));
+                c.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let v = v + bias[i % s.n];
+                        match epilogue {
+                            Epilogue::Bias => v,
+                            Epilogue::BiasRelu => unary(UnaryOp::Relu, v),
+                            Epilogue::BiasGeluTanh => unary(UnaryOp::GeluTanh, v),
                         }
-                    }
-                }
-                c
+                    })
+                    .collect()
             }
             Kernel::ArgReduce { argmin, shape } => arg_reduce(&x(0, &m), *shape, *argmin),
             Kernel::Cumsum {
@@ -427,7 +437,35 @@ pub fn interpret(
         };
         m.store(&out, &y);
     }
-    plan.outputs.iter().map(|b| m.values(b)).collect()
+    m.arena
+}
+
+/// A planned GEMM ([`GemmSpec`]) in f64.
+fn gemm(s: &GemmSpec, a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut c = vec![0.0; s.batch * s.m * s.n];
+    for bt in 0..s.batch {
+        let (ab, bb) = (bt * s.stride_a, bt * s.stride_b);
+        for i in 0..s.m {
+            for j in 0..s.n {
+                let mut acc = 0.0;
+                for k in 0..s.k {
+                    let av = if s.trans_a {
+                        a[ab + k * s.m + i]
+                    } else {
+                        a[ab + i * s.k + k]
+                    };
+                    let bv = if s.trans_b {
+                        b[bb + j * s.k + k]
+                    } else {
+                        b[bb + k * s.n + j]
+                    };
+                    acc += av * bv;
+                }
+                c[(bt * s.m + i) * s.n + j] = acc;
+            }
+        }
+    }
+    c
 }
 
 /// The lines of `[outer, n, inner]` along `n`: each line's flat indices.

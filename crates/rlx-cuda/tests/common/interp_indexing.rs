@@ -181,13 +181,15 @@ pub fn resize(x: &[f64], r: &Resize) -> Vec<f64> {
     y
 }
 
-/// GGUF Q4_0 / Q4_1 / Q8_0 blocks of 32 values (ggml's `dequantize_row_*`).
+/// GGUF Q4_0 / Q4_1 / Q8_0 blocks of 32 values (ggml's `dequantize_row_*`)
+/// and Q4_K / Q5_K / Q6_K super-blocks of 256 ([`k_quant`]).
 pub fn dequantize(bytes: &[u8], format: &str) -> Vec<f64> {
     let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f64();
     let block = match format {
         "q4_0" => 18,
         "q4_1" => 20,
         "q8_0" => 34,
+        "q4_k" | "q5_k" | "q6_k" => return k_quant(bytes, format),
         other => panic!("no reference dequantize for {other}"),
     };
     let mut y = Vec::with_capacity(bytes.len() / block * 32);
@@ -208,6 +210,60 @@ pub fn dequantize(bytes: &[u8], format: &str) -> Vec<f64> {
                 y.extend(qs.iter().map(|&q| value(q & 0xF)));
                 y.extend(qs.iter().map(|&q| value(q >> 4)));
             }
+        }
+    }
+    y
+}
+
+/// Q4_K (144 bytes), Q5_K (176) and Q6_K (210) super-blocks, value by
+/// value as `dequant.cu` indexes them, written from ggml's block layouts
+/// (`block_q4_K` etc.): f32 products, each rounded (no fused multiply-add).
+pub fn k_quant(bytes: &[u8], format: &str) -> Vec<f64> {
+    let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+    // 6-bit scale / min j of the 12 scale bytes `q` (ggml's get_scale_min_k4).
+    let scale_min = |q: &[u8], j: usize| -> (f32, f32) {
+        let (s, m) = if j < 4 {
+            (q[j] & 63, q[j + 4] & 63)
+        } else {
+            (
+                (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+                (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+            )
+        };
+        (f32::from(s), f32::from(m))
+    };
+    let size = match format {
+        "q4_k" => 144,
+        "q5_k" => 176,
+        _ => 210,
+    };
+    let mut y = Vec::with_capacity(bytes.len() / size * 256);
+    for b in bytes.chunks_exact(size) {
+        for r in 0..256 {
+            let v = if format == "q6_k" {
+                let (n, k, l) = (r / 128, (r % 128) / 32, r % 32);
+                let low = b[n * 64 + (k & 1) * 32 + l];
+                let low = if k >= 2 { low >> 4 } else { low & 0xF };
+                let high = (b[128 + n * 32 + l] >> (2 * k)) & 3;
+                let q = i32::from(low | (high << 4)) - 32;
+                let scale = f32::from(b[192 + n * 8 + l / 16 + 2 * k] as i8);
+                f16(&b[208..]) * scale * q as f32
+            } else {
+                let (c, hi, l) = (r / 64, (r % 64) / 32, r % 32);
+                let j = 2 * c + hi;
+                let qs = &b[if format == "q4_k" { 16 } else { 48 }..];
+                let mut q = if hi == 1 {
+                    qs[c * 32 + l] >> 4
+                } else {
+                    qs[c * 32 + l] & 0xF
+                };
+                if format == "q5_k" && (b[16 + l] >> j) & 1 == 1 {
+                    q += 16;
+                }
+                let (s, m) = scale_min(&b[4..16], j);
+                f16(b) * s * f32::from(q) - f16(&b[2..]) * m
+            };
+            y.push(f64::from(v));
         }
     }
     y

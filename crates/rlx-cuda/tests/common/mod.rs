@@ -4,6 +4,8 @@
 pub mod graphs;
 pub mod interp;
 pub mod interp_indexing;
+pub mod interp_updates;
 pub mod optim_mirror;
 pub mod plan_check;
 pub mod reference;
+pub mod training;

@@ -3,7 +3,8 @@
 //! against `rlx-optim` (torch's single-tensor path), and on a GPU the
 //! kernels themselves are (`tests/gpu_kernels.rs`).
 
-use rlx_cuda::optim::{AdamUpdate, SgdUpdate};
+use rlx_cuda::optim::{AdamUpdate, OptimizerRule, SgdUpdate};
+use std::collections::HashMap;
 
 /// SGD state of one parameter: the momentum buffer once a step ran.
 #[derive(Default)]
@@ -89,6 +90,32 @@ impl Adam {
                 self.vmax[i] = second;
             }
             p[i] = pi + -step_size * m / (second.sqrt() / bc2_sqrt + c.eps);
+        }
+    }
+}
+
+/// The mirror of a `DeviceOptimizer`: one state per manifest param.
+pub struct Mirror {
+    rule: OptimizerRule,
+    sgd: HashMap<usize, Sgd>,
+    adam: HashMap<usize, Adam>,
+}
+
+impl Mirror {
+    /// A fresh optimizer of `rule`.
+    pub fn new(rule: OptimizerRule) -> Mirror {
+        Mirror {
+            rule,
+            sgd: HashMap::new(),
+            adam: HashMap::new(),
+        }
+    }
+
+    /// One step of param `param`'s values `p` by `grad`.
+    pub fn step(&mut self, param: usize, p: &mut [f32], grad: &[f32]) {
+        match &self.rule {
+            OptimizerRule::Sgd(c) => self.sgd.entry(param).or_default().step(c, p, grad),
+            OptimizerRule::Adam(c) => self.adam.entry(param).or_default().step(c, p, grad),
         }
     }
 }

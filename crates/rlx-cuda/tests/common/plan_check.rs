@@ -13,6 +13,16 @@ pub fn lir_of(g: &Graph) -> LirModule {
     lower(g, &cuda_claims, &LowerOptions::default()).unwrap()
 }
 
+/// `g` lowered with the CUDA backend's claims and no fusion: one launch
+/// per primitive node.
+pub fn lir_unfused(g: &Graph) -> LirModule {
+    let opts = LowerOptions {
+        fusion: rlx_compile::FusionOptions::disabled(),
+        ..LowerOptions::default()
+    };
+    lower(g, &cuda_claims, &opts).unwrap()
+}
+
 /// Runs `g` through the plan interpreter and the CPU backend; every
 /// output must agree to `rtol` (plus a 1e-6 floor).
 pub fn assert_plan_matches_cpu(
