@@ -100,15 +100,18 @@ impl Conv2d {
     /// 256x256: 0.85; 16 -> 32 1.1, 32 -> 64 1.3).
     ///
     /// Where the GEMM runs AVX-512 tiles (this tile is AVX2), Winograd (its
-    /// weights transformed once, its buffers reused) wins every shape it
-    /// takes: 2-vCPU AVX-512 Xeon, 1 thread, direct / Winograd time 1.12
-    /// (16 -> 16 at 64x64 and 128x128) to 2.0 (64 -> 64 at 32x32), U-Net's
-    /// 32 -> 32 at 64x64 1.45, 128 -> 128 at 16x16 1.60. The AVX2 rule
-    /// above was measured before those Winograd changes (not re-measured:
-    /// no AVX2-only host here).
+    /// weights transformed once, its buffers reused) takes the shapes it
+    /// takes whose products are dense enough, `c * o / (c + o) >= 20` (its
+    /// transformed input and products, `(c + o) * 16` floats per tile,
+    /// go through L2 / L3): 2-vCPU AVX-512 Xeon, 1 thread, direct /
+    /// Winograd time 1.29 (64 -> 128 at 16x16) to 2.0 (64 -> 64 at 32x32),
+    /// U-Net's 64 -> 32 at 64x64 1.60. Thinner ones won by 1.1-1.45 on a
+    /// quiet host (16 -> 16 at 128x128, 32 -> 32 at 64x64) but lost under
+    /// load 12, so they stay direct. The AVX2 rule above was measured before
+    /// those Winograd changes (not re-measured: no AVX2-only host here).
     pub(super) fn direct_wins(&self) -> bool {
         let (c, o, row) = (self.c, self.o, self.c * self.ow);
-        if wide_gemm() && winograd_enabled() && self.winograd_wins(c, o) {
+        if wide_gemm() && winograd_enabled() && self.winograd_wins(c, o) && c * o >= 20 * (c + o) {
             return false;
         }
         self.is_direct_shape()

@@ -316,13 +316,17 @@ fn split_row<T: GemmFloat>(x: Option<&[T]>, pad: usize, ev: &mut [T], od: &mut [
     let Some(x) = x else { return };
     // Input column j is padded column j + pad: it lands at (j + pad) / 2,
     // in `ev` when j + pad is even.
-    let (from_even, from_odd) = if pad % 2 == 0 { (ev, od) } else { (od, ev) };
+    let (from_even, from_odd) = if pad.is_multiple_of(2) {
+        (ev, od)
+    } else {
+        (od, ev)
+    };
     if let Some(dst) = from_even.get_mut(pad / 2..) {
         for (d, pair) in dst.iter_mut().zip(x.chunks(2)) {
             *d = pair[0];
         }
     }
-    if let Some(dst) = from_odd.get_mut((pad + 1) / 2..) {
+    if let Some(dst) = from_odd.get_mut(pad.div_ceil(2)..) {
         for (d, pair) in dst.iter_mut().zip(x.get(1..).unwrap_or(&[]).chunks(2)) {
             *d = pair[0];
         }
