@@ -63,12 +63,16 @@ CASES = [
     ("grouped_odd_channels_s2", (1, 9, 7, 7), 6, (3, 3), (2, 2), ((1, 0), (0, 1)), (1, 1), 3, False),
     # 3x3 stride 1 (Winograd F(2,3)): odd output sizes (partial tiles), no / asymmetric
     # padding, groups, batch 2; the unit tests run these through the Winograd kernel
-    # directly, and the last is large enough that conv itself picks Winograd.
+    # directly, and the fifth is large enough that conv itself picks Winograd.
     ("winograd_3x3_s1_p1_batch2", (2, 3, 7, 9), 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
     ("winograd_3x3_s1_p0_odd", (1, 5, 9, 8), 3, (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False),
     ("winograd_3x3_s1_asymmetric_pads", (1, 4, 6, 7), 5, (3, 3), (1, 1), ((0, 2), (2, 1)), (1, 1), 1, True),
     ("winograd_3x3_s1_grouped", (1, 6, 7, 5), 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, True),
     ("winograd_3x3_s1_picked_by_conv", (1, 16, 16, 17), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
+    # Rows wide enough for the transforms' full vectors (16 f32 lanes) plus a
+    # remainder; left padding odd and past one tile column, and even.
+    ("winograd_3x3_s1_wide_odd_pads", (1, 3, 5, 70), 2, (3, 3), (1, 1), ((1, 2), (3, 2)), (1, 1), 1, True),
+    ("winograd_3x3_s1_wide_even_pads", (2, 2, 6, 67), 3, (3, 3), (1, 1), ((2, 0), (2, 0)), (1, 1), 1, False),
     # 3x3 stride 1 at ResNet's 7x7 / 14x14 sizes (too few tiles for Winograd: the
     # packed-weight GEMM; 24 / 20 outputs leave a narrow last panel).
     ("packed_3x3_7x7", (1, 32, 7, 7), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),

@@ -15,6 +15,8 @@ use std::time::Instant;
 mod packed_weights;
 #[path = "param_update.rs"]
 mod param_update;
+#[path = "winograd_weights.rs"]
+mod winograd_weights;
 
 /// A 64-byte aligned byte buffer: blocks on the heap, or for a large
 /// zeroed one (an arena) an anonymous mapping, whose pages the OS zeroes
@@ -231,6 +233,8 @@ pub struct CpuExecutable {
     profile: Option<Profile>,
     /// Matmul weights packed once ([`packed_weights`]).
     packing: packed_weights::Packing,
+    /// Winograd conv weights transformed once ([`winograd_weights`]).
+    winograd: winograd_weights::WinogradWeights,
     /// Caller tensors of the current run read / written in place.
     bound: Bound,
     /// Threads this executable's kernels use (`None`: [`crate::num_threads`]'s default).
@@ -292,6 +296,7 @@ impl CpuExecutable {
         if in_place_io {
             bind_caller_tensors(&lir, &mut locs);
         }
+        let winograd = winograd_weights::WinogradWeights::plan(&lir, &locs, &constants);
         let mut exec = CpuExecutable {
             bound: Bound {
                 inputs: vec![false; lir.io.inputs.len()],
@@ -304,6 +309,7 @@ impl CpuExecutable {
             dims,
             control: programs,
             packing: packed_weights::Packing::plan(&lir),
+            winograd,
             lir,
             profile: Profile::from_env(),
             thread_limit: None,
@@ -443,7 +449,15 @@ impl CpuExecutable {
                             }
                             _ => kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out),
                         },
-                        None => run_node(n, &views, &mut out),
+                        None => match self.winograd.of(id.index()) {
+                            Some(u) => kernels::conv::conv_prepared(
+                                &n.op,
+                                kernels::conv::Prepared::Winograd(u),
+                                &views,
+                                &mut out,
+                            ),
+                            None => run_node(n, &views, &mut out),
+                        },
                     },
                 }
             };

@@ -213,7 +213,8 @@ impl Packing {
     }
 }
 
-fn f32s(buf: &AlignedBuf) -> &[f32] {
+/// The f32s of `buf`.
+pub(super) fn f32s(buf: &AlignedBuf) -> &[f32] {
     let bytes = buf.bytes();
     // SAFETY: the buffer is 64-byte aligned and holds `len / 4` f32s' bytes.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) }

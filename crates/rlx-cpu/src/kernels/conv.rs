@@ -297,17 +297,40 @@ pub(super) fn fill_bias<T: Real>(y: &mut [T], bias: Option<&[T]>, o: usize, plan
     }
 }
 
+/// An f32 conv weight the executor prepared once, read instead of the
+/// plain one.
+#[derive(Clone, Copy)]
+pub(crate) enum Prepared<'a> {
+    /// Packed in panels of this width ([`super::conv_packed`]).
+    Packed(usize),
+    /// Transformed for Winograd F(2,3) ([`super::winograd::transform_weights`]).
+    Winograd(&'a [f32]),
+}
+
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
-/// while it is in cache; `packed`: the f32 weight is packed in panels of
-/// that width ([`super::conv_packed`]).
+/// while it is in cache; `prepared`: the executor's form of the f32 weight.
 fn conv_real<T: GemmFloat>(
     g: &ConvGeom,
     ins: &[View],
     out: &mut ViewMut,
     epi: Option<&ConvEpilogue>,
-    packed: Option<usize>,
+    prepared: Option<Prepared>,
 ) -> KernelResult {
-    if let Some(nr) = packed {
+    if let Some(Prepared::Winograd(u)) = prepared {
+        let g2 = g
+            .two_d
+            .as_ref()
+            .filter(|g2| g2.takes_winograd_weights(u.len()));
+        let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
+            return Err(fail!(
+                "conv: Winograd weights on a conv Winograd does not take"
+            ));
+        };
+        let y = out.slice::<f32>();
+        fill_bias(y, ins.get(2).map(|b| b.slice::<f32>()), g.o, g.pout);
+        return g2.winograd_transformed(ins[0].slice::<f32>(), u, y, epi);
+    }
+    if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());
         let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
             return Err(fail!(
@@ -377,16 +400,16 @@ pub(crate) fn conv(w: &Window, groups: usize, ins: &[View], out: &mut ViewMut) -
     conv_with(w, groups, None, ins, out)
 }
 
-/// [`conv`], its weight packed in panels of `packed` when given.
+/// [`conv`], its weight in the executor's `prepared` form when given.
 fn conv_with(
     w: &Window,
     groups: usize,
-    packed: Option<usize>,
+    prepared: Option<Prepared>,
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
     let g = conv_geom(w, None, groups, ins, out)?;
-    with_real!(ins[0].dtype, ins, out, |i, o| conv_real::<T>(&g, i, o, None, packed); T)
+    with_real!(ins[0].dtype, ins, out, |i, o| conv_real::<T>(&g, i, o, None, prepared); T)
 }
 
 /// `Op::Conv` or `Op::FusedConv` whose weight the executor packed in
@@ -397,15 +420,26 @@ pub(crate) fn conv_packed_weights(
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
+    conv_prepared(op, Prepared::Packed(nr), ins, out)
+}
+
+/// `Op::Conv` or `Op::FusedConv` run on weights the executor prepared
+/// (the plain weight is still `ins[1]`, for the checks).
+pub(crate) fn conv_prepared(
+    op: &Op,
+    prepared: Prepared,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     match op {
-        Op::Conv { window, groups } => conv_with(window, *groups, Some(nr), ins, out),
+        Op::Conv { window, groups } => conv_with(window, *groups, Some(prepared), ins, out),
         Op::FusedConv {
             window,
             groups,
             bias,
             epilogue,
-        } => fused_conv_with(window, *groups, *bias, epilogue, Some(nr), ins, out),
-        _ => Err(fail!("{} has no packed conv weight", op.mnemonic())),
+        } => fused_conv_with(window, *groups, *bias, epilogue, Some(prepared), ins, out),
+        _ => Err(fail!("{} has no prepared conv weight", op.mnemonic())),
     }
 }
 
@@ -422,13 +456,13 @@ pub(crate) fn fused_conv(
     fused_conv_with(w, groups, bias, epilogue, None, ins, out)
 }
 
-/// [`fused_conv`], its weight packed in panels of `packed` when given.
+/// [`fused_conv`], its weight in the executor's `prepared` form when given.
 fn fused_conv_with(
     w: &Window,
     groups: usize,
     bias: bool,
     epilogue: &[ChainStep],
-    packed: Option<usize>,
+    prepared: Option<Prepared>,
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
@@ -458,10 +492,10 @@ fn fused_conv_with(
         .then(|| ConvEpilogue::new(epilogue, extras, out.dims, out.dtype))
         .flatten();
     let Some(epi) = epi else {
-        with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None, packed); T)?;
+        with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None, prepared); T)?;
         return super::region::epilogue(epilogue, extras, out);
     };
-    with_real!(conv_ins[0].dtype, conv_ins, out, |i, o| conv_real::<T>(&g, i, o, Some(&epi), packed); T)
+    with_real!(conv_ins[0].dtype, conv_ins, out, |i, o| conv_real::<T>(&g, i, o, Some(&epi), prepared); T)
 }
 
 /// Conv forced through Winograd F(2,3) (a 3x3 stride-1 2-D conv), for the

@@ -357,14 +357,15 @@ mod tests {
     }
 
     /// The 3x3 stride-1 cases through Winograd F(2,3) itself, whatever
-    /// their size: partial tiles, no / asymmetric padding, groups, batch 2.
+    /// their size: partial tiles, no / asymmetric padding, groups, batch 2,
+    /// rows wider than one vector.
     #[test]
     fn winograd_matches_numpy() {
         let cases: Vec<Case> = cases()
             .into_iter()
             .filter(|c| c.name.starts_with("winograd_"))
             .collect();
-        assert_eq!(cases.len(), 5);
+        assert_eq!(cases.len(), 7);
         for case in &cases {
             check(case, conv_winograd);
         }

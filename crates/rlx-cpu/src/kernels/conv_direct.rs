@@ -13,6 +13,7 @@
 //! without AVX2 (and on aarch64). Each finished block of 8 output planes
 //! goes through the fused epilogue before the next.
 
+use super::conv::winograd_enabled;
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::KernelResult;
@@ -97,8 +98,22 @@ impl Conv2d {
     /// one input channel (1 -> 64: 0.7) but not 3 (3 -> 16: 1.14, im2col's
     /// 27-deep GEMM runs well). Stride 2: only the first layer (3 -> 16 at
     /// 256x256: 0.85; 16 -> 32 1.1, 32 -> 64 1.3).
+    ///
+    /// Where the GEMM runs AVX-512 tiles (this tile is AVX2), Winograd (its
+    /// weights transformed once, its buffers reused) takes the shapes it
+    /// takes whose products are dense enough, `c * o / (c + o) >= 20` (its
+    /// transformed input and products, `(c + o) * 16` floats per tile,
+    /// go through L2 / L3): 2-vCPU AVX-512 Xeon, 1 thread, direct /
+    /// Winograd time 1.29 (64 -> 128 at 16x16) to 2.0 (64 -> 64 at 32x32),
+    /// U-Net's 64 -> 32 at 64x64 1.60. Thinner ones won by 1.1-1.45 on a
+    /// quiet host (16 -> 16 at 128x128, 32 -> 32 at 64x64) but lost under
+    /// load 12, so they stay direct. The AVX2 rule above was measured before
+    /// those Winograd changes (not re-measured: no AVX2-only host here).
     pub(super) fn direct_wins(&self) -> bool {
         let (c, o, row) = (self.c, self.o, self.c * self.ow);
+        if wide_gemm() && winograd_enabled() && self.winograd_wins(c, o) && c * o >= 20 * (c + o) {
+            return false;
+        }
         self.is_direct_shape()
             && self.kh == 3
             && self.kw == 3
@@ -261,6 +276,20 @@ impl Conv2d {
                 }
             }
         }
+    }
+}
+
+/// True when the GEMM runs AVX-512 tiles (Winograd's products are then
+/// twice as wide as this kernel's AVX2 tile).
+fn wide_gemm() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::gemm_tile::{isa, Isa};
+        matches!(isa(), Some(Isa::Avx512))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 

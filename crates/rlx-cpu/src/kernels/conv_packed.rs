@@ -100,7 +100,7 @@ fn transpose(src: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
 
 /// The 2-D geometry of a conv from static dims (`x`, `w`, `out`), without
 /// checking them (the run checks them): `None` unless all are rank 4.
-fn geometry(
+pub(super) fn geometry(
     win: &Window,
     groups: usize,
     x: &[usize],

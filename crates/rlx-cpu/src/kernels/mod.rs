@@ -77,7 +77,7 @@ pub(crate) mod scalar;
 #[cfg_attr(not(test), allow(dead_code))]
 mod small_rows;
 pub(crate) mod upsample;
-mod winograd;
+pub(crate) mod winograd;
 
 use half::{bf16, f16};
 use rlx_ir::{DType, Node, Op};

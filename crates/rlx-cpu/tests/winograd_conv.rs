@@ -1,0 +1,90 @@
+//! Winograd weights transformed once by the CPU executable: a 3x3
+//! stride-1 conv whose weight and bias are constants (as an ONNX
+//! initializer), with ReLU after it (fused into the conv), at a size that
+//! runs Winograd F(2,3) on AVX2 and AVX-512 hosts alike (48 -> 48 channels
+//! at 18x18, batch 2: `kernels::winograd`'s `runs_winograd` test pins the
+//! dispatch), matches a float64 loop written here, on two runs.
+
+use rlx_compile::{lower, LowerOptions};
+use rlx_cpu::CpuBackend;
+use rlx_driver::Backend;
+use rlx_ir::op::Window;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+
+const BATCH: usize = 2;
+const C: usize = 48;
+const O: usize = 48;
+const HW: usize = 18;
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| {
+            let z = (i + 1).wrapping_mul(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+            ((z >> 33) % 2001) as f32 / 2000.0 - 0.5
+        })
+        .collect()
+}
+
+/// `relu(conv3x3(x, w) + b)`, stride 1, zero padding 1, in float64.
+fn conv_relu_f64(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f64> {
+    let mut y = vec![0.0; BATCH * O * HW * HW];
+    for n in 0..BATCH {
+        for oc in 0..O {
+            for oy in 0..HW {
+                for ox in 0..HW {
+                    let mut acc = b[oc] as f64;
+                    for c in 0..C {
+                        for ky in 0..3 {
+                            for kx in 0..3 {
+                                let (iy, ix) =
+                                    ((oy + ky).wrapping_sub(1), (ox + kx).wrapping_sub(1));
+                                if iy >= HW || ix >= HW {
+                                    continue;
+                                }
+                                let xv = x[((n * C + c) * HW + iy) * HW + ix];
+                                let wv = w[((oc * C + c) * 3 + ky) * 3 + kx];
+                                acc += xv as f64 * wv as f64;
+                            }
+                        }
+                    }
+                    y[((n * O + oc) * HW + oy) * HW + ox] = acc.max(0.0);
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn constant_weight_winograd_conv_matches_f64() {
+    let (w, b) = (values(O * C * 9, 2), values(O, 3));
+    let mut g = Graph::new("winograd");
+    let x = g.input("x", Shape::new(&[BATCH, C, HW, HW], DType::F32));
+    let wc = g.constant_tensor(&HostTensor::from_slice(&w, &[O, C, 3, 3]).unwrap());
+    let bc = g.constant_tensor(&HostTensor::from_slice(&b, &[O]).unwrap());
+    let window = Window {
+        kernel: vec![],
+        stride: vec![1, 1],
+        padding: vec![(1, 1); 2],
+        dilation: vec![1, 1],
+    };
+    let conv = g.conv(x, wc, Some(bc), window, 1);
+    let y = g.relu(conv);
+    g.set_outputs(vec![y]);
+    let backend = CpuBackend;
+    let lir = lower(&g, &|op| backend.claims(op), &LowerOptions::default()).unwrap();
+    let mut exe = backend.compile(lir).unwrap();
+    let xv = values(BATCH * C * HW * HW, 1);
+    let xt = HostTensor::from_slice(&xv, &[BATCH, C, HW, HW]).unwrap();
+    let want = conv_relu_f64(&xv, &w, &b);
+    for run in 0..2 {
+        let got = exe.run(&[&xt]).unwrap()[0].to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "run {run} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+}
