@@ -192,9 +192,12 @@ fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
 /// worst over llama.cpp's top-5 tokens: 0.5-1.25 on the three files), and this model's
 /// greedy path flips wherever the top two logits are nearly tied. So:
 /// - free-running greedy matches llama.cpp token for token up to its first
-///   near tie (top-1 / top-2 gap < `NEAR_TIE`; observed prefixes on Q4_1:
-///   40, 40, 13 with first near ties at 14, 0, 13; Q8_0: 19, 11, 33; Q4_K_M:
-///   40, 11, 40);
+///   near tie (top-1 / top-2 gap < `NEAR_TIE`), or up to the first position
+///   where the teacher-forced top-1 below differs, if earlier (a gap under
+///   the logit distance: the Q4_K_M file's first prompt has a 0.285 gap at
+///   position 11, which the attention products' summation order decides;
+///   observed prefixes on Q4_1: 40, 40, 13 with first near ties at 14, 0,
+///   13; Q8_0: 19, 11, 33; Q4_K_M: 40 or 11, 11, 40);
 /// - teacher-forced on llama.cpp's continuation, RLX's top-1 is llama.cpp's
 ///   at >= 95% of positions (observed 39, 39, 38 of 40) and at every
 ///   position whose gap exceeds `SURE` (observed: every gap > 0.5);
@@ -239,7 +242,7 @@ fn matches_llama_cpp_on(mut m: LlamaModel, fx: &Value) {
         let mut seq = prompt.clone();
         seq.extend(&want[..want.len() - 1]);
         let logits = m.forward(&seq, &mut m.new_cache()).unwrap();
-        let (mut worst, mut top1) = (0f64, 0);
+        let (mut worst, mut top1, mut first_differ) = (0f64, 0, want.len());
         for (i, top5) in p["top5"].as_array().unwrap().iter().enumerate() {
             let row = &logits[(prompt.len() - 1 + i) * vocab..][..vocab];
             for pair in top5.as_array().unwrap() {
@@ -250,6 +253,9 @@ fn matches_llama_cpp_on(mut m: LlamaModel, fx: &Value) {
                 .max_by(|&a, &b| row[a].total_cmp(&row[b]))
                 .unwrap();
             top1 += (best == want[i] as usize) as usize;
+            if best != want[i] as usize {
+                first_differ = first_differ.min(i);
+            }
             assert!(
                 best == want[i] as usize || margins[i] <= SURE,
                 "{text:?} position {i}: top-1 {best}, llama.cpp {} with a gap of {}",
@@ -258,11 +264,16 @@ fn matches_llama_cpp_on(mut m: LlamaModel, fx: &Value) {
             );
         }
         eprintln!(
-            "{text:?}: greedy prefix {prefix} of {} (first near tie at {first_tie}), \
+            "{text:?}: greedy prefix {prefix} of {} (first near tie at {first_tie}, first \
+             teacher-forced difference at {first_differ}), \
              teacher-forced top-1 {top1} of {}, worst top-5 logit difference {worst:.3}",
             want.len(),
             want.len(),
         );
+        // Where the teacher-forced top-1 differs (allowed above: a gap
+        // within the two implementations' logit distance) the free-running
+        // continuations may part too.
+        let first_tie = first_tie.min(first_differ);
         assert!(
             prefix >= first_tie,
             "{text:?}: greedy prefix {prefix} < {first_tie}"

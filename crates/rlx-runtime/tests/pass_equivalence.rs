@@ -217,6 +217,44 @@ fn transposed_operands_read_in_place_are_bit_exact() {
 }
 
 #[test]
+fn few_row_products_read_in_place_are_bit_exact() {
+    // A decode step's shapes: 2 to 4 rows (the small-row kernel) against a
+    // transposed operand read in place, and a transposed lhs, with and
+    // without the rewrite.
+    use rlx_ir::{DType, GraphExt, Shape};
+    for m in 2..=4 {
+        let mut g = Graph::new("few_rows");
+        let q = g.input("q", Shape::new(&[m, 64], DType::F32));
+        let k = g.input("k", Shape::new(&[203, 64], DType::F32));
+        let p = g.input("p", Shape::new(&[203, m], DType::F32));
+        let kt = g.transpose_(k, &[1, 0]);
+        let scores = g.mm(q, kt);
+        let pt = g.transpose_(p, &[1, 0]);
+        let out = g.mm(pt, k);
+        g.set_outputs(vec![scores, out]);
+        let (qv, kv, pv) = (
+            values(m * 64, 4, 1.0),
+            values(203 * 64, 5, 1.0),
+            values(203 * m, 6, 1.0),
+        );
+        let run = |opts: &CompileOptions| {
+            let mut c = Session::new(Device::Cpu)
+                .try_compile_with(g.clone(), opts)
+                .unwrap();
+            c.run(&[("q", &qv), ("k", &kv), ("p", &pv)])
+        };
+        let mut fusion = rlx_compile::FusionOptions::disabled();
+        fusion.transposed_operands = true;
+        let off = CompileOptions::default()
+            .optimize(false)
+            .hoist_params(false);
+        let plain = run(&off);
+        let fused = run(&off.clone().fusion_options(fusion));
+        assert!(same_bits(&plain, &fused), "{m} rows");
+    }
+}
+
+#[test]
 fn a_transposed_param_is_hoisted_not_read_through_strides() {
     // The runtime transposes a param once per value (the param prelude),
     // and the main graph's matmul reads a plain weight it can pack.

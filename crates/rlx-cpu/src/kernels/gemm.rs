@@ -12,7 +12,7 @@
 //! the crate's thread team; products below a grain stay on the calling thread.
 
 use super::scalar::Real;
-use super::{gemm_blocked, gemv};
+use super::{gemm_blocked, gemv, small_rows};
 use crate::team;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -111,7 +111,17 @@ pub trait GemmFloat: Real {
 
     /// `c += a · b`, shapes as in [`GemmFloat::gemm`].
     fn gemm_add(a: Strided<Self>, b: Strided<Self>, c: &mut [Self], threads: usize);
+
+    /// A product for `a` of at most `small_rows::MAX_ROWS` rows whose sums
+    /// do not depend on the operands' layouts
+    /// (`kernels::small_rows`), where this type and CPU have one.
+    fn few_rows() -> Option<FewRows<Self>> {
+        None
+    }
 }
+
+/// `c = a · b` with `threads`, as [`GemmFloat::gemm`].
+pub(crate) type FewRows<T> = fn(Strided<T>, Strided<T>, &mut [T], usize);
 
 fn faer_gemm<T: faer::traits::ComplexField + Real>(
     a: Strided<T>,
@@ -232,6 +242,10 @@ impl GemmFloat for f32 {
             return gemm_blocked::gemm(a, b, c, true, threads);
         }
         faer_gemm(a, b, c, Accum::Add, threads)
+    }
+
+    fn few_rows() -> Option<FewRows<f32>> {
+        small_rows::available().then_some(small_rows::product as FewRows<f32>)
     }
 }
 

@@ -4,11 +4,13 @@
 //! on strided views of the operands: batch slices, transposed and
 //! dot_general-permuted operands are read in place whenever each of the
 //! row / contracted / column axis groups collapses to one stride; only other
-//! layouts are copied first. Integer products keep a plain wrapping loop.
+//! layouts are copied first. Products of 2 to `small_rows::MAX_ROWS` f32
+//! rows run `small_rows`. Integer products keep a plain wrapping loop.
 
 use super::gemm::{num_threads, GemmFloat, Strided, GEMM_GRAIN};
 use super::gemm_bf16;
 use super::scalar::{Int, Pod};
+use super::small_rows;
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
 use crate::with_real;
@@ -253,7 +255,11 @@ pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult
 /// Runs one GEMM per batch entry: entry `i` multiplies `a` at offset
 /// `a_offs[i]` by `b` at `b_offs[i]` into the `i`-th `m x n` block of `c`.
 /// Many small products split over threads by batch entry; large ones split
-/// inside the GEMM.
+/// inside the GEMM. Products of 2 to `small_rows::MAX_ROWS` rows (a decode
+/// step's attention over the KV cache) run `small_rows` where the type has
+/// it: a GEMM's packing would cost about as much as their arithmetic, and
+/// its sums are the same for either layout of `b`, so matmul and the
+/// dot_general reading a transposed operand in place agree bit for bit.
 fn gemm_batches<T: GemmFloat>(
     a: Strided<T>,
     a_offs: &[usize],
@@ -261,7 +267,12 @@ fn gemm_batches<T: GemmFloat>(
     b_offs: &[usize],
     c: &mut [T],
 ) {
-    batches_of(a, a_offs, b, b_offs, c, T::gemm)
+    match T::few_rows() {
+        Some(product) if (2..=small_rows::MAX_ROWS).contains(&a.rows) => {
+            batches_of(a, a_offs, b, b_offs, c, product)
+        }
+        _ => batches_of(a, a_offs, b, b_offs, c, T::gemm),
+    }
 }
 
 /// [`gemm_batches`] with `product(a, b, c, threads)` for each entry.

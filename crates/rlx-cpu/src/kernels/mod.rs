@@ -69,12 +69,6 @@ pub mod quant_matmul;
 pub(crate) mod reduce;
 pub mod region;
 pub(crate) mod scalar;
-// Not routed yet: its summation order depends on the layout of `b`, so a
-// matmul read through a transposed operand (the transposed-operands fusion)
-// would differ in the last bits from the same matmul on the materialised
-// transpose, which `rlx-runtime`'s pass-equivalence test forbids. Kept with
-// its numpy fixture test until both layouts sum in one order.
-#[cfg_attr(not(test), allow(dead_code))]
 mod small_rows;
 pub(crate) mod upsample;
 pub(crate) mod winograd;

@@ -5,26 +5,52 @@
 //! A general GEMM packs panels and blocks for many rows; with three rows
 //! that setup costs about as much as the arithmetic. Here each element of
 //! `b` is loaded once and used for every row of `a` (whose rows stay in L1).
-//! Two layouts of `b` have AVX2 + FMA kernels:
-//! - columns contiguous (`q · K^T` with K `[n, k]` row-major): two columns
-//!   at a time, each a dot product with every row of `a`;
-//! - rows contiguous (`p · V` with V `[k, n]` row-major): 16 columns of `c`
-//!   held in registers per row while every row of `b` is added in, scaled.
 //!
-//! Other layouts, and CPUs without AVX2 + FMA, run the scalar loop.
+//! Every element is one FMA chain in `k` order from `+0.0`
+//! (`c = fma(a[p], b[p], c)` for `p = 0, 1, ..`), whatever the layout of
+//! `b`, the column block or the thread split: a matmul read through a
+//! transposed operand (the transposed-operands fusion) gives the bits of
+//! the same matmul on the materialised transpose. Two layouts of `b` have
+//! AVX2 + FMA kernels, both with columns of `c` across the vector lanes:
+//! - rows contiguous (`p · V` with V `[k, n]` row-major): 16 columns of `c`
+//!   held in registers per row while every row of `b` is added in, scaled;
+//! - columns contiguous (`q · K^T` with K `[n, k]` row-major): 8 columns
+//!   at a time, each 8 x 8 block of them transposed in registers so that a
+//!   vector holds one depth of 8 columns.
+//!
+//! Other layouts run a scalar loop of the same chains (`mul_add`). Routed
+//! only where the vector kernels run ([`available`]).
 
 use super::gemm::Strided;
+use super::gemv::GEMV_GRAIN;
+use crate::team;
 
 /// Rows of `a` this kernel takes; a product with more runs the GEMM.
 pub(crate) const MAX_ROWS: usize = 4;
 
+/// Column granularity of a threaded split (two cache lines of `c`).
+const SPLIT: usize = 16;
+
+/// Whether this CPU runs the vector kernels (AVX2 + FMA); elsewhere the
+/// products stay with the GEMM.
+pub(crate) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// `c = a · b` (`c` dense row-major `a.rows x b.cols`) for `a.rows` in
-/// `1..=MAX_ROWS`, on the calling thread (`_threads` keeps the signature
-/// of the GEMMs it stands in for: these products are too small to split).
+/// `1..=MAX_ROWS`; a `b` of [`GEMV_GRAIN`] elements or more is split by
+/// columns over `threads`.
 ///
 /// # Panics
 /// On operands whose shapes disagree or reach past their buffers.
-pub(crate) fn product(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], _threads: usize) {
+pub(crate) fn product(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert!(
         (1..=MAX_ROWS).contains(&m) && b.rows == k && c.len() == m * n,
@@ -53,20 +79,42 @@ pub(crate) fn product(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], _threads:
         std::array::from_fn(|i| &dense[i.min(m - 1) * k..][..k])
     };
     let rows = &rows[..m];
+    let parts = if k * n >= GEMV_GRAIN { threads } else { 1 };
+    let blocks = team::split(n, parts, SPLIT);
+    let c = team::Disjoint::new(c);
+    let run = |p: usize| {
+        // SAFETY: `reach` bounded every read of b, the rows are k long, c
+        // is m x n, and the parts write disjoint column blocks of it.
+        unsafe { columns(rows, &b, blocks[p].clone(), c.as_ptr()) }
+    };
+    if blocks.len() > 1 {
+        team::parallel_for(blocks.len(), run);
+    } else {
+        run(0);
+    }
+}
+
+/// Columns `cols` of `c = rows · b` into `c` (row-major, `b.cols` wide).
+///
+/// # Safety
+/// `b` lies inside its buffer, `rows` hold `1..=MAX_ROWS` slices of
+/// `b.rows`, `c` points at `rows.len() x b.cols` elements of which no other
+/// thread touches the columns `cols`.
+unsafe fn columns(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize>, c: *mut f32) {
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma() && (b.row_stride == 1 || b.col_stride == 1) {
-        // SAFETY: the CPU has AVX2 + FMA; `reach` bounded every read of b,
-        // the rows are k long and c is m x n.
+    if available() && (b.row_stride == 1 || b.col_stride == 1) {
+        // SAFETY: the CPU has AVX2 + FMA; the rest is the caller's contract.
         unsafe {
-            if b.row_stride == 1 {
-                x86::dot_columns(rows, &b, c)
+            if b.col_stride == 1 {
+                x86::axpy_rows(rows, b, cols, c)
             } else {
-                x86::axpy_rows(rows, &b, c)
+                x86::dot_columns(rows, b, cols, c)
             }
         }
         return;
     }
-    scalar(rows, &b, c);
+    // SAFETY: the caller's contract.
+    unsafe { chains(rows, b, cols, c) }
 }
 
 /// One past the largest element offset `s` reads.
@@ -74,22 +122,22 @@ fn reach(s: &Strided<f32>) -> usize {
     s.offset + (s.rows - 1) * s.row_stride + (s.cols - 1) * s.col_stride + 1
 }
 
-#[cfg(target_arch = "x86_64")]
-fn avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-/// Any layout of `b`: `c[i, j] = sum_p rows[i][p] * b[p, j]`.
-fn scalar(rows: &[&[f32]], b: &Strided<f32>, c: &mut [f32]) {
+/// Any layout of `b`, columns `cols`: `c[i, j]` as the FMA chain
+/// `s = rows[i][p].mul_add(b[p, j], s)` from `s = 0`, the vector kernels'
+/// order (also their tails).
+///
+/// # Safety
+/// As [`columns`].
+unsafe fn chains(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize>, c: *mut f32) {
     let n = b.cols;
     for (i, row) in rows.iter().enumerate() {
-        for j in 0..n {
+        for j in cols.clone() {
             let col = b.offset + j * b.col_stride;
-            c[i * n + j] = row
-                .iter()
-                .enumerate()
-                .map(|(p, &x)| x * b.data[col + p * b.row_stride])
-                .sum();
+            let s = row.iter().enumerate().fold(0f32, |s, (p, &x)| {
+                x.mul_add(b.data[col + p * b.row_stride], s)
+            });
+            // SAFETY: (i, j) is inside c and in this caller's columns.
+            unsafe { *c.add(i * n + j) = s };
         }
     }
 }
@@ -98,77 +146,35 @@ fn scalar(rows: &[&[f32]], b: &Strided<f32>, c: &mut [f32]) {
 mod x86 {
     use super::{Strided, MAX_ROWS};
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
-    /// Sum of the eight lanes.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn hsum(v: __m256) -> f32 {
-        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-        _mm_cvtss_f32(s)
+    /// The rows' pointers (the last repeated up to [`MAX_ROWS`]).
+    fn row_ptrs(rows: &[&[f32]]) -> [*const f32; MAX_ROWS] {
+        std::array::from_fn(|i| rows[i.min(rows.len() - 1)].as_ptr())
     }
 
-    /// `c[i, j] = rows[i] · (column j of b)` with b's columns contiguous
-    /// (`b.row_stride == 1`): two columns at a time share each load of a
-    /// row of `a`.
-    ///
-    /// # Safety
-    /// AVX2 + FMA; b's columns `0..n`, each `k` long, inside `b.data`;
-    /// `rows` hold `m <= MAX_ROWS` slices of `k`; `c` is `m x n`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot_columns(rows: &[&[f32]], b: &Strided<f32>, c: &mut [f32]) {
-        let (m, k, n) = (rows.len(), b.rows, b.cols);
-        let k8 = k / 8 * 8;
-        let bp = b.data.as_ptr().add(b.offset);
-        let ap: [*const f32; MAX_ROWS] = std::array::from_fn(|i| rows[i.min(m - 1)].as_ptr());
-        let mut j = 0;
-        while j < n {
-            let pair = 2.min(n - j);
-            let col: [*const f32; 2] =
-                std::array::from_fn(|t| bp.add((j + t.min(pair - 1)) * b.col_stride));
-            let mut acc = [[_mm256_setzero_ps(); 2]; MAX_ROWS];
-            let mut p = 0;
-            while p < k8 {
-                let b0 = _mm256_loadu_ps(col[0].add(p));
-                let b1 = _mm256_loadu_ps(col[1].add(p));
-                for i in 0..m {
-                    let x = _mm256_loadu_ps(ap[i].add(p));
-                    acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
-                    acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
-                }
-                p += 8;
-            }
-            for i in 0..m {
-                for t in 0..pair {
-                    let mut s = hsum(acc[i][t]);
-                    for q in k8..k {
-                        s += *ap[i].add(q) * *col[t].add(q);
-                    }
-                    c[i * n + j + t] = s;
-                }
-            }
-            j += pair;
-        }
-    }
-
-    /// Columns of `c` held in registers per block.
+    /// Columns held in registers per block of [`axpy_rows`].
     const BLOCK: usize = 16;
 
-    /// `c[i, :] = sum_p rows[i][p] * (row p of b)` with b's rows
+    /// `c[i, cols] = sum_p rows[i][p] * b[p, cols]` with b's rows
     /// contiguous (`b.col_stride == 1`): blocks of 16 columns of every row
     /// of `c` stay in registers while b's rows stream through.
     ///
     /// # Safety
-    /// As [`dot_columns`], with b's rows `0..k`, each `n` long.
+    /// AVX2 + FMA, and the contract of `super::columns`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn axpy_rows(rows: &[&[f32]], b: &Strided<f32>, c: &mut [f32]) {
+    pub(super) unsafe fn axpy_rows(
+        rows: &[&[f32]],
+        b: &Strided<f32>,
+        cols: Range<usize>,
+        c: *mut f32,
+    ) {
         let (m, k, n) = (rows.len(), b.rows, b.cols);
         let bp = b.data.as_ptr().add(b.offset);
         let rs = b.row_stride;
-        let ap: [*const f32; MAX_ROWS] = std::array::from_fn(|i| rows[i.min(m - 1)].as_ptr());
-        let cp = c.as_mut_ptr();
-        let mut j = 0;
-        while j + BLOCK <= n {
+        let ap = row_ptrs(rows);
+        let mut j = cols.start;
+        while j + BLOCK <= cols.end {
             let mut acc = [[_mm256_setzero_ps(); 2]; MAX_ROWS];
             for p in 0..k {
                 let row = bp.add(p * rs + j);
@@ -181,21 +187,102 @@ mod x86 {
                 }
             }
             for (i, [lo, hi]) in acc.iter().take(m).enumerate() {
-                _mm256_storeu_ps(cp.add(i * n + j), *lo);
-                _mm256_storeu_ps(cp.add(i * n + j + 8), *hi);
+                _mm256_storeu_ps(c.add(i * n + j), *lo);
+                _mm256_storeu_ps(c.add(i * n + j + 8), *hi);
             }
             j += BLOCK;
         }
-        // The last columns (fewer than a block), one at a time.
-        for jj in j..n {
-            for (i, &a) in ap.iter().take(m).enumerate() {
-                let mut s = 0f32;
-                for p in 0..k {
-                    s += *a.add(p) * *bp.add(p * rs + jj);
+        super::chains(rows, b, j..cols.end, c);
+    }
+
+    /// `c[i, cols] = rows[i] · (column j of b)` with b's columns contiguous
+    /// (`b.row_stride == 1`): per block of 8 columns, each 8 x 8 block of
+    /// them is transposed in registers, so that one vector holds one depth
+    /// of the 8 columns and the sums run across lanes in `k` order.
+    ///
+    /// # Safety
+    /// AVX2 + FMA, and the contract of `super::columns`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot_columns(
+        rows: &[&[f32]],
+        b: &Strided<f32>,
+        cols: Range<usize>,
+        c: *mut f32,
+    ) {
+        let (m, k, n) = (rows.len(), b.rows, b.cols);
+        let k8 = k / 8 * 8;
+        let bp = b.data.as_ptr().add(b.offset);
+        let ap = row_ptrs(rows);
+        let mut j = cols.start;
+        while j + 8 <= cols.end {
+            let col: [*const f32; 8] = std::array::from_fn(|t| bp.add((j + t) * b.col_stride));
+            let mut acc = [_mm256_setzero_ps(); MAX_ROWS];
+            let mut p = 0;
+            while p < k8 {
+                let depth = transpose8(std::array::from_fn(|t| _mm256_loadu_ps(col[t].add(p))));
+                for (q, v) in depth.iter().enumerate() {
+                    for i in 0..m {
+                        let x = _mm256_broadcast_ss(&*ap[i].add(p + q));
+                        acc[i] = _mm256_fmadd_ps(x, *v, acc[i]);
+                    }
                 }
-                *cp.add(i * n + jj) = s;
+                p += 8;
             }
+            for p in k8..k {
+                let v = _mm256_setr_ps(
+                    *col[0].add(p),
+                    *col[1].add(p),
+                    *col[2].add(p),
+                    *col[3].add(p),
+                    *col[4].add(p),
+                    *col[5].add(p),
+                    *col[6].add(p),
+                    *col[7].add(p),
+                );
+                for i in 0..m {
+                    acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap[i].add(p)), v, acc[i]);
+                }
+            }
+            for (i, v) in acc.iter().take(m).enumerate() {
+                _mm256_storeu_ps(c.add(i * n + j), *v);
+            }
+            j += 8;
         }
+        super::chains(rows, b, j..cols.end, c);
+    }
+
+    /// The 8 x 8 transpose: `r[t]` holds depths `0..8` of column `t`; the
+    /// result's vector `q` holds depth `q` of columns `0..8`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        // Per 128-bit half: depths 0 / 1 / 2 / 3 (low half) and 4 / 5 / 6 / 7
+        // (high half) of columns 0..4 (from t0..t3) and 4..8 (t4..t7).
+        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(s0, s4),
+            _mm256_permute2f128_ps::<0x20>(s1, s5),
+            _mm256_permute2f128_ps::<0x20>(s2, s6),
+            _mm256_permute2f128_ps::<0x20>(s3, s7),
+            _mm256_permute2f128_ps::<0x31>(s0, s4),
+            _mm256_permute2f128_ps::<0x31>(s1, s5),
+            _mm256_permute2f128_ps::<0x31>(s2, s6),
+            _mm256_permute2f128_ps::<0x31>(s3, s7),
+        ]
     }
 }
 
@@ -283,6 +370,76 @@ mod tests {
             let mut c = vec![f32::NAN; m * n];
             product(a_view, b_wide, &mut c, 1);
             close(&c, &out, &format!("scalar {m}x{k}x{n}"));
+        }
+    }
+
+    /// Pseudo-random floats in [-1, 1) with every mantissa bit in use, so
+    /// that a different summation order shows in the last bits.
+    fn noise(len: usize, seed: u32) -> Vec<f32> {
+        (0..len as u32)
+            .map(|i| {
+                let h = (i ^ seed).wrapping_mul(0x9E37_79B9).rotate_left(13) ^ seed;
+                h.wrapping_mul(0x85EB_CA6B) as f32 / 2f32.powi(31) - 1.0
+            })
+            .collect()
+    }
+
+    /// `b` stored row-major (`p · V`), column-major (`q · K^T`, also as the
+    /// transposed-operands fusion reads a transpose) and with neither
+    /// stride 1, at 1 to 3 threads: the same bits, and those of the FMA
+    /// chain in `k` order from +0 written out here (the order the
+    /// pass-equivalence test needs: a matmul on a materialised transpose
+    /// and the dot_general reading it in place must agree bit for bit).
+    #[test]
+    fn every_layout_and_split_sums_in_k_order() {
+        for &(m, k, n) in &[
+            (2, 64, 40),
+            (3, 64, 257),
+            (4, 13, 35),
+            (3, 200, 1400),
+            (2, 9, 7),
+        ] {
+            let a = noise(m * k, 1);
+            let vals = noise(k * n, 2);
+            let want: Vec<f32> = (0..m * n)
+                .map(|e| {
+                    let (i, j) = (e / n, e % n);
+                    (0..k).fold(0f32, |s, p| a[i * k + p].mul_add(vals[p * n + j], s))
+                })
+                .collect();
+            let keys: Vec<f32> = (0..n * k).map(|e| vals[(e % k) * n + e / k]).collect();
+            let wide: Vec<f32> = vals.iter().flat_map(|&v| [v, 0.5]).collect();
+            let layouts = [
+                Strided::row_major(&vals, 0, k, n),
+                Strided {
+                    data: &keys,
+                    offset: 0,
+                    rows: k,
+                    cols: n,
+                    row_stride: 1,
+                    col_stride: k,
+                },
+                Strided {
+                    data: &wide,
+                    offset: 0,
+                    rows: k,
+                    cols: n,
+                    row_stride: 2 * n,
+                    col_stride: 2,
+                },
+            ];
+            for b in layouts {
+                for threads in [1, 2, 3] {
+                    let mut c = vec![f32::NAN; m * n];
+                    product(Strided::row_major(&a, 0, m, k), b, &mut c, threads);
+                    let same = c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(
+                        same,
+                        "{m}x{k}x{n} strides {:?} threads {threads}",
+                        (b.row_stride, b.col_stride)
+                    );
+                }
+            }
         }
     }
 
