@@ -8,7 +8,9 @@ conv path: depthwise, 1x1, im2col, Winograd F(2,3), the N-d path).
 Writes crates/rlx-cpu/tests/fixtures/fused_conv/cases.json (committed), read by
 the unit tests of crates/rlx-cpu/src/kernels/conv_epilogue.rs, and
 crates/rlx-cpu/tests/fixtures/conv_direct/cases.json (DIRECT_CASES: shapes of
-the direct few-channel kernel, read by kernels/conv_direct.rs's tests). Inputs are not
+the direct few-channel kernel, read by kernels/conv_direct.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_pointwise/cases.json (POINTWISE_CASES: 1x1
+convs of the NCHW pointwise kernel, read by kernels/conv_pointwise.rs's tests). Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -16,7 +18,8 @@ per-channel scale s[i] = ((i * 2) % 7 - 3) / 2.
 The conv is a float64 loop over the np.pad-ed input (cross-correlation,
 PyTorch / ONNX semantics), independent of RLX's code; the epilogues are
 written out in numpy (relu6 = clip(0, 6), silu = x * sigmoid(x),
-leaky = max(x, 0.1 x), relu, residual + relu, residual + silu, per-channel scale + residual).
+leaky = max(x, 0.1 x), relu, residual + relu, residual + silu, per-channel scale + residual,
+residual add).
 """
 import json
 import os
@@ -77,6 +80,9 @@ def epilogue(name, y, res_dims):
     if name == "residual_relu":
         r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
         return np.maximum(y + r, 0.0)
+    if name == "residual":
+        r = seq(int(np.prod(res_dims)), 3, 13, 4).reshape(res_dims)
+        return y + r
     if name == "scale_residual":
         o = y.shape[1]
         s = seq(o, 2, 7, 2).reshape((o,) + (1,) * (y.ndim - 2))
@@ -119,6 +125,22 @@ DIRECT_CASES = [
     ("direct_c4_o8_asym_pad_scale_residual", (1, 4, 10, 12), 8, (3, 3), (1, 1), ((0, 1), (1, 0)), (1, 1), 1, False, "scale_residual", "one_image"),
 ]
 
+# 1x1 convs of the NCHW pointwise kernel (kernels/conv_pointwise.rs): output
+# channels not a multiple of the register tile's 6 / 8 rows, pixel counts not a
+# multiple of its 16 / 32 columns, 300 input channels (two pixel blocks per
+# image), batch 2 / 3; epilogues it runs on each tile (relu6, residual add,
+# per-channel scale + residual, relu) and ones it runs per image (silu +
+# residual, leaky: they read the conv result twice).
+POINTWISE_CASES = [
+    ("pointwise_c24_o20_relu6_batch2", (2, 24, 9, 13), 20, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    ("pointwise_c7_o13_residual", (1, 7, 17, 19), 13, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pointwise_c300_o9_scale_residual_batch2", (2, 300, 11, 17), 9, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("pointwise_c5_o33_silu_residual", (1, 5, 8, 9), 33, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
+    ("pointwise_c16_o8_leaky", (1, 16, 6, 6), 8, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "leaky", None),
+    ("pointwise_c12_o16_relu_nobias_batch3", (3, 12, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
+]
+OUT_POINTWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "cases.json")
+
 
 def write(cases_in, out):
     cases = []
@@ -154,6 +176,7 @@ def write(cases_in, out):
 def main():
     write(CASES, OUT)
     write(DIRECT_CASES, OUT_DIRECT)
+    write(POINTWISE_CASES, OUT_POINTWISE)
 
 
 if __name__ == "__main__":

@@ -347,6 +347,17 @@ fn conv_real<T: GemmFloat>(
     if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
         return g2.depthwise(x, wt, bias, y, epi);
     }
+    if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.pointwise_nchw_wins()) {
+        let bias32 = bias.map(as_f32);
+        if let (Some(x), Some(wt), Some(y), Some(b)) = (
+            as_f32(x),
+            as_f32(wt),
+            as_f32_mut(&mut *y),
+            bias32.unwrap_or(Some(&[])),
+        ) {
+            return g2.pointwise_nchw(x, wt, bias.map(|_| b), y, epi);
+        }
+    }
     fill_bias(y, bias, g.o, g.pout);
     if g.pout == 0 {
         return Ok(());

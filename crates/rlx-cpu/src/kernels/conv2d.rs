@@ -110,6 +110,8 @@ impl Conv2d {
         let shared = team::Disjoint::new(y);
         // Planes per epilogue block: about 16 KiB of output, one image.
         let block = (4096 / pout).max(1);
+        // Set only for an f32 output (then `T` is f32).
+        let chain = epi.and_then(|e| e.rows());
         team::try_parallel_for(ranges.len(), |part| {
             let mut scratch = Vec::new();
             let mut start = ranges[part].start;
@@ -120,8 +122,12 @@ impl Conv2d {
                 let yb = unsafe { shared.range(start * pout..end * pout) };
                 for (i, yp) in yb.chunks_exact_mut(pout).enumerate() {
                     self.depthwise_plane(x, wt, bias, (n, oc + i), yp, &mut scratch);
+                    // A row-chain epilogue (ReLU6) while the plane is in L1.
+                    if let (Some(chain), Some(y32)) = (chain, as_f32_mut(yp)) {
+                        chain.apply(y32, pout, n, oc + i..oc + i + 1, 0..pout);
+                    }
                 }
-                if let Some(epi) = epi {
+                if let Some(epi) = epi.filter(|_| chain.is_none()) {
                     epi.apply(yb, n, oc..oc + (end - start))?;
                 }
                 start = end;

@@ -30,10 +30,18 @@ impl Conv2d {
         scratch: &mut Vec<f32>,
     ) {
         let s = self.s.0;
-        // Padded plane: rows / columns read by every output, zeros outside x.
+        // Padded plane: rows / columns read by every output, zeros outside
+        // x; for stride 2 stored as its even columns (taps 0 and 2), then
+        // its odd ones (tap 1), each a contiguous run per output row.
         let (hp, wp) = ((self.oh - 1) * s + 3, (self.ow - 1) * s + 3);
+        let (we, wo) = if s == 1 {
+            (wp, 0)
+        } else {
+            (wp.div_ceil(2), wp / 2)
+        };
         scratch.clear();
-        scratch.resize(hp * wp, 0.0);
+        scratch.resize(hp * (we + wo), 0.0);
+        let (even, odd) = scratch.split_at_mut(hp * we);
         for r in 0..hp {
             let Some(iy) = (r as isize - self.p.0 as isize)
                 .try_into()
@@ -42,16 +50,29 @@ impl Conv2d {
             else {
                 continue;
             };
-            let prow = &mut scratch[r * wp..][..wp];
             let c0 = self.p.1.min(wp);
             let n = self.w.min(wp - c0);
-            prow[c0..c0 + n].copy_from_slice(&xp[iy * self.w..][..n]);
+            let xrow = &xp[iy * self.w..][..n];
+            if s == 1 {
+                even[r * wp + c0..][..n].copy_from_slice(xrow);
+                continue;
+            }
+            let (erow, orow) = (&mut even[r * we..][..we], &mut odd[r * wo..][..wo]);
+            for (i, &v) in xrow.iter().enumerate() {
+                let col = c0 + i;
+                if col % 2 == 0 {
+                    erow[col / 2] = v;
+                } else {
+                    orow[col / 2] = v;
+                }
+            }
         }
         let w: [f32; 9] = wk[..9].try_into().expect("a 3x3 kernel");
         let ow = self.ow;
         if s == 1 {
+            let plane = &*even;
             for oy in 0..self.oh {
-                let row = |ky: usize, kx: usize| &scratch[(oy + ky) * wp + kx..][..ow];
+                let row = |ky: usize, kx: usize| &plane[(oy + ky) * wp + kx..][..ow];
                 let taps = [
                     row(0, 0),
                     row(0, 1),
@@ -66,19 +87,6 @@ impl Conv2d {
                 taps_row(&mut yp[oy * ow..][..ow], &taps, &w, bias);
             }
             return;
-        }
-        // Stride 2: even columns (taps 0 and 2) and odd ones (tap 1).
-        let (we, wo) = (wp.div_ceil(2), wp / 2);
-        let mut split = vec![0f32; hp * (we + wo)];
-        let (even, odd) = split.split_at_mut(hp * we);
-        for r in 0..hp {
-            let prow = &scratch[r * wp..][..wp];
-            for (j, v) in even[r * we..][..we].iter_mut().enumerate() {
-                *v = prow[2 * j];
-            }
-            for (j, v) in odd[r * wo..][..wo].iter_mut().enumerate() {
-                *v = prow[2 * j + 1];
-            }
         }
         let (even, odd) = (&*even, &*odd);
         for oy in 0..self.oh {

@@ -9,9 +9,16 @@
 //! result, the YOLO activation) runs that part as one vectorised pass
 //! ([`super::fastmath::silu_in_place_f32`]) and the rest of
 //! its steps as a region over that result.
+//!
+//! An f32 epilogue that is a chain of one-operand steps over the running
+//! value (ReLU, or add / sub / mul / max / min with a scalar, a
+//! per-channel value or a same-shape residual: MobileNet's ReLU6 and
+//! residual add) also runs on any rectangle of channels x pixels
+//! ([`ConvEpilogue::rows`]), so a kernel that produces its output in
+//! pixel blocks applies it to each block while the block is in L1.
 
 use super::region;
-use super::scalar::Pod;
+use super::scalar::{nan_max, nan_min, Pod};
 use super::{KernelResult, View, ViewMut};
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
 use rlx_ir::DType;
@@ -34,6 +41,43 @@ pub(crate) struct ConvEpilogue<'a> {
     /// The output's dims.
     out: Vec<usize>,
     dtype: DType,
+    /// The same epilogue as a chain of row steps, when it is one.
+    rows: Option<RowChain<'a>>,
+}
+
+/// Where a row step's operand comes from.
+#[derive(Clone, Copy)]
+enum RowSrc<'a> {
+    /// One value for every element.
+    Scalar(f32),
+    /// One value per output channel (`[O]`).
+    Channel(&'a [f32]),
+    /// A value per element: `[1 or N, O, pixels]`, with `images` images.
+    Full { data: &'a [f32], images: usize },
+}
+
+/// One step of a [`RowChain`] (`v` is the running value).
+#[derive(Clone, Copy)]
+enum RowStep<'a> {
+    /// `v = relu(v)`.
+    Relu,
+    /// `v = op(v, src)`, or `op(src, v)` when `src_first`.
+    Binary {
+        op: BinaryOp,
+        src: RowSrc<'a>,
+        src_first: bool,
+    },
+}
+
+/// An f32 epilogue as steps over the running value, each on one row of
+/// pixels of one channel at a time (the same per-element operations as the
+/// region interpreter, so the same bits).
+pub(crate) struct RowChain<'a> {
+    steps: Vec<RowStep<'a>>,
+    /// Output channels.
+    o: usize,
+    /// Output pixels per channel.
+    pixels: usize,
 }
 
 impl<'a> ConvEpilogue<'a> {
@@ -73,13 +117,24 @@ impl<'a> ConvEpilogue<'a> {
             })
             .collect::<Option<Vec<_>>>()?;
         let peeled = (dtype == DType::F32).then(|| peel_silu(steps)).flatten();
+        let rows = (dtype == DType::F32 && r >= 2)
+            .then(|| RowChain::new(steps, &extras, out_dims))
+            .flatten();
         (r >= 2).then(|| ConvEpilogue {
             silu: peeled.is_some(),
             steps: peeled.unwrap_or_else(|| steps.to_vec()),
             extras,
             out: out_dims.to_vec(),
             dtype,
+            rows,
         })
+    }
+
+    /// The epilogue as a chain of row steps (f32), when it is one: a kernel
+    /// may then run it on any block with [`RowChain::apply`] instead of
+    /// [`Self::apply`] on whole channel planes.
+    pub(crate) fn rows(&self) -> Option<&RowChain<'a>> {
+        self.rows.as_ref()
     }
 
     /// Runs the epilogue in place on `y`, the output channels `ch` of image `n`.
@@ -142,6 +197,167 @@ impl<'a> ConvEpilogue<'a> {
     }
 }
 
+impl<'a> RowChain<'a> {
+    /// `steps` as row steps, when each reads the running value (input 0
+    /// for the first step) and at most one extra that is a scalar, a
+    /// per-channel vector or a tensor of the output's pixels.
+    fn new(steps: &[ChainStep], extras: &[Extra<'a>], out: &[usize]) -> Option<Self> {
+        use ChainOperand::{Input, Step};
+        let (o, pixels) = (out[1], out[2..].iter().product::<usize>());
+        let src = |k: usize| -> Option<RowSrc<'a>> {
+            let e = extras.get(k.checked_sub(1)?)?;
+            if e.dtype != DType::F32 || !(e.bytes.as_ptr() as usize).is_multiple_of(4) {
+                return None;
+            }
+            // SAFETY: f32-aligned bytes of an f32 tensor (checked above).
+            let data = unsafe {
+                std::slice::from_raw_parts(e.bytes.as_ptr() as *const f32, e.bytes.len() / 4)
+            };
+            let inner: usize = e.dims[2..].iter().product();
+            match (e.dims[0], e.dims[1], inner) {
+                (1, 1, 1) => Some(RowSrc::Scalar(*data.first()?)),
+                (1, c, 1) if c == o => Some(RowSrc::Channel(data.get(..o)?)),
+                (images, c, p) if c == o && p == pixels && e.dims[2..] == out[2..] => {
+                    (data.len() == images * o * p).then_some(RowSrc::Full { data, images })
+                }
+                _ => None,
+            }
+        };
+        let mut out_steps = Vec::with_capacity(steps.len());
+        for (i, step) in steps.iter().enumerate() {
+            let is_v = |x: &ChainOperand| match *x {
+                Input(0) => i == 0,
+                Step(k) => i > 0 && k == i - 1,
+                _ => false,
+            };
+            let other = |x: &ChainOperand| match *x {
+                Input(k) if k > 0 => src(k),
+                _ => None,
+            };
+            out_steps.push(match step {
+                ChainStep::Unary(UnaryOp::Relu, x) if is_v(x) => RowStep::Relu,
+                ChainStep::Binary(
+                    op @ (BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Max
+                    | BinaryOp::Min),
+                    a,
+                    b,
+                ) => {
+                    let (src, src_first) = if is_v(a) {
+                        (other(b)?, false)
+                    } else if is_v(b) {
+                        (other(a)?, true)
+                    } else {
+                        return None;
+                    };
+                    RowStep::Binary {
+                        op: *op,
+                        src,
+                        src_first,
+                    }
+                }
+                _ => return None,
+            });
+        }
+        Some(RowChain {
+            steps: out_steps,
+            o,
+            pixels,
+        })
+    }
+
+    /// Runs the chain in place on `y`: rows of channels `ch` of image `n`,
+    /// each at `ld` elements from the last, over the pixels `px` (row `i`
+    /// is `y[i * ld..][..px.len()]`).
+    pub(crate) fn apply(
+        &self,
+        y: &mut [f32],
+        ld: usize,
+        n: usize,
+        ch: Range<usize>,
+        px: Range<usize>,
+    ) {
+        let len = px.len();
+        for (i, c) in ch.enumerate() {
+            let row = &mut y[i * ld..][..len];
+            for step in &self.steps {
+                match *step {
+                    RowStep::Relu => row_relu(row),
+                    RowStep::Binary { op, src, src_first } => {
+                        let operand = match src {
+                            RowSrc::Scalar(v) => Operand::Scalar(v),
+                            RowSrc::Channel(v) => Operand::Scalar(v[c]),
+                            RowSrc::Full { data, images } => {
+                                let image = if images == 1 { 0 } else { n };
+                                let at = (image * self.o + c) * self.pixels + px.start;
+                                Operand::Row(&data[at..at + len])
+                            }
+                        };
+                        row_binary(row, op, operand, src_first);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A row step's operand, resolved for one row.
+#[derive(Clone, Copy)]
+enum Operand<'a> {
+    Scalar(f32),
+    Row(&'a [f32]),
+}
+
+/// `v = relu(v)` on a row (NaN propagates, as the elementwise kernel).
+fn row_relu(row: &mut [f32]) {
+    for v in row {
+        *v = if v.is_nan() || *v > 0.0 { *v } else { 0.0 };
+    }
+}
+
+/// `v = op(v, s)` (or `op(s, v)` when `src_first`) on a row, one
+/// vectorisable loop per op and operand kind (AVX2 built in where the CPU
+/// has it).
+fn row_binary(row: &mut [f32], op: BinaryOp, s: Operand, src_first: bool) {
+    #[inline(always)]
+    fn each(row: &mut [f32], op: BinaryOp, s: Operand, src_first: bool) {
+        #[inline(always)]
+        fn go(row: &mut [f32], s: Operand, f: impl Fn(f32, f32) -> f32) {
+            match s {
+                Operand::Scalar(b) => row.iter_mut().for_each(|v| *v = f(*v, b)),
+                Operand::Row(r) => row.iter_mut().zip(r).for_each(|(v, &b)| *v = f(*v, b)),
+            }
+        }
+        match (op, src_first) {
+            (BinaryOp::Add, false) => go(row, s, |v, b| v + b),
+            (BinaryOp::Add, true) => go(row, s, |v, b| b + v),
+            (BinaryOp::Sub, false) => go(row, s, |v, b| v - b),
+            (BinaryOp::Sub, true) => go(row, s, |v, b| b - v),
+            (BinaryOp::Mul, false) => go(row, s, |v, b| v * b),
+            (BinaryOp::Mul, true) => go(row, s, |v, b| b * v),
+            (BinaryOp::Max, false) => go(row, s, nan_max),
+            (BinaryOp::Max, true) => go(row, s, |v, b| nan_max(b, v)),
+            (BinaryOp::Min, false) => go(row, s, nan_min),
+            (BinaryOp::Min, true) => go(row, s, |v, b| nan_min(b, v)),
+            _ => unreachable!("RowChain::new admits add / sub / mul / max / min only"),
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(row: &mut [f32], op: BinaryOp, s: Operand, src_first: bool) {
+            each(row, op, s, src_first)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { avx2(row, op, s, src_first) };
+        }
+    }
+    each(row, op, s, src_first)
+}
+
 /// The steps after a leading SiLU of input 0 (`sigmoid(in0)` then
 /// `in0 * that`), renumbered to read its result as input 0; `None` when
 /// `steps` does not start so, or reads input 0 or the sigmoid again.
@@ -184,13 +400,13 @@ pub(crate) mod tests {
     use rlx_ir::Op;
     use serde_json::Value;
 
-    fn seq(n: usize, a: usize, m: usize, scale: f32) -> Vec<f32> {
+    pub(crate) fn seq(n: usize, a: usize, m: usize, scale: f32) -> Vec<f32> {
         (0..n)
             .map(|i| (((i * a) % m) as f32 - (m / 2) as f32) / scale)
             .collect()
     }
 
-    fn dims(v: &Value) -> Vec<usize> {
+    pub(crate) fn dims(v: &Value) -> Vec<usize> {
         let list = v.as_array().expect("a list");
         list.iter()
             .map(|d| d.as_u64().expect("a dim") as usize)
@@ -198,11 +414,16 @@ pub(crate) mod tests {
     }
 
     /// An extra input: dims and data.
-    type Tensor = (Vec<usize>, Vec<f32>);
+    pub(crate) type Tensor = (Vec<usize>, Vec<f32>);
 
     /// The epilogue steps of tools/gen_fused_conv_fixtures.py's `name`, with
     /// the dims and data of its extra inputs.
-    fn epilogue(name: &str, o: usize, rank: usize, res: &[usize]) -> (Vec<ChainStep>, Vec<Tensor>) {
+    pub(crate) fn epilogue(
+        name: &str,
+        o: usize,
+        rank: usize,
+        res: &[usize],
+    ) -> (Vec<ChainStep>, Vec<Tensor>) {
         let (i, s) = (ChainOperand::Input, ChainOperand::Step);
         let scalar = |v: f32| (vec![1], vec![v]);
         let residual = (res.to_vec(), seq(res.iter().product(), 3, 13, 4.0));
@@ -228,6 +449,10 @@ pub(crate) mod tests {
                     ChainStep::Binary(BinaryOp::Mul, i(0), s(0)),
                     ChainStep::Binary(BinaryOp::Add, i(1), s(1)),
                 ],
+                vec![residual],
+            ),
+            "residual" => (
+                vec![ChainStep::Binary(BinaryOp::Add, i(0), i(1))],
                 vec![residual],
             ),
             "leaky" => (

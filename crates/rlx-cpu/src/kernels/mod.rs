@@ -49,6 +49,7 @@ mod conv_direct;
 mod conv_epilogue;
 mod conv_im2col;
 pub(crate) mod conv_packed;
+mod conv_pointwise;
 mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
