@@ -282,8 +282,7 @@ fn all_reduce_into_the_callers_buffer() {
 }
 
 /// Every rank of a `Ring` reduction gets the same bits, also where the
-/// combination is not commutative to the bit (max / min of +0 and -0) and
-/// on two ranks (which exchange whole buffers instead of running the ring).
+/// combination is not commutative to the bit (max / min of +0 and -0).
 #[test]
 fn ring_results_are_identical_on_every_rank() {
     with_deadline(60, || {

@@ -75,8 +75,7 @@ impl ReduceKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceMode {
     /// Ring reduce-scatter then ring all-gather: each rank sends and receives
-    /// about `2 (n-1)/n` of the buffer (two ranks instead exchange their
-    /// whole buffers in one phase: the same bytes, half the latency). Floating sums round to the element
+    /// about `2 (n-1)/n` of the buffer. Floating sums round to the element
     /// type at every hop, in an order that depends on the rank, so results
     /// may differ from a serial sum in the last bits.
     Ring,

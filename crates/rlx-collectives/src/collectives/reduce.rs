@@ -76,9 +76,6 @@ pub fn all_reduce_into<T: Element>(
                 .flatten();
             match native {
                 Some(done) => done?,
-                None if n == 2 => {
-                    ring::exchange_pair(pg, data, out, kind, op, NAME)?;
-                }
                 None => {
                     let bounds = chunk_bounds(out.len(), n);
                     ring::reduce_scatter_in_place(pg, data, out, &bounds, kind, op, NAME)?;

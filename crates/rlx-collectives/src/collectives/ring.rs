@@ -143,49 +143,6 @@ pub(crate) fn reduce_scatter_in_place<T: Element>(
     Ok(())
 }
 
-/// All-reduce of `src` into `buf` on exactly two ranks: each rank streams
-/// its whole input to the other and folds what arrives, piece by piece.
-/// The same bytes cross the link as in the ring (a ring of two moves
-/// `2 (n-1)/n = 1` buffer each way), but in one phase instead of two: no
-/// all-gather waits for the reduce-scatter's last fold, and no received
-/// chunk is copied out a second time. Both ranks combine in rank order
-/// (`f(rank 0's value, rank 1's value)`), so they get the same bits even
-/// where `f` is not commutative to the bit (the sign of a zero max / min).
-/// Uses step 0 of op `op`.
-pub(crate) fn exchange_pair<T: Element>(
-    pg: &dyn ProcessGroup,
-    src: &[T],
-    buf: &mut [T],
-    kind: ReduceKind,
-    op: u32,
-    name: &'static str,
-) -> Result<()> {
-    debug_assert_eq!(pg.world_size(), 2);
-    let whole = (0, buf.len());
-    let k = pieces::<T>(buf.len(), 1);
-    let from = Source {
-        src: Some(src),
-        send_src: true,
-    };
-    let at = (op, 0, k);
-    // `ring_step` folds `f(received, own)`; rank 0 owns the left operand.
-    let first = pg.rank() == 0;
-    macro_rules! fold {
-        ($f:expr) => {
-            if first {
-                ring_step(pg, buf, from, whole, whole, at, name, |v, own| $f(own, v))
-            } else {
-                ring_step(pg, buf, from, whole, whole, at, name, |v, own| $f(v, own))
-            }
-        };
-    }
-    match kind {
-        ReduceKind::Sum | ReduceKind::Mean => fold!(|a: T, b: T| a.add(b)),
-        ReduceKind::Max => fold!(|a: T, b: T| a.max(b)),
-        ReduceKind::Min => fold!(|a: T, b: T| a.min(b)),
-    }
-}
-
 /// Ring all-gather in place: rank `rank` starts with chunk `rank` of `buf`
 /// filled, and ends with every chunk. Uses steps `first_step..first_step + n-1`.
 pub(crate) fn all_gather_in_place<T: Element>(
