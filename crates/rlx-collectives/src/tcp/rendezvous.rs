@@ -263,7 +263,21 @@ pub(crate) fn form_peer(cfg: &TcpConfig) -> Result<Vec<Option<Conn>>> {
     let (n, me) = (cfg.world, cfg.rank);
     let mut conns: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
     let mut c0 = connect_to(cfg, &key, &cfg.coordinator, 0, &listen, deadline)?;
-    let msg = c0.recv_ctl(deadline, cfg.timeout, cfg.max_frame)?;
+    // Rank 0 decides the rendezvous: when it gives up at its own deadline
+    // it tells every peer why, so a peer waits for its word a little past
+    // the peer's deadline (the two clocks started apart), and a silent
+    // rank 0 is a failed rendezvous, not a collective's timeout.
+    let verdict = deadline + cfg.timeout.min(Duration::from_secs(1));
+    let from_root = |c0: &mut Conn, what: &str| {
+        c0.recv_ctl(verdict, cfg.timeout, cfg.max_frame)
+            .map_err(|e| match e {
+                CollectiveError::Timeout { .. } => {
+                    rdv_timeout(cfg, format!("no {what} from rank 0"))
+                }
+                e => e,
+            })
+    };
+    let msg = from_root(&mut c0, "address table")?;
     let table: Vec<String> = match msg.split_first() {
         Some((&TABLE, rest)) => text(rest).split('\n').map(str::to_string).collect(),
         Some((&ABORT, rest)) => {
@@ -307,10 +321,7 @@ pub(crate) fn form_peer(cfg: &TcpConfig) -> Result<Vec<Option<Conn>>> {
         return Err(e);
     }
     c0.send_ctl(me, &[READY])?;
-    match c0
-        .recv_ctl(deadline, cfg.timeout, cfg.max_frame)?
-        .split_first()
-    {
+    match from_root(&mut c0, "go")?.split_first() {
         Some((&GO, _)) => {}
         Some((&ABORT, rest)) => {
             return Err(CollectiveError::RendezvousFailed(format!(
