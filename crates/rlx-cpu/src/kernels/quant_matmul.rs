@@ -260,7 +260,7 @@ unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
     rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
 }

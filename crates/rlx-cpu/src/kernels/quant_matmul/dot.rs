@@ -11,7 +11,8 @@ pub enum QuantIsa {
     Scalar,
     /// x86-64 AVX2 + FMA + F16C (`vpmaddubsw` / `vpmaddwd` with the sign trick).
     Avx2,
-    /// x86-64 AVX-512 VNNI on 256-bit vectors (`vpdpbusd`).
+    /// x86-64 AVX-512 VNNI on 256-bit vectors (`vpdpbusd`; BW's byte masks
+    /// for the 5th bits of Q5_0).
     Avx512Vnni,
 }
 
@@ -27,7 +28,10 @@ impl QuantIsa {
                 && is_x86_feature_detected!("f16c")
             {
                 out.push(QuantIsa::Avx2);
-                if is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl") {
+                if is_x86_feature_detected!("avx512vnni")
+                    && is_x86_feature_detected!("avx512vl")
+                    && is_x86_feature_detected!("avx512bw")
+                {
                     out.push(QuantIsa::Avx512Vnni);
                 }
             }
