@@ -12,9 +12,10 @@
 //! one row (4 x 6, 3 x 8, 2 x 12 or 1 x 24 accumulators): per input
 //! channel and tap it loads `FB` weight vectors, broadcasts `P` input
 //! values (one 64-byte line holds a pixel's 16 channels) and issues
-//! `FB * P` FMAs. The finished tile is transposed through L1 into the
-//! NCHW output rows, the row-chain epilogue (ReLU / residual / ...) run on
-//! it there; any other epilogue (SiLU) runs per image on whole planes.
+//! `FB * P` FMAs. Tiles land in a blocked buffer of one output row, which
+//! is transposed 16 x 16 in registers into the NCHW output rows, the
+//! row-chain epilogue (ReLU / residual / ...) run on each row right after;
+//! any other epilogue (SiLU) runs per image on whole planes.
 //!
 //! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
 
@@ -97,7 +98,7 @@ impl Conv2d {
             super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
         self.is_nchwc_shape()
             && self.kh * self.kw > 1
-            && self.c >= 8
+            && (self.c >= 8 || (self.c >= 3 && self.s == (1, 1)))
             && self.oh * self.ow > super::conv_packed::PACKED_MAX_PIXELS
             && !dense_winograd
     }
@@ -230,10 +231,12 @@ impl Conv2d {
             bias,
             w_block: lay.cb * self.kh * self.kw * BLOCK * BLOCK,
         };
+        let owp = self.ow.next_multiple_of(BLOCK);
         team::parallel_for(groups.len() * rows.len(), |part| {
             let (b0, fb) = groups[part / rows.len()];
+            let mut row = vec![0f32; fb * owp * BLOCK];
             for oh in rows[part % rows.len()].clone() {
-                job.row(b0, fb, oh, &out, n, chain);
+                job.row(b0, fb, oh, &mut row, &out, n, chain);
             }
         });
         match epi.filter(|_| chain.is_none()) {
@@ -255,52 +258,54 @@ struct Job<'a> {
     w_block: usize,
 }
 
-/// A tile's result, `[FB][P][16]` at most 4 x 6, 3 x 8, 2 x 12, 1 x 24.
-const TILE_FLOATS: usize = 96 * BLOCK / 4;
-
 impl Job<'_> {
-    /// Output row `oh` of blocks `b0 .. b0 + fb` (fb <= 4) into `out`.
+    /// Output row `oh` of blocks `b0 .. b0 + fb` (fb <= 4) into `out`,
+    /// through `row` (`[fb][ow rounded up to 16][16]`, blocked).
+    #[allow(clippy::too_many_arguments)]
     fn row(
         &self,
         b0: usize,
         fb: usize,
         oh: usize,
+        row: &mut [f32],
         out: &team::Disjoint<f32>,
         n: usize,
         chain: Option<&super::conv_epilogue::RowChain>,
     ) {
         let g = self.g;
-        let p_max = 24 / fb;
-        let mut tile = [0f32; TILE_FLOATS];
-        let mut rows = [0f32; TILE_FLOATS];
+        let (p_max, owp) = (24 / fb, row.len() / (fb * BLOCK));
         let mut ow0 = 0;
         while ow0 < g.ow {
             let p = p_max.min(g.ow - ow0);
             // SAFETY: the tile reads the blocked image at rows
             // `oh * s + r * d` < hp and columns `(ow0 + j) * s + q * d` <
-            // wp, channel blocks < cb, and weight blocks b0 .. b0 + fb < ob.
-            unsafe { self.tile(b0, fb, p, oh, ow0, &mut tile) };
-            // Transpose to channel rows of `p` pixels, epilogue, store.
-            let oc0 = b0 * BLOCK;
-            let chans = (fb * BLOCK).min(g.o - oc0);
-            for (ch, r) in rows.chunks_exact_mut(p).take(chans).enumerate() {
-                let (f, lane) = (ch / BLOCK, ch % BLOCK);
-                for (j, v) in r.iter_mut().enumerate() {
-                    *v = tile[(f * p + j) * BLOCK + lane];
+            // wp, channel blocks < cb, weight blocks b0 .. b0 + fb < ob, and
+            // writes `row` at blocks < fb, pixels < ow <= owp.
+            unsafe { self.tile(b0, fb, p, oh, ow0, row.as_mut_ptr(), owp) };
+            ow0 += p;
+        }
+        let pout = g.oh * g.ow;
+        for f in 0..fb {
+            let oc0 = (b0 + f) * BLOCK;
+            let chans = BLOCK.min(g.o - oc0);
+            for j0 in (0..g.ow).step_by(BLOCK) {
+                let px = j0..(j0 + BLOCK).min(g.ow);
+                let src = &row[(f * owp + j0) * BLOCK..][..BLOCK * BLOCK];
+                // SAFETY: this part alone writes row `oh` of these channels;
+                // each run `oc * pout + oh * ow + px` is inside the output.
+                unsafe {
+                    let dst = out.as_ptr().add(oc0 * pout + oh * g.ow);
+                    transpose_store(src, dst, pout, chans, px);
                 }
             }
-            let px = oh * g.ow + ow0..oh * g.ow + ow0 + p;
             if let Some(chain) = chain {
-                chain.apply(&mut rows, p, n, oc0..oc0 + chans, px.clone());
+                for oc in oc0..oc0 + chans {
+                    let at = oc * pout + oh * g.ow;
+                    // SAFETY: as above, the part's own run.
+                    let y = unsafe { out.range(at..at + g.ow) };
+                    chain.apply(y, g.ow, n, oc..oc + 1, oh * g.ow..(oh + 1) * g.ow);
+                }
             }
-            let pout = g.oh * g.ow;
-            for (ch, r) in rows.chunks_exact(p).take(chans).enumerate() {
-                let at = (oc0 + ch) * pout + px.start;
-                // SAFETY: this part alone writes row `oh` of channels
-                // `oc0 ..`; the run is inside the output.
-                unsafe { out.range(at..at + p) }.copy_from_slice(r);
-            }
-            ow0 += p;
         }
     }
 
@@ -308,11 +313,21 @@ impl Job<'_> {
     ///
     /// # Safety
     /// As at the call in [`Self::row`]; AVX-512 F present.
-    unsafe fn tile(&self, b0: usize, fb: usize, p: usize, oh: usize, ow0: usize, tile: &mut [f32]) {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        &self,
+        b0: usize,
+        fb: usize,
+        p: usize,
+        oh: usize,
+        ow0: usize,
+        row: *mut f32,
+        owp: usize,
+    ) {
         macro_rules! go {
             ($fb:literal, $($p:literal)*) => {
                 match p {
-                    $($p => unsafe { self.run::<$fb, $p>(b0, oh, ow0, tile) },)*
+                    $($p => unsafe { self.run::<$fb, $p>(b0, oh, ow0, row, owp) },)*
                     _ => unreachable!("tile width {p} past {}", 24 / $fb),
                 }
             };
@@ -332,7 +347,8 @@ impl Job<'_> {
         b0: usize,
         oh: usize,
         ow0: usize,
-        tile: &mut [f32],
+        row: *mut f32,
+        owp: usize,
     ) {
         use std::arch::x86_64::*;
         let (g, lay) = (self.g, &self.lay);
@@ -373,7 +389,8 @@ impl Job<'_> {
         }
         for f in 0..FB {
             for j in 0..P {
-                unsafe { _mm512_storeu_ps(tile.as_mut_ptr().add((f * P + j) * BLOCK), acc[f][j]) };
+                let at = (f * owp + ow0 + j) * BLOCK;
+                unsafe { _mm512_storeu_ps(row.add(at), acc[f][j]) };
             }
         }
     }
@@ -388,6 +405,77 @@ impl Job<'_> {
     ) {
         unreachable!("the NCHWc kernel is routed on AVX-512 only")
     }
+}
+
+/// Stores the 16 x 16 block `src` (16 pixels x 16 channels) transposed:
+/// channel `i < chans` to `dst[i * ld ..]` over the pixels `px` (run
+/// `px.start - j0`.. of the block's 16, `px.len()` of them).
+///
+/// # Safety
+/// AVX-512 F present; each run `dst + i * ld + px` is writable and no one
+/// else's.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_store(
+    src: &[f32],
+    dst: *mut f32,
+    ld: usize,
+    chans: usize,
+    px: std::ops::Range<usize>,
+) {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] =
+        std::array::from_fn(|k| unsafe { _mm512_loadu_ps(src[k * BLOCK..].as_ptr()) });
+    // 32-bit, 64-bit, then 128-bit lane interleaves (twice).
+    let t: [__m512; 16] = std::array::from_fn(|k| {
+        let (a, b) = (r[k & !1], r[k | 1]);
+        if k % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    let u: [__m512; 16] = std::array::from_fn(|k| {
+        // u[4q + m]: rows 4q..4q+4, column m (mod 4) of each 128-bit lane.
+        let (q, m) = (k / 4, k % 4);
+        let (a, b) = (
+            _mm512_castps_pd(t[4 * q + (m / 2)]),
+            _mm512_castps_pd(t[4 * q + 2 + (m / 2)]),
+        );
+        _mm512_castpd_ps(if m % 2 == 0 {
+            _mm512_unpacklo_pd(a, b)
+        } else {
+            _mm512_unpackhi_pd(a, b)
+        })
+    });
+    let v: [__m512; 16] = std::array::from_fn(|k| {
+        // v[8h + 4e + m]: rows 8h..8h+8, lanes 0 / 2 (e = 0) or 1 / 3.
+        let (h, e, m) = (k / 8, (k / 4) % 2, k % 4);
+        let (a, b) = (u[8 * h + m], u[8 * h + 4 + m]);
+        if e == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        }
+    });
+    let mask = ((1u32 << px.len()) - 1) as __mmask16;
+    for i in 0..chans {
+        // Channel i = m + 4e + 8hi: v[4e + m] holds columns m + 4e and
+        // m + 4e + 8 of rows 0..8, v[8 + 4e + m] of rows 8..16.
+        let (m, e, hi) = (i % 4, (i / 4) % 2, i / 8);
+        let (a, b) = (v[4 * e + m], v[8 + 4 * e + m]);
+        let c = if hi == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        };
+        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, c) };
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose_store(_: &[f32], _: *mut f32, _: usize, _: usize, _: std::ops::Range<usize>) {
+    unreachable!("the NCHWc kernel is routed on AVX-512 only")
 }
 
 /// True when this CPU's GEMM runs AVX-512 tiles (so `RLX_CPU_GEMM_ISA=avx2`
