@@ -81,18 +81,20 @@ impl Conv2d {
 
     /// True when conv runs this f32 conv in the NCHWc kernel, by
     /// `tests::nchwc_vs_current_paths` on this host (2-vCPU AVX-512 Xeon,
-    /// 1 thread, load ~5; NCHWc / old time): U-Net's thin 3x3 convs that
-    /// ran the AVX2 direct tile (16 -> 16 at 128x128 0.66, 32 -> 32 at
-    /// 64x64 0.57) or Winograd with a thin product (64 -> 32 at 64x64
-    /// 0.93); 3x3 stride 2 (16 -> 32 at 128x128 0.66, ResNet-18's 64 ->
-    /// 128 at 56x56 0.92, 64 -> 128 at 32x32 1.05); 3x3 at 14x14, too few
-    /// tiles for Winograd (256 -> 256 0.88). Not: Winograd with a dense
-    /// product, `o >= 64` (64 -> 64 at 56x56 1.33, 128 -> 128 at 28x28
-    /// 1.50: it does 2.25x fewer multiplies), <= 64 output pixels (the
-    /// packed-weight GEMM, 512 -> 512 at 7x7 1.11), 1x1 stride 2 (1.8-1.9:
-    /// too few FMAs per output to pay the tile's transpose) and fewer than
-    /// 8 input channels (3 -> 16 at 256x256 s2 2.0, 1 -> 64 5.6; the
-    /// ResNet stem's 3 -> 64 7x7 1.05).
+    /// 1 thread, load 4-6; NCHWc / old time): U-Net's thin 3x3 convs that
+    /// ran the AVX2 direct tile (16 -> 16 at 128x128 0.59-0.66, 32 -> 32
+    /// at 64x64 0.49-0.57) or Winograd with a thin product (64 -> 32 at
+    /// 64x64 0.91-0.93); 3x3 stride 2 (16 -> 32 at 128x128 0.57-0.66,
+    /// ResNet-18's 64 -> 128 at 56x56 0.89-0.92, 64 -> 128 at 32x32
+    /// 0.93-1.05); 3x3 at 14x14, too few tiles for Winograd (256 -> 256
+    /// 0.32-0.88); 3 -> 16 at 128x128 stride 1 (0.82). Not: Winograd with
+    /// a dense product, `o >= 64` (64 -> 64 at 56x56 1.33, 128 -> 128 at
+    /// 28x28 1.35-1.50: it does 2.25x fewer multiplies), <= 64 output
+    /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
+    /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
+    /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
+    /// 8 at stride 2 (3 -> 16 at 256x256 2.0, ResNet's 3 -> 64 7x7 stem
+    /// 1.05-1.57).
     pub(crate) fn nchwc_wins(&self) -> bool {
         let dense_winograd =
             super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
@@ -574,7 +576,7 @@ mod tests {
             g.nchwc_wins(),
             "24 -> 16 at 12x12 is routed to the NCHWc kernel"
         );
-        assert!(!geom(3, 16, (128, 128), 3, 1).nchwc_wins());
+        assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
         let prepared = |window: &Window,
                         groups,
                         bias,
