@@ -342,8 +342,11 @@ impl Job<'_> {
         }
     }
 
+    /// The `FB x P` register tile (indexed loops: the compiler unrolls
+    /// them and keeps `acc` in registers).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
+    #[allow(clippy::needless_range_loop)]
     unsafe fn run<const FB: usize, const P: usize>(
         &self,
         b0: usize,
@@ -583,7 +586,7 @@ mod tests {
                         steps: &[ChainStep],
                         ins: &[View],
                         out: &mut ViewMut| {
-            let dims = (ins[0].dims, ins[1].dims, &*out.dims);
+            let dims = (ins[0].dims, ins[1].dims, out.dims);
             let wp = prepared_weights(window, groups, dims, ins[1].slice::<f32>());
             let Some(wp) = wp else {
                 return fused_conv(window, groups, bias, steps, ins, out);
