@@ -580,6 +580,19 @@ mod tests {
             "24 -> 16 at 12x12 is routed to the NCHWc kernel"
         );
         assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
+        // The CNN set's shapes it measured faster on take it (U-Net 16 ->
+        // 16 at 128x128, YOLO 16 -> 32 stride 2, ResNet-18 256 -> 256 at
+        // 14x14); dense Winograd and 7x7 maps keep theirs.
+        for (c, o, hw, s) in [(16, 16, 128, 1), (16, 32, 128, 2), (256, 256, 14, 1)] {
+            assert!(
+                geom(c, o, (hw, hw), 3, s).nchwc_wins(),
+                "{c} -> {o} at {hw}"
+            );
+        }
+        for (c, o, hw) in [(64, 64, 56), (512, 512, 7)] {
+            let winograd_off = !crate::kernels::conv::winograd_enabled() && hw > 8;
+            assert_eq!(geom(c, o, (hw, hw), 3, 1).nchwc_wins(), winograd_off);
+        }
         let prepared = |window: &Window,
                         groups,
                         bias,
