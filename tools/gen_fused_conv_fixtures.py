@@ -10,7 +10,9 @@ the unit tests of crates/rlx-cpu/src/kernels/conv_epilogue.rs, and
 crates/rlx-cpu/tests/fixtures/conv_direct/cases.json (DIRECT_CASES: shapes of
 the direct few-channel kernel, read by kernels/conv_direct.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_pointwise/cases.json (POINTWISE_CASES: 1x1
-convs of the NCHW pointwise kernel, read by kernels/conv_pointwise.rs's tests). Inputs are not
+convs of the NCHW pointwise kernel, read by kernels/conv_pointwise.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of the
+16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests). Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -141,6 +143,22 @@ POINTWISE_CASES = [
 ]
 OUT_POINTWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "cases.json")
 
+# Dense convs for the NCHWc kernel (16-channel blocks): C and O off a multiple of 16
+# (40 and 80 output channels: groups of 3 and 4 + 1 blocks), rows wider than one
+# register tile with a remainder, stride 2 with asymmetric padding, 5x5 dilated,
+# 1x1 stride 2, 7x7 stride 2, row-chain and whole-plane epilogues, batch 2; the
+# sixth is a shape conv itself routes to the kernel.
+NCHWC_CASES = [
+    ("nchwc_c20_o40_relu_batch2", (2, 20, 3, 27), 40, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c17_o80_s2_residual_relu", (1, 17, 9, 13), 80, (3, 3), (2, 2), ((1, 0), (1, 1)), (1, 1), 1, True, "residual_relu", None),
+    ("nchwc_c5_o20_5x5_dilated_silu", (1, 5, 10, 12), 20, (5, 5), (1, 1), ((2, 2), (2, 2)), (2, 1), 1, False, "silu", None),
+    ("nchwc_c33_o48_1x1_s2_scale_residual_batch2", (2, 33, 8, 8), 48, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("nchwc_c16_o32_wide_relu6", (1, 16, 2, 61), 32, (3, 3), (1, 1), ((1, 1), (0, 2)), (1, 1), 1, True, "relu6", None),
+    ("nchwc_c24_o16_dispatch_residual", (1, 24, 12, 12), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
+    ("nchwc_c8_o64_7x7_s2_leaky", (1, 8, 13, 14), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "leaky", None),
+]
+OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
+
 
 def write(cases_in, out):
     cases = []
@@ -177,6 +195,7 @@ def main():
     write(CASES, OUT)
     write(DIRECT_CASES, OUT_DIRECT)
     write(POINTWISE_CASES, OUT_POINTWISE)
+    write(NCHWC_CASES, OUT_NCHWC)
 
 
 if __name__ == "__main__":

@@ -233,7 +233,7 @@ pub struct CpuExecutable {
     profile: Option<Profile>,
     /// Matmul weights packed once ([`packed_weights`]).
     packing: packed_weights::Packing,
-    /// Winograd conv weights transformed once ([`winograd_weights`]).
+    /// Winograd / NCHWc conv weights prepared once ([`winograd_weights`]).
     winograd: winograd_weights::WinogradWeights,
     /// Caller tensors of the current run read / written in place.
     bound: Bound,
@@ -450,12 +450,9 @@ impl CpuExecutable {
                             _ => kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out),
                         },
                         None => match self.winograd.of(id.index()) {
-                            Some(u) => kernels::conv::conv_prepared(
-                                &n.op,
-                                kernels::conv::Prepared::Winograd(u),
-                                &views,
-                                &mut out,
-                            ),
+                            Some(prepared) => {
+                                kernels::conv::conv_prepared(&n.op, prepared, &views, &mut out)
+                            }
                             None => run_node(n, &views, &mut out),
                         },
                     },

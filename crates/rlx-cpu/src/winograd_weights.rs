@@ -6,20 +6,30 @@
 //! of the weight's size and sits next to the plain constant, which the
 //! run still checks. Params stay on the per-run transform (a param can
 //! change between runs).
+//!
+//! Convs that run in the NCHWc kernel ([`crate::kernels::conv_nchwc`])
+//! get their weight packed into 16-channel blocks here the same way.
 
 use super::{AlignedBuf, Loc};
-use crate::kernels::winograd;
+use crate::kernels::conv::Prepared;
+use crate::kernels::{conv_nchwc, winograd};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
 
-/// Per node: its transformed weight, when it has one.
+/// One conv's weight in the form its kernel reads.
+enum Form {
+    Winograd(Vec<f32>),
+    Nchwc(Vec<f32>),
+}
+
+/// Per node: its transformed or packed weight, when it has one.
 pub(super) struct WinogradWeights {
-    per_node: Vec<Option<Vec<f32>>>,
+    per_node: Vec<Option<Form>>,
 }
 
 impl WinogradWeights {
-    /// Transforms the constant weight of every f32 conv of `lir` that runs
-    /// Winograd (`locs` / `constants`: the executable's placement).
+    /// Transforms (packs) the constant weight of every f32 conv of `lir`
+    /// that runs Winograd (NCHWc) (`locs` / `constants`: the executable's placement).
     pub(super) fn plan(lir: &LirModule, locs: &[Loc], constants: &[AlignedBuf]) -> Self {
         let g = &lir.graph;
         let per_node = g
@@ -41,14 +51,23 @@ impl WinogradWeights {
                 let dims = |i: rlx_ir::NodeId| g.shape(i).static_dims();
                 let (xd, wd, od) = (dims(x)?, dims(w)?, n.shape.static_dims()?);
                 let wt = super::packed_weights::f32s(&constants[c]);
-                winograd::prepared_weights(window, *groups, (&xd, &wd, &od), wt)
+                let dims = (&xd[..], &wd[..], &od[..]);
+                match winograd::prepared_weights(window, *groups, dims, wt) {
+                    Some(u) => Some(Form::Winograd(u)),
+                    None => {
+                        conv_nchwc::prepared_weights(window, *groups, dims, wt).map(Form::Nchwc)
+                    }
+                }
             })
             .collect();
         WinogradWeights { per_node }
     }
 
-    /// Node `node`'s transformed weight, if it has one.
-    pub(super) fn of(&self, node: usize) -> Option<&[f32]> {
-        self.per_node.get(node)?.as_deref()
+    /// Node `node`'s prepared weight, if it has one.
+    pub(super) fn of(&self, node: usize) -> Option<Prepared<'_>> {
+        Some(match self.per_node.get(node)?.as_ref()? {
+            Form::Winograd(u) => Prepared::Winograd(u),
+            Form::Nchwc(w) => Prepared::Nchwc(w),
+        })
     }
 }

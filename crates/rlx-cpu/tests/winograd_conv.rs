@@ -1,9 +1,11 @@
-//! Winograd weights transformed once by the CPU executable: a 3x3
-//! stride-1 conv whose weight and bias are constants (as an ONNX
-//! initializer), with ReLU after it (fused into the conv), at a size that
-//! runs Winograd F(2,3) on AVX2 and AVX-512 hosts alike (48 -> 48 channels
-//! at 18x18, batch 2: `kernels::winograd`'s `runs_winograd` test pins the
-//! dispatch), matches a float64 loop written here, on two runs.
+//! Conv weights prepared once by the CPU executable: a 3x3 stride-1 conv
+//! whose weight and bias are constants (as an ONNX initializer), with ReLU
+//! after it (fused into the conv), matches a float64 loop written here, on
+//! two runs: at a size that runs Winograd F(2,3) on AVX2 and AVX-512 hosts
+//! alike (48 -> 64 channels at 18x18, batch 2: `kernels::winograd`'s
+//! `runs_winograd` test pins the dispatch), and at one that runs the NCHWc
+//! kernel on AVX-512 hosts (24 -> 40: its weight packed into 16-channel
+//! blocks at build; `Conv2d::nchwc_wins`).
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::CpuBackend;
@@ -12,8 +14,6 @@ use rlx_ir::op::Window;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 
 const BATCH: usize = 2;
-const C: usize = 48;
-const O: usize = 48;
 const HW: usize = 18;
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -26,14 +26,14 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// `relu(conv3x3(x, w) + b)`, stride 1, zero padding 1, in float64.
-fn conv_relu_f64(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f64> {
-    let mut y = vec![0.0; BATCH * O * HW * HW];
+fn conv_relu_f64(x: &[f32], w: &[f32], b: &[f32], (cin, cout): (usize, usize)) -> Vec<f64> {
+    let mut y = vec![0.0; BATCH * cout * HW * HW];
     for n in 0..BATCH {
-        for oc in 0..O {
+        for oc in 0..cout {
             for oy in 0..HW {
                 for ox in 0..HW {
                     let mut acc = b[oc] as f64;
-                    for c in 0..C {
+                    for c in 0..cin {
                         for ky in 0..3 {
                             for kx in 0..3 {
                                 let (iy, ix) =
@@ -41,13 +41,13 @@ fn conv_relu_f64(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f64> {
                                 if iy >= HW || ix >= HW {
                                     continue;
                                 }
-                                let xv = x[((n * C + c) * HW + iy) * HW + ix];
-                                let wv = w[((oc * C + c) * 3 + ky) * 3 + kx];
+                                let xv = x[((n * cin + c) * HW + iy) * HW + ix];
+                                let wv = w[((oc * cin + c) * 3 + ky) * 3 + kx];
                                 acc += xv as f64 * wv as f64;
                             }
                         }
                     }
-                    y[((n * O + oc) * HW + oy) * HW + ox] = acc.max(0.0);
+                    y[((n * cout + oc) * HW + oy) * HW + ox] = acc.max(0.0);
                 }
             }
         }
@@ -57,11 +57,20 @@ fn conv_relu_f64(x: &[f32], w: &[f32], b: &[f32]) -> Vec<f64> {
 
 #[test]
 fn constant_weight_winograd_conv_matches_f64() {
-    let (w, b) = (values(O * C * 9, 2), values(O, 3));
+    check_constant_weight_conv(48, 64);
+}
+
+#[test]
+fn constant_weight_nchwc_conv_matches_f64() {
+    check_constant_weight_conv(24, 40);
+}
+
+fn check_constant_weight_conv(cin: usize, cout: usize) {
+    let (w, b) = (values(cout * cin * 9, 2), values(cout, 3));
     let mut g = Graph::new("winograd");
-    let x = g.input("x", Shape::new(&[BATCH, C, HW, HW], DType::F32));
-    let wc = g.constant_tensor(&HostTensor::from_slice(&w, &[O, C, 3, 3]).unwrap());
-    let bc = g.constant_tensor(&HostTensor::from_slice(&b, &[O]).unwrap());
+    let x = g.input("x", Shape::new(&[BATCH, cin, HW, HW], DType::F32));
+    let wc = g.constant_tensor(&HostTensor::from_slice(&w, &[cout, cin, 3, 3]).unwrap());
+    let bc = g.constant_tensor(&HostTensor::from_slice(&b, &[cout]).unwrap());
     let window = Window {
         kernel: vec![],
         stride: vec![1, 1],
@@ -74,9 +83,9 @@ fn constant_weight_winograd_conv_matches_f64() {
     let backend = CpuBackend;
     let lir = lower(&g, &|op| backend.claims(op), &LowerOptions::default()).unwrap();
     let mut exe = backend.compile(lir).unwrap();
-    let xv = values(BATCH * C * HW * HW, 1);
-    let xt = HostTensor::from_slice(&xv, &[BATCH, C, HW, HW]).unwrap();
-    let want = conv_relu_f64(&xv, &w, &b);
+    let xv = values(BATCH * cin * HW * HW, 1);
+    let xt = HostTensor::from_slice(&xv, &[BATCH, cin, HW, HW]).unwrap();
+    let want = conv_relu_f64(&xv, &w, &b, (cin, cout));
     for run in 0..2 {
         let got = exe.run(&[&xt]).unwrap()[0].to_vec::<f32>().unwrap();
         assert_eq!(got.len(), want.len());

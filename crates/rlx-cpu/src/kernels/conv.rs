@@ -305,6 +305,8 @@ pub(crate) enum Prepared<'a> {
     Packed(usize),
     /// Transformed for Winograd F(2,3) ([`super::winograd::transform_weights`]).
     Winograd(&'a [f32]),
+    /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]).
+    Nchwc(&'a [f32]),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -330,6 +332,19 @@ fn conv_real<T: GemmFloat>(
         fill_bias(y, ins.get(2).map(|b| b.slice::<f32>()), g.o, g.pout);
         return g2.winograd_transformed(ins[0].slice::<f32>(), u, y, epi);
     }
+    if let Some(Prepared::Nchwc(wp)) = prepared {
+        let g2 = g
+            .two_d
+            .as_ref()
+            .filter(|g2| g2.takes_nchwc_weights(wp.len()));
+        let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
+            return Err(fail!(
+                "conv: NCHWc weights on a conv the NCHWc kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.nchwc_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
+    }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());
         let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
@@ -347,7 +362,9 @@ fn conv_real<T: GemmFloat>(
     if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
         return g2.depthwise(x, wt, bias, y, epi);
     }
-    if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.pointwise_nchw_wins()) {
+    // 1x1 on NCHW, or the blocked-layout kernel: both write the bias.
+    let own_bias = |g2: &&Conv2d| g2.pointwise_nchw_wins() || g2.nchwc_wins();
+    if let Some(g2) = g.two_d.as_ref().filter(own_bias) {
         let bias32 = bias.map(as_f32);
         if let (Some(x), Some(wt), Some(y), Some(b)) = (
             as_f32(x),
@@ -355,7 +372,12 @@ fn conv_real<T: GemmFloat>(
             as_f32_mut(&mut *y),
             bias32.unwrap_or(Some(&[])),
         ) {
-            return g2.pointwise_nchw(x, wt, bias.map(|_| b), y, epi);
+            let b = bias.map(|_| b);
+            return if g2.pointwise_nchw_wins() {
+                g2.pointwise_nchw(x, wt, b, y, epi)
+            } else {
+                g2.nchwc(x, wt, b, y, epi)
+            };
         }
     }
     fill_bias(y, bias, g.o, g.pout);

@@ -138,7 +138,7 @@ pub(super) fn geometry(
 /// amortised; at 14x14 and above it was even or slower (1x1 576 -> 96 at
 /// 14x14: 2.2 vs 0.6 ms), the transposed product's copy back into NCHW
 /// costing about what the library's packing does.
-const PACKED_MAX_PIXELS: usize = 64;
+pub(super) const PACKED_MAX_PIXELS: usize = 64;
 
 /// The packed layout of a conv weight `w` `[o, cg, kh, kw]` of `g2`.
 fn layout(g2: &Conv2d, w: &[usize]) -> Option<ConvWeightLayout> {
@@ -180,7 +180,10 @@ impl Conv2d {
     fn packed_weight_wins(&self) -> bool {
         let (cg, og) = (self.c / self.groups.max(1), self.o / self.groups.max(1));
         let winograd = super::conv::winograd_enabled() && self.winograd_wins(cg, og);
-        self.takes_packed_weight() && !winograd && self.oh * self.ow <= PACKED_MAX_PIXELS
+        self.takes_packed_weight()
+            && !winograd
+            && !self.nchwc_wins()
+            && self.oh * self.ow <= PACKED_MAX_PIXELS
     }
 
     /// `y += conv(x, wp)` with `wp` packed by [`ConvWeightLayout::pack`]

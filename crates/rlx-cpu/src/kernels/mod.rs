@@ -48,6 +48,7 @@ mod conv_depthwise3x3;
 mod conv_direct;
 mod conv_epilogue;
 mod conv_im2col;
+pub(crate) mod conv_nchwc;
 pub(crate) mod conv_packed;
 mod conv_pointwise;
 mod conv_transpose;

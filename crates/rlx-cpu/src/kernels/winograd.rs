@@ -79,6 +79,7 @@ impl Conv2d {
     fn runs_winograd(&self) -> bool {
         let (cg, og) = (self.c / self.groups, self.o / self.groups);
         !self.is_depthwise()
+            && !self.nchwc_wins()
             && !self.direct_wins()
             && super::conv::winograd_enabled()
             && self.winograd_wins(cg, og)

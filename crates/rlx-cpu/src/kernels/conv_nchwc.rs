@@ -1,0 +1,772 @@
+//! Dense f32 conv over two spatial dims in a channel-blocked (NCHWc)
+//! layout, the form MLAS runs every conv of a CNN in: 16 channels per
+//! block, one AVX-512 register of output channels.
+//!
+//! Per call each image is reordered into `[C/16][hp][wp][16]` with its
+//! zero padding (O(C*H*W), small against the conv's O(C*O*k*k*H*W); the
+//! copy is made anyway, so the padding costs no branch in the tile). The
+//! weight is packed `[O/16][C/16][kh][kw][16 ic][16 oc]` ([`pack`]), once
+//! when the executable is built for a constant weight
+//! (`winograd_weights.rs`), per call otherwise. The register tile is
+//! `FB` blocks of 16 output channels x `P` consecutive output pixels of
+//! one row (4 x 6, 3 x 8, 2 x 12 or 1 x 24 accumulators): per input
+//! channel and tap it loads `FB` weight vectors, broadcasts `P` input
+//! values (one 64-byte line holds a pixel's 16 channels) and issues
+//! `FB * P` FMAs. Tiles land in a blocked buffer of one output row, which
+//! is transposed 16 x 16 in registers into the NCHW output rows, the
+//! row-chain epilogue (ReLU / residual / ...) run on each row right after;
+//! any other epilogue (SiLU) runs per image on whole planes.
+//!
+//! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
+
+use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
+use super::KernelResult;
+use crate::team;
+use std::cell::Cell;
+
+/// Channels per block (f32 lanes of one AVX-512 register).
+pub(crate) const BLOCK: usize = 16;
+
+thread_local! {
+    /// The calling thread's blocked input image, reused by the next call.
+    static BLOCKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// The calling thread's per-call packed weight, reused by the next call.
+    static PACKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// Floats of the packed form of an `[o, c, kh, kw]` weight.
+pub(crate) fn packed_len(o: usize, c: usize, kh: usize, kw: usize) -> usize {
+    o.div_ceil(BLOCK) * c.div_ceil(BLOCK) * kh * kw * BLOCK * BLOCK
+}
+
+/// Packs OIhw `wt` (`[o, c, kh, kw]`) into `out` as
+/// `[o/16][c/16][kh][kw][16 ic][16 oc]`, zeros past `o` and `c`.
+pub(crate) fn pack(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out: &mut Vec<f32>) {
+    let (cb, taps) = (c.div_ceil(BLOCK), kh * kw);
+    out.clear();
+    out.resize(packed_len(o, c, kh, kw), 0.0);
+    for (oc, wo) in wt.chunks_exact(c * taps).take(o).enumerate() {
+        for (ic, wc) in wo.chunks_exact(taps).enumerate() {
+            for (t, &v) in wc.iter().enumerate() {
+                let block = (oc / BLOCK * cb + ic / BLOCK) * taps + t;
+                out[(block * BLOCK + ic % BLOCK) * BLOCK + oc % BLOCK] = v;
+            }
+        }
+    }
+}
+
+/// The blocked, padded copy of one image: `[C/16][hp][wp][16]`.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Channel blocks.
+    cb: usize,
+    /// Padded rows / columns the output reads.
+    hp: usize,
+    wp: usize,
+}
+
+impl Layout {
+    fn block(&self) -> usize {
+        self.hp * self.wp * BLOCK
+    }
+}
+
+impl Conv2d {
+    /// True when [`Self::nchwc`] can run this conv: dense (one group),
+    /// on a CPU with AVX-512 (the tile is 16 lanes wide).
+    pub(super) fn is_nchwc_shape(&self) -> bool {
+        self.groups == 1 && self.c > 0 && self.o > 0 && self.kh > 0 && self.kw > 0 && avx512()
+    }
+
+    /// True when conv runs this f32 conv in the NCHWc kernel, by
+    /// `tests::nchwc_vs_current_paths` on this host (2-vCPU AVX-512 Xeon,
+    /// 1 thread, load 4-6; NCHWc / old time): U-Net's thin 3x3 convs that
+    /// ran the AVX2 direct tile (16 -> 16 at 128x128 0.59-0.66, 32 -> 32
+    /// at 64x64 0.49-0.57) or Winograd with a thin product (64 -> 32 at
+    /// 64x64 0.91-0.93); 3x3 stride 2 (16 -> 32 at 128x128 0.57-0.66,
+    /// ResNet-18's 64 -> 128 at 56x56 0.89-0.92, 64 -> 128 at 32x32
+    /// 0.93-1.05); 3x3 at 14x14, too few tiles for Winograd (256 -> 256
+    /// 0.32-0.88); 3 -> 16 at 128x128 stride 1 (0.82). Not: Winograd with
+    /// a dense product, `o >= 64` (64 -> 64 at 56x56 1.33, 128 -> 128 at
+    /// 28x28 1.35-1.50: it does 2.25x fewer multiplies), <= 64 output
+    /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
+    /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
+    /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
+    /// 8 at stride 2 (3 -> 16 at 256x256 2.0, ResNet's 3 -> 64 7x7 stem
+    /// 1.05-1.57).
+    pub(crate) fn nchwc_wins(&self) -> bool {
+        let dense_winograd =
+            super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
+        self.is_nchwc_shape()
+            && self.kh * self.kw > 1
+            && (self.c >= 8 || (self.c >= 3 && self.s == (1, 1)))
+            && self.oh * self.ow > super::conv_packed::PACKED_MAX_PIXELS
+            && !dense_winograd
+    }
+
+    /// True when `len` packed floats fit this conv ([`packed_len`]).
+    pub(super) fn takes_nchwc_weights(&self, len: usize) -> bool {
+        self.is_nchwc_shape() && len == packed_len(self.o, self.c, self.kh, self.kw)
+    }
+
+    fn layout(&self) -> Layout {
+        Layout {
+            cb: self.c.div_ceil(BLOCK),
+            hp: (self.oh - 1) * self.s.0 + (self.kh - 1) * self.d.0 + 1,
+            wp: (self.ow - 1) * self.s.1 + (self.kw - 1) * self.d.1 + 1,
+        }
+    }
+
+    /// `y = conv(x, wt) + bias`, then `epi`; `wt` is the plain OIhw weight.
+    pub(super) fn nchwc(
+        &self,
+        x: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let mut wp = PACKED.take();
+        pack(wt, (self.o, self.c, self.kh, self.kw), &mut wp);
+        let r = self.nchwc_packed(x, &wp, bias, y, epi);
+        PACKED.set(wp);
+        r
+    }
+
+    /// [`Self::nchwc`] on a weight already packed by [`pack`].
+    pub(super) fn nchwc_packed(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        if !self.takes_nchwc_weights(wp.len()) {
+            return Err(fail!(
+                "conv: the NCHWc kernel does not take this conv or weight"
+            ));
+        }
+        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        if pout == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        let lay = self.layout();
+        let ob = self.o.div_ceil(BLOCK);
+        let mut b = vec![0f32; ob * BLOCK];
+        if let Some(bias) = bias {
+            b[..self.o].copy_from_slice(&bias[..self.o]);
+        }
+        let mut xb = BLOCKED.take();
+        xb.resize(lay.cb * lay.block(), 0.0);
+        let mut result = Ok(());
+        for n in 0..self.batch {
+            let xn = &x[n * self.c * pin..][..self.c * pin];
+            self.reorder(xn, &lay, &mut xb);
+            let yn = &mut y[n * self.o * pout..][..self.o * pout];
+            result = self.image(&xb, &lay, wp, &b, yn, n, epi);
+            if result.is_err() {
+                break;
+            }
+        }
+        BLOCKED.set(xb);
+        result
+    }
+
+    /// Copies image `xn` (`[c, h, w]`) into `xb` as `lay`, zeros in the
+    /// padding and past the last channel; channel blocks over the team.
+    fn reorder(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
+        let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
+        let shared = team::Disjoint::new(xb);
+        team::parallel_for(lay.cb, |blk| {
+            // SAFETY: one part per channel block, disjoint ranges.
+            let dst = unsafe { shared.range(blk * lay.block()..(blk + 1) * lay.block()) };
+            dst.fill(0.0);
+            let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
+            for r in 0..lay.hp {
+                let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
+                    continue;
+                };
+                let row = &mut dst[r * lay.wp * BLOCK..][..lay.wp * BLOCK];
+                for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
+                    let src = &xn[(ch * h + ir) * w..][..w];
+                    for q in cols.clone() {
+                        row[q * BLOCK + i] = src[q - pl];
+                    }
+                }
+            }
+        });
+    }
+
+    /// Output image `yn` from the blocked image `xb`: parts are groups of
+    /// output-channel blocks x ranges of output rows.
+    #[allow(clippy::too_many_arguments)]
+    fn image(
+        &self,
+        xb: &[f32],
+        lay: &Layout,
+        wp: &[f32],
+        bias: &[f32],
+        yn: &mut [f32],
+        n: usize,
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let ob = self.o.div_ceil(BLOCK);
+        let groups: Vec<(usize, usize)> = (0..ob.div_ceil(4))
+            .map(|g| (g * 4, (ob - g * 4).min(4)))
+            .collect();
+        let threads = team::threads();
+        let row_parts = if threads > 1 {
+            (2 * threads).div_ceil(groups.len()).min(self.oh)
+        } else {
+            1
+        };
+        let rows = team::split(self.oh, row_parts, 1);
+        let chain = epi.and_then(|e| e.rows());
+        let out = team::Disjoint::new(yn);
+        let job = Job {
+            g: self,
+            lay: *lay,
+            xb,
+            wp,
+            bias,
+            w_block: lay.cb * self.kh * self.kw * BLOCK * BLOCK,
+        };
+        let owp = self.ow.next_multiple_of(BLOCK);
+        team::parallel_for(groups.len() * rows.len(), |part| {
+            let (b0, fb) = groups[part / rows.len()];
+            let mut row = vec![0f32; fb * owp * BLOCK];
+            for oh in rows[part % rows.len()].clone() {
+                job.row(b0, fb, oh, &mut row, &out, n, chain);
+            }
+        });
+        match epi.filter(|_| chain.is_none()) {
+            Some(epi) => epi.apply(yn, n, 0..self.o),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What every part of one image's conv reads.
+struct Job<'a> {
+    g: &'a Conv2d,
+    lay: Layout,
+    xb: &'a [f32],
+    wp: &'a [f32],
+    /// The bias, zero-padded to whole blocks.
+    bias: &'a [f32],
+    /// Floats of one output block's packed weight.
+    w_block: usize,
+}
+
+impl Job<'_> {
+    /// Output row `oh` of blocks `b0 .. b0 + fb` (fb <= 4) into `out`,
+    /// through `row` (`[fb][ow rounded up to 16][16]`, blocked).
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &self,
+        b0: usize,
+        fb: usize,
+        oh: usize,
+        row: &mut [f32],
+        out: &team::Disjoint<f32>,
+        n: usize,
+        chain: Option<&super::conv_epilogue::RowChain>,
+    ) {
+        let g = self.g;
+        let (p_max, owp) = (24 / fb, row.len() / (fb * BLOCK));
+        let mut ow0 = 0;
+        while ow0 < g.ow {
+            let p = p_max.min(g.ow - ow0);
+            // SAFETY: the tile reads the blocked image at rows
+            // `oh * s + r * d` < hp and columns `(ow0 + j) * s + q * d` <
+            // wp, channel blocks < cb, weight blocks b0 .. b0 + fb < ob, and
+            // writes `row` at blocks < fb, pixels < ow <= owp.
+            unsafe { self.tile(b0, fb, p, oh, ow0, row.as_mut_ptr(), owp) };
+            ow0 += p;
+        }
+        let pout = g.oh * g.ow;
+        for f in 0..fb {
+            let oc0 = (b0 + f) * BLOCK;
+            let chans = BLOCK.min(g.o - oc0);
+            for j0 in (0..g.ow).step_by(BLOCK) {
+                let px = j0..(j0 + BLOCK).min(g.ow);
+                let src = &row[(f * owp + j0) * BLOCK..][..BLOCK * BLOCK];
+                // SAFETY: this part alone writes row `oh` of these channels;
+                // each run `oc * pout + oh * ow + px` is inside the output.
+                unsafe {
+                    let dst = out.as_ptr().add(oc0 * pout + oh * g.ow);
+                    transpose_store(src, dst, pout, chans, px);
+                }
+            }
+            if let Some(chain) = chain {
+                for oc in oc0..oc0 + chans {
+                    let at = oc * pout + oh * g.ow;
+                    // SAFETY: as above, the part's own run.
+                    let y = unsafe { out.range(at..at + g.ow) };
+                    chain.apply(y, g.ow, n, oc..oc + 1, oh * g.ow..(oh + 1) * g.ow);
+                }
+            }
+        }
+    }
+
+    /// The tile of `fb` blocks x `p` pixels at (`oh`, `ow0`) into `tile`.
+    ///
+    /// # Safety
+    /// As at the call in [`Self::row`]; AVX-512 F present.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        &self,
+        b0: usize,
+        fb: usize,
+        p: usize,
+        oh: usize,
+        ow0: usize,
+        row: *mut f32,
+        owp: usize,
+    ) {
+        macro_rules! go {
+            ($fb:literal, $($p:literal)*) => {
+                match p {
+                    $($p => unsafe { self.run::<$fb, $p>(b0, oh, ow0, row, owp) },)*
+                    _ => unreachable!("tile width {p} past {}", 24 / $fb),
+                }
+            };
+        }
+        match fb {
+            4 => go!(4, 1 2 3 4 5 6),
+            3 => go!(3, 1 2 3 4 5 6 7 8),
+            2 => go!(2, 1 2 3 4 5 6 7 8 9 10 11 12),
+            _ => go!(1, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24),
+        }
+    }
+
+    /// The `FB x P` register tile (indexed loops: the compiler unrolls
+    /// them and keeps `acc` in registers).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::needless_range_loop)]
+    unsafe fn run<const FB: usize, const P: usize>(
+        &self,
+        b0: usize,
+        oh: usize,
+        ow0: usize,
+        row: *mut f32,
+        owp: usize,
+    ) {
+        use std::arch::x86_64::*;
+        let (g, lay) = (self.g, &self.lay);
+        let (s, (dh, dw)) = (g.s.1, g.d);
+        let rs = lay.wp * BLOCK;
+        let mut acc = [[_mm512_setzero_ps(); P]; FB];
+        for (f, a) in acc.iter_mut().enumerate() {
+            // SAFETY: the padded bias has `ob * 16` entries.
+            let bv = unsafe { _mm512_loadu_ps(self.bias.as_ptr().add((b0 + f) * BLOCK)) };
+            *a = [bv; P];
+        }
+        let xb = self.xb.as_ptr();
+        let wb = unsafe { self.wp.as_ptr().add(b0 * self.w_block) };
+        let taps = g.kh * g.kw;
+        for blk in 0..lay.cb {
+            let cn = (g.c - blk * BLOCK).min(BLOCK);
+            for r in 0..g.kh {
+                let xr = unsafe {
+                    xb.add(blk * lay.block() + (oh * g.s.0 + r * dh) * rs + ow0 * s * BLOCK)
+                };
+                for q in 0..g.kw {
+                    let xq = unsafe { xr.add(q * dw * BLOCK) };
+                    let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * BLOCK * BLOCK) };
+                    for i in 0..cn {
+                        let mut wv = [_mm512_setzero_ps(); FB];
+                        for (f, v) in wv.iter_mut().enumerate() {
+                            *v = unsafe { _mm512_loadu_ps(wq.add(f * self.w_block + i * BLOCK)) };
+                        }
+                        for j in 0..P {
+                            let xv = unsafe { _mm512_set1_ps(*xq.add(j * s * BLOCK + i)) };
+                            for f in 0..FB {
+                                acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for f in 0..FB {
+            for j in 0..P {
+                let at = (f * owp + ow0 + j) * BLOCK;
+                unsafe { _mm512_storeu_ps(row.add(at), acc[f][j]) };
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn run<const FB: usize, const P: usize>(
+        &self,
+        _: usize,
+        _: usize,
+        _: usize,
+        _: &mut [f32],
+    ) {
+        unreachable!("the NCHWc kernel is routed on AVX-512 only")
+    }
+}
+
+/// Stores the 16 x 16 block `src` (16 pixels x 16 channels) transposed:
+/// channel `i < chans` to `dst[i * ld ..]` over the pixels `px` (run
+/// `px.start - j0`.. of the block's 16, `px.len()` of them).
+///
+/// # Safety
+/// AVX-512 F present; each run `dst + i * ld + px` is writable and no one
+/// else's.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_store(
+    src: &[f32],
+    dst: *mut f32,
+    ld: usize,
+    chans: usize,
+    px: std::ops::Range<usize>,
+) {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] =
+        std::array::from_fn(|k| unsafe { _mm512_loadu_ps(src[k * BLOCK..].as_ptr()) });
+    // 32-bit, 64-bit, then 128-bit lane interleaves (twice).
+    let t: [__m512; 16] = std::array::from_fn(|k| {
+        let (a, b) = (r[k & !1], r[k | 1]);
+        if k % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    let u: [__m512; 16] = std::array::from_fn(|k| {
+        // u[4q + m]: rows 4q..4q+4, column m (mod 4) of each 128-bit lane.
+        let (q, m) = (k / 4, k % 4);
+        let (a, b) = (
+            _mm512_castps_pd(t[4 * q + (m / 2)]),
+            _mm512_castps_pd(t[4 * q + 2 + (m / 2)]),
+        );
+        _mm512_castpd_ps(if m % 2 == 0 {
+            _mm512_unpacklo_pd(a, b)
+        } else {
+            _mm512_unpackhi_pd(a, b)
+        })
+    });
+    let v: [__m512; 16] = std::array::from_fn(|k| {
+        // v[8h + 4e + m]: rows 8h..8h+8, lanes 0 / 2 (e = 0) or 1 / 3.
+        let (h, e, m) = (k / 8, (k / 4) % 2, k % 4);
+        let (a, b) = (u[8 * h + m], u[8 * h + 4 + m]);
+        if e == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        }
+    });
+    let mask = ((1u32 << px.len()) - 1) as __mmask16;
+    for i in 0..chans {
+        // Channel i = m + 4e + 8hi: v[4e + m] holds columns m + 4e and
+        // m + 4e + 8 of rows 0..8, v[8 + 4e + m] of rows 8..16.
+        let (m, e, hi) = (i % 4, (i / 4) % 2, i / 8);
+        let (a, b) = (v[4 * e + m], v[8 + 4 * e + m]);
+        let c = if hi == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        };
+        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, c) };
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose_store(_: &[f32], _: *mut f32, _: usize, _: usize, _: std::ops::Range<usize>) {
+    unreachable!("the NCHWc kernel is routed on AVX-512 only")
+}
+
+/// True when this CPU's GEMM runs AVX-512 tiles (so `RLX_CPU_GEMM_ISA=avx2`
+/// turns this kernel off too).
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::gemm_tile::{isa, Isa};
+        matches!(isa(), Some(Isa::Avx512))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The packed weight of a conv that runs in this kernel, for the
+/// executor to prepare once (`x`, `w`, `out`: static dims), or `None`.
+pub(crate) fn prepared_weights(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
+    (valid && g2.nchwc_wins()).then(|| {
+        let mut wp = Vec::new();
+        pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
+        wp
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv::{conv_geom, conv_prepared, fused_conv, Prepared};
+    use crate::kernels::conv_epilogue::tests::check_fused_conv_fixture;
+    use crate::kernels::{View, ViewMut};
+    use rlx_ir::op::{ChainStep, Window};
+    use rlx_ir::Op;
+
+    const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
+    const CASES: usize = 7;
+
+    /// A fused conv forced through this kernel, its weight packed per call.
+    fn forced(
+        window: &Window,
+        groups: usize,
+        bias: bool,
+        steps: &[ChainStep],
+        ins: &[View],
+        out: &mut ViewMut,
+    ) -> KernelResult {
+        let (conv_ins, extras) = ins.split_at(rlx_ir::ops::fused_conv::conv_arity(bias));
+        let g = conv_geom(window, None, groups, conv_ins, out)?;
+        let g2 = g.two_d.clone().filter(Conv2d::is_nchwc_shape);
+        let g2 = g2.expect("a shape of the NCHWc kernel");
+        let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype);
+        let epi = epi.expect("extras broadcast");
+        let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
+        g2.nchwc(
+            conv_ins[0].slice(),
+            conv_ins[1].slice(),
+            bias,
+            out.slice(),
+            Some(&epi),
+        )
+    }
+
+    /// tools/gen_fused_conv_fixtures.py's NCHWC_CASES (numpy float64
+    /// loops) through this kernel at 1 to 3 threads: C and O off a multiple
+    /// of 16, tile remainders, stride 2, asymmetric padding, 5x5 dilated,
+    /// 1x1 and 7x7 stride 2, row-chain (ReLU, residual) and whole-plane
+    /// (SiLU, leaky) epilogues, batch 2.
+    #[test]
+    fn nchwc_matches_numpy() {
+        if !avx512() {
+            eprintln!("no AVX-512 here: the kernel is not routed");
+            return;
+        }
+        check_fused_conv_fixture(FIXTURE, CASES, &forced);
+    }
+
+    /// The same cases through conv's own dispatch, and the one conv routes
+    /// here (24 -> 16 at 12x12) through the weight the executor packs once
+    /// (`Prepared::Nchwc`), at 1 and 2 threads.
+    #[test]
+    fn dispatch_and_prepared_weights_match_numpy() {
+        check_fused_conv_fixture(FIXTURE, CASES, &fused_conv);
+        if !avx512() {
+            return;
+        }
+        let g = geom(24, 16, (12, 12), 3, 1);
+        assert!(
+            g.nchwc_wins(),
+            "24 -> 16 at 12x12 is routed to the NCHWc kernel"
+        );
+        assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
+        // The CNN set's shapes it measured faster on take it (U-Net 16 ->
+        // 16 at 128x128, YOLO 16 -> 32 stride 2, ResNet-18 256 -> 256 at
+        // 14x14); dense Winograd and 7x7 maps keep theirs.
+        for (c, o, hw, s) in [(16, 16, 128, 1), (16, 32, 128, 2), (256, 256, 14, 1)] {
+            assert!(
+                geom(c, o, (hw, hw), 3, s).nchwc_wins(),
+                "{c} -> {o} at {hw}"
+            );
+        }
+        for (c, o, hw) in [(64, 64, 56), (512, 512, 7)] {
+            let winograd_off = !crate::kernels::conv::winograd_enabled() && hw > 8;
+            assert_eq!(geom(c, o, (hw, hw), 3, 1).nchwc_wins(), winograd_off);
+        }
+        let prepared = |window: &Window,
+                        groups,
+                        bias,
+                        steps: &[ChainStep],
+                        ins: &[View],
+                        out: &mut ViewMut| {
+            let dims = (ins[0].dims, ins[1].dims, out.dims);
+            let wp = prepared_weights(window, groups, dims, ins[1].slice::<f32>());
+            let Some(wp) = wp else {
+                return fused_conv(window, groups, bias, steps, ins, out);
+            };
+            let op = Op::FusedConv {
+                window: window.clone(),
+                groups,
+                bias,
+                epilogue: steps.to_vec(),
+            };
+            conv_prepared(&op, Prepared::Nchwc(&wp), ins, out)
+        };
+        check_fused_conv_fixture(FIXTURE, CASES, &prepared);
+    }
+
+    /// A packed weight of the wrong size is an error naming the kernel.
+    #[test]
+    fn wrong_packed_weight_is_an_error() {
+        let g = geom(24, 16, (12, 12), 3, 1);
+        let (x, mut y) = (vec![0f32; 24 * 144], vec![0f32; 16 * 144]);
+        let err = g
+            .nchwc_packed(&x, &[0.0; 7], None, &mut y, None)
+            .unwrap_err();
+        assert!(err.to_string().contains("NCHWc"), "{err}");
+    }
+
+    /// Packing puts output channel `oc`, input `ic`, tap `t` at
+    /// `[oc/16][ic/16][t][ic%16][oc%16]`, zeros past `o` and `c`.
+    #[test]
+    fn pack_layout() {
+        let (o, c, kh, kw) = (20, 18, 2, 3);
+        let wt: Vec<f32> = (1..=o * c * kh * kw).map(|v| v as f32).collect();
+        let mut p = Vec::new();
+        pack(&wt, (o, c, kh, kw), &mut p);
+        assert_eq!(p.len(), 2 * 2 * 6 * 256);
+        let mut seen = 0;
+        for oc in 0..o {
+            for ic in 0..c {
+                for t in 0..kh * kw {
+                    let at = (((oc / 16 * 2 + ic / 16) * 6 + t) * 16 + ic % 16) * 16 + oc % 16;
+                    assert_eq!(p[at], wt[(oc * c + ic) * 6 + t]);
+                    seen += 1;
+                }
+            }
+        }
+        assert_eq!(p.iter().filter(|&&v| v != 0.0).count(), seen);
+    }
+
+    /// A `k x k` conv, stride `s`, padding `k / 2`, one image.
+    fn geom(c: usize, o: usize, (h, w): (usize, usize), k: usize, s: usize) -> Conv2d {
+        let out = |n: usize| (n + 2 * (k / 2) - k) / s + 1;
+        Conv2d {
+            batch: 1,
+            c,
+            o,
+            groups: 1,
+            h,
+            w,
+            oh: out(h),
+            ow: out(w),
+            kh: k,
+            kw: k,
+            s: (s, s),
+            d: (1, 1),
+            p: (k / 2, k / 2),
+        }
+    }
+
+    fn median_secs(mut f: impl FnMut()) -> f64 {
+        f();
+        let mut t: Vec<f64> = (0..7)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                f();
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[3]
+    }
+
+    /// Prints GFLOP/s of this kernel (weight packed once, as the executor
+    /// does for a constant) next to the path conv takes without it (direct,
+    /// Winograd with its weight transformed once, the packed-weight GEMM
+    /// at <= 64 pixels, else im2col + GEMM) on the dense convs of the CNN
+    /// set, 1 thread: the measurement behind [`Conv2d::nchwc_wins`]. Run
+    /// with `cargo test --release -p rlx-cpu --lib nchwc_vs_current_paths
+    /// -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing; prints, asserts nothing"]
+    fn nchwc_vs_current_paths() {
+        if !avx512() {
+            return;
+        }
+        #[rustfmt::skip]
+        let shapes = [
+            // ResNet-18
+            (3, 64, (224, 224), 7, 2), (64, 64, (56, 56), 3, 1), (64, 128, (56, 56), 3, 2),
+            (128, 128, (28, 28), 3, 1), (128, 256, (28, 28), 3, 2), (256, 256, (14, 14), 3, 1),
+            (256, 512, (14, 14), 3, 2), (512, 512, (7, 7), 3, 1), (64, 128, (56, 56), 1, 2),
+            (128, 256, (28, 28), 1, 2), (256, 512, (14, 14), 1, 2),
+            // U-Net
+            (3, 16, (128, 128), 3, 1), (16, 16, (128, 128), 3, 1), (32, 16, (128, 128), 3, 1),
+            (16, 32, (64, 64), 3, 1), (32, 32, (64, 64), 3, 1), (64, 32, (64, 64), 3, 1),
+            (32, 64, (32, 32), 3, 1), (64, 64, (32, 32), 3, 1), (128, 64, (32, 32), 3, 1),
+            (64, 128, (16, 16), 3, 1), (128, 128, (16, 16), 3, 1),
+            // YOLO-style, CRNN
+            (3, 16, (256, 256), 3, 2), (16, 32, (128, 128), 3, 2), (32, 64, (64, 64), 3, 2),
+            (64, 128, (32, 32), 3, 2), (1, 64, (32, 128), 3, 1), (64, 128, (16, 64), 3, 1),
+            (128, 256, (8, 32), 3, 1),
+        ];
+        crate::threads::with_limit(Some(1), || {
+            for (c, o, hw, k, s) in shapes {
+                let g = geom(c, o, hw, k, s);
+                let x: Vec<f32> = (0..c * hw.0 * hw.1)
+                    .map(|i| (i % 13) as f32 / 13.0)
+                    .collect();
+                let wt: Vec<f32> = (0..o * c * k * k).map(|i| (i % 7) as f32 / 7.0).collect();
+                let mut y = vec![0f32; o * g.oh * g.ow];
+                let flops = 2.0 * (c * o * k * k * g.oh * g.ow) as f64;
+                let mut wp = Vec::new();
+                pack(&wt, (o, c, k, k), &mut wp);
+                let t_new = median_secs(|| g.nchwc_packed(&x, &wp, None, &mut y, None).unwrap());
+                let (name, t_old) = if g.direct_wins() {
+                    (
+                        "direct",
+                        median_secs(|| g.direct(&x, &wt, &mut y, None).unwrap()),
+                    )
+                } else if g.winograd_wins(c, o) {
+                    let u = super::super::winograd::transform_weights(&wt, 1, o, c);
+                    let t = median_secs(|| g.winograd_transformed(&x, &u, &mut y, None).unwrap());
+                    ("winograd", t)
+                } else if g.is_pointwise() {
+                    (
+                        "pointwise",
+                        median_secs(|| g.pointwise_nchw(&x, &wt, None, &mut y, None).unwrap()),
+                    )
+                } else if g.oh * g.ow <= 64 {
+                    let dims = [&[1, c, hw.0, hw.1][..], &[o, c, k, k], &[1, o, g.oh, g.ow]];
+                    let win = rlx_ir::op::Window {
+                        kernel: vec![],
+                        stride: vec![s, s],
+                        padding: vec![(k / 2, k / 2); 2],
+                        dilation: vec![1, 1],
+                    };
+                    let (nr, p) =
+                        super::super::conv_packed::packed_copy(&win, 1, dims, &wt).unwrap();
+                    (
+                        "packed",
+                        median_secs(|| g.packed_gemm(&x, &p, nr, &mut y, None).unwrap()),
+                    )
+                } else {
+                    (
+                        "im2col",
+                        median_secs(|| g.im2col_gemm(&x, &wt, &mut y, None).unwrap()),
+                    )
+                };
+                println!(
+                    "c {c:4} o {o:4} {:3}x{:<3} k{k} s{s}: nchwc {:6.1} GFLOP/s, {name:9} {:6.1} GFLOP/s, nchwc / old time {:.2}{}",
+                    hw.0,
+                    hw.1,
+                    flops / t_new / 1e9,
+                    flops / t_old / 1e9,
+                    t_new / t_old,
+                    if g.nchwc_wins() { "  (dispatch: nchwc)" } else { "" }
+                );
+            }
+        });
+    }
+}
