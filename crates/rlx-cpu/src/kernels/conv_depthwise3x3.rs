@@ -177,9 +177,9 @@ fn row_portable(g: &Geo, t: &RowTaps, k: &Coef, y: &mut [f32]) {
             }
         } else {
             let x0 = &x0[..2 * n + 1];
-            for i in 0..n {
+            for (i, v) in yi.iter_mut().enumerate() {
                 let q = 2 * i;
-                yi[i] = w2.mul_add(x0[q + 2], w1.mul_add(x0[q + 1], w0.mul_add(x0[q], yi[i])));
+                *v = w2.mul_add(x0[q + 2], w1.mul_add(x0[q + 1], w0.mul_add(x0[q], *v)));
             }
         }
     }
