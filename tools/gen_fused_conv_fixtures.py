@@ -12,7 +12,9 @@ the direct few-channel kernel, read by kernels/conv_direct.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_pointwise/cases.json (POINTWISE_CASES: 1x1
 convs of the NCHW pointwise kernel, read by kernels/conv_pointwise.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of the
-16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests). Inputs are not
+16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
+depthwise convs, read by kernels/conv_depthwise3x3.rs's tests). Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -141,6 +143,26 @@ POINTWISE_CASES = [
     ("pointwise_c16_o8_leaky", (1, 16, 6, 6), 8, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "leaky", None),
     ("pointwise_c12_o16_relu_nobias_batch3", (3, 12, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
 ]
+# Depthwise 3x3 convs of kernels/conv_depthwise3x3.rs (no padded copy): rows of
+# 37 / 70 outputs (two vectors and a partial one of 16 lanes), stride 2 on odd and
+# even widths, no padding, padding past the kernel (columns with no tap inside),
+# asymmetric padding, a plane narrower than the kernel, a channel multiplier,
+# batch 2; ReLU6 (clamped in registers), relu / residual / per-channel scale +
+# residual (row chain per plane), leaky / silu (per block of planes).
+DEPTHWISE_CASES = [
+    ("dw_s1_w37_relu6_batch2", (2, 3, 5, 37), 3, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 3, True, "relu6", None),
+    ("dw_s2_w45_relu6", (1, 4, 9, 45), 4, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 4, True, "relu6", None),
+    ("dw_s2_w40_scale_residual", (1, 3, 8, 40), 3, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 3, True, "scale_residual", "one_image"),
+    ("dw_s1_w20_nopad_residual", (1, 2, 6, 20), 2, (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 2, False, "residual", None),
+    ("dw_s1_w7_pad2_relu6", (1, 2, 4, 7), 2, (3, 3), (1, 1), ((2, 2), (2, 2)), (1, 1), 2, True, "relu6", None),
+    ("dw_s2_asym_pad_w33_relu6", (1, 3, 7, 33), 3, (3, 3), (2, 2), ((0, 1), (1, 0)), (1, 1), 3, True, "relu6", None),
+    ("dw_s1_w2_relu6", (1, 2, 3, 2), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, True, "relu6", None),
+    ("dw_s1_w70_relu_nobias", (1, 2, 3, 70), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, False, "relu", None),
+    ("dw_mult2_s2_w18_leaky", (1, 3, 6, 18), 6, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 3, True, "leaky", None),
+    ("dw_s1_w17_silu_batch2", (2, 3, 4, 17), 3, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 3, True, "silu", None),
+]
+OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
+
 OUT_POINTWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "cases.json")
 
 # Dense convs for the NCHWc kernel (16-channel blocks): C and O off a multiple of 16
@@ -196,6 +218,7 @@ def main():
     write(DIRECT_CASES, OUT_DIRECT)
     write(POINTWISE_CASES, OUT_POINTWISE)
     write(NCHWC_CASES, OUT_NCHWC)
+    write(DEPTHWISE_CASES, OUT_DEPTHWISE)
 
 
 if __name__ == "__main__":

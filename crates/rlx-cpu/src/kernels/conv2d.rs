@@ -112,8 +112,11 @@ impl Conv2d {
         let block = (4096 / pout).max(1);
         // Set only for an f32 output (then `T` is f32).
         let chain = epi.and_then(|e| e.rows());
+        // A clamp the 3x3 kernel applies in registers instead.
+        let clamp = chain
+            .and_then(|c| c.clamp())
+            .filter(|_| self.is_depthwise3x3());
         team::try_parallel_for(ranges.len(), |part| {
-            let mut scratch = Vec::new();
             let mut start = ranges[part].start;
             while start < ranges[part].end {
                 let (n, oc) = (start / self.o, start % self.o);
@@ -121,9 +124,9 @@ impl Conv2d {
                 // SAFETY: each plane belongs to exactly one part.
                 let yb = unsafe { shared.range(start * pout..end * pout) };
                 for (i, yp) in yb.chunks_exact_mut(pout).enumerate() {
-                    self.depthwise_plane(x, wt, bias, (n, oc + i), yp, &mut scratch);
-                    // A row-chain epilogue (ReLU6) while the plane is in L1.
-                    if let (Some(chain), Some(y32)) = (chain, as_f32_mut(yp)) {
+                    self.depthwise_plane(x, wt, bias, (n, oc + i), yp, clamp);
+                    // A row-chain epilogue while the plane is in L1.
+                    if let (Some(chain), Some(y32), None) = (chain, as_f32_mut(yp), clamp) {
                         chain.apply(y32, pout, n, oc + i..oc + i + 1, 0..pout);
                     }
                 }
@@ -136,8 +139,8 @@ impl Conv2d {
         })
     }
 
-    /// One output plane `(n, oc)` of a depthwise conv (`scratch`: reused
-    /// by the 3x3 f32 kernel).
+    /// One output plane `(n, oc)` of a depthwise conv (`clamp`: applied
+    /// by the 3x3 f32 kernel, which then takes the plane).
     fn depthwise_plane<T: Real>(
         &self,
         x: &[T],
@@ -145,7 +148,7 @@ impl Conv2d {
         bias: Option<&[T]>,
         (n, oc): (usize, usize),
         yp: &mut [T],
-        scratch: &mut Vec<f32>,
+        clamp: Option<(f32, f32)>,
     ) {
         let (pin, kn) = (self.h * self.w, self.kh * self.kw);
         let og = self.o / self.groups;
@@ -155,7 +158,7 @@ impl Conv2d {
         if self.is_depthwise3x3() {
             if let (Some(xp), Some(wk), Some(b)) = (as_f32(xp), as_f32(wk), as_f32(&[b])) {
                 let yp = as_f32_mut(yp).expect("y has x's type");
-                return self.depthwise3x3_plane(xp, wk, b[0], yp, scratch);
+                return self.depthwise3x3_plane(xp, wk, b[0], yp, clamp);
             }
         }
         yp.fill(b);

@@ -268,6 +268,28 @@ impl<'a> RowChain<'a> {
         })
     }
 
+    /// `(lo, hi)` when the chain is `min(max(v, lo), hi)` with scalar
+    /// bounds (ONNX Clip, MobileNet's ReLU6; a missing bound is infinite),
+    /// so a kernel can clamp in registers: `nan_min(nan_max(v, lo), hi)`
+    /// per element is then exactly this chain.
+    pub(crate) fn clamp(&self) -> Option<(f32, f32)> {
+        let bound = |step: &RowStep, want: BinaryOp| match *step {
+            RowStep::Binary {
+                op,
+                src: RowSrc::Scalar(v),
+                src_first: false,
+            } if op == want && !v.is_nan() => Some(v),
+            _ => None,
+        };
+        match self.steps.as_slice() {
+            [max, min] => Some((bound(max, BinaryOp::Max)?, bound(min, BinaryOp::Min)?)),
+            [one] => bound(one, BinaryOp::Max)
+                .map(|lo| (lo, f32::INFINITY))
+                .or_else(|| bound(one, BinaryOp::Min).map(|hi| (f32::NEG_INFINITY, hi))),
+            _ => None,
+        }
+    }
+
     /// Runs the chain in place on `y`: rows of channels `ch` of image `n`,
     /// each at `ld` elements from the last, over the pixels `px` (row `i`
     /// is `y[i * ld..][..px.len()]`).
@@ -392,8 +414,11 @@ fn peel_silu(steps: &[ChainStep]) -> Option<Vec<ChainStep>> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use crate::kernels::conv::conv;
     use crate::kernels::conv::{conv_packed_weights, fused_conv, tests::run_as};
-    use crate::kernels::conv_packed::packed_copy;
+    use crate::kernels::conv2d::Conv2d;
+    use crate::kernels::conv_packed::{geometry, packed_copy};
+    use crate::kernels::region;
     use crate::kernels::{KernelResult, View, ViewMut};
     use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp, Window};
     use rlx_ir::DType;
@@ -507,17 +532,7 @@ pub(crate) mod tests {
         for case in cases {
             let name = case["name"].as_str().expect("name");
             let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
-            let window = Window {
-                kernel: vec![],
-                stride: dims(&case["stride"]),
-                padding: case["pads"]
-                    .as_array()
-                    .expect("pads")
-                    .iter()
-                    .map(|p| (dims(p)[0], dims(p)[1]))
-                    .collect(),
-                dilation: dims(&case["dilation"]),
-            };
+            let window = case_window(case);
             let groups = case["groups"].as_u64().expect("groups") as usize;
             let bias = case["bias"].as_bool().expect("bias");
             let o = wd[0];
@@ -585,6 +600,113 @@ pub(crate) mod tests {
             }
         }
         packed_cases
+    }
+
+    /// The window of a tools/gen_fused_conv_fixtures.py case.
+    fn case_window(case: &Value) -> Window {
+        Window {
+            kernel: vec![],
+            stride: dims(&case["stride"]),
+            padding: case["pads"]
+                .as_array()
+                .expect("pads")
+                .iter()
+                .map(|p| (dims(p)[0], dims(p)[1]))
+                .collect(),
+            dilation: dims(&case["dilation"]),
+        }
+    }
+
+    /// For each case of fixture `text`: `taken` holds for its geometry (the
+    /// kernel under test computes it), and the fused conv gives the bits
+    /// of the conv followed by the region epilogue (what the unfused graph
+    /// runs) at 1 and 2 threads, also with NaNs and a -0 in the input.
+    pub(crate) fn check_fused_bits(text: &str, taken: impl Fn(&Conv2d) -> bool) {
+        let fixture: Value = serde_json::from_str(text).expect("fixture JSON");
+        for case in fixture["cases"].as_array().expect("cases") {
+            let name = case["name"].as_str().expect("name");
+            let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
+            let window = case_window(case);
+            let groups = case["groups"].as_u64().expect("groups") as usize;
+            let g2 = geometry(&window, groups, &xd, &wd, &yd).expect("a 2-D conv");
+            assert!(taken(&g2), "{name} is not taken");
+            let mut x = seq(xd.iter().product(), 7, 23, 8.0);
+            let w = seq(wd.iter().product(), 5, 17, 16.0);
+            let b: Vec<f32> = (0..wd[0]).map(|i| ((i % 7) as f32 - 3.0) / 8.0).collect();
+            let bd = [wd[0]];
+            let res = dims(&case["res_dims"]);
+            let (steps, extras) =
+                epilogue(case["epilogue"].as_str().expect("epilogue"), wd[0], 4, &res);
+            for nan in [false, true] {
+                if nan {
+                    let n = x.len();
+                    // A NaN with a payload: the epilogue's max / min make it
+                    // the canonical NaN, which a kernel's clamp must match.
+                    x[n / 3] = f32::from_bits(0xffc0_0001);
+                    x[n - 1] = f32::NAN;
+                    x[n / 2] = -0.0;
+                }
+                let mut ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &w), (&bd, &b)];
+                ins.extend(extras.iter().map(|(d, v)| (d.as_slice(), v.as_slice())));
+                for threads in [1, 2] {
+                    crate::threads::with_limit(Some(threads), || {
+                        let fused = run_as(
+                            DType::F32,
+                            |i, o| fused_conv(&window, groups, true, &steps, i, o),
+                            &ins,
+                            &yd,
+                            f32::NAN,
+                        )
+                        .expect("fused conv");
+                        let mut plain = run_as(
+                            DType::F32,
+                            |i, o| conv(&window, groups, i, o),
+                            &ins[..3],
+                            &yd,
+                            f32::NAN,
+                        )
+                        .expect("conv");
+                        let views: Vec<_> = ins[3..]
+                            .iter()
+                            .map(|&(d, v)| View {
+                                dims: d,
+                                dtype: DType::F32,
+                                // SAFETY: f32 has no padding.
+                                bytes: unsafe {
+                                    std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4)
+                                },
+                            })
+                            .collect();
+                        let bytes = unsafe {
+                            // SAFETY: as above, and any bit pattern is an f32.
+                            std::slice::from_raw_parts_mut(
+                                plain.as_mut_ptr() as *mut u8,
+                                plain.len() * 4,
+                            )
+                        };
+                        region::epilogue(
+                            &steps,
+                            &views,
+                            &mut ViewMut {
+                                dims: &yd,
+                                dtype: DType::F32,
+                                bytes,
+                            },
+                        )
+                        .expect("epilogue");
+                        let differ = fused
+                            .iter()
+                            .zip(&plain)
+                            .position(|(a, b)| a.to_bits() != b.to_bits());
+                        assert!(
+                            differ.is_none(),
+                            "{name} at {threads} threads (NaN input: {nan}): fused and unfused \
+                             bits differ at {differ:?}"
+                        );
+                    });
+                }
+            }
+        }
     }
 
     /// Every case of tools/gen_fused_conv_fixtures.py (numpy): each conv

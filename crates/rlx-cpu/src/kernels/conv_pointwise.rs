@@ -188,15 +188,9 @@ fn pack_panels(x: &[f32], pixels: usize, c: usize, px: Range<usize>, nr: usize, 
 #[cfg(test)]
 mod tests {
     use super::Conv2d;
-    use crate::kernels::conv::tests::run_as;
-    use crate::kernels::conv::{conv, fused_conv};
-    use crate::kernels::conv_epilogue::tests::{check_fused_conv_fixture, dims, epilogue, seq};
+    use crate::kernels::conv::fused_conv;
+    use crate::kernels::conv_epilogue::tests::{check_fused_bits, check_fused_conv_fixture};
     use crate::kernels::gemm_tile::isa;
-    use crate::kernels::region;
-    use crate::kernels::ViewMut;
-    use rlx_ir::op::Window;
-    use rlx_ir::DType;
-    use serde_json::Value;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/cases.json");
 
@@ -220,97 +214,6 @@ mod tests {
         if isa().is_none() {
             return;
         }
-        let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture JSON");
-        for case in fixture["cases"].as_array().expect("cases") {
-            let name = case["name"].as_str().expect("name");
-            let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
-            let g2 = Conv2d {
-                batch: xd[0],
-                c: xd[1],
-                o: wd[0],
-                groups: 1,
-                h: xd[2],
-                w: xd[3],
-                oh: yd[2],
-                ow: yd[3],
-                kh: 1,
-                kw: 1,
-                s: (1, 1),
-                d: (1, 1),
-                p: (0, 0),
-            };
-            assert!(g2.pointwise_nchw_wins(), "{name} is not taken");
-            let window = Window {
-                kernel: vec![],
-                stride: vec![1, 1],
-                padding: vec![(0, 0), (0, 0)],
-                dilation: vec![1, 1],
-            };
-            let x = seq(xd.iter().product(), 7, 23, 8.0);
-            let w = seq(wd.iter().product(), 5, 17, 16.0);
-            let b: Vec<f32> = (0..wd[0]).map(|i| ((i % 7) as f32 - 3.0) / 8.0).collect();
-            let bd = [wd[0]];
-            let res = dims(&case["res_dims"]);
-            let (steps, extras) =
-                epilogue(case["epilogue"].as_str().expect("epilogue"), wd[0], 4, &res);
-            let mut ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &w), (&bd, &b)];
-            ins.extend(extras.iter().map(|(d, v)| (d.as_slice(), v.as_slice())));
-            for threads in [1, 2] {
-                crate::threads::with_limit(Some(threads), || {
-                    let fused = run_as(
-                        DType::F32,
-                        |i, o| fused_conv(&window, 1, true, &steps, i, o),
-                        &ins,
-                        &yd,
-                        f32::NAN,
-                    )
-                    .expect("fused conv");
-                    let mut plain = run_as(
-                        DType::F32,
-                        |i, o| conv(&window, 1, i, o),
-                        &ins[..3],
-                        &yd,
-                        f32::NAN,
-                    )
-                    .expect("conv");
-                    let views: Vec<_> = ins[3..]
-                        .iter()
-                        .map(|&(d, v)| crate::kernels::View {
-                            dims: d,
-                            dtype: DType::F32,
-                            // SAFETY: f32 has no padding.
-                            bytes: unsafe {
-                                std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4)
-                            },
-                        })
-                        .collect();
-                    let bytes = unsafe {
-                        // SAFETY: as above, and any bit pattern is an f32.
-                        std::slice::from_raw_parts_mut(
-                            plain.as_mut_ptr() as *mut u8,
-                            plain.len() * 4,
-                        )
-                    };
-                    region::epilogue(
-                        &steps,
-                        &views,
-                        &mut ViewMut {
-                            dims: &yd,
-                            dtype: DType::F32,
-                            bytes,
-                        },
-                    )
-                    .expect("epilogue");
-                    let same = fused
-                        .iter()
-                        .zip(&plain)
-                        .all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(
-                        same,
-                        "{name} at {threads} threads: fused and unfused bits differ"
-                    );
-                });
-            }
-        }
+        check_fused_bits(FIXTURE, Conv2d::pointwise_nchw_wins);
     }
 }
