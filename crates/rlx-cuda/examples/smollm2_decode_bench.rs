@@ -28,13 +28,11 @@ const FILLED: usize = 32;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().ok_or("usage: smollm2_decode_bench FILE.gguf [reps]")?;
+    let path = args
+        .next()
+        .ok_or("usage: smollm2_decode_bench FILE.gguf [reps]")?;
     let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(20);
-    let quant = path
-        .rsplit('.')
-        .nth(1)
-        .unwrap_or("gguf")
-        .to_string();
+    let quant = path.rsplit('.').nth(1).unwrap_or("gguf").to_string();
     let r = GgufReader::open(&path)?;
     let cfg = LlamaConfig::from_gguf(r.metadata())?;
     let w = LlamaWeights::from_gguf(&r, &cfg, WeightMode::Quantized)?;
@@ -63,7 +61,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
         }
-        let lir = lower(&step.graph, &|op| backend.claims(op), &LowerOptions::default())?;
+        let lir = lower(
+            &step.graph,
+            &|op| backend.claims(op),
+            &LowerOptions::default(),
+        )?;
         let mut exe = backend.compile(lir)?;
         for (k, (_, pname, _)) in exe.lir().io.params.clone().iter().enumerate() {
             let v = params
@@ -115,7 +117,8 @@ fn inputs(
     let half = cfg.head_dim / 2;
     let mut x = vec![0f32; cfg.dim];
     w.embed_into(504, &mut x)?;
-    let angle = |j: usize| FILLED as f64 * cfg.rope_base.powf(-2.0 * j as f64 / cfg.head_dim as f64);
+    let angle =
+        |j: usize| FILLED as f64 * cfg.rope_base.powf(-2.0 * j as f64 / cfg.head_dim as f64);
     let cos: Vec<f32> = (0..half).map(|j| angle(j).cos() as f32).collect();
     let sin: Vec<f32> = (0..half).map(|j| angle(j).sin() as f32).collect();
     let mut mask = vec![-1.0e9f32; CTX + 1];
