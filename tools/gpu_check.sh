@@ -6,7 +6,8 @@
 # the graph executor against the CPU backend (tests/executor.rs: every op
 # family in f32 / f16 (unary / binary ops from the IR's ALL lists; scans,
 # pads, convolutions, pooling; gather_elements, scatter_add, top-k, resizes,
-# transposed conv, GGUF Q8_0 / Q4_K / Q5_K / Q6_K dequantize and quantized
+# transposed conv, GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 dequantize
+# (bit-exact vs rlx-gguf), Q4_K / Q5_K / Q6_K dequantize and quantized
 # matmul, a bad gather_elements index, matmuls with fused epilogues: the
 # cuBLASLt bias / ReLU / tanh-GELU path and the GEMM + kernels path), an
 # MLP, an attention block, digits training steps with the update copied
@@ -55,9 +56,9 @@ step "kernels added by issue 27 on cuda:0 (indexing, resampling, dequantize, opt
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor --test optim_updates -- --nocapture \
   --test-threads 1 indexing gather_elements device_ 2>&1 | grep -E '^test |panicked|test result' || status=1
 
-step "on-device training updates, fused matmul epilogues (cuBLASLt), K-quants on cuda:0 (printed)"
+step "on-device training updates, fused matmul epilogues (cuBLASLt), K-quants and Q4_0..Q8_0 on cuda:0 (printed)"
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor -- --nocapture --test-threads 1 \
-  adam_steps device_updates fused_matmul k_quant digits 2>&1 \
+  adam_steps device_updates fused_matmul k_quant legacy_quant digits 2>&1 \
   | grep -E '^test |loss|panicked|test result' || status=1
 
 # (devices_fallback assumes no usable accelerator, so it stays in CI only;

@@ -149,7 +149,7 @@ fn step(m: &Model, seq: usize, caches: &[HostTensor]) -> Step {
     }
 }
 
-fn named<'a>(list: &'a [(impl AsRef<str>, HostTensor)]) -> Vec<(&'a str, &'a HostTensor)> {
+fn named(list: &[(impl AsRef<str>, HostTensor)]) -> Vec<(&str, &HostTensor)> {
     list.iter().map(|(n, t)| (n.as_ref(), t)).collect()
 }
 
@@ -258,13 +258,13 @@ fn interpreted(s: &Step, inputs: &[(&str, HostTensor)], what: &str) -> Vec<Vec<f
     )
 }
 
+/// Runs a step on some device: its outputs' values.
+type Runner = dyn Fn(&Step, &[(&str, HostTensor)], &str) -> Vec<Vec<f64>>;
+
 /// Prefill then one decode step of `quant`, each step's outputs from `run`
 /// against the CPU's (the decode step over the cache the CPU's prefill
 /// filled, so each step is checked on the same inputs).
-fn prefill_and_decode(
-    quant: &str,
-    run: &dyn Fn(&Step, &[(&str, HostTensor)], &str) -> Vec<Vec<f64>>,
-) {
+fn prefill_and_decode(quant: &str, run: &Runner) {
     let Some(m) = load(quant) else { return };
     println!("SmolLM2 {quant}: {} blocks", m.cfg.n_layers);
     let pre = step(&m, PROMPT.len(), &empty_caches(&m));
