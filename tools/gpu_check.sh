@@ -6,7 +6,8 @@
 # the graph executor against the CPU backend (tests/executor.rs: every op
 # family in f32 / f16 (unary / binary ops from the IR's ALL lists; scans,
 # pads, convolutions, pooling; gather_elements, scatter_add, top-k, resizes,
-# transposed conv, GGUF Q8_0 / Q4_K / Q5_K / Q6_K dequantize and quantized
+# transposed conv, GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 dequantize
+# (bit-exact vs rlx-gguf), Q4_K / Q5_K / Q6_K dequantize and quantized
 # matmul, a bad gather_elements index, matmuls with fused epilogues: the
 # cuBLASLt bias / ReLU / tanh-GELU path and the GEMM + kernels path), an
 # MLP, an attention block, digits training steps with the update copied
@@ -19,7 +20,10 @@
 # through rlx_cuda::CudaBackend), and prints benchmark rows:
 # GEMM 4096^3 f32 / TF32 / f16 / bf16 (rlx-cuda's cuBLAS path) next to
 # PyTorch's torch.matmul on the same GPU when torch is importable, and
-# MiniLM b1 / b32 s128 on ONNX Runtime's CUDA provider when it is installed.
+# MiniLM b1 / b32 s128 on ONNX Runtime's CUDA provider when it is installed,
+# SmolLM2 (GGUF Q4_K_M / Q8_0 / Q4_1, whichever files are present) prefill +
+# decode on cuda:0 against the CPU (tests/smollm2.rs) and its decode tok/s
+# on cuda:0 next to the CPU backend (examples/smollm2_decode_bench.rs).
 # Nothing is downloaded besides crates (cargo) ; models come from
 # tools/fetch_models.sh (RLX_MODELS, default ~/.cache/rlx-models).
 #
@@ -52,9 +56,9 @@ step "kernels added by issue 27 on cuda:0 (indexing, resampling, dequantize, opt
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor --test optim_updates -- --nocapture \
   --test-threads 1 indexing gather_elements device_ 2>&1 | grep -E '^test |panicked|test result' || status=1
 
-step "on-device training updates, fused matmul epilogues (cuBLASLt), K-quants on cuda:0 (printed)"
+step "on-device training updates, fused matmul epilogues (cuBLASLt), K-quants and Q4_0..Q8_0 on cuda:0 (printed)"
 RLX_REQUIRE_CUDA=1 cargo test --release -p rlx-cuda --test executor -- --nocapture --test-threads 1 \
-  adam_steps device_updates fused_matmul k_quant digits 2>&1 \
+  adam_steps device_updates fused_matmul k_quant legacy_quant digits 2>&1 \
   | grep -E '^test |loss|panicked|test result' || status=1
 
 # (devices_fallback assumes no usable accelerator, so it stays in CI only;
@@ -119,7 +123,24 @@ if [ -n "$ONNX" ]; then
 else
   echo "no all-MiniLM-L6-v2-fp32.onnx under $MODELS (run tools/fetch_models.sh)"
 fi
-echo "rlx SmolLM2 decode on CUDA: not measured (the GGUF decode graph's ops are not all planned for CUDA yet)"
+
+step "SmolLM2 prefill (6 tokens) + one decode step on cuda:0 vs the CPU, every block (tests/smollm2.rs)"
+RLX_REQUIRE_CUDA=1 RLX_MODELS="$MODELS" cargo test --release -p rlx-cuda \
+  --test smollm2 -- --include-ignored --nocapture on_cuda 2>&1 \
+  | grep -E '^test |worst|skipped|panicked|test result' || status=1
+
+step "SmolLM2 decode tok/s (rlx: cuda:0 next to the CPU, 64-slot cache)"
+found=0
+for q in Q4_K_M Q8_0 Q4_1; do
+  f=""
+  for d in "$MODELS/gguf" "$HOME/.cache/rlx-ref/models/gguf"; do
+    [ -e "$d/SmolLM2-135M-Instruct.$q.gguf" ] && { f="$d/SmolLM2-135M-Instruct.$q.gguf"; break; }
+  done
+  [ -n "$f" ] || continue
+  found=1
+  timeout 180 cargo run --release -q -p rlx-cuda --example smollm2_decode_bench -- "$f" 20 || status=1
+done
+[ "$found" -eq 1 ] || echo "no SmolLM2 GGUF under $MODELS/gguf (run tools/fetch_models.sh)"
 
 step "result"
 if [ "$status" -eq 0 ]; then echo "gpu_check: PASS"; else echo "gpu_check: FAIL"; fi

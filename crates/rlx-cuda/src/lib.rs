@@ -18,8 +18,9 @@
 //!   and RMS norm, row gather, gather_elements, scatter_add, top-k,
 //!   transpose / broadcast / slice / concat / pad / copies, casts, iota,
 //!   argmax / argmin / cumsum, 1-d / 2-d conv, transposed conv and pooling,
-//!   nearest / linear resize, GGUF Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K
-//!   dequantize, matmul / leading-batch dot-general as strided-batched
+//!   nearest / linear resize, GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K /
+//!   Q5_K / Q6_K dequantize (so a llama GGUF step graph plans whole:
+//!   `tests/smollm2.rs`), matmul / leading-batch dot-general as strided-batched
 //!   cuBLAS GEMMs, fused matmuls (a per-column bias, alone or under ReLU /
 //!   tanh GELU, as one cuBLASLt GEMM with that epilogue: [`gemm_lt`]) and
 //!   elementwise regions (their steps' kernels); anything else is a named

@@ -554,6 +554,22 @@ fn fused_matmul_epilogues_match_the_cpu() {
     }
 }
 
+/// `dequantize(w)` to f32 `dims` of a `bytes`-long U8 input `w` of `g`.
+fn dequantize_input(
+    g: &mut Graph,
+    scheme: QuantScheme,
+    bytes: usize,
+    dims: [usize; 2],
+) -> rlx_ir::NodeId {
+    let w = g.input("w", Shape::new(&[bytes], DType::U8));
+    g.try_node(
+        rlx_ir::Op::Dequantize { scheme },
+        &[w],
+        Some(Shape::new(&dims, DType::F32)),
+    )
+    .unwrap()
+}
+
 #[test]
 fn k_quant_dequantize_and_quantized_matmul_match_the_cpu() {
     if !cuda("k_quant_dequantize_and_quantized_matmul_match_the_cpu") {
@@ -569,14 +585,7 @@ fn k_quant_dequantize_and_quantized_matmul_match_the_cpu() {
         let wt = HostTensor::from_vec(bytes.clone(), &[bytes.len()]).unwrap();
         let mut g = Graph::new("k_quant");
         let x = f32_in(&mut g, "x", &[3, k]);
-        let w = g.input("w", Shape::new(&[bytes.len()], DType::U8));
-        let deq = g
-            .try_node(
-                rlx_ir::Op::Dequantize { scheme },
-                &[w],
-                Some(Shape::new(&[n, k], DType::F32)),
-            )
-            .unwrap();
+        let deq = dequantize_input(&mut g, scheme, bytes.len(), [n, k]);
         let wt_t = g.transpose_(deq, &[1, 0]);
         let y = g.mm(x, wt_t);
         g.set_outputs(vec![deq, y]);
@@ -589,6 +598,35 @@ fn k_quant_dequantize_and_quantized_matmul_match_the_cpu() {
             1e-5,
             1e-6,
         );
+    }
+}
+
+#[test]
+fn legacy_quant_dequantize_on_the_device_is_bit_exact_like_rlx_gguf() {
+    if !cuda("legacy_quant_dequantize_on_the_device_is_bit_exact_like_rlx_gguf") {
+        return;
+    }
+    // Q5_0 is most of SmolLM2 Q4_K_M's weights (576 columns fall back
+    // from Q5_K); every 32-value format against rlx-gguf's codecs.
+    let (n, k) = (6, 64);
+    for (scheme, ty) in [
+        (QuantScheme::GgufQ4_0, rlx_gguf::GgmlType::Q4_0),
+        (QuantScheme::GgufQ4_1, rlx_gguf::GgmlType::Q4_1),
+        (QuantScheme::GgufQ5_0, rlx_gguf::GgmlType::Q5_0),
+        (QuantScheme::GgufQ5_1, rlx_gguf::GgmlType::Q5_1),
+        (QuantScheme::GgufQ8_0, rlx_gguf::GgmlType::Q8_0),
+    ] {
+        let bytes = gguf_blocks(scheme, n * k / 32, 72);
+        let wt = HostTensor::from_vec(bytes.clone(), &[bytes.len()]).unwrap();
+        let mut g = Graph::new("legacy_quant");
+        let deq = dequantize_input(&mut g, scheme, bytes.len(), [n, k]);
+        g.set_outputs(vec![deq]);
+        let mut exe = compile_with(&CudaBackend::new(0), &g, Precision::F32);
+        let got = exe.run(&[&wt]).unwrap()[0].to_vec::<f32>().unwrap();
+        let want = rlx_gguf::codecs::dequantize(ty, &bytes, n * k).unwrap();
+        for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "{ty:?} value {i}: {a} vs {b}");
+        }
     }
 }
 

@@ -261,11 +261,13 @@ fn dequant_graph(
 }
 
 #[test]
-fn q4_0_q4_1_and_q8_0_dequantize_and_dequant_matmul_match_the_cpu() {
+fn legacy_quant_dequantize_and_dequant_matmul_match_the_cpu() {
     let (n, k) = (6, 64);
     for scheme in [
         QuantScheme::GgufQ4_0,
         QuantScheme::GgufQ4_1,
+        QuantScheme::GgufQ5_0,
+        QuantScheme::GgufQ5_1,
         QuantScheme::GgufQ8_0,
     ] {
         let bytes = gguf_blocks(scheme, n * k / 32, 30);
@@ -281,6 +283,31 @@ fn q4_0_q4_1_and_q8_0_dequantize_and_dequant_matmul_match_the_cpu() {
             "{:?}",
             kinds(&p)
         );
+    }
+}
+
+#[test]
+fn q4_0_q4_1_q5_0_q5_1_and_q8_0_dequantize_bit_exactly_like_rlx_gguf() {
+    let (n, k) = (6, 64);
+    for (scheme, ty) in [
+        (QuantScheme::GgufQ4_0, GgmlType::Q4_0),
+        (QuantScheme::GgufQ4_1, GgmlType::Q4_1),
+        (QuantScheme::GgufQ5_0, GgmlType::Q5_0),
+        (QuantScheme::GgufQ5_1, GgmlType::Q5_1),
+        (QuantScheme::GgufQ8_0, GgmlType::Q8_0),
+    ] {
+        let bytes = gguf_blocks(scheme, n * k / 32, 50);
+        let wt = HostTensor::from_vec(bytes.clone(), &[bytes.len()]).unwrap();
+        let x = rand(&[3, k], -1.0, 1.0, 51);
+        let g = dequant_graph(scheme, bytes.len(), n, k, false);
+        let lir = lir_of(&g);
+        let p = plan(&lir, 0).unwrap();
+        p.check().unwrap();
+        let got = interpret(&p, &ordered_inputs(&lir, &[("x", &x), ("w", &wt)]), &[]);
+        let want = rlx_gguf::codecs::dequantize(ty, &bytes, n * k).unwrap();
+        for (i, (a, b)) in got[0].iter().zip(&want).enumerate() {
+            assert_eq!(*a as f32, *b, "{ty:?} value {i}");
+        }
     }
 }
 

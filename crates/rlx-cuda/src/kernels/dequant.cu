@@ -1,10 +1,13 @@
 // GGUF block formats to f32 (ggml's layouts), one thread per value:
 //   Q4_0: f16 d, 16 bytes of nibbles: v = (q - 8) * d
 //   Q4_1: f16 d, f16 m, 16 bytes of nibbles: v = q * d + m
+//   Q5_0: f16 d, u32 qh, 16 bytes of nibbles: v = (q | bit j of qh << 4) - 16) * d
+//   Q5_1: f16 d, f16 m, u32 qh, 16 bytes of nibbles: v = (q | bit j of qh << 4) * d + m
 //   Q8_0: f16 d, 32 signed bytes: v = q * d
 // Within a block, value j < 16 is the low nibble of byte j and value
 // j + 16 its high nibble. Scales are read bytewise (blocks are not
-// 4-byte aligned).
+// 4-byte aligned). The `q * d + m` products are rounded before the add
+// (__fmul_rn: never contracted into an fma), as ggml's / rlx-gguf's are.
 // The K-quants (256-value super-blocks) follow below; their products are
 // rounded as ggml's CPU code rounds them (__fmul_rn: never contracted into
 // an fma), so the values are bit-identical to ggml's / rlx-gguf's.
@@ -31,7 +34,29 @@ extern "C" __global__ void rlx_dequant_q4_1(const unsigned char* b, float* y, i6
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
          i += (i64)gridDim.x * blockDim.x) {
         const unsigned char* blk = b + (i / 32) * 20;
-        y[i] = (float)nibble(blk + 4, i % 32) * half_at(blk) + half_at(blk + 2);
+        y[i] = __fmul_rn((float)nibble(blk + 4, i % 32), half_at(blk)) + half_at(blk + 2);
+    }
+}
+
+// The 5-bit value j (0..32) of a Q5_0 / Q5_1 block: nibble j of qs with bit
+// j of the little-endian u32 qh as its fifth bit.
+__device__ __forceinline__ int five_bits(const unsigned char* qh, const unsigned char* qs, i64 j) {
+    return nibble(qs, j) | (((qh[j / 8] >> (j % 8)) & 1) << 4);
+}
+
+extern "C" __global__ void rlx_dequant_q5_0(const unsigned char* b, float* y, i64 total) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        const unsigned char* blk = b + (i / 32) * 22;
+        y[i] = (float)(five_bits(blk + 2, blk + 6, i % 32) - 16) * half_at(blk);
+    }
+}
+
+extern "C" __global__ void rlx_dequant_q5_1(const unsigned char* b, float* y, i64 total) {
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < total;
+         i += (i64)gridDim.x * blockDim.x) {
+        const unsigned char* blk = b + (i / 32) * 24;
+        y[i] = __fmul_rn((float)five_bits(blk + 4, blk + 8, i % 32), half_at(blk)) + half_at(blk + 2);
     }
 }
 

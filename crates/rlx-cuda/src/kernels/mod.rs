@@ -146,6 +146,8 @@ pub const SOURCES: &[KernelSource] = &[
         entries: &[
             "rlx_dequant_q4_0",
             "rlx_dequant_q4_1",
+            "rlx_dequant_q5_0",
+            "rlx_dequant_q5_1",
             "rlx_dequant_q8_0",
             "rlx_dequant_q4_k",
             "rlx_dequant_q5_k",

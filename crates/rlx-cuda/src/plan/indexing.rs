@@ -103,13 +103,15 @@ pub(super) fn dequantize(scheme: QuantScheme, out: DType) -> Result<Kernel, Stri
     let format = match scheme {
         QuantScheme::GgufQ4_0 => "q4_0",
         QuantScheme::GgufQ4_1 => "q4_1",
+        QuantScheme::GgufQ5_0 => "q5_0",
+        QuantScheme::GgufQ5_1 => "q5_1",
         QuantScheme::GgufQ8_0 => "q8_0",
         QuantScheme::GgufQ4K => "q4_k",
         QuantScheme::GgufQ5K => "q5_k",
         QuantScheme::GgufQ6K => "q6_k",
         other => {
             return Err(format!(
-            "no CUDA dequantize of {other:?} (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K have kernels)"
+            "no CUDA dequantize of {other:?} (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K have kernels)"
         ))
         }
     };

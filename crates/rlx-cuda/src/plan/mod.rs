@@ -308,8 +308,8 @@ pub enum Kernel {
     Resize(Resize),
     /// `rlx_dequant_<format>`: GGUF block bytes to f32.
     Dequantize {
-        /// The block format's entry suffix (`q4_0`, `q4_1`, `q8_0`, `q4_k`,
-        /// `q5_k`, `q6_k`).
+        /// The block format's entry suffix (`q4_0`, `q4_1`, `q5_0`, `q5_1`,
+        /// `q8_0`, `q4_k`, `q5_k`, `q6_k`).
         format: &'static str,
     },
     /// `rlx_pool2d_*`.

@@ -247,7 +247,8 @@ pub fn scans_and_windows() -> Graph {
 }
 
 /// `blocks` GGUF blocks of `scheme` with small f16 scales (and mins) and
-/// every quant value pattern (K-quants: random scale and quant bytes).
+/// every quant value pattern (random quant / high-bit bytes; K-quants:
+/// random scale bytes too).
 pub fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
     let mut s = seed;
     let mut next = move || {
@@ -277,15 +278,21 @@ pub fn gguf_blocks(scheme: QuantScheme, blocks: usize, seed: u64) -> Vec<u8> {
         }
         return out;
     }
+    // Q5_0 / Q5_1: random quant and high-bit bytes after the scales.
+    let five = match scheme {
+        QuantScheme::GgufQ5_0 => Some(20),
+        QuantScheme::GgufQ5_1 => Some(20),
+        _ => None,
+    };
     for _ in 0..blocks {
         out.extend(half(next(), 0.01, 0.1));
         let quants = match scheme {
-            QuantScheme::GgufQ4_1 => {
+            QuantScheme::GgufQ4_1 | QuantScheme::GgufQ5_1 => {
                 out.extend(half(next(), -0.5, 0.5));
-                16
+                five.unwrap_or(16)
             }
             QuantScheme::GgufQ4_0 => 16,
-            _ => 32,
+            _ => five.unwrap_or(32),
         };
         for _ in 0..quants {
             out.push((next() & 0xFF) as u8);

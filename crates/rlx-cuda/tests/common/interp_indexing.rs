@@ -181,35 +181,39 @@ pub fn resize(x: &[f64], r: &Resize) -> Vec<f64> {
     y
 }
 
-/// GGUF Q4_0 / Q4_1 / Q8_0 blocks of 32 values (ggml's `dequantize_row_*`)
-/// and Q4_K / Q5_K / Q6_K super-blocks of 256 ([`k_quant`]).
+/// GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks of 32 values (ggml's
+/// `dequantize_row_*`: f32 products, rounded before a min is added) and
+/// Q4_K / Q5_K / Q6_K super-blocks of 256 ([`k_quant`]).
 pub fn dequantize(bytes: &[u8], format: &str) -> Vec<f64> {
-    let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f64();
-    let block = match format {
-        "q4_0" => 18,
-        "q4_1" => 20,
-        "q8_0" => 34,
+    let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+    // (block bytes, has a min, offset of the u32 of fifth bits)
+    let (block, min, high) = match format {
+        "q4_0" => (18, false, None),
+        "q4_1" => (20, true, None),
+        "q5_0" => (22, false, Some(2)),
+        "q5_1" => (24, true, Some(4)),
+        "q8_0" => (34, false, None),
         "q4_k" | "q5_k" | "q6_k" => return k_quant(bytes, format),
         other => panic!("no reference dequantize for {other}"),
     };
     let mut y = Vec::with_capacity(bytes.len() / block * 32);
     for b in bytes.chunks_exact(block) {
         let d = f16(b);
-        match format {
-            "q8_0" => y.extend(b[2..].iter().map(|&q| q as i8 as f64 * d)),
-            _ => {
-                let (qs, m) = if format == "q4_1" {
-                    (&b[4..], Some(f16(&b[2..])))
-                } else {
-                    (&b[2..], None)
-                };
-                let value = |q: u8| match m {
-                    Some(m) => q as f64 * d + m,
-                    None => (q as f64 - 8.0) * d,
-                };
-                y.extend(qs.iter().map(|&q| value(q & 0xF)));
-                y.extend(qs.iter().map(|&q| value(q >> 4)));
-            }
+        if format == "q8_0" {
+            y.extend(b[2..].iter().map(|&q| f64::from(q as i8 as f32 * d)));
+            continue;
+        }
+        let qs = &b[block - 16..];
+        let bits = high.map(|at| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()));
+        for j in 0..32 {
+            let nib = if j < 16 { qs[j] & 0xF } else { qs[j - 16] >> 4 };
+            let q = i32::from(nib) | bits.map_or(0, |h| ((h >> j & 1) << 4) as i32);
+            let v = if min {
+                q as f32 * d + f16(&b[2..])
+            } else {
+                (q - if high.is_some() { 16 } else { 8 }) as f32 * d
+            };
+            y.push(f64::from(v));
         }
     }
     y
