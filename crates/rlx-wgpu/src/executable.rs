@@ -392,6 +392,18 @@ impl WgpuExecutable {
             .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| self.run_error(format!("waiting for the GPU: {e}")))?;
+        // Another thread polling the same device may have taken this map's
+        // callback and not run it yet (seen with tests in parallel on one
+        // context): wait a little for it before calling the map failed.
+        let mut waited = 0;
+        while read.get().is_none() && waited < 2000 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            self.ctx
+                .device
+                .poll(wgpu::PollType::Poll)
+                .map_err(|e| self.run_error(format!("waiting for the GPU: {e}")))?;
+            waited += 1;
+        }
         // Errors of the submit reach the uncaptured-error handler, not a panic.
         let faults = self.ctx.take_faults();
         if read.get() != Some(true) || !faults.is_empty() {
