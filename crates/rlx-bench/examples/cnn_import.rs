@@ -1,8 +1,9 @@
 //! Import + compile time of one ONNX model, split into its stages (for
 //! profiling issue 28's import speed): `cnn_import <model.onnx> [reps]`.
-//! Prints the file read + decode, the import to a graph, and the first run
-//! (import + compile + run) against a steady run. `RLX_CPU_PROFILE=1`
-//! prints the executable's per-op table at the end (`runs` steady runs).
+//! Prints the file read + decode, the import to a graph, `prepare` (import
+//! and compile for the input's shape), and the first run against a steady
+//! run. `RLX_CPU_PROFILE=1` prints the executable's per-op table at the
+//! end (`runs` steady runs).
 
 use rlx_ir::HostTensor;
 use rlx_onnx::OnnxModel;
@@ -32,6 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let x = HostTensor::from_vec(vec![0.5f32; dims.iter().product()], &dims)?;
         let name = model.inputs()[0].name.clone();
         let t = Instant::now();
+        model.prepare(&[(&name, &x)])?;
+        let prepare = t.elapsed();
+        let t = Instant::now();
         model.run(&[(&name, &x)])?;
         let first = t.elapsed();
         let t = Instant::now();
@@ -40,9 +44,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let steady = t.elapsed() / runs.max(1) as u32;
         println!(
-            "load {:.1} ms, import {:.1} ms, first run {:.1} ms, steady run {:.1} ms",
+            "load {:.1} ms, import {:.1} ms, prepare (import + compile) {:.1} ms, first run {:.1} ms, steady run {:.1} ms",
             load.as_secs_f64() * 1e3,
             import.as_secs_f64() * 1e3,
+            prepare.as_secs_f64() * 1e3,
             first.as_secs_f64() * 1e3,
             steady.as_secs_f64() * 1e3
         );

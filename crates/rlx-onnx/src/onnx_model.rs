@@ -418,8 +418,22 @@ impl OnnxModel {
         }
     }
 
+    /// Imports and compiles for inputs like these (their shapes, and the
+    /// values of inputs the import needs as values) without running, so the
+    /// first [`OnnxModel::run`] on such inputs starts at once — what ONNX
+    /// Runtime does when it creates a session, or `jit(f).lower(x).compile()`
+    /// in JAX. The inputs are checked as `run` checks them; a second call
+    /// for the same shapes does nothing.
+    pub fn prepare(&mut self, inputs: &[(&str, &HostTensor)]) -> Result<()> {
+        let given = self.order(inputs)?;
+        let key = self.specialise(&given)?;
+        self.last = Some(key);
+        Ok(())
+    }
+
     /// Runs on named typed inputs; outputs in the model's output order.
-    /// Compiles on first use of each input shape.
+    /// Compiles on first use of each input shape ([`OnnxModel::prepare`]
+    /// does that ahead of time).
     pub fn run(&mut self, inputs: &[(&str, &HostTensor)]) -> Result<Vec<HostTensor>> {
         let given = self.order(inputs)?;
         let key = self.specialise(&given)?;

@@ -42,6 +42,33 @@ fn tiny_cnn_matches_onnx_runtime() {
     assert_close(&got, &want);
 }
 
+/// `prepare` compiles for the input's shape without running (the model has
+/// a compiled graph afterwards, none before); the run after it is ONNX
+/// Runtime's output; a wrong shape is refused by name before any compile.
+#[test]
+fn prepare_compiles_ahead_of_the_first_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    let options = rlx_onnx::OnnxOptions::default().compile_cache(false);
+    let mut model = OnnxModel::load_with(dir.join("tiny_cnn.onnx"), Device::Cpu, options).unwrap();
+    let x = HostTensor::from_vec(f32s("input.bin"), &[2, 3, 12, 12]).unwrap();
+    let wrong = HostTensor::from_vec(vec![0f32; 2 * 3 * 12 * 11], &[2, 3, 12, 11]).unwrap();
+    let err = model.prepare(&[("input", &wrong)]).unwrap_err().to_string();
+    assert!(
+        err.contains("input \"input\"") && err.contains("[2, 3, 12, 11]"),
+        "{err}"
+    );
+    assert!(
+        model.compiled().is_none(),
+        "a refused input compiled something"
+    );
+
+    model.prepare(&[("input", &x)]).unwrap();
+    assert!(model.compiled().is_some(), "prepare did not compile");
+    model.prepare(&[("input", &x)]).unwrap();
+    let out = model.run(&[("input", &x)]).unwrap();
+    assert_close(&out[0].to_vec::<f32>().unwrap(), &f32s("output.bin"));
+}
+
 /// A conv with a 2.36 MB weight (computed in the graph, folded to a
 /// constant on import) and a batch norm: the fold writes the scaled weight
 /// into a huge-page mapping (weights of 2 MB and up). Fixture from
