@@ -17,6 +17,8 @@ mod packed_weights;
 mod param_update;
 #[path = "winograd_weights.rs"]
 mod winograd_weights;
+#[path = "nchwc_layout.rs"]
+mod nchwc_layout;
 
 /// A 64-byte aligned byte buffer: blocks on the heap, or for a large
 /// zeroed one (an arena) an anonymous mapping, whose pages the OS zeroes
@@ -316,6 +318,13 @@ impl CpuExecutable {
         };
         exec.pack_weights();
         Ok(exec)
+    }
+
+    /// How many convs write their output in the NCHWc blocked layout for
+    /// the convs that read it (each such edge skips one reorder into and
+    /// one transpose out of the layout; see `nchwc_layout.rs`).
+    pub fn nchwc_blocked_outputs(&self) -> usize {
+        self.winograd.blocked_outputs()
     }
 
     /// Copies `bytes` over param `param`'s buffer, in place when no other
