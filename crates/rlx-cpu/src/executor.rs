@@ -11,14 +11,14 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "nchwc_layout.rs"]
+mod nchwc_layout;
 #[path = "packed_weights.rs"]
 mod packed_weights;
 #[path = "param_update.rs"]
 mod param_update;
 #[path = "winograd_weights.rs"]
 mod winograd_weights;
-#[path = "nchwc_layout.rs"]
-mod nchwc_layout;
 
 /// A 64-byte aligned byte buffer: blocks on the heap, or for a large
 /// zeroed one (an arena) an anonymous mapping, whose pages the OS zeroes

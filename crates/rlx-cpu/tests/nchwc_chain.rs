@@ -80,8 +80,7 @@ fn assert_close(got: &[f32], want: &[f64], what: &str) {
 fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::env::var("RLX_CPU_GEMM_ISA").is_err()
+        std::arch::is_x86_feature_detected!("avx512f") && std::env::var("RLX_CPU_GEMM_ISA").is_err()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -94,7 +93,12 @@ fn blocked_conv_chain_matches_numpy() {
     let fx: Value = serde_json::from_str(FIXTURE).unwrap();
     let (want1, want3) = (floats(&fx["y1"]), floats(&fx["y3"]));
     let dims = [N, C, HW, HW];
-    let scaled = |seed| -> Vec<f32> { values(N * C * HW * HW, seed).iter().map(|v| v * 16.0).collect() };
+    let scaled = |seed| -> Vec<f32> {
+        values(N * C * HW * HW, seed)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect()
+    };
     let x = HostTensor::from_slice(&scaled(1), &dims).unwrap();
     let r = HostTensor::from_slice(&scaled(2), &dims).unwrap();
     for two_outputs in [false, true] {
@@ -103,15 +107,27 @@ fn blocked_conv_chain_matches_numpy() {
             // conv1 -> conv2 and conv2 -> conv3; conv1's output is also
             // the caller's when it is a graph output: NCHW there.
             let want = if two_outputs { 1 } else { 2 };
-            assert_eq!(exe.nchwc_blocked_outputs(), want, "two outputs: {two_outputs}");
+            assert_eq!(
+                exe.nchwc_blocked_outputs(),
+                want,
+                "two outputs: {two_outputs}"
+            );
         }
         for threads in 1..=3 {
             exe.limit_threads(Some(threads)).unwrap();
             let out = exe.run(&[&x, &r]).unwrap();
             let what = format!("threads {threads}, two outputs {two_outputs}");
-            assert_close(&out[0].to_vec::<f32>().unwrap(), &want3, &format!("y3, {what}"));
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &want3,
+                &format!("y3, {what}"),
+            );
             if two_outputs {
-                assert_close(&out[1].to_vec::<f32>().unwrap(), &want1, &format!("y1, {what}"));
+                assert_close(
+                    &out[1].to_vec::<f32>().unwrap(),
+                    &want1,
+                    &format!("y1, {what}"),
+                );
             }
         }
     }

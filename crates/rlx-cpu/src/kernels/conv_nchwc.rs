@@ -29,8 +29,8 @@
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::{KernelResult, View};
-use rlx_ir::op::ChainStep;
 use crate::team;
+use rlx_ir::op::ChainStep;
 use std::cell::Cell;
 
 /// Channels per block (f32 lanes of one AVX-512 register).
@@ -269,8 +269,11 @@ impl Conv2d {
                 };
                 row[..cols.start * BLOCK].fill(0.0);
                 row[cols.end * BLOCK..].fill(0.0);
-                let src = &xn[((blk * h + ir) * w + cols.start - pl) * BLOCK..][..cols.len() * BLOCK];
-                row[cols.start * BLOCK..cols.end * BLOCK].copy_from_slice(src);
+                if !cols.is_empty() {
+                    let at = ((blk * h + ir) * w + cols.start - pl) * BLOCK;
+                    let run = cols.start * BLOCK..cols.end * BLOCK;
+                    row[run.clone()].copy_from_slice(&xn[at..at + run.len()]);
+                }
             }
         });
     }
