@@ -728,6 +728,29 @@ mod tests {
         assert!(err.to_string().contains("NCHWc"), "{err}");
     }
 
+    /// A blocked side on a conv without whole 16-channel blocks there is
+    /// an error naming the layout, not a misread buffer.
+    #[test]
+    fn blocked_layout_off_a_block_is_an_error() {
+        let g = geom(24, 16, (12, 12), 3, 1);
+        let mut wp = Vec::new();
+        pack(&vec![0f32; 16 * 24 * 9], (16, 24, 3, 3), &mut wp);
+        let (x, mut y) = (vec![0f32; 24 * 144], vec![0f32; 16 * 144]);
+        let io = BlockedIo {
+            input: true,
+            output: false,
+        };
+        let err = g
+            .nchwc_packed_io(&x, &wp, None, &mut y, None, io)
+            .unwrap_err();
+        assert!(err.to_string().contains("blocked layout"), "{err}");
+        let io = BlockedIo {
+            input: false,
+            output: true,
+        };
+        assert!(g.nchwc_packed_io(&x, &wp, None, &mut y, None, io).is_ok());
+    }
+
     /// Packing puts output channel `oc`, input `ic`, tap `t` at
     /// `[oc/16][ic/16][t][ic%16][oc%16]`, zeros past `o` and `c`.
     #[test]
