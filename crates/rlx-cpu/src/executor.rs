@@ -11,6 +11,8 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "nchwc_layout.rs"]
+mod nchwc_layout;
 #[path = "packed_weights.rs"]
 mod packed_weights;
 #[path = "param_update.rs"]
@@ -316,6 +318,13 @@ impl CpuExecutable {
         };
         exec.pack_weights();
         Ok(exec)
+    }
+
+    /// How many convs write their output in the NCHWc blocked layout for
+    /// the convs that read it (each such edge skips one reorder into and
+    /// one transpose out of the layout; see `nchwc_layout.rs`).
+    pub fn nchwc_blocked_outputs(&self) -> usize {
+        self.winograd.blocked_outputs()
     }
 
     /// Copies `bytes` over param `param`'s buffer, in place when no other

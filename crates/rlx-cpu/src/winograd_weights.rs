@@ -25,6 +25,8 @@ enum Form {
 /// Per node: its transformed or packed weight, when it has one.
 pub(super) struct WinogradWeights {
     per_node: Vec<Option<Form>>,
+    /// Per node: the sides an NCHWc conv keeps blocked (`nchwc_layout.rs`).
+    blocked: Vec<conv_nchwc::BlockedIo>,
 }
 
 impl WinogradWeights {
@@ -59,15 +61,22 @@ impl WinogradWeights {
                     }
                 }
             })
-            .collect();
-        WinogradWeights { per_node }
+            .collect::<Vec<_>>();
+        let nchwc = |i: usize| matches!(per_node[i], Some(Form::Nchwc(_)));
+        let blocked = super::nchwc_layout::plan(lir, &nchwc);
+        WinogradWeights { per_node, blocked }
+    }
+
+    /// NCHWc convs whose output the next convs read blocked.
+    pub(super) fn blocked_outputs(&self) -> usize {
+        self.blocked.iter().filter(|b| b.output).count()
     }
 
     /// Node `node`'s prepared weight, if it has one.
     pub(super) fn of(&self, node: usize) -> Option<Prepared<'_>> {
         Some(match self.per_node.get(node)?.as_ref()? {
             Form::Winograd(u) => Prepared::Winograd(u),
-            Form::Nchwc(w) => Prepared::Nchwc(w),
+            Form::Nchwc(w) => Prepared::Nchwc(w, self.blocked[node]),
         })
     }
 }

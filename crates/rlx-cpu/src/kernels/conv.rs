@@ -305,8 +305,9 @@ pub(crate) enum Prepared<'a> {
     Packed(usize),
     /// Transformed for Winograd F(2,3) ([`super::winograd::transform_weights`]).
     Winograd(&'a [f32]),
-    /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]).
-    Nchwc(&'a [f32]),
+    /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]), `x` /
+    /// `y` in the layouts the executor planned for them.
+    Nchwc(&'a [f32], super::conv_nchwc::BlockedIo),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -332,7 +333,7 @@ fn conv_real<T: GemmFloat>(
         fill_bias(y, ins.get(2).map(|b| b.slice::<f32>()), g.o, g.pout);
         return g2.winograd_transformed(ins[0].slice::<f32>(), u, y, epi);
     }
-    if let Some(Prepared::Nchwc(wp)) = prepared {
+    if let Some(Prepared::Nchwc(wp, io)) = prepared {
         let g2 = g
             .two_d
             .as_ref()
@@ -343,7 +344,7 @@ fn conv_real<T: GemmFloat>(
             ));
         };
         let bias = ins.get(2).map(|b| b.slice::<f32>());
-        return g2.nchwc_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
+        return g2.nchwc_packed_io(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi, io);
     }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());

@@ -325,6 +325,45 @@ impl<'a> RowChain<'a> {
     }
 }
 
+impl RowChain<'_> {
+    /// Runs the chain in place on `slab`, pixels `px` of image `n` in the
+    /// blocked layout (`[px.len()][16]`, lane `i` channel `c0 + i`;
+    /// `c0 + 16 <= o`): each step over the whole slab, its operand laid
+    /// out the same way first (the same per-element operations as
+    /// [`Self::apply`], so the same bits).
+    pub(crate) fn apply_blocked(&self, slab: &mut [f32], n: usize, c0: usize, px: Range<usize>) {
+        const LANES: usize = 16;
+        let mut lanes = Vec::new();
+        for step in &self.steps {
+            match *step {
+                RowStep::Relu => row_relu(slab),
+                RowStep::Binary { op, src, src_first } => {
+                    let operand = match src {
+                        RowSrc::Scalar(v) => Operand::Scalar(v),
+                        RowSrc::Channel(v) => {
+                            lanes.clear();
+                            for _ in px.clone() {
+                                lanes.extend_from_slice(&v[c0..c0 + LANES]);
+                            }
+                            Operand::Row(&lanes)
+                        }
+                        RowSrc::Full { data, images } => {
+                            let image = if images == 1 { 0 } else { n };
+                            let planes = &data[(image * self.o + c0) * self.pixels..];
+                            lanes.clear();
+                            for p in px.clone() {
+                                lanes.extend((0..LANES).map(|i| planes[i * self.pixels + p]));
+                            }
+                            Operand::Row(&lanes)
+                        }
+                    };
+                    row_binary(slab, op, operand, src_first);
+                }
+            }
+        }
+    }
+}
+
 /// A row step's operand, resolved for one row.
 #[derive(Clone, Copy)]
 enum Operand<'a> {

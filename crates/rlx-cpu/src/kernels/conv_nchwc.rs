@@ -17,12 +17,20 @@
 //! row-chain epilogue (ReLU / residual / ...) run on each row right after;
 //! any other epilogue (SiLU) runs per image on whole planes.
 //!
+//! Between consecutive NCHWc convs the executor may keep the activation
+//! blocked ([`BlockedIo`], planned in `nchwc_layout.rs`): the producer
+//! then stores its tiles as `[N][O/16][oh][ow][16]` with no transpose
+//! (the row-chain epilogue run on the blocked rows), and the consumer
+//! copies whole 16-channel pixel runs into its padded image instead of
+//! gathering 16 planes per pixel.
+//!
 //! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
-use super::KernelResult;
+use super::{KernelResult, View};
 use crate::team;
+use rlx_ir::op::ChainStep;
 use std::cell::Cell;
 
 /// Channels per block (f32 lanes of one AVX-512 register).
@@ -54,6 +62,17 @@ pub(crate) fn pack(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out
             }
         }
     }
+}
+
+/// Which side of an NCHWc conv the executor keeps in the blocked layout
+/// `[N][C/16][H][W][16]` instead of NCHW (both need a whole number of
+/// 16-channel blocks, so the two layouts take the same bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BlockedIo {
+    /// `x` is blocked (`[N][C/16][H][W][16]`).
+    pub(crate) input: bool,
+    /// `y` is written blocked (`[N][O/16][oh][ow][16]`).
+    pub(crate) output: bool,
 }
 
 /// The blocked, padded copy of one image: `[C/16][hp][wp][16]`.
@@ -143,9 +162,38 @@ impl Conv2d {
         y: &mut [f32],
         epi: Option<&ConvEpilogue>,
     ) -> KernelResult {
+        self.nchwc_packed_io(x, wp, bias, y, epi, BlockedIo::default())
+    }
+
+    /// True when this conv can read (`io.input`) / write (`io.output`)
+    /// the blocked layout: whole channel blocks on that side, and an
+    /// epilogue that runs on blocked rows (none, or a row chain).
+    pub(crate) fn takes_blocked(&self, io: BlockedIo, epi: Option<&ConvEpilogue>) -> bool {
+        (!io.input || self.c.is_multiple_of(BLOCK))
+            && (!io.output
+                || (self.o.is_multiple_of(BLOCK) && epi.is_none_or(|e| e.rows().is_some())))
+    }
+
+    /// [`Self::nchwc_packed`] with `x` / `y` in the layouts `io` names.
+    pub(super) fn nchwc_packed_io(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+        io: BlockedIo,
+    ) -> KernelResult {
         if !self.takes_nchwc_weights(wp.len()) {
             return Err(fail!(
                 "conv: the NCHWc kernel does not take this conv or weight"
+            ));
+        }
+        if !self.takes_blocked(io, epi) {
+            return Err(fail!(
+                "conv: blocked layout {io:?} on a conv of {} -> {} channels or an epilogue the NCHWc kernel cannot run blocked",
+                self.c,
+                self.o
             ));
         }
         let (pin, pout) = (self.h * self.w, self.oh * self.ow);
@@ -163,9 +211,13 @@ impl Conv2d {
         let mut result = Ok(());
         for n in 0..self.batch {
             let xn = &x[n * self.c * pin..][..self.c * pin];
-            self.reorder(xn, &lay, &mut xb);
+            if io.input {
+                self.reorder_blocked(xn, &lay, &mut xb);
+            } else {
+                self.reorder(xn, &lay, &mut xb);
+            }
             let yn = &mut y[n * self.o * pout..][..self.o * pout];
-            result = self.image(&xb, &lay, wp, &b, yn, n, epi);
+            result = self.image(&xb, &lay, wp, &b, yn, n, epi, io.output);
             if result.is_err() {
                 break;
             }
@@ -199,8 +251,36 @@ impl Conv2d {
         });
     }
 
-    /// Output image `yn` from the blocked image `xb`: parts are groups of
-    /// output-channel blocks x ranges of output rows.
+    /// Copies the blocked image `xn` (`[c/16][h][w][16]`) into `xb` as
+    /// `lay`: one contiguous run of `w * 16` floats per row and block,
+    /// zeros in the padding; channel blocks over the team.
+    fn reorder_blocked(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
+        let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
+        let shared = team::Disjoint::new(xb);
+        team::parallel_for(lay.cb, |blk| {
+            // SAFETY: one part per channel block, disjoint ranges.
+            let dst = unsafe { shared.range(blk * lay.block()..(blk + 1) * lay.block()) };
+            let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
+            for r in 0..lay.hp {
+                let row = &mut dst[r * lay.wp * BLOCK..][..lay.wp * BLOCK];
+                let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
+                    row.fill(0.0);
+                    continue;
+                };
+                row[..cols.start * BLOCK].fill(0.0);
+                row[cols.end * BLOCK..].fill(0.0);
+                if !cols.is_empty() {
+                    let at = ((blk * h + ir) * w + cols.start - pl) * BLOCK;
+                    let run = cols.start * BLOCK..cols.end * BLOCK;
+                    row[run.clone()].copy_from_slice(&xn[at..at + run.len()]);
+                }
+            }
+        });
+    }
+
+    /// Output image `yn` from the blocked image `xb` (`yn` blocked when
+    /// `blocked_out`): parts are groups of output-channel blocks x ranges
+    /// of output rows.
     #[allow(clippy::too_many_arguments)]
     fn image(
         &self,
@@ -211,6 +291,7 @@ impl Conv2d {
         yn: &mut [f32],
         n: usize,
         epi: Option<&ConvEpilogue>,
+        blocked_out: bool,
     ) -> KernelResult {
         let ob = self.o.div_ceil(BLOCK);
         let groups: Vec<(usize, usize)> = (0..ob.div_ceil(4))
@@ -232,6 +313,7 @@ impl Conv2d {
             wp,
             bias,
             w_block: lay.cb * self.kh * self.kw * BLOCK * BLOCK,
+            blocked_out,
         };
         let owp = self.ow.next_multiple_of(BLOCK);
         team::parallel_for(groups.len() * rows.len(), |part| {
@@ -258,6 +340,8 @@ struct Job<'a> {
     bias: &'a [f32],
     /// Floats of one output block's packed weight.
     w_block: usize,
+    /// Store rows blocked (`[O/16][oh][ow][16]`) rather than NCHW.
+    blocked_out: bool,
 }
 
 impl Job<'_> {
@@ -287,6 +371,18 @@ impl Job<'_> {
             ow0 += p;
         }
         let pout = g.oh * g.ow;
+        if self.blocked_out {
+            for f in 0..fb {
+                let at = ((b0 + f) * g.oh + oh) * g.ow * BLOCK;
+                // SAFETY: this part alone writes row `oh` of these blocks.
+                let dst = unsafe { out.range(at..at + g.ow * BLOCK) };
+                dst.copy_from_slice(&row[f * owp * BLOCK..][..g.ow * BLOCK]);
+                if let Some(chain) = chain {
+                    chain.apply_blocked(dst, n, (b0 + f) * BLOCK, oh * g.ow..(oh + 1) * g.ow);
+                }
+            }
+            return;
+        }
         for f in 0..fb {
             let oc0 = (b0 + f) * BLOCK;
             let chans = BLOCK.min(g.o - oc0);
@@ -514,6 +610,12 @@ pub(crate) fn prepared_weights(
     })
 }
 
+/// True when the f32 epilogue `steps` over `extras`, for an output of
+/// `out` dims, runs on blocked rows (it is a row chain).
+pub(crate) fn epilogue_runs_blocked(steps: &[ChainStep], extras: &[View], out: &[usize]) -> bool {
+    ConvEpilogue::new(steps, extras, out, rlx_ir::DType::F32).is_some_and(|e| e.rows().is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,7 +712,7 @@ mod tests {
                 bias,
                 epilogue: steps.to_vec(),
             };
-            conv_prepared(&op, Prepared::Nchwc(&wp), ins, out)
+            conv_prepared(&op, Prepared::Nchwc(&wp, BlockedIo::default()), ins, out)
         };
         check_fused_conv_fixture(FIXTURE, CASES, &prepared);
     }
@@ -624,6 +726,29 @@ mod tests {
             .nchwc_packed(&x, &[0.0; 7], None, &mut y, None)
             .unwrap_err();
         assert!(err.to_string().contains("NCHWc"), "{err}");
+    }
+
+    /// A blocked side on a conv without whole 16-channel blocks there is
+    /// an error naming the layout, not a misread buffer.
+    #[test]
+    fn blocked_layout_off_a_block_is_an_error() {
+        let g = geom(24, 16, (12, 12), 3, 1);
+        let mut wp = Vec::new();
+        pack(&vec![0f32; 16 * 24 * 9], (16, 24, 3, 3), &mut wp);
+        let (x, mut y) = (vec![0f32; 24 * 144], vec![0f32; 16 * 144]);
+        let io = BlockedIo {
+            input: true,
+            output: false,
+        };
+        let err = g
+            .nchwc_packed_io(&x, &wp, None, &mut y, None, io)
+            .unwrap_err();
+        assert!(err.to_string().contains("blocked layout"), "{err}");
+        let io = BlockedIo {
+            input: false,
+            output: true,
+        };
+        assert!(g.nchwc_packed_io(&x, &wp, None, &mut y, None, io).is_ok());
     }
 
     /// Packing puts output channel `oc`, input `ic`, tap `t` at

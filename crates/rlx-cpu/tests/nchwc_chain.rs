@@ -1,0 +1,134 @@
+//! Activations kept in the NCHWc blocked layout between consecutive convs
+//! (`nchwc_layout.rs`): a chain `relu(conv + b)` -> `relu(conv + b + r)`
+//! -> `conv + b` of 16 -> 16 3x3 convs on 9x9 maps, batch 2, constant
+//! weights, against numpy float64 (tools/gen_nchwc_chain_fixtures.py) at 1
+//! to 3 threads; on an AVX-512 host every conv whose only readers are the
+//! next conv hands it the blocked image (the reorders between them are
+//! gone), and a conv whose output is also a graph output keeps NCHW.
+
+use rlx_compile::{lower, LowerOptions};
+use rlx_cpu::{CpuBackend, CpuExecutable};
+use rlx_driver::{Backend, Executable};
+use rlx_ir::op::Window;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use serde_json::Value;
+
+const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
+const N: usize = 2;
+const C: usize = 16;
+const HW: usize = 9;
+
+/// The fixture script's `values`: each step one correctly rounded f32 op.
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| ((i * 7919 + seed * 104729) % 1000) as f32 / 500.0 - 1.0)
+        .map(|v| v * 0.0625)
+        .collect()
+}
+
+fn constant(g: &mut Graph, v: &[f32], dims: &[usize]) -> NodeId {
+    g.constant_tensor(&HostTensor::from_slice(v, dims).unwrap())
+}
+
+fn conv(g: &mut Graph, x: NodeId, seed: u64) -> NodeId {
+    let w = constant(g, &values(C * C * 9, seed), &[C, C, 3, 3]);
+    let b = constant(g, &values(C, seed + 3), &[C]);
+    let window = Window {
+        kernel: vec![],
+        stride: vec![1, 1],
+        padding: vec![(1, 1); 2],
+        dilation: vec![1, 1],
+    };
+    g.conv(x, w, Some(b), window, 1)
+}
+
+/// The chain; `y1` also a graph output when `two_outputs`.
+fn chain(two_outputs: bool) -> CpuExecutable {
+    let f32s = |d: &[usize]| Shape::new(d, DType::F32);
+    let mut g = Graph::new("nchwc_chain");
+    let x = g.input("x", f32s(&[N, C, HW, HW]));
+    let r = g.input("r", f32s(&[N, C, HW, HW]));
+    let c1 = conv(&mut g, x, 3);
+    let y1 = g.relu(c1);
+    let c2 = conv(&mut g, y1, 4);
+    let s2 = g.add(c2, r);
+    let y2 = g.relu(s2);
+    let y3 = conv(&mut g, y2, 5);
+    g.set_outputs(if two_outputs { vec![y3, y1] } else { vec![y3] });
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn assert_close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{what} [{i}]: {g} vs {w}"
+        );
+    }
+}
+
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f") && std::env::var("RLX_CPU_GEMM_ISA").is_err()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[test]
+fn blocked_conv_chain_matches_numpy() {
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let (want1, want3) = (floats(&fx["y1"]), floats(&fx["y3"]));
+    let dims = [N, C, HW, HW];
+    let scaled = |seed| -> Vec<f32> {
+        values(N * C * HW * HW, seed)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect()
+    };
+    let x = HostTensor::from_slice(&scaled(1), &dims).unwrap();
+    let r = HostTensor::from_slice(&scaled(2), &dims).unwrap();
+    for two_outputs in [false, true] {
+        let mut exe = chain(two_outputs);
+        if avx512() {
+            // conv1 -> conv2 and conv2 -> conv3; conv1's output is also
+            // the caller's when it is a graph output: NCHW there.
+            let want = if two_outputs { 1 } else { 2 };
+            assert_eq!(
+                exe.nchwc_blocked_outputs(),
+                want,
+                "two outputs: {two_outputs}"
+            );
+        }
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x, &r]).unwrap();
+            let what = format!("threads {threads}, two outputs {two_outputs}");
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &want3,
+                &format!("y3, {what}"),
+            );
+            if two_outputs {
+                assert_close(
+                    &out[1].to_vec::<f32>().unwrap(),
+                    &want1,
+                    &format!("y1, {what}"),
+                );
+            }
+        }
+    }
+}
