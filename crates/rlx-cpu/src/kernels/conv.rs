@@ -360,6 +360,18 @@ fn conv_real<T: GemmFloat>(
     let y = out.slice::<T>();
     let bias = ins.get(2).map(|b| b.slice::<T>());
     if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
+        // Small f32 planes: 16 channels in the vector lanes.
+        if g2.depthwise_small_wins() {
+            let b32 = bias.map(as_f32);
+            if let (Some(x), Some(wt), Some(y), Some(b)) = (
+                as_f32(x),
+                as_f32(wt),
+                as_f32_mut(&mut *y),
+                b32.unwrap_or(Some(&[])),
+            ) {
+                return g2.depthwise_small(x, wt, bias.map(|_| b), y, epi);
+            }
+        }
         return g2.depthwise(x, wt, bias, y, epi);
     }
     // 1x1 on NCHW, or the blocked-layout kernel: both write the bias.

@@ -45,6 +45,7 @@ pub(crate) mod control;
 pub(crate) mod conv;
 mod conv2d;
 mod conv_depthwise3x3;
+mod conv_depthwise_small;
 mod conv_direct;
 mod conv_epilogue;
 mod conv_im2col;
