@@ -307,6 +307,9 @@ pub(crate) enum Prepared<'a> {
     Winograd(&'a [f32]),
     /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]).
     Nchwc(&'a [f32]),
+    /// A 1x1 weight packed as the NCHW kernel's left operand
+    /// ([`super::conv_pointwise::prepared_weights`]).
+    Pointwise(&'a [f32]),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -344,6 +347,18 @@ fn conv_real<T: GemmFloat>(
         };
         let bias = ins.get(2).map(|b| b.slice::<f32>());
         return g2.nchwc_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
+    }
+    if let Some(Prepared::Pointwise(wp)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) =
+            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.takes_pointwise_weights(wp.len()))
+        else {
+            return Err(fail!(
+                "conv: a packed 1x1 weight on a conv the 1x1 kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.pointwise_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
     }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());

@@ -51,7 +51,7 @@ mod conv_epilogue;
 mod conv_im2col;
 pub(crate) mod conv_nchwc;
 pub(crate) mod conv_packed;
-mod conv_pointwise;
+pub(crate) mod conv_pointwise;
 mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
