@@ -160,6 +160,16 @@ DEPTHWISE_CASES = [
     ("dw_s1_w70_relu_nobias", (1, 2, 3, 70), 2, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, False, "relu", None),
     ("dw_mult2_s2_w18_leaky", (1, 3, 6, 18), 6, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 3, True, "leaky", None),
     ("dw_s1_w17_silu_batch2", (2, 3, 4, 17), 3, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 3, True, "silu", None),
+    # Small planes for the 16-channels-in-lanes kernel (conv_depthwise_small.rs):
+    # channel counts off a multiple of 16, MobileNet's 14x14 / 7x7, stride 2 on odd
+    # sizes and with TF-style (0, 1) padding, padding past the kernel, row-chain and
+    # whole-plane epilogues.
+    ("dw_small_c18_14x14_relu6", (1, 18, 14, 14), 18, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 18, True, "relu6", None),
+    ("dw_small_c17_7x7_residual_batch2", (2, 17, 7, 7), 17, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 17, True, "residual", None),
+    ("dw_small_c20_s2_13x15_relu6", (1, 20, 13, 15), 20, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 20, True, "relu6", None),
+    ("dw_small_c33_s2_14x14_tfpad_scale_residual", (1, 33, 14, 14), 33, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 33, True, "scale_residual", "one_image"),
+    ("dw_small_c16_5x3_pad2_relu", (1, 16, 5, 3), 16, (3, 3), (1, 1), ((2, 2), (2, 2)), (1, 1), 16, True, "relu", None),
+    ("dw_small_c19_6x9_silu_nobias", (1, 19, 6, 9), 19, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 19, False, "silu", None),
 ]
 OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
 

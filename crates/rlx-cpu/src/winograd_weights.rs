@@ -8,11 +8,13 @@
 //! change between runs).
 //!
 //! Convs that run in the NCHWc kernel ([`crate::kernels::conv_nchwc`])
-//! get their weight packed into 16-channel blocks here the same way.
+//! get their weight packed into 16-channel blocks here the same way, and
+//! 1x1 convs of the NCHW kernel ([`crate::kernels::conv_pointwise`]) into
+//! its register tiles' left operand (no per-call packing).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
-use crate::kernels::{conv_nchwc, winograd};
+use crate::kernels::{conv_nchwc, conv_pointwise, winograd};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
 
@@ -20,6 +22,7 @@ use rlx_ir::{DType, Op};
 enum Form {
     Winograd(Vec<f32>),
     Nchwc(Vec<f32>),
+    Pointwise(Vec<f32>),
 }
 
 /// Per node: its transformed or packed weight, when it has one.
@@ -56,9 +59,12 @@ impl WinogradWeights {
                 let dims = (&xd[..], &wd[..], &od[..]);
                 match winograd::prepared_weights(window, *groups, dims, wt) {
                     Some(u) => Some(Form::Winograd(u)),
-                    None => {
-                        conv_nchwc::prepared_weights(window, *groups, dims, wt).map(Form::Nchwc)
-                    }
+                    None => conv_nchwc::prepared_weights(window, *groups, dims, wt)
+                        .map(Form::Nchwc)
+                        .or_else(|| {
+                            conv_pointwise::prepared_weights(window, *groups, dims, wt)
+                                .map(Form::Pointwise)
+                        }),
                 }
             })
             .collect::<Vec<_>>();
@@ -77,6 +83,7 @@ impl WinogradWeights {
         Some(match self.per_node.get(node)?.as_ref()? {
             Form::Winograd(u) => Prepared::Winograd(u),
             Form::Nchwc(w) => Prepared::Nchwc(w, self.blocked[node]),
+            Form::Pointwise(w) => Prepared::Pointwise(w),
         })
     }
 }

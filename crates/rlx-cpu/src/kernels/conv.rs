@@ -308,6 +308,9 @@ pub(crate) enum Prepared<'a> {
     /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]), `x` /
     /// `y` in the layouts the executor planned for them.
     Nchwc(&'a [f32], super::conv_nchwc::BlockedIo),
+    /// A 1x1 weight packed as the NCHW kernel's left operand
+    /// ([`super::conv_pointwise::prepared_weights`]).
+    Pointwise(&'a [f32]),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -346,6 +349,18 @@ fn conv_real<T: GemmFloat>(
         let bias = ins.get(2).map(|b| b.slice::<f32>());
         return g2.nchwc_packed_io(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi, io);
     }
+    if let Some(Prepared::Pointwise(wp)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) =
+            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.takes_pointwise_weights(wp.len()))
+        else {
+            return Err(fail!(
+                "conv: a packed 1x1 weight on a conv the 1x1 kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.pointwise_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
+    }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());
         let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
@@ -361,6 +376,18 @@ fn conv_real<T: GemmFloat>(
     let y = out.slice::<T>();
     let bias = ins.get(2).map(|b| b.slice::<T>());
     if let Some(g2) = g.two_d.as_ref().filter(|g2| g2.is_depthwise()) {
+        // Small f32 planes: 16 channels in the vector lanes.
+        if g2.depthwise_small_wins() {
+            let b32 = bias.map(as_f32);
+            if let (Some(x), Some(wt), Some(y), Some(b)) = (
+                as_f32(x),
+                as_f32(wt),
+                as_f32_mut(&mut *y),
+                b32.unwrap_or(Some(&[])),
+            ) {
+                return g2.depthwise_small(x, wt, bias.map(|_| b), y, epi);
+            }
+        }
         return g2.depthwise(x, wt, bias, y, epi);
     }
     // 1x1 on NCHW, or the blocked-layout kernel: both write the bias.

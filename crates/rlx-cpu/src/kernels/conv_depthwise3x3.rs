@@ -326,7 +326,7 @@ unsafe fn row_avx512(g: &Geo, t: &RowTaps, k: &Coef, y: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn clamp16(
+pub(super) unsafe fn clamp16(
     v: std::arch::x86_64::__m512,
     lo: std::arch::x86_64::__m512,
     hi: std::arch::x86_64::__m512,
@@ -361,7 +361,7 @@ mod tests {
     /// epilogues per plane or per block.
     #[test]
     fn depthwise_convs_match_numpy() {
-        check_fused_conv_fixture(FIXTURE, 10, &fused_conv);
+        check_fused_conv_fixture(FIXTURE, 16, &fused_conv);
     }
 
     /// Each case is one this kernel takes, and fused gives unfused's bits

@@ -642,7 +642,7 @@ pub(crate) mod tests {
     }
 
     /// The window of a tools/gen_fused_conv_fixtures.py case.
-    fn case_window(case: &Value) -> Window {
+    pub(crate) fn case_window(case: &Value) -> Window {
         Window {
             kernel: vec![],
             stride: dims(&case["stride"]),

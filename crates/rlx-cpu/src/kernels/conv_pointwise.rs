@@ -57,13 +57,40 @@ impl Conv2d {
         let Some(isa) = isa() else {
             return Err(fail!("conv: the 1x1 NCHW kernel needs AVX2 + FMA"));
         };
+        self.pointwise_packed(x, &pack(wt, self.o, self.c, isa), bias, y, epi)
+    }
+
+    /// True when `len` floats are this conv's weight as [`pack`] lays it
+    /// out on this CPU.
+    pub(super) fn takes_pointwise_weights(&self, len: usize) -> bool {
+        let mr = isa().map_or(0, |i| tile_shape(i).0);
+        self.pointwise_nchw_wins() && len == self.o.div_ceil(mr) * mr * self.c
+    }
+
+    /// [`Self::pointwise_nchw`] on the weight already packed by [`pack`]
+    /// (by the executor, once, for a constant weight).
+    pub(super) fn pointwise_packed(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let Some(isa) = isa() else {
+            return Err(fail!("conv: the 1x1 NCHW kernel needs AVX2 + FMA"));
+        };
         let (mr, _) = tile_shape(isa);
         let (c, o, pixels) = (self.c, self.o, self.oh * self.ow);
         if pixels == 0 || o == 0 || self.batch == 0 {
             return Ok(());
         }
-        let mut wp = vec![0f32; o.div_ceil(mr) * mr * c];
-        pack_a(Strided::row_major(wt, 0, o, c), 0..o, 0..c, mr, &mut wp);
+        if wp.len() != o.div_ceil(mr) * mr * c {
+            return Err(fail!(
+                "conv: a packed 1x1 weight of {} floats for {o} x {c}",
+                wp.len()
+            ));
+        }
         let threads = team::threads();
         // Parts: images, or (few images) tiles of output channels.
         let chunks = if self.batch >= threads {
@@ -91,7 +118,7 @@ impl Conv2d {
                     isa,
                     c,
                     pixels,
-                    wp: &wp,
+                    wp,
                     bias,
                 };
                 job.run(xn, yj, n, ch.clone(), epi, &mut panels);
@@ -107,6 +134,31 @@ impl Conv2d {
             run(0)
         }
     }
+}
+
+/// The `[O, C]` weight `wt` packed as the register tiles' left operand
+/// (`[O/mr][C][mr]`, rows past `o` zero).
+fn pack(wt: &[f32], o: usize, c: usize, isa: Isa) -> Vec<f32> {
+    let (mr, _) = tile_shape(isa);
+    let mut wp = vec![0f32; o.div_ceil(mr) * mr * c];
+    pack_a(Strided::row_major(wt, 0, o, c), 0..o, 0..c, mr, &mut wp);
+    wp
+}
+
+/// The packed weight of a constant-weight 1x1 conv this kernel runs, for
+/// the executor to prepare once (`None` where the packed-weight GEMM
+/// takes the conv instead: few pixels, [`super::conv_packed`]).
+pub(crate) fn prepared_weights(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let packed = super::conv_packed::packed_layout(win, groups, x, w, out).is_some();
+    let valid = wt.len() == g2.o * g2.c && w.iter().product::<usize>() == wt.len();
+    let isa = isa().filter(|_| valid && !packed && g2.pointwise_nchw_wins())?;
+    Some(pack(wt, g2.o, g2.c, isa))
 }
 
 /// The shared inputs of one part's work.
@@ -187,10 +239,17 @@ fn pack_panels(x: &[f32], pixels: usize, c: usize, px: Range<usize>, nr: usize, 
 
 #[cfg(test)]
 mod tests {
+    use super::prepared_weights;
     use super::Conv2d;
     use crate::kernels::conv::fused_conv;
+    use crate::kernels::conv::{conv_prepared, Prepared};
     use crate::kernels::conv_epilogue::tests::{check_fused_bits, check_fused_conv_fixture};
+    use crate::kernels::conv_packed::geometry;
     use crate::kernels::gemm_tile::isa;
+    use crate::kernels::{View, ViewMut};
+    use rlx_ir::op::{ChainStep, Window};
+    use rlx_ir::Op;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/cases.json");
 
@@ -215,5 +274,67 @@ mod tests {
             return;
         }
         check_fused_bits(FIXTURE, Conv2d::pointwise_nchw_wins);
+    }
+
+    /// The weight packed once (`Prepared::Pointwise`, as the executor
+    /// prepares a constant one) gives numpy's outputs on every fixture
+    /// case at 1-3 threads; MobileNetV2's 1x1 convs on 14x14 maps and up
+    /// get one, those on 7x7 maps are the packed-weight GEMM's; a packed
+    /// weight of the wrong size is an error.
+    #[test]
+    fn prepared_weights_match_numpy() {
+        if isa().is_none() {
+            return;
+        }
+        let window = Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(0, 0); 2],
+            dilation: vec![1, 1],
+        };
+        let dims = |c: usize, o: usize, hw: usize| ([1, c, hw, hw], [o, c, 1, 1], [1, o, hw, hw]);
+        let prepared_for = |c: usize, o: usize, hw: usize| {
+            let (x, w, y) = dims(c, o, hw);
+            prepared_weights(&window, 1, (&x, &w, &y), &vec![0.5; o * c])
+        };
+        for (c, o, hw) in [(96, 576, 14), (576, 96, 14), (32, 192, 28), (16, 96, 112)] {
+            assert!(prepared_for(c, o, hw).is_some(), "{c} -> {o} at {hw}x{hw}");
+        }
+        for (c, o) in [(160, 960), (960, 160), (320, 1280)] {
+            assert!(prepared_for(c, o, 7).is_none(), "{c} -> {o} at 7x7");
+        }
+        static TAKEN: AtomicUsize = AtomicUsize::new(0);
+        let prepared = |window: &Window,
+                        groups,
+                        bias,
+                        steps: &[ChainStep],
+                        ins: &[View],
+                        out: &mut ViewMut| {
+            let dims = (ins[0].dims, ins[1].dims, out.dims);
+            let wp = prepared_weights(window, groups, dims, ins[1].slice::<f32>());
+            let Some(wp) = wp else {
+                return fused_conv(window, groups, bias, steps, ins, out);
+            };
+            TAKEN.fetch_add(1, Ordering::Relaxed);
+            let op = Op::FusedConv {
+                window: window.clone(),
+                groups,
+                bias,
+                epilogue: steps.to_vec(),
+            };
+            conv_prepared(&op, Prepared::Pointwise(&wp), ins, out)
+        };
+        check_fused_conv_fixture(FIXTURE, 6, &prepared);
+        assert!(
+            TAKEN.load(Ordering::Relaxed) > 0,
+            "no case took a prepared weight"
+        );
+        let (x, w, y) = dims(96, 576, 14);
+        let g2 = geometry(&window, 1, &x, &w, &y).expect("2-D");
+        let (xs, mut ys) = (vec![0f32; 96 * 196], vec![0f32; 576 * 196]);
+        let err = g2
+            .pointwise_packed(&xs, &[0.0; 7], None, &mut ys, None)
+            .unwrap_err();
+        assert!(err.to_string().contains("packed 1x1 weight"), "{err}");
     }
 }

@@ -1,0 +1,505 @@
+//! Depthwise 3x3 conv (stride 1 or 2, multiplier 1) on small planes, with
+//! 16 channels in the vector lanes (AVX-512), as MLAS's NCHWc kernels run
+//! MobileNet. On a 14 x 14 or 7 x 7 plane the per-plane kernel
+//! ([`super::conv_depthwise3x3`]) is bound by its edge columns and per-row
+//! setup (3-7 ns an output against 0.7 on 112 x 112); here each group of
+//! 16 channels of an image is transposed 16 x 16 in registers into a
+//! zero-padded `[rows][cols][16]` tile (the padding written once per
+//! call), every output is nine 16-lane FMAs with no edge case, and the
+//! `[pixels][16]` result is transposed back into the NCHW planes.
+//!
+//! Each output is the per-plane kernel's FMA chain (the bias, then the
+//! taps in row-major kernel order) with the taps in the padding added as
+//! `w * 0`: the same value, except that an infinite weight over the
+//! padding gives NaN here (as numpy / ONNX Runtime's padded conv does)
+//! and a `-0` accumulator can become `+0`. The ReLU6 clamp is applied in
+//! registers before the store, any other row chain on the 16 planes
+//! while they are in cache.
+
+use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
+use super::KernelResult;
+use crate::team;
+use std::ops::Range;
+
+/// Lanes of a vector: channels per group.
+const LANES: usize = 16;
+
+/// Largest input plane (pixels) this kernel takes: up to 28 x 28 (its
+/// tile stays in L2; measured cut, see BENCHMARKS.md).
+const MAX_PLANE: usize = 28 * 28;
+
+/// Output pixels computed together (independent FMA chains in flight).
+const UNROLL: usize = 4;
+
+/// The zero-padded tile one channel group is copied into.
+#[derive(Clone, Copy)]
+struct Tile {
+    /// Rows and columns, padding included.
+    rows: usize,
+    cols: usize,
+}
+
+impl Conv2d {
+    /// True when [`Self::depthwise_small`] computes this conv on this CPU.
+    pub(super) fn depthwise_small_wins(&self) -> bool {
+        self.is_depthwise3x3() && self.o == self.c && self.h * self.w <= MAX_PLANE && avx512()
+    }
+
+    /// The zero-padded input tile: every input pixel and every tap read.
+    fn small_tile(&self) -> Tile {
+        let s = self.s.0;
+        let reach = |out: usize| (out.max(1) - 1) * s + 3;
+        Tile {
+            rows: reach(self.oh).max(self.p.0 + self.h),
+            cols: reach(self.ow).max(self.p.1 + self.w),
+        }
+    }
+
+    /// `y = depthwise(x, wt) + bias`, then `epi`; the parts of the team
+    /// take (image, 16-channel group) jobs.
+    pub(super) fn depthwise_small(
+        &self,
+        x: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        if pout == 0 || self.c == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        if !avx512() {
+            return Err(fail!(
+                "conv: the small-plane depthwise kernel needs AVX-512"
+            ));
+        }
+        let groups = self.c.div_ceil(LANES);
+        let jobs = self.batch * groups;
+        let parts = team::split(jobs, team::threads(), 1);
+        let chain = epi.and_then(|e| e.rows());
+        let clamp = chain.and_then(|c| c.clamp());
+        let tile = self.small_tile();
+        let shared = team::Disjoint::new(y);
+        team::try_parallel_for(parts.len(), |part| {
+            let mut xt = vec![0f32; tile.rows * tile.cols * LANES];
+            let mut yt = vec![0f32; pout.next_multiple_of(LANES) * LANES];
+            for job in parts[part].clone() {
+                let (n, g) = (job / groups, job % groups);
+                let ch = g * LANES..self.c.min((g + 1) * LANES);
+                let plane0 = n * self.c + ch.start;
+                // SAFETY: each job owns its channels' planes of one image.
+                let yg = unsafe { shared.range(plane0 * pout..(plane0 + ch.len()) * pout) };
+                let bufs = (&mut xt[..], &mut yt[..]);
+                // SAFETY: AVX-512F checked above.
+                unsafe { self.group(&x[plane0 * pin..], wt, bias, ch.clone(), clamp, bufs, yg) };
+                if let Some(chain) = chain.filter(|_| clamp.is_none()) {
+                    chain.apply(yg, pout, n, ch.clone(), 0..pout);
+                } else if let Some(epi) = epi.filter(|_| chain.is_none()) {
+                    epi.apply(yg, n, ch)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Channels `ch` of one image (`xg`: from its first plane) into their
+    /// planes `yg`, through the tile `xt` and the pixel buffer `yt`.
+    ///
+    /// # Safety
+    /// AVX-512F present.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group(
+        &self,
+        xg: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        ch: Range<usize>,
+        clamp: Option<(f32, f32)>,
+        (xt, yt): (&mut [f32], &mut [f32]),
+        yg: &mut [f32],
+    ) {
+        let (mut wv, mut bv) = ([0f32; 9 * LANES], [0f32; LANES]);
+        for (i, c) in ch.clone().enumerate() {
+            for t in 0..9 {
+                wv[t * LANES + i] = wt[c * 9 + t];
+            }
+            bv[i] = bias.map_or(0.0, |b| b[c]);
+        }
+        // SAFETY: AVX-512F (the caller); the buffers hold the tile / the
+        // padded output pixels (checked inside).
+        unsafe {
+            self.gather(xg, ch.len(), self.small_tile(), xt);
+            self.taps(xt, self.small_tile(), &wv, &bv, clamp, yt);
+            scatter(yt, self.oh * self.ow, ch.len(), yg);
+        }
+    }
+
+    /// The whole conv through [`Self::group`] on one thread, `clamp` its
+    /// only epilogue (for the tests).
+    ///
+    /// # Safety
+    /// AVX-512F present.
+    #[cfg(test)]
+    unsafe fn small_direct(
+        &self,
+        x: &[f32],
+        wt: &[f32],
+        bias: &[f32],
+        clamp: Option<(f32, f32)>,
+        y: &mut [f32],
+    ) {
+        let (pin, pout, tile) = (self.h * self.w, self.oh * self.ow, self.small_tile());
+        let mut xt = vec![0f32; tile.rows * tile.cols * LANES];
+        let mut yt = vec![0f32; pout.next_multiple_of(LANES) * LANES];
+        for n in 0..self.batch {
+            for c0 in (0..self.c).step_by(LANES) {
+                let ch = c0..self.c.min(c0 + LANES);
+                let plane0 = n * self.c + c0;
+                let yg = &mut y[plane0 * pout..][..ch.len() * pout];
+                let bufs = (&mut xt[..], &mut yt[..]);
+                // SAFETY: the caller's.
+                unsafe { self.group(&x[plane0 * pin..], wt, Some(bias), ch, clamp, bufs, yg) };
+            }
+        }
+    }
+
+    /// Copies the `chans` planes `xg` into the tile's interior, channel
+    /// `i` in lane `i` (lanes past `chans` zero; the padding is left as
+    /// it is: zero).
+    ///
+    /// # Safety
+    /// AVX-512F present; `xt` holds `tile`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn gather(&self, xg: &[f32], chans: usize, tile: Tile, xt: &mut [f32]) {
+        use std::arch::x86_64::*;
+        let pin = self.h * self.w;
+        assert!(xg.len() >= chans * pin && xt.len() >= tile.rows * tile.cols * LANES);
+        for j0 in (0..pin).step_by(LANES) {
+            let live = (pin - j0).min(LANES);
+            let mask = ((1u32 << live) - 1) as __mmask16;
+            let r: [__m512; LANES] = std::array::from_fn(|i| {
+                if i < chans {
+                    // SAFETY: `live` pixels of plane `i` from `j0` are in `xg`.
+                    unsafe { _mm512_maskz_loadu_ps(mask, xg.as_ptr().add(i * pin + j0)) }
+                } else {
+                    _mm512_setzero_ps()
+                }
+            });
+            let v = transpose16(&r);
+            for (k, &px) in v.iter().enumerate().take(live) {
+                let p = j0 + k;
+                let (iy, ix) = (p / self.w + self.p.0, p % self.w + self.p.1);
+                // SAFETY: (iy, ix) is inside the tile (`small_tile`).
+                unsafe { _mm512_storeu_ps(xt.as_mut_ptr().add((iy * tile.cols + ix) * LANES), px) };
+            }
+        }
+    }
+
+    /// Every output pixel of the group into `yt` (`[pixels][16]`): the
+    /// bias, then the nine taps in row-major kernel order, then `clamp`.
+    ///
+    /// # Safety
+    /// AVX-512F present; `xt` holds `tile`, `yt` the output pixels.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn taps(
+        &self,
+        xt: &[f32],
+        tile: Tile,
+        wv: &[f32; 9 * LANES],
+        bv: &[f32; LANES],
+        clamp: Option<(f32, f32)>,
+        yt: &mut [f32],
+    ) {
+        use std::arch::x86_64::*;
+        let (s, ow) = (self.s.0, self.ow);
+        assert!(xt.len() >= tile.rows * tile.cols * LANES && yt.len() >= self.oh * ow * LANES);
+        // SAFETY (all loads / stores below): the taps of outputs
+        // (oy, ox) < (oh, ow) lie inside the tile (`small_tile`).
+        let w: [__m512; 9] = std::array::from_fn(|t| unsafe { _mm512_loadu_ps(&wv[t * LANES]) });
+        let b = unsafe { _mm512_loadu_ps(bv.as_ptr()) };
+        let (lo, hi) = clamp.map_or((b, b), |(l, h)| (_mm512_set1_ps(l), _mm512_set1_ps(h)));
+        let clamp = clamp.map(|_| (lo, hi));
+        let step = s * LANES;
+        for oy in 0..self.oh {
+            let rows: [*const f32; 3] = std::array::from_fn(|ky| unsafe {
+                xt.as_ptr().add((oy * s + ky) * tile.cols * LANES)
+            });
+            let out = unsafe { yt.as_mut_ptr().add(oy * ow * LANES) };
+            let mut ox = 0;
+            while ox + UNROLL <= ow {
+                unsafe { outputs::<UNROLL>(&rows, ox, step, &w, b, clamp, out) };
+                ox += UNROLL;
+            }
+            for ox in ox..ow {
+                unsafe { outputs::<1>(&rows, ox, step, &w, b, clamp, out) };
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn gather(&self, _: &[f32], _: usize, _: Tile, _: &mut [f32]) {
+        unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn taps(
+        &self,
+        _: &[f32],
+        _: Tile,
+        _: &[f32; 9 * LANES],
+        _: &[f32; LANES],
+        _: Option<(f32, f32)>,
+        _: &mut [f32],
+    ) {
+        unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
+    }
+}
+
+/// Outputs `ox..ox + N` of one row (`rows`: the tile rows of its three
+/// kernel rows, `step` floats per output column) into `out`: `N`
+/// independent FMA chains in flight.
+///
+/// # Safety
+/// AVX-512F and FMA present; the taps and outputs are in their buffers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn outputs<const N: usize>(
+    rows: &[*const f32; 3],
+    ox: usize,
+    step: usize,
+    w: &[std::arch::x86_64::__m512; 9],
+    b: std::arch::x86_64::__m512,
+    clamp: Option<(std::arch::x86_64::__m512, std::arch::x86_64::__m512)>,
+    out: *mut f32,
+) {
+    use super::conv_depthwise3x3::clamp16;
+    use std::arch::x86_64::*;
+    let mut acc = [b; N];
+    for (ky, &row) in rows.iter().enumerate() {
+        for kx in 0..3 {
+            // SAFETY: the caller's bounds.
+            let at = unsafe { row.add(ox * step + kx * LANES) };
+            for (u, a) in acc.iter_mut().enumerate() {
+                let v = unsafe { _mm512_loadu_ps(at.add(u * step)) };
+                *a = _mm512_fmadd_ps(w[3 * ky + kx], v, *a);
+            }
+        }
+    }
+    for (u, a) in acc.into_iter().enumerate() {
+        let a = match clamp {
+            Some((lo, hi)) => unsafe { clamp16(a, lo, hi) },
+            None => a,
+        };
+        unsafe { _mm512_storeu_ps(out.add((ox + u) * LANES), a) };
+    }
+}
+
+/// The `[pixels][16]` outputs `yt` transposed into the first `chans` of
+/// the 16 planes of `yg` (`pout` pixels each).
+///
+/// # Safety
+/// AVX-512F present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scatter(yt: &[f32], pout: usize, chans: usize, yg: &mut [f32]) {
+    use std::arch::x86_64::*;
+    assert!(yt.len() >= pout.next_multiple_of(LANES) * LANES && yg.len() >= chans * pout);
+    for j0 in (0..pout).step_by(LANES) {
+        let live = (pout - j0).min(LANES);
+        let mask = ((1u32 << live) - 1) as __mmask16;
+        // SAFETY: `yt` holds 16 pixels from `j0` (padded to a multiple of 16).
+        let r: [__m512; LANES] =
+            std::array::from_fn(|k| unsafe { _mm512_loadu_ps(yt.as_ptr().add((j0 + k) * LANES)) });
+        let v = transpose16(&r);
+        for (i, &c) in v.iter().enumerate().take(chans) {
+            // SAFETY: `live` pixels of plane `i` from `j0` are in `yg`.
+            unsafe { _mm512_mask_storeu_ps(yg.as_mut_ptr().add(i * pout + j0), mask, c) };
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn scatter(_: &[f32], _: usize, _: usize, _: &mut [f32]) {
+    unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
+}
+
+/// The 16 x 16 transpose of `r` (row `k` of the result: lane `k` of each
+/// input), in registers: 32-bit, 64-bit, then two 128-bit interleaves.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn transpose16(r: &[std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
+    let t: [__m512; 16] = std::array::from_fn(|k| {
+        let (a, b) = (r[k & !1], r[k | 1]);
+        if k % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    // u[4q + m]: in each 128-bit block j, column 4j + m of rows 4q..4q+4.
+    let u: [__m512; 16] = std::array::from_fn(|k| {
+        let (q, m) = (k / 4, k % 4);
+        let a = _mm512_castps_pd(t[4 * q + m / 2]);
+        let b = _mm512_castps_pd(t[4 * q + 2 + m / 2]);
+        _mm512_castpd_ps(if m % 2 == 0 {
+            _mm512_unpacklo_pd(a, b)
+        } else {
+            _mm512_unpackhi_pd(a, b)
+        })
+    });
+    // v[8h + 4e + m]: rows 8h..8h+8, blocks 0 / 2 (e = 0) or 1 / 3.
+    let v: [__m512; 16] = std::array::from_fn(|k| {
+        let (h, e, m) = (k / 8, (k / 4) % 2, k % 4);
+        let (a, b) = (u[8 * h + m], u[8 * h + 4 + m]);
+        if e == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        }
+    });
+    std::array::from_fn(|i| {
+        let (m, e, hi) = (i % 4, (i / 4) % 2, i / 8);
+        let (a, b) = (v[4 * e + m], v[8 + 4 * e + m]);
+        if hi == 0 {
+            _mm512_shuffle_f32x4::<0x88>(a, b)
+        } else {
+            _mm512_shuffle_f32x4::<0xdd>(a, b)
+        }
+    })
+}
+
+/// True when the CPU has AVX-512F.
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{avx512, Conv2d};
+    use crate::kernels::conv_epilogue::tests::{case_window, dims, seq};
+    use crate::kernels::conv_packed::geometry;
+    use rlx_ir::op::Window;
+    use serde_json::Value;
+
+    const FIXTURE: &str = include_str!("../../tests/fixtures/conv_depthwise/cases.json");
+
+    /// `channels` x `hw` x `hw` depthwise 3x3 with padding 1 at `stride`.
+    fn mobilenet(channels: usize, hw: usize, stride: usize) -> Conv2d {
+        let window = Window {
+            kernel: vec![],
+            stride: vec![stride; 2],
+            padding: vec![(1, 1); 2],
+            dilation: vec![1, 1],
+        };
+        let o = (hw - 1) / stride + 1;
+        let (x, w, y) = (
+            [1, channels, hw, hw],
+            [channels, 1, 3, 3],
+            [1, channels, o, o],
+        );
+        geometry(&window, channels, &x, &w, &y).expect("2-D")
+    }
+
+    /// MobileNetV2's depthwise convs on 28 x 28 planes and below take this
+    /// kernel (on AVX-512), the 56 x 56 and 112 x 112 ones the per-plane
+    /// kernel; so does every small-plane fixture case (whose numpy check
+    /// is `conv_depthwise3x3`'s `depthwise_convs_match_numpy`).
+    #[test]
+    fn takes_mobilenetv2_small_planes() {
+        if !avx512() {
+            return;
+        }
+        let small = [(192, 28, 1), (192, 28, 2), (384, 14, 1), (576, 14, 1)];
+        for (c, hw, s) in small.into_iter().chain([(576, 14, 2), (960, 7, 1)]) {
+            assert!(
+                mobilenet(c, hw, s).depthwise_small_wins(),
+                "{c}x{hw}x{hw} s{s}"
+            );
+        }
+        for (c, hw, s) in [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2)] {
+            assert!(
+                !mobilenet(c, hw, s).depthwise_small_wins(),
+                "{c}x{hw}x{hw} s{s}"
+            );
+        }
+        let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture JSON");
+        let cases = fixture["cases"].as_array().expect("cases");
+        let small: Vec<_> = cases
+            .iter()
+            .filter(|c| {
+                c["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("dw_small"))
+            })
+            .collect();
+        assert_eq!(small.len(), 6);
+        for case in small {
+            let g2 = geometry(
+                &case_window(case),
+                case["groups"].as_u64().expect("groups") as usize,
+                &dims(&case["x"]),
+                &dims(&case["w"]),
+                &dims(&case["y_dims"]),
+            );
+            assert!(g2.expect("2-D").depthwise_small_wins(), "{}", case["name"]);
+        }
+    }
+
+    /// Where both kernels take a fixture case, this one gives the
+    /// per-plane kernel's bits (finite weights: a padding tap adds
+    /// `w * 0`), with and without the clamp, a NaN input included.
+    #[test]
+    fn gives_the_plane_kernels_bits() {
+        if !avx512() {
+            return;
+        }
+        let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture JSON");
+        let mut checked = 0;
+        for case in fixture["cases"].as_array().expect("cases") {
+            let (xd, wd, yd) = (dims(&case["x"]), dims(&case["w"]), dims(&case["y_dims"]));
+            let groups = case["groups"].as_u64().expect("groups") as usize;
+            let g2 = geometry(&case_window(case), groups, &xd, &wd, &yd).expect("2-D");
+            if !g2.depthwise_small_wins() {
+                continue;
+            }
+            checked += 1;
+            let mut x = seq(xd.iter().product(), 7, 23, 8.0);
+            let mid = x.len() / 2;
+            x[mid] = f32::NAN;
+            let w = seq(wd.iter().product(), 5, 17, 16.0);
+            let b: Vec<f32> = (0..wd[0]).map(|i| ((i % 7) as f32 - 3.0) / 8.0).collect();
+            let (pin, pout) = (xd[2] * xd[3], yd[2] * yd[3]);
+            for clamp in [None, Some((0.0, 6.0))] {
+                let mut plane = vec![f32::NAN; yd.iter().product()];
+                for (i, yp) in plane.chunks_exact_mut(pout).enumerate() {
+                    let c = i % g2.c;
+                    let xp = &x[i * pin..][..pin];
+                    g2.depthwise3x3_plane(xp, &w[c * 9..][..9], b[c], yp, clamp);
+                }
+                let mut small = vec![f32::NAN; plane.len()];
+                // SAFETY: AVX-512F checked above.
+                unsafe { g2.small_direct(&x, &w, &b, clamp, &mut small) };
+                let same = small
+                    .iter()
+                    .zip(&plane)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{} (clamp {clamp:?})", case["name"]);
+            }
+        }
+        assert!(checked >= 8, "only {checked} cases taken");
+    }
+}
