@@ -46,6 +46,7 @@ pub mod optim;
 pub mod plan;
 pub mod pool;
 pub mod probe;
+pub mod step_launch;
 
 pub use executor::{cuda_claims, CudaBackend, CudaExecutable};
 pub use probe::{is_available, probe, CudaInfo, CudaUnavailable};
