@@ -179,7 +179,10 @@ pub fn step_launches(
         Kernel::LayerNorm { shape, eps } => {
             let [rows, len] = shape.map(|d| d as i64);
             // A null scale / shift: the kernel skips it.
-            let (gamma, beta) = (x.get(1).copied().unwrap_or(0), x.get(2).copied().unwrap_or(0));
+            let (gamma, beta) = (
+                x.get(1).copied().unwrap_or(0),
+                x.get(2).copied().unwrap_or(0),
+            );
             let args = vec![
                 Ptr(x[0]),
                 Ptr(gamma),
@@ -195,7 +198,14 @@ pub fn step_launches(
         Kernel::RmsNorm { shape, eps } => {
             let [rows, len] = shape.map(|d| d as i64);
             let gamma = x.get(1).copied().unwrap_or(0);
-            let args = vec![Ptr(x[0]), Ptr(gamma), Ptr(y), I64(rows), I64(len), F32(*eps)];
+            let args = vec![
+                Ptr(x[0]),
+                Ptr(gamma),
+                Ptr(y),
+                I64(rows),
+                I64(len),
+                F32(*eps),
+            ];
             let entry = format!("rlx_rms_norm_{}", sfx(out)?);
             one("norm", entry, args, per_row(shape[0])?)
         }
@@ -221,7 +231,14 @@ pub fn step_launches(
                     continue;
                 }
                 let layout = Layout::new(&p.dims, &p.x_strides, &p.y_strides)?;
-                v.push(copy(*width, *src, y, count, [p.x_offset, p.y_offset], layout));
+                v.push(copy(
+                    *width,
+                    *src,
+                    y,
+                    count,
+                    [p.x_offset, p.y_offset],
+                    layout,
+                ));
             }
             Ok(v)
         }
@@ -328,7 +345,14 @@ pub fn step_launches(
         }
         Kernel::ArgReduce { argmin, shape } => {
             let [o, len, i] = shape.map(|d| d as i64);
-            let args = vec![Ptr(x[0]), Ptr(y), I64(o), I64(len), I64(i), I32(*argmin as i32)];
+            let args = vec![
+                Ptr(x[0]),
+                Ptr(y),
+                I64(o),
+                I64(len),
+                I64(i),
+                I32(*argmin as i32),
+            ];
             let entry = format!("rlx_argreduce_{}", sfx(&step.inputs[0])?);
             one("scan", entry, args, grid(shape[0] * shape[2]))
         }
@@ -419,7 +443,14 @@ pub fn step_launches(
             // The base first (a no-op when the output reuses its bytes).
             if x[0] != y {
                 let whole = Layout::new(&[out.numel()], &[1], &[1])?;
-                v.push(copy(out.dtype.size_bytes(), x[0], y, out.numel(), [0, 0], whole));
+                v.push(copy(
+                    out.dtype.size_bytes(),
+                    x[0],
+                    y,
+                    out.numel(),
+                    [0, 0],
+                    whole,
+                ));
             }
             let (layout, count) = index_args(a)?;
             let args = vec![

@@ -5,8 +5,7 @@
 use crate::gemm::CudaGemm;
 use crate::gpu::{CudaGpu, GpuError};
 use crate::plan::{Buf, Step};
-use crate::step_launch::{step_launches, KernelArg, KernelLaunch, StepLaunch};
-use cudarc::driver::{LaunchArgs, LaunchConfig, PushKernelArg};
+use crate::step_launch::{step_launches, StepLaunch};
 
 /// Launches `step` on `gpu`'s stream; `addr` gives a place's device
 /// address, `flag` the address of this step's bad-index flag (gathers).
@@ -22,7 +21,7 @@ pub(crate) fn launch_step(
             // SAFETY: the plan sized and placed every buffer a launch
             // touches (`LaunchPlan::check`); `step_launches` passes each
             // kernel the arguments of its C signature, in order.
-            StepLaunch::Kernel(k) => unsafe { launch(gpu, &k) }?,
+            StepLaunch::Kernel(k) => unsafe { gpu.launch_described(&k) }?,
             // SAFETY: the plan sized every place for this GEMM.
             StepLaunch::Gemm {
                 spec,
@@ -45,46 +44,11 @@ pub(crate) fn launch_step(
                     unsafe { gemm.planned(&spec, dtype, [a, b, c]) }?;
                     for k in &fallback {
                         // SAFETY: as for any planned kernel.
-                        unsafe { launch(gpu, k) }?;
+                        unsafe { gpu.launch_described(k) }?;
                     }
                 }
             }
         }
     }
     Ok(())
-}
-
-/// Launches one kernel with its arguments.
-///
-/// # Safety
-/// The arguments must match the entry point's signature and every address
-/// must hold what the kernel reads and writes at this geometry.
-unsafe fn launch(gpu: &CudaGpu, k: &KernelLaunch) -> Result<(), GpuError> {
-    let f = gpu.function(k.module, &k.entry)?;
-    let mut l = gpu.stream().launch_builder(&f);
-    for a in &k.args {
-        push(&mut l, a);
-    }
-    let cfg = LaunchConfig {
-        grid_dim: k.grid,
-        block_dim: k.block,
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: the caller's promise.
-    unsafe { l.launch(cfg) }?;
-    Ok(())
-}
-
-fn push<'a>(l: &mut LaunchArgs<'a>, a: &'a KernelArg) {
-    match a {
-        KernelArg::Ptr(v) | KernelArg::U64(v) => l.arg(v),
-        KernelArg::I64(v) => l.arg(v),
-        KernelArg::I32(v) => l.arg(v),
-        KernelArg::F32(v) => l.arg(v),
-        KernelArg::F64(v) => l.arg(v),
-        KernelArg::Layout(v) => l.arg(v),
-        KernelArg::Window(v) => l.arg(v),
-        KernelArg::Pad(v) => l.arg(v),
-        KernelArg::Resize(v) => l.arg(v),
-    };
 }
