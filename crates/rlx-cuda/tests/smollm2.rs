@@ -247,14 +247,14 @@ fn host_kernels_run(s: &Step, inputs: &[(&str, HostTensor)], what: &str) -> Vec<
 }
 
 /// A plan's outputs from inputs and params in manifest order.
-type PlanRunner = dyn Fn(&LaunchPlan, &[&HostTensor], &[&HostTensor]) -> Vec<Vec<f64>>;
+type PlanRunner<'a> = dyn Fn(&LaunchPlan, &[&HostTensor], &[&HostTensor]) -> Vec<Vec<f64>> + 'a;
 
 /// Plans `s` for CUDA and runs the plan with `run`.
 fn planned_run(
     s: &Step,
     inputs: &[(&str, HostTensor)],
     what: &str,
-    run: &PlanRunner,
+    run: &PlanRunner<'_>,
 ) -> Vec<Vec<f64>> {
     let lir = cuda_lir(s);
     let p = rlx_cuda::plan::plan(&lir, 0).unwrap_or_else(|e| panic!("{what}: {e}"));
