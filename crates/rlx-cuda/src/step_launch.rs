@@ -118,18 +118,14 @@ fn kernel(
     entry: String,
     args: Vec<KernelArg>,
     cfg: cudarc::driver::LaunchConfig,
-) -> StepLaunch {
-    StepLaunch::Kernel(KernelLaunch {
+) -> KernelLaunch {
+    KernelLaunch {
         module,
         entry,
         args,
         grid: cfg.grid_dim,
         block: cfg.block_dim,
-    })
-}
-
-fn grid(n: usize) -> cudarc::driver::LaunchConfig {
-    grid_stride(n)
+    }
 }
 
 /// The launches computing `step`; `addr` gives a place's device address,
@@ -148,9 +144,10 @@ pub fn step_launches(
             .ok_or_else(|| GpuError::BadInput(format!("no kernel computes {}", b.dtype)))
     };
     let n = out.numel() as i64;
-    let one = |module, entry, args, cfg| Ok(vec![kernel(module, entry, args, cfg)]);
+    let one =
+        |module, entry, args, cfg| Ok(vec![StepLaunch::Kernel(kernel(module, entry, args, cfg))]);
     match &step.kernel {
-        Kernel::Unary(op) => Ok(vec![unary(sfx(out)?, *op, x[0], y, n)]),
+        Kernel::Unary(op) => Ok(vec![StepLaunch::Kernel(unary(sfx(out)?, *op, x[0], y, n))]),
         Kernel::Binary {
             op,
             dims,
@@ -158,7 +155,13 @@ pub fn step_launches(
             b_strides,
         } => {
             let layout = Layout::new(dims, a_strides, b_strides)?;
-            Ok(vec![binary(sfx(out)?, *op, [x[0], x[1], y], n, layout)])
+            Ok(vec![StepLaunch::Kernel(binary(
+                sfx(out)?,
+                *op,
+                [x[0], x[1], y],
+                n,
+                layout,
+            ))])
         }
         Kernel::Reduce { op, shape } => {
             let [o, len, i] = shape.map(|d| d as i64);
@@ -221,7 +224,7 @@ pub fn step_launches(
                 Ptr(flag),
             ];
             let entry = format!("rlx_gather_{}", sfx(out)?);
-            one("gather", entry, args, grid(n as usize))
+            one("gather", entry, args, grid_stride(n as usize))
         }
         Kernel::Copy { width, pieces } => {
             let mut v = Vec::new();
@@ -240,7 +243,7 @@ pub fn step_launches(
                     layout,
                 ));
             }
-            Ok(v)
+            Ok(v.into_iter().map(StepLaunch::Kernel).collect())
         }
         Kernel::Cast { from, to } => {
             let args = vec![Ptr(x[0]), Ptr(y), I64(n)];
@@ -248,7 +251,7 @@ pub fn step_launches(
                 "cast",
                 format!("rlx_cast_{from}_{to}"),
                 args,
-                grid(n as usize),
+                grid_stride(n as usize),
             )
         }
         Kernel::Compare {
@@ -268,7 +271,7 @@ pub fn step_launches(
                 KernelArg::Layout(layout),
             ];
             let entry = format!("rlx_compare_{suffix}");
-            one("select", entry, args, grid(n as usize))
+            one("select", entry, args, grid_stride(n as usize))
         }
         Kernel::Select {
             width,
@@ -289,7 +292,7 @@ pub fn step_launches(
                 KernelArg::Layout(bl),
             ];
             let entry = format!("rlx_select_b{width}");
-            one("select", entry, args, grid(n as usize))
+            one("select", entry, args, grid_stride(n as usize))
         }
         Kernel::Iota {
             inner,
@@ -307,10 +310,15 @@ pub fn step_launches(
                 F64(*start),
                 F64(*step),
             ];
-            one("iota", format!("rlx_iota_{s}"), args, grid(n as usize))
+            one(
+                "iota",
+                format!("rlx_iota_{s}"),
+                args,
+                grid_stride(n as usize),
+            )
         }
         Kernel::Gemm(spec) => Ok(vec![StepLaunch::Gemm {
-            spec: spec.clone(),
+            spec: *spec,
             dtype: out.dtype,
             places: [x[0], x[1], y],
         }]),
@@ -328,15 +336,8 @@ pub fn step_launches(
                 Epilogue::BiasGeluTanh => Some(UnaryOp::GeluTanh),
             };
             fallback.extend(act.map(|op| unary(s, op, y, y, n)));
-            let fallback = fallback
-                .into_iter()
-                .map(|l| match l {
-                    StepLaunch::Kernel(k) => k,
-                    _ => unreachable!("unary / binary are kernels"),
-                })
-                .collect();
             Ok(vec![StepLaunch::GemmBias {
-                spec: spec.clone(),
+                spec: *spec,
                 dtype: out.dtype,
                 epilogue: *epilogue,
                 places: [x[0], x[1], x[2], y],
@@ -354,7 +355,7 @@ pub fn step_launches(
                 I32(*argmin as i32),
             ];
             let entry = format!("rlx_argreduce_{}", sfx(&step.inputs[0])?);
-            one("scan", entry, args, grid(shape[0] * shape[2]))
+            one("scan", entry, args, grid_stride(shape[0] * shape[2]))
         }
         Kernel::Cumsum {
             shape,
@@ -372,7 +373,7 @@ pub fn step_launches(
                 I32(*reverse as i32),
             ];
             let entry = format!("rlx_cumsum_{}", sfx(out)?);
-            one("scan", entry, args, grid(shape[0] * shape[2]))
+            one("scan", entry, args, grid_stride(shape[0] * shape[2]))
         }
         Kernel::Pad {
             width,
@@ -388,7 +389,12 @@ pub fn step_launches(
                 I32(*mode),
                 KernelArg::U64(*fill),
             ];
-            one("pad", format!("rlx_pad_b{width}"), args, grid(n as usize))
+            one(
+                "pad",
+                format!("rlx_pad_b{width}"),
+                args,
+                grid_stride(n as usize),
+            )
         }
         Kernel::Conv2d(w) | Kernel::ConvTranspose2d(w) => {
             let name = if matches!(step.kernel, Kernel::Conv2d(_)) {
@@ -406,7 +412,7 @@ pub fn step_launches(
                 KernelArg::Window(*w),
             ];
             let entry = format!("{name}_{}", sfx(out)?);
-            one("window", entry, args, grid(n as usize))
+            one("window", entry, args, grid_stride(n as usize))
         }
         Kernel::Pool2d {
             window,
@@ -421,7 +427,7 @@ pub fn step_launches(
                 I32(*count_include_pad as i32),
             ];
             let entry = format!("rlx_pool2d_{}", sfx(out)?);
-            one("window", entry, args, grid(n as usize))
+            one("window", entry, args, grid_stride(n as usize))
         }
         Kernel::GatherElements(a) => {
             let (layout, count) = index_args(a)?;
@@ -436,7 +442,7 @@ pub fn step_launches(
                 Ptr(flag),
             ];
             let entry = format!("rlx_gather_elements_{}", sfx(out)?);
-            one("indexing", entry, args, grid(count as usize))
+            one("indexing", entry, args, grid_stride(count as usize))
         }
         Kernel::ScatterAdd(a) => {
             let mut v = Vec::new();
@@ -464,8 +470,8 @@ pub fn step_launches(
                 Ptr(flag),
             ];
             let entry = format!("rlx_scatter_add_{}", sfx(out)?);
-            v.push(kernel("indexing", entry, args, grid(count as usize)));
-            Ok(v)
+            v.push(kernel("indexing", entry, args, grid_stride(count as usize)));
+            Ok(v.into_iter().map(StepLaunch::Kernel).collect())
         }
         Kernel::TopK {
             shape,
@@ -487,35 +493,35 @@ pub fn step_launches(
                 I32(*largest as i32),
             ];
             let entry = format!("rlx_topk_{}", sfx(&step.inputs[0])?);
-            one("indexing", entry, args, grid(shape[0] * shape[2]))
+            one("indexing", entry, args, grid_stride(shape[0] * shape[2]))
         }
         Kernel::Resize(r) => {
             let args = vec![Ptr(x[0]), Ptr(y), I64(n), KernelArg::Resize(*r)];
             let entry = format!("rlx_resize_{}", sfx(out)?);
-            one("resample", entry, args, grid(n as usize))
+            one("resample", entry, args, grid_stride(n as usize))
         }
         Kernel::Dequantize { format } => {
             let args = vec![Ptr(x[0]), Ptr(y), I64(n)];
             let entry = format!("rlx_dequant_{format}");
-            one("dequant", entry, args, grid(n as usize))
+            one("dequant", entry, args, grid_stride(n as usize))
         }
     }
 }
 
 /// `rlx_unary_<sfx>` from `x` to `y` over n elements.
-fn unary(sfx: &str, op: UnaryOp, x: u64, y: u64, n: i64) -> StepLaunch {
+fn unary(sfx: &str, op: UnaryOp, x: u64, y: u64, n: i64) -> KernelLaunch {
     use KernelArg::{Ptr, I32, I64};
     let args = vec![Ptr(x), Ptr(y), I64(n), I32(op as i32)];
     kernel(
         "elementwise",
         format!("rlx_unary_{sfx}"),
         args,
-        grid(n as usize),
+        grid_stride(n as usize),
     )
 }
 
 /// `rlx_binary_<sfx>` of `a`, `b` into `y` over `layout`.
-fn binary(sfx: &str, op: BinaryOp, [a, b, y]: [u64; 3], n: i64, layout: Layout) -> StepLaunch {
+fn binary(sfx: &str, op: BinaryOp, [a, b, y]: [u64; 3], n: i64, layout: Layout) -> KernelLaunch {
     use KernelArg::{Ptr, I32, I64};
     let args = vec![
         Ptr(a),
@@ -529,12 +535,12 @@ fn binary(sfx: &str, op: BinaryOp, [a, b, y]: [u64; 3], n: i64, layout: Layout) 
         "elementwise",
         format!("rlx_binary_{sfx}"),
         args,
-        grid(n as usize),
+        grid_stride(n as usize),
     )
 }
 
 /// `rlx_strided_copy_b<width>` of `count` elements from `x` to `y`.
-fn copy(width: usize, x: u64, y: u64, count: usize, [xo, yo]: [i64; 2], l: Layout) -> StepLaunch {
+fn copy(width: usize, x: u64, y: u64, count: usize, [xo, yo]: [i64; 2], l: Layout) -> KernelLaunch {
     use KernelArg::{Ptr, I64};
     let args = vec![
         Ptr(x),
@@ -548,7 +554,7 @@ fn copy(width: usize, x: u64, y: u64, count: usize, [xo, yo]: [i64; 2], l: Layou
         "movement",
         format!("rlx_strided_copy_b{width}"),
         args,
-        grid(count),
+        grid_stride(count),
     )
 }
 

@@ -95,6 +95,9 @@ fn f16_and_bf16_conversions_are_those_of_the_half_crate() {
     }
 }
 
+/// A row's expected reduction.
+type RowFold = fn(&[f32]) -> f32;
+
 #[test]
 fn a_block_reduction_over_more_than_a_block_sums_every_element() {
     let Some(hk) = host_kernels() else { return };
@@ -102,7 +105,7 @@ fn a_block_reduction_over_more_than_a_block_sums_every_element() {
     // block_sum's shuffles and barriers; integer sums are exact in f32.
     let (rows, n) = (3usize, 1000usize);
     let x: Vec<f32> = (0..rows * n).map(|i| (i % 97) as f32 - 40.0).collect();
-    let cases: [(i32, fn(&[f32]) -> f32); 3] = [
+    let cases: [(i32, RowFold); 3] = [
         (0, |r: &[f32]| r.iter().sum::<f32>()),
         (2, |r: &[f32]| r.iter().copied().fold(f32::MIN, f32::max)),
         (3, |r: &[f32]| r.iter().copied().fold(f32::MAX, f32::min)),
