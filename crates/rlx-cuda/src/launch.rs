@@ -3,7 +3,10 @@
 
 use crate::gpu::{CudaGpu, GpuError};
 use crate::kernels::{BinaryOp, ReduceOp, UnaryOp};
-use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use crate::step_launch::{KernelArg, KernelLaunch};
+use cudarc::driver::{
+    CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
 
 /// A float storage type with kernels: its entry-point suffix.
 pub trait GpuFloat: DeviceRepr + ValidAsZeroBits + Copy + Default + 'static {
@@ -363,6 +366,43 @@ impl CudaGpu {
         unsafe { l.launch(grid_stride(x.len())) }?;
         Ok(y)
     }
+}
+
+impl CudaGpu {
+    /// Launches a described kernel ([`crate::step_launch`]) on the stream.
+    ///
+    /// # Safety
+    /// The arguments must match the entry point's signature and every
+    /// address must hold what the kernel reads and writes at this geometry.
+    pub(crate) unsafe fn launch_described(&self, k: &KernelLaunch) -> Result<(), GpuError> {
+        let f = self.function(k.module, &k.entry)?;
+        let mut l = self.stream().launch_builder(&f);
+        for a in &k.args {
+            push(&mut l, a);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: k.grid,
+            block_dim: k.block,
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the caller's promise.
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+fn push<'a>(l: &mut LaunchArgs<'a>, a: &'a KernelArg) {
+    match a {
+        KernelArg::Ptr(v) | KernelArg::U64(v) => l.arg(v),
+        KernelArg::I64(v) => l.arg(v),
+        KernelArg::I32(v) => l.arg(v),
+        KernelArg::F32(v) => l.arg(v),
+        KernelArg::F64(v) => l.arg(v),
+        KernelArg::Layout(v) => l.arg(v),
+        KernelArg::Window(v) => l.arg(v),
+        KernelArg::Pad(v) => l.arg(v),
+        KernelArg::Resize(v) => l.arg(v),
+    };
 }
 
 fn check_len(got: usize, want: usize, what: &str) -> Result<(), GpuError> {

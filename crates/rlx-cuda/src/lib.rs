@@ -25,6 +25,10 @@
 //!   tanh GELU, as one cuBLASLt GEMM with that epilogue: [`gemm_lt`]) and
 //!   elementwise regions (their steps' kernels); anything else is a named
 //!   `BackendError::Unsupported`.
+//! - [`step_launch`]: a plan step as the launches computing it (entry
+//!   points, argument values in parameter order, geometry; GEMMs), built
+//!   without a device: what the executor launches, and what the tests run
+//!   through the real kernel sources compiled for the CPU (`tests/host/`).
 //! - [`optim`]: SGD / Adam / AdamW steps in place on the device, their
 //!   state on the device ([`optim::DeviceOptimizer`]).
 //! - [`executor`]: [`CudaBackend`], the `rlx_driver::Backend` of
@@ -46,6 +50,7 @@ pub mod optim;
 pub mod plan;
 pub mod pool;
 pub mod probe;
+pub mod step_launch;
 
 pub use executor::{cuda_claims, CudaBackend, CudaExecutable};
 pub use probe::{is_available, probe, CudaInfo, CudaUnavailable};

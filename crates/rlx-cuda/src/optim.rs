@@ -6,7 +6,8 @@
 
 use crate::gpu::{CudaGpu, GpuError};
 use crate::launch::grid_stride;
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
+use crate::step_launch::{KernelArg, KernelLaunch};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use std::collections::HashMap;
 
 /// SGD hyperparameters (`torch.optim.SGD`'s meaning).
@@ -127,8 +128,7 @@ impl CudaGpu {
         n: usize,
     ) -> Result<(), GpuError> {
         state.check_len(n)?;
-        let f = self.function("optim", "rlx_sgd_f32")?;
-        let first = i32::from(state.momentum.is_none());
+        let first = state.momentum.is_none();
         if cfg.momentum != 0.0 && state.momentum.is_none() {
             state.momentum = Some(self.zeros::<f32>(n)?);
         }
@@ -138,23 +138,10 @@ impl CudaGpu {
             _ => None,
         };
         let buf_at = buf.as_ref().map_or(0, |b| b.0);
-        let len = n as i64;
-        let (nesterov, maximize) = (cfg.nesterov as i32, cfg.maximize as i32);
-        let mut l = self.stream().launch_builder(&f);
-        l.arg(&p)
-            .arg(&grad)
-            .arg(&buf_at)
-            .arg(&len)
-            .arg(&cfg.lr)
-            .arg(&cfg.momentum)
-            .arg(&cfg.dampening)
-            .arg(&cfg.weight_decay)
-            .arg(&nesterov)
-            .arg(&maximize)
-            .arg(&first);
-        // SAFETY: `rlx_sgd_f32`; p, grad (the caller's promise) and the
-        // momentum buffer hold n f32s.
-        unsafe { l.launch(grid_stride(n)) }?;
+        let k = sgd_launch(cfg, first, [p, grad, buf_at], n);
+        // SAFETY: `rlx_sgd_f32`'s arguments; p, grad (the caller's promise)
+        // and the momentum buffer hold n f32s.
+        unsafe { self.launch_described(&k) }?;
         Ok(())
     }
 
@@ -171,7 +158,6 @@ impl CudaGpu {
         n: usize,
     ) -> Result<(), GpuError> {
         state.check_len(n)?;
-        let f = self.function("optim", "rlx_adam_f32")?;
         if state.moments.is_none() {
             state.moments = Some([self.zeros::<f32>(n)?, self.zeros::<f32>(n)?]);
         }
@@ -179,15 +165,6 @@ impl CudaGpu {
             state.max_second = Some(self.zeros::<f32>(n)?);
         }
         state.step += 1;
-        // Bias corrections in f64, as rlx-optim computes them.
-        let t = state.step as f64;
-        let (b1, b2) = cfg.betas;
-        let step_size = (cfg.lr / (1.0 - b1.powf(t))) as f32;
-        let bc2_sqrt = (1.0 - b2.powf(t)).sqrt() as f32;
-        let decay = (1.0 - cfg.lr * cfg.weight_decay) as f32;
-        let (b1f, b2f, wd) = (b1 as f32, b2 as f32, cfg.weight_decay as f32);
-        let (decoupled, maximize) = (cfg.decoupled as i32, cfg.maximize as i32);
-        let len = n as i64;
         let stream = self.stream();
         let Some([m, v]) = state.moments.as_mut() else {
             unreachable!("allocated above")
@@ -200,26 +177,83 @@ impl CudaGpu {
             _ => None,
         };
         let vmax_at = vmax.as_ref().map_or(0, |b| b.0);
-        let mut l = stream.launch_builder(&f);
-        l.arg(&p)
-            .arg(&grad)
-            .arg(&m_at)
-            .arg(&v_at)
-            .arg(&vmax_at)
-            .arg(&len)
-            .arg(&b1f)
-            .arg(&b2f)
-            .arg(&cfg.eps)
-            .arg(&wd)
-            .arg(&decay)
-            .arg(&decoupled)
-            .arg(&maximize)
-            .arg(&step_size)
-            .arg(&bc2_sqrt);
-        // SAFETY: `rlx_adam_f32`; p, grad (the caller's promise) and every
-        // state buffer hold n f32s.
-        unsafe { l.launch(grid_stride(n)) }?;
+        let k = adam_launch(cfg, state.step, [p, grad, m_at, v_at, vmax_at], n);
+        // SAFETY: `rlx_adam_f32`'s arguments; p, grad (the caller's
+        // promise) and every state buffer hold n f32s.
+        unsafe { self.launch_described(&k) }?;
         Ok(())
+    }
+}
+
+/// The `rlx_sgd_f32` launch of one SGD step over `n` f32s at `p` /
+/// `grad` / `buf` (the momentum buffer, 0 without momentum); `first`: the
+/// momentum buffer's first step.
+pub fn sgd_launch(
+    cfg: &SgdUpdate,
+    first: bool,
+    [p, grad, buf]: [u64; 3],
+    n: usize,
+) -> KernelLaunch {
+    use KernelArg::{Ptr, F32, I32, I64};
+    let args = vec![
+        Ptr(p),
+        Ptr(grad),
+        Ptr(buf),
+        I64(n as i64),
+        F32(cfg.lr),
+        F32(cfg.momentum),
+        F32(cfg.dampening),
+        F32(cfg.weight_decay),
+        I32(cfg.nesterov as i32),
+        I32(cfg.maximize as i32),
+        I32(first as i32),
+    ];
+    described("rlx_sgd_f32", args, n)
+}
+
+/// The `rlx_adam_f32` launch of step `t` (from 1) over `n` f32s at `p`,
+/// `grad`, the moments `m` / `v` and `vmax` (0 without amsgrad).
+pub fn adam_launch(
+    cfg: &AdamUpdate,
+    t: u64,
+    [p, grad, m, v, vmax]: [u64; 5],
+    n: usize,
+) -> KernelLaunch {
+    use KernelArg::{Ptr, F32, I32, I64};
+    // Bias corrections in f64, as rlx-optim computes them.
+    let t = t as f64;
+    let (b1, b2) = cfg.betas;
+    let step_size = (cfg.lr / (1.0 - b1.powf(t))) as f32;
+    let bc2_sqrt = (1.0 - b2.powf(t)).sqrt() as f32;
+    let decay = (1.0 - cfg.lr * cfg.weight_decay) as f32;
+    let args = vec![
+        Ptr(p),
+        Ptr(grad),
+        Ptr(m),
+        Ptr(v),
+        Ptr(vmax),
+        I64(n as i64),
+        F32(b1 as f32),
+        F32(b2 as f32),
+        F32(cfg.eps),
+        F32(cfg.weight_decay as f32),
+        F32(decay),
+        I32(cfg.decoupled as i32),
+        I32(cfg.maximize as i32),
+        F32(step_size),
+        F32(bc2_sqrt),
+    ];
+    described("rlx_adam_f32", args, n)
+}
+
+fn described(entry: &str, args: Vec<KernelArg>, n: usize) -> KernelLaunch {
+    let cfg = grid_stride(n);
+    KernelLaunch {
+        module: "optim",
+        entry: entry.into(),
+        args,
+        grid: cfg.grid_dim,
+        block: cfg.block_dim,
     }
 }
 

@@ -1,10 +1,12 @@
 //! MiniLM-L6 (the ONNX export, `RLX_MODELS` from `tools/fetch_models.sh`)
 //! planned for CUDA: the plan interpreted on the host against the CPU
-//! backend (no GPU needed), and on cuda:0 itself against the CPU where a
+//! backend (no GPU needed), the plan's launches run by the real kernel
+//! sources compiled for the CPU (`common::host_kernels`), and on cuda:0 itself against the CPU where a
 //! device answers. `#[ignore]`: run with `--include-ignored`.
 
 mod common;
 
+use common::host_kernels::{host_kernels, run_plan};
 use common::interp::interpret;
 use common::reference::{f64s, worst};
 use rlx_compile::{lower, LirModule, LowerOptions};
@@ -79,6 +81,22 @@ fn the_minilm_plan_computes_what_the_cpu_does() {
     );
     let ins = inputs(&lir);
     let got = interpret(&p, &ins.iter().collect::<Vec<_>>(), &[]);
+    let want = cpu_outputs(&g, &ins);
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        let w = worst(a, &f64s(b), 1e-4, 1e-5);
+        assert!(w <= 1.0, "output {k} off by {w:.3} of the tolerance");
+    }
+}
+
+#[test]
+#[ignore = "needs RLX_MODELS (tools/fetch_models.sh)"]
+fn the_minilm_plan_with_the_real_kernels_on_the_host_computes_what_the_cpu_does() {
+    let Some(hk) = host_kernels() else { return };
+    let g = minilm();
+    let lir = lower(&g, &cuda_claims, &options()).unwrap();
+    let p = rlx_cuda::plan::plan(&lir, 0).unwrap();
+    let ins = inputs(&lir);
+    let got = run_plan(hk, &p, &ins.iter().collect::<Vec<_>>(), &[]).unwrap();
     let want = cpu_outputs(&g, &ins);
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
         let w = worst(a, &f64s(b), 1e-4, 1e-5);

@@ -1,16 +1,19 @@
 //! The device optimizer updates' arithmetic (`optim.cu`, mirrored on the
 //! host in `common::optim_mirror`) against `rlx-optim`'s CPU optimizers
 //! over several steps, for SGD (plain, momentum with dampening, Nesterov,
-//! weight decay, maximize) and Adam / AdamW (amsgrad); then, on a CUDA
+//! weight decay, maximize) and Adam / AdamW (amsgrad); the kernels' real
+//! source run on the host (`common::host_kernels`, the launches
+//! `sgd_launch` / `adam_launch` describe for the device); then, on a CUDA
 //! GPU, the kernels themselves (skipped without one unless
 //! `RLX_REQUIRE_CUDA=1`, as `tools/gpu_check.sh` sets).
 
 mod common;
 
 use common::graphs::rand;
+use common::host_kernels::host_kernels;
 use common::optim_mirror;
 use rlx_cuda::gpu::CudaGpu;
-use rlx_cuda::optim::{AdamState, AdamUpdate, SgdState, SgdUpdate};
+use rlx_cuda::optim::{adam_launch, sgd_launch, AdamState, AdamUpdate, SgdState, SgdUpdate};
 use rlx_optim::{Adam, AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
 
 const STEPS: usize = 6;
@@ -137,6 +140,45 @@ fn adam_and_adamw_updates_match_rlx_optim() {
             opt.end_iteration();
             mirror.step(&cfg, &mut p, &g);
             close(&p, &q, &format!("adam case {k} step {s}"));
+        }
+    }
+}
+
+/// Host addresses of slices, as the kernels' pointer arguments.
+fn at(v: &mut [f32]) -> u64 {
+    v.as_mut_ptr() as u64
+}
+
+#[test]
+fn the_optim_kernels_run_on_the_host_match_rlx_optim() {
+    let Some(hk) = host_kernels() else { return };
+    let n = 1000;
+    for (k, (cfg, torch)) in sgd_cases().into_iter().enumerate() {
+        let mut opt = Sgd::new(torch).unwrap();
+        let (mut p, mut q, mut buf) = (data(n, 95), data(n, 95), vec![0f32; n]);
+        for s in 0..STEPS {
+            let mut g = data(n, s);
+            opt.step_f32("p", &[n], &mut q, &g).unwrap();
+            opt.end_iteration();
+            let b = if cfg.momentum != 0.0 { at(&mut buf) } else { 0 };
+            hk.launch(&sgd_launch(&cfg, s == 0, [at(&mut p), at(&mut g), b], n))
+                .unwrap();
+            close(&p, &q, &format!("host sgd case {k} step {s}"));
+        }
+    }
+    for (k, cfg) in adam_cases().into_iter().enumerate() {
+        let mut opt = rlx_adam(&cfg);
+        let (mut p, mut q) = (data(n, 94), data(n, 94));
+        let (mut m, mut v, mut vmax) = (vec![0f32; n], vec![0f32; n], vec![0f32; n]);
+        for s in 0..STEPS {
+            let mut g = data(n, s);
+            opt.step_f32("p", &[n], &mut q, &g).unwrap();
+            opt.end_iteration();
+            let vm = if cfg.amsgrad { at(&mut vmax) } else { 0 };
+            let places = [at(&mut p), at(&mut g), at(&mut m), at(&mut v), vm];
+            hk.launch(&adam_launch(&cfg, s as u64 + 1, places, n))
+                .unwrap();
+            close(&p, &q, &format!("host adam case {k} step {s}"));
         }
     }
 }

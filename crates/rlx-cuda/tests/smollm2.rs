@@ -1,8 +1,9 @@
 //! SmolLM2-135M-Instruct (GGUF Q4_K_M, Q8_0 and Q4_1) planned for CUDA: a
 //! prefill of 6 tokens over an empty KV cache, then one decode step over
 //! the cache it filled, each step graph (`rlx_llama::graph`) lowered with
-//! the CUDA claims, planned, and interpreted on the host (no GPU needed);
-//! on cuda:0 itself where a device answers. `#[ignore]`: run with
+//! the CUDA claims, planned, and interpreted on the host (no GPU needed),
+//! run by the real kernel sources compiled for the CPU (`host_kernels`),
+//! and on cuda:0 itself where a device answers. `#[ignore]`: run with
 //! `--include-ignored`; a missing model file skips with a message.
 //!
 //! The reference is the CPU backend running the same graph with every
@@ -19,9 +20,11 @@
 
 mod common;
 
+use common::host_kernels::{host_kernels, run_plan};
 use common::interp::interpret;
 use common::reference::{f64s, ordered_inputs, ordered_params};
 use rlx_compile::{lower, LirModule, LowerOptions};
+use rlx_cuda::plan::LaunchPlan;
 use rlx_cuda::{cuda_claims, CudaBackend};
 use rlx_driver::{Backend, Executable};
 use rlx_gguf::GgufReader;
@@ -232,6 +235,27 @@ fn empty_caches(m: &Model) -> Vec<HostTensor> {
 
 /// Plans `s` for CUDA and interprets it on the host.
 fn interpreted(s: &Step, inputs: &[(&str, HostTensor)], what: &str) -> Vec<Vec<f64>> {
+    planned_run(s, inputs, what, &|p, ins, ps| interpret(p, ins, ps))
+}
+
+/// Plans `s` for CUDA and runs it with the real kernels on the host.
+fn host_kernels_run(s: &Step, inputs: &[(&str, HostTensor)], what: &str) -> Vec<Vec<f64>> {
+    let hk = host_kernels().expect("checked by the test");
+    planned_run(s, inputs, what, &|p, ins, ps| {
+        run_plan(hk, p, ins, ps).unwrap_or_else(|e| panic!("{what}: {e}"))
+    })
+}
+
+/// A plan's outputs from inputs and params in manifest order.
+type PlanRunner<'a> = dyn Fn(&LaunchPlan, &[&HostTensor], &[&HostTensor]) -> Vec<Vec<f64>> + 'a;
+
+/// Plans `s` for CUDA and runs the plan with `run`.
+fn planned_run(
+    s: &Step,
+    inputs: &[(&str, HostTensor)],
+    what: &str,
+    run: &PlanRunner<'_>,
+) -> Vec<Vec<f64>> {
     let lir = cuda_lir(s);
     let p = rlx_cuda::plan::plan(&lir, 0).unwrap_or_else(|e| panic!("{what}: {e}"));
     p.check().unwrap();
@@ -251,7 +275,7 @@ fn interpreted(s: &Step, inputs: &[(&str, HostTensor)], what: &str) -> Vec<Vec<f
         p.arena_bytes
     );
     let params: Vec<(&str, &HostTensor)> = named(&s.params);
-    interpret(
+    run(
         &p,
         &ordered_inputs(&lir, &named(inputs)),
         &ordered_params(&lir, &params),
@@ -295,6 +319,16 @@ fn smollm2_q8_0_prefill_and_decode_plans_compute_what_the_cpu_does() {
 #[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh)"]
 fn smollm2_q4_1_prefill_and_decode_plans_compute_what_the_cpu_does() {
     prefill_and_decode("Q4_1", &interpreted);
+}
+
+#[test]
+#[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh, tools/quantize_smollm2.py)"]
+fn smollm2_plans_with_the_real_kernels_on_the_host_compute_what_the_cpu_does() {
+    if host_kernels().is_some() {
+        for quant in ["Q4_K_M", "Q8_0", "Q4_1"] {
+            prefill_and_decode(quant, &host_kernels_run);
+        }
+    }
 }
 
 /// The step on cuda:0.

@@ -7,7 +7,6 @@
 //! Nothing here calls cudarc before [`crate::probe()`] has succeeded
 //! ([`CudaGpu::new`] probes first): cudarc panics on a missing library.
 
-mod launch_indexing;
 mod launch_step;
 mod updates;
 

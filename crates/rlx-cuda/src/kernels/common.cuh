@@ -1,6 +1,8 @@
 // Shared by every RLX kernel source: storage types and their float view.
 // No CUDA headers (NVRTC alone has none): the 16-bit floats are bit
-// containers converted with PTX `cvt` (bf16 rounding needs sm_80).
+// containers converted with PTX `cvt` (bf16 rounding needs sm_80). Under
+// RLX_HOST (the host build of tests/host/cuda_host.h) the same IEEE
+// round-to-nearest-even conversions are the shim's.
 
 typedef long long i64;
 #define RLX_INF __int_as_float(0x7f800000)
@@ -10,9 +12,13 @@ struct rlx_bf16 { unsigned short bits; };
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(rlx_half v) {
+#ifdef RLX_HOST
+    return rlx_host_half_to_float(v.bits);
+#else
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
     return f;
+#endif
 }
 __device__ __forceinline__ float to_f(rlx_bf16 v) { return __uint_as_float(((unsigned)v.bits) << 16); }
 
@@ -20,12 +26,20 @@ template <typename T> __device__ __forceinline__ T from_f(float v);
 template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
 template <> __device__ __forceinline__ rlx_half from_f<rlx_half>(float v) {
     rlx_half h;
+#ifdef RLX_HOST
+    h.bits = rlx_host_float_to_half(v);
+#else
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(v));
+#endif
     return h;
 }
 template <> __device__ __forceinline__ rlx_bf16 from_f<rlx_bf16>(float v) {
     rlx_bf16 h;
+#ifdef RLX_HOST
+    h.bits = rlx_host_float_to_bf16(v);
+#else
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(v));
+#endif
     return h;
 }
 

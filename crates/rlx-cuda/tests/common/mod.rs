@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod graphs;
+pub mod host_kernels;
 pub mod interp;
 pub mod interp_indexing;
 pub mod interp_updates;

@@ -1,6 +1,8 @@
 //! A plan checked against the CPU backend: the byte-tag simulation, then
-//! the host interpreter's outputs against the CPU backend's.
+//! the host interpreter's outputs and the real kernels' run on the host
+//! (`host_kernels`) against the CPU backend's.
 
+use super::host_kernels::{host_kernels, run_plan};
 use super::interp::interpret;
 use super::reference::{compile, f64s, ordered_inputs, ordered_params, run, worst};
 use rlx_compile::{lower, LirModule, LowerOptions};
@@ -47,21 +49,32 @@ pub fn assert_plan_matches_cpu_of(
     let lir = lir_of(g);
     let p = plan(&lir, 0).unwrap();
     p.check().unwrap();
-    let got = interpret(
-        &p,
-        &ordered_inputs(&lir, inputs),
-        &ordered_params(&lir, params),
-    );
+    let (ins, ps) = (ordered_inputs(&lir, inputs), ordered_params(&lir, params));
+    let got = interpret(&p, &ins, &ps);
     let mut cpu = compile(&rlx_cpu::CpuBackend, reference);
     let want = run(cpu.as_mut(), params, inputs);
+    assert_outputs_match(g.name(), "interpreter", &got, &want, rtol);
+    if let Some(hk) = host_kernels() {
+        let got = run_plan(hk, &p, &ins, &ps).unwrap_or_else(|e| panic!("{}: {e}", g.name()));
+        assert_outputs_match(g.name(), "kernels on the host", &got, &want, rtol);
+    }
+    p
+}
+
+/// Every output of `got` within `rtol` (plus a 1e-6 floor) of the CPU's.
+pub fn assert_outputs_match(
+    name: &str,
+    what: &str,
+    got: &[Vec<f64>],
+    want: &[HostTensor],
+    rtol: f64,
+) {
     assert_eq!(got.len(), want.len());
-    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+    for (k, (a, b)) in got.iter().zip(want).enumerate() {
         let w = worst(a, &f64s(b), rtol, 1e-6);
         assert!(
             w <= 1.0,
-            "{}: output {k} off by {w} of the tolerance",
-            g.name()
+            "{name} ({what}): output {k} off by {w} of the tolerance"
         );
     }
-    p
 }
