@@ -15,8 +15,8 @@
 //! rule of `plan_indexing.rs`): f32 sums of 576..1536 products per matmul
 //! through all 30 blocks, against the interpreter's f64 or cuBLAS's
 //! order (observed: at most 0.06 of it, prefill logits). Every block runs (about 40 s per
-//! file for the f64 interpreter in the test profile);
-//! `RLX_SMOLLM2_LAYERS=n` keeps the first `n`.
+//! file for the f64 interpreter in the test profile), the real kernels the
+//! first two; `RLX_SMOLLM2_LAYERS=n` keeps the first `n` in both (0: all).
 
 mod common;
 
@@ -68,14 +68,16 @@ fn model_file(quant: &str) -> Option<PathBuf> {
     found
 }
 
-/// Blocks to run: all of them, or the first `RLX_SMOLLM2_LAYERS` (0: all).
-fn layers(all: usize) -> usize {
+/// Blocks to run: the first `RLX_SMOLLM2_LAYERS` (0: all), else the
+/// first `default` (all of them when `None`).
+fn layers(all: usize, default: Option<usize>) -> usize {
     match std::env::var("RLX_SMOLLM2_LAYERS")
         .ok()
         .and_then(|v| v.parse().ok())
     {
         Some(n) if n > 0 => usize::min(n, all),
-        _ => all,
+        Some(_) => all,
+        None => default.map_or(all, |n| usize::min(n, all)),
     }
 }
 
@@ -84,12 +86,12 @@ struct Model {
     w: LlamaWeights,
 }
 
-fn load(quant: &str) -> Option<Model> {
+fn load(quant: &str, blocks: Option<usize>) -> Option<Model> {
     let path = model_file(quant)?;
     let r = GgufReader::open(&path).unwrap();
     let mut cfg = LlamaConfig::from_gguf(r.metadata()).unwrap();
     let mut w = LlamaWeights::from_gguf(&r, &cfg, WeightMode::Quantized).unwrap();
-    cfg.n_layers = layers(cfg.n_layers);
+    cfg.n_layers = layers(cfg.n_layers, blocks);
     w.layers.truncate(cfg.n_layers);
     Some(Model { cfg, w })
 }
@@ -288,8 +290,8 @@ type Runner = dyn Fn(&Step, &[(&str, HostTensor)], &str) -> Vec<Vec<f64>>;
 /// Prefill then one decode step of `quant`, each step's outputs from `run`
 /// against the CPU's (the decode step over the cache the CPU's prefill
 /// filled, so each step is checked on the same inputs).
-fn prefill_and_decode(quant: &str, run: &Runner) {
-    let Some(m) = load(quant) else { return };
+fn prefill_and_decode(quant: &str, blocks: Option<usize>, run: &Runner) {
+    let Some(m) = load(quant, blocks) else { return };
     println!("SmolLM2 {quant}: {} blocks", m.cfg.n_layers);
     let pre = step(&m, PROMPT.len(), &empty_caches(&m));
     let ins = step_inputs(&m, &PROMPT, 0);
@@ -306,27 +308,32 @@ fn prefill_and_decode(quant: &str, run: &Runner) {
 #[test]
 #[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh, tools/quantize_smollm2.py)"]
 fn smollm2_q4_k_m_prefill_and_decode_plans_compute_what_the_cpu_does() {
-    prefill_and_decode("Q4_K_M", &interpreted);
+    prefill_and_decode("Q4_K_M", None, &interpreted);
 }
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh, tools/quantize_smollm2.py)"]
 fn smollm2_q8_0_prefill_and_decode_plans_compute_what_the_cpu_does() {
-    prefill_and_decode("Q8_0", &interpreted);
+    prefill_and_decode("Q8_0", None, &interpreted);
 }
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh)"]
 fn smollm2_q4_1_prefill_and_decode_plans_compute_what_the_cpu_does() {
-    prefill_and_decode("Q4_1", &interpreted);
+    prefill_and_decode("Q4_1", None, &interpreted);
 }
+
+/// Blocks the real-kernel run keeps by default: every block runs the same
+/// kernels (the interpreted tests above run all 30), and the g++ build of
+/// them took ~3 minutes for the whole model in the test profile.
+const KERNEL_CHECK_BLOCKS: usize = 2;
 
 #[test]
 #[ignore = "needs the SmolLM2 GGUF files (tools/fetch_models.sh, tools/quantize_smollm2.py)"]
 fn smollm2_plans_with_the_real_kernels_on_the_host_compute_what_the_cpu_does() {
     if host_kernels().is_some() {
         for quant in ["Q4_K_M", "Q8_0", "Q4_1"] {
-            prefill_and_decode(quant, &host_kernels_run);
+            prefill_and_decode(quant, Some(KERNEL_CHECK_BLOCKS), &host_kernels_run);
         }
     }
 }
@@ -362,7 +369,7 @@ fn cuda_present() -> bool {
 fn smollm2_prefill_and_decode_on_cuda_match_the_cpu() {
     if cuda_present() {
         for quant in ["Q4_K_M", "Q8_0", "Q4_1"] {
-            prefill_and_decode(quant, &on_cuda);
+            prefill_and_decode(quant, None, &on_cuda);
         }
     }
 }
