@@ -27,6 +27,7 @@
 pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
+pub(crate) mod panels;
 pub(crate) mod planes;
 
 use super::{KernelError, KernelResult, View, ViewMut};
@@ -281,6 +282,12 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                     gsum: &act.gsum[i * ng..(i + 1) * ng],
                 })
                 .collect();
+            #[cfg(target_arch = "x86_64")]
+            if isa == QuantIsa::Avx512Vnni && panels::runs(scheme) && m >= panels::MIN_ROWS {
+                // SAFETY: `run` checked that the CPU runs `isa`.
+                unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                return;
+            }
             let mut scratch = WeightRow::default();
             // Weight rows outside, activation tiles inside: a row's blocks
             // stay in L1 while every tile of activations passes by.
