@@ -8,7 +8,8 @@
 //! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
-//! tiles of activation rows (GEMV for decoding, GEMM for prefill); the
+//! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
+//! AVX-512 VNNI the 32-weight formats' GEMM is `panels`, 512-bit); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are
