@@ -314,9 +314,9 @@ mod x86 {
             v: [[0.0; TOKENS]; ROWS],
             rows: T,
         };
-        for j in 0..W {
-            for t in 0..T {
-                s.v[j][t] = reduce(acc[j][t]);
+        for (v, accs) in s.v.iter_mut().zip(&acc) {
+            for (o, &a) in v.iter_mut().zip(accs) {
+                *o = reduce(a);
             }
         }
         s
