@@ -8,7 +8,8 @@
 //! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
-//! tiles of activation rows (GEMV for decoding, GEMM for prefill); the
+//! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
+//! AVX-512 VNNI the 32-weight formats' GEMM is `panels`, 512-bit); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are
@@ -27,6 +28,7 @@
 pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
+pub(crate) mod panels;
 pub(crate) mod planes;
 
 use super::{KernelError, KernelResult, View, ViewMut};
@@ -281,6 +283,12 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                     gsum: &act.gsum[i * ng..(i + 1) * ng],
                 })
                 .collect();
+            #[cfg(target_arch = "x86_64")]
+            if isa == QuantIsa::Avx512Vnni && panels::runs(scheme) && m >= panels::MIN_ROWS {
+                // SAFETY: `run` checked that the CPU runs `isa`.
+                unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                return;
+            }
             let mut scratch = WeightRow::default();
             // Weight rows outside, activation tiles inside: a row's blocks
             // stay in L1 while every tile of activations passes by.

@@ -9,6 +9,8 @@
 //! rows go in tiles of [`TILE`]: each unpacked 32-weight chunk is dotted
 //! with every row of the tile before the next chunk is unpacked, so
 //! unpacking and weight loads are paid once per tile rather than per row.
+//! (With AVX-512 VNNI and at least `panels::MIN_ROWS` rows, Q4_0 / Q4_1 /
+//! Q5_0 / Q8_0 go to `panels`' 512-bit GEMM instead: the same numbers.)
 //!
 //! Every path computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
@@ -286,7 +288,7 @@ fn row_scalar(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::{block_terms, block_weights, reduce_lanes, ActRow, BlockWeights, TILE};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
@@ -363,10 +365,9 @@ mod x86 {
             _mm256_dpbusd_epi32(acc, u, s)
         }
 
-        /// `qh` is a byte mask as it stands: one masked move.
         #[inline(always)]
         unsafe fn fifth_bits(qh: u32) -> __m256i {
-            _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10))
+            fifth_bits_mask(qh)
         }
     }
 
@@ -487,9 +488,16 @@ mod x86 {
         }
     }
 
+    /// [`fifth_bits`] with AVX-512 BW: `qh` is a byte mask as it stands,
+    /// one masked move.
+    #[inline(always)]
+    pub(in crate::kernels::quant_matmul) unsafe fn fifth_bits_mask(qh: u32) -> __m256i {
+        _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10))
+    }
+
     /// The f16 at byte `at` with F16C (the same value as `half`'s).
     #[inline(always)]
-    unsafe fn f16c_at(b: &[u8], at: usize) -> f32 {
+    pub(in crate::kernels::quant_matmul) unsafe fn f16c_at(b: &[u8], at: usize) -> f32 {
         let bits = u16::from_le_bytes([b[at], b[at + 1]]);
         _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
     }
@@ -501,7 +509,7 @@ mod x86 {
 
     /// 16 bytes of nibble pairs as 32 bytes: low nibbles, then high ones.
     #[inline(always)]
-    unsafe fn nibbles16(p: *const u8) -> __m256i {
+    pub(in crate::kernels::quant_matmul) unsafe fn nibbles16(p: *const u8) -> __m256i {
         let q = _mm_loadu_si128(p as *const __m128i);
         let m = _mm_set1_epi8(0x0F);
         let lo = _mm_and_si128(q, m);
