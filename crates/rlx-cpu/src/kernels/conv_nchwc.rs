@@ -527,50 +527,10 @@ unsafe fn transpose_store(
     use std::arch::x86_64::*;
     let r: [__m512; 16] =
         std::array::from_fn(|k| unsafe { _mm512_loadu_ps(src[k * BLOCK..].as_ptr()) });
-    // 32-bit, 64-bit, then 128-bit lane interleaves (twice).
-    let t: [__m512; 16] = std::array::from_fn(|k| {
-        let (a, b) = (r[k & !1], r[k | 1]);
-        if k % 2 == 0 {
-            _mm512_unpacklo_ps(a, b)
-        } else {
-            _mm512_unpackhi_ps(a, b)
-        }
-    });
-    let u: [__m512; 16] = std::array::from_fn(|k| {
-        // u[4q + m]: rows 4q..4q+4, column m (mod 4) of each 128-bit lane.
-        let (q, m) = (k / 4, k % 4);
-        let (a, b) = (
-            _mm512_castps_pd(t[4 * q + (m / 2)]),
-            _mm512_castps_pd(t[4 * q + 2 + (m / 2)]),
-        );
-        _mm512_castpd_ps(if m % 2 == 0 {
-            _mm512_unpacklo_pd(a, b)
-        } else {
-            _mm512_unpackhi_pd(a, b)
-        })
-    });
-    let v: [__m512; 16] = std::array::from_fn(|k| {
-        // v[8h + 4e + m]: rows 8h..8h+8, lanes 0 / 2 (e = 0) or 1 / 3.
-        let (h, e, m) = (k / 8, (k / 4) % 2, k % 4);
-        let (a, b) = (u[8 * h + m], u[8 * h + 4 + m]);
-        if e == 0 {
-            _mm512_shuffle_f32x4::<0x88>(a, b)
-        } else {
-            _mm512_shuffle_f32x4::<0xdd>(a, b)
-        }
-    });
+    let v = super::transpose16::transpose16(&r);
     let mask = ((1u32 << px.len()) - 1) as __mmask16;
-    for i in 0..chans {
-        // Channel i = m + 4e + 8hi: v[4e + m] holds columns m + 4e and
-        // m + 4e + 8 of rows 0..8, v[8 + 4e + m] of rows 8..16.
-        let (m, e, hi) = (i % 4, (i / 4) % 2, i / 8);
-        let (a, b) = (v[4 * e + m], v[8 + 4 * e + m]);
-        let c = if hi == 0 {
-            _mm512_shuffle_f32x4::<0x88>(a, b)
-        } else {
-            _mm512_shuffle_f32x4::<0xdd>(a, b)
-        };
-        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, c) };
+    for (i, c) in v.iter().enumerate().take(chans) {
+        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, *c) };
     }
 }
 

@@ -73,6 +73,7 @@ pub(crate) mod reduce;
 pub mod region;
 pub(crate) mod scalar;
 mod small_rows;
+mod transpose16;
 pub(crate) mod upsample;
 pub(crate) mod winograd;
 
