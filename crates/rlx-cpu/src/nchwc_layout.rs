@@ -1,25 +1,31 @@
 //! Which activations stay in the NCHWc blocked layout between convs.
 //!
-//! A conv that runs the NCHWc kernel on a prepared weight
-//! ([`crate::kernels::conv_nchwc`]) writes its output blocked,
-//! `[N][O/16][H][W][16]`, when every node reading that output is another
-//! such conv reading it as its image `x` (none as a weight, bias or
-//! epilogue operand), the value is not a graph output, `O` is a multiple
-//! of 16 and the producer's epilogue runs on blocked rows. Those readers
-//! then take the blocked image as is: the NCHW -> blocked reorder of the
-//! reader and the blocked -> NCHW transpose of the writer cancel in
-//! pairs, the way ONNX Runtime's NCHWc transformer drops a ReorderOutput
-//! feeding a ReorderInput. Everything else keeps NCHW, so no other kernel
-//! ever sees a blocked buffer.
+//! A conv whose kernel can read and write the blocked layout — the NCHWc
+//! dense kernel on a prepared weight ([`crate::kernels::conv_nchwc`]), the
+//! blocked 1x1 kernel ([`crate::kernels::conv_pointwise_blocked`]) or the
+//! small-plane depthwise one ([`crate::kernels::conv_depthwise_small`]) —
+//! writes its output blocked, `[N][O/16][H][W][16]`, when every node
+//! reading that output is another such conv reading it as its image `x`
+//! (none as a weight, bias or epilogue operand), the value is not a graph
+//! output, `O` is a multiple of 16 and the producer's epilogue runs on
+//! blocked rows. Those readers then take the blocked image as is: the
+//! NCHW -> blocked reorder of the reader and the blocked -> NCHW transpose
+//! of the writer cancel in pairs, the way ONNX Runtime's NCHWc transformer
+//! drops a ReorderOutput feeding a ReorderInput. So MobileNetV2's expand
+//! 1x1 -> depthwise 3x3 -> project 1x1 keeps its two inner edges blocked
+//! (on 28 x 28 maps and below, where the depthwise kernel runs); an edge
+//! of 24 channels (not whole blocks) stays NCHW rather than padded, and
+//! so does a block's input that its residual add reads. Everything else
+//! keeps NCHW, so no other kernel ever sees a blocked buffer.
 
 use crate::kernels::conv_nchwc::{self, BlockedIo, BLOCK};
 use crate::kernels::View;
 use rlx_compile::LirModule;
 use rlx_ir::{DType, NodeId, Op};
 
-/// Per node, the sides of it kept blocked; `nchwc(i)`: node `i` runs the
-/// NCHWc kernel on a weight the executor prepared.
-pub(super) fn plan(lir: &LirModule, nchwc: &dyn Fn(usize) -> bool) -> Vec<BlockedIo> {
+/// Per node, the sides of it kept blocked; `blockable(i)`: node `i` runs a
+/// kernel that reads and writes both layouts (see the module doc).
+pub(super) fn plan(lir: &LirModule, blockable: &dyn Fn(usize) -> bool) -> Vec<BlockedIo> {
     let g = &lir.graph;
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.len()];
     for id in g.ids() {
@@ -33,9 +39,9 @@ pub(super) fn plan(lir: &LirModule, nchwc: &dyn Fn(usize) -> bool) -> Vec<Blocke
         let r = &readers[i];
         let reads_as_image = |j: &usize| {
             let ins = &g.node(NodeId(*j as u32)).inputs;
-            nchwc(*j) && ins[0] == id && !ins[1..].contains(&id)
+            blockable(*j) && ins[0] == id && !ins[1..].contains(&id)
         };
-        let blocked = nchwc(i)
+        let blocked = blockable(i)
             && !r.is_empty()
             && r.iter().all(reads_as_image)
             && !lir.io.outputs.iter().any(|(o, _)| *o == id)

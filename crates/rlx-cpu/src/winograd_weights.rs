@@ -10,11 +10,16 @@
 //! Convs that run in the NCHWc kernel ([`crate::kernels::conv_nchwc`])
 //! get their weight packed into 16-channel blocks here the same way, and
 //! 1x1 convs of the NCHW kernel ([`crate::kernels::conv_pointwise`]) into
-//! its register tiles' left operand (no per-call packing).
+//! its register tiles' left operand (no per-call packing); a 1x1 conv the
+//! layout plan (`nchwc_layout.rs`) gives a blocked side gets the blocked
+//! 1x1 kernel's `[O/16][C][16]` form instead, a small-plane depthwise conv
+//! with a blocked side its planned layouts.
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
-use crate::kernels::{conv_nchwc, conv_pointwise, winograd};
+use crate::kernels::{
+    conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, winograd,
+};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
 
@@ -23,6 +28,9 @@ enum Form {
     Winograd(Vec<f32>),
     Nchwc(Vec<f32>),
     Pointwise(Vec<f32>),
+    PointwiseBlocked(Vec<f32>),
+    /// A small-plane depthwise conv with a blocked side (plain weight).
+    Depthwise,
 }
 
 /// Per node: its transformed or packed weight, when it has one.
@@ -37,7 +45,9 @@ impl WinogradWeights {
     /// that runs Winograd (NCHWc) (`locs` / `constants`: the executable's placement).
     pub(super) fn plan(lir: &LirModule, locs: &[Loc], constants: &[AlignedBuf]) -> Self {
         let g = &lir.graph;
-        let per_node = g
+        // Per node: (window, groups, (x, w, out) dims, constant weight) of
+        // an f32 conv.
+        let convs: Vec<_> = g
             .ids()
             .map(|id| {
                 let n = g.node(id);
@@ -50,13 +60,20 @@ impl WinogradWeights {
                 if f32s.iter().any(|&d| d != DType::F32) {
                     return None;
                 }
-                let Loc::Constant(c) = locs[w.index()] else {
-                    return None;
-                };
                 let dims = |i: rlx_ir::NodeId| g.shape(i).static_dims();
                 let (xd, wd, od) = (dims(x)?, dims(w)?, n.shape.static_dims()?);
-                let wt = super::packed_weights::f32s(&constants[c]);
-                let dims = (&xd[..], &wd[..], &od[..]);
+                let wt = match locs[w.index()] {
+                    Loc::Constant(c) => Some(super::packed_weights::f32s(&constants[c])),
+                    _ => None,
+                };
+                Some((window, *groups, [xd, wd, od], wt))
+            })
+            .collect();
+        let mut per_node: Vec<Option<Form>> = convs
+            .iter()
+            .map(|conv| {
+                let (window, groups, [xd, wd, od], wt) = conv.as_ref()?;
+                let (wt, dims) = (wt.as_ref()?, (&xd[..], &wd[..], &od[..]));
                 match winograd::prepared_weights(window, *groups, dims, wt) {
                     Some(u) => Some(Form::Winograd(u)),
                     None => conv_nchwc::prepared_weights(window, *groups, dims, wt)
@@ -67,13 +84,43 @@ impl WinogradWeights {
                         }),
                 }
             })
-            .collect::<Vec<_>>();
-        let nchwc = |i: usize| matches!(per_node[i], Some(Form::Nchwc(_)));
-        let blocked = super::nchwc_layout::plan(lir, &nchwc);
+            .collect();
+        let blocked_1x1 = |i: usize| {
+            let (window, groups, [xd, wd, od], wt) = convs[i].as_ref()?;
+            let dims = (&xd[..], &wd[..], &od[..]);
+            conv_pointwise_blocked::prepared_weights(window, *groups, dims, wt.as_ref()?)
+        };
+        let depthwise = |i: usize| {
+            convs[i].as_ref().is_some_and(|(window, groups, [xd, wd, od], _)| {
+                conv_depthwise_small::runs(window, *groups, (xd, wd, od))
+            })
+        };
+        let blockable = |i: usize| match per_node[i] {
+            Some(Form::Nchwc(_)) => true,
+            Some(Form::Pointwise(_)) => {
+                let (_, _, [_, _, od], _) = convs[i].as_ref().expect("a conv");
+                od[1].is_multiple_of(conv_nchwc::BLOCK) && blocked_1x1(i).is_some()
+            }
+            None => depthwise(i),
+            _ => false,
+        };
+        let blocked = super::nchwc_layout::plan(lir, &blockable);
+        for (i, io) in blocked.iter().enumerate() {
+            if !(io.input || io.output) {
+                continue;
+            }
+            match per_node[i] {
+                Some(Form::Pointwise(_)) => {
+                    per_node[i] = blocked_1x1(i).map(Form::PointwiseBlocked);
+                }
+                None => per_node[i] = Some(Form::Depthwise),
+                _ => {}
+            }
+        }
         WinogradWeights { per_node, blocked }
     }
 
-    /// NCHWc convs whose output the next convs read blocked.
+    /// Convs whose output the next convs read blocked.
     pub(super) fn blocked_outputs(&self) -> usize {
         self.blocked.iter().filter(|b| b.output).count()
     }
@@ -84,6 +131,8 @@ impl WinogradWeights {
             Form::Winograd(u) => Prepared::Winograd(u),
             Form::Nchwc(w) => Prepared::Nchwc(w, self.blocked[node]),
             Form::Pointwise(w) => Prepared::Pointwise(w),
+            Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),
+            Form::Depthwise => Prepared::DepthwiseBlocked(self.blocked[node]),
         })
     }
 }

@@ -311,6 +311,13 @@ pub(crate) enum Prepared<'a> {
     /// A 1x1 weight packed as the NCHW kernel's left operand
     /// ([`super::conv_pointwise::prepared_weights`]).
     Pointwise(&'a [f32]),
+    /// A 1x1 weight packed in 16-channel output blocks
+    /// ([`super::conv_pointwise_blocked::pack`]), `x` / `y` in the layouts
+    /// the executor planned for them.
+    PointwiseBlocked(&'a [f32], super::conv_nchwc::BlockedIo),
+    /// A small-plane depthwise conv ([`super::conv_depthwise_small`]) with
+    /// `x` / `y` in the layouts the executor planned (the weight is plain).
+    DepthwiseBlocked(super::conv_nchwc::BlockedIo),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -361,6 +368,31 @@ fn conv_real<T: GemmFloat>(
         let bias = ins.get(2).map(|b| b.slice::<f32>());
         return g2.pointwise_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
     }
+    if let Some(Prepared::PointwiseBlocked(wp, io)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) =
+            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.takes_pointwise_blocked(wp.len(), io))
+        else {
+            return Err(fail!(
+                "conv: a blocked 1x1 weight on a conv the blocked 1x1 kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.pointwise_blocked(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi, io);
+    }
+    if let Some(Prepared::DepthwiseBlocked(io)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) =
+            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.depthwise_small_takes(io, epi))
+        else {
+            return Err(fail!(
+                "conv: a blocked layout on a depthwise conv the small-plane kernel does not take"
+            ));
+        };
+        let (x, wt) = (ins[0].slice::<f32>(), ins[1].slice::<f32>());
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.depthwise_small(x, wt, bias, out.slice::<f32>(), epi, io);
+    }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());
         let Some(g2) = g2.filter(|_| ins[0].dtype == DType::F32) else {
@@ -385,7 +417,7 @@ fn conv_real<T: GemmFloat>(
                 as_f32_mut(&mut *y),
                 b32.unwrap_or(Some(&[])),
             ) {
-                return g2.depthwise_small(x, wt, bias.map(|_| b), y, epi);
+                return g2.depthwise_small(x, wt, bias.map(|_| b), y, epi, Default::default());
             }
         }
         return g2.depthwise(x, wt, bias, y, epi);

@@ -18,6 +18,7 @@
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
+use super::conv_nchwc::BlockedIo;
 use super::KernelResult;
 use crate::team;
 use std::ops::Range;
@@ -56,8 +57,19 @@ impl Conv2d {
         }
     }
 
-    /// `y = depthwise(x, wt) + bias`, then `epi`; the parts of the team
-    /// take (image, 16-channel group) jobs.
+    /// True when [`Self::depthwise_small`] can read / write the blocked
+    /// layouts of `io` (whole 16-channel groups; a row-chain epilogue
+    /// for a blocked output).
+    pub(super) fn depthwise_small_takes(&self, io: BlockedIo, epi: Option<&ConvEpilogue>) -> bool {
+        self.depthwise_small_wins()
+            && ((!io.input && !io.output) || self.c.is_multiple_of(LANES))
+            && (!io.output || epi.is_none_or(|e| e.rows().is_some()))
+    }
+
+    /// `y = depthwise(x, wt) + bias`, then `epi`, `x` / `y` in the layouts
+    /// of `io` (a blocked image is copied into the tile a row at a time, a
+    /// blocked output is the tile's `[pixels][16]` result as it is); the
+    /// parts of the team take (image, 16-channel group) jobs.
     pub(super) fn depthwise_small(
         &self,
         x: &[f32],
@@ -65,14 +77,15 @@ impl Conv2d {
         bias: Option<&[f32]>,
         y: &mut [f32],
         epi: Option<&ConvEpilogue>,
+        io: BlockedIo,
     ) -> KernelResult {
         let (pin, pout) = (self.h * self.w, self.oh * self.ow);
         if pout == 0 || self.c == 0 || self.batch == 0 {
             return Ok(());
         }
-        if !avx512() {
+        if !self.depthwise_small_takes(io, epi) {
             return Err(fail!(
-                "conv: the small-plane depthwise kernel needs AVX-512"
+                "conv: the small-plane depthwise kernel does not take this conv ({io:?}; it needs AVX-512)"
             ));
         }
         let groups = self.c.div_ceil(LANES);
@@ -89,11 +102,21 @@ impl Conv2d {
                 let (n, g) = (job / groups, job % groups);
                 let ch = g * LANES..self.c.min((g + 1) * LANES);
                 let plane0 = n * self.c + ch.start;
-                // SAFETY: each job owns its channels' planes of one image.
+                // SAFETY: each job owns its channels' planes (its block) of
+                // one image.
                 let yg = unsafe { shared.range(plane0 * pout..(plane0 + ch.len()) * pout) };
-                let bufs = (&mut xt[..], &mut yt[..]);
-                // SAFETY: AVX-512F checked above.
-                unsafe { self.group(&x[plane0 * pin..], wt, bias, ch.clone(), clamp, bufs, yg) };
+                let xg = &x[plane0 * pin..];
+                // SAFETY (both arms): AVX-512F checked above.
+                if io.input || io.output {
+                    unsafe { self.group_blocked(xg, wt, bias, ch.clone(), clamp, &mut xt, &mut yt, yg, io) };
+                    if let Some(chain) = chain.filter(|_| clamp.is_none() && io.output) {
+                        chain.apply_blocked(yg, n, ch.start, 0..pout);
+                        continue;
+                    }
+                } else {
+                    let bufs = (&mut xt[..], &mut yt[..]);
+                    unsafe { self.group(xg, wt, bias, ch.clone(), clamp, bufs, yg) };
+                }
                 if let Some(chain) = chain.filter(|_| clamp.is_none()) {
                     chain.apply(yg, pout, n, ch.clone(), 0..pout);
                 } else if let Some(epi) = epi.filter(|_| chain.is_none()) {
@@ -120,19 +143,57 @@ impl Conv2d {
         (xt, yt): (&mut [f32], &mut [f32]),
         yg: &mut [f32],
     ) {
-        let (mut wv, mut bv) = ([0f32; 9 * LANES], [0f32; LANES]);
-        for (i, c) in ch.clone().enumerate() {
-            for t in 0..9 {
-                wv[t * LANES + i] = wt[c * 9 + t];
-            }
-            bv[i] = bias.map_or(0.0, |b| b[c]);
-        }
+        let (wv, bv) = lanes(wt, bias, ch.clone());
         // SAFETY: AVX-512F (the caller); the buffers hold the tile / the
         // padded output pixels (checked inside).
         unsafe {
             self.gather(xg, ch.len(), self.small_tile(), xt);
             self.taps(xt, self.small_tile(), &wv, &bv, clamp, yt);
             scatter(yt, self.oh * self.ow, ch.len(), yg);
+        }
+    }
+
+    /// [`Self::group`] with a blocked image (`xg`: its block, `[pixels][16]`,
+    /// copied into the tile a row at a time) and / or a blocked output
+    /// (`yg`: its block, written by the taps directly).
+    ///
+    /// # Safety
+    /// AVX-512F present; `ch` a whole group of 16 channels when `io` has a
+    /// blocked side.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group_blocked(
+        &self,
+        xg: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        ch: Range<usize>,
+        clamp: Option<(f32, f32)>,
+        xt: &mut [f32],
+        yt: &mut [f32],
+        yg: &mut [f32],
+        io: BlockedIo,
+    ) {
+        let (wv, bv) = lanes(wt, bias, ch.clone());
+        let tile = self.small_tile();
+        if io.input {
+            let row = self.w * LANES;
+            for iy in 0..self.h {
+                let at = ((iy + self.p.0) * tile.cols + self.p.1) * LANES;
+                xt[at..at + row].copy_from_slice(&xg[iy * row..][..row]);
+            }
+        } else {
+            // SAFETY: the caller's.
+            unsafe { self.gather(xg, ch.len(), tile, xt) };
+        }
+        let pout = self.oh * self.ow;
+        // SAFETY: the caller's; `yg` holds the block's `[pixels][16]`.
+        unsafe {
+            if io.output {
+                self.taps(xt, tile, &wv, &bv, clamp, yg);
+            } else {
+                self.taps(xt, tile, &wv, &bv, clamp, yt);
+                scatter(yt, pout, ch.len(), yg);
+            }
         }
     }
 
@@ -259,6 +320,19 @@ impl Conv2d {
     }
 }
 
+/// The taps (`[9][16]`) and biases of channels `ch`, channel `i` of the
+/// group in lane `i` (lanes past `ch` zero).
+fn lanes(wt: &[f32], bias: Option<&[f32]>, ch: Range<usize>) -> ([f32; 9 * LANES], [f32; LANES]) {
+    let (mut wv, mut bv) = ([0f32; 9 * LANES], [0f32; LANES]);
+    for (i, c) in ch.enumerate() {
+        for t in 0..9 {
+            wv[t * LANES + i] = wt[c * 9 + t];
+        }
+        bv[i] = bias.map_or(0.0, |b| b[c]);
+    }
+    (wv, bv)
+}
+
 /// Outputs `ox..ox + N` of one row (`rows`: the tile rows of its three
 /// kernel rows, `step` floats per output column) into `out`: `N`
 /// independent FMA chains in flight.
@@ -329,8 +403,14 @@ unsafe fn scatter(_: &[f32], _: usize, _: usize, _: &mut [f32]) {
     unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
 }
 
+/// True when a depthwise conv of these dims (f32) runs this kernel, which
+/// can then read / write the blocked layout (for the executor's plan).
+pub(crate) fn runs(win: &rlx_ir::op::Window, groups: usize, (x, w, out): (&[usize], &[usize], &[usize])) -> bool {
+    super::conv_packed::geometry(win, groups, x, w, out).is_some_and(|g2| g2.depthwise_small_wins())
+}
+
 /// True when the CPU has AVX-512F.
-fn avx512() -> bool {
+pub(super) fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")

@@ -1,0 +1,358 @@
+//! 1x1 stride-1 unpadded conv (f32, AVX-512) where its image or its output
+//! is in the NCHWc blocked layout `[N][C/16][H][W][16]` (`nchwc_layout.rs`
+//! plans which), as MLAS's NCHWc pointwise kernel runs MobileNet's expand /
+//! project convs: `out[ob][p][16] = bias + sum_ic W[ob*16.., ic] * x[ic, p]`.
+//!
+//! The weight is packed once (by the executor) as `[O/16][C][16]`: for each
+//! input channel the 16 outputs of a block are one vector. A register tile
+//! of up to 4 output blocks x 6 pixels is started from the bias and, per
+//! input channel in ascending order, takes one FMA per accumulator with the
+//! input value broadcast from the image as it lies: a blocked image is
+//! read at `[ic/16][p][ic%16]`, an NCHW one at `[ic][p]`, so neither is
+//! packed per call. A blocked output is stored as it is; an NCHW output
+//! goes through a per-thread `[pixels][16]` slab transposed 16 x 16 in
+//! registers into the planes. The row-chain epilogue (bias, ReLU6,
+//! residual) runs on the blocked rows while they are in cache
+//! ([`super::conv_epilogue::RowChain::apply_blocked`]).
+//!
+//! Each output is the sum of the NCHW 1x1 kernel ([`super::conv_pointwise`]):
+//! the bias, then one FMA per input channel in order.
+//!
+//! Threads split the images, or (fewer images than threads) the output
+//! blocks: every part owns whole blocks (planes) of the output.
+
+use super::conv2d::Conv2d;
+use super::conv_epilogue::ConvEpilogue;
+use super::conv_nchwc::{BlockedIo, BLOCK};
+use super::KernelResult;
+use crate::team;
+
+/// Output blocks of the widest register tile.
+const FB: usize = 4;
+
+/// Pixels of a register tile.
+const NP: usize = 6;
+
+/// Pixels of one chunk of the output slab (a multiple of 16 and of `NP`).
+const CHUNK: usize = 96;
+
+impl Conv2d {
+    /// True when [`Self::pointwise_blocked`] can run this conv on this CPU
+    /// (any input channel count; whole 16-channel output blocks).
+    pub(crate) fn pointwise_blocked_shape(&self) -> bool {
+        self.is_pointwise()
+            && self.groups == 1
+            && self.o.is_multiple_of(BLOCK)
+            && self.o > 0
+            && super::conv_depthwise_small::avx512()
+    }
+
+    /// True when `len` floats are this conv's weight as [`pack`] lays it
+    /// out and the layouts `io` fit its channel counts.
+    pub(super) fn takes_pointwise_blocked(&self, len: usize, io: BlockedIo) -> bool {
+        self.pointwise_blocked_shape()
+            && len == self.o * self.c
+            && (!io.input || self.c.is_multiple_of(BLOCK))
+    }
+
+    /// `y = conv(x, wp) + bias`, then `epi`; `wp` packed by [`pack`], `x`
+    /// / `y` in the layouts of `io` (see the module doc).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn pointwise_blocked(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+        io: BlockedIo,
+    ) -> KernelResult {
+        if !self.takes_pointwise_blocked(wp.len(), io) {
+            return Err(fail!(
+                "conv: a blocked 1x1 weight of {} floats for {} x {} ({io:?})",
+                wp.len(),
+                self.o,
+                self.c
+            ));
+        }
+        let chain = epi.and_then(|e| e.rows());
+        if io.output && epi.is_some() && chain.is_none() {
+            return Err(fail!(
+                "conv: a blocked 1x1 output needs a row-chain epilogue"
+            ));
+        }
+        let (c, o, pixels) = (self.c, self.o, self.oh * self.ow);
+        if pixels == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        let blocks = o / BLOCK;
+        let threads = team::threads();
+        let chunks = if self.batch >= threads {
+            1
+        } else {
+            threads.div_ceil(self.batch).min(blocks.div_ceil(FB))
+        };
+        let ranges = team::split(blocks, chunks, FB.min(blocks));
+        let jobs = self.batch * ranges.len();
+        let parts = team::split(jobs, threads.min(jobs), 1);
+        let shared = team::Disjoint::new(y);
+        team::try_parallel_for(parts.len(), |part| {
+            let mut slab = if io.output {
+                Vec::new()
+            } else {
+                vec![0f32; FB * CHUNK * BLOCK]
+            };
+            for job in parts[part].clone() {
+                let (n, obs) = (job / ranges.len(), ranges[job % ranges.len()].clone());
+                let y0 = (n * o + obs.start * BLOCK) * pixels;
+                // SAFETY: each job owns its blocks (planes) of one image.
+                let yj = unsafe { shared.range(y0..y0 + obs.len() * BLOCK * pixels) };
+                let xn = &x[n * c * pixels..][..c * pixels];
+                for q0 in (0..pixels).step_by(CHUNK) {
+                    let px = q0..(q0 + CHUNK).min(pixels);
+                    for ob in obs.clone().step_by(FB) {
+                        let fb = FB.min(obs.end - ob);
+                        let w = &wp[ob * c * BLOCK..][..fb * c * BLOCK];
+                        let b = bias.map(|b| &b[ob * BLOCK..][..fb * BLOCK]);
+                        let blocks = (ob - obs.start)..(ob - obs.start + fb);
+                        let chain = |rows: &mut [f32], f: usize| {
+                            if let Some(chain) = chain {
+                                chain.apply_blocked(rows, n, (ob + f) * BLOCK, px.clone());
+                            }
+                        };
+                        if io.output {
+                            let out = &mut yj[blocks.start * BLOCK * pixels..];
+                            // SAFETY: AVX-512F (`takes_pointwise_blocked`);
+                            // the slices hold every tap and output (checked
+                            // inside).
+                            let dst = (&mut out[..], pixels * BLOCK, q0);
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            for f in 0..fb {
+                                chain(&mut out[(f * pixels + q0) * BLOCK..][..px.len() * BLOCK], f);
+                            }
+                        } else {
+                            // SAFETY: as above.
+                            let dst = (&mut slab[..], CHUNK * BLOCK, 0);
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            for (f, blk) in blocks.enumerate() {
+                                let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
+                                chain(rows, f);
+                                let planes = &mut yj[blk * BLOCK * pixels..];
+                                // SAFETY: AVX-512F, as above.
+                                unsafe { scatter(rows, pixels, px.clone(), planes) };
+                            }
+                        }
+                    }
+                }
+                if let Some(epi) = epi.filter(|_| chain.is_none()) {
+                    epi.apply(yj, n, obs.start * BLOCK..obs.end * BLOCK)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Pixels `px` of output blocks `0..fb` of `w` into `out` (block `f`
+    /// at `f * ostride`, pixel `p` at `(p - px.start + at) * 16`).
+    ///
+    /// # Safety
+    /// AVX-512F and FMA present.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn chunk(
+        &self,
+        xn: &[f32],
+        blocked: bool,
+        w: &[f32],
+        bias: Option<&[f32]>,
+        px: std::ops::Range<usize>,
+        (out, ostride, at): (&mut [f32], usize, usize),
+        fb: usize,
+    ) {
+        let (c, pixels) = (self.c, self.oh * self.ow);
+        assert!(xn.len() >= c * pixels && w.len() >= fb * c * BLOCK);
+        assert!(out.len() >= (fb - 1) * ostride + (at + px.len()) * BLOCK);
+        assert!(bias.is_none_or(|b| b.len() >= fb * BLOCK));
+        for p in px.clone().step_by(NP) {
+            let np = NP.min(px.end - p);
+            let (xp, groups, gstride, gl, cstride) = if blocked {
+                (p * BLOCK, c / BLOCK, pixels * BLOCK, BLOCK, 1)
+            } else {
+                (p, 1, 0, c, pixels)
+            };
+            let args = TileArgs {
+                // SAFETY: pixel `p` of the image (the asserts above).
+                x: unsafe { xn.as_ptr().add(xp) },
+                groups,
+                gstride,
+                gl,
+                cstride,
+                w: w.as_ptr(),
+                wstride: c * BLOCK,
+                bias: bias.map(|b| b.as_ptr()),
+                // SAFETY: inside `out` (asserted).
+                out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
+                ostride,
+            };
+            // SAFETY: the caller's ISA; every tap of the tile is in `xn`,
+            // every store in `out`.
+            unsafe { dispatch(fb, np, blocked, &args) };
+        }
+    }
+}
+
+/// One register tile's pointers and strides (floats).
+struct TileArgs {
+    /// The tile's first pixel of input channel 0.
+    x: *const f32,
+    /// Input channels as `groups` runs of `gl`, run `g` at `g * gstride`,
+    /// channel `l` of a run at `l * cstride`.
+    groups: usize,
+    gstride: usize,
+    gl: usize,
+    cstride: usize,
+    /// Output block 0's weights (`[C][16]`), block `f` at `f * wstride`.
+    w: *const f32,
+    wstride: usize,
+    /// The tile's 16 x `fb` biases.
+    bias: Option<*const f32>,
+    /// Output block 0's first pixel, block `f` at `f * ostride`.
+    out: *mut f32,
+    ostride: usize,
+}
+
+/// Runs the `fb` x `np` tile on a blocked (pixel stride 16) or NCHW
+/// (pixel stride 1) image.
+///
+/// # Safety
+/// As [`tile`].
+unsafe fn dispatch(fb: usize, np: usize, blocked: bool, a: &TileArgs) {
+    macro_rules! by_np {
+        ($fb:literal, $ps:literal) => {
+            // SAFETY: the caller's.
+            unsafe {
+                match np {
+                    1 => tile::<$fb, 1, $ps>(a),
+                    2 => tile::<$fb, 2, $ps>(a),
+                    3 => tile::<$fb, 3, $ps>(a),
+                    4 => tile::<$fb, 4, $ps>(a),
+                    5 => tile::<$fb, 5, $ps>(a),
+                    _ => tile::<$fb, 6, $ps>(a),
+                }
+            }
+        };
+    }
+    match (fb, blocked) {
+        (1, true) => by_np!(1, 16),
+        (2, true) => by_np!(2, 16),
+        (3, true) => by_np!(3, 16),
+        (_, true) => by_np!(4, 16),
+        (1, false) => by_np!(1, 1),
+        (2, false) => by_np!(2, 1),
+        (3, false) => by_np!(3, 1),
+        (_, false) => by_np!(4, 1),
+    }
+}
+
+/// `F` output blocks x `P` pixels (input pixel stride `PS`): the bias,
+/// then one FMA per input channel in order, stored as `[F][P][16]`.
+///
+/// # Safety
+/// AVX-512F and FMA present; every pointer of `a` covers what it reads.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn tile<const F: usize, const P: usize, const PS: usize>(a: &TileArgs) {
+    use std::arch::x86_64::*;
+    // SAFETY (all loads / stores): the caller's bounds.
+    let mut acc: [[__m512; P]; F] = std::array::from_fn(|f| match a.bias {
+        Some(b) => [unsafe { _mm512_loadu_ps(b.add(f * BLOCK)) }; P],
+        None => [_mm512_setzero_ps(); P],
+    });
+    let mut w = a.w;
+    for g in 0..a.groups {
+        let xg = unsafe { a.x.add(g * a.gstride) };
+        for l in 0..a.gl {
+            let xl = unsafe { xg.add(l * a.cstride) };
+            let wv: [__m512; F] =
+                std::array::from_fn(|f| unsafe { _mm512_loadu_ps(w.add(f * a.wstride)) });
+            for u in 0..P {
+                let xv = _mm512_set1_ps(unsafe { *xl.add(u * PS) });
+                for f in 0..F {
+                    acc[f][u] = _mm512_fmadd_ps(wv[f], xv, acc[f][u]);
+                }
+            }
+            w = unsafe { w.add(BLOCK) };
+        }
+    }
+    for (f, row) in acc.iter().enumerate() {
+        for (u, v) in row.iter().enumerate() {
+            unsafe { _mm512_storeu_ps(a.out.add(f * a.ostride + u * BLOCK), *v) };
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn tile<const F: usize, const P: usize, const PS: usize>(_: &TileArgs) {
+    unreachable!("the blocked 1x1 kernel is routed on AVX-512 only")
+}
+
+/// The `[px][16]` rows transposed into pixels `px` of the 16 planes of
+/// `planes` (`pixels` each).
+///
+/// # Safety
+/// AVX-512F present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scatter(rows: &[f32], pixels: usize, px: std::ops::Range<usize>, planes: &mut [f32]) {
+    use std::arch::x86_64::*;
+    assert!(rows.len() >= px.len() * BLOCK && planes.len() >= (BLOCK - 1) * pixels + px.end);
+    for j0 in (0..px.len()).step_by(BLOCK) {
+        let live = (px.len() - j0).min(BLOCK);
+        let mask = ((1u32 << live) - 1) as __mmask16;
+        // SAFETY: `live` rows from `j0` are in `rows` (the rest zero).
+        let r: [__m512; BLOCK] = std::array::from_fn(|k| {
+            if k < live {
+                unsafe { _mm512_loadu_ps(rows.as_ptr().add((j0 + k) * BLOCK)) }
+            } else {
+                _mm512_setzero_ps()
+            }
+        });
+        let v = super::transpose16::transpose16(&r);
+        for (i, &ch) in v.iter().enumerate() {
+            // SAFETY: `live` pixels of plane `i` from `px.start + j0`.
+            let at = unsafe { planes.as_mut_ptr().add(i * pixels + px.start + j0) };
+            unsafe { _mm512_mask_storeu_ps(at, mask, ch) };
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn scatter(_: &[f32], _: usize, _: std::ops::Range<usize>, _: &mut [f32]) {
+    unreachable!("the blocked 1x1 kernel is routed on AVX-512 only")
+}
+
+/// The `[O, C]` weight `wt` as `[O/16][C][16]`.
+pub(crate) fn pack(wt: &[f32], o: usize, c: usize) -> Vec<f32> {
+    let mut wp = vec![0f32; o * c];
+    for ob in 0..o / BLOCK {
+        for ic in 0..c {
+            for l in 0..BLOCK {
+                wp[(ob * c + ic) * BLOCK + l] = wt[(ob * BLOCK + l) * c + ic];
+            }
+        }
+    }
+    wp
+}
+
+/// The packed weight of a constant-weight 1x1 conv this kernel can run
+/// (for the executor to prepare once when the layout plan gives the conv
+/// a blocked side).
+pub(crate) fn prepared_weights(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let valid = wt.len() == g2.o * g2.c && w.iter().product::<usize>() == wt.len();
+    (valid && g2.pointwise_blocked_shape()).then(|| pack(wt, g2.o, g2.c))
+}
