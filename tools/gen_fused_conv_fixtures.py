@@ -11,6 +11,8 @@ crates/rlx-cpu/tests/fixtures/conv_direct/cases.json (DIRECT_CASES: shapes of
 the direct few-channel kernel, read by kernels/conv_direct.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_pointwise/cases.json (POINTWISE_CASES: 1x1
 convs of the NCHW pointwise kernel, read by kernels/conv_pointwise.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_pointwise/blocked_cases.json (POINTWISE_BLOCKED_CASES:
+1x1 convs of the blocked 1x1 kernel, read by kernels/conv_pointwise_blocked.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of the
 16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
@@ -170,6 +172,9 @@ DEPTHWISE_CASES = [
     ("dw_small_c33_s2_14x14_tfpad_scale_residual", (1, 33, 14, 14), 33, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 33, True, "scale_residual", "one_image"),
     ("dw_small_c16_5x3_pad2_relu", (1, 16, 5, 3), 16, (3, 3), (1, 1), ((2, 2), (2, 2)), (1, 1), 16, True, "relu", None),
     ("dw_small_c19_6x9_silu_nobias", (1, 19, 6, 9), 19, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 19, False, "silu", None),
+    # Whole 16-channel groups: also run with blocked tensors (conv_depthwise_small.rs).
+    ("dwb_c32_10x10_relu6_batch2", (2, 32, 10, 10), 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 32, True, "relu6", None),
+    ("dwb_c48_s2_13x11_residual", (1, 48, 13, 11), 48, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 48, True, "residual", None),
 ]
 OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
 
@@ -189,6 +194,19 @@ NCHWC_CASES = [
     ("nchwc_c24_o16_dispatch_residual", (1, 24, 12, 12), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("nchwc_c8_o64_7x7_s2_leaky", (1, 8, 13, 14), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "leaky", None),
 ]
+# 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
+# whole 16-channel output blocks, input channels a multiple of 16 (the
+# blocked-input cases) or not, pixel counts off the 6-pixel tile and the
+# 96-pixel chunk, register tiles of 1-4 output blocks.
+POINTWISE_BLOCKED_CASES = [
+    ("pw_blocked_c32_o48_relu6_batch2", (2, 32, 9, 11), 48, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    ("pw_blocked_c48_o80_residual", (1, 48, 11, 9), 80, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pw_blocked_c20_o64_silu_residual", (1, 20, 10, 10), 64, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
+    ("pw_blocked_c16_o16_relu_nobias_batch3", (3, 16, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
+    ("pw_blocked_c96_o32_scale_residual_batch2", (2, 96, 10, 10), 32, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
+]
+OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "blocked_cases.json")
+
 OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
 
 
@@ -227,6 +245,7 @@ def main():
     write(CASES, OUT)
     write(DIRECT_CASES, OUT_DIRECT)
     write(POINTWISE_CASES, OUT_POINTWISE)
+    write(POINTWISE_BLOCKED_CASES, OUT_POINTWISE_BLOCKED)
     write(NCHWC_CASES, OUT_NCHWC)
     write(DEPTHWISE_CASES, OUT_DEPTHWISE)
 

@@ -1,11 +1,26 @@
 #!/usr/bin/env python3
-"""Fixture of crates/rlx-cpu/tests/nchwc_chain.rs: a ResNet-style chain of
-three 3x3 convs that the CPU executable keeps in the NCHWc blocked layout
-between them, computed here with numpy in float64.
+"""Fixtures of crates/rlx-cpu/tests/nchwc_chain.rs: a ResNet-style chain of
+three 3x3 convs, and two MobileNetV2 inverted-residual blocks, that the CPU
+executable keeps in the NCHWc blocked layout between convs, computed here
+with numpy in float64.
 
     ~/.cache/rlx-ref/venv/bin/python tools/gen_nchwc_chain_fixtures.py
 
-writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json.
+writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json.
+
+Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
+
+  x  [2, 24, 18, 18]                            (input)
+  e1 = relu6(conv1x1(x, we1 [96, 24]) + be1)    (24 -> 96)
+  d1 = relu6(dw(e1, wd1 [96, 1, 3, 3], stride 2) + bd1)   (18x18 -> 9x9)
+  p1 = conv1x1(d1, wp1 [32, 96]) + bp1          (96 -> 32)
+  e2 = relu6(conv1x1(p1, we2 [96, 32]) + be2)   (32 -> 96)
+  d2 = relu6(dw(e2, wd2, stride 1) + bd2)
+  y  = conv1x1(d2, wp2 [32, 96]) + bp2 + p1     (residual; graph output)
+
+Weights / biases are values(n, seed) (seeds 11.. in the order above, each
+weight then its bias), x is values(.., 10) * 16.
 
   x  [2, 16, 9, 9], r [2, 16, 9, 9]          (inputs)
   y1 = relu(conv(x, w1) + b1)                 (graph output in case "two_outputs")
@@ -42,6 +57,41 @@ def conv3x3(x, w, b):
     return y + b[None, :, None, None]
 
 
+def conv1x1(x, w, b):
+    return np.einsum("nchw,oc->nohw", x, w) + b[None, :, None, None]
+
+
+def depthwise3x3(x, w, b, stride):
+    n, c, h, wd = x.shape
+    oh, ow = (h - 1) // stride + 1, (wd - 1) // stride + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, c, oh, ow))
+    for ky in range(3):
+        for kx in range(3):
+            patch = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
+            y += patch * w[None, :, 0, ky, kx, None, None]
+    return y + b[None, :, None, None]
+
+
+def inverted_residual():
+    f64 = lambda a: a.astype(np.float64)
+    relu6 = lambda v: np.minimum(np.maximum(v, 0), 6)
+    n, c, hw, e, p = 2, 24, 18, 96, 32
+    x = f64(values(n * c * hw * hw, 10)).reshape(n, c, hw, hw) * 16
+    shapes = [(e, c), (e, 1, 3, 3), (p, e), (e, p), (e, 1, 3, 3), (p, e)]
+    ws, bs = [], []
+    for i, shape in enumerate(shapes):
+        ws.append(f64(values(int(np.prod(shape)), 11 + 2 * i)).reshape(shape))
+        bs.append(f64(values(shape[0], 12 + 2 * i)))
+    e1 = relu6(conv1x1(x, ws[0], bs[0]))
+    d1 = relu6(depthwise3x3(e1, ws[1], bs[1], 2))
+    p1 = conv1x1(d1, ws[2], bs[2])
+    e2 = relu6(conv1x1(p1, ws[3], bs[3]))
+    d2 = relu6(depthwise3x3(e2, ws[4], bs[4], 1))
+    y = conv1x1(d2, ws[5], bs[5]) + p1
+    return {"shape": list(y.shape), "y": [float("%.8g" % v) for v in y.ravel()]}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -60,6 +110,9 @@ def main():
                         "fixtures", "conv_nchwc", "chain.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "inverted_residual.json"), "w") as f:
+        json.dump(inverted_residual(), f, separators=(",", ":"))
         f.write("\n")
 
 

@@ -91,9 +91,11 @@ impl WinogradWeights {
             conv_pointwise_blocked::prepared_weights(window, *groups, dims, wt.as_ref()?)
         };
         let depthwise = |i: usize| {
-            convs[i].as_ref().is_some_and(|(window, groups, [xd, wd, od], _)| {
-                conv_depthwise_small::runs(window, *groups, (xd, wd, od))
-            })
+            convs[i]
+                .as_ref()
+                .is_some_and(|(window, groups, [xd, wd, od], _)| {
+                    conv_depthwise_small::runs(window, *groups, (xd, wd, od))
+                })
         };
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,

@@ -5,15 +5,21 @@
 //! to 3 threads; on an AVX-512 host every conv whose only readers are the
 //! next conv hands it the blocked image (the reorders between them are
 //! gone), and a conv whose output is also a graph output keeps NCHW.
+//! Likewise two MobileNetV2 inverted-residual blocks (24 -> 96 -> 32 with a
+//! stride-2 depthwise, then 32 -> 96 -> 32 with stride 1 and the residual
+//! add): the expand -> depthwise -> project edges stay blocked (1x1 and
+//! depthwise kernels on blocked tensors), the 24-channel input and the
+//! block output that the residual add reads stay NCHW.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::op::Window;
+use rlx_ir::op::{BinaryOp, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
+const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -130,5 +136,82 @@ fn blocked_conv_chain_matches_numpy() {
                 );
             }
         }
+    }
+}
+
+/// A conv of `x` with weight `values(.., seed)` `[o, c / groups, k, k]` and
+/// bias `values(.., seed + 1)` (padding `k / 2`).
+fn conv_k(
+    g: &mut Graph,
+    x: NodeId,
+    (c, o, k): (usize, usize, usize),
+    stride: usize,
+    seed: u64,
+) -> NodeId {
+    let groups = if k == 3 { c } else { 1 };
+    let w = constant(
+        g,
+        &values(o * c / groups * k * k, seed),
+        &[o, c / groups, k, k],
+    );
+    let b = constant(g, &values(o, seed + 1), &[o]);
+    let window = Window {
+        kernel: vec![],
+        stride: vec![stride; 2],
+        padding: vec![(k / 2, k / 2); 2],
+        dilation: vec![1, 1],
+    };
+    g.conv(x, w, Some(b), window, groups)
+}
+
+fn relu6(g: &mut Graph, v: NodeId) -> NodeId {
+    let lo = g.binary_op(BinaryOp::Max, v, 0.0f32);
+    g.binary_op(BinaryOp::Min, lo, 6.0f32)
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's two inverted-residual blocks.
+fn inverted_residual() -> CpuExecutable {
+    let mut g = Graph::new("inverted_residual");
+    let x = g.input("x", Shape::new(&[2, 24, 18, 18], DType::F32));
+    let e1 = conv_k(&mut g, x, (24, 96, 1), 1, 11);
+    let e1 = relu6(&mut g, e1);
+    let d1 = conv_k(&mut g, e1, (96, 96, 3), 2, 13);
+    let d1 = relu6(&mut g, d1);
+    let p1 = conv_k(&mut g, d1, (96, 32, 1), 1, 15);
+    let e2 = conv_k(&mut g, p1, (32, 96, 1), 1, 17);
+    let e2 = relu6(&mut g, e2);
+    let d2 = conv_k(&mut g, e2, (96, 96, 3), 1, 19);
+    let d2 = relu6(&mut g, d2);
+    let p2 = conv_k(&mut g, d2, (96, 32, 1), 1, 21);
+    let y = g.add(p2, p1);
+    g.set_outputs(vec![y]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+#[test]
+fn inverted_residual_blocks_match_numpy() {
+    let fx: Value = serde_json::from_str(INVERTED).unwrap();
+    let want = floats(&fx["y"]);
+    let xs: Vec<f32> = values(2 * 24 * 18 * 18, 10)
+        .iter()
+        .map(|v| v * 16.0)
+        .collect();
+    let x = HostTensor::from_slice(&xs, &[2, 24, 18, 18]).unwrap();
+    let mut exe = inverted_residual();
+    if avx512() {
+        // e1 -> d1 -> p1 and e2 -> d2 -> p2: four blocked edges; p1 is
+        // also the residual operand, x has 24 channels: NCHW.
+        assert_eq!(exe.nchwc_blocked_outputs(), 4);
+    }
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&x]).unwrap();
+        let got = out[0].to_vec::<f32>().unwrap();
+        assert_close(
+            &got,
+            &want,
+            &format!("inverted residual, threads {threads}"),
+        );
     }
 }

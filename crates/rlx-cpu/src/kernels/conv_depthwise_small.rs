@@ -108,7 +108,19 @@ impl Conv2d {
                 let xg = &x[plane0 * pin..];
                 // SAFETY (both arms): AVX-512F checked above.
                 if io.input || io.output {
-                    unsafe { self.group_blocked(xg, wt, bias, ch.clone(), clamp, &mut xt, &mut yt, yg, io) };
+                    unsafe {
+                        self.group_blocked(
+                            xg,
+                            wt,
+                            bias,
+                            ch.clone(),
+                            clamp,
+                            &mut xt,
+                            &mut yt,
+                            yg,
+                            io,
+                        )
+                    };
                     if let Some(chain) = chain.filter(|_| clamp.is_none() && io.output) {
                         chain.apply_blocked(yg, n, ch.start, 0..pout);
                         continue;
@@ -405,7 +417,11 @@ unsafe fn scatter(_: &[f32], _: usize, _: usize, _: &mut [f32]) {
 
 /// True when a depthwise conv of these dims (f32) runs this kernel, which
 /// can then read / write the blocked layout (for the executor's plan).
-pub(crate) fn runs(win: &rlx_ir::op::Window, groups: usize, (x, w, out): (&[usize], &[usize], &[usize])) -> bool {
+pub(crate) fn runs(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+) -> bool {
     super::conv_packed::geometry(win, groups, x, w, out).is_some_and(|g2| g2.depthwise_small_wins())
 }
 
@@ -491,6 +507,55 @@ mod tests {
             );
             assert!(g2.expect("2-D").depthwise_small_wins(), "{}", case["name"]);
         }
+    }
+
+    /// The fixture's small-plane cases of whole 16-channel groups (numpy
+    /// float64) with the image and / or the output blocked, at 1 to 3
+    /// threads: stride 1 and 2, batch 2, ReLU6 in registers and a
+    /// residual row chain on the blocked rows.
+    #[test]
+    fn blocked_layouts_match_numpy() {
+        use crate::kernels::conv::{conv_geom, fused_conv};
+        use crate::kernels::conv_epilogue::tests::check_fused_conv_fixture;
+        use crate::kernels::conv_epilogue::ConvEpilogue;
+        use crate::kernels::conv_nchwc::BlockedIo;
+        use crate::kernels::conv_pointwise_blocked::tests::with_blocked;
+        use crate::kernels::{KernelResult, View, ViewMut};
+        use rlx_ir::op::ChainStep;
+        if !avx512() {
+            return;
+        }
+        static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        for (input, output) in [(true, false), (false, true), (true, true)] {
+            let io = BlockedIo { input, output };
+            let kernel = move |w: &Window,
+                               groups: usize,
+                               bias: bool,
+                               steps: &[ChainStep],
+                               ins: &[View],
+                               out: &mut ViewMut|
+                  -> KernelResult {
+                let (conv_ins, extras) = ins.split_at(rlx_ir::ops::fused_conv::conv_arity(bias));
+                let g2 = conv_geom(w, None, groups, conv_ins, out)?
+                    .two_d
+                    .expect("2-D");
+                let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype);
+                if !g2.depthwise_small_takes(io, epi.as_ref()) {
+                    return fused_conv(w, groups, bias, steps, ins, out);
+                }
+                TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let b = conv_ins.get(2).map(|b| b.slice::<f32>());
+                let (pin, pout) = (g2.h * g2.w, g2.oh * g2.ow);
+                let xs = (g2.c, pin, conv_ins[0].slice::<f32>());
+                let wt = conv_ins[1].slice::<f32>();
+                with_blocked(io, xs, (g2.o, pout, out.slice()), |x, y| {
+                    g2.depthwise_small(x, wt, b, y, epi.as_ref(), io)
+                })
+            };
+            check_fused_conv_fixture(FIXTURE, 18, &kernel);
+        }
+        // dwb_c32 / dwb_c48 / dw_small_c16 at 1-3 threads, 3 layouts.
+        assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 3 * 3 * 3);
     }
 
     /// Where both kernels take a fixture case, this one gives the

@@ -356,3 +356,166 @@ pub(crate) fn prepared_weights(
     let valid = wt.len() == g2.o * g2.c && w.iter().product::<usize>() == wt.len();
     (valid && g2.pointwise_blocked_shape()).then(|| pack(wt, g2.o, g2.c))
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::kernels::conv::{conv_geom, conv_prepared, Prepared};
+    use crate::kernels::conv_epilogue::tests::check_fused_conv_fixture;
+    use crate::kernels::{View, ViewMut};
+    use rlx_ir::op::{ChainStep, Window};
+    use rlx_ir::Op;
+
+    const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/blocked_cases.json");
+    const CASES: usize = 5;
+
+    /// `x` (`[n][c][pixels]`) as `[n][c/16][pixels][16]`.
+    pub(crate) fn to_blocked(x: &[f32], c: usize, pixels: usize) -> Vec<f32> {
+        let mut out = vec![0f32; x.len()];
+        for (i, &v) in x.iter().enumerate() {
+            let (n, ch, p) = (i / (c * pixels), i / pixels % c, i % pixels);
+            out[(n * c + ch / BLOCK * BLOCK) * pixels + p * BLOCK + ch % BLOCK] = v;
+        }
+        out
+    }
+
+    /// The inverse of [`to_blocked`].
+    pub(crate) fn from_blocked(y: &[f32], c: usize, pixels: usize) -> Vec<f32> {
+        let mut out = vec![0f32; y.len()];
+        for (i, o) in out.iter_mut().enumerate() {
+            let (n, ch, p) = (i / (c * pixels), i / pixels % c, i % pixels);
+            *o = y[(n * c + ch / BLOCK * BLOCK) * pixels + p * BLOCK + ch % BLOCK];
+        }
+        out
+    }
+
+    /// Runs `f` on `x` / `y` with `io`'s sides reordered into the blocked
+    /// layout around it (`c` / `o` channels, `pin` / `pout` pixels).
+    pub(crate) fn with_blocked(
+        io: BlockedIo,
+        (c, pin, x): (usize, usize, &[f32]),
+        (o, pout, y): (usize, usize, &mut [f32]),
+        f: impl FnOnce(&[f32], &mut [f32]) -> KernelResult,
+    ) -> KernelResult {
+        let xb = if io.input {
+            to_blocked(x, c, pin)
+        } else {
+            x.to_vec()
+        };
+        let mut yb = vec![f32::NAN; y.len()];
+        f(&xb, &mut yb)?;
+        y.copy_from_slice(&if io.output {
+            from_blocked(&yb, o, pout)
+        } else {
+            yb
+        });
+        Ok(())
+    }
+
+    /// A fused conv through this kernel with the sides of `io` that the
+    /// case allows blocked (whole input blocks; a row-chain epilogue).
+    fn forced(
+        io: BlockedIo,
+        window: &Window,
+        groups: usize,
+        bias: bool,
+        steps: &[ChainStep],
+        ins: &[View],
+        out: &mut ViewMut,
+    ) -> KernelResult {
+        let (conv_ins, extras) = ins.split_at(rlx_ir::ops::fused_conv::conv_arity(bias));
+        let g = conv_geom(window, None, groups, conv_ins, out)?;
+        let g2 = g.two_d.clone().expect("2-D");
+        let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype).expect("broadcasts");
+        let io = BlockedIo {
+            input: io.input && g2.c.is_multiple_of(BLOCK),
+            output: io.output && epi.rows().is_some(),
+        };
+        let wp = pack(conv_ins[1].slice(), g2.o, g2.c);
+        let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
+        let (pin, pout) = (g2.h * g2.w, g2.oh * g2.ow);
+        let xs = (g2.c, pin, conv_ins[0].slice::<f32>());
+        with_blocked(io, xs, (g2.o, pout, out.slice()), |x, y| {
+            g2.pointwise_blocked(x, &wp, bias, y, Some(&epi), io)
+        })
+    }
+
+    /// tools/gen_fused_conv_fixtures.py's POINTWISE_BLOCKED_CASES (numpy
+    /// float64 loops) through this kernel at 1 to 3 threads with each
+    /// side NCHW or blocked: 1-4 block tiles, pixel tails of the 6-pixel
+    /// tile and the 96-pixel chunk, batch 2 / 3, row-chain (ReLU6,
+    /// residual, per-channel scale) and whole-plane (SiLU) epilogues.
+    #[test]
+    fn blocked_pointwise_matches_numpy() {
+        if !super::super::conv_depthwise_small::avx512() {
+            return;
+        }
+        for (input, output) in [(false, false), (true, false), (false, true), (true, true)] {
+            let io = BlockedIo { input, output };
+            let kernel = move |w: &Window, g, b, s: &[ChainStep], i: &[View], o: &mut ViewMut| {
+                forced(io, w, g, b, s, i, o)
+            };
+            check_fused_conv_fixture(FIXTURE, CASES, &kernel);
+        }
+    }
+
+    /// Through `conv_prepared` with the executor's packed weight; a
+    /// weight of the wrong size and a blocked input off a whole block are
+    /// errors.
+    #[test]
+    fn prepared_and_errors() {
+        if !super::super::conv_depthwise_small::avx512() {
+            return;
+        }
+        let window = Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(0, 0); 2],
+            dilation: vec![1, 1],
+        };
+        let prepared = |window: &Window,
+                        groups,
+                        bias,
+                        steps: &[ChainStep],
+                        ins: &[View],
+                        out: &mut ViewMut| {
+            let dims = (ins[0].dims, ins[1].dims, out.dims);
+            let wp = prepared_weights(window, groups, dims, ins[1].slice::<f32>());
+            let wp = wp.expect("every case takes the blocked 1x1 kernel");
+            let op = Op::FusedConv {
+                window: window.clone(),
+                groups,
+                bias,
+                epilogue: steps.to_vec(),
+            };
+            conv_prepared(
+                &op,
+                Prepared::PointwiseBlocked(&wp, BlockedIo::default()),
+                ins,
+                out,
+            )
+        };
+        check_fused_conv_fixture(FIXTURE, CASES, &prepared);
+        let geom = |c: usize| {
+            let (x, w, y) = ([1, c, 4, 4], [32, c, 1, 1], [1, 32, 4, 4]);
+            super::super::conv_packed::geometry(&window, 1, &x, &w, &y).expect("2-D")
+        };
+        let (x, mut y) = (vec![0f32; 24 * 16], vec![0f32; 32 * 16]);
+        let g = geom(24);
+        let wp = pack(&vec![0f32; 32 * 24], 32, 24);
+        let err = g
+            .pointwise_blocked(&x, &wp[1..], None, &mut y, None, BlockedIo::default())
+            .unwrap_err();
+        assert!(err.to_string().contains("blocked 1x1 weight"), "{err}");
+        let input = BlockedIo {
+            input: true,
+            output: false,
+        };
+        assert!(g
+            .pointwise_blocked(&x, &wp, None, &mut y, None, input)
+            .is_err());
+        assert!(g
+            .pointwise_blocked(&x, &wp, None, &mut y, None, BlockedIo::default())
+            .is_ok());
+    }
+}
