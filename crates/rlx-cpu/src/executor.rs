@@ -451,7 +451,11 @@ impl CpuExecutable {
                 let views: SmallVec<[View; 4]> = views.into_iter().flatten().collect();
                 match &mut self.control[id.index()] {
                     Some(prog) => control::run(&n.op, prog, &views, &mut out),
-                    None => match self.packing.packed_weights(id.index()) {
+                    None => match self
+                        .packing
+                        .packed_weights(id.index())
+                        .filter(|_| !self.winograd.overrides_packing(id.index()))
+                    {
                         Some(nr) => match n.op {
                             Op::Conv { .. } | Op::FusedConv { .. } => {
                                 kernels::conv::conv_packed_weights(&n.op, nr, &views, &mut out)

@@ -97,26 +97,27 @@ impl WinogradWeights {
                     conv_depthwise_small::runs(window, *groups, (xd, wd, od))
                 })
         };
+        // 1x1 convs: those of the NCHW 1x1 kernel and those the packed-weight
+        // GEMM takes (7 x 7 maps), which the blocked form then overrides.
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,
-            Some(Form::Pointwise(_)) => {
-                let (_, _, [_, _, od], _) = convs[i].as_ref().expect("a conv");
-                od[1].is_multiple_of(conv_nchwc::BLOCK) && blocked_1x1(i).is_some()
-            }
-            None => depthwise(i),
+            Some(Form::Pointwise(_)) | None => depthwise(i) || blocked_1x1(i).is_some(),
             _ => false,
         };
-        let blocked = super::nchwc_layout::plan(lir, &blockable);
+        let reads_only = |i: usize| match &convs[i] {
+            Some((_, _, [xd, wd, od], _)) if wd[2..] == [1, 1] => od[1] <= xd[1],
+            _ => true,
+        };
+        let blocked = super::nchwc_layout::plan(lir, &blockable, &reads_only);
         for (i, io) in blocked.iter().enumerate() {
             if !(io.input || io.output) {
                 continue;
             }
-            match per_node[i] {
-                Some(Form::Pointwise(_)) => {
-                    per_node[i] = blocked_1x1(i).map(Form::PointwiseBlocked);
-                }
-                None => per_node[i] = Some(Form::Depthwise),
-                _ => {}
+            if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
+                per_node[i] = match blocked_1x1(i) {
+                    Some(w) => Some(Form::PointwiseBlocked(w)),
+                    None => Some(Form::Depthwise),
+                };
             }
         }
         WinogradWeights { per_node, blocked }
@@ -125,6 +126,13 @@ impl WinogradWeights {
     /// Convs whose output the next convs read blocked.
     pub(super) fn blocked_outputs(&self) -> usize {
         self.blocked.iter().filter(|b| b.output).count()
+    }
+
+    /// True when node `node` runs a kernel on the blocked layout, which the
+    /// executor takes over the packed-weight GEMM's form of the conv.
+    pub(super) fn overrides_packing(&self, node: usize) -> bool {
+        let io = self.blocked.get(node).copied().unwrap_or_default();
+        io.input || io.output
     }
 
     /// Node `node`'s prepared weight, if it has one.

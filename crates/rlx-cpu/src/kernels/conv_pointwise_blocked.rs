@@ -260,6 +260,7 @@ unsafe fn dispatch(fb: usize, np: usize, blocked: bool, a: &TileArgs) {
 /// AVX-512F and FMA present; every pointer of `a` covers what it reads.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
+#[allow(clippy::needless_range_loop)] // `u` also places the broadcast
 unsafe fn tile<const F: usize, const P: usize, const PS: usize>(a: &TileArgs) {
     use std::arch::x86_64::*;
     // SAFETY (all loads / stores): the caller's bounds.
