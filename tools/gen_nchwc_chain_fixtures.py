@@ -19,6 +19,10 @@ Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
   d2 = relu6(dw(e2, wd2, stride 1) + bd2)
   y  = conv1x1(d2, wp2 [32, 96]) + bp2 + p1     (residual; graph output)
 
+and the same on a [2, 24, 14, 14] input (9x9 -> 7x7 after the stride 2:
+the 1x1 convs there are the packed-weight GEMM's shapes): keys "hw18" and
+"hw14".
+
 Weights / biases are values(n, seed) (seeds 11.. in the order above, each
 weight then its bias), x is values(.., 10) * 16.
 
@@ -73,10 +77,10 @@ def depthwise3x3(x, w, b, stride):
     return y + b[None, :, None, None]
 
 
-def inverted_residual():
+def inverted_residual(hw):
     f64 = lambda a: a.astype(np.float64)
     relu6 = lambda v: np.minimum(np.maximum(v, 0), 6)
-    n, c, hw, e, p = 2, 24, 18, 96, 32
+    n, c, e, p = 2, 24, 96, 32
     x = f64(values(n * c * hw * hw, 10)).reshape(n, c, hw, hw) * 16
     shapes = [(e, c), (e, 1, 3, 3), (p, e), (e, p), (e, 1, 3, 3), (p, e)]
     ws, bs = [], []
@@ -112,7 +116,8 @@ def main():
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "inverted_residual.json"), "w") as f:
-        json.dump(inverted_residual(), f, separators=(",", ":"))
+        json.dump({"hw18": inverted_residual(18), "hw14": inverted_residual(14)}, f,
+                  separators=(",", ":"))
         f.write("\n")
 
 

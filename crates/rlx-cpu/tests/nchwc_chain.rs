@@ -169,10 +169,11 @@ fn relu6(g: &mut Graph, v: NodeId) -> NodeId {
     g.binary_op(BinaryOp::Min, lo, 6.0f32)
 }
 
-/// tools/gen_nchwc_chain_fixtures.py's two inverted-residual blocks.
-fn inverted_residual() -> CpuExecutable {
+/// tools/gen_nchwc_chain_fixtures.py's two inverted-residual blocks on
+/// an `hw` x `hw` input.
+fn inverted_residual(hw: usize) -> CpuExecutable {
     let mut g = Graph::new("inverted_residual");
-    let x = g.input("x", Shape::new(&[2, 24, 18, 18], DType::F32));
+    let x = g.input("x", Shape::new(&[2, 24, hw, hw], DType::F32));
     let e1 = conv_k(&mut g, x, (24, 96, 1), 1, 11);
     let e1 = relu6(&mut g, e1);
     let d1 = conv_k(&mut g, e1, (96, 96, 3), 2, 13);
@@ -189,29 +190,29 @@ fn inverted_residual() -> CpuExecutable {
     CpuExecutable::new(lir).unwrap()
 }
 
+/// 18 x 18 (9 x 9 after the stride 2: the NCHW 1x1 kernel's shapes) and
+/// 14 x 14 (7 x 7: the packed-weight GEMM's, which the blocked form
+/// overrides) at 1-3 threads.
 #[test]
 fn inverted_residual_blocks_match_numpy() {
     let fx: Value = serde_json::from_str(INVERTED).unwrap();
-    let want = floats(&fx["y"]);
-    let xs: Vec<f32> = values(2 * 24 * 18 * 18, 10)
-        .iter()
-        .map(|v| v * 16.0)
-        .collect();
-    let x = HostTensor::from_slice(&xs, &[2, 24, 18, 18]).unwrap();
-    let mut exe = inverted_residual();
-    if avx512() {
-        // e1 -> d1 -> p1 and e2 -> d2 -> p2: four blocked edges; p1 is
-        // also the residual operand, x has 24 channels: NCHW.
-        assert_eq!(exe.nchwc_blocked_outputs(), 4);
-    }
-    for threads in 1..=3 {
-        exe.limit_threads(Some(threads)).unwrap();
-        let out = exe.run(&[&x]).unwrap();
-        let got = out[0].to_vec::<f32>().unwrap();
-        assert_close(
-            &got,
-            &want,
-            &format!("inverted residual, threads {threads}"),
-        );
+    for hw in [18, 14] {
+        let want = floats(&fx[format!("hw{hw}")]["y"]);
+        let n = 2 * 24 * hw * hw;
+        let xs: Vec<f32> = values(n, 10).iter().map(|v| v * 16.0).collect();
+        let x = HostTensor::from_slice(&xs, &[2, 24, hw, hw]).unwrap();
+        let mut exe = inverted_residual(hw);
+        if avx512() {
+            // e1 -> d1 -> p1 and e2 -> d2 -> p2: four blocked edges; p1 is
+            // also the residual operand, x has 24 channels: NCHW.
+            assert_eq!(exe.nchwc_blocked_outputs(), 4, "{hw} x {hw}");
+        }
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            let got = out[0].to_vec::<f32>().unwrap();
+            let what = format!("inverted residual {hw} x {hw}, threads {threads}");
+            assert_close(&got, &want, &what);
+        }
     }
 }
