@@ -90,9 +90,11 @@ impl Conv2d {
         let chunks = if self.batch >= threads {
             1
         } else {
-            threads.div_ceil(self.batch).min(blocks.div_ceil(FB))
+            threads.div_ceil(self.batch).min(blocks)
         };
-        let ranges = team::split(blocks, chunks, FB.min(blocks));
+        // Whole blocks per part, not whole tiles: 32 / 64 output channels
+        // still split over two threads (their parts run narrower tiles).
+        let ranges = team::split(blocks, chunks, 1);
         let jobs = self.batch * ranges.len();
         let parts = team::split(jobs, threads.min(jobs), 1);
         let shared = team::Disjoint::new(y);
