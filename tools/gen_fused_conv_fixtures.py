@@ -188,10 +188,9 @@ NCHWC_CASES = [
     ("nchwc_c16_o32_wide_relu6", (1, 16, 2, 61), 32, (3, 3), (1, 1), ((1, 1), (0, 2)), (1, 1), 1, True, "relu6", None),
     ("nchwc_c24_o16_dispatch_residual", (1, 24, 12, 12), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("nchwc_c8_o64_7x7_s2_leaky", (1, 8, 13, 14), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "leaky", None),
-    # One image's SiLU over >= 4 K outputs: the epilogue splits its channels
-    # over the team (ConvEpilogue::apply_split); 3 channels: one block, the
-    # reorder split by rows.
-    ("nchwc_c3_o16_silu_split", (1, 3, 16, 16), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu_residual", None),
+    # 3 channels: one block, its reorder split by rows over the team; a SiLU
+    # epilogue with a residual after it.
+    ("nchwc_c3_o16_thin_reorder_silu_residual", (1, 3, 16, 16), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu_residual", None),
 ]
 OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
 

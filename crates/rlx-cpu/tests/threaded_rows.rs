@@ -1,7 +1,6 @@
 //! Kernels that split rows or element ranges over the thread team (fused
 //! elementwise regions with broadcast inputs, matmul epilogues, tall matmuls
-//! with their epilogue per block of rows, add + layer norm, in place too, row
-//! copies of transpose and concat) on sizes above their thread grain and with odd
+//! with their epilogue per block of rows, add + layer norm, in place too) on sizes above their thread grain and with odd
 //! lengths, at one, two and three threads, against naive f64 loops here.
 
 use rlx_cpu::kernels::fused::{add_norm, add_norm_in_place, fused_matmul};
@@ -275,51 +274,4 @@ fn large_transpose_copies_rows_in_parallel() {
         .unwrap();
         close(&out, &want, 0.0, &format!("transpose, {t} threads"));
     });
-}
-
-#[test]
-fn large_concat_splits_its_runs() {
-    // Axis 1 of [2, 3 | 5 | 1, 40, 50] (2 outer rows of 3 runs) and axis 0
-    // of one [19, 977] and one [4, 977] (one outer row: the runs themselves
-    // cut into pieces), both above the thread grain.
-    let cases: [(usize, Vec<Vec<usize>>); 2] = [
-        (
-            1,
-            vec![vec![2, 3, 40, 50], vec![2, 5, 40, 50], vec![2, 1, 40, 50]],
-        ),
-        (0, vec![vec![19, 977], vec![4, 977]]),
-    ];
-    for (axis, dims) in cases {
-        let xs: Vec<Vec<f32>> = dims
-            .iter()
-            .enumerate()
-            .map(|(i, d)| data(d.iter().product(), 50 + i as u64))
-            .collect();
-        let mut od = dims[0].clone();
-        od[axis] = dims.iter().map(|d| d[axis]).sum();
-        let inner: usize = od[axis + 1..].iter().product();
-        let outer: usize = od[..axis].iter().product();
-        // want[o, j, i]: input k holds axis positions off_k .. off_k + n_k.
-        let mut want = Vec::with_capacity(od.iter().product());
-        for o in 0..outer {
-            for (x, d) in xs.iter().zip(&dims) {
-                for j in 0..d[axis] {
-                    for i in 0..inner {
-                        want.push(x[(o * d[axis] + j) * inner + i] as f64);
-                    }
-                }
-            }
-        }
-        at_threads(|t| {
-            let ins: Vec<View> = xs.iter().zip(&dims).map(|(x, d)| view(d, x)).collect();
-            let mut out = vec![f32::NAN; want.len()];
-            rlx_cpu::kernels::movement::concat(axis, &ins, &mut view_mut(&od, &mut out)).unwrap();
-            close(
-                &out,
-                &want,
-                0.0,
-                &format!("concat axis {axis}, {t} threads"),
-            );
-        });
-    }
 }

@@ -20,15 +20,9 @@
 use super::region;
 use super::scalar::{nan_max, nan_min, Pod};
 use super::{KernelResult, View, ViewMut};
-use crate::team;
 use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
 use rlx_ir::DType;
 use std::ops::Range;
-
-/// Output elements from which [`ConvEpilogue::apply_split`] splits one
-/// image's channels over the team (16 KiB of f32, a few microseconds of
-/// SiLU; `fused.rs` splits its epilogues from the same size).
-const SPLIT_GRAIN: usize = 1 << 12;
 
 /// One extra input with its dims aligned to the output's rank.
 struct Extra<'a> {
@@ -141,38 +135,6 @@ impl<'a> ConvEpilogue<'a> {
     /// [`Self::apply`] on whole channel planes.
     pub(crate) fn rows(&self) -> Option<&RowChain<'a>> {
         self.rows.as_ref()
-    }
-
-    /// [`Self::apply`] on `y`, images `images` of the conv's output in
-    /// whole (`groups` groups of `og` channel planes of `pout` pixels
-    /// each), over the team in parts of one image's group x a range of its
-    /// channels: split by image alone, a batch-1 conv's epilogue (YOLO's
-    /// SiLU on every conv) ran on one thread. Elementwise, so any split
-    /// gives the same bits.
-    pub(crate) fn apply_split<T: Pod>(
-        &self,
-        y: &mut [T],
-        images: Range<usize>,
-        (groups, og, pout): (usize, usize, usize),
-    ) -> KernelResult {
-        let blocks = images.len() * groups;
-        let threads = team::threads();
-        let chunks = if threads > 1 && blocks < 2 * threads && y.len() >= SPLIT_GRAIN {
-            (2 * threads).div_ceil(blocks).min(og.max(1))
-        } else {
-            1
-        };
-        let chs = team::split(og, chunks, 1);
-        let shared = team::Disjoint::new(y);
-        team::try_parallel_for(blocks * chs.len(), |part| {
-            let (block, cr) = (part / chs.len(), chs[part % chs.len()].clone());
-            let (image, gi) = (block / groups, block % groups);
-            let c0 = gi * og + cr.start;
-            let y0 = (image * groups * og + c0) * pout;
-            // SAFETY: each part owns its channels' planes of one image.
-            let yb = unsafe { shared.range(y0..y0 + cr.len() * pout) };
-            self.apply(yb, images.start + image, c0..c0 + cr.len())
-        })
     }
 
     /// Runs the epilogue in place on `y`, the output channels `ch` of image `n`.

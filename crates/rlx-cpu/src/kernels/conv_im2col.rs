@@ -83,6 +83,17 @@ impl Conv2d {
             }
         });
         let Some(epi) = epi else { return Ok(()) };
-        epi.apply_split(y, 0..self.batch, (self.groups, og, pout))
+        let images = self.batch * self.groups;
+        let parts = team::split(images, team::threads(), 1);
+        team::try_parallel_for(parts.len(), |part| {
+            for image in parts[part].clone() {
+                let (n, gi) = (image / self.groups, image % self.groups);
+                let y0 = (n * self.o + gi * og) * pout;
+                // SAFETY: each image's group of channels belongs to one part.
+                let yb = unsafe { shared.range(y0..y0 + og * pout) };
+                epi.apply(yb, n, gi * og..(gi + 1) * og)?;
+            }
+            Ok(())
+        })
     }
 }

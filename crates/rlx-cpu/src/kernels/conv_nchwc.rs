@@ -230,16 +230,18 @@ impl Conv2d {
     /// padding and past the last channel; parts as [`reorder_parts`].
     fn reorder(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
-        let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
-        reorder_parts(lay, xb, |blk, r, row| {
-            row.fill(0.0);
-            let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
-                return;
-            };
-            for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
-                let src = &xn[(ch * h + ir) * w..][..w];
-                for q in cols.clone() {
-                    row[q * BLOCK + i] = src[q - pl];
+        reorder_parts(lay, xb, |blk, rows, dst| {
+            dst.fill(0.0);
+            let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
+            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * BLOCK)) {
+                let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
+                    continue;
+                };
+                for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
+                    let src = &xn[(ch * h + ir) * w..][..w];
+                    for q in cols.clone() {
+                        row[q * BLOCK + i] = src[q - pl];
+                    }
                 }
             }
         });
@@ -250,18 +252,20 @@ impl Conv2d {
     /// zeros in the padding; parts as [`reorder_parts`].
     fn reorder_blocked(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
-        let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
-        reorder_parts(lay, xb, |blk, r, row| {
-            let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
-                row.fill(0.0);
-                return;
-            };
-            row[..cols.start * BLOCK].fill(0.0);
-            row[cols.end * BLOCK..].fill(0.0);
-            if !cols.is_empty() {
-                let at = ((blk * h + ir) * w + cols.start - pl) * BLOCK;
-                let run = cols.start * BLOCK..cols.end * BLOCK;
-                row[run.clone()].copy_from_slice(&xn[at..at + run.len()]);
+        reorder_parts(lay, xb, |blk, rows, dst| {
+            let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
+            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * BLOCK)) {
+                let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
+                    row.fill(0.0);
+                    continue;
+                };
+                row[..cols.start * BLOCK].fill(0.0);
+                row[cols.end * BLOCK..].fill(0.0);
+                if !cols.is_empty() {
+                    let at = ((blk * h + ir) * w + cols.start - pl) * BLOCK;
+                    let run = cols.start * BLOCK..cols.end * BLOCK;
+                    row[run.clone()].copy_from_slice(&xn[at..at + run.len()]);
+                }
             }
         });
     }
@@ -312,7 +316,7 @@ impl Conv2d {
             }
         });
         match epi.filter(|_| chain.is_none()) {
-            Some(epi) => epi.apply_split(yn, n..n + 1, (1, self.o, self.oh * self.ow)),
+            Some(epi) => epi.apply(yn, n, 0..self.o),
             None => Ok(()),
         }
     }
@@ -564,30 +568,34 @@ pub(crate) fn epilogue_runs_blocked(steps: &[ChainStep], extras: &[View], out: &
     ConvEpilogue::new(steps, extras, out, rlx_ir::DType::F32).is_some_and(|e| e.rows().is_some())
 }
 
-/// Runs `row(blk, r, dst)` for every channel block and padded row of the
-/// blocked image `xb` (`dst`: that row, `wp * 16` floats), over the team in
-/// parts of one block x a range of rows. Blocks alone are too few parts for
-/// a thin image (3 or 16 channels: one block, the whole reorder on one
-/// thread), so each block's rows are split until there are about two parts
-/// per thread.
-fn reorder_parts(lay: &Layout, xb: &mut [f32], row: impl Fn(usize, usize, &mut [f32]) + Sync) {
+/// Runs `part(blk, rows, dst)` over the team for every channel block of
+/// the blocked image `xb` and a range of its padded rows (`dst`: those
+/// rows, `wp * 16` floats each). A part is a whole block, unless there are
+/// fewer blocks than threads (a 3- or 16-channel image: one block, the
+/// whole reorder on one thread): then each block's rows are split until
+/// every thread has a part. Blocks are not split further: splitting the
+/// rows of U-Net's 32-channel decoder images measured slower (a block's
+/// rows then come from two cores' caches).
+fn reorder_parts(
+    lay: &Layout,
+    xb: &mut [f32],
+    part: impl Fn(usize, std::ops::Range<usize>, &mut [f32]) + Sync,
+) {
     let threads = team::threads();
-    let chunks = if threads > 1 && lay.cb < 2 * threads {
-        (2 * threads).div_ceil(lay.cb).min(lay.hp.max(1))
+    let chunks = if lay.cb < threads {
+        threads.div_ceil(lay.cb.max(1)).min(lay.hp.max(1))
     } else {
         1
     };
     let rows = team::split(lay.hp, chunks, 1);
     let run = lay.wp * BLOCK;
     let shared = team::Disjoint::new(xb);
-    team::parallel_for(lay.cb * rows.len(), |part| {
-        let (blk, rs) = (part / rows.len(), rows[part % rows.len()].clone());
+    team::parallel_for(lay.cb * rows.len(), |p| {
+        let (blk, rs) = (p / rows.len(), rows[p % rows.len()].clone());
         let at = blk * lay.block();
         // SAFETY: one part per (block, row range), disjoint ranges.
         let dst = unsafe { shared.range(at + rs.start * run..at + rs.end * run) };
-        for (r, d) in rs.zip(dst.chunks_exact_mut(run.max(1))) {
-            row(blk, r, d);
-        }
+        part(blk, rs, dst);
     });
 }
 

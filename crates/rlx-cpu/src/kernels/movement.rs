@@ -95,51 +95,21 @@ pub(crate) fn broadcast(ins: &[View], out: &mut ViewMut) -> KernelResult {
     Ok(())
 }
 
-/// Concatenation along `axis` (numpy `concatenate`); above the thread
-/// grain its runs are cut into pieces split over the team.
-pub fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
+/// Concatenation along `axis`.
+pub(crate) fn concat(axis: usize, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let es = out.dtype.size_bytes();
     let outer: usize = out.dims[..axis].iter().product();
     let inner: usize = out.dims[axis + 1..].iter().product::<usize>() * es;
     let row = out.dims[axis] * inner;
-    // (destination offset, input, source offset, bytes) of every run.
-    let mut runs = Vec::with_capacity(ins.len() * outer);
     let mut col = 0;
-    for (i, x) in ins.iter().enumerate() {
+    for x in ins {
         let chunk = x.dims[axis] * inner;
-        runs.extend((0..outer).map(|o| (o * row + col, i, o * chunk, chunk)));
+        for o in 0..outer {
+            out.bytes[o * row + col..o * row + col + chunk]
+                .copy_from_slice(&x.bytes[o * chunk..(o + 1) * chunk]);
+        }
         col += chunk;
     }
-    let copy = |dst: &mut [u8], (_, i, at, len): (usize, usize, usize, usize)| {
-        dst.copy_from_slice(&ins[i].bytes[at..at + len]);
-    };
-    let threads = team::threads();
-    if out.bytes.len() < PARALLEL_GRAIN * 4 || threads <= 1 {
-        for r in runs {
-            copy(&mut out.bytes[r.0..r.0 + r.3], r);
-        }
-        return Ok(());
-    }
-    // Runs cut into pieces of at most a part's share, so a concat of two
-    // inputs and one outer row (a batch-1 CNN's skip join) still splits.
-    let share = out.bytes.len().div_ceil(2 * threads).max(1);
-    let pieces: Vec<_> = runs
-        .into_iter()
-        .flat_map(|(d, i, at, len)| {
-            (0..len.div_ceil(share)).map(move |k| {
-                let lo = k * share;
-                (d + lo, i, at + lo, share.min(len - lo))
-            })
-        })
-        .collect();
-    let ranges = team::split(pieces.len(), threads, 1);
-    let dst = team::Disjoint::new(&mut *out.bytes);
-    team::parallel_for(ranges.len(), |part| {
-        for &r in &pieces[ranges[part].clone()] {
-            // SAFETY: the pieces cover disjoint output ranges.
-            copy(unsafe { dst.range(r.0..r.0 + r.3) }, r);
-        }
-    });
     Ok(())
 }
 
