@@ -573,9 +573,8 @@ pub(crate) fn epilogue_runs_blocked(steps: &[ChainStep], extras: &[View], out: &
 /// rows, `wp * 16` floats each). A part is a whole block, unless there are
 /// fewer blocks than threads (a 3- or 16-channel image: one block, the
 /// whole reorder on one thread): then each block's rows are split until
-/// every thread has a part. Blocks are not split further: splitting the
-/// rows of U-Net's 32-channel decoder images measured slower (a block's
-/// rows then come from two cores' caches).
+/// every thread has a part. With as many blocks as threads a part stays a
+/// whole block (what it was before the thin case was split).
 fn reorder_parts(
     lay: &Layout,
     xb: &mut [f32],
