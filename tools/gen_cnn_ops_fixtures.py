@@ -103,6 +103,8 @@ POOL_CASES = [
     ("avg_2x2_s1_edge_pads", "avg", (1, 1, 3, 4), (2, 2), (1, 1), ((1, 1), (1, 0)), (1, 1), False, (), "all"),
     ("max_threaded_3x3_s2_p1", "max", (2, 8, 48, 48), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (), "sums"),
     ("avg_threaded_2x2_s2", "avg", (1, 16, 48, 48), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "sums"),
+    # A small input under a wide window (YOLO's SPPF): split by the reads.
+    ("sppf_threaded_5x5_s1_p2", "max", (1, 16, 24, 24), (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), False, (), "sums"),
 ]
 
 # name, x dims, O, kernel, stride, pads, dilation, output_padding, groups, bias, check

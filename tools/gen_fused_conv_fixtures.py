@@ -193,6 +193,9 @@ NCHWC_CASES = [
     ("nchwc_c16_o32_wide_relu6", (1, 16, 2, 61), 32, (3, 3), (1, 1), ((1, 1), (0, 2)), (1, 1), 1, True, "relu6", None),
     ("nchwc_c24_o16_dispatch_residual", (1, 24, 12, 12), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("nchwc_c8_o64_7x7_s2_leaky", (1, 8, 13, 14), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "leaky", None),
+    # 3 channels: one block, its reorder split by rows over the team; a SiLU
+    # epilogue with a residual after it.
+    ("nchwc_c3_o16_thin_reorder_silu_residual", (1, 3, 16, 16), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu_residual", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # whole 16-channel output blocks, input channels a multiple of 16 (the

@@ -227,20 +227,16 @@ impl Conv2d {
     }
 
     /// Copies image `xn` (`[c, h, w]`) into `xb` as `lay`, zeros in the
-    /// padding and past the last channel; channel blocks over the team.
+    /// padding and past the last channel; parts as [`reorder_parts`].
     fn reorder(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
-        let shared = team::Disjoint::new(xb);
-        team::parallel_for(lay.cb, |blk| {
-            // SAFETY: one part per channel block, disjoint ranges.
-            let dst = unsafe { shared.range(blk * lay.block()..(blk + 1) * lay.block()) };
+        reorder_parts(lay, xb, |blk, rows, dst| {
             dst.fill(0.0);
             let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
-            for r in 0..lay.hp {
+            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * BLOCK)) {
                 let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
                     continue;
                 };
-                let row = &mut dst[r * lay.wp * BLOCK..][..lay.wp * BLOCK];
                 for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
                     let src = &xn[(ch * h + ir) * w..][..w];
                     for q in cols.clone() {
@@ -253,16 +249,12 @@ impl Conv2d {
 
     /// Copies the blocked image `xn` (`[c/16][h][w][16]`) into `xb` as
     /// `lay`: one contiguous run of `w * 16` floats per row and block,
-    /// zeros in the padding; channel blocks over the team.
+    /// zeros in the padding; parts as [`reorder_parts`].
     fn reorder_blocked(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
-        let shared = team::Disjoint::new(xb);
-        team::parallel_for(lay.cb, |blk| {
-            // SAFETY: one part per channel block, disjoint ranges.
-            let dst = unsafe { shared.range(blk * lay.block()..(blk + 1) * lay.block()) };
+        reorder_parts(lay, xb, |blk, rows, dst| {
             let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
-            for r in 0..lay.hp {
-                let row = &mut dst[r * lay.wp * BLOCK..][..lay.wp * BLOCK];
+            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * BLOCK)) {
                 let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
                     row.fill(0.0);
                     continue;
@@ -576,6 +568,36 @@ pub(crate) fn epilogue_runs_blocked(steps: &[ChainStep], extras: &[View], out: &
     ConvEpilogue::new(steps, extras, out, rlx_ir::DType::F32).is_some_and(|e| e.rows().is_some())
 }
 
+/// Runs `part(blk, rows, dst)` over the team for every channel block of
+/// the blocked image `xb` and a range of its padded rows (`dst`: those
+/// rows, `wp * 16` floats each). A part is a whole block, unless there are
+/// fewer blocks than threads (a 3- or 16-channel image: one block, the
+/// whole reorder on one thread): then each block's rows are split until
+/// every thread has a part. With as many blocks as threads a part stays a
+/// whole block (what it was before the thin case was split).
+fn reorder_parts(
+    lay: &Layout,
+    xb: &mut [f32],
+    part: impl Fn(usize, std::ops::Range<usize>, &mut [f32]) + Sync,
+) {
+    let threads = team::threads();
+    let chunks = if lay.cb < threads {
+        threads.div_ceil(lay.cb.max(1)).min(lay.hp.max(1))
+    } else {
+        1
+    };
+    let rows = team::split(lay.hp, chunks, 1);
+    let run = lay.wp * BLOCK;
+    let shared = team::Disjoint::new(xb);
+    team::parallel_for(lay.cb * rows.len(), |p| {
+        let (blk, rs) = (p / rows.len(), rows[p % rows.len()].clone());
+        let at = blk * lay.block();
+        // SAFETY: one part per (block, row range), disjoint ranges.
+        let dst = unsafe { shared.range(at + rs.start * run..at + rs.end * run) };
+        part(blk, rs, dst);
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,7 +608,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 7;
+    const CASES: usize = 8;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
