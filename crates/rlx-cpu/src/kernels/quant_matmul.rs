@@ -28,6 +28,7 @@
 pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
+pub(crate) mod kpanels;
 pub(crate) mod panels;
 pub(crate) mod planes;
 
@@ -284,10 +285,17 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                 })
                 .collect();
             #[cfg(target_arch = "x86_64")]
-            if isa == QuantIsa::Avx512Vnni && panels::runs(scheme) && m >= panels::MIN_ROWS {
+            if isa == QuantIsa::Avx512Vnni && m >= panels::MIN_ROWS {
                 // SAFETY: `run` checked that the CPU runs `isa`.
-                unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
-                return;
+                if panels::runs(scheme) {
+                    unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                    return;
+                }
+                if kpanels::runs(scheme) {
+                    // SAFETY: as above.
+                    unsafe { kpanels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                    return;
+                }
             }
             let mut scratch = WeightRow::default();
             // Weight rows outside, activation tiles inside: a row's blocks

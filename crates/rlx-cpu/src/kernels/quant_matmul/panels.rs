@@ -71,7 +71,7 @@ pub(crate) unsafe fn rows(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::super::planes::x86::{f16c_at, fifth_bits_mask, nibbles16};
     use super::{ActRow, ROWS, TOKENS};
     use rlx_ir::quant::QuantScheme;
@@ -141,7 +141,7 @@ mod x86 {
 
     /// `[v[0]; 8] ++ [v[1]; 8]` from two f32 at `p`.
     #[inline(always)]
-    unsafe fn pair_scale(p: *const f32) -> __m512 {
+    pub(in crate::kernels::quant_matmul) unsafe fn pair_scale(p: *const f32) -> __m512 {
         let two = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
         let idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
         _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two))
@@ -255,7 +255,7 @@ mod x86 {
     /// `l = even + odd`, then `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
     /// l7))`.
     #[inline(always)]
-    unsafe fn reduce(acc: __m512) -> f32 {
+    pub(in crate::kernels::quant_matmul) unsafe fn reduce(acc: __m512) -> f32 {
         let l = _mm256_add_ps(
             _mm512_castps512_ps256(acc),
             _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))),

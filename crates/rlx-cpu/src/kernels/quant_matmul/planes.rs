@@ -112,20 +112,20 @@ fn reduce_lanes(l: &[f32; 8]) -> f32 {
 /// The weight side of one block, read once per block and shared by every
 /// activation row of a tile.
 #[derive(Clone, Copy)]
-struct BlockWeights {
+pub(super) struct BlockWeights {
     /// The block scale `d`.
-    d: f32,
+    pub(super) d: f32,
     /// Q4_1's `m`, the K-quants' `dmin`.
-    m: f32,
+    pub(super) m: f32,
     /// Q4_K / Q5_K's 6-bit group scales.
-    scales: [i32; 8],
+    pub(super) scales: [i32; 8],
     /// Q4_K / Q5_K's group mins (first 8) or Q6_K's 16 signed scales.
-    groups: [i32; 16],
+    pub(super) groups: [i32; 16],
 }
 
 /// The weight facts of one block (`bytes` = the block's bytes).
 #[inline(always)]
-fn block_weights(
+pub(super) fn block_weights(
     scheme: QuantScheme,
     bytes: &[u8],
     f16_at: impl Fn(&[u8], usize) -> f32,
