@@ -9,7 +9,8 @@
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
-//! AVX-512 VNNI the 32-weight formats' GEMM is `panels`, 512-bit); the
+//! AVX-512 VNNI the GEMM is `panels`, 512-bit, for the 32-weight formats
+//! and `kpanels` for the K-quants); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are

@@ -57,7 +57,7 @@ pub(crate) unsafe fn rows(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::panels::x86::{pair_scale, reduce};
+    use super::super::panels::x86::{pair_scale, prefetch_bytes, reduce};
     use super::super::planes::x86::f16c_at;
     use super::super::planes::{block_weights, BlockWeights};
     use super::ActRow;
@@ -93,10 +93,13 @@ mod x86 {
 
     /// The activation side of a call.
     struct Acts {
-        /// Per row: `pairs * CHUNKS` steps of 64 bytes (see the module docs).
+        /// `pairs * CHUNKS` steps of 64 bytes (see the module docs) per row,
+        /// step-major (`step * rows + i`): a tile's rows lie at constant
+        /// offsets from one pointer.
         q: Vec<__m512i>,
-        /// Per row: `2 * pairs` block scales (a missing block: 0).
-        d: Vec<f32>,
+        /// Block scale pairs (`[d_2p; 8] ++ [d_2p+1; 8]`, a missing block:
+        /// 0), pair-major as `q`.
+        d: Vec<__m512>,
         /// Per tile of [`TOKENS`] rows and block: `d_x` per row.
         dt: Vec<[f32; TOKENS]>,
         /// Per tile, block and group pair: the two group sums per row.
@@ -138,25 +141,29 @@ mod x86 {
         let nb = k / 256;
         let pairs = nb.div_ceil(2);
         let gp = group_pairs(scheme);
-        let tiles = acts.len().div_ceil(TOKENS);
+        let (m, tiles) = (acts.len(), acts.len().div_ceil(TOKENS));
         let mut a = Acts {
-            q: vec![_mm512_setzero_si512(); acts.len() * pairs * CHUNKS],
-            d: vec![0.0; acts.len() * 2 * pairs],
+            q: vec![_mm512_setzero_si512(); m * pairs * CHUNKS],
+            d: vec![_mm512_setzero_ps(); m * pairs],
             dt: vec![[0.0; TOKENS]; tiles * nb],
             gt: vec![[0; TOKENS]; tiles * nb * gp],
             pairs,
         };
+        let mut d = vec![0f32; 2 * pairs];
         for (i, row) in acts.iter().enumerate() {
-            let base = a.q.as_mut_ptr().add(i * pairs * CHUNKS) as *mut __m256i;
+            let base = a.q.as_mut_ptr() as *mut __m256i;
             for b in 0..nb {
                 let (p, half) = (b / 2, b % 2);
                 for c in 0..CHUNKS {
                     let src = row.q.as_ptr().add(b * 256 + 32 * c) as *const __m256i;
-                    let dst = base.add(2 * (p * CHUNKS + c) + half);
+                    let dst = base.add(2 * ((p * CHUNKS + c) * m + i) + half);
                     _mm256_store_si256(dst, _mm256_loadu_si256(src));
                 }
             }
-            a.d[i * 2 * pairs..i * 2 * pairs + nb].copy_from_slice(&row.d[..nb]);
+            d[..nb].copy_from_slice(&row.d[..nb]);
+            for p in 0..pairs {
+                a.d[p * m + i] = pair_scale(d.as_ptr().add(2 * p));
+            }
             let (tile, t) = (i / TOKENS, i % TOKENS);
             let per = 2 * gp;
             for b in 0..nb {
@@ -242,7 +249,10 @@ mod x86 {
         r.m.resize(nb, 0.0);
         r.g.clear();
         r.g.resize(nb * gp, 0);
-        let (q, sc) = (r.q.as_mut_ptr() as *mut __m256i, r.sc.as_mut_ptr() as *mut __m256i);
+        let (q, sc) = (
+            r.q.as_mut_ptr() as *mut __m256i,
+            r.sc.as_mut_ptr() as *mut __m256i,
+        );
         for b in 0..nb {
             let bytes = &w[b * bb..(b + 1) * bb];
             let bw = block_weights(scheme, bytes, |b, at| f16c_at(b, at));
@@ -286,6 +296,10 @@ mod x86 {
                 let wr = &w[(r + j) * row_bytes..(r + j + 1) * row_bytes];
                 unpack_row(scheme, wr, nb, a.pairs, row);
             }
+            prefetch_bytes(
+                w.as_ptr().wrapping_add((r + nw) * row_bytes),
+                ROWS * row_bytes,
+            );
             for t8 in (0..acts.len()).step_by(TOKENS) {
                 let tile = t8 / TOKENS;
                 let mut off = [[0f32; TOKENS]; ROWS];
@@ -321,13 +335,15 @@ mod x86 {
 
     /// `W` weight rows against activation rows `t0..t0 + T`, lane sums
     /// reduced (offsets not added).
+    // Index loops over the register tile: iterators here have cost spills.
+    #[allow(clippy::needless_range_loop)]
     #[inline(always)]
     unsafe fn tile_dots<const W: usize, const T: usize>(
         a: &Acts,
         rs: &[Row; ROWS],
         t0: usize,
     ) -> TileSums {
-        let pairs = a.pairs;
+        let (pairs, m) = (a.pairs, a.d.len() / a.pairs.max(1));
         let mut acc = [[_mm512_setzero_ps(); T]; W];
         for p in 0..pairs {
             let mut lanes = [[_mm512_setzero_si512(); T]; W];
@@ -339,16 +355,18 @@ mod x86 {
                     wv[j] = *rs[j].q.get_unchecked(at);
                     sc[j] = *rs[j].sc.get_unchecked(at);
                 }
+                let xs = a.q.as_ptr().add(at * m + t0);
                 for t in 0..T {
-                    let x = *a.q.get_unchecked((t0 + t) * pairs * CHUNKS + at);
+                    let x = *xs.add(t);
                     for j in 0..W {
                         let pr = _mm512_maddubs_epi16(wv[j], x);
                         lanes[j][t] = _mm512_dpwssd_epi32(lanes[j][t], pr, sc[j]);
                     }
                 }
             }
+            let ds = a.d.as_ptr().add(p * m + t0);
             for t in 0..T {
-                let dx = pair_scale(a.d.as_ptr().add((t0 + t) * 2 * pairs + 2 * p));
+                let dx = *ds.add(t);
                 for j in 0..W {
                     let scale = _mm512_mul_ps(*rs[j].d.get_unchecked(p), dx);
                     acc[j][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes[j][t]), scale, acc[j][t]);
@@ -383,7 +401,8 @@ mod x86 {
             let dx = _mm256_loadu_ps(a.dt[tile * nb + b].as_ptr());
             let mut isum = _mm256_setzero_si256();
             for j in 0..gp {
-                let g = _mm256_loadu_si256(a.gt[(tile * nb + b) * gp + j].as_ptr() as *const __m256i);
+                let g =
+                    _mm256_loadu_si256(a.gt[(tile * nb + b) * gp + j].as_ptr() as *const __m256i);
                 isum = _mm256_dpwssd_epi32(isum, _mm256_set1_epi32(row.g[b * gp + j]), g);
             }
             let term = if scheme == QuantScheme::GgufQ6K {
