@@ -234,8 +234,19 @@ fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
 #[test]
 fn panel_gemm_is_bit_identical_to_scalar_and_to_single_rows() {
     use QuantScheme::*;
-    for (si, &scheme) in [GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0].iter().enumerate() {
-        for (n, k) in [(5, 288), (6, 576), (3, 32)] {
+    let legacy = [(5, 288), (6, 576), (3, 32)];
+    // K-quants: one, two (a whole pair), three (a half pair) and six blocks.
+    let k_shapes = [(5, 256), (6, 512), (3, 768), (4, 1536)];
+    let schemes = [
+        GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K,
+    ];
+    for (si, &scheme) in schemes.iter().enumerate() {
+        let shapes = if scheme.block_size() == 256 {
+            &k_shapes[..]
+        } else {
+            &legacy[..]
+        };
+        for &(n, k) in shapes {
             let wf = values(n * k, 500 + si as u64, 2.0);
             let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
             let mm = problem(scheme.name(), n, k);

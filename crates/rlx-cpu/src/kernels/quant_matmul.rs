@@ -9,7 +9,8 @@
 //! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
-//! AVX-512 VNNI the 32-weight formats' GEMM is `panels`, 512-bit); the
+//! AVX-512 VNNI the GEMM is `panels`, 512-bit, for the 32-weight formats
+//! and `kpanels` for the K-quants); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are
@@ -28,6 +29,7 @@
 pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
+pub(crate) mod kpanels;
 pub(crate) mod panels;
 pub(crate) mod planes;
 
@@ -284,10 +286,17 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                 })
                 .collect();
             #[cfg(target_arch = "x86_64")]
-            if isa == QuantIsa::Avx512Vnni && panels::runs(scheme) && m >= panels::MIN_ROWS {
+            if isa == QuantIsa::Avx512Vnni && m >= panels::MIN_ROWS {
                 // SAFETY: `run` checked that the CPU runs `isa`.
-                unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
-                return;
+                if panels::runs(scheme) {
+                    unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                    return;
+                }
+                if kpanels::runs(scheme) {
+                    // SAFETY: as above.
+                    unsafe { kpanels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
+                    return;
+                }
             }
             let mut scratch = WeightRow::default();
             // Weight rows outside, activation tiles inside: a row's blocks

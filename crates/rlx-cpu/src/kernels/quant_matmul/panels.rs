@@ -8,7 +8,8 @@
 //! - each weight row is unpacked once into unsigned (Q8_0: signed) bytes
 //!   in a 64-byte aligned buffer, with its block scales in f32, and then
 //!   serves every activation row of the call (prefill chunks: 8-32);
-//! - the activation quants are copied once into 64-byte aligned rows (Q8_0:
+//! - the activation quants are copied once into 64-byte aligned rows, and
+//!   each row's block scale pairs (`[d_b; 8] ++ [d_b+1; 8]`) built once (Q8_0:
 //!   biased to unsigned, `x + 128`, so `vpdpbusd` takes the signed weight;
 //!   the bias comes back exactly through a weight-side integer
 //!   correction, `-128 * sum w` per lane, the accumulator's start);
@@ -22,7 +23,7 @@
 //! - [`ROWS`] weight rows share each activation load, in tiles of [`TOKENS`]
 //!   activation rows;
 //! - the offset terms (`-8` / `-16 * d_w * d_x * sum x`, Q4_1's `m * s`)
-//!   are summed in block order for 8 activation rows at once (one lane per
+//!   are summed in block order for 16 activation rows at once (one lane per
 //!   row), the same products and additions as `planes`' scalar sum.
 //!
 //! Memory: nothing is kept between calls (the unpacked rows live in a
@@ -71,24 +72,30 @@ pub(crate) unsafe fn rows(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::super::planes::x86::{f16c_at, fifth_bits_mask, nibbles16};
     use super::{ActRow, ROWS, TOKENS};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
 
+    /// Activation rows whose offsets are summed at once (one f32 lane each).
+    const OFF_TOKENS: usize = 16;
+
     /// The activation side of a call: aligned (Q8_0: biased) quants, block
     /// scales padded to whole pairs, and the offsets' per-block factors
     /// transposed to one lane per activation row.
     struct Acts {
-        /// `pairs` 64-byte chunks per activation row.
+        /// 64-byte chunks, pair-major (`p * rows + i`): a tile's rows lie
+        /// at constant offsets from one pointer.
         q: Vec<__m512i>,
-        /// `2 * pairs` block scales per row (a padding block: 0).
-        d: Vec<f32>,
-        /// Per tile of [`TOKENS`] rows and block: `d_x` per row.
-        dt: Vec<[f32; TOKENS]>,
-        /// Per tile and block: `-off * sum x` (Q4_0 / Q5_0) or `s` (Q4_1).
-        gt: Vec<[f32; TOKENS]>,
+        /// Block scale pairs, pair-major as `q` (`d_b` in the low half,
+        /// `d_b+1` in the high one; a padding block: 0), built once per call.
+        d: Vec<__m512>,
+        /// Per offset tile of [`OFF_TOKENS`] rows and block: `d_x` per row.
+        dt: Vec<[f32; OFF_TOKENS]>,
+        /// Per offset tile and block: `-off * sum x` (Q4_0 / Q5_0) or `s`
+        /// (Q4_1).
+        gt: Vec<[f32; OFF_TOKENS]>,
         pairs: usize,
     }
 
@@ -107,25 +114,33 @@ mod x86 {
     unsafe fn prepare_acts(scheme: QuantScheme, acts: &[ActRow], k: usize) -> Acts {
         let nb = k / 32;
         let pairs = nb.div_ceil(2);
-        let tiles = acts.len().div_ceil(TOKENS);
+        let (m, tiles) = (acts.len(), acts.len().div_ceil(OFF_TOKENS));
         let mut a = Acts {
-            q: vec![_mm512_setzero_si512(); acts.len() * pairs],
-            d: vec![0.0; acts.len() * 2 * pairs],
-            dt: vec![[0.0; TOKENS]; tiles * nb],
-            gt: vec![[0.0; TOKENS]; tiles * nb],
+            q: vec![_mm512_setzero_si512(); m * pairs],
+            d: vec![_mm512_setzero_ps(); m * pairs],
+            dt: vec![[0.0; OFF_TOKENS]; tiles * nb],
+            gt: vec![[0.0; OFF_TOKENS]; tiles * nb],
             pairs,
         };
         let bias = _mm512_set1_epi8(-128);
+        let mut d = vec![0f32; 2 * pairs];
+        let mut q = vec![_mm512_setzero_si512(); pairs];
         for (i, row) in acts.iter().enumerate() {
-            let dst = a.q.as_mut_ptr().add(i * pairs) as *mut u8;
-            std::ptr::copy_nonoverlapping(row.q.as_ptr() as *const u8, dst, k);
-            if scheme == QuantScheme::GgufQ8_0 {
-                for c in &mut a.q[i * pairs..(i + 1) * pairs] {
-                    *c = _mm512_xor_si512(*c, bias);
-                }
+            std::ptr::copy_nonoverlapping(
+                row.q.as_ptr() as *const u8,
+                q.as_mut_ptr() as *mut u8,
+                k,
+            );
+            d[..nb].copy_from_slice(&row.d[..nb]);
+            for (p, &qp) in q.iter().enumerate() {
+                a.q[p * m + i] = if scheme == QuantScheme::GgufQ8_0 {
+                    _mm512_xor_si512(qp, bias)
+                } else {
+                    qp
+                };
+                a.d[p * m + i] = pair_scale(d.as_ptr().add(2 * p));
             }
-            a.d[i * 2 * pairs..i * 2 * pairs + nb].copy_from_slice(&row.d[..nb]);
-            let (tile, t) = (i / TOKENS, i % TOKENS);
+            let (tile, t) = (i / OFF_TOKENS, i % OFF_TOKENS);
             for b in 0..nb {
                 a.dt[tile * nb + b][t] = row.d[b];
                 a.gt[tile * nb + b][t] = match scheme {
@@ -139,9 +154,20 @@ mod x86 {
         a
     }
 
+    /// Asks for the `len` bytes at `p` (the next tile's weight rows, read
+    /// once by its unpacking while this tile computes; without it perf puts
+    /// ~15 % of the GEMM's samples on those first loads). Prefetches never
+    /// fault: past the weights is harmless.
+    #[inline(always)]
+    pub(in crate::kernels::quant_matmul) unsafe fn prefetch_bytes(p: *const u8, len: usize) {
+        for at in (0..len).step_by(64) {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at) as *const i8);
+        }
+    }
+
     /// `[v[0]; 8] ++ [v[1]; 8]` from two f32 at `p`.
     #[inline(always)]
-    unsafe fn pair_scale(p: *const f32) -> __m512 {
+    pub(in crate::kernels::quant_matmul) unsafe fn pair_scale(p: *const f32) -> __m512 {
         let two = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
         let idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
         _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two))
@@ -220,26 +246,34 @@ mod x86 {
                 let wr = &w[(r + j) * row_bytes..(r + j + 1) * row_bytes];
                 unpack_row(scheme, wr, nb, a.pairs, row);
             }
-            let mut t0 = 0;
-            while t0 < acts.len() {
-                let tile = t0 / TOKENS;
-                let sums = match (nw, acts.len() - t0) {
-                    (2, n) if n >= TOKENS => tile_dots::<2, TOKENS>(scheme, &a, &rs, t0),
-                    (1, n) if n >= TOKENS => tile_dots::<1, TOKENS>(scheme, &a, &rs, t0),
-                    (2, 4..) => tile_dots::<2, 4>(scheme, &a, &rs, t0),
-                    (1, 4..) => tile_dots::<1, 4>(scheme, &a, &rs, t0),
-                    (2, _) => tile_dots::<2, 1>(scheme, &a, &rs, t0),
-                    _ => tile_dots::<1, 1>(scheme, &a, &rs, t0),
-                };
-                let n = sums.rows;
-                for (j, row) in rs.iter().enumerate().take(nw) {
-                    let off = offsets(scheme, &a, row, tile, nb);
-                    for t in 0..n {
-                        let o = (t0 + t) * width + (r - lo + j);
-                        out[o] = sums.v[j][t] + off[(t0 + t) % TOKENS];
-                    }
+            prefetch_bytes(
+                w.as_ptr().wrapping_add((r + nw) * row_bytes),
+                ROWS * row_bytes,
+            );
+            for t16 in (0..acts.len()).step_by(OFF_TOKENS) {
+                let tile = t16 / OFF_TOKENS;
+                let mut off = [[0f32; OFF_TOKENS]; ROWS];
+                for (o, row) in off.iter_mut().zip(&rs).take(nw) {
+                    *o = offsets(scheme, &a, row, tile, nb);
                 }
-                t0 += n;
+                let end = (t16 + OFF_TOKENS).min(acts.len());
+                let mut t0 = t16;
+                while t0 < end {
+                    let sums = match (nw, end - t0) {
+                        (2, n) if n >= TOKENS => tile_dots::<2, TOKENS>(scheme, &a, &rs, t0),
+                        (1, n) if n >= TOKENS => tile_dots::<1, TOKENS>(scheme, &a, &rs, t0),
+                        (2, 4..) => tile_dots::<2, 4>(scheme, &a, &rs, t0),
+                        (1, 4..) => tile_dots::<1, 4>(scheme, &a, &rs, t0),
+                        (2, _) => tile_dots::<2, 1>(scheme, &a, &rs, t0),
+                        _ => tile_dots::<1, 1>(scheme, &a, &rs, t0),
+                    };
+                    for (j, (v, o)) in sums.v.iter().zip(&off).enumerate().take(nw) {
+                        for t in 0..sums.rows {
+                            out[(t0 + t) * width + (r - lo + j)] = v[t] + o[t0 + t - t16];
+                        }
+                    }
+                    t0 += sums.rows;
+                }
             }
             r += nw;
         }
@@ -255,7 +289,7 @@ mod x86 {
     /// `l = even + odd`, then `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
     /// l7))`.
     #[inline(always)]
-    unsafe fn reduce(acc: __m512) -> f32 {
+    pub(in crate::kernels::quant_matmul) unsafe fn reduce(acc: __m512) -> f32 {
         let l = _mm256_add_ps(
             _mm512_castps512_ps256(acc),
             _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))),
@@ -267,6 +301,8 @@ mod x86 {
 
     /// `W` weight rows against activation rows `t0..t0 + T`, lane sums
     /// reduced (offsets not added).
+    // Index loops over the register tile: iterators here have cost spills.
+    #[allow(clippy::needless_range_loop)]
     #[inline(always)]
     unsafe fn tile_dots<const W: usize, const T: usize>(
         scheme: QuantScheme,
@@ -275,15 +311,10 @@ mod x86 {
         t0: usize,
     ) -> TileSums {
         let q8 = scheme == QuantScheme::GgufQ8_0;
-        let pairs = a.pairs;
+        let (pairs, m) = (a.pairs, a.q.len() / a.pairs.max(1));
         let mut acc = [[_mm512_setzero_ps(); T]; W];
-        let mut xs = [std::ptr::null::<__m512i>(); T];
-        let mut ds = [std::ptr::null::<f32>(); T];
-        for t in 0..T {
-            xs[t] = a.q.as_ptr().add((t0 + t) * pairs);
-            ds[t] = a.d.as_ptr().add((t0 + t) * 2 * pairs);
-        }
         for p in 0..pairs {
+            let (xs, ds) = (a.q.as_ptr().add(p * m + t0), a.d.as_ptr().add(p * m + t0));
             let mut wv = [_mm512_setzero_si512(); W];
             let mut dw = [_mm512_setzero_ps(); W];
             let mut init = [_mm512_setzero_si512(); W];
@@ -295,8 +326,8 @@ mod x86 {
                 }
             }
             for t in 0..T {
-                let x = _mm512_load_si512(xs[t].add(p) as *const _);
-                let dx = pair_scale(ds[t].add(2 * p));
+                let x = _mm512_load_si512(xs.add(t) as *const _);
+                let dx = *ds.add(t);
                 for j in 0..W {
                     // Q8_0: biased activations unsigned, weights signed;
                     // the others: weights unsigned, activations signed.
@@ -322,8 +353,8 @@ mod x86 {
         s
     }
 
-    /// The offset sums of one weight row for the [`TOKENS`] activation rows
-    /// of `tile`, in block order (`planes`' `offsets += scale * g`).
+    /// The offset sums of one weight row for the [`OFF_TOKENS`] activation
+    /// rows of `tile`, in block order (`planes`' `offsets += scale * g`).
     #[inline(always)]
     unsafe fn offsets(
         scheme: QuantScheme,
@@ -331,27 +362,27 @@ mod x86 {
         row: &Row,
         tile: usize,
         nb: usize,
-    ) -> [f32; TOKENS] {
-        let mut off = _mm256_setzero_ps();
+    ) -> [f32; OFF_TOKENS] {
+        let mut off = _mm512_setzero_ps();
         match scheme {
             QuantScheme::GgufQ4_0 | QuantScheme::GgufQ5_0 => {
                 for b in 0..nb {
-                    let dx = _mm256_loadu_ps(a.dt[tile * nb + b].as_ptr());
-                    let g = _mm256_loadu_ps(a.gt[tile * nb + b].as_ptr());
-                    let scale = _mm256_mul_ps(_mm256_set1_ps(row.dw[b]), dx);
-                    off = _mm256_add_ps(off, _mm256_mul_ps(scale, g));
+                    let dx = _mm512_loadu_ps(a.dt[tile * nb + b].as_ptr());
+                    let g = _mm512_loadu_ps(a.gt[tile * nb + b].as_ptr());
+                    let scale = _mm512_mul_ps(_mm512_set1_ps(row.dw[b]), dx);
+                    off = _mm512_add_ps(off, _mm512_mul_ps(scale, g));
                 }
             }
             QuantScheme::GgufQ4_1 => {
                 for b in 0..nb {
-                    let s = _mm256_loadu_ps(a.gt[tile * nb + b].as_ptr());
-                    off = _mm256_add_ps(off, _mm256_mul_ps(_mm256_set1_ps(row.m[b]), s));
+                    let s = _mm512_loadu_ps(a.gt[tile * nb + b].as_ptr());
+                    off = _mm512_add_ps(off, _mm512_mul_ps(_mm512_set1_ps(row.m[b]), s));
                 }
             }
             _ => {}
         }
-        let mut v = [0f32; TOKENS];
-        _mm256_storeu_ps(v.as_mut_ptr(), off);
+        let mut v = [0f32; OFF_TOKENS];
+        _mm512_storeu_ps(v.as_mut_ptr(), off);
         v
     }
 }

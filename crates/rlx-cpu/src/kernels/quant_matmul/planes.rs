@@ -10,7 +10,8 @@
 //! with every row of the tile before the next chunk is unpacked, so
 //! unpacking and weight loads are paid once per tile rather than per row.
 //! (With AVX-512 VNNI and at least `panels::MIN_ROWS` rows, Q4_0 / Q4_1 /
-//! Q5_0 / Q8_0 go to `panels`' 512-bit GEMM instead: the same numbers.)
+//! Q5_0 / Q8_0 go to `panels`' 512-bit GEMM instead, and Q4_K / Q5_K /
+//! Q6_K to `kpanels`': the same numbers.)
 //!
 //! Every path computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
@@ -112,20 +113,20 @@ fn reduce_lanes(l: &[f32; 8]) -> f32 {
 /// The weight side of one block, read once per block and shared by every
 /// activation row of a tile.
 #[derive(Clone, Copy)]
-struct BlockWeights {
+pub(super) struct BlockWeights {
     /// The block scale `d`.
-    d: f32,
+    pub(super) d: f32,
     /// Q4_1's `m`, the K-quants' `dmin`.
-    m: f32,
+    pub(super) m: f32,
     /// Q4_K / Q5_K's 6-bit group scales.
-    scales: [i32; 8],
+    pub(super) scales: [i32; 8],
     /// Q4_K / Q5_K's group mins (first 8) or Q6_K's 16 signed scales.
-    groups: [i32; 16],
+    pub(super) groups: [i32; 16],
 }
 
 /// The weight facts of one block (`bytes` = the block's bytes).
 #[inline(always)]
-fn block_weights(
+pub(super) fn block_weights(
     scheme: QuantScheme,
     bytes: &[u8],
     f16_at: impl Fn(&[u8], usize) -> f32,
