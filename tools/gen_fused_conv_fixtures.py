@@ -188,6 +188,9 @@ NCHWC_CASES = [
     ("nchwc_c16_o32_wide_relu6", (1, 16, 2, 61), 32, (3, 3), (1, 1), ((1, 1), (0, 2)), (1, 1), 1, True, "relu6", None),
     ("nchwc_c24_o16_dispatch_residual", (1, 24, 12, 12), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("nchwc_c8_o64_7x7_s2_leaky", (1, 8, 13, 14), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "leaky", None),
+    # ResNet's stem class (3 input channels, 7x7 stride 2, >= 64 outputs: routed here since cnn15), odd sizes.
+    ("nchwc_c3_o64_7x7_s2_relu_stem", (1, 3, 21, 19), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c3_o80_7x7_s2_residual_relu_batch2", (2, 3, 23, 17), 80, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
 ]
 OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
 

@@ -2,8 +2,8 @@
 //! layout, the form MLAS runs every conv of a CNN in: 16 channels per
 //! block, one AVX-512 register of output channels.
 //!
-//! Per call each image is reordered into `[C/16][hp][wp][16]` with its
-//! zero padding (O(C*H*W), small against the conv's O(C*O*k*k*H*W); the
+//! Per call each image is reordered into `[C/16][hp][wp][16]` (fewer
+//! than 16 channels: `[hp][wp][C]`) with its zero padding (O(C*H*W), small against the conv's O(C*O*k*k*H*W); the
 //! copy is made anyway, so the padding costs no branch in the tile). The
 //! weight is packed `[O/16][C/16][kh][kw][16 ic][16 oc]` ([`pack`]), once
 //! when the executable is built for a constant weight
@@ -75,7 +75,7 @@ pub(crate) struct BlockedIo {
     pub(crate) output: bool,
 }
 
-/// The blocked, padded copy of one image: `[C/16][hp][wp][16]`.
+/// The blocked, padded copy of one image: `[C/16][hp][wp][ps]`.
 #[derive(Clone, Copy)]
 struct Layout {
     /// Channel blocks.
@@ -83,11 +83,15 @@ struct Layout {
     /// Padded rows / columns the output reads.
     hp: usize,
     wp: usize,
+    /// Floats per pixel: 16, or `c` when there are fewer channels (one
+    /// block, no zero lanes: ResNet's 3-channel stem image is 5x smaller
+    /// and its stride-2 taps share cache lines).
+    ps: usize,
 }
 
 impl Layout {
     fn block(&self) -> usize {
-        self.hp * self.wp * BLOCK
+        self.hp * self.wp * self.ps
     }
 }
 
@@ -112,14 +116,17 @@ impl Conv2d {
     /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
     /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
     /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
-    /// 8 at stride 2 (3 -> 16 at 256x256 2.0, ResNet's 3 -> 64 7x7 stem
-    /// 1.05-1.57).
+    /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 2.0:
+    /// a one-block tile loads a weight vector per 24 broadcasts). ResNet's
+    /// 3 -> 64 7x7 stride-2 stem takes it (4 x 6 tiles, 147 taps per
+    /// output; `nchwc_vs_current_paths` at load 7-8: 0.81 of im2col's time,
+    /// 2026-12-06; cnn10 had measured 1.05-1.57 under load 4-6).
     pub(crate) fn nchwc_wins(&self) -> bool {
         let dense_winograd =
             super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
         self.is_nchwc_shape()
             && self.kh * self.kw > 1
-            && (self.c >= 8 || (self.c >= 3 && self.s == (1, 1)))
+            && (self.c >= 8 || (self.c >= 3 && (self.s == (1, 1) || self.o >= 64)))
             && self.oh * self.ow > super::conv_packed::PACKED_MAX_PIXELS
             && !dense_winograd
     }
@@ -134,6 +141,7 @@ impl Conv2d {
             cb: self.c.div_ceil(BLOCK),
             hp: (self.oh - 1) * self.s.0 + (self.kh - 1) * self.d.0 + 1,
             wp: (self.ow - 1) * self.s.1 + (self.kw - 1) * self.d.1 + 1,
+            ps: self.c.min(BLOCK),
         }
     }
 
@@ -240,11 +248,12 @@ impl Conv2d {
                 let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
                     continue;
                 };
-                let row = &mut dst[r * lay.wp * BLOCK..][..lay.wp * BLOCK];
+                let ps = lay.ps;
+                let row = &mut dst[r * lay.wp * ps..][..lay.wp * ps];
                 for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
                     let src = &xn[(ch * h + ir) * w..][..w];
                     for q in cols.clone() {
-                        row[q * BLOCK + i] = src[q - pl];
+                        row[q * ps + i] = src[q - pl];
                     }
                 }
             }
@@ -255,6 +264,8 @@ impl Conv2d {
     /// `lay`: one contiguous run of `w * 16` floats per row and block,
     /// zeros in the padding; channel blocks over the team.
     fn reorder_blocked(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
+        // Whole blocks (`takes_blocked`), so 16 floats per pixel.
+        debug_assert_eq!(lay.ps, BLOCK);
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
         let shared = team::Disjoint::new(xb);
         team::parallel_for(lay.cb, |blk| {
@@ -454,7 +465,7 @@ impl Job<'_> {
         use std::arch::x86_64::*;
         let (g, lay) = (self.g, &self.lay);
         let (s, (dh, dw)) = (g.s.1, g.d);
-        let rs = lay.wp * BLOCK;
+        let (rs, ps) = (lay.wp * lay.ps, lay.ps);
         let mut acc = [[_mm512_setzero_ps(); P]; FB];
         for (f, a) in acc.iter_mut().enumerate() {
             // SAFETY: the padded bias has `ob * 16` entries.
@@ -468,10 +479,10 @@ impl Job<'_> {
             let cn = (g.c - blk * BLOCK).min(BLOCK);
             for r in 0..g.kh {
                 let xr = unsafe {
-                    xb.add(blk * lay.block() + (oh * g.s.0 + r * dh) * rs + ow0 * s * BLOCK)
+                    xb.add(blk * lay.block() + (oh * g.s.0 + r * dh) * rs + ow0 * s * ps)
                 };
                 for q in 0..g.kw {
-                    let xq = unsafe { xr.add(q * dw * BLOCK) };
+                    let xq = unsafe { xr.add(q * dw * ps) };
                     let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * BLOCK * BLOCK) };
                     for i in 0..cn {
                         let mut wv = [_mm512_setzero_ps(); FB];
@@ -479,7 +490,7 @@ impl Job<'_> {
                             *v = unsafe { _mm512_loadu_ps(wq.add(f * self.w_block + i * BLOCK)) };
                         }
                         for j in 0..P {
-                            let xv = unsafe { _mm512_set1_ps(*xq.add(j * s * BLOCK + i)) };
+                            let xv = unsafe { _mm512_set1_ps(*xq.add(j * s * ps + i)) };
                             for f in 0..FB {
                                 acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
                             }
@@ -586,7 +597,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 7;
+    const CASES: usize = 9;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -616,8 +627,9 @@ mod tests {
     /// tools/gen_fused_conv_fixtures.py's NCHWC_CASES (numpy float64
     /// loops) through this kernel at 1 to 3 threads: C and O off a multiple
     /// of 16, tile remainders, stride 2, asymmetric padding, 5x5 dilated,
-    /// 1x1 and 7x7 stride 2, row-chain (ReLU, residual) and whole-plane
-    /// (SiLU, leaky) epilogues, batch 2.
+    /// 1x1 and 7x7 stride 2 (with 8 and with 3 input channels: ResNet's
+    /// stem class), row-chain (ReLU, residual) and whole-plane (SiLU,
+    /// leaky) epilogues, batch 2.
     #[test]
     fn nchwc_matches_numpy() {
         if !avx512() {
@@ -642,6 +654,9 @@ mod tests {
             "24 -> 16 at 12x12 is routed to the NCHWc kernel"
         );
         assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
+        // ResNet-18's stem: 3 channels at stride 2, but a full 4-block tile.
+        assert!(geom(3, 64, (224, 224), 7, 2).nchwc_wins());
+        assert!(!geom(3, 32, (224, 224), 7, 2).nchwc_wins());
         // The CNN set's shapes it measured faster on take it (U-Net 16 ->
         // 16 at 128x128, YOLO 16 -> 32 stride 2, ResNet-18 256 -> 256 at
         // 14x14); dense Winograd and 7x7 maps keep theirs.

@@ -52,6 +52,8 @@ mod conv_im2col;
 pub(crate) mod conv_nchwc;
 pub(crate) mod conv_packed;
 pub(crate) mod conv_pointwise;
+#[cfg(test)]
+mod conv_roofline;
 mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
