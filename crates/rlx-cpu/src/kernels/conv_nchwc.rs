@@ -3,9 +3,11 @@
 //! block, one AVX-512 register of output channels.
 //!
 //! Per call each image is reordered into `[C/16][hp][wp][16]` (fewer
-//! than 16 channels: `[hp][wp][C]`) with its zero padding (O(C*H*W), small against the conv's O(C*O*k*k*H*W); the
-//! copy is made anyway, so the padding costs no branch in the tile). The
-//! weight is packed `[O/16][C/16][kh][kw][16 ic][16 oc]` ([`pack`]), once
+//! than 16 channels: `[hp][wp][C]`) with its zero padding (O(C*H*W),
+//! small against the conv's O(C*O*k*k*H*W); the copy is made anyway, so
+//! the padding costs no branch in the tile). The weight is packed
+//! `[O/16][C/16][kh][kw][16 ic][16 oc]` (fewer than 16 input channels:
+//! `[O/16][kh][kw][C][16 oc]`) ([`pack`]), once
 //! when the executable is built for a constant weight
 //! (`winograd_weights.rs`), per call otherwise. The register tile is
 //! `FB` blocks of 16 output channels x `P` consecutive output pixels of
@@ -43,22 +45,30 @@ thread_local! {
     static PACKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
+/// Input-channel rows per tap of the packed weight: 16, or `c` when there
+/// are fewer (the stem's 3: a tap's rows 16 x 64 bytes apart put the 7x7
+/// stem's 588 weight lines in 12 of L1's 64 sets, and it ran at half speed).
+fn ic_rows(c: usize) -> usize {
+    c.min(BLOCK)
+}
+
 /// Floats of the packed form of an `[o, c, kh, kw]` weight.
 pub(crate) fn packed_len(o: usize, c: usize, kh: usize, kw: usize) -> usize {
-    o.div_ceil(BLOCK) * c.div_ceil(BLOCK) * kh * kw * BLOCK * BLOCK
+    o.div_ceil(BLOCK) * c.div_ceil(BLOCK) * kh * kw * ic_rows(c) * BLOCK
 }
 
 /// Packs OIhw `wt` (`[o, c, kh, kw]`) into `out` as
-/// `[o/16][c/16][kh][kw][16 ic][16 oc]`, zeros past `o` and `c`.
+/// `[o/16][c/16][kh][kw][ic rows][16 oc]` ([`ic_rows`]: 16, or `c` below
+/// 16), zeros past `o` and `c`.
 pub(crate) fn pack(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out: &mut Vec<f32>) {
-    let (cb, taps) = (c.div_ceil(BLOCK), kh * kw);
+    let (cb, taps, rows) = (c.div_ceil(BLOCK), kh * kw, ic_rows(c));
     out.clear();
     out.resize(packed_len(o, c, kh, kw), 0.0);
     for (oc, wo) in wt.chunks_exact(c * taps).take(o).enumerate() {
         for (ic, wc) in wo.chunks_exact(taps).enumerate() {
             for (t, &v) in wc.iter().enumerate() {
                 let block = (oc / BLOCK * cb + ic / BLOCK) * taps + t;
-                out[(block * BLOCK + ic % BLOCK) * BLOCK + oc % BLOCK] = v;
+                out[(block * rows + ic % BLOCK) * BLOCK + oc % BLOCK] = v;
             }
         }
     }
@@ -116,11 +126,12 @@ impl Conv2d {
     /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
     /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
     /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
-    /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 2.0:
-    /// a one-block tile loads a weight vector per 24 broadcasts). ResNet's
-    /// 3 -> 64 7x7 stride-2 stem takes it (4 x 6 tiles, 147 taps per
-    /// output; `nchwc_vs_current_paths` at load 7-8: 0.81 of im2col's time,
-    /// 2026-12-06; cnn10 had measured 1.05-1.57 under load 4-6).
+    /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 1.06
+    /// against the direct kernel: a one-block tile loads a weight vector
+    /// per 24 broadcasts). ResNet's 3 -> 64 7x7 stride-2 stem takes it (4 x
+    /// 6 tiles): even with im2col kernel alone (1.02, load 11, 2026-12-06),
+    /// but its ReLU runs on each output row instead of a pass over the
+    /// 3.2 MB output (in ResNet-18: 4.1-4.3 -> 2.7-3.2 ms per run).
     pub(crate) fn nchwc_wins(&self) -> bool {
         let dense_winograd =
             super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
@@ -323,7 +334,7 @@ impl Conv2d {
             xb,
             wp,
             bias,
-            w_block: lay.cb * self.kh * self.kw * BLOCK * BLOCK,
+            w_block: lay.cb * self.kh * self.kw * ic_rows(self.c) * BLOCK,
             blocked_out,
         };
         let owp = self.ow.next_multiple_of(BLOCK);
@@ -465,7 +476,7 @@ impl Job<'_> {
         use std::arch::x86_64::*;
         let (g, lay) = (self.g, &self.lay);
         let (s, (dh, dw)) = (g.s.1, g.d);
-        let (rs, ps) = (lay.wp * lay.ps, lay.ps);
+        let (rs, ps, wrows) = (lay.wp * lay.ps, lay.ps, ic_rows(g.c));
         let mut acc = [[_mm512_setzero_ps(); P]; FB];
         for (f, a) in acc.iter_mut().enumerate() {
             // SAFETY: the padded bias has `ob * 16` entries.
@@ -483,7 +494,7 @@ impl Job<'_> {
                 };
                 for q in 0..g.kw {
                     let xq = unsafe { xr.add(q * dw * ps) };
-                    let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * BLOCK * BLOCK) };
+                    let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * wrows * BLOCK) };
                     for i in 0..cn {
                         let mut wv = [_mm512_setzero_ps(); FB];
                         for (f, v) in wv.iter_mut().enumerate() {
