@@ -105,6 +105,9 @@ POOL_CASES = [
     ("avg_threaded_2x2_s2", "avg", (1, 16, 48, 48), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "sums"),
     # A small input under a wide window (YOLO's SPPF): split by the reads.
     ("sppf_threaded_5x5_s1_p2", "max", (1, 16, 24, 24), (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), False, (), "sums"),
+    # ResNet's 3x3 stride-2 max-pool (the paired stride-2 row fold) on odd planes, a NaN in an even and an odd column.
+    ("max_3x3_s2_p1_odd_nan", "max", (1, 3, 13, 11), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (5, 40, 200), "all"),
+    ("max_3x3_s2_p1_even_batch2", "max", (2, 2, 12, 34), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (), "all"),
 ]
 
 # name, x dims, O, kernel, stride, pads, dilation, output_padding, groups, bias, check

@@ -196,6 +196,9 @@ NCHWC_CASES = [
     # 3 channels: one block, its reorder split by rows over the team; a SiLU
     # epilogue with a residual after it.
     ("nchwc_c3_o16_thin_reorder_silu_residual", (1, 3, 16, 16), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu_residual", None),
+    # ResNet's stem class (3 input channels, 7x7 stride 2, >= 64 outputs: routed here since cnn15), odd sizes.
+    ("nchwc_c3_o64_7x7_s2_relu_stem", (1, 3, 21, 19), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c3_o80_7x7_s2_residual_relu_batch2", (2, 3, 23, 17), 80, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # whole 16-channel output blocks, input channels a multiple of 16 (the

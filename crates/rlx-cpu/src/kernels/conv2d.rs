@@ -208,6 +208,20 @@ impl Conv2d {
                         if self.s.1 == 1 {
                             let start = cols.start + off - self.p.1;
                             drow[cols.clone()].copy_from_slice(&xrow[start..start + cols.len()]);
+                        } else if self.s.1 == 2 && !cols.is_empty() {
+                            // Pairs of a constant stride vectorise (two-way
+                            // interleaved loads); the indexed loop below
+                            // was most of ResNet-18's 1x1 stride-2 convs.
+                            let start = cols.start * 2 + off - self.p.1;
+                            let pairs = ((xrow.len() - start) / 2).min(cols.len());
+                            let dst = &mut drow[cols.clone()];
+                            let (head, tail) = dst.split_at_mut(pairs);
+                            for (d, pair) in head.iter_mut().zip(xrow[start..].chunks_exact(2)) {
+                                *d = pair[0];
+                            }
+                            if let Some(d) = tail.first_mut() {
+                                *d = xrow[start + 2 * pairs];
+                            }
                         } else {
                             for ox in cols.clone() {
                                 drow[ox] = xrow[ox * self.s.1 + off - self.p.1];

@@ -2,10 +2,12 @@
 //! layout, the form MLAS runs every conv of a CNN in: 16 channels per
 //! block, one AVX-512 register of output channels.
 //!
-//! Per call each image is reordered into `[C/16][hp][wp][16]` with its
-//! zero padding (O(C*H*W), small against the conv's O(C*O*k*k*H*W); the
-//! copy is made anyway, so the padding costs no branch in the tile). The
-//! weight is packed `[O/16][C/16][kh][kw][16 ic][16 oc]` ([`pack`]), once
+//! Per call each image is reordered into `[C/16][hp][wp][16]` (fewer
+//! than 16 channels: `[hp][wp][C]`) with its zero padding (O(C*H*W),
+//! small against the conv's O(C*O*k*k*H*W); the copy is made anyway, so
+//! the padding costs no branch in the tile). The weight is packed
+//! `[O/16][C/16][kh][kw][16 ic][16 oc]` (fewer than 16 input channels:
+//! `[O/16][kh][kw][C][16 oc]`) ([`pack`]), once
 //! when the executable is built for a constant weight
 //! (`winograd_weights.rs`), per call otherwise. The register tile is
 //! `FB` blocks of 16 output channels x `P` consecutive output pixels of
@@ -43,22 +45,30 @@ thread_local! {
     static PACKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
+/// Input-channel rows per tap of the packed weight: 16, or `c` when there
+/// are fewer (the stem's 3: a tap's rows 16 x 64 bytes apart put the 7x7
+/// stem's 588 weight lines in 12 of L1's 64 sets, and it ran at half speed).
+fn ic_rows(c: usize) -> usize {
+    c.min(BLOCK)
+}
+
 /// Floats of the packed form of an `[o, c, kh, kw]` weight.
 pub(crate) fn packed_len(o: usize, c: usize, kh: usize, kw: usize) -> usize {
-    o.div_ceil(BLOCK) * c.div_ceil(BLOCK) * kh * kw * BLOCK * BLOCK
+    o.div_ceil(BLOCK) * c.div_ceil(BLOCK) * kh * kw * ic_rows(c) * BLOCK
 }
 
 /// Packs OIhw `wt` (`[o, c, kh, kw]`) into `out` as
-/// `[o/16][c/16][kh][kw][16 ic][16 oc]`, zeros past `o` and `c`.
+/// `[o/16][c/16][kh][kw][ic rows][16 oc]` ([`ic_rows`]: 16, or `c` below
+/// 16), zeros past `o` and `c`.
 pub(crate) fn pack(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out: &mut Vec<f32>) {
-    let (cb, taps) = (c.div_ceil(BLOCK), kh * kw);
+    let (cb, taps, rows) = (c.div_ceil(BLOCK), kh * kw, ic_rows(c));
     out.clear();
     out.resize(packed_len(o, c, kh, kw), 0.0);
     for (oc, wo) in wt.chunks_exact(c * taps).take(o).enumerate() {
         for (ic, wc) in wo.chunks_exact(taps).enumerate() {
             for (t, &v) in wc.iter().enumerate() {
                 let block = (oc / BLOCK * cb + ic / BLOCK) * taps + t;
-                out[(block * BLOCK + ic % BLOCK) * BLOCK + oc % BLOCK] = v;
+                out[(block * rows + ic % BLOCK) * BLOCK + oc % BLOCK] = v;
             }
         }
     }
@@ -75,7 +85,7 @@ pub(crate) struct BlockedIo {
     pub(crate) output: bool,
 }
 
-/// The blocked, padded copy of one image: `[C/16][hp][wp][16]`.
+/// The blocked, padded copy of one image: `[C/16][hp][wp][ps]`.
 #[derive(Clone, Copy)]
 struct Layout {
     /// Channel blocks.
@@ -83,11 +93,15 @@ struct Layout {
     /// Padded rows / columns the output reads.
     hp: usize,
     wp: usize,
+    /// Floats per pixel: 16, or `c` when there are fewer channels (one
+    /// block, no zero lanes: ResNet's 3-channel stem image is 5x smaller
+    /// and its stride-2 taps share cache lines).
+    ps: usize,
 }
 
 impl Layout {
     fn block(&self) -> usize {
-        self.hp * self.wp * BLOCK
+        self.hp * self.wp * self.ps
     }
 }
 
@@ -112,14 +126,18 @@ impl Conv2d {
     /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
     /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
     /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
-    /// 8 at stride 2 (3 -> 16 at 256x256 2.0, ResNet's 3 -> 64 7x7 stem
-    /// 1.05-1.57).
+    /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 1.06
+    /// against the direct kernel: a one-block tile loads a weight vector
+    /// per 24 broadcasts). ResNet's 3 -> 64 7x7 stride-2 stem takes it (4 x
+    /// 6 tiles): even with im2col kernel alone (1.02, load 11, 2026-12-06),
+    /// but its ReLU runs on each output row instead of a pass over the
+    /// 3.2 MB output (in ResNet-18: 4.1-4.3 -> 2.7-3.2 ms per run).
     pub(crate) fn nchwc_wins(&self) -> bool {
         let dense_winograd =
             super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
         self.is_nchwc_shape()
             && self.kh * self.kw > 1
-            && (self.c >= 8 || (self.c >= 3 && self.s == (1, 1)))
+            && (self.c >= 8 || (self.c >= 3 && (self.s == (1, 1) || self.o >= 64)))
             && self.oh * self.ow > super::conv_packed::PACKED_MAX_PIXELS
             && !dense_winograd
     }
@@ -134,6 +152,7 @@ impl Conv2d {
             cb: self.c.div_ceil(BLOCK),
             hp: (self.oh - 1) * self.s.0 + (self.kh - 1) * self.d.0 + 1,
             wp: (self.ow - 1) * self.s.1 + (self.kw - 1) * self.d.1 + 1,
+            ps: self.c.min(BLOCK),
         }
     }
 
@@ -230,17 +249,18 @@ impl Conv2d {
     /// padding and past the last channel; parts as [`reorder_parts`].
     fn reorder(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
+        let ps = lay.ps;
         reorder_parts(lay, xb, |blk, rows, dst| {
             dst.fill(0.0);
             let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
-            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * BLOCK)) {
+            for (r, row) in rows.zip(dst.chunks_exact_mut(lay.wp * ps)) {
                 let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
                     continue;
                 };
                 for (i, ch) in (blk * BLOCK..self.c.min((blk + 1) * BLOCK)).enumerate() {
                     let src = &xn[(ch * h + ir) * w..][..w];
                     for q in cols.clone() {
-                        row[q * BLOCK + i] = src[q - pl];
+                        row[q * ps + i] = src[q - pl];
                     }
                 }
             }
@@ -251,6 +271,8 @@ impl Conv2d {
     /// `lay`: one contiguous run of `w * 16` floats per row and block,
     /// zeros in the padding; parts as [`reorder_parts`].
     fn reorder_blocked(&self, xn: &[f32], lay: &Layout, xb: &mut [f32]) {
+        // Whole blocks (`takes_blocked`), so 16 floats per pixel.
+        debug_assert_eq!(lay.ps, BLOCK);
         let (h, w, pt, pl) = (self.h, self.w, self.p.0, self.p.1);
         reorder_parts(lay, xb, |blk, rows, dst| {
             let cols = pl.min(lay.wp)..(pl + w).min(lay.wp);
@@ -304,7 +326,7 @@ impl Conv2d {
             xb,
             wp,
             bias,
-            w_block: lay.cb * self.kh * self.kw * BLOCK * BLOCK,
+            w_block: lay.cb * self.kh * self.kw * ic_rows(self.c) * BLOCK,
             blocked_out,
         };
         let owp = self.ow.next_multiple_of(BLOCK);
@@ -446,7 +468,7 @@ impl Job<'_> {
         use std::arch::x86_64::*;
         let (g, lay) = (self.g, &self.lay);
         let (s, (dh, dw)) = (g.s.1, g.d);
-        let rs = lay.wp * BLOCK;
+        let (rs, ps, wrows) = (lay.wp * lay.ps, lay.ps, ic_rows(g.c));
         let mut acc = [[_mm512_setzero_ps(); P]; FB];
         for (f, a) in acc.iter_mut().enumerate() {
             // SAFETY: the padded bias has `ob * 16` entries.
@@ -460,18 +482,18 @@ impl Job<'_> {
             let cn = (g.c - blk * BLOCK).min(BLOCK);
             for r in 0..g.kh {
                 let xr = unsafe {
-                    xb.add(blk * lay.block() + (oh * g.s.0 + r * dh) * rs + ow0 * s * BLOCK)
+                    xb.add(blk * lay.block() + (oh * g.s.0 + r * dh) * rs + ow0 * s * ps)
                 };
                 for q in 0..g.kw {
-                    let xq = unsafe { xr.add(q * dw * BLOCK) };
-                    let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * BLOCK * BLOCK) };
+                    let xq = unsafe { xr.add(q * dw * ps) };
+                    let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * wrows * BLOCK) };
                     for i in 0..cn {
                         let mut wv = [_mm512_setzero_ps(); FB];
                         for (f, v) in wv.iter_mut().enumerate() {
                             *v = unsafe { _mm512_loadu_ps(wq.add(f * self.w_block + i * BLOCK)) };
                         }
                         for j in 0..P {
-                            let xv = unsafe { _mm512_set1_ps(*xq.add(j * s * BLOCK + i)) };
+                            let xv = unsafe { _mm512_set1_ps(*xq.add(j * s * ps + i)) };
                             for f in 0..FB {
                                 acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
                             }
@@ -587,7 +609,7 @@ fn reorder_parts(
         1
     };
     let rows = team::split(lay.hp, chunks, 1);
-    let run = lay.wp * BLOCK;
+    let run = lay.wp * lay.ps;
     let shared = team::Disjoint::new(xb);
     team::parallel_for(lay.cb * rows.len(), |p| {
         let (blk, rs) = (p / rows.len(), rows[p % rows.len()].clone());
@@ -608,7 +630,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 8;
+    const CASES: usize = 10;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -638,8 +660,9 @@ mod tests {
     /// tools/gen_fused_conv_fixtures.py's NCHWC_CASES (numpy float64
     /// loops) through this kernel at 1 to 3 threads: C and O off a multiple
     /// of 16, tile remainders, stride 2, asymmetric padding, 5x5 dilated,
-    /// 1x1 and 7x7 stride 2, row-chain (ReLU, residual) and whole-plane
-    /// (SiLU, leaky) epilogues, batch 2.
+    /// 1x1 and 7x7 stride 2 (with 8 and with 3 input channels: ResNet's
+    /// stem class), row-chain (ReLU, residual) and whole-plane (SiLU,
+    /// leaky) epilogues, batch 2.
     #[test]
     fn nchwc_matches_numpy() {
         if !avx512() {
@@ -664,6 +687,9 @@ mod tests {
             "24 -> 16 at 12x12 is routed to the NCHWc kernel"
         );
         assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
+        // ResNet-18's stem: 3 channels at stride 2, but a full 4-block tile.
+        assert!(geom(3, 64, (224, 224), 7, 2).nchwc_wins());
+        assert!(!geom(3, 32, (224, 224), 7, 2).nchwc_wins());
         // The CNN set's shapes it measured faster on take it (U-Net 16 ->
         // 16 at 128x128, YOLO 16 -> 32 stride 2, ResNet-18 256 -> 256 at
         // 14x14); dense Winograd and 7x7 maps keep theirs.

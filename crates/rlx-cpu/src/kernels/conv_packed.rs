@@ -177,7 +177,7 @@ impl Conv2d {
 
     /// True when the packed path is chosen for this conv: not a shape
     /// Winograd takes, at most [`PACKED_MAX_PIXELS`] output pixels.
-    fn packed_weight_wins(&self) -> bool {
+    pub(super) fn packed_weight_wins(&self) -> bool {
         let (cg, og) = (self.c / self.groups.max(1), self.o / self.groups.max(1));
         let winograd = super::conv::winograd_enabled() && self.winograd_wins(cg, og);
         self.takes_packed_weight()

@@ -53,6 +53,8 @@ pub(crate) mod conv_nchwc;
 pub(crate) mod conv_packed;
 pub(crate) mod conv_pointwise;
 pub(crate) mod conv_pointwise_blocked;
+#[cfg(test)]
+mod conv_roofline;
 mod conv_transpose;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;

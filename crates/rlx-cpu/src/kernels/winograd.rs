@@ -76,7 +76,7 @@ impl Conv2d {
 
     /// True when conv runs this f32 conv by Winograd (the order of
     /// `conv_real`: depthwise, then direct, then Winograd).
-    fn runs_winograd(&self) -> bool {
+    pub(super) fn runs_winograd(&self) -> bool {
         let (cg, og) = (self.c / self.groups, self.o / self.groups);
         !self.is_depthwise()
             && !self.nchwc_wins()
