@@ -106,28 +106,11 @@ impl Conv2d {
                 // one image.
                 let yg = unsafe { shared.range(plane0 * pout..(plane0 + ch.len()) * pout) };
                 let xg = &x[plane0 * pin..];
-                // SAFETY (both arms): AVX-512F checked above.
-                if io.input || io.output {
-                    unsafe {
-                        self.group_blocked(
-                            xg,
-                            wt,
-                            bias,
-                            ch.clone(),
-                            clamp,
-                            &mut xt,
-                            &mut yt,
-                            yg,
-                            io,
-                        )
-                    };
-                    if let Some(chain) = chain.filter(|_| clamp.is_none() && io.output) {
-                        chain.apply_blocked(yg, n, ch.start, 0..pout);
-                        continue;
-                    }
-                } else {
-                    let bufs = (&mut xt[..], &mut yt[..]);
-                    unsafe { self.group(xg, wt, bias, ch.clone(), clamp, bufs, yg) };
+                // SAFETY: AVX-512F checked above.
+                unsafe { self.group(xg, wt, bias, ch.clone(), clamp, (&mut xt, &mut yt), yg, io) };
+                if let Some(chain) = chain.filter(|_| clamp.is_none() && io.output) {
+                    chain.apply_blocked(yg, n, ch.start, 0..pout);
+                    continue;
                 }
                 if let Some(chain) = chain.filter(|_| clamp.is_none()) {
                     chain.apply(yg, pout, n, ch.clone(), 0..pout);
@@ -139,11 +122,15 @@ impl Conv2d {
         })
     }
 
-    /// Channels `ch` of one image (`xg`: from its first plane) into their
-    /// planes `yg`, through the tile `xt` and the pixel buffer `yt`.
+    /// Channels `ch` of one image into their outputs, through the tile `xt`
+    /// and the pixel buffer `yt`: `xg` from its first plane, or (blocked
+    /// image) its block, `[pixels][16]`, copied into the tile a row at a
+    /// time; `yg` its planes, or (blocked output) its block, written by the
+    /// taps directly.
     ///
     /// # Safety
-    /// AVX-512F present.
+    /// AVX-512F present; `ch` a whole group of 16 channels when `io` has a
+    /// blocked side.
     #[allow(clippy::too_many_arguments)]
     unsafe fn group(
         &self,
@@ -153,35 +140,6 @@ impl Conv2d {
         ch: Range<usize>,
         clamp: Option<(f32, f32)>,
         (xt, yt): (&mut [f32], &mut [f32]),
-        yg: &mut [f32],
-    ) {
-        let (wv, bv) = lanes(wt, bias, ch.clone());
-        // SAFETY: AVX-512F (the caller); the buffers hold the tile / the
-        // padded output pixels (checked inside).
-        unsafe {
-            self.gather(xg, ch.len(), self.small_tile(), xt);
-            self.taps(xt, self.small_tile(), &wv, &bv, clamp, yt);
-            scatter(yt, self.oh * self.ow, ch.len(), yg);
-        }
-    }
-
-    /// [`Self::group`] with a blocked image (`xg`: its block, `[pixels][16]`,
-    /// copied into the tile a row at a time) and / or a blocked output
-    /// (`yg`: its block, written by the taps directly).
-    ///
-    /// # Safety
-    /// AVX-512F present; `ch` a whole group of 16 channels when `io` has a
-    /// blocked side.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn group_blocked(
-        &self,
-        xg: &[f32],
-        wt: &[f32],
-        bias: Option<&[f32]>,
-        ch: Range<usize>,
-        clamp: Option<(f32, f32)>,
-        xt: &mut [f32],
-        yt: &mut [f32],
         yg: &mut [f32],
         io: BlockedIo,
     ) {
@@ -232,8 +190,20 @@ impl Conv2d {
                 let plane0 = n * self.c + c0;
                 let yg = &mut y[plane0 * pout..][..ch.len() * pout];
                 let bufs = (&mut xt[..], &mut yt[..]);
+                let xg = &x[plane0 * pin..];
                 // SAFETY: the caller's.
-                unsafe { self.group(&x[plane0 * pin..], wt, Some(bias), ch, clamp, bufs, yg) };
+                unsafe {
+                    self.group(
+                        xg,
+                        wt,
+                        Some(bias),
+                        ch,
+                        clamp,
+                        bufs,
+                        yg,
+                        BlockedIo::default(),
+                    )
+                };
             }
         }
     }
