@@ -144,6 +144,10 @@ POINTWISE_CASES = [
     ("pointwise_c5_o33_silu_residual", (1, 5, 8, 9), 33, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
     ("pointwise_c16_o8_leaky", (1, 16, 6, 6), 8, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "leaky", None),
     ("pointwise_c12_o16_relu_nobias_batch3", (3, 12, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
+    # Batch 1, more pixels than output channels: split by pixel ranges at 2 / 3
+    # threads (ranges crossing the kernel's pixel blocks: 144 channels, 529 pixels).
+    ("pointwise_c144_o24_residual_pixels", (1, 144, 23, 23), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pointwise_c24_o40_relu6_pixels", (1, 24, 19, 21), 40, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
 ]
 # Depthwise 3x3 convs of kernels/conv_depthwise3x3.rs (no padded copy): rows of
 # 37 / 70 outputs (two vectors and a partial one of 16 lanes), stride 2 on odd and
@@ -210,6 +214,10 @@ POINTWISE_BLOCKED_CASES = [
     ("pw_blocked_c20_o64_silu_residual", (1, 20, 10, 10), 64, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
     ("pw_blocked_c16_o16_relu_nobias_batch3", (3, 16, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
     ("pw_blocked_c96_o32_scale_residual_batch2", (2, 96, 10, 10), 32, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
+    # Batch 1, more pixels than output channels: split by 16-aligned pixel ranges
+    # at 2 / 3 threads (ranges inside one 96-pixel chunk and across two).
+    ("pw_blocked_c64_o32_residual_pixels", (1, 64, 15, 15), 32, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pw_blocked_c32_o96_relu6_pixels", (1, 32, 13, 17), 96, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
 ]
 OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "blocked_cases.json")
 

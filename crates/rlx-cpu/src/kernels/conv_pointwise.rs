@@ -14,9 +14,11 @@
 //! ([`super::conv_epilogue::RowChain`]), else on each image's channels
 //! once they are done.
 //!
-//! Threads split the images, or, with fewer images than threads, the
-//! output channels (each part packs its own image panels): every part owns
-//! whole channel planes of the output.
+//! Threads split the images, or, with fewer images than threads, either
+//! the output channels (each part packs its own image panels and owns
+//! whole planes) or, where the image outweighs the weight, the pixels
+//! (each part packs its pixels once and writes them in every plane):
+//! [`Split`].
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -92,27 +94,33 @@ impl Conv2d {
             ));
         }
         let threads = team::threads();
-        // Parts: images, or (few images) tiles of output channels.
-        let chunks = if self.batch >= threads {
-            1
-        } else {
-            threads.div_ceil(self.batch).min(o.div_ceil(mr))
-        };
-        let ch_ranges = team::split(o, chunks, mr);
-        let jobs = self.batch * ch_ranges.len();
+        let split = Split::choose(self.batch, threads, o, mr, pixels, nr_of(isa), epi);
+        let jobs = self.batch * split.ranges.len();
         let parts = team::split(jobs, threads.min(jobs), 1);
         let shared = team::Disjoint::new(y);
         let plane = pixels;
         let run = |part: usize| -> KernelResult {
             let mut panels = Vec::new();
             for job in parts[part].clone() {
-                let (n, ch) = (
-                    job / ch_ranges.len(),
-                    ch_ranges[job % ch_ranges.len()].clone(),
+                let (n, range) = (
+                    job / split.ranges.len(),
+                    split.ranges[job % split.ranges.len()].clone(),
                 );
+                let (ch, px) = if split.by_pixels {
+                    (0..o, range)
+                } else {
+                    (range, 0..pixels)
+                };
                 let y0 = (n * o + ch.start) * plane;
-                // SAFETY: each job owns its channels' planes of one image.
-                let yj = unsafe { shared.range(y0..y0 + ch.len() * plane) };
+                let len = ch.len() * plane;
+                // SAFETY: a job owns its channels' planes of one image, or
+                // (by pixels) its pixel range of every plane of one image:
+                // the other parts' slices over the same planes are only
+                // written at their own pixels, never at these.
+                let yj = unsafe {
+                    assert!(y0 + len <= o * plane * self.batch, "1x1 output range");
+                    std::slice::from_raw_parts_mut(shared.as_ptr().add(y0), len)
+                };
                 let xn = &x[n * c * plane..][..c * plane];
                 let job = Job {
                     isa,
@@ -121,7 +129,7 @@ impl Conv2d {
                     wp,
                     bias,
                 };
-                job.run(xn, yj, n, ch.clone(), epi, &mut panels);
+                job.run(xn, yj, n, (ch.clone(), px), epi, &mut panels);
                 if let Some(epi) = epi.filter(|e| e.rows().is_none()) {
                     epi.apply(yj, n, ch)?;
                 }
@@ -132,6 +140,56 @@ impl Conv2d {
             team::try_parallel_for(parts.len(), run)
         } else {
             run(0)
+        }
+    }
+}
+
+/// The register tile's pixel count on `isa`.
+fn nr_of(isa: Isa) -> usize {
+    tile_shape(isa).1
+}
+
+/// How the parts of a call divide an image's work: whole images when
+/// there are enough; else each image's output channels (whole register
+/// tiles) or, where the image is bigger than the weight and the epilogue
+/// runs per tile, its pixel ranges with every channel. A part re-reads
+/// what it does not split (the weight, or the image it packs), so the
+/// larger operand is the one split: MobileNetV2's 1x1 convs on 14 x 14
+/// maps and up by pixels (one packing of the image in all), its 7 x 7
+/// ones and the expands whose weight outweighs the image by channels.
+struct Split {
+    by_pixels: bool,
+    /// Channel or pixel ranges, one job each per image.
+    ranges: Vec<Range<usize>>,
+}
+
+impl Split {
+    fn choose(
+        batch: usize,
+        threads: usize,
+        o: usize,
+        mr: usize,
+        pixels: usize,
+        nr: usize,
+        epi: Option<&ConvEpilogue>,
+    ) -> Split {
+        if batch >= threads {
+            return Split {
+                by_pixels: false,
+                ranges: vec![0..o],
+            };
+        }
+        let chunks = threads.div_ceil(batch);
+        let per_tile = epi.is_none_or(|e| e.rows().is_some());
+        if per_tile && pixels > o && pixels >= chunks * nr {
+            return Split {
+                by_pixels: true,
+                ranges: team::split(pixels, chunks, nr),
+            };
+        }
+        Split {
+            by_pixels: false,
+            ranges: team::split(o, chunks.min(o.div_ceil(mr)), mr),
         }
     }
 }
@@ -174,14 +232,15 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Output channels `ch` of image `n` into `y` (their planes), from
-    /// the image's planes `x`; the row-chain epilogue on each tile.
+    /// Pixels `span` of output channels `ch` of image `n` into `y` (the
+    /// channels' planes), from the image's planes `x`; the row-chain
+    /// epilogue on each tile.
     fn run(
         &self,
         x: &[f32],
         y: &mut [f32],
         n: usize,
-        ch: Range<usize>,
+        (ch, span): (Range<usize>, Range<usize>),
         epi: Option<&ConvEpilogue>,
         panels: &mut Vec<f32>,
     ) {
@@ -189,8 +248,8 @@ impl Job<'_> {
         let (c, pixels) = (self.c, self.pixels);
         let block = (BLOCK_FLOATS / c.max(1) / nr).max(1) * nr;
         let chain = epi.and_then(|e| e.rows());
-        for p0 in (0..pixels).step_by(block) {
-            let px = p0..(p0 + block).min(pixels);
+        for p0 in span.clone().step_by(block) {
+            let px = p0..(p0 + block).min(span.end);
             let count = px.len().div_ceil(nr);
             panels.resize(count * c * nr, 0.0);
             pack_panels(x, pixels, c, px.clone(), nr, panels);
@@ -256,13 +315,14 @@ mod tests {
     /// Every case of tools/gen_fused_conv_fixtures.py's POINTWISE_CASES
     /// (numpy float64 loops) through the fused conv at 1, 2 and 3 threads:
     /// partial register tiles in both directions, two pixel blocks per
-    /// image, batch 2 / 3, epilogues on each tile and per image.
+    /// image, batch 2 / 3, epilogues on each tile and per image; batch 1
+    /// split by pixel ranges (ranges across pixel blocks) at 2 / 3 threads.
     #[test]
     fn pointwise_convs_match_numpy() {
         if isa().is_none() {
             return;
         }
-        check_fused_conv_fixture(FIXTURE, 6, &fused_conv);
+        check_fused_conv_fixture(FIXTURE, 8, &fused_conv);
     }
 
     /// Each fixture case is one this kernel takes, and the fused conv
@@ -324,7 +384,7 @@ mod tests {
             };
             conv_prepared(&op, Prepared::Pointwise(&wp), ins, out)
         };
-        check_fused_conv_fixture(FIXTURE, 6, &prepared);
+        check_fused_conv_fixture(FIXTURE, 8, &prepared);
         assert!(
             TAKEN.load(Ordering::Relaxed) > 0,
             "no case took a prepared weight"

@@ -18,8 +18,9 @@
 //! Each output is the sum of the NCHW 1x1 kernel ([`super::conv_pointwise`]):
 //! the bias, then one FMA per input channel in order.
 //!
-//! Threads split the images, or (fewer images than threads) the output
-//! blocks: every part owns whole blocks (planes) of the output.
+//! Threads split the images, or (fewer images than threads) each image's
+//! pixels where it outweighs the weight (MobileNetV2's 14 x 14 maps and
+//! up), else its output blocks (whole planes).
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -90,11 +91,21 @@ impl Conv2d {
         let chunks = if self.batch >= threads {
             1
         } else {
-            threads.div_ceil(self.batch).min(blocks)
+            threads.div_ceil(self.batch)
         };
-        // Whole blocks per part, not whole tiles: 32 / 64 output channels
-        // still split over two threads (their parts run narrower tiles).
-        let ranges = team::split(blocks, chunks, 1);
+        // Fewer images than threads: split the larger operand, as the NCHW
+        // 1x1 kernel does (`conv_pointwise::Split`): an image bigger than
+        // the weight by pixels (every part runs the full-width tiles over
+        // its pixels, re-reading the weight), else by whole blocks, not
+        // whole tiles (32 / 64 output channels still split over two
+        // threads; their parts run narrower tiles, re-reading the image).
+        let per_chunk = epi.is_none() || chain.is_some();
+        let by_pixels = chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
+        let ranges = if by_pixels {
+            team::split(pixels, chunks, BLOCK)
+        } else {
+            team::split(blocks, chunks.min(blocks), 1)
+        };
         let jobs = self.batch * ranges.len();
         let parts = team::split(jobs, threads.min(jobs), 1);
         let shared = team::Disjoint::new(y);
@@ -105,13 +116,25 @@ impl Conv2d {
                 vec![0f32; FB * CHUNK * BLOCK]
             };
             for job in parts[part].clone() {
-                let (n, obs) = (job / ranges.len(), ranges[job % ranges.len()].clone());
+                let (n, range) = (job / ranges.len(), ranges[job % ranges.len()].clone());
+                let (obs, span) = if by_pixels {
+                    (0..blocks, range)
+                } else {
+                    (range, 0..pixels)
+                };
                 let y0 = (n * o + obs.start * BLOCK) * pixels;
-                // SAFETY: each job owns its blocks (planes) of one image.
-                let yj = unsafe { shared.range(y0..y0 + obs.len() * BLOCK * pixels) };
+                let len = obs.len() * BLOCK * pixels;
+                // SAFETY: a job owns its blocks (planes) of one image, or
+                // (by pixels) its pixels of every block of one image: the
+                // other parts' slices over the same blocks are only written
+                // at their own pixels, never at these.
+                let yj = unsafe {
+                    assert!(y0 + len <= o * pixels * self.batch, "1x1 output range");
+                    std::slice::from_raw_parts_mut(shared.as_ptr().add(y0), len)
+                };
                 let xn = &x[n * c * pixels..][..c * pixels];
-                for q0 in (0..pixels).step_by(CHUNK) {
-                    let px = q0..(q0 + CHUNK).min(pixels);
+                for q0 in span.clone().step_by(CHUNK) {
+                    let px = q0..(q0 + CHUNK).min(span.end);
                     for ob in obs.clone().step_by(FB) {
                         let fb = FB.min(obs.end - ob);
                         let w = &wp[ob * c * BLOCK..][..fb * c * BLOCK];
@@ -370,7 +393,7 @@ pub(crate) mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/blocked_cases.json");
-    const CASES: usize = 5;
+    const CASES: usize = 7;
 
     /// `x` (`[n][c][pixels]`) as `[n][c/16][pixels][16]`.
     pub(crate) fn to_blocked(x: &[f32], c: usize, pixels: usize) -> Vec<f32> {
@@ -447,7 +470,8 @@ pub(crate) mod tests {
     /// float64 loops) through this kernel at 1 to 3 threads with each
     /// side NCHW or blocked: 1-4 block tiles, pixel tails of the 6-pixel
     /// tile and the 96-pixel chunk, batch 2 / 3, row-chain (ReLU6,
-    /// residual, per-channel scale) and whole-plane (SiLU) epilogues.
+    /// residual, per-channel scale) and whole-plane (SiLU) epilogues; batch
+    /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads.
     #[test]
     fn blocked_pointwise_matches_numpy() {
         if !super::super::conv_depthwise_small::avx512() {
