@@ -144,10 +144,10 @@ POINTWISE_CASES = [
     ("pointwise_c5_o33_silu_residual", (1, 5, 8, 9), 33, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu_residual", None),
     ("pointwise_c16_o8_leaky", (1, 16, 6, 6), 8, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "leaky", None),
     ("pointwise_c12_o16_relu_nobias_batch3", (3, 12, 5, 7), 16, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
-    # Batch 1, more pixels than output channels: split by pixel ranges at 2 / 3
-    # threads (ranges crossing the kernel's pixel blocks: 144 channels, 529 pixels).
-    ("pointwise_c144_o24_residual_pixels", (1, 144, 23, 23), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
-    ("pointwise_c24_o40_relu6_pixels", (1, 24, 19, 21), 40, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    # Batch 1 projects on more pixels than output channels: split by pixel ranges
+    # at 2 / 3 threads (ranges across the kernel's 160-pixel blocks at 300 channels).
+    ("pointwise_c300_o24_residual_pixels", (1, 300, 23, 23), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pointwise_c40_o24_relu6_pixels", (1, 40, 19, 21), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
 ]
 # Depthwise 3x3 convs of kernels/conv_depthwise3x3.rs (no padded copy): rows of
 # 37 / 70 outputs (two vectors and a partial one of 16 lanes), stride 2 on odd and
