@@ -174,15 +174,13 @@ impl Split {
         nr: usize,
         epi: Option<&ConvEpilogue>,
     ) -> Split {
-        if batch >= threads {
-            return Split {
-                by_pixels: false,
-                ranges: vec![0..o],
-            };
-        }
-        let chunks = threads.div_ceil(batch);
+        let chunks = if batch >= threads {
+            1
+        } else {
+            threads.div_ceil(batch)
+        };
         let per_tile = epi.is_none_or(|e| e.rows().is_some());
-        if per_tile && pixels > o && c >= o && pixels >= chunks * nr {
+        if chunks > 1 && per_tile && pixels > o && c >= o && pixels >= chunks * nr {
             return Split {
                 by_pixels: true,
                 ranges: team::split(pixels, chunks, nr),
