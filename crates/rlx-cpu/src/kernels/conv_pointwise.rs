@@ -17,7 +17,8 @@
 //! Threads split the images, or, with fewer images than threads, either
 //! the output channels (each part packs its own image panels and owns
 //! whole planes) or, for a project on a big map, the pixels (each part
-//! packs its pixels once and writes them in every plane): [`Split`].
+//! packs its pixels once, runs every channel over them into a block of its
+//! own and copies each channel's run into place): [`Split`].
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -98,39 +99,55 @@ impl Conv2d {
         let parts = team::split(jobs, threads.min(jobs), 1);
         let shared = team::Disjoint::new(y);
         let plane = pixels;
+        let job = Job {
+            isa,
+            c,
+            pixels,
+            wp,
+            bias,
+        };
         let run = |part: usize| -> KernelResult {
-            let mut panels = Vec::new();
-            for job in parts[part].clone() {
+            let (mut panels, mut local) = (Vec::new(), Vec::new());
+            for j in parts[part].clone() {
                 let (n, range) = (
-                    job / split.ranges.len(),
-                    split.ranges[job % split.ranges.len()].clone(),
+                    j / split.ranges.len(),
+                    split.ranges[j % split.ranges.len()].clone(),
                 );
-                let (ch, px) = if split.by_pixels {
-                    (0..o, range)
-                } else {
-                    (range, 0..pixels)
-                };
-                let y0 = (n * o + ch.start) * plane;
-                let len = ch.len() * plane;
-                // SAFETY: a job owns its channels' planes of one image, or
-                // (by pixels) its pixel range of every plane of one image:
-                // the other parts' slices over the same planes are only
-                // written at their own pixels, never at these.
-                let yj = unsafe {
-                    assert!(y0 + len <= o * plane * self.batch, "1x1 output range");
-                    std::slice::from_raw_parts_mut(shared.as_ptr().add(y0), len)
-                };
                 let xn = &x[n * c * plane..][..c * plane];
-                let job = Job {
-                    isa,
-                    c,
-                    pixels,
-                    wp,
-                    bias,
-                };
-                job.run(xn, yj, n, (ch.clone(), px), epi, &mut panels);
+                if split.by_pixels {
+                    // The pixels of every plane: computed into a local
+                    // `[o][span]` block, then each channel's run copied
+                    // into its own (disjoint) piece of the output.
+                    local.resize(o * range.len(), 0.0);
+                    job.run(
+                        xn,
+                        (&mut local, range.len(), range.start),
+                        n,
+                        (0..o, range.clone()),
+                        epi,
+                        &mut panels,
+                    );
+                    for (ci, row) in local.chunks_exact(range.len()).enumerate() {
+                        let at = (n * o + ci) * plane + range.start;
+                        // SAFETY: pixels `range` of one plane of one image:
+                        // no other part touches them.
+                        unsafe { shared.range(at..at + range.len()) }.copy_from_slice(row);
+                    }
+                    continue;
+                }
+                let y0 = (n * o + range.start) * plane;
+                // SAFETY: a job owns its channels' planes of one image.
+                let yj = unsafe { shared.range(y0..y0 + range.len() * plane) };
+                job.run(
+                    xn,
+                    (yj, plane, 0),
+                    n,
+                    (range.clone(), 0..pixels),
+                    epi,
+                    &mut panels,
+                );
                 if let Some(epi) = epi.filter(|e| e.rows().is_none()) {
-                    epi.apply(yj, n, ch)?;
+                    epi.apply(yj, n, range)?;
                 }
             }
             Ok(())
@@ -231,13 +248,14 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Pixels `span` of output channels `ch` of image `n` into `y` (the
-    /// channels' planes), from the image's planes `x`; the row-chain
-    /// epilogue on each tile.
+    /// Pixels `span` of output channels `ch` of image `n` into `y` (row
+    /// `i` is channel `ch.start + i`, `ld` floats apart; pixel `p` at
+    /// `p - base`), from the image's planes `x`; the row-chain epilogue on
+    /// each tile.
     fn run(
         &self,
         x: &[f32],
-        y: &mut [f32],
+        (y, ld, base): (&mut [f32], usize, usize),
         n: usize,
         (ch, span): (Range<usize>, Range<usize>),
         epi: Option<&ConvEpilogue>,
@@ -255,10 +273,10 @@ impl Job<'_> {
             for t0 in (ch.start..ch.end).step_by(mr) {
                 let rows = mr.min(ch.end - t0);
                 let a = &self.wp[t0 / mr * mr * c..][..mr * c];
-                let yt = &mut y[(t0 - ch.start) * pixels..];
+                let yt = &mut y[(t0 - ch.start) * ld..];
                 for r in 0..rows {
                     let b = self.bias.map_or(0.0, |b| b[t0 + r]);
-                    yt[r * pixels + px.start..][..px.len()].fill(b);
+                    yt[r * ld + px.start - base..][..px.len()].fill(b);
                 }
                 for j in 0..count {
                     let q = px.start + j * nr;
@@ -272,10 +290,10 @@ impl Job<'_> {
                         accumulate: true,
                     };
                     // SAFETY: `isa` was detected on this CPU.
-                    unsafe { run_tile(self.isa, &tile, &mut yt[q..], pixels) };
+                    unsafe { run_tile(self.isa, &tile, &mut yt[q - base..], ld) };
                 }
                 if let Some(chain) = chain {
-                    chain.apply(&mut yt[px.start..], pixels, n, t0..t0 + rows, px.clone());
+                    chain.apply(&mut yt[px.start - base..], ld, n, t0..t0 + rows, px.clone());
                 }
             }
         }

@@ -100,7 +100,8 @@ impl Conv2d {
         // whole tiles (32 / 64 output channels still split over two
         // threads; their parts run narrower tiles, re-reading the image).
         let per_chunk = epi.is_none() || chain.is_some();
-        let by_pixels = chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
+        let by_pixels =
+            io.output && chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
         let ranges = if by_pixels {
             team::split(pixels, chunks, BLOCK)
         } else {
@@ -110,29 +111,47 @@ impl Conv2d {
         let parts = team::split(jobs, threads.min(jobs), 1);
         let shared = team::Disjoint::new(y);
         team::try_parallel_for(parts.len(), |part| {
-            let mut slab = if io.output {
+            let mut slab = if io.output && !by_pixels {
                 Vec::new()
             } else {
                 vec![0f32; FB * CHUNK * BLOCK]
             };
             for job in parts[part].clone() {
                 let (n, range) = (job / ranges.len(), ranges[job % ranges.len()].clone());
-                let (obs, span) = if by_pixels {
-                    (0..blocks, range)
-                } else {
-                    (range, 0..pixels)
-                };
-                let y0 = (n * o + obs.start * BLOCK) * pixels;
-                let len = obs.len() * BLOCK * pixels;
-                // SAFETY: a job owns its blocks (planes) of one image, or
-                // (by pixels) its pixels of every block of one image: the
-                // other parts' slices over the same blocks are only written
-                // at their own pixels, never at these.
-                let yj = unsafe {
-                    assert!(y0 + len <= o * pixels * self.batch, "1x1 output range");
-                    std::slice::from_raw_parts_mut(shared.as_ptr().add(y0), len)
-                };
                 let xn = &x[n * c * pixels..][..c * pixels];
+                if by_pixels {
+                    // Pixels `range` of every block: each chunk computed into
+                    // the slab, then each block's run of pixels (contiguous,
+                    // disjoint from the other parts') copied into place.
+                    for q0 in range.clone().step_by(CHUNK) {
+                        let px = q0..(q0 + CHUNK).min(range.end);
+                        for ob in (0..blocks).step_by(FB) {
+                            let fb = FB.min(blocks - ob);
+                            let w = &wp[ob * c * BLOCK..][..fb * c * BLOCK];
+                            let b = bias.map(|b| &b[ob * BLOCK..][..fb * BLOCK]);
+                            // SAFETY: AVX-512F (`takes_pointwise_blocked`); the
+                            // slices hold every tap and output (checked inside).
+                            let dst = (&mut slab[..], CHUNK * BLOCK, 0);
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            for f in 0..fb {
+                                let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
+                                if let Some(chain) = chain {
+                                    chain.apply_blocked(rows, n, (ob + f) * BLOCK, px.clone());
+                                }
+                                let at = (n * o + (ob + f) * BLOCK) * pixels + px.start * BLOCK;
+                                // SAFETY: pixels `px` of one block of one
+                                // image: no other part touches them.
+                                unsafe { shared.range(at..at + rows.len()) }.copy_from_slice(rows);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                let obs = range;
+                let span = 0..pixels;
+                let y0 = (n * o + obs.start * BLOCK) * pixels;
+                // SAFETY: each job owns its blocks (planes) of one image.
+                let yj = unsafe { shared.range(y0..y0 + obs.len() * BLOCK * pixels) };
                 for q0 in span.clone().step_by(CHUNK) {
                     let px = q0..(q0 + CHUNK).min(span.end);
                     for ob in obs.clone().step_by(FB) {
