@@ -120,10 +120,15 @@ impl Conv2d {
     /// 64x64 0.91-0.93); 3x3 stride 2 (16 -> 32 at 128x128 0.57-0.66,
     /// ResNet-18's 64 -> 128 at 56x56 0.89-0.92, 64 -> 128 at 32x32
     /// 0.93-1.05); 3x3 at 14x14, too few tiles for Winograd (256 -> 256
-    /// 0.32-0.88); 3 -> 16 at 128x128 stride 1 (0.82). Not: Winograd with
-    /// a dense product, `o >= 64` (64 -> 64 at 56x56 1.33, 128 -> 128 at
-    /// 28x28 1.35-1.50: it does 2.25x fewer multiplies), <= 64 output
-    /// pixels (the packed-weight GEMM, 512 -> 512 at 7x7 1.11-1.76), 1x1
+    /// 0.32-0.88); 3 -> 16 at 128x128 stride 1 (0.82); since the tile's
+    /// channel loop runs four channels a step (cnn17, 2026-12-06, load
+    /// 9-10): Winograd shapes of at most 64 x 64 channels on maps of at
+    /// most 32x32 (U-Net's 32 -> 64 and 64 -> 64 at 32x32 0.88-0.91), and
+    /// maps of <= 64 pixels flattened over the batch (ResNet-18's 512 ->
+    /// 512 at 7x7 0.73, 256 -> 512 stride 2 to 7x7 0.79 against the
+    /// packed-weight GEMM). Not: Winograd with a denser product or a
+    /// larger map, `o >= 64` (64 -> 64 at 56x56 1.06, 128 -> 128 at 28x28
+    /// 1.16, 128 -> 64 at 32x32 1.05: it does 2.25x fewer multiplies), 1x1
     /// stride 2 (1.27-1.37: too few FMAs per output to pay the reorder and
     /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
     /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 1.06
@@ -133,8 +138,11 @@ impl Conv2d {
     /// but its ReLU runs on each output row instead of a pass over the
     /// 3.2 MB output (in ResNet-18: 4.1-4.3 -> 2.7-3.2 ms per run).
     pub(crate) fn nchwc_wins(&self) -> bool {
-        let dense_winograd =
-            super::conv::winograd_enabled() && self.winograd_wins(self.c, self.o) && self.o >= 64;
+        let small_product = self.c * self.o <= 64 * 64 && self.oh * self.ow <= 32 * 32;
+        let dense_winograd = super::conv::winograd_enabled()
+            && self.winograd_wins(self.c, self.o)
+            && self.o >= 64
+            && !small_product;
         self.is_nchwc_shape()
             && self.kh * self.kw > 1
             && (self.c >= 8 || (self.c >= 3 && (self.s == (1, 1) || self.o >= 64)))
@@ -758,16 +766,36 @@ impl Job<'_> {
                 for q in 0..g.kw {
                     let xq = unsafe { xr.add(q * dw * ps) };
                     let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * wrows * BLOCK) };
-                    for i in 0..cn {
-                        let mut wv = [_mm512_setzero_ps(); FB];
-                        for (f, v) in wv.iter_mut().enumerate() {
-                            *v = unsafe { _mm512_loadu_ps(wq.add(f * self.w_block + i * BLOCK)) };
-                        }
-                        for j in 0..P {
-                            let xv = unsafe { _mm512_set1_ps(*xq.add(px[j] + i)) };
-                            for f in 0..FB {
-                                acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
+                    // One input channel: FB weight vectors, P broadcasts.
+                    macro_rules! channel {
+                        ($i:expr) => {{
+                            let i = $i;
+                            let mut wv = [_mm512_setzero_ps(); FB];
+                            for (f, v) in wv.iter_mut().enumerate() {
+                                *v = unsafe {
+                                    _mm512_loadu_ps(wq.add(f * self.w_block + i * BLOCK))
+                                };
                             }
+                            for j in 0..P {
+                                let xv = unsafe { _mm512_set1_ps(*xq.add(px[j] + i)) };
+                                for f in 0..FB {
+                                    acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
+                                }
+                            }
+                        }};
+                    }
+                    if cn == BLOCK {
+                        // Whole blocks four channels a step: constant
+                        // offsets, a quarter of the loop's counting.
+                        for i4 in (0..BLOCK).step_by(4) {
+                            channel!(i4);
+                            channel!(i4 + 1);
+                            channel!(i4 + 2);
+                            channel!(i4 + 3);
+                        }
+                    } else {
+                        for i in 0..cn {
+                            channel!(i);
                         }
                     }
                 }
