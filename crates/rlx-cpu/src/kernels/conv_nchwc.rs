@@ -17,7 +17,10 @@
 //! `FB * P` FMAs. Tiles land in a blocked buffer of one output row, which
 //! is transposed 16 x 16 in registers into the NCHW output rows, the
 //! row-chain epilogue (ReLU / residual / ...) run on each row right after;
-//! any other epilogue (SiLU) runs per image on whole planes.
+//! any other epilogue (SiLU) runs per image on whole planes. Maps of at
+//! most 64 pixels (ResNet's 7x7 convs) run the tile over the flattened
+//! pixels of the whole batch instead ([`Conv2d::flat`]), one chunk of
+//! input channels at a time over a run of tiles.
 //!
 //! Between consecutive NCHWc convs the executor may keep the activation
 //! blocked ([`BlockedIo`], planned in `nchwc_layout.rs`): the producer
