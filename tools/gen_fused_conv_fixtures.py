@@ -203,6 +203,13 @@ NCHWC_CASES = [
     # ResNet's stem class (3 input channels, 7x7 stride 2, >= 64 outputs: routed here since cnn15), odd sizes.
     ("nchwc_c3_o64_7x7_s2_relu_stem", (1, 3, 21, 19), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "relu", None),
     ("nchwc_c3_o80_7x7_s2_residual_relu_batch2", (2, 3, 23, 17), 80, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
+    # Maps of <= 64 pixels run flattened over the batch (ResNet's 7x7 class):
+    # tiles across rows and images, 3- / 4- / 1-block groups, input channels
+    # off a block and several channel chunks, runs of > 16 tiles, stride 2.
+    ("nchwc_c32_o48_7x7_flat_residual_relu_batch2", (2, 32, 7, 7), 48, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual_relu", None),
+    ("nchwc_c40_o72_s2_flat_relu_batch3", (3, 40, 13, 11), 72, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c16_o16_8x8_flat_silu", (1, 16, 8, 8), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, False, "silu", None),
+    ("nchwc_c64_o64_5x5_flat_scale_residual_batch4", (4, 64, 5, 5), 64, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # whole 16-channel output blocks, input channels a multiple of 16 (the

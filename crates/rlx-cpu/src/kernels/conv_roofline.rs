@@ -86,36 +86,49 @@ fn cold_median(flush: &[f32], warm: &[f32], mut f: impl FnMut()) -> f64 {
     t[2]
 }
 
+/// The conv of one [`Layer`] (padding k / 2): geometry and window.
+fn layer_geom(
+    n: usize,
+    c: usize,
+    o: usize,
+    (h, w): (usize, usize),
+    k: usize,
+    s: usize,
+) -> (Conv2d, Window) {
+    let p = k / 2;
+    let out = |len: usize| (len + 2 * p - k) / s + 1;
+    let g = Conv2d {
+        batch: n,
+        c,
+        o,
+        groups: 1,
+        h,
+        w,
+        oh: out(h),
+        ow: out(w),
+        kh: k,
+        kw: k,
+        s: (s, s),
+        d: (1, 1),
+        p: (p, p),
+    };
+    let win = Window {
+        kernel: vec![],
+        stride: vec![s, s],
+        padding: vec![(p, p); 2],
+        dilation: vec![1, 1],
+    };
+    (g, win)
+}
+
 #[test]
 #[ignore = "timing; prints, asserts nothing"]
 fn conv_roofline() {
     let flush = vec![1f32; 16 << 20];
     crate::threads::with_limit(Some(1), || {
         for &(model, n, c, o, (h, w), k, s) in LAYERS {
-            let p = k / 2;
-            let out = |len: usize| (len + 2 * p - k) / s + 1;
-            let (oh, ow) = (out(h), out(w));
-            let g = Conv2d {
-                batch: n,
-                c,
-                o,
-                groups: 1,
-                h,
-                w,
-                oh,
-                ow,
-                kh: k,
-                kw: k,
-                s: (s, s),
-                d: (1, 1),
-                p: (p, p),
-            };
-            let win = Window {
-                kernel: vec![],
-                stride: vec![s, s],
-                padding: vec![(p, p); 2],
-                dilation: vec![1, 1],
-            };
+            let (g, win) = layer_geom(n, c, o, (h, w), k, s);
+            let (oh, ow) = (g.oh, g.ow);
             let dims = (&[n, c, h, w][..], &[o, c, k, k][..], &[n, o, oh, ow][..]);
             let x: Vec<f32> = (0..n * c * h * w).map(|i| (i % 13) as f32 / 13.0).collect();
             let wt: Vec<f32> = (0..o * c * k * k).map(|i| (i % 7) as f32 / 7.0).collect();
@@ -164,6 +177,64 @@ fn conv_roofline() {
                 flops / t / 1e9,
                 flops / t_gemm / 1e9,
                 t / t_gemm,
+            );
+        }
+    });
+}
+
+/// Warm tile efficiency: the NCHWc kernel (weight packed once) and the
+/// packed-weight GEMM on convs of 64 output channels (one 4-block group,
+/// so weight and image stay in L2 between calls), median of 21 warm calls,
+/// GFLOP/s and the share of one core's FMA peak `RLX_FMA_PEAK` (GFLOP/s;
+/// 206 on the 2-vCPU AVX-512 Xeon of 2026-12-06, from a register-only loop
+/// of 24 independent 512-bit FMA chains). Run with `chrt -f 10 cargo test
+/// --release -p rlx-cpu --lib conv_tile_warm -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing; prints, asserts nothing"]
+fn conv_tile_warm() {
+    let peak: f64 = std::env::var("RLX_FMA_PEAK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(206.0);
+    #[rustfmt::skip]
+    let shapes = [
+        (1, 512, 64, (7, 7), 3, 1), (8, 512, 64, (7, 7), 3, 1), (1, 256, 64, (14, 14), 3, 2),
+        (1, 256, 64, (14, 14), 3, 1), (1, 128, 64, (28, 28), 3, 2), (1, 128, 64, (28, 28), 3, 1),
+        (1, 64, 64, (56, 56), 3, 2), (1, 64, 64, (56, 56), 3, 1),
+    ];
+    crate::threads::with_limit(Some(1), || {
+        for (n, c, o, hw, k, s) in shapes {
+            let (g, win) = layer_geom(n, c, o, hw, k, s);
+            let dims = [&[n, c, hw.0, hw.1][..], &[o, c, k, k], &[n, o, g.oh, g.ow]];
+            let x: Vec<f32> = (0..n * c * hw.0 * hw.1)
+                .map(|i| (i % 13) as f32 / 13.0)
+                .collect();
+            let wt: Vec<f32> = (0..o * c * k * k).map(|i| (i % 7) as f32 / 7.0).collect();
+            let mut y = vec![0f32; n * o * g.oh * g.ow];
+            let flops = 2.0 * (n * c * o * k * k * g.oh * g.ow) as f64;
+            let warm = |f: &mut dyn FnMut()| {
+                f();
+                let mut t: Vec<f64> = (0..21)
+                    .map(|_| {
+                        let start = std::time::Instant::now();
+                        f();
+                        start.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                t.sort_by(f64::total_cmp);
+                flops / t[10] / 1e9
+            };
+            let mut wp = Vec::new();
+            conv_nchwc::pack(&wt, (o, c, k, k), &mut wp);
+            let nchwc = warm(&mut || g.nchwc_packed(&x, &wp, None, &mut y, None).unwrap());
+            let (nr, pw) = conv_packed::packed_copy(&win, 1, dims, &wt).unwrap();
+            let packed = warm(&mut || g.packed_gemm(&x, &pw, nr, &mut y, None).unwrap());
+            println!(
+                "b{n} {c} -> {o} {}x{} k{k} s{s}: nchwc {nchwc:6.1} GFLOP/s ({:.0} % of peak), packed {packed:6.1} ({:.0} %)",
+                hw.0,
+                hw.1,
+                100.0 * nchwc / peak,
+                100.0 * packed / peak,
             );
         }
     });
