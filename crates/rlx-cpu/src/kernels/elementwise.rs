@@ -115,6 +115,8 @@ pub(crate) fn unary(u: UnaryOp, ins: &[View], out: &mut ViewMut) -> KernelResult
             UnaryOp::Gelu => Some(super::fastmath::gelu_f32 as fn(&[f32], &mut [f32])),
             UnaryOp::Tanh => Some(super::fastmath::tanh_f32 as fn(&[f32], &mut [f32])),
             UnaryOp::Sigmoid => Some(super::fastmath::sigmoid_f32 as fn(&[f32], &mut [f32])),
+            // Bit-identical to the scalar path (LLM parity): `silu_exact`.
+            UnaryOp::Silu => Some(super::silu_exact::silu_f32 as fn(&[f32], &mut [f32])),
             UnaryOp::Exp => Some(super::fastmath::exp_map_f32 as fn(&[f32], &mut [f32])),
             UnaryOp::Log => Some(super::fastmath::log_map_f32 as fn(&[f32], &mut [f32])),
             _ => None,

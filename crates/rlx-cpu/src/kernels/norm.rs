@@ -9,6 +9,7 @@ use super::reduce::split_axis;
 use super::scalar::{nan_max, Pod, Real};
 use super::{KernelResult, View, ViewMut};
 use crate::with_real;
+use rlx_ir::DType;
 
 /// The elements of `v`, checked against its dims.
 pub(crate) fn elems<'a, T: Pod>(v: &View<'a>, what: &str) -> Result<&'a [T], String> {
@@ -175,6 +176,19 @@ pub(crate) fn softmax(axis: usize, log: bool, ins: &[View], out: &mut ViewMut) -
             "softmax: axis {axis} out of range for {:?}",
             ins[0].dims
         ));
+    }
+    let x = &ins[0];
+    if !log
+        && x.dtype == DType::F32
+        && out.dtype == DType::F32
+        && axis + 1 == x.dims.len()
+        && x.numel() > 0
+    {
+        // Attention rows: every pass vectorised, the same numbers.
+        let n = x.dims[axis];
+        let src = elems::<f32>(x, "softmax")?;
+        super::softmax_rows::softmax_last_f32(src, elems_mut::<f32>(out, x.dims)?, n);
+        return Ok(());
     }
     with_real!(ins[0].dtype, ins, out, |i, o| softmax_real::<T>(axis, log, i, o); T)
 }

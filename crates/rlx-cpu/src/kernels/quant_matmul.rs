@@ -47,8 +47,11 @@ use rlx_ir::quant::QuantScheme;
 use rlx_ir::DType;
 
 /// Multiply-adds per thread below which another thread does not pay: about
-/// 50-100 us of work at GEMV speed, several times a scoped thread's start.
-const GRAIN: usize = 1 << 20;
+/// 7-15 us of work at GEMV speed, several times a job on the persistent
+/// team (its workers spin between a graph's ops). At 2^20 (sized for a
+/// scoped thread's start) every SmolLM2 decode GEMV but the LM head ran on
+/// one thread, so 2-thread decode ran at the 1-thread rate.
+const GRAIN: usize = 1 << 16;
 
 /// Whether the native kernel runs weights of `scheme` (`None`: plain floats);
 /// other schemes run through the decomposition (`dequantize` + matmul).
