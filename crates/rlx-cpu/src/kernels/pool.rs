@@ -8,6 +8,7 @@
 
 use super::conv::{check_buf, check_window, for_each_index, tap_offsets, PAD};
 use super::scalar::{Int, Pod, Real};
+use super::wide::wide;
 use super::{KernelResult, View, ViewMut};
 use crate::{team, with_real};
 use rlx_ir::op::{PoolKind, Window};
@@ -56,6 +57,7 @@ impl Pool2d {
 
     /// Folds the in-bounds horizontal taps of input row `xr` into the
     /// output-column row `row`.
+    #[inline(always)]
     fn fold_row<T: Copy>(
         &self,
         cols: &[Range<usize>],
@@ -104,10 +106,125 @@ impl Pool2d {
         self.k.1 * self.s.0 + self.k.0 < self.k.0 * self.k.1
     }
 
+    /// Folds windows that tile the input (kernel = stride, no padding or
+    /// dilation, one or two columns: U-Net's and CRNN's 2x2 / 2x1 pools)
+    /// in one pass per output row over the window's input rows, each
+    /// output folded from `init` in the tap-by-tap order; false (nothing
+    /// written) for any other window. The general loop made five passes
+    /// over each output row for a 2x2 window.
+    #[inline(always)]
+    fn fold_tiled<T: Copy>(
+        &self,
+        x: &[T],
+        y: &mut [T],
+        init: T,
+        step: &impl Fn(T, T) -> T,
+    ) -> bool {
+        let ((kh, kw), ow) = (self.k, self.ow);
+        let oh = y.len() / ow.max(1);
+        if self.s != self.k
+            || self.d != (1, 1)
+            || self.p != (0, 0)
+            || !(1..=2).contains(&kw)
+            || oh * kh > self.h
+            || ow * kw > self.w
+        {
+            return false;
+        }
+        for (oy, row) in y.chunks_exact_mut(ow).enumerate() {
+            let xr = |ky: usize| &x[(oy * kh + ky) * self.w..][..ow * kw];
+            if kw == 1 {
+                row.iter_mut()
+                    .zip(xr(0))
+                    .for_each(|(v, &a)| *v = step(init, a));
+                for ky in 1..kh {
+                    row.iter_mut()
+                        .zip(xr(ky))
+                        .for_each(|(v, &a)| *v = step(*v, a));
+                }
+                continue;
+            }
+            let pair = |v: T, p: &[T]| step(step(v, p[0]), p[1]);
+            if kh == 2 {
+                let rows = xr(0).chunks_exact(2).zip(xr(1).chunks_exact(2));
+                for (v, (a, b)) in row.iter_mut().zip(rows) {
+                    *v = pair(pair(init, a), b);
+                }
+                continue;
+            }
+            for (v, a) in row.iter_mut().zip(xr(0).chunks_exact(2)) {
+                *v = pair(init, a);
+            }
+            for ky in 1..kh {
+                for (v, a) in row.iter_mut().zip(xr(ky).chunks_exact(2)) {
+                    *v = pair(*v, a);
+                }
+            }
+        }
+        true
+    }
+
+    /// A stride-1 max window (YOLO's 5x5 SPPF) in whole-plane passes: the
+    /// plane padded once with `init` (a no-op tap for a max), then one
+    /// pass per column tap over the padded plane as a single run and one
+    /// per row tap likewise, each output folded in the two-pass path's
+    /// order. Per-row passes on a 16x16 map were ~90 % loop overhead.
+    /// False (nothing written) for other strides.
+    #[inline(always)]
+    fn fold_padded<T: Copy>(
+        &self,
+        x: &[T],
+        y: &mut [T],
+        init: T,
+        step: &impl Fn(T, T) -> T,
+        buf: &mut Vec<T>,
+    ) -> bool {
+        if self.s != (1, 1) || self.ow == 0 {
+            return false;
+        }
+        let ((kh, kw), (dh, dw), (ph, pw), ow) = (self.k, self.d, self.p, self.ow);
+        let oh = y.len() / ow;
+        let (hp, wp) = (oh + (kh - 1) * dh, ow + (kw - 1) * dw);
+        buf.clear();
+        buf.resize(2 * hp * wp, init);
+        let (padded, rows) = buf.split_at_mut(hp * wp);
+        for (r, dst) in padded.chunks_exact_mut(wp).enumerate() {
+            let Some(iy) = r.checked_sub(ph).filter(|&iy| iy < self.h) else {
+                continue;
+            };
+            // Input column c is padded column pw + c (pw + w <= wp at stride 1).
+            let n = self.w.min(wp.saturating_sub(pw));
+            dst[pw..pw + n].copy_from_slice(&x[iy * self.w..][..n]);
+        }
+        // Column taps: rows[i] folds padded[i + kx * dw]; the last
+        // (kw - 1) * dw entries of each row are never read below.
+        let n = hp * wp - (kw - 1) * dw;
+        for kx in 0..kw {
+            let src = &padded[kx * dw..][..n];
+            rows[..n]
+                .iter_mut()
+                .zip(src)
+                .for_each(|(v, &a)| *v = step(*v, a));
+        }
+        // Row taps, into the padded plane's first `oh` rows (no longer read).
+        let m = n - (kh - 1) * dh * wp;
+        let out = &mut padded[..m];
+        out.fill(init);
+        for ky in 0..kh {
+            let src = &rows[ky * dh * wp..][..m];
+            out.iter_mut().zip(src).for_each(|(v, &a)| *v = step(*v, a));
+        }
+        for (oy, yr) in y.chunks_exact_mut(ow).enumerate() {
+            yr.copy_from_slice(&padded[oy * wp..][..ow]);
+        }
+        true
+    }
+
     /// Folds every in-bounds tap of each window of plane `x` into `y`;
     /// with `rows` (max pooling only: reassociating sums would change
     /// them) first folds each input row horizontally into `rows`, then
     /// those rows vertically, both contiguous passes.
+    #[inline(always)]
     fn fold_plane<T: Copy>(
         &self,
         cols: &[Range<usize>],
@@ -118,6 +235,9 @@ impl Pool2d {
         rows: Option<&mut Vec<T>>,
     ) {
         let (sh, dh, ph) = (self.s.0, self.d.0, self.p.0);
+        if self.fold_tiled(x, y, init, step) {
+            return;
+        }
         let Some(rows) = rows else {
             for (oy, row) in y.chunks_exact_mut(self.ow).enumerate() {
                 row.fill(init);
@@ -129,6 +249,9 @@ impl Pool2d {
             }
             return;
         };
+        if self.fold_padded(x, y, init, step, rows) {
+            return;
+        }
         rows.clear();
         rows.resize(self.h * self.ow, init);
         for (iy, hr) in rows.chunks_exact_mut(self.ow).enumerate() {
@@ -225,7 +348,7 @@ fn pool_fold<T: Pod>(
         // Indexed, not zipped: an empty input still yields all-padding windows.
         let plane = |i: usize, yp: &mut [T], rows: &mut Vec<T>| {
             let xp = &x[i * g.pin..][..g.pin];
-            g2.fold_plane(&cols, xp, yp, init, &step, separable.then_some(rows));
+            wide(|| g2.fold_plane(&cols, xp, yp, init, &step, separable.then_some(rows)));
         };
         let reads = x.len().max(y.len() * (g2.k.0 + g2.k.1));
         let parts = if reads >= PARALLEL_GRAIN && planes > 1 {
