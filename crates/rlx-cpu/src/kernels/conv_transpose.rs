@@ -257,18 +257,22 @@ mod tests {
     /// Every case of tools/gen_cnn_ops_fixtures.py's transposed convs
     /// (numpy, float64 scatter loops): U-Net's 2x2 stride 2, overlapping
     /// 3x3 taps with padding and output padding, stride 1, groups with
-    /// dilation, a stride past the kernel (gaps); the large one at 1 and
-    /// at 2 threads (channels split).
+    /// dilation, a stride past the kernel (gaps), kernel = stride (each
+    /// output written once: no bias, stride 3, grouped; with output
+    /// padding the general path); the large ones at 1, 2 and 3 threads
+    /// (channels split), run twice (the reused `col` buffer).
     #[test]
     fn conv_transpose2d_matches_numpy() {
         let text = include_str!("../../tests/fixtures/cnn_ops/conv_transpose.json");
         let cases = cnn_fixtures::cases(text);
-        assert_eq!(cases.len(), 6);
+        assert_eq!(cases.len(), 11);
         for case in &cases {
             cnn_fixtures::check(case, &ct_case(case));
             if case.get("sum").is_some() {
-                let two = crate::threads::with_limit(Some(2), || ct_case(case));
-                cnn_fixtures::check(case, &two);
+                for threads in [2, 3, 2] {
+                    let y = crate::threads::with_limit(Some(threads), || ct_case(case));
+                    cnn_fixtures::check(case, &y);
+                }
             }
         }
     }

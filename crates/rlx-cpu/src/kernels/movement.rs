@@ -220,3 +220,48 @@ pub(crate) fn pad(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv::tests::run;
+
+    /// A channel concat of two NCHW tensors against the element formula
+    /// (`out[n][c][p]` is input 0's `[n][c][p]` below its 2 channels, else
+    /// input 1's `[n][c - 2][p]`), on 1 to 3 threads: 4 images of 1.3 MB in
+    /// all split by images over the team, 1 image (fewer images than
+    /// threads) copied serially.
+    #[test]
+    fn channel_concat_matches_formula() {
+        let value = |k: usize, n: usize, c: usize, p: usize| {
+            (k * 1_000_000 + n * 10_000 + c * 1_000 + p % 997) as f32
+        };
+        for batch in [4, 1] {
+            let plane = 128 * 128;
+            let dims = |c: usize| vec![batch, c, 128, 128];
+            let input = |k: usize, cs: usize| -> Vec<f32> {
+                (0..batch * cs * plane)
+                    .map(|i| value(k, i / (cs * plane), i / plane % cs, i % plane))
+                    .collect()
+            };
+            let (x0, x1) = (input(0, 2), input(1, 3));
+            let (d0, d1) = (dims(2), dims(3));
+            let want: Vec<f32> = (0..batch * 5 * plane)
+                .map(|i| {
+                    let (n, c, p) = (i / (5 * plane), i / plane % 5, i % plane);
+                    if c < 2 {
+                        value(0, n, c, p)
+                    } else {
+                        value(1, n, c - 2, p)
+                    }
+                })
+                .collect();
+            for threads in [1, 2, 3] {
+                let got = crate::threads::with_limit(Some(threads), || {
+                    run(|i, o| concat(1, i, o), &[(&d0, &x0), (&d1, &x1)], &dims(5)).unwrap()
+                });
+                assert!(got == want, "batch {batch}, {threads} threads");
+            }
+        }
+    }
+}
