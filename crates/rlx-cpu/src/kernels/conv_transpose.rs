@@ -7,7 +7,6 @@
 
 use super::conv::{conv_geom, fill_bias, for_each_index, ConvGeom};
 use super::gemm::{num_threads, GemmFloat, Strided};
-use super::wide::wide;
 use super::winograd::with_scratch;
 use super::{KernelResult, View, ViewMut};
 use crate::{team, with_real};
@@ -94,7 +93,6 @@ fn row_moves(w: &Window, k: &[usize], sp_in: &[usize], sp_out: &[usize]) -> Vec<
 /// `*v = f(*v, a)`. Runs of a constant stride as whole chunks, which
 /// vectorise (a `step_by` loop stays a scalar iterator: U-Net's 2x2
 /// stride-2 up-convs spent more in col2im than in their GEMM).
-#[inline(always)]
 fn fold_strided<T: Copy>(dst: &mut [T], src: &[T], stride: usize, f: &impl Fn(&mut T, T)) {
     if stride == 1 {
         dst.iter_mut().zip(src).for_each(|(v, &a)| f(v, a));
@@ -119,7 +117,6 @@ fn fold_strided<T: Copy>(dst: &mut [T], src: &[T], stride: usize, f: &impl Fn(&m
 /// Folds channel `o`'s block of `col` (`kn` rows of `pin`) into its
 /// output plane with `f` (an add, or with every output written once the
 /// bias plus the value).
-#[inline(always)]
 fn col2im_channel<T: GemmFloat>(
     moves: &[RowMove],
     stride: usize,
@@ -180,9 +177,9 @@ fn conv_transpose_real<T: GemmFloat>(
                     let (cb, kp) = (&col[o * block..][..block], (g.kn, g.pin));
                     if once {
                         // Same bits as the bias fill then the add: b + a.
-                        wide(|| col2im_channel(moves, stride, cb, kp, yo, &|v, a| *v = b + a))
+                        col2im_channel(moves, stride, cb, kp, yo, &|v, a| *v = b + a)
                     } else {
-                        wide(|| col2im_channel(moves, stride, cb, kp, yo, &|v, a| *v = *v + a))
+                        col2im_channel(moves, stride, cb, kp, yo, &|v, a| *v = *v + a)
                     }
                 };
                 if parts <= 1 {

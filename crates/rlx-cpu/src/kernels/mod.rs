@@ -78,7 +78,6 @@ pub(crate) mod scalar;
 mod small_rows;
 mod transpose16;
 pub(crate) mod upsample;
-pub(crate) mod wide;
 pub(crate) mod winograd;
 
 use half::{bf16, f16};

@@ -8,7 +8,6 @@
 
 use super::conv::{check_buf, check_window, for_each_index, tap_offsets, PAD};
 use super::scalar::{Int, Pod, Real};
-use super::wide::wide;
 use super::{KernelResult, View, ViewMut};
 use crate::{team, with_real};
 use rlx_ir::op::{PoolKind, Window};
@@ -57,7 +56,6 @@ impl Pool2d {
 
     /// Folds the in-bounds horizontal taps of input row `xr` into the
     /// output-column row `row`.
-    #[inline(always)]
     fn fold_row<T: Copy>(
         &self,
         cols: &[Range<usize>],
@@ -112,7 +110,6 @@ impl Pool2d {
     /// output folded from `init` in the tap-by-tap order; false (nothing
     /// written) for any other window. The general loop made five passes
     /// over each output row for a 2x2 window.
-    #[inline(always)]
     fn fold_tiled<T: Copy>(
         &self,
         x: &[T],
@@ -170,7 +167,6 @@ impl Pool2d {
     /// per row tap likewise, each output folded in the two-pass path's
     /// order. Per-row passes on a 16x16 map were ~90 % loop overhead.
     /// False (nothing written) for other strides.
-    #[inline(always)]
     fn fold_padded<T: Copy>(
         &self,
         x: &[T],
@@ -224,7 +220,6 @@ impl Pool2d {
     /// with `rows` (max pooling only: reassociating sums would change
     /// them) first folds each input row horizontally into `rows`, then
     /// those rows vertically, both contiguous passes.
-    #[inline(always)]
     fn fold_plane<T: Copy>(
         &self,
         cols: &[Range<usize>],
@@ -348,7 +343,7 @@ fn pool_fold<T: Pod>(
         // Indexed, not zipped: an empty input still yields all-padding windows.
         let plane = |i: usize, yp: &mut [T], rows: &mut Vec<T>| {
             let xp = &x[i * g.pin..][..g.pin];
-            wide(|| g2.fold_plane(&cols, xp, yp, init, &step, separable.then_some(rows)));
+            g2.fold_plane(&cols, xp, yp, init, &step, separable.then_some(rows));
         };
         let reads = x.len().max(y.len() * (g2.k.0 + g2.k.1));
         let parts = if reads >= PARALLEL_GRAIN && planes > 1 {
