@@ -108,6 +108,15 @@ POOL_CASES = [
     # ResNet's 3x3 stride-2 max-pool (the paired stride-2 row fold) on odd planes, a NaN in an even and an odd column.
     ("max_3x3_s2_p1_odd_nan", "max", (1, 3, 13, 11), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (5, 40, 200), "all"),
     ("max_3x3_s2_p1_even_batch2", "max", (2, 2, 12, 34), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (), "all"),
+    # Windows that tile the input (one pass per output row): NaNs in either row and
+    # column of a window, odd sizes (the last row / column left out), kh 3 / kw 1.
+    ("tiled_max_2x2_s2_odd_nan", "max", (2, 3, 9, 11), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (0, 13, 30, 112), "all"),
+    ("tiled_avg_2x2_s2_odd", "avg", (1, 2, 7, 35), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "all"),
+    ("tiled_max_3x2_s32", "max", (1, 2, 10, 9), (3, 2), (3, 2), ((0, 0), (0, 0)), (1, 1), False, (25,), "all"),
+    ("tiled_max_3x1_s31_odd", "max", (2, 2, 11, 7), (3, 1), (3, 1), ((0, 0), (0, 0)), (1, 1), False, (), "all"),
+    # Tiling window with a trailing pad (ceil mode): the general path.
+    ("max_2x2_s2_ceil_pad", "max", (1, 2, 7, 9), (2, 2), (2, 2), ((0, 1), (0, 1)), (1, 1), False, (), "all"),
+    ("tiled_max_threaded_2x2_s2", "max", (1, 16, 64, 66), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "sums"),
 ]
 
 # name, x dims, O, kernel, stride, pads, dilation, output_padding, groups, bias, check
@@ -118,6 +127,13 @@ CT_CASES = [
     ("grouped_dilated_asym", (1, 4, 2, 3), 2, (3, 2), (2, 3), ((1, 0), (0, 1)), (1, 2), (1, 2), 2, True, "all"),
     ("k2_s3_gaps", (1, 2, 3, 3), 2, (2, 2), (3, 3), ((0, 0), (1, 0)), (1, 1), (2, 0), 1, True, "all"),
     ("unet_2x2_s2_large", (2, 32, 16, 16), 16, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "sums"),
+    # Kernel = stride (each output written once, bias folded in): no bias, odd sizes,
+    # stride 3, grouped; and kernel = stride with output padding (bias-filled gaps).
+    ("once_2x2_s2_nobias_odd", (1, 5, 3, 7), 3, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, False, "all"),
+    ("once_3x3_s3_bias", (2, 3, 3, 5), 4, (3, 3), (3, 3), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "all"),
+    ("once_2x3_s23_grouped", (1, 4, 3, 4), 6, (2, 3), (2, 3), ((0, 0), (0, 0)), (1, 1), (0, 0), 2, True, "all"),
+    ("k2_s2_outpad1_bias", (1, 3, 3, 4), 2, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (1, 1), 1, True, "all"),
+    ("once_2x2_s2_threaded_odd", (1, 48, 17, 19), 32, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "sums"),
 ]
 
 

@@ -104,6 +104,118 @@ impl Pool2d {
         self.k.1 * self.s.0 + self.k.0 < self.k.0 * self.k.1
     }
 
+    /// Folds windows that tile the input (kernel = stride, no padding or
+    /// dilation, one or two columns: U-Net's and CRNN's 2x2 / 2x1 pools)
+    /// in one pass per output row over the window's input rows, each
+    /// output folded from `init` in the tap-by-tap order; false (nothing
+    /// written) for any other window. The general loop made five passes
+    /// over each output row for a 2x2 window.
+    fn fold_tiled<T: Copy>(
+        &self,
+        x: &[T],
+        y: &mut [T],
+        init: T,
+        step: &impl Fn(T, T) -> T,
+    ) -> bool {
+        let ((kh, kw), ow) = (self.k, self.ow);
+        let oh = y.len() / ow.max(1);
+        if self.s != self.k
+            || self.d != (1, 1)
+            || self.p != (0, 0)
+            || !(1..=2).contains(&kw)
+            || oh * kh > self.h
+            || ow * kw > self.w
+        {
+            return false;
+        }
+        for (oy, row) in y.chunks_exact_mut(ow).enumerate() {
+            let xr = |ky: usize| &x[(oy * kh + ky) * self.w..][..ow * kw];
+            if kw == 1 {
+                row.iter_mut()
+                    .zip(xr(0))
+                    .for_each(|(v, &a)| *v = step(init, a));
+                for ky in 1..kh {
+                    row.iter_mut()
+                        .zip(xr(ky))
+                        .for_each(|(v, &a)| *v = step(*v, a));
+                }
+                continue;
+            }
+            let pair = |v: T, p: &[T]| step(step(v, p[0]), p[1]);
+            if kh == 2 {
+                let rows = xr(0).chunks_exact(2).zip(xr(1).chunks_exact(2));
+                for (v, (a, b)) in row.iter_mut().zip(rows) {
+                    *v = pair(pair(init, a), b);
+                }
+                continue;
+            }
+            for (v, a) in row.iter_mut().zip(xr(0).chunks_exact(2)) {
+                *v = pair(init, a);
+            }
+            for ky in 1..kh {
+                for (v, a) in row.iter_mut().zip(xr(ky).chunks_exact(2)) {
+                    *v = pair(*v, a);
+                }
+            }
+        }
+        true
+    }
+
+    /// A stride-1 max window (YOLO's 5x5 SPPF) in whole-plane passes: the
+    /// plane padded once with `init` (a no-op tap for a max), then one
+    /// pass per column tap over the padded plane as a single run and one
+    /// per row tap likewise, each output folded in the two-pass path's
+    /// order. Per-row passes on a 16x16 map were ~90 % loop overhead.
+    /// False (nothing written) for other strides.
+    fn fold_padded<T: Copy>(
+        &self,
+        x: &[T],
+        y: &mut [T],
+        init: T,
+        step: &impl Fn(T, T) -> T,
+        buf: &mut Vec<T>,
+    ) -> bool {
+        if self.s != (1, 1) || self.ow == 0 {
+            return false;
+        }
+        let ((kh, kw), (dh, dw), (ph, pw), ow) = (self.k, self.d, self.p, self.ow);
+        let oh = y.len() / ow;
+        let (hp, wp) = (oh + (kh - 1) * dh, ow + (kw - 1) * dw);
+        buf.clear();
+        buf.resize(2 * hp * wp, init);
+        let (padded, rows) = buf.split_at_mut(hp * wp);
+        for (r, dst) in padded.chunks_exact_mut(wp).enumerate() {
+            let Some(iy) = r.checked_sub(ph).filter(|&iy| iy < self.h) else {
+                continue;
+            };
+            // Input column c is padded column pw + c (pw + w <= wp at stride 1).
+            let n = self.w.min(wp.saturating_sub(pw));
+            dst[pw..pw + n].copy_from_slice(&x[iy * self.w..][..n]);
+        }
+        // Column taps: rows[i] folds padded[i + kx * dw]; the last
+        // (kw - 1) * dw entries of each row are never read below.
+        let n = hp * wp - (kw - 1) * dw;
+        for kx in 0..kw {
+            let src = &padded[kx * dw..][..n];
+            rows[..n]
+                .iter_mut()
+                .zip(src)
+                .for_each(|(v, &a)| *v = step(*v, a));
+        }
+        // Row taps, into the padded plane's first `oh` rows (no longer read).
+        let m = n - (kh - 1) * dh * wp;
+        let out = &mut padded[..m];
+        out.fill(init);
+        for ky in 0..kh {
+            let src = &rows[ky * dh * wp..][..m];
+            out.iter_mut().zip(src).for_each(|(v, &a)| *v = step(*v, a));
+        }
+        for (oy, yr) in y.chunks_exact_mut(ow).enumerate() {
+            yr.copy_from_slice(&padded[oy * wp..][..ow]);
+        }
+        true
+    }
+
     /// Folds every in-bounds tap of each window of plane `x` into `y`;
     /// with `rows` (max pooling only: reassociating sums would change
     /// them) first folds each input row horizontally into `rows`, then
@@ -118,6 +230,9 @@ impl Pool2d {
         rows: Option<&mut Vec<T>>,
     ) {
         let (sh, dh, ph) = (self.s.0, self.d.0, self.p.0);
+        if self.fold_tiled(x, y, init, step) {
+            return;
+        }
         let Some(rows) = rows else {
             for (oy, row) in y.chunks_exact_mut(self.ow).enumerate() {
                 row.fill(init);
@@ -129,6 +244,9 @@ impl Pool2d {
             }
             return;
         };
+        if self.fold_padded(x, y, init, step, rows) {
+            return;
+        }
         rows.clear();
         rows.resize(self.h * self.ow, init);
         for (iy, hr) in rows.chunks_exact_mut(self.ow).enumerate() {
@@ -396,13 +514,14 @@ mod tests {
     /// Every case of tools/gen_cnn_ops_fixtures.py's pools (numpy, float64
     /// loops): the CNN set's windows (5x5 SPPF, 2x2, 2x1), strides,
     /// dilations, asymmetric padding, NaN, avg with and without padding
-    /// counted, max in two passes (5x5, 3x3 stride 1); the three large
-    /// ones (a small SPPF map split by its window's reads) at 1, 2 and 3
-    /// threads (planes split).
+    /// counted, max in two passes (5x5, 3x3 stride 1), windows that tile
+    /// the input (2x2 / 3x2 / 3x1, odd sizes, NaNs; a ceil-mode pad taking
+    /// the general path); the large ones (a small SPPF map split by its
+    /// window's reads) at 1, 2 and 3 threads (planes split).
     #[test]
     fn pool2d_matches_numpy() {
         let cases = cnn_fixtures::cases(include_str!("../../tests/fixtures/cnn_ops/pool.json"));
-        assert_eq!(cases.len(), 14);
+        assert_eq!(cases.len(), 20);
         for case in &cases {
             cnn_fixtures::check(case, &pool_case(case));
             if case.get("sum").is_some() {

@@ -39,7 +39,7 @@ thread_local! {
 /// Runs `f` on `len` elements of this thread's buffer `cell` (contents
 /// left from earlier calls: `f` writes before it reads), kept for the
 /// next call.
-fn with_scratch<T: Pod, R>(
+pub(super) fn with_scratch<T: Pod, R>(
     cell: &'static LocalKey<Cell<Vec<f64>>>,
     len: usize,
     f: impl FnOnce(&mut [T]) -> R,
