@@ -3,11 +3,13 @@
 
 The reference side of an RLX per-op profile (`RLX_CPU_PROFILE=1 cnn_import
 MODEL 1 RUNS`): ORT's own node profiler (`SessionOptions.enable_profiling`)
-over RUNS runs after 3 warm-up runs, summed per op type and per node.
+over RUNS runs after 3 warm-up runs, summed per op type, per node
+(`--nodes`) or per (op type, first two input shapes, output shape)
+(`--shapes`: the per-layer-class tables of BENCHMARKS.md).
 
 Re-run (the env of tools/README.md):
   chrt -f 10 ~/.cache/rlx-ref/venv/bin/python tools/ort_node_profile.py \
-      ~/.cache/rlx-models/cnn/unet_b1.onnx --threads 1 --runs 20 [--nodes]
+      ~/.cache/rlx-models/cnn/unet_b1.onnx --threads 1 --runs 20 [--nodes] [--shapes]
 """
 import argparse
 import collections
@@ -34,6 +36,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--nodes", action="store_true", help="also list each node")
+    ap.add_argument("--shapes", action="store_true",
+                    help="also sum per op type and input / output shapes")
     a = ap.parse_args()
 
     so = ort.SessionOptions()
@@ -59,6 +63,7 @@ def main():
 
     by_type = collections.defaultdict(lambda: [0.0, 0])
     by_node = collections.defaultdict(lambda: [0.0, 0, ""])
+    by_shape = collections.defaultdict(lambda: [0.0, 0])
     model_run = 0.0
     for e in events:
         if e.get("cat") == "Session" and e.get("name") == "model_run":
@@ -72,6 +77,10 @@ def main():
         n[0] += e["dur"]
         n[1] += 1
         n[2] = op
+        shape = lambda key: [list(d.values())[0] for d in e["args"].get(key, [])]
+        k = (op, str(shape("input_type_shape")[:2]), str(shape("output_type_shape")))
+        by_shape[k][0] += e["dur"]
+        by_shape[k][1] += 1
     total = sum(v[0] for v in by_type.values())
     r = a.runs
     print(f"ORT {a.model} threads={a.threads} runs={r}: kernels {total / r / 1e3:.3f} ms/run, "
@@ -82,6 +91,10 @@ def main():
     if a.nodes:
         for name, (us, calls, op) in sorted(by_node.items(), key=lambda kv: -kv[1][0]):
             print(f"    {op:18s} {us / r / 1e3:8.3f} ms/run  {name}")
+    if a.shapes:
+        for (op, ins, outs), (us, calls) in sorted(by_shape.items(), key=lambda kv: -kv[1][0]):
+            print(f"    {us / r / 1e3:8.3f} ms/run {100 * us / total:5.1f}% {calls // r:3d} calls/run"
+                  f"  {op} {ins} -> {outs}")
 
 
 if __name__ == "__main__":
