@@ -12,8 +12,29 @@
 
 use super::fastmath::SoftmaxExp;
 
-/// `o` = softmax of each `n`-element row of `src` (`n > 0`).
+/// Elements below which the rows stay on one thread (~15 us of work).
+const GRAIN: usize = 1 << 14;
+
+/// `o` = softmax of each `n`-element row of `src` (`n > 0`); rows split
+/// over the team when there are enough (each row is independent, so the
+/// same bits on any thread count).
 pub(crate) fn softmax_last_f32(src: &[f32], o: &mut [f32], n: usize) {
+    let rows = src.len() / n;
+    let threads = crate::team::threads().min(rows);
+    if threads < 2 || src.len() < GRAIN {
+        return softmax_rows_f32(src, o, n);
+    }
+    let parts = crate::team::split(rows, threads, 1);
+    let out = crate::team::Disjoint::new(o);
+    crate::team::parallel_for(parts.len(), |p| {
+        let r = parts[p].start * n..parts[p].end * n;
+        // SAFETY: the parts' row ranges are disjoint.
+        softmax_rows_f32(&src[r.clone()], unsafe { out.range(r) }, n)
+    });
+}
+
+/// [`softmax_last_f32`] on the calling thread.
+fn softmax_rows_f32(src: &[f32], o: &mut [f32], n: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx2,fma")]
@@ -76,9 +97,27 @@ fn row_max(row: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
-    /// Against an f64 softmax (independent of the kernel), within the
-    /// f32 formula's error; rows of every length 1..70 cover the
-    /// 16-lane body and remainders, with -inf (masked) entries and NaN.
+    /// Each row of `o` against an f64 softmax of the row of `x`
+    /// (independent of the kernel), within the f32 formula's error.
+    fn check_f64(x: &[f32], o: &[f32], n: usize) {
+        for (row, orow) in x.chunks(n).zip(o.chunks(n)) {
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+            let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+            for (&v, &got) in row.iter().zip(orow) {
+                let want = (v as f64 - m).exp() / s;
+                // exp's 2e-7, the sum's rounding, and `x - max` rounded
+                // in f32 (half an ulp of |x - max|, times e^(x - max)).
+                let tol = 1e-6 + (v as f64 - m).abs().min(1e3) * 6e-8;
+                assert!(
+                    (got as f64 - want).abs() <= tol * want + 1e-30,
+                    "n {n}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    /// Rows of every length 1..70 cover the 16-lane body and remainders,
+    /// with -inf (masked) entries and NaN; rows split over 1-3 threads.
     #[test]
     fn matches_f64_softmax() {
         let mut seed = 7u64;
@@ -97,20 +136,19 @@ mod tests {
             }
             let mut o = vec![0f32; x.len()];
             softmax_last_f32(&x, &mut o, n);
-            for (row, orow) in x.chunks(n).zip(o.chunks(n)) {
-                let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-                let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
-                for (&v, &got) in row.iter().zip(orow) {
-                    let want = (v as f64 - m).exp() / s;
-                    // exp's 2e-7, the sum's rounding, and `x - max` rounded
-                    // in f32 (half an ulp of |x - max|, times e^(x - max)).
-                    let tol = 1e-6 + (v as f64 - m).abs().min(1e3) * 6e-8;
-                    assert!(
-                        (got as f64 - want).abs() <= tol * want + 1e-30,
-                        "n {n}: {got} vs {want}"
-                    );
-                }
-            }
+            check_f64(&x, &o, n);
+        }
+        // Enough rows to split over the team (attention's [heads, q, kv]):
+        // every thread count gives the bits of one thread.
+        let (rows, n) = (3 * 3 * 32, 97);
+        let x: Vec<f32> = (0..rows * n).map(|_| next()).collect();
+        let mut one = vec![0f32; x.len()];
+        softmax_rows_f32(&x, &mut one, n);
+        check_f64(&x, &one, n);
+        for threads in [1, 2, 3] {
+            let mut o = vec![0f32; x.len()];
+            crate::threads::with_limit(Some(threads), || softmax_last_f32(&x, &mut o, n));
+            assert!(o == one, "{threads} threads");
         }
         let mut o = [0f32; 20];
         let mut x = [1f32; 20];

@@ -61,6 +61,49 @@ pub(crate) fn quantize_act(
     Ok(a)
 }
 
+/// [`quantize_act`] of `x`'s rows of `k` values over `parts` threads of
+/// the team, each quantizing whole rows: blocks and weight groups never
+/// straddle rows (`k` a multiple of both), so the pieces laid end to end
+/// are the same bits as one call over all of `x`.
+pub(crate) fn quantize_act_rows(
+    isa: QuantIsa,
+    act: ActQuant,
+    x: &[f32],
+    (k, group): (usize, usize),
+    parts: usize,
+) -> Result<Act, KernelError> {
+    let rows = x.len() / k.max(1);
+    let whole = k > 0 && k.is_multiple_of(block_of(act)) && k.is_multiple_of(group);
+    if parts <= 1 || rows < 2 || !whole {
+        return quantize_act(isa, act, x, group);
+    }
+    let ranges = crate::team::split(rows, parts.min(rows), 1);
+    let pieces: Vec<std::sync::Mutex<Option<Result<Act, KernelError>>>> =
+        ranges.iter().map(|_| Default::default()).collect();
+    crate::team::parallel_for(ranges.len(), |p| {
+        let r = &ranges[p];
+        let piece = quantize_act(isa, act, &x[r.start * k..r.end * k], group);
+        *pieces[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(piece);
+    });
+    let mut all = Act {
+        q: Vec::with_capacity(x.len()),
+        d: Vec::new(),
+        s: Vec::new(),
+        gsum: Vec::new(),
+    };
+    for piece in pieces {
+        let piece = piece
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("every part ran")?;
+        all.q.extend_from_slice(&piece.q);
+        all.d.extend_from_slice(&piece.d);
+        all.s.extend_from_slice(&piece.s);
+        all.gsum.extend_from_slice(&piece.gsum);
+    }
+    Ok(all)
+}
+
 /// The reference path: rlx-gguf's codecs, then the fields read back from
 /// the block bytes (`gsum` left empty).
 fn reference(act: ActQuant, x: &[f32]) -> Result<Act, KernelError> {
