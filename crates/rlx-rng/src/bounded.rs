@@ -20,6 +20,16 @@ pub(crate) fn gen_mask(max: u64) -> u64 {
     m
 }
 
+/// numpy's `shuffle(x)`: Fisher-Yates from the end with
+/// [`random_interval`] indices (the order both `Generator` and
+/// `RandomState` draw in).
+pub(crate) fn shuffle<T, B: BitGenerator + ?Sized>(b: &mut B, x: &mut [T]) {
+    for i in (1..x.len()).rev() {
+        let j = random_interval(b, i as u64) as usize;
+        x.swap(i, j);
+    }
+}
+
 /// `random_interval(max)`: uniform in `[0, max]` by masked rejection, with
 /// 32-bit draws while `max` fits in 32 bits (the shuffle primitive).
 pub(crate) fn random_interval<B: BitGenerator + ?Sized>(b: &mut B, max: u64) -> u64 {

@@ -132,10 +132,7 @@ impl<B: BitGenerator> Generator<B> {
     /// `shuffle(x)` of a 1-d array (or along the first axis): Fisher-Yates
     /// from the end with `random_interval` (masked rejection) indices.
     pub fn shuffle<T>(&mut self, x: &mut [T]) {
-        for i in (1..x.len()).rev() {
-            let j = bounded::random_interval(&mut self.bit_generator, i as u64) as usize;
-            x.swap(i, j);
-        }
+        bounded::shuffle(&mut self.bit_generator, x);
     }
 
     /// `permutation(n)`: `arange(n)`, shuffled.

@@ -141,10 +141,7 @@ impl RandomState {
 
     /// `shuffle(x)`: Fisher-Yates from the end with `random_interval` indices.
     pub fn shuffle<T>(&mut self, x: &mut [T]) {
-        for i in (1..x.len()).rev() {
-            let j = bounded::random_interval(&mut self.mt, i as u64) as usize;
-            x.swap(i, j);
-        }
+        bounded::shuffle(&mut self.mt, x);
     }
 
     /// `permutation(n)`: `arange(n)`, shuffled.
