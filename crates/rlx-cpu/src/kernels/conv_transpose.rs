@@ -5,8 +5,8 @@
 //! one output row at the stride, the output channels split over the
 //! thread team. (U-Net's 2x2 stride-2 up-convs write every output once.)
 
-use super::conv_transpose_up2 as up2;
 use super::conv::{conv_geom, fill_bias, for_each_index, ConvGeom};
+use super::conv_transpose_up2 as up2;
 use super::gemm::{num_threads, GemmFloat, Strided};
 use super::winograd::with_scratch;
 use super::{KernelResult, View, ViewMut};
@@ -215,16 +215,18 @@ pub(crate) fn conv_transpose(
     let moves = row_moves(w, &ins[1].dims[2..], sp_in, sp_out);
     let stride = w.stride[sp_in.len() - 1];
     // Windows that tile the output (kernel = stride, no padding, dilation
-    // or output padding) write each output once: no bias fill first.
-    let once = (w.kernel == w.stride || w.kernel.is_empty() && ins[1].dims[2..] == w.stride[..])
+    // or output padding) write each output once: no bias fill first. (The
+    // weight's dims are the kernel; the window's may be left empty.)
+    let wk = &ins[1].dims[2..];
+    let once = wk == w.stride.as_slice()
         && w.dilation.iter().all(|&d| d == 1)
         && w.padding.iter().all(|&p| p == (0, 0))
         && output_padding.iter().all(|&p| p == 0);
-    let (wk, sp) = (&ins[1].dims[2..], w.stride.as_slice());
     if ins[0].dtype == rlx_ir::DType::F32
         && groups == 1
-        && (wk, sp) == ([2, 2].as_slice(), [2, 2].as_slice())
+        && wk == [2, 2]
         && once
+        && g.c > 0
         && up2::available()
     {
         let g = up2::Up2 {

@@ -126,7 +126,10 @@ unsafe fn tile<'a, const B: usize>(
 ) {
     use std::arch::x86_64::*;
     let plane = g.h * g.w;
-    assert!(len >= 1 && (g.c - 1) * plane + len <= x.len(), "up2 tile image");
+    assert!(
+        len >= 1 && (g.c - 1) * plane + len <= x.len(),
+        "up2 tile image"
+    );
     assert!((g.c - 1) * g.o * 4 + 4 * B <= wt.len(), "up2 tile weight");
     let mask: __mmask16 = ((1u32 << len) - 1) as __mmask16;
     let mut acc = [[_mm512_setzero_ps(); 4]; B];
