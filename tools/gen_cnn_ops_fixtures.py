@@ -134,6 +134,11 @@ CT_CASES = [
     ("once_2x3_s23_grouped", (1, 4, 3, 4), 6, (2, 3), (2, 3), ((0, 0), (0, 0)), (1, 1), (0, 0), 2, True, "all"),
     ("k2_s2_outpad1_bias", (1, 3, 3, 4), 2, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (1, 1), 1, True, "all"),
     ("once_2x2_s2_threaded_odd", (1, 48, 17, 19), 32, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "sums"),
+    # The direct AVX-512 2x2 stride-2 kernel (conv_transpose_up2.rs): rows of 16 + 5 pixels
+    # (a 10-lane interleaved tail), 5 channels (one 4-channel tile + 1); and, split over
+    # threads by (image, row), 4 images of 12 rows of 16 + 11 pixels, 7 channels.
+    ("up2_tail21_o5", (1, 3, 2, 21), 5, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "all"),
+    ("up2_threaded_batch4_o7", (4, 9, 12, 27), 7, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "sums"),
 ]
 
 

@@ -56,6 +56,7 @@ pub(crate) mod conv_pointwise_blocked;
 #[cfg(test)]
 mod conv_roofline;
 mod conv_transpose;
+mod conv_transpose_up2;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod fft;

@@ -1,0 +1,171 @@
+//! ConvTranspose with a 2x2 window at stride 2 and no padding (U-Net's
+//! up-convs), f32 on AVX-512: every output is written once, straight from
+//! the image — no `col` matrix, no col2im pass. Each input pixel `(y, x)`
+//! of channel `c` feeds the four outputs `(2y + ky, 2x + kx)`, so a tile
+//! of 16 input pixels x 4 output channels keeps 16 accumulators (channel,
+//! ky, kx), each summing its channel's products in input-channel order;
+//! the kx = 0 / 1 pairs are interleaved in registers into two output rows
+//! of 32 and stored as `bias + sum` (the general path's bits for the bias,
+//! its GEMM's order aside). Work splits over the team by (image, input
+//! row): each writes two whole output rows of every channel.
+
+use crate::team;
+
+/// Output elements from which the rows split over the team.
+const PARALLEL_GRAIN: usize = 1 << 15;
+
+/// Output channels per register tile.
+const OB: usize = 4;
+
+/// Shape of one call: `x [n, c, h, w]`, weight `[c, o, 2, 2]`, `y [n, o,
+/// 2h, 2w]`.
+#[derive(Clone, Copy)]
+pub(super) struct Up2 {
+    pub(super) n: usize,
+    pub(super) c: usize,
+    pub(super) o: usize,
+    pub(super) h: usize,
+    pub(super) w: usize,
+}
+
+/// True when this kernel runs on this CPU.
+pub(super) fn available() -> bool {
+    super::conv_depthwise_small::avx512()
+}
+
+/// Runs the up-conv: `x`, `wt` and `y` hold exactly the shapes of `g`,
+/// `bias` (if any) `o` values. Call only when [`available`].
+pub(super) fn run(g: Up2, x: &[f32], wt: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
+    assert!(available(), "conv_transpose_up2 without AVX-512");
+    assert_eq!(x.len(), g.n * g.c * g.h * g.w, "up2 image");
+    assert_eq!(wt.len(), g.c * g.o * 4, "up2 weight");
+    assert_eq!(y.len(), g.n * g.o * 4 * g.h * g.w, "up2 output");
+    assert!(bias.is_none_or(|b| b.len() == g.o), "up2 bias");
+    let rows = g.n * g.h;
+    let parts = if y.len() >= PARALLEL_GRAIN && rows > 1 {
+        team::threads()
+    } else {
+        1
+    };
+    let ranges = team::split(rows, parts, 1);
+    let out = team::Disjoint::new(y);
+    team::parallel_for(ranges.len(), |part| {
+        for row in ranges[part].clone() {
+            // SAFETY: AVX-512F checked above; each (image, input row)
+            // writes only its own two output rows of each channel.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                input_row(g, row / g.h, row % g.h, x, wt, bias, &out)
+            };
+        }
+    });
+}
+
+/// Every output of input row `yi` of image `n`: its two output rows in
+/// each channel.
+///
+/// # Safety
+/// AVX-512F; no other part writes this (image, row)'s output rows.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn input_row(
+    g: Up2,
+    n: usize,
+    yi: usize,
+    x: &[f32],
+    wt: &[f32],
+    bias: Option<&[f32]>,
+    out: &team::Disjoint<f32>,
+) {
+    let wo = 2 * g.w;
+    let plane_out = 4 * g.h * g.w;
+    let xrow = &x[(n * g.c * g.h + yi) * g.w..];
+    for x0 in (0..g.w).step_by(16) {
+        let len = (g.w - x0).min(16);
+        let mut o0 = 0;
+        while o0 < g.o {
+            let ob = (g.o - o0).min(OB);
+            // The output rows (channel o0 + j, ky) at column 2 * x0.
+            let dst = |j: usize, ky: usize| {
+                let at = (n * g.o + o0 + j) * plane_out + (2 * yi + ky) * wo + 2 * x0;
+                // SAFETY: this (image, row)'s own output row (the caller's contract).
+                unsafe { out.range(at..at + 2 * len) }
+            };
+            let b = |j: usize| bias.map_or(0.0, |b| b[o0 + j]);
+            if ob == OB {
+                // SAFETY: AVX-512F (this function's feature).
+                unsafe { tile::<OB>(g, &xrow[x0..], len, &wt[o0 * 4..], &b, &dst) };
+            } else {
+                for j in 0..ob {
+                    let (b1, d1) = (|_: usize| b(j), |_: usize, ky: usize| dst(j, ky));
+                    // SAFETY: as above.
+                    unsafe { tile::<1>(g, &xrow[x0..], len, &wt[(o0 + j) * 4..], &b1, &d1) };
+                }
+            }
+            o0 += ob;
+        }
+    }
+}
+
+/// `B` output channels x `len` (<= 16) input pixels from `x` (row-start
+/// of channel 0; channel `c` at `c * h * w`), weight taps from `wt`
+/// (channel `c`'s at `c * o * 4`), bias `b(j)`, rows `dst(j, ky)`.
+///
+/// # Safety
+/// AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn tile<'a, const B: usize>(
+    g: Up2,
+    x: &[f32],
+    len: usize,
+    wt: &[f32],
+    b: &impl Fn(usize) -> f32,
+    dst: &impl Fn(usize, usize) -> &'a mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let plane = g.h * g.w;
+    assert!(
+        len >= 1 && (g.c - 1) * plane + len <= x.len(),
+        "up2 tile image"
+    );
+    assert!((g.c - 1) * g.o * 4 + 4 * B <= wt.len(), "up2 tile weight");
+    let mask: __mmask16 = ((1u32 << len) - 1) as __mmask16;
+    let mut acc = [[_mm512_setzero_ps(); 4]; B];
+    let (xp, wp) = (x.as_ptr(), wt.as_ptr());
+    for c in 0..g.c {
+        // SAFETY: in bounds by the asserts above (masked lanes not read).
+        let v = unsafe { _mm512_maskz_loadu_ps(mask, xp.add(c * plane)) };
+        let wc = unsafe { wp.add(c * g.o * 4) };
+        for (j, a) in acc.iter_mut().enumerate() {
+            for (t, a) in a.iter_mut().enumerate() {
+                // SAFETY: as above.
+                let w = _mm512_set1_ps(unsafe { *wc.add(j * 4 + t) });
+                *a = _mm512_fmadd_ps(w, v, *a);
+            }
+        }
+    }
+    // Lane pairs (kx = 0, kx = 1) of pixels 0..8 / 8..16.
+    let lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    let hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    let m_lo = ((1u32 << (2 * len).min(16)) - 1) as __mmask16;
+    let m_hi = ((1u32 << (2 * len).saturating_sub(16)) - 1) as __mmask16;
+    for (j, a) in acc.iter().enumerate() {
+        let bj = _mm512_set1_ps(b(j));
+        for ky in 0..2 {
+            let (a0, a1) = (a[2 * ky], a[2 * ky + 1]);
+            let row = dst(j, ky);
+            let p = row.as_mut_ptr();
+            // SAFETY: `row` holds 2 * len floats; masked lanes not written.
+            unsafe {
+                let v = _mm512_add_ps(bj, _mm512_permutex2var_ps(a0, lo, a1));
+                _mm512_mask_storeu_ps(p, m_lo, v);
+                if m_hi != 0 {
+                    let v = _mm512_add_ps(bj, _mm512_permutex2var_ps(a0, hi, a1));
+                    _mm512_mask_storeu_ps(p.add(16), m_hi, v);
+                }
+            }
+        }
+    }
+}
