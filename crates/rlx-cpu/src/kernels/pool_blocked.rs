@@ -161,25 +161,38 @@ fn block_max(g: &Geom, src: &[f32], dst: &mut [f32]) {
     body(g, src, dst)
 }
 
-/// [`block_max`]'s loops (16-lane arrays: one vector max per tap).
+/// [`block_max`]'s loops (16-lane arrays: one vector max per tap; the
+/// taps of each output clipped to the image once, so no padding test).
 #[inline(always)]
 fn body(g: &Geom, src: &[f32], dst: &mut [f32]) {
     let pout = g.oh * g.ow;
+    let range = |o: usize, s: usize, d: usize, p: usize, k: usize, n: usize| {
+        let mut taps = Geom::taps(o, s, d, p, k, n);
+        let first = taps.next();
+        (first, first.map_or(0, |f| 1 + taps.count()))
+    };
+    let cols: Vec<_> = (0..g.ow)
+        .map(|ow| range(ow, g.s.1, g.d.1, g.p.1, g.k.1, g.w))
+        .collect();
     let mut row = vec![[0f32; LANES]; g.ow];
     for oh in 0..g.oh {
-        for (ow, acc) in row.iter_mut().enumerate() {
-            *acc = [f32::NEG_INFINITY; LANES];
-            for ih in Geom::taps(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h) {
-                for iw in Geom::taps(ow, g.s.1, g.d.1, g.p.1, g.k.1, g.w) {
-                    let px: &[f32; LANES] = src[(ih * g.w + iw) * LANES..][..LANES]
-                        .try_into()
-                        .expect("16 lanes");
-                    for (a, &v) in acc.iter_mut().zip(px) {
-                        // `pool.rs`'s max step: NaN sticks.
-                        *a = if *a < v || v.is_nan() { v } else { *a };
+        let (r0, rn) = range(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h);
+        for (acc, &(c0, cn)) in row.iter_mut().zip(&cols) {
+            let mut a = [f32::NEG_INFINITY; LANES];
+            if let (Some(r0), Some(c0)) = (r0, c0) {
+                for ih in (0..rn).map(|t| r0 + t * g.d.0) {
+                    for iw in (0..cn).map(|t| c0 + t * g.d.1) {
+                        let at = (ih * g.w + iw) * LANES;
+                        let px = &src[at..at + LANES];
+                        for l in 0..LANES {
+                            // `pool.rs`'s max step: NaN sticks.
+                            let v = px[l];
+                            a[l] = if (a[l] < v) | v.is_nan() { v } else { a[l] };
+                        }
                     }
                 }
             }
+            *acc = a;
         }
         for (l, plane) in dst.chunks_exact_mut(pout).enumerate() {
             let out = &mut plane[oh * g.ow..][..g.ow];
@@ -205,5 +218,72 @@ fn mean(x: &[f32], dims: &[usize], y: &mut [f32]) {
         out.iter_mut()
             .zip(&acc)
             .for_each(|(o, &a)| *o = (a / div) as f32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::op::Window;
+
+    fn max_op(k: usize, s: usize, p: usize) -> Op {
+        Op::Pool {
+            kind: PoolKind::Max,
+            window: Window {
+                kernel: vec![k; 2],
+                stride: vec![s; 2],
+                padding: vec![(p, p); 2],
+                dilation: vec![1; 2],
+            },
+            count_include_pad: false,
+        }
+    }
+
+    fn run_on(op: &Op, x: &[usize], y: &[usize]) -> KernelResult {
+        let xs = vec![0f32; x.iter().product()];
+        let mut ys = vec![0f32; y.iter().product()];
+        // SAFETY: f32 is plain data.
+        let xb = unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const u8, xs.len() * 4) };
+        let yb =
+            unsafe { std::slice::from_raw_parts_mut(ys.as_mut_ptr() as *mut u8, ys.len() * 4) };
+        let ins = [View {
+            dims: x,
+            dtype: DType::F32,
+            bytes: xb,
+        }];
+        run(
+            op,
+            &ins,
+            &mut ViewMut {
+                dims: y,
+                dtype: DType::F32,
+                bytes: yb,
+            },
+        )
+    }
+
+    /// Shapes the kernel cannot take are typed errors naming them.
+    #[test]
+    fn bad_blocked_pool_inputs_are_errors() {
+        let op = max_op(3, 2, 1);
+        assert!(run_on(&op, &[1, 16, 9, 9], &[1, 16, 5, 5]).is_ok());
+        // 24 channels: not whole blocks.
+        let e = run_on(&op, &[1, 24, 9, 9], &[1, 24, 5, 5]).unwrap_err();
+        assert!(format!("{e:?}").contains("[1, 24, 9, 9]"), "{e:?}");
+        // An output size the window does not give.
+        let e = run_on(&op, &[1, 16, 9, 9], &[1, 16, 4, 5]).unwrap_err();
+        assert!(format!("{e:?}").contains("does not match"), "{e:?}");
+        // Average pooling is not taken blocked.
+        let avg = Op::Pool {
+            kind: PoolKind::Avg,
+            window: Window {
+                kernel: vec![2; 2],
+                stride: vec![2; 2],
+                padding: vec![(0, 0); 2],
+                dilation: vec![1; 2],
+            },
+            count_include_pad: false,
+        };
+        assert!(run_on(&avg, &[1, 16, 8, 8], &[1, 16, 4, 4]).is_err());
     }
 }
