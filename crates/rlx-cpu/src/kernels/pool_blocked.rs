@@ -169,7 +169,7 @@ fn body(g: &Geom, src: &[f32], dst: &mut [f32]) {
     let range = |o: usize, s: usize, d: usize, p: usize, k: usize, n: usize| {
         let mut taps = Geom::taps(o, s, d, p, k, n);
         let first = taps.next();
-        (first, first.map_or(0, |f| 1 + taps.count()))
+        (first, first.map_or(0, |_| 1 + taps.count()))
     };
     let cols: Vec<_> = (0..g.ow)
         .map(|ow| range(ow, g.s.1, g.d.1, g.p.1, g.k.1, g.w))
