@@ -45,6 +45,9 @@ maxpool pads with -inf; every conv 32 -> 32 but the first, 16 -> 32):
   g  = mean(r2, axes (2, 3))                    (graph output [2, 32, 1, 1])
   q  = maxpool(r2, 2x2, stride 2, pads (0, 1))  (ceil-mode style: 3 x 4; graph output)
 
+and r2 itself (the test's variant with r2 also a graph output: written NCHW
+while its residual r1 is read blocked).
+
 Weights / biases values(n, seed), seeds 31.. (weight then bias, in order).
 
 Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
@@ -141,7 +144,7 @@ def resnet_like():
     g = r2.mean(axis=(2, 3), keepdims=True)
     q = maxpool(r2, 2, 2, ((0, 1), (0, 1)))
     enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
-    return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q)}
+    return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q), "r2": enc(r2)}
 
 
 def main():

@@ -225,8 +225,9 @@ fn inverted_residual_blocks_match_numpy() {
 }
 
 /// tools/gen_nchwc_chain_fixtures.py's `resnet_like`: a 3x3 conv of
-/// `x` with weight `values(.., seed)` `[32, c, 3, 3]` and bias `seed + 1`.
-fn resnet_like() -> CpuExecutable {
+/// `x` with weight `values(.., seed)` `[32, c, 3, 3]` and bias `seed + 1`;
+/// `r2` also a graph output when `r2_out`.
+fn resnet_like(r2_out: bool) -> CpuExecutable {
     let mut g = Graph::new("resnet_like");
     let x = g.input("x", Shape::new(&[2, 16, 11, 13], DType::F32));
     let conv3 = |g: &mut Graph, v, c, seed| {
@@ -261,7 +262,11 @@ fn resnet_like() -> CpuExecutable {
         dilation: vec![1, 1],
     };
     let q = g.pool(r2, PoolKind::Max, window, false);
-    g.set_outputs(vec![mean, q]);
+    g.set_outputs(if r2_out {
+        vec![mean, q, r2]
+    } else {
+        vec![mean, q]
+    });
     let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
     CpuExecutable::new(lir).unwrap()
 }
@@ -278,33 +283,43 @@ fn resnet_like_blocks_match_numpy() {
         .map(|v| v * 16.0)
         .collect();
     let x = HostTensor::from_slice(&xs, &[2, 16, 11, 13]).unwrap();
-    let mut exe = resnet_like();
-    if avx512() {
-        // a -> pool, c1 -> r1, r1 -> (c3, r2's residual), c3 -> r2,
-        // r2 -> (mean, pool); the pool output m stays NCHW (read by c1
-        // and as r1's residual: the pool writes NCHW).
-        assert_eq!(exe.nchwc_blocked_outputs(), 5);
-    }
-    for threads in 1..=3 {
-        exe.limit_threads(Some(threads)).unwrap();
-        let out = exe.run(&[&x]).unwrap();
-        let what = format!("resnet-like, threads {threads}");
-        assert_close(
-            &out[0].to_vec::<f32>().unwrap(),
-            &floats(&fx["g"]),
-            &format!("mean, {what}"),
-        );
-        assert_eq!(
-            out[1].dims().to_vec(),
-            floats(&fx["q_shape"])
-                .iter()
-                .map(|&d| d as usize)
-                .collect::<Vec<_>>()
-        );
-        assert_close(
-            &out[1].to_vec::<f32>().unwrap(),
-            &floats(&fx["q"]),
-            &format!("max pool, {what}"),
-        );
+    for r2_out in [false, true] {
+        let mut exe = resnet_like(r2_out);
+        if avx512() {
+            // a -> pool, c1 -> r1, r1 -> (c3, r2's residual), c3 -> r2,
+            // r2 -> (mean, pool); the pool output m stays NCHW (read by c1
+            // and as r1's residual: the pool writes NCHW). With r2 a graph
+            // output, r2 is NCHW (its row chain gathers r1's blocked lanes).
+            assert_eq!(exe.nchwc_blocked_outputs(), if r2_out { 4 } else { 5 });
+        }
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            let what = format!("resnet-like, r2 an output {r2_out}, threads {threads}");
+            if r2_out {
+                assert_close(
+                    &out[2].to_vec::<f32>().unwrap(),
+                    &floats(&fx["r2"]),
+                    &format!("r2, {what}"),
+                );
+            }
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &floats(&fx["g"]),
+                &format!("mean, {what}"),
+            );
+            assert_eq!(
+                out[1].dims().to_vec(),
+                floats(&fx["q_shape"])
+                    .iter()
+                    .map(|&d| d as usize)
+                    .collect::<Vec<_>>()
+            );
+            assert_close(
+                &out[1].to_vec::<f32>().unwrap(),
+                &floats(&fx["q"]),
+                &format!("max pool, {what}"),
+            );
+        }
     }
 }
