@@ -6,8 +6,9 @@ with numpy in float64.
 
     ~/.cache/rlx-ref/venv/bin/python tools/gen_nchwc_chain_fixtures.py
 
-writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json.
+writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -31,7 +32,25 @@ weight then its bias), x is values(.., 10) * 16.
   y2 = relu(conv(y1, w2) + b2 + r)            (residual add, NCHW operand)
   y3 = conv(y2, w3) + b3                      (graph output)
 
-Every conv 16 -> 16, stride 1, padding 1. Values are float32 made by
+ResNet-like blocks (resnet_like.json; conv3x3: 3x3, stride 1, padding 1;
+maxpool pads with -inf; every conv 32 -> 32 but the first, 16 -> 32):
+
+  x  [2, 16, 11, 13]                            (input, values(.., 30) * 16)
+  a  = relu(conv3x3(x, w0 [32, 16]) + b0)       (stem: written blocked for the pool)
+  m  = maxpool(a, 3x3, stride 2, pad 1)         (blocked input, odd sizes: 6 x 7)
+  c1 = relu(conv3x3(m, w1) + b1)
+  r1 = relu(conv3x3(c1, w2) + b2 + m)           (NCHW residual)
+  c3 = relu(conv3x3(r1, w3) + b3)
+  r2 = relu(conv3x3(c3, w4) + b4 + r1)          (blocked residual)
+  g  = mean(r2, axes (2, 3))                    (graph output [2, 32, 1, 1])
+  q  = maxpool(r2, 2x2, stride 2, pads (0, 1))  (ceil-mode style: 3 x 4; graph output)
+
+and r2 itself (the test's variant with r2 also a graph output: written NCHW
+while its residual r1 is read blocked).
+
+Weights / biases values(n, seed), seeds 31.. (weight then bias, in order).
+
+Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
 `values(n, seed)` below (the test computes the same in Rust: each step one
 correctly rounded float32 operation).
 """
@@ -96,6 +115,38 @@ def inverted_residual(hw):
     return {"shape": list(y.shape), "y": [float("%.8g" % v) for v in y.ravel()]}
 
 
+def maxpool(x, k, s, pads):
+    """pads: ((top, bottom), (left, right)), -inf padding (never wins)."""
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0)) + pads, constant_values=-np.inf)
+    oh, ow = (xp.shape[2] - k) // s + 1, (xp.shape[3] - k) // s + 1
+    y = np.full((n, c, oh, ow), -np.inf)
+    for ky in range(k):
+        for kx in range(k):
+            y = np.maximum(y, xp[:, :, ky:ky + s * (oh - 1) + 1:s, kx:kx + s * (ow - 1) + 1:s])
+    return y
+
+
+def resnet_like():
+    f64 = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    x = f64(values(2 * 16 * 11 * 13, 30)).reshape(2, 16, 11, 13) * 16
+    ws, bs = [], []
+    for i, c in enumerate([16, 32, 32, 32, 32]):
+        ws.append(f64(values(32 * c * 9, 31 + 2 * i)).reshape(32, c, 3, 3))
+        bs.append(f64(values(32, 32 + 2 * i)))
+    a = relu(conv3x3(x, ws[0], bs[0]))
+    m = maxpool(a, 3, 2, ((1, 1), (1, 1)))
+    c1 = relu(conv3x3(m, ws[1], bs[1]))
+    r1 = relu(conv3x3(c1, ws[2], bs[2]) + m)
+    c3 = relu(conv3x3(r1, ws[3], bs[3]))
+    r2 = relu(conv3x3(c3, ws[4], bs[4]) + r1)
+    g = r2.mean(axis=(2, 3), keepdims=True)
+    q = maxpool(r2, 2, 2, ((0, 1), (0, 1)))
+    enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
+    return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q), "r2": enc(r2)}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -118,6 +169,9 @@ def main():
     with open(os.path.join(os.path.dirname(path), "inverted_residual.json"), "w") as f:
         json.dump({"hw18": inverted_residual(18), "hw14": inverted_residual(14)}, f,
                   separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "resnet_like.json"), "w") as f:
+        json.dump(resnet_like(), f, separators=(",", ":"))
         f.write("\n")
 
 

@@ -463,8 +463,15 @@ impl CpuExecutable {
                             _ => kernels::fused::matmul_packed_weights(&n.op, nr, &views, &mut out),
                         },
                         None => match self.winograd.of(id.index()) {
-                            Some(prepared) => {
-                                kernels::conv::conv_prepared(&n.op, prepared, &views, &mut out)
+                            Some(prepared) => kernels::conv::conv_prepared_layout(
+                                &n.op,
+                                prepared,
+                                self.winograd.blocked_extras(id.index()),
+                                &views,
+                                &mut out,
+                            ),
+                            None if self.winograd.pool_reads_blocked(id.index()) => {
+                                kernels::pool_blocked::run(&n.op, &views, &mut out)
                             }
                             None => run_node(n, &views, &mut out),
                         },

@@ -1,34 +1,48 @@
-//! Which activations stay in the NCHWc blocked layout between convs.
+//! Which activations stay in the NCHWc blocked layout `[N][C/16][H][W][16]`.
 //!
-//! A conv whose kernel can read and write the blocked layout — the NCHWc
-//! dense kernel on a prepared weight ([`crate::kernels::conv_nchwc`]), the
-//! blocked 1x1 kernel ([`crate::kernels::conv_pointwise_blocked`]) or the
-//! small-plane depthwise one ([`crate::kernels::conv_depthwise_small`]) —
-//! writes its output blocked, `[N][O/16][H][W][16]`, when every node
-//! reading that output is another such conv reading it as its image `x`
-//! (none as a weight, bias or epilogue operand), the value is not a graph
-//! output, `O` is a multiple of 16 and the producer's epilogue runs on
-//! blocked rows. Those readers then take the blocked image as is: the
-//! NCHW -> blocked reorder of the reader and the blocked -> NCHW transpose
-//! of the writer cancel in pairs, the way ONNX Runtime's NCHWc transformer
-//! drops a ReorderOutput feeding a ReorderInput. So MobileNetV2's expand
-//! 1x1 -> depthwise 3x3 -> project 1x1 keeps its two inner edges blocked
-//! (on 28 x 28 maps and below, where the depthwise kernel runs); an edge
-//! of 24 channels (not whole blocks) stays NCHW rather than padded, and
-//! so does a block's input that its residual add reads. Everything else
-//! keeps NCHW, so no other kernel ever sees a blocked buffer.
+//! Layout-capable node kinds:
+//! - writers (and image readers): a conv whose kernel reads and writes
+//!   the blocked layout — the NCHWc dense kernel on a prepared weight
+//!   ([`crate::kernels::conv_nchwc`]), the blocked 1x1 kernel
+//!   ([`crate::kernels::conv_pointwise_blocked`]), the small-plane
+//!   depthwise one ([`crate::kernels::conv_depthwise_small`]);
+//! - residual readers: such a conv whose row-chain epilogue reads the
+//!   value as a same-shape extra (`RowChain` reads it at the output's
+//!   blocked offsets: [`crate::kernels::conv_epilogue`]);
+//! - read-only readers: a 2-D max pool and a mean over both spatial axes
+//!   (global average pool) ([`crate::kernels::pool_blocked`]), which
+//!   write NCHW.
+//!
+//! A capable conv writes its output blocked when every node reading it
+//! is a capable reader of one of those kinds (as its image `x` or an
+//! epilogue extra; never as a weight or bias), the value is not a graph
+//! output, `O` is a multiple of 16 and its own epilogue runs on blocked
+//! rows. The readers then take the blocked value as is: the NCHW ->
+//! blocked reorder of a reader and the blocked -> NCHW transpose of the
+//! writer cancel in pairs, the way ONNX Runtime's NCHWc transformer drops
+//! a ReorderOutput feeding a ReorderInput. So MobileNetV2's inverted
+//! residual blocks on 28 x 28 maps and below run blocked end to end
+//! (expand 1x1 -> depthwise -> project 1x1 + residual), and ResNet-18's
+//! stem writes blocked for its max pool, its layer-3 / layer-4 second
+//! blocks and last conv -> global pool stay blocked. An edge of 24
+//! channels (not whole blocks) stays NCHW rather than padded, and so does
+//! any value read by another kind of node (Winograd, the packed GEMM, a
+//! 1x1 of stride 2, concat, ...), so no other kernel ever sees a blocked
+//! buffer.
 
 use crate::kernels::conv_nchwc::{self, BlockedIo, BLOCK};
-use crate::kernels::View;
+use crate::kernels::{pool_blocked, View};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, NodeId, Op};
 
-/// Per node, the sides of it kept blocked; `blockable(i)`: node `i` runs a
-/// kernel that reads and writes both layouts (see the module doc);
-/// `reads_only(i)`: a blocked image is worth it to node `i` when its own
-/// output stays NCHW (not so for a 1x1 conv with more outputs than inputs:
-/// its output transpose costs more than the image packing it saves —
-/// MobileNetV2's 16 -> 96 at 112 x 112 took 1.7 ms instead of 1.05).
+/// Per node, the sides of it kept blocked (for a pool / mean: `input`;
+/// a conv reading a blocked extra finds it as that extra's producer's
+/// `output`); `blockable(i)`: node `i` is a conv on a kernel that reads
+/// and writes both layouts (see the module doc); `reads_only(i)`: a
+/// blocked image is worth it to conv `i` when its own output stays NCHW
+/// (not so for a 1x1 conv with more outputs than inputs: its output
+/// transpose costs more than the image packing it saves — MobileNetV2's
+/// 16 -> 96 at 112 x 112 took 1.7 ms instead of 1.05).
 pub(super) fn plan(
     lir: &LirModule,
     blockable: &dyn Fn(usize) -> bool,
@@ -38,30 +52,31 @@ pub(super) fn plan(
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.len()];
     for id in g.ids() {
         for &i in &g.node(id).inputs {
-            readers[i.index()].push(id.index());
+            if readers[i.index()].last() != Some(&id.index()) {
+                readers[i.index()].push(id.index());
+            }
         }
     }
     let mut io = vec![BlockedIo::default(); g.len()];
     for id in g.ids() {
         let i = id.index();
         let r = &readers[i];
-        let reads_as_image = |j: &usize| {
-            let ins = &g.node(NodeId(*j as u32)).inputs;
-            blockable(*j) && ins[0] == id && !ins[1..].contains(&id)
-        };
         let blocked = blockable(i)
             && !r.is_empty()
-            && r.iter().all(reads_as_image)
+            && r.iter()
+                .all(|&j| reads_blocked(lir, blockable, id, j).is_some())
             && !lir.io.outputs.iter().any(|(o, _)| *o == id)
             && epilogue_runs_blocked(lir, id);
         if blocked {
             io[i].output = true;
             for &j in r {
-                io[j].input = true;
+                if reads_blocked(lir, blockable, id, j) == Some(true) {
+                    io[j].input = true;
+                }
             }
         }
     }
-    // Edges into a reader that would only read blocked where that does not
+    // Edges into a conv that would only read blocked where that does not
     // pay go back to NCHW, until none is left (dropping one can leave its
     // producer such a reader).
     loop {
@@ -75,6 +90,46 @@ pub(super) fn plan(
             io[k].input = false;
         }
     }
+}
+
+/// How node `j` can read value `id` blocked: `Some(true)` as its image
+/// (a capable conv's `x`, a pool's / mean's input), `Some(false)` only as
+/// same-shape epilogue extras of a capable conv, `None` not at all.
+fn reads_blocked(
+    lir: &LirModule,
+    blockable: &dyn Fn(usize) -> bool,
+    id: NodeId,
+    j: usize,
+) -> Option<bool> {
+    let g = &lir.graph;
+    let n = g.node(NodeId(j as u32));
+    let image = n.inputs.first() == Some(&id);
+    if !blockable(j) {
+        let dims = |v: NodeId| g.shape(v).static_dims();
+        let capable = n.inputs.len() == 1
+            && pool_blocked::takes(
+                &n.op,
+                &dims(id)?,
+                &dims(NodeId(j as u32))?,
+                g.shape(id).dtype(),
+            );
+        return (image && capable).then_some(true);
+    }
+    let arity = match &n.op {
+        Op::FusedConv { bias, .. } => rlx_ir::ops::fused_conv::conv_arity(*bias),
+        _ => n.inputs.len(),
+    };
+    if n.inputs[1..arity].contains(&id) {
+        return None;
+    }
+    let in_extras = n.inputs[arity..].contains(&id);
+    if in_extras
+        && (g.shape(id).static_dims() != n.shape.static_dims()
+            || !epilogue_runs_blocked(lir, NodeId(j as u32)))
+    {
+        return None;
+    }
+    (image || in_extras).then_some(image)
 }
 
 /// True when conv `id` has whole 16-channel output blocks and no epilogue,

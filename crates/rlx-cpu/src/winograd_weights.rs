@@ -36,8 +36,11 @@ enum Form {
 /// Per node: its transformed or packed weight, when it has one.
 pub(super) struct WinogradWeights {
     per_node: Vec<Option<Form>>,
-    /// Per node: the sides an NCHWc conv keeps blocked (`nchwc_layout.rs`).
+    /// Per node: the sides an NCHWc conv keeps blocked, `input` for a
+    /// pool / mean that reads blocked (`nchwc_layout.rs`).
     blocked: Vec<conv_nchwc::BlockedIo>,
+    /// Per node: bit `k` set when its epilogue extra `k` is blocked.
+    blocked_extras: Vec<u64>,
 }
 
 impl WinogradWeights {
@@ -109,8 +112,24 @@ impl WinogradWeights {
             _ => true,
         };
         let blocked = super::nchwc_layout::plan(lir, &blockable, &reads_only);
+        let convs_blockable: Vec<bool> = (0..g.len()).map(blockable).collect();
+        let blocked_extras: Vec<u64> = g
+            .ids()
+            .map(|id| {
+                let n = g.node(id);
+                let Op::FusedConv { bias, .. } = &n.op else {
+                    return 0;
+                };
+                let extras = &n.inputs[rlx_ir::ops::fused_conv::conv_arity(*bias)..];
+                extras
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| blocked[e.index()].output)
+                    .fold(0, |m, (k, _)| m | 1 << k)
+            })
+            .collect();
         for (i, io) in blocked.iter().enumerate() {
-            if !(io.input || io.output) {
+            if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
                 continue;
             }
             if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
@@ -120,7 +139,11 @@ impl WinogradWeights {
                 };
             }
         }
-        WinogradWeights { per_node, blocked }
+        WinogradWeights {
+            per_node,
+            blocked,
+            blocked_extras,
+        }
     }
 
     /// Convs whose output the next convs read blocked.
@@ -132,7 +155,18 @@ impl WinogradWeights {
     /// executor takes over the packed-weight GEMM's form of the conv.
     pub(super) fn overrides_packing(&self, node: usize) -> bool {
         let io = self.blocked.get(node).copied().unwrap_or_default();
-        io.input || io.output
+        io.input || io.output || self.blocked_extras(node) != 0
+    }
+
+    /// Node `node`'s epilogue extras read blocked (bit `k`: extra `k`).
+    pub(super) fn blocked_extras(&self, node: usize) -> u64 {
+        self.blocked_extras.get(node).copied().unwrap_or(0)
+    }
+
+    /// True when node `node` (a pool or mean, not a conv) reads its input
+    /// blocked ([`crate::kernels::pool_blocked`]).
+    pub(super) fn pool_reads_blocked(&self, node: usize) -> bool {
+        self.blocked.get(node).is_some_and(|io| io.input) && self.per_node[node].is_none()
     }
 
     /// Node `node`'s prepared weight, if it has one.

@@ -8,18 +8,24 @@
 //! Likewise two MobileNetV2 inverted-residual blocks (24 -> 96 -> 32 with a
 //! stride-2 depthwise, then 32 -> 96 -> 32 with stride 1 and the residual
 //! add): the expand -> depthwise -> project edges stay blocked (1x1 and
-//! depthwise kernels on blocked tensors), the 24-channel input and the
-//! block output that the residual add reads stay NCHW.
+//! depthwise kernels on blocked tensors), and so does the first block's
+//! output, which the second block's expand reads as its image and its
+//! project's residual add as a blocked epilogue operand; the 24-channel
+//! input stays NCHW. And ResNet-like blocks: a conv writing blocked for
+//! a 3x3 stride-2 max pool (odd sizes), two residual blocks (the second's
+//! input read blocked as image and residual), then a global mean and a
+//! 2x2 max pool with ceil-mode padding on the blocked last output.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::op::{BinaryOp, Window};
+use rlx_ir::op::{BinaryOp, PoolKind, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
 const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json");
+const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -203,9 +209,10 @@ fn inverted_residual_blocks_match_numpy() {
         let x = HostTensor::from_slice(&xs, &[2, 24, hw, hw]).unwrap();
         let mut exe = inverted_residual(hw);
         if avx512() {
-            // e1 -> d1 -> p1 and e2 -> d2 -> p2: four blocked edges; p1 is
-            // also the residual operand, x has 24 channels: NCHW.
-            assert_eq!(exe.nchwc_blocked_outputs(), 4, "{hw} x {hw}");
+            // e1 -> d1 -> p1 and e2 -> d2 -> p2, and p1 -> e2 with p2's
+            // residual read of p1 (blocked offsets in the row chain): five
+            // blocked outputs; x has 24 channels, y is the graph's: NCHW.
+            assert_eq!(exe.nchwc_blocked_outputs(), 5, "{hw} x {hw}");
         }
         for threads in 1..=3 {
             exe.limit_threads(Some(threads)).unwrap();
@@ -213,6 +220,106 @@ fn inverted_residual_blocks_match_numpy() {
             let got = out[0].to_vec::<f32>().unwrap();
             let what = format!("inverted residual {hw} x {hw}, threads {threads}");
             assert_close(&got, &want, &what);
+        }
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `resnet_like`: a 3x3 conv of
+/// `x` with weight `values(.., seed)` `[32, c, 3, 3]` and bias `seed + 1`;
+/// `r2` also a graph output when `r2_out`.
+fn resnet_like(r2_out: bool) -> CpuExecutable {
+    let mut g = Graph::new("resnet_like");
+    let x = g.input("x", Shape::new(&[2, 16, 11, 13], DType::F32));
+    let conv3 = |g: &mut Graph, v, c, seed| {
+        let w = constant(g, &values(32 * c * 9, seed), &[32, c, 3, 3]);
+        let b = constant(g, &values(32, seed + 1), &[32]);
+        let window = Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(1, 1); 2],
+            dilation: vec![1, 1],
+        };
+        g.conv(v, w, Some(b), window, 1)
+    };
+    let a = conv3(&mut g, x, 16, 31);
+    let a = g.relu(a);
+    let m = g.max_pool2d(a, [3, 3], [2, 2], [1, 1]);
+    let c1 = conv3(&mut g, m, 32, 33);
+    let c1 = g.relu(c1);
+    let r1 = conv3(&mut g, c1, 32, 35);
+    let r1 = g.add(r1, m);
+    let r1 = g.relu(r1);
+    let c3 = conv3(&mut g, r1, 32, 37);
+    let c3 = g.relu(c3);
+    let r2 = conv3(&mut g, c3, 32, 39);
+    let r2 = g.add(r2, r1);
+    let r2 = g.relu(r2);
+    let mean = g.mean(r2, &[2, 3], true);
+    let window = Window {
+        kernel: vec![2, 2],
+        stride: vec![2, 2],
+        padding: vec![(0, 1); 2],
+        dilation: vec![1, 1],
+    };
+    let q = g.pool(r2, PoolKind::Max, window, false);
+    g.set_outputs(if r2_out {
+        vec![mean, q, r2]
+    } else {
+        vec![mean, q]
+    });
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The stem-like conv writes blocked for its max pool, the second block's
+/// input (read as image and as blocked residual) and both blocks' inner
+/// edges stay blocked, and the last output is pooled blocked twice; at
+/// 1-3 threads against numpy.
+#[test]
+fn resnet_like_blocks_match_numpy() {
+    let fx: Value = serde_json::from_str(RESNET_LIKE).unwrap();
+    let xs: Vec<f32> = values(2 * 16 * 11 * 13, 30)
+        .iter()
+        .map(|v| v * 16.0)
+        .collect();
+    let x = HostTensor::from_slice(&xs, &[2, 16, 11, 13]).unwrap();
+    for r2_out in [false, true] {
+        let mut exe = resnet_like(r2_out);
+        if avx512() {
+            // a -> pool, c1 -> r1, r1 -> (c3, r2's residual), c3 -> r2,
+            // r2 -> (mean, pool); the pool output m stays NCHW (read by c1
+            // and as r1's residual: the pool writes NCHW). With r2 a graph
+            // output, r2 is NCHW (its row chain gathers r1's blocked lanes).
+            assert_eq!(exe.nchwc_blocked_outputs(), if r2_out { 4 } else { 5 });
+        }
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            let what = format!("resnet-like, r2 an output {r2_out}, threads {threads}");
+            if r2_out {
+                assert_close(
+                    &out[2].to_vec::<f32>().unwrap(),
+                    &floats(&fx["r2"]),
+                    &format!("r2, {what}"),
+                );
+            }
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &floats(&fx["g"]),
+                &format!("mean, {what}"),
+            );
+            assert_eq!(
+                out[1].dims().to_vec(),
+                floats(&fx["q_shape"])
+                    .iter()
+                    .map(|&d| d as usize)
+                    .collect::<Vec<_>>()
+            );
+            assert_close(
+                &out[1].to_vec::<f32>().unwrap(),
+                &floats(&fx["q"]),
+                &format!("max pool, {what}"),
+            );
         }
     }
 }

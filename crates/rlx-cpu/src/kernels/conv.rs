@@ -524,14 +524,37 @@ pub(crate) fn conv_prepared(
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
+    conv_prepared_layout(op, prepared, 0, ins, out)
+}
+
+/// [`conv_prepared`] with the epilogue's extras whose bit is set in
+/// `blocked_extras` (bit `k`: extra `k`) in the blocked layout
+/// ([`ConvEpilogue::with_blocked_extras`]; planned by `nchwc_layout.rs`).
+pub(crate) fn conv_prepared_layout(
+    op: &Op,
+    prepared: Prepared,
+    blocked_extras: u64,
+    ins: &[View],
+    out: &mut ViewMut,
+) -> KernelResult {
     match op {
+        Op::Conv { .. } if blocked_extras != 0 => Err(fail!(
+            "conv: a blocked extra input on a conv with no epilogue"
+        )),
         Op::Conv { window, groups } => conv_with(window, *groups, Some(prepared), ins, out),
         Op::FusedConv {
             window,
             groups,
             bias,
             epilogue,
-        } => fused_conv_with(window, *groups, *bias, epilogue, Some(prepared), ins, out),
+        } => fused_conv_with(
+            window,
+            *groups,
+            (*bias, epilogue),
+            (Some(prepared), blocked_extras),
+            ins,
+            out,
+        ),
         _ => Err(fail!("{} has no prepared conv weight", op.mnemonic())),
     }
 }
@@ -546,16 +569,16 @@ pub(crate) fn fused_conv(
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
-    fused_conv_with(w, groups, bias, epilogue, None, ins, out)
+    fused_conv_with(w, groups, (bias, epilogue), (None, 0), ins, out)
 }
 
 /// [`fused_conv`], its weight in the executor's `prepared` form when given.
+/// `blocked_extras` as [`conv_prepared_layout`].
 fn fused_conv_with(
     w: &Window,
     groups: usize,
-    bias: bool,
-    epilogue: &[ChainStep],
-    prepared: Option<Prepared>,
+    (bias, epilogue): (bool, &[ChainStep]),
+    (prepared, blocked_extras): (Option<Prepared>, u64),
     ins: &[View],
     out: &mut ViewMut,
 ) -> KernelResult {
@@ -584,6 +607,16 @@ fn fused_conv_with(
     let epi = blockwise
         .then(|| ConvEpilogue::new(epilogue, extras, out.dims, out.dtype))
         .flatten();
+    let epi = if blocked_extras == 0 {
+        epi
+    } else {
+        let Some(e) = epi.and_then(|e| e.with_blocked_extras(blocked_extras)) else {
+            return Err(fail!(
+                "fused conv: blocked extra inputs (mask {blocked_extras:#b}) on an epilogue that cannot read them"
+            ));
+        };
+        Some(e)
+    };
     let Some(epi) = epi else {
         with_real!(conv_ins[0].dtype, conv_ins, &mut *out, |i, o| conv_real::<T>(&g, i, o, None, prepared); T)?;
         return super::region::epilogue(epilogue, extras, out);

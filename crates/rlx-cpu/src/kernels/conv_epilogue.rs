@@ -16,6 +16,12 @@
 //! residual add) also runs on any rectangle of channels x pixels
 //! ([`ConvEpilogue::rows`]), so a kernel that produces its output in
 //! pixel blocks applies it to each block while the block is in L1.
+//!
+//! A same-shape extra (a residual) may itself be in the NCHWc blocked
+//! layout `[N][O/16][pixels][16]` ([`ConvEpilogue::with_blocked_extras`],
+//! planned by `nchwc_layout.rs`): the blocked row chain then reads it at
+//! the output's own blocked offsets (no copy), an NCHW row gathers its
+//! channel's lanes, and the region path reads an NCHW copy of the block.
 
 use super::region;
 use super::scalar::{nan_max, nan_min, Pod};
@@ -24,11 +30,16 @@ use rlx_ir::op::{BinaryOp, ChainOperand, ChainStep, UnaryOp};
 use rlx_ir::DType;
 use std::ops::Range;
 
+/// Channels per block of a blocked (NCHWc) extra or output.
+const BLOCKED_LANES: usize = 16;
+
 /// One extra input with its dims aligned to the output's rank.
 struct Extra<'a> {
     dims: Vec<usize>,
     dtype: DType,
     bytes: &'a [u8],
+    /// Laid out `[N][O/16][pixels][16]` (dims are the output's).
+    blocked: bool,
 }
 
 /// An epilogue ready to run on output blocks.
@@ -52,8 +63,13 @@ enum RowSrc<'a> {
     Scalar(f32),
     /// One value per output channel (`[O]`).
     Channel(&'a [f32]),
-    /// A value per element: `[1 or N, O, pixels]`, with `images` images.
-    Full { data: &'a [f32], images: usize },
+    /// A value per element: `[1 or N, O, pixels]`, with `images` images;
+    /// `[1 or N][O/16][pixels][16]` when `blocked`.
+    Full {
+        data: &'a [f32],
+        images: usize,
+        blocked: bool,
+    },
 }
 
 /// One step of a [`RowChain`] (`v` is the running value).
@@ -113,6 +129,7 @@ impl<'a> ConvEpilogue<'a> {
                     dims,
                     dtype: v.dtype,
                     bytes: v.bytes,
+                    blocked: false,
                 })
             })
             .collect::<Option<Vec<_>>>()?;
@@ -128,6 +145,36 @@ impl<'a> ConvEpilogue<'a> {
             dtype,
             rows,
         })
+    }
+
+    /// The same epilogue with the extras whose bit is set in `mask` (bit
+    /// `k`: extra `k`) read in the blocked layout; `None` when such an
+    /// extra is not an f32 tensor of the output's dims with whole
+    /// 16-channel blocks, or the epilogue is no row chain (a blocked
+    /// operand is only ever planned for a row-chain reader).
+    pub(crate) fn with_blocked_extras(mut self, mask: u64) -> Option<Self> {
+        if mask == 0 {
+            return Some(self);
+        }
+        let o = *self.out.get(1)?;
+        for (k, e) in self.extras.iter_mut().enumerate() {
+            if mask >> k & 1 == 1 {
+                let fits = e.dtype == DType::F32
+                    && e.dims[1..] == self.out[1..]
+                    && (e.bytes.as_ptr() as usize).is_multiple_of(4);
+                if !fits || !o.is_multiple_of(BLOCKED_LANES) {
+                    return None;
+                }
+                e.blocked = true;
+            }
+        }
+        // A chain with a leading SiLU is no row chain; otherwise `steps`
+        // are the epilogue's own.
+        if self.silu || self.rows.is_none() {
+            return None;
+        }
+        self.rows = RowChain::new(&self.steps, &self.extras, &self.out);
+        self.rows.is_some().then_some(self)
     }
 
     /// The epilogue as a chain of row steps (f32), when it is one: a kernel
@@ -163,11 +210,25 @@ impl<'a> ConvEpilogue<'a> {
                 d
             })
             .collect();
+        // Blocked extras: an NCHW copy of the channels `ch` of image `n`.
+        let copies: Vec<Option<Vec<f32>>> = self
+            .extras
+            .iter()
+            .map(|e| e.blocked.then(|| nchw_rows(e, n, ch.clone())))
+            .collect();
         let views: Vec<View> = self
             .extras
             .iter()
             .zip(&ext_dims)
-            .map(|(e, d)| {
+            .zip(&copies)
+            .map(|((e, d), copy)| {
+                if let Some(copy) = copy {
+                    return View {
+                        dims: d,
+                        dtype: e.dtype,
+                        bytes: f32_bytes(copy),
+                    };
+                }
                 let inner: usize = e.dims[2..].iter().product();
                 let width = e.dtype.size_bytes();
                 let image = if e.dims[0] == 1 { 0 } else { n };
@@ -218,7 +279,11 @@ impl<'a> RowChain<'a> {
                 (1, 1, 1) => Some(RowSrc::Scalar(*data.first()?)),
                 (1, c, 1) if c == o => Some(RowSrc::Channel(data.get(..o)?)),
                 (images, c, p) if c == o && p == pixels && e.dims[2..] == out[2..] => {
-                    (data.len() == images * o * p).then_some(RowSrc::Full { data, images })
+                    (data.len() == images * o * p).then_some(RowSrc::Full {
+                        data,
+                        images,
+                        blocked: e.blocked,
+                    })
                 }
                 _ => None,
             }
@@ -302,6 +367,7 @@ impl<'a> RowChain<'a> {
         px: Range<usize>,
     ) {
         let len = px.len();
+        let mut lanes = Vec::new();
         for (i, c) in ch.enumerate() {
             let row = &mut y[i * ld..][..len];
             for step in &self.steps {
@@ -311,10 +377,27 @@ impl<'a> RowChain<'a> {
                         let operand = match src {
                             RowSrc::Scalar(v) => Operand::Scalar(v),
                             RowSrc::Channel(v) => Operand::Scalar(v[c]),
-                            RowSrc::Full { data, images } => {
+                            RowSrc::Full {
+                                data,
+                                images,
+                                blocked: false,
+                            } => {
                                 let image = if images == 1 { 0 } else { n };
                                 let at = (image * self.o + c) * self.pixels + px.start;
                                 Operand::Row(&data[at..at + len])
+                            }
+                            RowSrc::Full { data, images, .. } => {
+                                // Channel `c`'s lane of each pixel's block.
+                                let image = if images == 1 { 0 } else { n };
+                                let blk = (image * self.o + c / BLOCKED_LANES * BLOCKED_LANES)
+                                    * self.pixels;
+                                let run =
+                                    &data[blk + px.start * BLOCKED_LANES..][..len * BLOCKED_LANES];
+                                lanes.clear();
+                                lanes.extend(
+                                    run.iter().skip(c % BLOCKED_LANES).step_by(BLOCKED_LANES),
+                                );
+                                Operand::Row(&lanes)
                             }
                         };
                         row_binary(row, op, operand, src_first);
@@ -332,7 +415,7 @@ impl RowChain<'_> {
     /// out the same way first (the same per-element operations as
     /// [`Self::apply`], so the same bits).
     pub(crate) fn apply_blocked(&self, slab: &mut [f32], n: usize, c0: usize, px: Range<usize>) {
-        const LANES: usize = 16;
+        const LANES: usize = BLOCKED_LANES;
         let mut lanes = Vec::new();
         for step in &self.steps {
             match *step {
@@ -347,7 +430,17 @@ impl RowChain<'_> {
                             }
                             Operand::Row(&lanes)
                         }
-                        RowSrc::Full { data, images } => {
+                        RowSrc::Full {
+                            data,
+                            images,
+                            blocked: true,
+                        } => {
+                            // The same blocked offsets as the slab's.
+                            let image = if images == 1 { 0 } else { n };
+                            let at = (image * self.o + c0) * self.pixels + px.start * LANES;
+                            Operand::Row(&data[at..at + px.len() * LANES])
+                        }
+                        RowSrc::Full { data, images, .. } => {
                             let image = if images == 1 { 0 } else { n };
                             let planes = &data[(image * self.o + c0) * self.pixels..];
                             lanes.clear();
@@ -362,6 +455,33 @@ impl RowChain<'_> {
             }
         }
     }
+}
+
+/// Channels `ch` of image `n` of the blocked f32 extra `e` (dims the
+/// output's), as NCHW rows `[ch.len()][pixels]`.
+fn nchw_rows(e: &Extra, n: usize, ch: Range<usize>) -> Vec<f32> {
+    // SAFETY: `with_blocked_extras` admits f32 extras only; the read stays
+    // in bounds by `chunks_exact`.
+    let data =
+        unsafe { std::slice::from_raw_parts(e.bytes.as_ptr() as *const f32, e.bytes.len() / 4) };
+    let (o, pixels) = (e.dims[1], e.dims[2..].iter().product::<usize>());
+    let image = if e.dims[0] == 1 { 0 } else { n };
+    let mut rows = Vec::with_capacity(ch.len() * pixels);
+    for c in ch {
+        let blk = (image * o + c / BLOCKED_LANES * BLOCKED_LANES) * pixels;
+        let run = &data[blk..][..pixels * BLOCKED_LANES];
+        rows.extend(
+            run.chunks_exact(BLOCKED_LANES)
+                .map(|px| px[c % BLOCKED_LANES]),
+        );
+    }
+    rows
+}
+
+/// The bytes of `v`.
+fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 is plain data; the bytes cover exactly `v`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
 /// A row step's operand, resolved for one row.

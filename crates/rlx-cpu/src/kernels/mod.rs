@@ -72,6 +72,7 @@ pub mod linalg;
 pub mod movement;
 pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod pool_blocked;
 pub mod quant_matmul;
 pub(crate) mod reduce;
 pub mod region;

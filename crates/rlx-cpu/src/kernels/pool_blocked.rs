@@ -1,0 +1,289 @@
+//! Max pooling and global average pooling of an image in the NCHWc
+//! blocked layout `[N][C/16][H][W][16]` (planned by `nchwc_layout.rs`:
+//! ResNet's stem conv -> max-pool and last conv -> global average pool),
+//! as ONNX Runtime's NCHWc MaxPool / GlobalAveragePool: 16 channels in the
+//! lanes, one 16-lane max per tap. The output is NCHW (`[N][C][oh][ow]`;
+//! a global pool's `[N][C][1][1]` is the same bytes in either layout).
+//!
+//! Same values as the NCHW kernels: the max is `pool.rs`'s step (NaN
+//! sticks, padding never wins, an all-padding window is -inf); the mean
+//! sums each channel's pixels in order in f64 and divides once, as
+//! `reduce.rs`'s contiguous mean, so the same bits.
+
+use super::{KernelResult, View, ViewMut};
+use crate::team;
+use rlx_ir::op::{PoolKind, ReduceOp};
+use rlx_ir::ops::conv::window_out_len;
+use rlx_ir::{DType, Op};
+
+/// Channels per block.
+const LANES: usize = 16;
+
+/// True when [`run`] takes `op` on an f32 input of dims `x` (read
+/// blocked) giving `y`: a 2-D max pool, or a mean over both spatial axes
+/// of a 4-D tensor, with whole 16-channel blocks.
+pub(crate) fn takes(op: &Op, x: &[usize], y: &[usize], dtype: DType) -> bool {
+    let whole = dtype == DType::F32 && x.len() == 4 && x[1] > 0 && x[1].is_multiple_of(LANES);
+    whole
+        && match op {
+            Op::Pool {
+                kind: PoolKind::Max,
+                window,
+                ..
+            } => window.kernel.len() == 2 && y.len() == 4 && y[..2] == x[..2],
+            Op::Reduce {
+                op: ReduceOp::Mean,
+                axes,
+                ..
+            } => axes == &[2, 3] && x[2] * x[3] > 0 && y.iter().product::<usize>() == x[0] * x[1],
+            _ => false,
+        }
+}
+
+/// `op` ([`takes`]) on the blocked image `ins[0]` into the NCHW `out`.
+pub(crate) fn run(op: &Op, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let [x] = ins else {
+        return Err(fail!("blocked pool takes 1 input, given {}", ins.len()));
+    };
+    if !takes(op, x.dims, out.dims, x.dtype) || out.dtype != DType::F32 {
+        return Err(fail!(
+            "blocked pool: {} of {:?} {:?} into {:?} {:?} is not a max pool or spatial mean over whole 16-channel blocks",
+            op.mnemonic(),
+            x.dtype,
+            x.dims,
+            out.dtype,
+            out.dims
+        ));
+    }
+    let y_dims = out.dims;
+    let (xs, ys) = (x.slice::<f32>(), out.slice::<f32>());
+    if xs.len() != x.numel() || ys.len() != y_dims.iter().product::<usize>() {
+        return Err(fail!("blocked pool: buffer sizes do not match the dims"));
+    }
+    match op {
+        Op::Pool { window, .. } => {
+            let g = Geom::new(window, x.dims, y_dims)?;
+            max_pool(&g, xs, ys);
+            Ok(())
+        }
+        _ => {
+            mean(xs, x.dims, ys);
+            Ok(())
+        }
+    }
+}
+
+/// A checked 2-D window over one plane.
+struct Geom {
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    k: (usize, usize),
+    s: (usize, usize),
+    d: (usize, usize),
+    p: (usize, usize),
+}
+
+impl Geom {
+    fn new(win: &rlx_ir::op::Window, x: &[usize], y: &[usize]) -> Result<Self, super::KernelError> {
+        let two = |v: &[usize]| (v.len() == 2).then(|| (v[0], v[1]));
+        let (Some(k), Some(s), Some(d)) = (two(&win.kernel), two(&win.stride), two(&win.dilation))
+        else {
+            return Err(fail!("blocked max pool: a 2-D window, given {win:?}"));
+        };
+        let &[(pt, pb), (pl, pr)] = win.padding.as_slice() else {
+            return Err(fail!("blocked max pool: 2-D padding, given {win:?}"));
+        };
+        let (oh, ow) = (y[2], y[3]);
+        if s.0 == 0
+            || s.1 == 0
+            || window_out_len(x[2], k.0, s.0, (pt, pb), d.0) != Some(oh)
+            || window_out_len(x[3], k.1, s.1, (pl, pr), d.1) != Some(ow)
+        {
+            return Err(fail!(
+                "blocked max pool: out {y:?} does not match x {x:?}, window {win:?}"
+            ));
+        }
+        Ok(Geom {
+            h: x[2],
+            w: x[3],
+            oh,
+            ow,
+            k,
+            s,
+            d,
+            p: (pt, pl),
+        })
+    }
+
+    /// The input rows (or columns) output `o` reads, `o * s + t * d - p`
+    /// for taps `t < k`, those in `0..n` (padding never wins a max).
+    fn taps(
+        o: usize,
+        s: usize,
+        d: usize,
+        p: usize,
+        k: usize,
+        n: usize,
+    ) -> impl Iterator<Item = usize> {
+        (0..k).filter_map(move |t| (o * s + t * d).checked_sub(p).filter(|&i| i < n))
+    }
+}
+
+/// Max pool of every `[C/16]` block of every image, one part per
+/// (image, block) over the team.
+fn max_pool(g: &Geom, x: &[f32], y: &mut [f32]) {
+    let (pin, pout) = (g.h * g.w, g.oh * g.ow);
+    let blocks = x.len() / (pin * LANES).max(1);
+    let shared = team::Disjoint::new(y);
+    team::parallel_for(blocks, |b| {
+        let src = &x[b * pin * LANES..][..pin * LANES];
+        // SAFETY: part `b` owns the 16 output planes of its block.
+        let dst = unsafe { shared.range(b * LANES * pout..(b + 1) * LANES * pout) };
+        block_max(g, src, dst);
+    });
+}
+
+/// One block: `src` `[h][w][16]` into the 16 planes `dst` `[16][oh][ow]`.
+fn block_max(g: &Geom, src: &[f32], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn wide(g: &Geom, src: &[f32], dst: &mut [f32]) {
+            body(g, src, dst)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512 F.
+            return unsafe { wide(g, src, dst) };
+        }
+    }
+    body(g, src, dst)
+}
+
+/// [`block_max`]'s loops (16-lane arrays: one vector max per tap; the
+/// taps of each output clipped to the image once, so no padding test).
+#[inline(always)]
+fn body(g: &Geom, src: &[f32], dst: &mut [f32]) {
+    let pout = g.oh * g.ow;
+    let range = |o: usize, s: usize, d: usize, p: usize, k: usize, n: usize| {
+        let mut taps = Geom::taps(o, s, d, p, k, n);
+        let first = taps.next();
+        (first, first.map_or(0, |_| 1 + taps.count()))
+    };
+    let cols: Vec<_> = (0..g.ow)
+        .map(|ow| range(ow, g.s.1, g.d.1, g.p.1, g.k.1, g.w))
+        .collect();
+    let mut row = vec![[0f32; LANES]; g.ow];
+    for oh in 0..g.oh {
+        let (r0, rn) = range(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h);
+        for (acc, &(c0, cn)) in row.iter_mut().zip(&cols) {
+            let mut a = [f32::NEG_INFINITY; LANES];
+            if let (Some(r0), Some(c0)) = (r0, c0) {
+                for ih in (0..rn).map(|t| r0 + t * g.d.0) {
+                    for iw in (0..cn).map(|t| c0 + t * g.d.1) {
+                        let at = (ih * g.w + iw) * LANES;
+                        let px = &src[at..at + LANES];
+                        for l in 0..LANES {
+                            // `pool.rs`'s max step: NaN sticks.
+                            let v = px[l];
+                            a[l] = if (a[l] < v) | v.is_nan() { v } else { a[l] };
+                        }
+                    }
+                }
+            }
+            *acc = a;
+        }
+        for (l, plane) in dst.chunks_exact_mut(pout).enumerate() {
+            let out = &mut plane[oh * g.ow..][..g.ow];
+            out.iter_mut().zip(&row).for_each(|(o, acc)| *o = acc[l]);
+        }
+    }
+}
+
+/// Mean over each channel's pixels of the blocked `x` (dims `[n, c, h,
+/// w]`) into `y` `[n][c]`: per lane an f64 sum in pixel order, then one
+/// divide (`reduce.rs`'s order).
+fn mean(x: &[f32], dims: &[usize], y: &mut [f32]) {
+    let pixels = dims[2] * dims[3];
+    let div = pixels as f64;
+    for (src, out) in x
+        .chunks_exact((pixels * LANES).max(1))
+        .zip(y.chunks_exact_mut(LANES))
+    {
+        let mut acc = [0f64; LANES];
+        for px in src.chunks_exact(LANES) {
+            acc.iter_mut().zip(px).for_each(|(a, &v)| *a += v as f64);
+        }
+        out.iter_mut()
+            .zip(&acc)
+            .for_each(|(o, &a)| *o = (a / div) as f32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rlx_ir::op::Window;
+
+    fn max_op(k: usize, s: usize, p: usize) -> Op {
+        Op::Pool {
+            kind: PoolKind::Max,
+            window: Window {
+                kernel: vec![k; 2],
+                stride: vec![s; 2],
+                padding: vec![(p, p); 2],
+                dilation: vec![1; 2],
+            },
+            count_include_pad: false,
+        }
+    }
+
+    fn run_on(op: &Op, x: &[usize], y: &[usize]) -> KernelResult {
+        let xs = vec![0f32; x.iter().product()];
+        let mut ys = vec![0f32; y.iter().product()];
+        // SAFETY: f32 is plain data.
+        let xb = unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const u8, xs.len() * 4) };
+        let yb =
+            unsafe { std::slice::from_raw_parts_mut(ys.as_mut_ptr() as *mut u8, ys.len() * 4) };
+        let ins = [View {
+            dims: x,
+            dtype: DType::F32,
+            bytes: xb,
+        }];
+        run(
+            op,
+            &ins,
+            &mut ViewMut {
+                dims: y,
+                dtype: DType::F32,
+                bytes: yb,
+            },
+        )
+    }
+
+    /// Shapes the kernel cannot take are typed errors naming them.
+    #[test]
+    fn bad_blocked_pool_inputs_are_errors() {
+        let op = max_op(3, 2, 1);
+        assert!(run_on(&op, &[1, 16, 9, 9], &[1, 16, 5, 5]).is_ok());
+        // 24 channels: not whole blocks.
+        let e = run_on(&op, &[1, 24, 9, 9], &[1, 24, 5, 5]).unwrap_err();
+        assert!(format!("{e:?}").contains("[1, 24, 9, 9]"), "{e:?}");
+        // An output size the window does not give.
+        let e = run_on(&op, &[1, 16, 9, 9], &[1, 16, 4, 5]).unwrap_err();
+        assert!(format!("{e:?}").contains("does not match"), "{e:?}");
+        // Average pooling is not taken blocked.
+        let avg = Op::Pool {
+            kind: PoolKind::Avg,
+            window: Window {
+                kernel: vec![2; 2],
+                stride: vec![2; 2],
+                padding: vec![(0, 0); 2],
+                dilation: vec![1; 2],
+            },
+            count_include_pad: false,
+        };
+        assert!(run_on(&avg, &[1, 16, 8, 8], &[1, 16, 4, 4]).is_err());
+    }
+}
