@@ -120,7 +120,9 @@ impl Conv2d {
         let mut wp = PACKED.take();
         pack_weights(wt, self.o, STEM_C, self.kh * self.kw, &mut wp);
         let offs: Vec<usize> = (0..self.kh)
-            .flat_map(|ky| (0..self.kw).map(move |kx| (ky * lay.s + kx % lay.s) * lay.wq + kx / lay.s))
+            .flat_map(|ky| {
+                (0..self.kw).map(move |kx| (ky * lay.s + kx % lay.s) * lay.wq + kx / lay.s)
+            })
             .collect();
         let blocks = self.o / OC_BLOCK;
         let threads = team::threads();
@@ -265,8 +267,7 @@ impl Job<'_> {
         if let Some(bias) = self.bias {
             b.copy_from_slice(&bias[oc0..oc0 + OC_BLOCK]);
         }
-        let x = &self.xb
-            [(n * STEM_C * self.lay.channel() + oy * self.lay.s * self.lay.s * self.lay.wq)..];
+        let x = &self.xb[oy * self.lay.s * self.lay.s * self.lay.wq..];
         let w = &self.wp[ob * OC_BLOCK * STEM_C * self.offs.len()..]
             [..OC_BLOCK * STEM_C * self.offs.len()];
         let yrow = oc0 * pout + oy * g.ow;
@@ -422,7 +423,13 @@ mod tests {
         let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype);
         let epi = epi.expect("extras broadcast");
         let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
-        g2.stem(conv_ins[0].slice(), conv_ins[1].slice(), bias, out.slice(), Some(&epi))
+        g2.stem(
+            conv_ins[0].slice(),
+            conv_ins[1].slice(),
+            bias,
+            out.slice(),
+            Some(&epi),
+        )
     }
 
     /// tools/gen_fused_conv_fixtures.py's STEM_CASES (numpy float64
