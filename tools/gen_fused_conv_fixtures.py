@@ -16,7 +16,9 @@ crates/rlx-cpu/tests/fixtures/conv_pointwise/blocked_cases.json (POINTWISE_BLOCK
 crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of the
 16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
-depthwise convs, read by kernels/conv_depthwise3x3.rs's tests). Inputs are not
+depthwise convs, read by kernels/conv_depthwise3x3.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_stem/cases.json (STEM_CASES: 3-channel stems of
+the stem kernel, read by kernels/conv_stem.rs's tests). Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -230,6 +232,22 @@ OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "
 
 OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
 
+# Stems of the 3-channel stem kernel (kernels/conv_stem.rs): 3x3 stride 2 with
+# 16 / 24 / 32 / 64 outputs (1, 3, 4, 8 blocks of 8), 3x3 stride 1, 7x7 stride 2
+# with padding 3 and asymmetric padding, rows of 18 / 50 / 56 pixels (a 48-pixel
+# tile, then a partial vector), row-chain (ReLU6, ReLU, residual, scale +
+# residual) and whole-plane (SiLU) epilogues, no bias, batch 2 / 3; the last is
+# a map conv itself routes to the kernel (16 x 16 outputs).
+STEM_CASES = [
+    ("stem_c3_o32_3x3_s2_relu6_batch2", (2, 3, 15, 35), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("stem_c3_o16_3x3_s2_wide_silu", (1, 3, 9, 111), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
+    ("stem_c3_o64_7x7_s2_pad3_residual_relu_batch3", (3, 3, 13, 23), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
+    ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 9, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("stem_c3_o16_7x7_s2_asym_pad_nobias_relu", (1, 3, 20, 37), 16, (7, 7), (2, 2), ((3, 2), (2, 3)), (1, 1), 1, False, "relu", None),
+    ("stem_c3_o32_3x3_s2_dispatch_residual", (1, 3, 32, 32), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
+]
+OUT_STEM = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_stem", "cases.json")
+
 
 def write(cases_in, out):
     cases = []
@@ -269,6 +287,7 @@ def main():
     write(POINTWISE_BLOCKED_CASES, OUT_POINTWISE_BLOCKED)
     write(NCHWC_CASES, OUT_NCHWC)
     write(DEPTHWISE_CASES, OUT_DEPTHWISE)
+    write(STEM_CASES, OUT_STEM)
 
 
 if __name__ == "__main__":

@@ -422,8 +422,8 @@ fn conv_real<T: GemmFloat>(
         }
         return g2.depthwise(x, wt, bias, y, epi);
     }
-    // 1x1 on NCHW, or the blocked-layout kernel: both write the bias.
-    let own_bias = |g2: &&Conv2d| g2.pointwise_nchw_wins() || g2.nchwc_wins();
+    // 1x1 on NCHW, the blocked-layout kernel or the stem kernel: they write the bias.
+    let own_bias = |g2: &&Conv2d| g2.pointwise_nchw_wins() || g2.nchwc_wins() || g2.stem_wins();
     if let Some(g2) = g.two_d.as_ref().filter(own_bias) {
         let bias32 = bias.map(as_f32);
         if let (Some(x), Some(wt), Some(y), Some(b)) = (
@@ -435,6 +435,8 @@ fn conv_real<T: GemmFloat>(
             let b = bias.map(|_| b);
             return if g2.pointwise_nchw_wins() {
                 g2.pointwise_nchw(x, wt, b, y, epi)
+            } else if g2.stem_wins() {
+                g2.stem(x, wt, b, y, epi)
             } else {
                 g2.nchwc(x, wt, b, y, epi)
             };

@@ -136,10 +136,11 @@ impl Conv2d {
     /// transpose), one or two input channels (1 -> 64 2.4) and fewer than
     /// 8 at stride 2 with fewer than 64 outputs (3 -> 16 at 256x256 1.06
     /// against the direct kernel: a one-block tile loads a weight vector
-    /// per 24 broadcasts). ResNet's 3 -> 64 7x7 stride-2 stem takes it (4 x
-    /// 6 tiles): even with im2col kernel alone (1.02, load 11, 2026-12-06),
-    /// but its ReLU runs on each output row instead of a pass over the
-    /// 3.2 MB output (in ResNet-18: 4.1-4.3 -> 2.7-3.2 ms per run).
+    /// per 24 broadcasts). 3-channel 3x3 / 7x7 stems with whole blocks of
+    /// 8 outputs run the stem kernel instead ([`Conv2d::stem_wins`]: ResNet's
+    /// 3 -> 64 7x7 stride 2 took this kernel at 0.8-0.9x im2col's time, the
+    /// stem kernel takes 0.83x this one's); other 3-channel 7x7 stride-2
+    /// convs with >= 64 outputs stay here (4 x 6 tiles).
     pub(crate) fn nchwc_wins(&self) -> bool {
         let small_product = self.c * self.o <= 64 * 64 && self.oh * self.ow <= 32 * 32;
         let dense_winograd = super::conv::winograd_enabled()
@@ -151,6 +152,7 @@ impl Conv2d {
             && (self.c >= 8 || (self.c >= 3 && (self.s == (1, 1) || self.o >= 64)))
             && (self.oh * self.ow > super::conv_packed::PACKED_MAX_PIXELS || self.flat())
             && !dense_winograd
+            && !self.stem_wins()
     }
 
     /// True when `len` packed floats fit this conv ([`packed_len`]).
@@ -913,7 +915,7 @@ unsafe fn reorder_row16(
 
 /// True when this CPU's GEMM runs AVX-512 tiles (so `RLX_CPU_GEMM_ISA=avx2`
 /// turns this kernel off too).
-fn avx512() -> bool {
+pub(super) fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use super::gemm_tile::{isa, Isa};
@@ -1047,8 +1049,11 @@ mod tests {
             "24 -> 16 at 12x12 is routed to the NCHWc kernel"
         );
         assert!(!geom(3, 16, (256, 256), 3, 2).nchwc_wins());
-        // ResNet-18's stem: 3 channels at stride 2, but a full 4-block tile.
-        assert!(geom(3, 64, (224, 224), 7, 2).nchwc_wins());
+        // ResNet-18's stem runs the stem kernel (`conv_stem.rs`) now; a
+        // 3-channel 7x7 with outputs off a block of 8 still comes here.
+        assert!(!geom(3, 64, (224, 224), 7, 2).nchwc_wins());
+        assert!(geom(3, 64, (224, 224), 7, 2).stem_wins());
+        assert!(geom(3, 68, (224, 224), 7, 2).nchwc_wins());
         assert!(!geom(3, 32, (224, 224), 7, 2).nchwc_wins());
         // The CNN set's shapes it measured faster on take it (U-Net 16 ->
         // 16 at 128x128, YOLO 16 -> 32 stride 2, ResNet-18 256 -> 256 at
@@ -1270,6 +1275,8 @@ mod tests {
             (3, 16, (256, 256), 3, 2), (16, 32, (128, 128), 3, 2), (32, 64, (64, 64), 3, 2),
             (64, 128, (32, 32), 3, 2), (1, 64, (32, 128), 3, 1), (64, 128, (16, 64), 3, 1),
             (128, 256, (8, 32), 3, 1),
+            // MobileNetV2's stem
+            (3, 32, (224, 224), 3, 2),
         ];
         crate::threads::with_limit(Some(1), || {
             for (c, o, hw, k, s) in shapes {

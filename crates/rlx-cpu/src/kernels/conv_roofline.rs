@@ -48,6 +48,8 @@ const LAYERS: &[Layer] = &[
     ("yolo", 1, 64, 64, (32, 32), 1, 1), ("yolo", 1, 128, 64, (16, 16), 1, 1),
     ("yolo", 1, 128, 64, (32, 32), 1, 1), ("yolo", 1, 256, 128, (16, 16), 1, 1),
     ("yolo", 1, 128, 255, (16, 16), 1, 1),
+    ("mobilenetv2", 1, 3, 32, (224, 224), 3, 2), ("mobilenetv2", 8, 3, 32, (224, 224), 3, 2),
+    ("yolo", 8, 3, 16, (256, 256), 3, 2), ("unet", 1, 3, 16, (128, 128), 3, 1),
 ];
 
 /// The path `conv` takes for `g` (the executor's preparation, then
@@ -57,6 +59,8 @@ fn route(g: &Conv2d) -> &'static str {
         "depthwise"
     } else if g.runs_winograd() {
         "winograd"
+    } else if g.stem_wins() {
+        "stem"
     } else if g.nchwc_wins() {
         "nchwc"
     } else if g.packed_weight_wins() {
@@ -160,6 +164,7 @@ fn conv_roofline() {
                         g.pointwise_packed(&x, &wp, None, &mut y, None).unwrap()
                     })
                 }
+                "stem" => cold_median(&flush, &x, || g.stem(&x, &wt, None, &mut y, None).unwrap()),
                 "direct" => cold_median(&flush, &x, || g.direct(&x, &wt, &mut y, None).unwrap()),
                 _ => cold_median(&flush, &x, || g.im2col_gemm(&x, &wt, &mut y, None).unwrap()),
             };
