@@ -23,6 +23,12 @@
 //! Wout · (rmsnorm(x) * output_norm)`. RoPE rotates adjacent pairs
 //! (`x[2i], x[2i+1]`), llama.cpp's "normal" mode for GGUF llama weights.
 //!
+//! The projections whose weights share a format run as one product over
+//! their stacked rows (`LayerWeights::qkv`: the normed rows quantized once,
+//! one wide product that splits evenly over threads); its `[heads, S, hd]`
+//! head split is sliced on the leading axis, which the memory planner
+//! makes views.
+//!
 //! Attention never copies the cache: the scores against the cache params
 //! and against the new keys are two batched products (`DotGeneral`, one
 //! batch entry per kv head, its query heads stacked as rows), concatenated

@@ -16,7 +16,8 @@
 //! F32 / F16 / BF16 weights (`scheme: None`) are
 //! widened a row at a time and dotted in f32, without quantizing `x`.
 //! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
-//! cores), each decoding its own weight rows once for every activation row.
+//! cores), each decoding its own weight rows once for every activation row
+//! and writing its output columns in place (`out_cols`).
 //!
 //! Because activations are quantized, the result equals ggml's
 //! (`dequant(W) · dequant(q8(x))`), not `dequant(W) · x`; the two differ by
