@@ -23,6 +23,12 @@
 //! Wout · (rmsnorm(x) * output_norm)`. RoPE rotates adjacent pairs
 //! (`x[2i], x[2i+1]`), llama.cpp's "normal" mode for GGUF llama weights.
 //!
+//! The projections whose weights share a format run as one product over
+//! their stacked rows (`LayerWeights::qkv`: the normed rows quantized once,
+//! one wide product that splits evenly over threads); its `[heads, S, hd]`
+//! head split is sliced on the leading axis, which the memory planner
+//! makes views.
+//!
 //! Attention never copies the cache: the scores against the cache params
 //! and against the new keys are two batched products (`DotGeneral`, one
 //! batch entry per kv head, its query heads stacked as rows), concatenated
@@ -30,7 +36,7 @@
 //! again for the two value products.
 
 use crate::config::{KvCacheDtype, LlamaConfig};
-use crate::weights::{LlamaWeights, MatWeight};
+use crate::weights::{LayerWeights, LlamaWeights, MatWeight};
 use rlx_ir::op::DotDims;
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 
@@ -129,6 +135,41 @@ impl<'w> Builder<'_, 'w> {
         g.reshape_(o, &[seq as i64, self.cfg.dim as i64])
     }
 
+    /// Layer `l`'s queries, keys and values of the normed rows `h`, as
+    /// `[heads, S, hd]`: the stacked ones ([`LayerWeights::qkv`]) from one
+    /// product and one head split, sliced on the leading axis (views, no
+    /// copy), the others from their own products.
+    fn projections(
+        &mut self,
+        h: NodeId,
+        l: usize,
+        lw: &'w LayerWeights,
+        seq: usize,
+    ) -> (NodeId, NodeId, NodeId) {
+        let (nh, nkv) = (self.cfg.n_heads, self.cfg.n_kv_heads);
+        let heads = [nh, nkv, nkv];
+        let mut out: [Option<NodeId>; 3] = [None; 3];
+        if let Some((stacked, w)) = &lw.qkv {
+            let parts = stacked.parts();
+            let y = self.matmul(h, format!("blk.{l}.{}", stacked.name()), w);
+            let y = self.split_heads(y, seq, heads[parts.clone()].iter().sum());
+            let mut at = 0;
+            for i in parts {
+                out[i] = Some(self.g.narrow_(y, 0, at, heads[i]));
+                at += heads[i];
+            }
+        }
+        let mats = [("attn_q", &lw.wq), ("attn_k", &lw.wk), ("attn_v", &lw.wv)];
+        let mut get = |i: usize| match out[i] {
+            Some(y) => y,
+            None => {
+                let y = self.matmul(h, format!("blk.{l}.{}", mats[i].0), mats[i].1);
+                self.split_heads(y, seq, heads[i])
+            }
+        };
+        (get(0), get(1), get(2))
+    }
+
     /// `[S, heads * hd] -> [heads, S, hd]`.
     fn split_heads(&mut self, x: NodeId, s: usize, heads: usize) -> NodeId {
         let hd = self.cfg.head_dim as i64;
@@ -153,7 +194,7 @@ pub fn build_step_graph<'w>(
         params: Vec::new(),
         cfg,
     };
-    let (hd, nh, nkv) = (cfg.head_dim, cfg.n_heads, cfg.n_kv_heads);
+    let (hd, nkv) = (cfg.head_dim, cfg.n_kv_heads);
     let f32s = |dims: &[usize]| Shape::new(dims, DType::F32);
     let mut x = b.g.input("x", f32s(&[seq, cfg.dim]));
     let cos = b.g.input("cos", f32s(&[seq, hd / 2]));
@@ -168,12 +209,7 @@ pub fn build_step_graph<'w>(
         let k_cache = b.g.cast(k_cache, DType::F32);
         let v_cache = b.g.cast(v_cache, DType::F32);
         let h = b.rms_norm(x, p("attn_norm"), &lw.attn_norm);
-        let q = b.matmul(h, p("attn_q"), &lw.wq);
-        let k = b.matmul(h, p("attn_k"), &lw.wk);
-        let v = b.matmul(h, p("attn_v"), &lw.wv);
-        let q = b.split_heads(q, seq, nh);
-        let k = b.split_heads(k, seq, nkv);
-        let v = b.split_heads(v, seq, nkv);
+        let (q, k, v) = b.projections(h, l, lw, seq);
         let q = b.g.rope_interleaved(q, cos, sin);
         let k = b.g.rope_interleaved(k, cos, sin);
         // Rounded to the cache's dtype (no node for f32) and back.

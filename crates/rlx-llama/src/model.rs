@@ -33,6 +33,11 @@ pub struct LlamaOptions {
     pub prefill_chunk: usize,
     /// The KV cache's element type.
     pub kv_cache: KvCacheDtype,
+    /// One product for the query / key (/ value) projections where their
+    /// weights share a format ([`LayerWeights::qkv`](crate::weights::LayerWeights::qkv));
+    /// `false` runs three (the same values: each output is the same dot
+    /// product either way).
+    pub fuse_projections: bool,
 }
 
 impl Default for LlamaOptions {
@@ -42,6 +47,7 @@ impl Default for LlamaOptions {
             context: 512,
             prefill_chunk: 32,
             kv_cache: KvCacheDtype::F32,
+            fuse_projections: true,
         }
     }
 }
@@ -164,7 +170,10 @@ impl LlamaModel {
                 given: "0".into(),
             });
         }
-        let weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
+        let mut weights = LlamaWeights::from_gguf(r, &config, opts.weights)?;
+        if !opts.fuse_projections {
+            weights.layers.iter_mut().for_each(|l| l.qkv = None);
+        }
         let ctx = opts.context;
         let kv = opts.kv_cache;
         let full = compile(&config, &weights, 1, ctx, LogitRows::All, kv, None)?;

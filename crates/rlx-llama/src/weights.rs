@@ -36,6 +36,45 @@ pub struct MatWeight {
     pub data: HostTensor,
 }
 
+/// Which projections [`LayerWeights::qkv`] stacks, in q, k, v order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stacked {
+    /// Query, key and value.
+    Qkv,
+    /// Query and key (the value's format differs).
+    Qk,
+    /// Key and value (the query's format differs).
+    Kv,
+}
+
+impl Stacked {
+    /// The stacked projections as indices into `[q, k, v]`.
+    pub fn parts(self) -> std::ops::Range<usize> {
+        match self {
+            Stacked::Qkv => 0..3,
+            Stacked::Qk => 0..2,
+            Stacked::Kv => 1..3,
+        }
+    }
+
+    /// The stacked matrix's param name in a layer (`attn_qkv`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stacked::Qkv => "attn_qkv",
+            Stacked::Qk => "attn_qk",
+            Stacked::Kv => "attn_kv",
+        }
+    }
+
+    /// The widest stack of `[q, k, v]` that shares a format.
+    pub fn of(q: &MatWeight, k: &MatWeight, v: &MatWeight) -> Option<(Stacked, MatWeight)> {
+        let mats = [q, k, v];
+        [Stacked::Qkv, Stacked::Qk, Stacked::Kv]
+            .into_iter()
+            .find_map(|s| concat_rows(&mats[s.parts()]).map(|m| (s, m)))
+    }
+}
+
 /// The tensors of one transformer block.
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
@@ -47,6 +86,13 @@ pub struct LayerWeights {
     pub wk: MatWeight,
     /// Value projection `[kv_dim, dim]`.
     pub wv: MatWeight,
+    /// The rows of the projections that share a format (all three, else
+    /// q / k, else k / v) stacked into one matrix (a copy made at load):
+    /// the step graph quantizes the normed rows once for them and runs one
+    /// wide product (the `[kv_dim, dim]` ones alone split poorly over
+    /// threads). `None` when no two neighbours share a format; clearing it
+    /// gives the three-product graph.
+    pub qkv: Option<(Stacked, MatWeight)>,
     /// Attention output projection `[dim, dim]`.
     pub wo: MatWeight,
     /// RMSNorm gain before the feed-forward, `[dim]`.
@@ -96,11 +142,16 @@ impl LlamaWeights {
         let layers = (0..config.n_layers)
             .map(|l| {
                 let name = |t: &str| format!("blk.{l}.{t}.weight");
+                let wq = matrix(r, &name("attn_q"), d, d, mode)?;
+                let wk = matrix(r, &name("attn_k"), kv, d, mode)?;
+                let wv = matrix(r, &name("attn_v"), kv, d, mode)?;
+                let qkv = Stacked::of(&wq, &wk, &wv);
                 Ok(LayerWeights {
                     attn_norm: vector(r, &name("attn_norm"), d)?,
-                    wq: matrix(r, &name("attn_q"), d, d, mode)?,
-                    wk: matrix(r, &name("attn_k"), kv, d, mode)?,
-                    wv: matrix(r, &name("attn_v"), kv, d, mode)?,
+                    wq,
+                    wk,
+                    wv,
+                    qkv,
                     wo: matrix(r, &name("attn_output"), d, d, mode)?,
                     ffn_norm: vector(r, &name("ffn_norm"), d)?,
                     w_gate: matrix(r, &name("ffn_gate"), f, d, mode)?,
@@ -140,6 +191,35 @@ pub fn embed_into(e: &MatWeight, id: u32, out: &mut [f32]) -> Result<()> {
     };
     codecs::dequantize_into(ty, bytes, out)?;
     Ok(())
+}
+
+/// The rows of `parts` stacked into one matrix, when they share a format
+/// and `K` (rows of a block format are whole blocks, so their bytes just
+/// follow each other).
+pub fn concat_rows(parts: &[&MatWeight]) -> Option<MatWeight> {
+    let first = parts.first()?;
+    let same = |m: &&MatWeight| {
+        m.scheme == first.scheme && m.k == first.k && m.data.dtype() == first.data.dtype()
+    };
+    if !parts.iter().all(same) {
+        return None;
+    }
+    let n = parts.iter().map(|m| m.n).sum();
+    let bytes: Vec<u8> = parts
+        .iter()
+        .flat_map(|m| m.data.bytes().iter().copied())
+        .collect();
+    let dims = match first.scheme {
+        Some(_) => vec![bytes.len()],
+        None => vec![n, first.k],
+    };
+    let data = HostTensor::from_bytes(first.data.dtype(), &dims, bytes).ok()?;
+    Some(MatWeight {
+        scheme: first.scheme,
+        n,
+        k: first.k,
+        data,
+    })
 }
 
 fn info<'a, D: AsRef<[u8]>>(r: &'a GgufReader<D>, name: &str) -> Result<&'a rlx_gguf::TensorInfo> {

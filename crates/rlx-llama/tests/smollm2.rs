@@ -72,6 +72,7 @@ fn load_file(path: &Path, weights: WeightMode, kv_cache: KvCacheDtype) -> LlamaM
         context: 128,
         prefill_chunk: 16,
         kv_cache,
+        ..LlamaOptions::default()
     };
     LlamaModel::from_reader(&r, opts).unwrap()
 }

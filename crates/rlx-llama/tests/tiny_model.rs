@@ -3,9 +3,10 @@
 //! references from `tools/gen_llama_fixtures.py`.
 
 use rlx_gguf::{GgufReader, GgufWriter};
+use rlx_llama::weights::Stacked;
 use rlx_llama::{
     generate, GenerateOptions, KvCacheDtype, LlamaConfig, LlamaError, LlamaModel, LlamaOptions,
-    SamplerConfig, Tokenizer, WeightMode,
+    LlamaWeights, SamplerConfig, Tokenizer, WeightMode,
 };
 use serde_json::Value as Json;
 
@@ -147,6 +148,7 @@ fn f16_kv_cache_matches_numpy_and_the_f32_cache() {
             context: 64,
             prefill_chunk: chunk,
             kv_cache: KvCacheDtype::F16,
+            ..LlamaOptions::default()
         };
         let mut m = model_with(opts);
         let vocab = m.config().vocab_size;
@@ -439,5 +441,46 @@ fn prompt_remainders_in_quarter_chunks_equal_decoding() {
         assert_eq!(a.len(), filled + len);
         let worst = worst_diff(&got, &want);
         assert!(worst < 1e-4, "filled {filled}, {len} tokens: {worst}");
+    }
+}
+
+/// One product over the stacked query / key / value weight rows gives the
+/// separate products' logits bit for bit (each output is the same dot
+/// product of the same quantized row either way): quantized, layer 1
+/// stacks k / v (Q4_1; its q is Q8_0) and layer 0 nothing; decoded to f32,
+/// both stack all three. Prefill chunks (8 rows) and decode steps.
+#[test]
+fn fused_projections_equal_separate_products() {
+    let fx = fixture();
+    let prompt = ids(&fx["prompt"]);
+    let r = GgufReader::new(GGUF).unwrap();
+    let cfg = LlamaConfig::from_gguf(r.metadata()).unwrap();
+    let stacks = |mode| {
+        let w = LlamaWeights::from_gguf(&r, &cfg, mode).unwrap();
+        w.layers
+            .iter()
+            .map(|l| l.qkv.as_ref().map(|q| q.0))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(stacks(WeightMode::Quantized), [None, Some(Stacked::Kv)]);
+    assert_eq!(stacks(WeightMode::F32), [Some(Stacked::Qkv); 2]);
+    for mode in [WeightMode::Quantized, WeightMode::F32] {
+        let run = |fuse: bool| {
+            let mut m = model_with(LlamaOptions {
+                weights: mode,
+                context: 64,
+                prefill_chunk: 8,
+                fuse_projections: fuse,
+                ..LlamaOptions::default()
+            });
+            let mut cache = m.new_cache();
+            let mut logits = m.forward(&prompt, &mut cache).unwrap();
+            logits.extend(m.forward(&[5, 17], &mut cache).unwrap());
+            (logits, greedy(&mut m, &prompt, 12))
+        };
+        let (fused, unfused) = (run(true), run(false));
+        assert_eq!(fused.0.len(), unfused.0.len());
+        assert_eq!(worst_diff(&fused.0, &unfused.0), 0.0, "{mode:?}");
+        assert_eq!(fused.1, unfused.1, "{mode:?}");
     }
 }

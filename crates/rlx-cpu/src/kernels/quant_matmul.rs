@@ -16,7 +16,8 @@
 //! F32 / F16 / BF16 weights (`scheme: None`) are
 //! widened a row at a time and dotted in f32, without quantizing `x`.
 //! Output rows are split over threads (`RLX_NUM_THREADS`, default: all
-//! cores), each decoding its own weight rows once for every activation row.
+//! cores), each decoding its own weight rows once for every activation row
+//! and writing its output columns in place (`out_cols`).
 //!
 //! Because activations are quantized, the result equals ggml's
 //! (`dequant(W) · dequant(q8(x))`), not `dequant(W) · x`; the two differ by
@@ -30,6 +31,7 @@ pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
 pub(crate) mod kpanels;
+pub(crate) mod out_cols;
 pub(crate) mod panels;
 pub(crate) mod planes;
 
@@ -40,6 +42,7 @@ use decode::{layout, Layout, Mins, WeightRow};
 pub use dot::QuantIsa;
 use dot::{dot_f32, row_dot, RowDot};
 use half::{bf16, f16};
+use out_cols::OutCols;
 use planes::{plane_row, ActRow};
 use rlx_gguf::codecs;
 use rlx_gguf::GgmlType;
@@ -216,39 +219,28 @@ impl QuantMatMul {
             m,
         };
         if t <= 1 {
-            // One block of every row: `out` is already its layout.
-            run_rows(&job, isa, 0, self.n, out);
+            run_rows(&job, isa, 0, self.n, &mut OutCols::whole(out, m, self.n));
             return Ok(());
         }
         // One block of weight rows per thread, run as one job of the
-        // persistent team (no thread spawned per call).
+        // persistent team (no thread spawned per call); each part writes
+        // its columns in place (a block per part copied into place by the
+        // calling thread afterwards left the other threads waiting).
         let blocks = team::split(self.n, t, 1);
-        let locals: Vec<std::sync::Mutex<Vec<f32>>> =
-            blocks.iter().map(|_| Default::default()).collect();
+        let n = self.n;
+        let shared = team::Disjoint::new(out);
         team::parallel_for(blocks.len(), |p| {
             let (lo, hi) = (blocks[p].start, blocks[p].end);
-            let mut local = vec![0f32; m * (hi - lo)];
-            run_rows(&job, isa, lo, hi, &mut local);
-            *locals[p].lock().unwrap_or_else(|e| e.into_inner()) = local;
+            // SAFETY: `split`'s column ranges are disjoint.
+            let mut cols = unsafe { OutCols::part(&shared, m, n, lo, hi) };
+            run_rows(&job, isa, lo, hi, &mut cols);
         });
-        for (r, local) in blocks.iter().zip(locals) {
-            let local = local.into_inner().unwrap_or_else(|e| e.into_inner());
-            scatter(out, &local, m, self.n, r.start, r.end);
-        }
         Ok(())
     }
 }
 
-/// Copies a worker's `[M, hi - lo]` block into columns `lo..hi` of `out [M, N]`.
-fn scatter(out: &mut [f32], local: &[f32], m: usize, n: usize, lo: usize, hi: usize) {
-    let w = hi - lo;
-    for i in 0..m {
-        out[i * n + lo..i * n + hi].copy_from_slice(&local[i * w..(i + 1) * w]);
-    }
-}
-
-/// Output rows `lo..hi` into `out [M, hi - lo]` on `isa`.
-fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
+/// Weight rows `lo..hi` (output columns) into `out` on `isa`.
+fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `run` checked that the CPU runs `isa`.
@@ -264,19 +256,19 @@ fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
 // vectorizes with it too.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
+unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut OutCols) {
     rows_body(job, QuantIsa::Avx2, lo, hi, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut [f32]) {
+unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut OutCols) {
     rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
 }
 
 #[inline(always)]
-fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
-    let (k, m, width) = (job.mm.k, job.m, hi - lo);
+fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) {
+    let (k, m) = (job.mm.k, job.m);
     match (&job.lay, &job.act) {
         (Some(lay), Some(act)) if job.mm.scheme.is_some_and(planes::runs) => {
             let scheme = job.mm.scheme.expect("checked above");
@@ -308,9 +300,7 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
             // stay in L1 while every tile of activations passes by.
             for (j, r) in (lo..hi).enumerate() {
                 let w = &job.w[r * row_bytes..(r + 1) * row_bytes];
-                plane_row(isa, scheme, w, &acts, &mut scratch, |i, v| {
-                    out[i * width + j] = v
-                });
+                plane_row(isa, scheme, w, &acts, &mut scratch, |i, v| out.set(i, j, v));
             }
         }
         (Some(lay), Some(act)) => {
@@ -338,7 +328,7 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                         },
                     );
                     y += min_term(lay, &wr, act, i, nb, ng);
-                    out[i * width + j] = y;
+                    out.set(i, j, y);
                 }
             }
         }
@@ -352,7 +342,7 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut [f32]) {
                     &mut wf,
                 );
                 for i in 0..m {
-                    out[i * width + j] = dot_f32(&wf, &job.x[i * k..(i + 1) * k]);
+                    out.set(i, j, dot_f32(&wf, &job.x[i * k..(i + 1) * k]));
                 }
             }
         }

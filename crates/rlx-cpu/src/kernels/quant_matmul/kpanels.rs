@@ -28,6 +28,7 @@
 
 use rlx_ir::quant::QuantScheme;
 
+use super::out_cols::OutCols;
 use super::planes::ActRow;
 
 /// Whether [`rows`] runs weights of `scheme`.
@@ -37,7 +38,7 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
 }
 
 /// Output rows `lo..hi` of weights `w` (`row_bytes` a row) against every
-/// activation row of `acts`, into `out[i * (hi - lo) + j]`.
+/// activation row of `acts`, into `out`'s `(i, j - lo)`.
 ///
 /// # Safety
 /// The CPU runs AVX-512 F / BW / VL / VNNI, AVX2, FMA and F16C
@@ -50,7 +51,7 @@ pub(crate) unsafe fn rows(
     row_bytes: usize,
     (lo, hi): (usize, usize),
     acts: &[ActRow],
-    out: &mut [f32],
+    out: &mut OutCols,
 ) {
     x86::rows(scheme, w, row_bytes, (lo, hi), acts, out)
 }
@@ -60,7 +61,7 @@ mod x86 {
     use super::super::panels::x86::{pair_scale, prefetch_bytes, reduce};
     use super::super::planes::x86::f16c_at;
     use super::super::planes::{block_weights, BlockWeights};
-    use super::ActRow;
+    use super::{ActRow, OutCols};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
 
@@ -280,14 +281,13 @@ mod x86 {
         row_bytes: usize,
         (lo, hi): (usize, usize),
         acts: &[ActRow],
-        out: &mut [f32],
+        out: &mut OutCols,
     ) {
         let Some(k) = acts.first().map(|a| a.q.len()) else {
             return;
         };
         let nb = k / 256;
         let a = prepare_acts(scheme, acts, k);
-        let width = hi - lo;
         let mut rs: [Row; ROWS] = std::array::from_fn(|_| Row::new());
         let mut r = lo;
         while r < hi {
@@ -317,7 +317,7 @@ mod x86 {
                     };
                     for (j, (v, o)) in sums.v.iter().zip(&off).enumerate().take(nw) {
                         for t in 0..sums.rows {
-                            out[(t0 + t) * width + (r - lo + j)] = v[t] + o[t0 + t - t8];
+                            out.set(t0 + t, r - lo + j, v[t] + o[t0 + t - t8]);
                         }
                     }
                     t0 += sums.rows;

@@ -33,6 +33,7 @@
 
 use rlx_ir::quant::QuantScheme;
 
+use super::out_cols::OutCols;
 use super::planes::ActRow;
 
 /// Whether [`rows`] runs weights of `scheme`.
@@ -53,7 +54,7 @@ pub(crate) const ROWS: usize = 2;
 pub(crate) const TOKENS: usize = 8;
 
 /// Output rows `lo..hi` of weights `w` (`row_bytes` a row) against every
-/// activation row of `acts`, into `out[i * (hi - lo) + j]`.
+/// activation row of `acts`, into `out`'s `(i, j - lo)`.
 ///
 /// # Safety
 /// The CPU runs AVX-512 F / BW / VL / VNNI, AVX2, FMA and F16C
@@ -66,7 +67,7 @@ pub(crate) unsafe fn rows(
     row_bytes: usize,
     (lo, hi): (usize, usize),
     acts: &[ActRow],
-    out: &mut [f32],
+    out: &mut OutCols,
 ) {
     x86::rows(scheme, w, row_bytes, (lo, hi), acts, out)
 }
@@ -74,7 +75,7 @@ pub(crate) unsafe fn rows(
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86 {
     use super::super::planes::x86::{f16c_at, fifth_bits_mask, nibbles16};
-    use super::{ActRow, ROWS, TOKENS};
+    use super::{ActRow, OutCols, ROWS, TOKENS};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
 
@@ -224,14 +225,13 @@ pub(super) mod x86 {
         row_bytes: usize,
         (lo, hi): (usize, usize),
         acts: &[ActRow],
-        out: &mut [f32],
+        out: &mut OutCols,
     ) {
         let Some(k) = acts.first().map(|a| a.q.len()) else {
             return;
         };
         let nb = k / 32;
         let a = prepare_acts(scheme, acts, k);
-        let width = hi - lo;
         let mut rs: [Row; ROWS] = std::array::from_fn(|_| Row {
             q: Vec::new(),
             d: Vec::new(),
@@ -269,7 +269,7 @@ pub(super) mod x86 {
                     };
                     for (j, (v, o)) in sums.v.iter().zip(&off).enumerate().take(nw) {
                         for t in 0..sums.rows {
-                            out[(t0 + t) * width + (r - lo + j)] = v[t] + o[t0 + t - t16];
+                            out.set(t0 + t, r - lo + j, v[t] + o[t0 + t - t16]);
                         }
                     }
                     t0 += sums.rows;
