@@ -181,6 +181,13 @@ DEPTHWISE_CASES = [
     # Whole 16-channel groups: also run with blocked tensors (conv_depthwise_small.rs).
     ("dwb_c32_10x10_relu6_batch2", (2, 32, 10, 10), 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 32, True, "relu6", None),
     ("dwb_c48_s2_13x11_residual", (1, 48, 13, 11), 48, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 48, True, "residual", None),
+    # Planes over 28 x 28 (MobileNetV2's 56 / 112 stages, smaller): with a blocked
+    # side the kernel runs them in bands of output rows, two bands each here
+    # (stride 1 and 2, TF-style (0, 1) padding: a band starting on a padding row
+    # and one on an input row), two groups, batch 2, ReLU6 and residual row chains.
+    ("dwb_c16_s1_30x33_relu6", (1, 16, 30, 33), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "relu6", None),
+    ("dwb_c32_s2_33x29_residual", (1, 32, 33, 29), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 32, True, "residual", None),
+    ("dwb_c16_s2_tfpad_40x30_scale_residual_batch2", (2, 16, 40, 30), 16, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 16, True, "scale_residual", "one_image"),
 ]
 OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
 

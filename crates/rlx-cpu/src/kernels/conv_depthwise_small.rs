@@ -15,6 +15,12 @@
 //! and a `-0` accumulator can become `+0`. The ReLU6 clamp is applied in
 //! registers before the store, any other row chain on the 16 planes
 //! while they are in cache.
+//!
+//! Larger planes (MobileNetV2's 56 x 56 and 112 x 112) run here only with
+//! a blocked side (the layout plan's `[N][C/16][H][W][16]`): the tile then
+//! holds a band of output rows and their input rows (halo included), one
+//! (image, group, band) job at a time, so the tile stays in L1 / L2; the
+//! NCHW-only convs on those planes stay on the per-plane kernel.
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -33,6 +39,9 @@ const MAX_PLANE: usize = 28 * 28;
 /// Output pixels computed together (independent FMA chains in flight).
 const UNROLL: usize = 4;
 
+/// Floats of a band's tile on planes over [`MAX_PLANE`] (64 KiB: L2).
+const BAND_FLOATS: usize = 16 * 1024;
+
 /// The zero-padded tile one channel group is copied into.
 #[derive(Clone, Copy)]
 struct Tile {
@@ -44,32 +53,67 @@ struct Tile {
 impl Conv2d {
     /// True when [`Self::depthwise_small`] computes this conv on this CPU.
     pub(super) fn depthwise_small_wins(&self) -> bool {
-        self.is_depthwise3x3() && self.o == self.c && self.h * self.w <= MAX_PLANE && avx512()
+        self.depthwise_lanes_fit() && self.h * self.w <= MAX_PLANE
     }
 
-    /// The zero-padded input tile: every input pixel and every tap read.
+    /// A 3x3 depthwise conv of multiplier 1 on AVX-512: this kernel's
+    /// shapes, any plane size.
+    fn depthwise_lanes_fit(&self) -> bool {
+        self.is_depthwise3x3() && self.o == self.c && avx512()
+    }
+
+    /// True when this kernel can run the conv with a blocked image and / or
+    /// output (whole 16-channel groups; larger planes by row bands).
+    pub(super) fn depthwise_blocked_fits(&self) -> bool {
+        self.depthwise_lanes_fit()
+            && (self.h * self.w <= MAX_PLANE || self.c.is_multiple_of(LANES))
+    }
+
+    /// Output rows per band: all of them on a small plane, else as many as
+    /// keep the band's tile within [`BAND_FLOATS`] (at least one).
+    fn band_rows(&self) -> usize {
+        if self.h * self.w <= MAX_PLANE {
+            return self.oh.max(1);
+        }
+        let row = self.small_tile_cols() * LANES;
+        let in_rows = (BAND_FLOATS / row).max(3);
+        ((in_rows - 3) / self.s.0 + 1).min(self.oh.max(1))
+    }
+
+    /// Tile columns: every input column and every tap read.
+    fn small_tile_cols(&self) -> usize {
+        let reach = (self.ow.max(1) - 1) * self.s.0 + 3;
+        reach.max(self.p.1 + self.w)
+    }
+
+    /// The zero-padded input tile of a band of `band` output rows: every
+    /// input pixel and every tap read (one band: the whole plane).
     fn small_tile(&self) -> Tile {
-        let s = self.s.0;
-        let reach = |out: usize| (out.max(1) - 1) * s + 3;
+        let band = self.band_rows();
+        let rows = (band - 1) * self.s.0 + 3;
         Tile {
-            rows: reach(self.oh).max(self.p.0 + self.h),
-            cols: reach(self.ow).max(self.p.1 + self.w),
+            rows: if band >= self.oh { rows.max(self.p.0 + self.h) } else { rows },
+            cols: self.small_tile_cols(),
         }
     }
 
     /// True when [`Self::depthwise_small`] can read / write the blocked
     /// layouts of `io` (whole 16-channel groups; a row-chain epilogue
     /// for a blocked output).
+    /// On planes over [`MAX_PLANE`] (row bands) the epilogue must be a row
+    /// chain whatever the layouts.
     pub(super) fn depthwise_small_takes(&self, io: BlockedIo, epi: Option<&ConvEpilogue>) -> bool {
-        self.depthwise_small_wins()
+        let rows = epi.is_none_or(|e| e.rows().is_some());
+        self.depthwise_blocked_fits()
+            && (self.depthwise_small_wins() || rows)
             && ((!io.input && !io.output) || self.c.is_multiple_of(LANES))
-            && (!io.output || epi.is_none_or(|e| e.rows().is_some()))
+            && (!io.output || rows)
     }
 
     /// `y = depthwise(x, wt) + bias`, then `epi`, `x` / `y` in the layouts
     /// of `io` (a blocked image is copied into the tile a row at a time, a
     /// blocked output is the tile's `[pixels][16]` result as it is); the
-    /// parts of the team take (image, 16-channel group) jobs.
+    /// parts of the team take (image, 16-channel group, band) jobs.
     pub(super) fn depthwise_small(
         &self,
         x: &[f32],
@@ -89,7 +133,11 @@ impl Conv2d {
             ));
         }
         let groups = self.c.div_ceil(LANES);
-        let jobs = self.batch * groups;
+        let band = self.band_rows();
+        // A blocked output splits by bands too (each band a run of its
+        // block); NCHW planes are owned whole, their bands run in turn.
+        let bands = if io.output { self.oh.div_ceil(band) } else { 1 };
+        let jobs = self.batch * groups * bands;
         let parts = team::split(jobs, team::threads(), 1);
         let chain = epi.and_then(|e| e.rows());
         let clamp = chain.and_then(|c| c.clamp());
@@ -97,19 +145,41 @@ impl Conv2d {
         let shared = team::Disjoint::new(y);
         team::try_parallel_for(parts.len(), |part| {
             let mut xt = vec![0f32; tile.rows * tile.cols * LANES];
-            let mut yt = vec![0f32; pout.next_multiple_of(LANES) * LANES];
+            let mut yt = vec![0f32; (band * self.ow).next_multiple_of(LANES) * LANES];
             for job in parts[part].clone() {
-                let (n, g) = (job / groups, job % groups);
+                let (n, g, b) = (job / (groups * bands), job / bands % groups, job % bands);
                 let ch = g * LANES..self.c.min((g + 1) * LANES);
+                let rows = match io.output {
+                    true => b * band..self.oh.min((b + 1) * band),
+                    false => 0..self.oh,
+                };
+                let px = rows.start * self.ow..rows.end * self.ow;
                 let plane0 = n * self.c + ch.start;
-                // SAFETY: each job owns its channels' planes (its block) of
-                // one image.
-                let yg = unsafe { shared.range(plane0 * pout..(plane0 + ch.len()) * pout) };
+                // SAFETY: each job owns its channels' planes of one image,
+                // or (blocked output) its band of their block.
+                let yg = unsafe {
+                    match io.output {
+                        true => {
+                            let at = plane0 * pout + px.start * LANES;
+                            shared.range(at..at + px.len() * LANES)
+                        }
+                        false => shared.range(plane0 * pout..(plane0 + ch.len()) * pout),
+                    }
+                };
                 let xg = &x[plane0 * pin..];
-                // SAFETY: AVX-512F checked above.
-                unsafe { self.group(xg, wt, bias, ch.clone(), clamp, (&mut xt, &mut yt), yg, io) };
+                for sub in rows.clone().step_by(band) {
+                    let oys = sub..rows.end.min(sub + band);
+                    let at = match io.output {
+                        true => (oys.start - rows.start) * self.ow * LANES,
+                        false => oys.start * self.ow,
+                    };
+                    let bufs = (&mut xt[..], &mut yt[..]);
+                    let ys = &mut yg[at..];
+                    // SAFETY: AVX-512F checked above.
+                    unsafe { self.group(xg, wt, bias, ch.clone(), clamp, bufs, ys, io, oys) };
+                }
                 if let Some(chain) = chain.filter(|_| clamp.is_none() && io.output) {
-                    chain.apply_blocked(yg, n, ch.start, 0..pout);
+                    chain.apply_blocked(yg, n, ch.start, px);
                     continue;
                 }
                 if let Some(chain) = chain.filter(|_| clamp.is_none()) {
@@ -122,11 +192,13 @@ impl Conv2d {
         })
     }
 
-    /// Channels `ch` of one image into their outputs, through the tile `xt`
-    /// and the pixel buffer `yt`: `xg` from its first plane, or (blocked
-    /// image) its block, `[pixels][16]`, copied into the tile a row at a
-    /// time; `yg` its planes, or (blocked output) its block, written by the
-    /// taps directly.
+    /// Output rows `oys` of channels `ch` of one image, through the tile `xt`
+    /// (the band's input rows, zero rows where they fall in the padding) and
+    /// the pixel buffer `yt`: `xg` from its first plane, or (blocked image)
+    /// its block, `[pixels][16]`, copied into the tile a row at a time; `yg`
+    /// the band of its planes (from the band's first pixel of the first
+    /// plane), or (blocked output) of its block, written by the taps
+    /// directly.
     ///
     /// # Safety
     /// AVX-512F present; `ch` a whole group of 16 channels when `io` has a
@@ -142,27 +214,40 @@ impl Conv2d {
         (xt, yt): (&mut [f32], &mut [f32]),
         yg: &mut [f32],
         io: BlockedIo,
+        oys: Range<usize>,
     ) {
         let (wv, bv) = lanes(wt, bias, ch.clone());
         let tile = self.small_tile();
+        // Tile row `r` holds padded row `r0 + r` (input row `r0 + r - p`).
+        let r0 = oys.start * self.s.0;
+        let first = r0.saturating_sub(self.p.0).min(self.h);
+        let last = (r0 + tile.rows).saturating_sub(self.p.0).min(self.h);
+        let row_floats = tile.cols * LANES;
+        for r in 0..tile.rows {
+            let iy = (r0 + r).wrapping_sub(self.p.0);
+            if !(first..last).contains(&iy) {
+                xt[r * row_floats..][..row_floats].fill(0.0);
+            }
+        }
         if io.input {
             let row = self.w * LANES;
-            for iy in 0..self.h {
-                let at = ((iy + self.p.0) * tile.cols + self.p.1) * LANES;
+            for iy in first..last {
+                let at = ((iy + self.p.0 - r0) * tile.cols + self.p.1) * LANES;
                 xt[at..at + row].copy_from_slice(&xg[iy * row..][..row]);
             }
         } else {
             // SAFETY: the caller's.
-            unsafe { self.gather(xg, ch.len(), tile, xt) };
+            unsafe { self.gather(xg, ch.len(), tile, xt, first..last, r0) };
         }
         let pout = self.oh * self.ow;
-        // SAFETY: the caller's; `yg` holds the block's `[pixels][16]`.
+        let count = oys.len() * self.ow;
+        // SAFETY: the caller's; `yg` holds the band's `[pixels][16]`.
         unsafe {
             if io.output {
-                self.taps(xt, tile, &wv, &bv, clamp, yg);
+                self.taps(xt, tile, &wv, &bv, clamp, yg, oys);
             } else {
-                self.taps(xt, tile, &wv, &bv, clamp, yt);
-                scatter(yt, pout, ch.len(), yg);
+                self.taps(xt, tile, &wv, &bv, clamp, yt, oys);
+                scatter(yt, pout, count, ch.len(), yg);
             }
         }
     }
@@ -202,26 +287,39 @@ impl Conv2d {
                         bufs,
                         yg,
                         BlockedIo::default(),
+                        0..self.oh,
                     )
                 };
             }
         }
     }
 
-    /// Copies the `chans` planes `xg` into the tile's interior, channel
-    /// `i` in lane `i` (lanes past `chans` zero; the padding is left as
-    /// it is: zero).
+    /// Copies input rows `iys` of the `chans` planes `xg` into the tile's
+    /// interior (input row `iy` in tile row `iy + p - r0`), channel `i` in
+    /// lane `i` (lanes past `chans` zero; the padding columns are left as
+    /// they are: zero).
     ///
     /// # Safety
-    /// AVX-512F present; `xt` holds `tile`.
+    /// AVX-512F present; `xt` holds `tile`, which holds those rows.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn gather(&self, xg: &[f32], chans: usize, tile: Tile, xt: &mut [f32]) {
+    unsafe fn gather(
+        &self,
+        xg: &[f32],
+        chans: usize,
+        tile: Tile,
+        xt: &mut [f32],
+        iys: Range<usize>,
+        r0: usize,
+    ) {
         use std::arch::x86_64::*;
         let pin = self.h * self.w;
-        assert!(xg.len() >= chans * pin && xt.len() >= tile.rows * tile.cols * LANES);
-        for j0 in (0..pin).step_by(LANES) {
-            let live = (pin - j0).min(LANES);
+        assert!(xg.len() >= (chans.max(1) - 1) * pin + iys.end * self.w);
+        assert!(xt.len() >= tile.rows * tile.cols * LANES);
+        assert!(iys.is_empty() || iys.end + self.p.0 - r0 <= tile.rows);
+        let end = iys.end * self.w;
+        for j0 in (iys.start * self.w..end).step_by(LANES) {
+            let live = (end - j0).min(LANES);
             let mask = ((1u32 << live) - 1) as __mmask16;
             let r: [__m512; LANES] = std::array::from_fn(|i| {
                 if i < chans {
@@ -234,18 +332,20 @@ impl Conv2d {
             let v = super::transpose16::transpose16(&r);
             for (k, &px) in v.iter().enumerate().take(live) {
                 let p = j0 + k;
-                let (iy, ix) = (p / self.w + self.p.0, p % self.w + self.p.1);
+                let (iy, ix) = (p / self.w + self.p.0 - r0, p % self.w + self.p.1);
                 // SAFETY: (iy, ix) is inside the tile (`small_tile`).
                 unsafe { _mm512_storeu_ps(xt.as_mut_ptr().add((iy * tile.cols + ix) * LANES), px) };
             }
         }
     }
 
-    /// Every output pixel of the group into `yt` (`[pixels][16]`): the
-    /// bias, then the nine taps in row-major kernel order, then `clamp`.
+    /// Output rows `oys` of the group into `yt` (`[pixels][16]` from the
+    /// band's first pixel; the tile holds the band from padded row
+    /// `oys.start * s`): the bias, then the nine taps in row-major kernel
+    /// order, then `clamp`.
     ///
     /// # Safety
-    /// AVX-512F present; `xt` holds `tile`, `yt` the output pixels.
+    /// AVX-512F present; `xt` holds `tile`, `yt` the band's output pixels.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
     unsafe fn taps(
@@ -256,10 +356,12 @@ impl Conv2d {
         bv: &[f32; LANES],
         clamp: Option<(f32, f32)>,
         yt: &mut [f32],
+        oys: Range<usize>,
     ) {
         use std::arch::x86_64::*;
         let (s, ow) = (self.s.0, self.ow);
-        assert!(xt.len() >= tile.rows * tile.cols * LANES && yt.len() >= self.oh * ow * LANES);
+        assert!(xt.len() >= tile.rows * tile.cols * LANES && yt.len() >= oys.len() * ow * LANES);
+        assert!(oys.is_empty() || (oys.len() - 1) * s + 3 <= tile.rows);
         // SAFETY (all loads / stores below): the taps of outputs
         // (oy, ox) < (oh, ow) lie inside the tile (`small_tile`).
         let w: [__m512; 9] = std::array::from_fn(|t| unsafe { _mm512_loadu_ps(&wv[t * LANES]) });
@@ -267,11 +369,11 @@ impl Conv2d {
         let (lo, hi) = clamp.map_or((b, b), |(l, h)| (_mm512_set1_ps(l), _mm512_set1_ps(h)));
         let clamp = clamp.map(|_| (lo, hi));
         let step = s * LANES;
-        for oy in 0..self.oh {
+        for band_oy in 0..oys.len() {
             let rows: [*const f32; 3] = std::array::from_fn(|ky| unsafe {
-                xt.as_ptr().add((oy * s + ky) * tile.cols * LANES)
+                xt.as_ptr().add((band_oy * s + ky) * tile.cols * LANES)
             });
-            let out = unsafe { yt.as_mut_ptr().add(oy * ow * LANES) };
+            let out = unsafe { yt.as_mut_ptr().add(band_oy * ow * LANES) };
             let mut ox = 0;
             while ox + UNROLL <= ow {
                 unsafe { outputs::<UNROLL>(&rows, ox, step, &w, b, clamp, out) };
@@ -284,7 +386,7 @@ impl Conv2d {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    unsafe fn gather(&self, _: &[f32], _: usize, _: Tile, _: &mut [f32]) {
+    unsafe fn gather(&self, _: &[f32], _: usize, _: Tile, _: &mut [f32], _: Range<usize>, _: usize) {
         unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
     }
 
@@ -297,6 +399,7 @@ impl Conv2d {
         _: &[f32; LANES],
         _: Option<(f32, f32)>,
         _: &mut [f32],
+        _: Range<usize>,
     ) {
         unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
     }
@@ -356,18 +459,20 @@ unsafe fn outputs<const N: usize>(
     }
 }
 
-/// The `[pixels][16]` outputs `yt` transposed into the first `chans` of
-/// the 16 planes of `yg` (`pout` pixels each).
+/// The `count` `[pixels][16]` outputs `yt` transposed into the first
+/// `chans` of the 16 planes of `yg` (`pout` pixels from one plane to the
+/// next; `yg` starts at the run's first pixel of the first plane).
 ///
 /// # Safety
 /// AVX-512F present.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn scatter(yt: &[f32], pout: usize, chans: usize, yg: &mut [f32]) {
+unsafe fn scatter(yt: &[f32], pout: usize, count: usize, chans: usize, yg: &mut [f32]) {
     use std::arch::x86_64::*;
-    assert!(yt.len() >= pout.next_multiple_of(LANES) * LANES && yg.len() >= chans * pout);
-    for j0 in (0..pout).step_by(LANES) {
-        let live = (pout - j0).min(LANES);
+    assert!(yt.len() >= count.next_multiple_of(LANES) * LANES);
+    assert!(chans == 0 || yg.len() >= (chans - 1) * pout + count);
+    for j0 in (0..count).step_by(LANES) {
+        let live = (count - j0).min(LANES);
         let mask = ((1u32 << live) - 1) as __mmask16;
         // SAFETY: `yt` holds 16 pixels from `j0` (padded to a multiple of 16).
         let r: [__m512; LANES] =
@@ -381,18 +486,20 @@ unsafe fn scatter(yt: &[f32], pout: usize, chans: usize, yg: &mut [f32]) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn scatter(_: &[f32], _: usize, _: usize, _: &mut [f32]) {
+unsafe fn scatter(_: &[f32], _: usize, _: usize, _: usize, _: &mut [f32]) {
     unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
 }
 
-/// True when a depthwise conv of these dims (f32) runs this kernel, which
-/// can then read / write the blocked layout (for the executor's plan).
+/// True when a depthwise conv of these dims (f32) can run this kernel with
+/// a blocked image / output (for the executor's plan; a plane over 28 x 28
+/// runs it only with a blocked side).
 pub(crate) fn runs(
     win: &rlx_ir::op::Window,
     groups: usize,
     (x, w, out): (&[usize], &[usize], &[usize]),
 ) -> bool {
-    super::conv_packed::geometry(win, groups, x, w, out).is_some_and(|g2| g2.depthwise_small_wins())
+    super::conv_packed::geometry(win, groups, x, w, out)
+        .is_some_and(|g2| g2.depthwise_blocked_fits())
 }
 
 /// True when the CPU has AVX-512F.
@@ -411,6 +518,7 @@ pub(super) fn avx512() -> bool {
 mod tests {
     use super::{avx512, Conv2d};
     use crate::kernels::conv_epilogue::tests::{case_window, dims, seq};
+    use crate::kernels::conv_nchwc::BlockedIo;
     use crate::kernels::conv_packed::geometry;
     use rlx_ir::op::Window;
     use serde_json::Value;
@@ -450,12 +558,18 @@ mod tests {
                 "{c}x{hw}x{hw} s{s}"
             );
         }
+        // Large planes: NCHW on the per-plane kernel, blocked here by bands.
+        let blocked = BlockedIo {
+            input: true,
+            output: true,
+        };
         for (c, hw, s) in [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2)] {
-            assert!(
-                !mobilenet(c, hw, s).depthwise_small_wins(),
-                "{c}x{hw}x{hw} s{s}"
-            );
+            let g2 = mobilenet(c, hw, s);
+            assert!(!g2.depthwise_small_wins(), "{c}x{hw}x{hw} s{s}");
+            assert!(g2.depthwise_small_takes(blocked, None), "{c}x{hw}x{hw} s{s}");
+            assert!(g2.band_rows() < g2.oh, "{c}x{hw}x{hw} s{s}: one band");
         }
+        assert!(!mobilenet(24, 56, 1).depthwise_blocked_fits());
         let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
         let small: Vec<_> = cases
@@ -482,13 +596,13 @@ mod tests {
     /// The fixture's small-plane cases of whole 16-channel groups (numpy
     /// float64) with the image and / or the output blocked, at 1 to 3
     /// threads: stride 1 and 2, batch 2, ReLU6 in registers and a
-    /// residual row chain on the blocked rows.
+    /// residual row chain on the blocked rows; planes over 28 x 28 in
+    /// bands of output rows.
     #[test]
     fn blocked_layouts_match_numpy() {
         use crate::kernels::conv::{conv_geom, fused_conv};
         use crate::kernels::conv_epilogue::tests::check_fused_conv_fixture;
         use crate::kernels::conv_epilogue::ConvEpilogue;
-        use crate::kernels::conv_nchwc::BlockedIo;
         use crate::kernels::conv_pointwise_blocked::tests::with_blocked;
         use crate::kernels::{KernelResult, View, ViewMut};
         use rlx_ir::op::ChainStep;
@@ -522,10 +636,11 @@ mod tests {
                     g2.depthwise_small(x, wt, b, y, epi.as_ref(), io)
                 })
             };
-            check_fused_conv_fixture(FIXTURE, 18, &kernel);
+            check_fused_conv_fixture(FIXTURE, 21, &kernel);
         }
-        // dwb_c32 / dwb_c48 / dw_small_c16 at 1-3 threads, 3 layouts.
-        assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 3 * 3 * 3);
+        // dwb_c32 / dwb_c48 / dw_small_c16 and the three banded planes at
+        // 1-3 threads, 3 layouts.
+        assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 6 * 3 * 3);
     }
 
     /// Where both kernels take a fixture case, this one gives the
