@@ -22,7 +22,9 @@ Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
 and the same on a [2, 24, 14, 14] input (9x9 -> 7x7 after the stride 2:
 the 1x1 convs there are the packed-weight GEMM's shapes): keys "hw18" and
-"hw14".
+"hw14"; and on a [1, 24, 58, 58] input (key "hw58": both depthwise convs on
+planes over 28 x 28, 58 x 58 stride 2 and 29 x 29 stride 1, which the
+depthwise kernel runs blocked in bands of output rows).
 
 Weights / biases are values(n, seed) (seeds 11.. in the order above, each
 weight then its bias), x is values(.., 10) * 16.
@@ -96,10 +98,10 @@ def depthwise3x3(x, w, b, stride):
     return y + b[None, :, None, None]
 
 
-def inverted_residual(hw):
+def inverted_residual(hw, n=2):
     f64 = lambda a: a.astype(np.float64)
     relu6 = lambda v: np.minimum(np.maximum(v, 0), 6)
-    n, c, e, p = 2, 24, 96, 32
+    c, e, p = 24, 96, 32
     x = f64(values(n * c * hw * hw, 10)).reshape(n, c, hw, hw) * 16
     shapes = [(e, c), (e, 1, 3, 3), (p, e), (e, p), (e, 1, 3, 3), (p, e)]
     ws, bs = [], []
@@ -167,7 +169,8 @@ def main():
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "inverted_residual.json"), "w") as f:
-        json.dump({"hw18": inverted_residual(18), "hw14": inverted_residual(14)}, f,
+        json.dump({"hw18": inverted_residual(18), "hw14": inverted_residual(14),
+                   "hw58": inverted_residual(58, 1)}, f,
                   separators=(",", ":"))
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "resnet_like.json"), "w") as f:

@@ -4,8 +4,10 @@
 //! - writers (and image readers): a conv whose kernel reads and writes
 //!   the blocked layout — the NCHWc dense kernel on a prepared weight
 //!   ([`crate::kernels::conv_nchwc`]), the blocked 1x1 kernel
-//!   ([`crate::kernels::conv_pointwise_blocked`]), the small-plane
-//!   depthwise one ([`crate::kernels::conv_depthwise_small`]);
+//!   ([`crate::kernels::conv_pointwise_blocked`]), the 16-lane
+//!   depthwise one ([`crate::kernels::conv_depthwise_small`]: planes up
+//!   to 28 x 28 in either layout, larger ones of whole 16-channel groups
+//!   in row bands when a side is blocked);
 //! - residual readers: such a conv whose row-chain epilogue reads the
 //!   value as a same-shape extra (`RowChain` reads it at the output's
 //!   blocked offsets: [`crate::kernels::conv_epilogue`]);
@@ -22,7 +24,9 @@
 //! writer cancel in pairs, the way ONNX Runtime's NCHWc transformer drops
 //! a ReorderOutput feeding a ReorderInput. So MobileNetV2's inverted
 //! residual blocks on 28 x 28 maps and below run blocked end to end
-//! (expand 1x1 -> depthwise -> project 1x1 + residual), and ResNet-18's
+//! (expand 1x1 -> depthwise -> project 1x1 + residual), on 112 / 56 maps
+//! from the expand (or the stem) through the depthwise into the project,
+//! which writes its 16 / 24 channels NCHW, and ResNet-18's
 //! stem writes blocked for its max pool, its layer-3 / layer-4 second
 //! blocks and last conv -> global pool stay blocked. An edge of 24
 //! channels (not whole blocks) stays NCHW rather than padded, and so does

@@ -176,10 +176,10 @@ fn relu6(g: &mut Graph, v: NodeId) -> NodeId {
 }
 
 /// tools/gen_nchwc_chain_fixtures.py's two inverted-residual blocks on
-/// an `hw` x `hw` input.
-fn inverted_residual(hw: usize) -> CpuExecutable {
+/// `n` `hw` x `hw` images.
+fn inverted_residual(n: usize, hw: usize) -> CpuExecutable {
     let mut g = Graph::new("inverted_residual");
-    let x = g.input("x", Shape::new(&[2, 24, hw, hw], DType::F32));
+    let x = g.input("x", Shape::new(&[n, 24, hw, hw], DType::F32));
     let e1 = conv_k(&mut g, x, (24, 96, 1), 1, 11);
     let e1 = relu6(&mut g, e1);
     let d1 = conv_k(&mut g, e1, (96, 96, 3), 2, 13);
@@ -196,18 +196,21 @@ fn inverted_residual(hw: usize) -> CpuExecutable {
     CpuExecutable::new(lir).unwrap()
 }
 
-/// 18 x 18 (9 x 9 after the stride 2: the NCHW 1x1 kernel's shapes) and
+/// 18 x 18 (9 x 9 after the stride 2: the NCHW 1x1 kernel's shapes),
 /// 14 x 14 (7 x 7: the packed-weight GEMM's, which the blocked form
-/// overrides) at 1-3 threads.
+/// overrides) and one 58 x 58 image (depthwise convs on 58 x 58 and
+/// 29 x 29 planes: the depthwise kernel's row bands) at 1-3 threads.
 #[test]
 fn inverted_residual_blocks_match_numpy() {
     let fx: Value = serde_json::from_str(INVERTED).unwrap();
-    for hw in [18, 14] {
+    for (n, hw) in [(2, 18), (2, 14), (1, 58)] {
         let want = floats(&fx[format!("hw{hw}")]["y"]);
-        let n = 2 * 24 * hw * hw;
-        let xs: Vec<f32> = values(n, 10).iter().map(|v| v * 16.0).collect();
-        let x = HostTensor::from_slice(&xs, &[2, 24, hw, hw]).unwrap();
-        let mut exe = inverted_residual(hw);
+        let xs: Vec<f32> = values(n * 24 * hw * hw, 10)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect();
+        let x = HostTensor::from_slice(&xs, &[n, 24, hw, hw]).unwrap();
+        let mut exe = inverted_residual(n, hw);
         if avx512() {
             // e1 -> d1 -> p1 and e2 -> d2 -> p2, and p1 -> e2 with p2's
             // residual read of p1 (blocked offsets in the row chain): five

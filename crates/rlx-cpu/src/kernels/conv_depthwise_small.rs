@@ -65,8 +65,7 @@ impl Conv2d {
     /// True when this kernel can run the conv with a blocked image and / or
     /// output (whole 16-channel groups; larger planes by row bands).
     pub(super) fn depthwise_blocked_fits(&self) -> bool {
-        self.depthwise_lanes_fit()
-            && (self.h * self.w <= MAX_PLANE || self.c.is_multiple_of(LANES))
+        self.depthwise_lanes_fit() && (self.h * self.w <= MAX_PLANE || self.c.is_multiple_of(LANES))
     }
 
     /// Output rows per band: all of them on a small plane, else as many as
@@ -92,7 +91,11 @@ impl Conv2d {
         let band = self.band_rows();
         let rows = (band - 1) * self.s.0 + 3;
         Tile {
-            rows: if band >= self.oh { rows.max(self.p.0 + self.h) } else { rows },
+            rows: if band >= self.oh {
+                rows.max(self.p.0 + self.h)
+            } else {
+                rows
+            },
             cols: self.small_tile_cols(),
         }
     }
@@ -386,7 +389,15 @@ impl Conv2d {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    unsafe fn gather(&self, _: &[f32], _: usize, _: Tile, _: &mut [f32], _: Range<usize>, _: usize) {
+    unsafe fn gather(
+        &self,
+        _: &[f32],
+        _: usize,
+        _: Tile,
+        _: &mut [f32],
+        _: Range<usize>,
+        _: usize,
+    ) {
         unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
     }
 
@@ -566,7 +577,10 @@ mod tests {
         for (c, hw, s) in [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2)] {
             let g2 = mobilenet(c, hw, s);
             assert!(!g2.depthwise_small_wins(), "{c}x{hw}x{hw} s{s}");
-            assert!(g2.depthwise_small_takes(blocked, None), "{c}x{hw}x{hw} s{s}");
+            assert!(
+                g2.depthwise_small_takes(blocked, None),
+                "{c}x{hw}x{hw} s{s}"
+            );
             assert!(g2.band_rows() < g2.oh, "{c}x{hw}x{hw} s{s}: one band");
         }
         assert!(!mobilenet(24, 56, 1).depthwise_blocked_fits());
