@@ -188,6 +188,9 @@ DEPTHWISE_CASES = [
     ("dwb_c16_s1_30x33_relu6", (1, 16, 30, 33), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "relu6", None),
     ("dwb_c32_s2_33x29_residual", (1, 32, 33, 29), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 32, True, "residual", None),
     ("dwb_c16_s2_tfpad_40x30_scale_residual_batch2", (2, 16, 40, 30), 16, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 16, True, "scale_residual", "one_image"),
+    # A whole-plane epilogue (SiLU) on a banded plane: taken with a blocked image
+    # and an NCHW output only (the epilogue then runs on the group's planes).
+    ("dwb_c16_s1_29x28_silu", (1, 16, 29, 28), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "silu", None),
 ]
 OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
 
