@@ -315,8 +315,9 @@ pub(crate) enum Prepared<'a> {
     /// ([`super::conv_pointwise_blocked::pack`]), `x` / `y` in the layouts
     /// the executor planned for them.
     PointwiseBlocked(&'a [f32], super::conv_nchwc::BlockedIo),
-    /// A small-plane depthwise conv ([`super::conv_depthwise_small`]) with
-    /// `x` / `y` in the layouts the executor planned (the weight is plain).
+    /// A depthwise conv of the 16-lane kernel ([`super::conv_depthwise_small`];
+    /// planes over 28 x 28 in row bands) with `x` / `y` in the layouts the
+    /// executor planned (the weight is plain).
     DepthwiseBlocked(super::conv_nchwc::BlockedIo),
 }
 
