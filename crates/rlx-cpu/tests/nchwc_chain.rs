@@ -26,6 +26,7 @@ use serde_json::Value;
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
 const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json");
 const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
+const LAYER1_LIKE: &str = include_str!("fixtures/conv_nchwc/layer1_like.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -321,5 +322,73 @@ fn resnet_like_blocks_match_numpy() {
                 &format!("max pool, {what}"),
             );
         }
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `layer1_like`: two residual
+/// blocks of 64 -> 64 3x3 convs on 34 x 34 maps (Winograd's shapes), the
+/// first block's residual the NCHW input, the second's the first block's
+/// blocked output, then a global mean and a 4x4 max pool.
+fn layer1_like() -> CpuExecutable {
+    let mut g = Graph::new("layer1_like");
+    let x = g.input("x", Shape::new(&[2, 64, 34, 34], DType::F32));
+    let conv3 = |g: &mut Graph, v, seed| {
+        let w = constant(g, &values(64 * 64 * 9, seed), &[64, 64, 3, 3]);
+        let b = constant(g, &values(64, seed + 1), &[64]);
+        let window = Window {
+            kernel: vec![],
+            stride: vec![1, 1],
+            padding: vec![(1, 1); 2],
+            dilation: vec![1, 1],
+        };
+        g.conv(v, w, Some(b), window, 1)
+    };
+    let c1 = conv3(&mut g, x, 51);
+    let c1 = g.relu(c1);
+    let r1 = conv3(&mut g, c1, 53);
+    let r1 = g.add(r1, x);
+    let r1 = g.relu(r1);
+    let c3 = conv3(&mut g, r1, 55);
+    let c3 = g.relu(c3);
+    let r2 = conv3(&mut g, c3, 57);
+    let r2 = g.add(r2, r1);
+    let r2 = g.relu(r2);
+    let mean = g.mean(r2, &[2, 3], true);
+    let q = g.max_pool2d(r2, [4, 4], [4, 4], [0, 0]);
+    g.set_outputs(vec![mean, q]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// Winograd-shaped 64 -> 64 convs run the NCHWc kernel with their edges
+/// blocked (`Conv2d::nchwc_wins_blocked`): c1 -> r1, r1 -> (c3, r2's
+/// residual), c3 -> r2, r2 -> (mean, pool); at 1-3 threads against numpy.
+#[test]
+fn layer1_like_blocks_match_numpy() {
+    let fx: Value = serde_json::from_str(LAYER1_LIKE).unwrap();
+    let n = 2 * 64 * 34 * 34;
+    let xs: Vec<f32> = values(n, 50).iter().map(|v| v * 16.0).collect();
+    let x = HostTensor::from_slice(&xs, &[2, 64, 34, 34]).unwrap();
+    let mut exe = layer1_like();
+    if avx512() {
+        // x is the graph's input (NCHW, also r1's residual); every conv
+        // output after it stays blocked.
+        assert_eq!(exe.nchwc_blocked_outputs(), 4);
+    }
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&x]).unwrap();
+        let what = format!("layer-1-like, threads {threads}");
+        assert_close(
+            &out[0].to_vec::<f32>().unwrap(),
+            &floats(&fx["g"]),
+            &format!("mean, {what}"),
+        );
+        assert_eq!(out[1].dims(), &[2, 64, 8, 8]);
+        assert_close(
+            &out[1].to_vec::<f32>().unwrap(),
+            &floats(&fx["q"]),
+            &format!("pool, {what}"),
+        );
     }
 }

@@ -155,6 +155,25 @@ impl Conv2d {
             && !self.stem_wins()
     }
 
+    /// True when a conv Winograd runs takes this kernel instead once the
+    /// layout plan keeps one of its sides blocked (`winograd_weights.rs`
+    /// offers it to the plan): at most 64 x 64 whole channel blocks, 3x3
+    /// stride 1. In ResNet-18 b1 (1 thread, cold weights, blocked
+    /// neighbours; cnn24, 2026-12-06, load 3-5) layer 1's 64 -> 64 convs
+    /// at 56x56 took 3.65 ms for the two plain ones against Winograd's
+    /// 4.62 and 3.95 against 4.15 for the two with a residual, while run
+    /// alone with NCHW on both sides this kernel takes 1.06x Winograd's
+    /// time (`nchwc_wins`); layer 2's 128 -> 128 at 28x28 tied (3.69
+    /// against 3.56, 1.64 against 1.64) and stays on Winograd.
+    pub(crate) fn nchwc_wins_blocked(&self) -> bool {
+        self.is_nchwc_shape()
+            && self.runs_winograd()
+            && self.c.is_multiple_of(BLOCK)
+            && self.o.is_multiple_of(BLOCK)
+            && self.c <= 64
+            && self.o <= 64
+    }
+
     /// True when `len` packed floats fit this conv ([`packed_len`]).
     pub(super) fn takes_nchwc_weights(&self, len: usize) -> bool {
         self.is_nchwc_shape() && len == packed_len(self.o, self.c, self.kh, self.kw)
@@ -938,6 +957,23 @@ pub(crate) fn prepared_weights(
     let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
     let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
     (valid && g2.nchwc_wins()).then(|| {
+        let mut wp = Vec::new();
+        pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
+        wp
+    })
+}
+
+/// The packed weight ([`pack`]) of a conv that runs Winograd unless the
+/// layout plan keeps a side of it blocked ([`Conv2d::nchwc_wins_blocked`]).
+pub(crate) fn prepared_weights_blocked(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
+    (valid && g2.nchwc_wins_blocked()).then(|| {
         let mut wp = Vec::new();
         pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
         wp
