@@ -157,14 +157,16 @@ impl Conv2d {
 
     /// True when a conv Winograd runs takes this kernel instead once the
     /// layout plan keeps one of its sides blocked (`winograd_weights.rs`
-    /// offers it to the plan): at most 64 x 64 whole channel blocks, 3x3
+    /// offers it to the plan): at most 128 x 128 whole channel blocks, 3x3
     /// stride 1. In ResNet-18 b1 (1 thread, cold weights, blocked
-    /// neighbours; cnn24, 2026-12-06, load 3-5) layer 1's 64 -> 64 convs
-    /// at 56x56 took 3.65 ms for the two plain ones against Winograd's
-    /// 4.62 and 3.95 against 4.15 for the two with a residual, while run
-    /// alone with NCHW on both sides this kernel takes 1.06x Winograd's
-    /// time (`nchwc_wins`); layer 2's 128 -> 128 at 28x28 tied (3.69
-    /// against 3.56, 1.64 against 1.64) and stays on Winograd.
+    /// neighbours; cnn24, 2026-12-06, load 3-12) layer 1's 64 -> 64 convs
+    /// at 56x56 took 3.4-3.65 ms for the two plain ones against Winograd's
+    /// 4.1-4.6 and 3.9-4.0 against 4.0-4.15 for the two with a residual,
+    /// while run alone with NCHW on both sides this kernel takes 1.06x
+    /// Winograd's time (`nchwc_wins`). Layer 2's 128 -> 128 at 28x28 tied
+    /// with layer 1 still on Winograd, but with layer 1 on this kernel
+    /// its Winograd took 5.8 ms instead of 5.1 (its per-thread buffers no
+    /// longer warm from layer 1), this kernel 5.2-5.4.
     ///
     /// Likewise a 1x1 stride-2 conv on a map of at most 64 output pixels
     /// (ResNet-18's last downsample, 256 -> 512 from 14x14 to 7x7, which
@@ -173,7 +175,7 @@ impl Conv2d {
     /// and the stage input it shares with the next 3x3 stride-2 conv
     /// stays blocked.
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
-        let thin_winograd = self.runs_winograd() && self.c <= 64 && self.o <= 64;
+        let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
         let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1) && self.flat();
         self.is_nchwc_shape()
             && self.c.is_multiple_of(BLOCK)
