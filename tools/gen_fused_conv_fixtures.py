@@ -222,6 +222,10 @@ NCHWC_CASES = [
     ("nchwc_c40_o72_s2_flat_relu_batch3", (3, 40, 13, 11), 72, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
     ("nchwc_c16_o16_8x8_flat_silu", (1, 16, 8, 8), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, False, "silu", None),
     ("nchwc_c64_o64_5x5_flat_scale_residual_batch4", (4, 64, 5, 5), 64, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
+    # 1x1 stride 2 (ResNet's downsamples, run here once the layout plan keeps
+    # a side blocked): odd sizes, flattened (<= 64 output pixels) and by rows.
+    ("nchwc_c32_o64_1x1_s2_flat_residual_relu_batch3", (3, 32, 13, 11), 64, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "residual_relu", None),
+    ("nchwc_c48_o32_1x1_s2_rows_residual_batch2", (2, 48, 21, 19), 32, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # whole 16-channel output blocks, input channels a multiple of 16 (the

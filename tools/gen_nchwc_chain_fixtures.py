@@ -7,8 +7,10 @@ with numpy in float64.
     ~/.cache/rlx-ref/venv/bin/python tools/gen_nchwc_chain_fixtures.py
 
 writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json,
-crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json.
+crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -51,6 +53,34 @@ and r2 itself (the test's variant with r2 also a graph output: written NCHW
 while its residual r1 is read blocked).
 
 Weights / biases values(n, seed), seeds 31.. (weight then bias, in order).
+
+ResNet-18 layer-1-like blocks (layer1_like.json; every conv 64 -> 64 3x3,
+stride 1, padding 1, on 34 x 34 maps: shapes Winograd takes, which run the
+NCHWc kernel once the layout plan keeps a side blocked):
+
+  x  [2, 64, 34, 34]                            (input, values(.., 50) * 16)
+  c1 = relu(conv3x3(x, w1) + b1)
+  r1 = relu(conv3x3(c1, w2) + b2 + x)           (NCHW residual)
+  c3 = relu(conv3x3(r1, w3) + b3)
+  r2 = relu(conv3x3(c3, w4) + b4 + r1)          (blocked residual)
+  g  = mean(r2, axes (2, 3))                    (graph output [2, 64, 1, 1])
+  q  = maxpool(r2, 4x4, stride 4)               (graph output [2, 64, 8, 8])
+
+Weights / biases values(n, seed), seeds 51.. (weight then bias, in order).
+
+A ResNet stage transition with its 1x1 stride-2 downsample (transition.json;
+the stage input read blocked by both the 3x3 stride-2 conv and the
+downsample, whose output the block's second conv reads as a blocked residual):
+
+  x  [2, 32, 14, 14]                                (input, values(.., 70) * 16)
+  a  = relu(conv3x3(x, w1 [32, 32]) + b1)           (the stage input)
+  t  = relu(conv(a, w2 [64, 32, 3, 3], stride 2, pad 1) + b2)   (7 x 7)
+  d  = conv(a, w3 [64, 32, 1, 1], stride 2) + b3    (downsample, 7 x 7)
+  y  = relu(conv3x3(t, w4 [64, 64]) + b4 + d)
+  g  = mean(y, axes (2, 3))                         (graph output [2, 64, 1, 1])
+  q  = maxpool(y, 2x2, stride 2, pads (0, 1))       (graph output [2, 64, 4, 4])
+
+Weights / biases values(n, seed), seeds 71.. (weight then bias, in order).
 
 Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
 `values(n, seed)` below (the test computes the same in Rust: each step one
@@ -149,6 +179,54 @@ def resnet_like():
     return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q), "r2": enc(r2)}
 
 
+def conv_strided(x, w, b, stride, pad):
+    n, c, h, wd = x.shape
+    k = w.shape[2]
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    y = np.zeros((n, w.shape[0], oh, ow))
+    for ky in range(k):
+        for kx in range(k):
+            patch = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
+    return y + b[None, :, None, None]
+
+
+def transition():
+    f64 = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    x = f64(values(2 * 32 * 14 * 14, 70)).reshape(2, 32, 14, 14) * 16
+    shapes = [(32, 32, 3, 3), (64, 32, 3, 3), (64, 32, 1, 1), (64, 64, 3, 3)]
+    ws, bs = [], []
+    for i, shape in enumerate(shapes):
+        ws.append(f64(values(int(np.prod(shape)), 71 + 2 * i)).reshape(shape))
+        bs.append(f64(values(shape[0], 72 + 2 * i)))
+    a = relu(conv3x3(x, ws[0], bs[0]))
+    t = relu(conv_strided(a, ws[1], bs[1], 2, 1))
+    d = conv_strided(a, ws[2], bs[2], 2, 0)
+    y = relu(conv3x3(t, ws[3], bs[3]) + d)
+    g = y.mean(axis=(2, 3), keepdims=True)
+    q = maxpool(y, 2, 2, ((0, 1), (0, 1)))
+    enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
+    return {"g": enc(g), "q": enc(q)}
+
+
+def layer1_like():
+    f64 = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    x = f64(values(2 * 64 * 34 * 34, 50)).reshape(2, 64, 34, 34) * 16
+    ws = [f64(values(64 * 64 * 9, 51 + 2 * i)).reshape(64, 64, 3, 3) for i in range(4)]
+    bs = [f64(values(64, 52 + 2 * i)) for i in range(4)]
+    c1 = relu(conv3x3(x, ws[0], bs[0]))
+    r1 = relu(conv3x3(c1, ws[1], bs[1]) + x)
+    c3 = relu(conv3x3(r1, ws[2], bs[2]))
+    r2 = relu(conv3x3(c3, ws[3], bs[3]) + r1)
+    g = r2.mean(axis=(2, 3), keepdims=True)
+    q = maxpool(r2, 4, 4, ((0, 0), (0, 0)))
+    enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
+    return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q)}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -175,6 +253,12 @@ def main():
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "resnet_like.json"), "w") as f:
         json.dump(resnet_like(), f, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "layer1_like.json"), "w") as f:
+        json.dump(layer1_like(), f, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "transition.json"), "w") as f:
+        json.dump(transition(), f, separators=(",", ":"))
         f.write("\n")
 
 

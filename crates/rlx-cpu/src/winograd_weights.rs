@@ -13,7 +13,10 @@
 //! its register tiles' left operand (no per-call packing); a 1x1 conv the
 //! layout plan (`nchwc_layout.rs`) gives a blocked side gets the blocked
 //! 1x1 kernel's `[O/16][C][16]` form instead, a small-plane depthwise conv
-//! with a blocked side its planned layouts.
+//! with a blocked side its planned layouts. A Winograd conv of at most
+//! 128 x 128 channels and a 1x1 stride-2 conv on a map of <= 64 pixels are
+//! offered to the plan too: with a side kept blocked they run the NCHWc
+//! kernel instead (`Conv2d::nchwc_wins_blocked`).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
@@ -100,11 +103,26 @@ impl WinogradWeights {
                     conv_depthwise_small::runs(window, *groups, (xd, wd, od))
                 })
         };
+        // Winograd / packed-GEMM convs the NCHWc kernel beats once a side
+        // is blocked: their weight packed for it, used if the plan blocks one.
+        let mut blocked_nchwc: Vec<Option<Vec<f32>>> = convs
+            .iter()
+            .zip(&per_node)
+            .map(|(conv, form)| {
+                let (window, groups, [xd, wd, od], wt) = conv.as_ref()?;
+                let dims = (&xd[..], &wd[..], &od[..]);
+                matches!(form, Some(Form::Winograd(_)) | None).then_some(())?;
+                conv_nchwc::prepared_weights_blocked(window, *groups, dims, wt.as_ref()?)
+            })
+            .collect();
         // 1x1 convs: those of the NCHW 1x1 kernel and those the packed-weight
         // GEMM takes (7 x 7 maps), which the blocked form then overrides.
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,
-            Some(Form::Pointwise(_)) | None => depthwise(i) || blocked_1x1(i).is_some(),
+            Some(Form::Winograd(_)) => blocked_nchwc[i].is_some(),
+            Some(Form::Pointwise(_)) | None => {
+                depthwise(i) || blocked_1x1(i).is_some() || blocked_nchwc[i].is_some()
+            }
             _ => false,
         };
         let reads_only = |i: usize| match &convs[i] {
@@ -132,7 +150,9 @@ impl WinogradWeights {
             if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
                 continue;
             }
-            if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
+            if let Some(w) = blocked_nchwc[i].take() {
+                per_node[i] = Some(Form::Nchwc(w));
+            } else if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
                 per_node[i] = match blocked_1x1(i) {
                     Some(w) => Some(Form::PointwiseBlocked(w)),
                     None => Some(Form::Depthwise),

@@ -14,7 +14,11 @@
 //! input stays NCHW. And ResNet-like blocks: a conv writing blocked for
 //! a 3x3 stride-2 max pool (odd sizes), two residual blocks (the second's
 //! input read blocked as image and residual), then a global mean and a
-//! 2x2 max pool with ceil-mode padding on the blocked last output.
+//! 2x2 max pool with ceil-mode padding on the blocked last output. And
+//! two ResNet-18 layer-1-like blocks of 64 -> 64 convs on 34 x 34 maps
+//! (Winograd's shapes, run on the NCHWc kernel once blocked), and a stage
+//! transition whose input a 3x3 stride-2 conv and a 1x1 stride-2
+//! downsample both read blocked.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -26,6 +30,8 @@ use serde_json::Value;
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
 const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json");
 const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
+const LAYER1_LIKE: &str = include_str!("fixtures/conv_nchwc/layer1_like.json");
+const TRANSITION: &str = include_str!("fixtures/conv_nchwc/transition.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -43,15 +49,7 @@ fn constant(g: &mut Graph, v: &[f32], dims: &[usize]) -> NodeId {
 }
 
 fn conv(g: &mut Graph, x: NodeId, seed: u64) -> NodeId {
-    let w = constant(g, &values(C * C * 9, seed), &[C, C, 3, 3]);
-    let b = constant(g, &values(C, seed + 3), &[C]);
-    let window = Window {
-        kernel: vec![],
-        stride: vec![1, 1],
-        padding: vec![(1, 1); 2],
-        dilation: vec![1, 1],
-    };
-    g.conv(x, w, Some(b), window, 1)
+    conv3x3(g, x, (C, C), (seed, seed + 3))
 }
 
 /// The chain; `y1` also a graph output when `two_outputs`.
@@ -227,23 +225,39 @@ fn inverted_residual_blocks_match_numpy() {
     }
 }
 
+/// A 3x3 stride-1 conv (padding 1) of `x`, `c` -> `o` channels, with
+/// weight `values(.., w_seed)` and bias `values(.., b_seed)`.
+fn conv3x3(g: &mut Graph, x: NodeId, (c, o): (usize, usize), seeds: (u64, u64)) -> NodeId {
+    dense(g, x, (c, o, 3), 1, seeds)
+}
+
+/// A dense `k` x `k` conv (padding `k / 2`) of `x`, `c` -> `o` channels,
+/// with weight `values(.., w_seed)` and bias `values(.., b_seed)`.
+fn dense(
+    g: &mut Graph,
+    x: NodeId,
+    (c, o, k): (usize, usize, usize),
+    stride: usize,
+    (w_seed, b_seed): (u64, u64),
+) -> NodeId {
+    let w = constant(g, &values(o * c * k * k, w_seed), &[o, c, k, k]);
+    let b = constant(g, &values(o, b_seed), &[o]);
+    let window = Window {
+        kernel: vec![],
+        stride: vec![stride; 2],
+        padding: vec![(k / 2, k / 2); 2],
+        dilation: vec![1, 1],
+    };
+    g.conv(x, w, Some(b), window, 1)
+}
+
 /// tools/gen_nchwc_chain_fixtures.py's `resnet_like`: a 3x3 conv of
 /// `x` with weight `values(.., seed)` `[32, c, 3, 3]` and bias `seed + 1`;
 /// `r2` also a graph output when `r2_out`.
 fn resnet_like(r2_out: bool) -> CpuExecutable {
     let mut g = Graph::new("resnet_like");
     let x = g.input("x", Shape::new(&[2, 16, 11, 13], DType::F32));
-    let conv3 = |g: &mut Graph, v, c, seed| {
-        let w = constant(g, &values(32 * c * 9, seed), &[32, c, 3, 3]);
-        let b = constant(g, &values(32, seed + 1), &[32]);
-        let window = Window {
-            kernel: vec![],
-            stride: vec![1, 1],
-            padding: vec![(1, 1); 2],
-            dilation: vec![1, 1],
-        };
-        g.conv(v, w, Some(b), window, 1)
-    };
+    let conv3 = |g: &mut Graph, v, c, seed| conv3x3(g, v, (c, 32), (seed, seed + 1));
     let a = conv3(&mut g, x, 16, 31);
     let a = g.relu(a);
     let m = g.max_pool2d(a, [3, 3], [2, 2], [1, 1]);
@@ -324,5 +338,122 @@ fn resnet_like_blocks_match_numpy() {
                 &format!("max pool, {what}"),
             );
         }
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `layer1_like`: two residual
+/// blocks of 64 -> 64 3x3 convs on 34 x 34 maps (Winograd's shapes), the
+/// first block's residual the NCHW input, the second's the first block's
+/// blocked output, then a global mean and a 4x4 max pool.
+fn layer1_like() -> CpuExecutable {
+    let mut g = Graph::new("layer1_like");
+    let x = g.input("x", Shape::new(&[2, 64, 34, 34], DType::F32));
+    let conv3 = |g: &mut Graph, v, seed| conv3x3(g, v, (64, 64), (seed, seed + 1));
+    let c1 = conv3(&mut g, x, 51);
+    let c1 = g.relu(c1);
+    let r1 = conv3(&mut g, c1, 53);
+    let r1 = g.add(r1, x);
+    let r1 = g.relu(r1);
+    let c3 = conv3(&mut g, r1, 55);
+    let c3 = g.relu(c3);
+    let r2 = conv3(&mut g, c3, 57);
+    let r2 = g.add(r2, r1);
+    let r2 = g.relu(r2);
+    let mean = g.mean(r2, &[2, 3], true);
+    let q = g.max_pool2d(r2, [4, 4], [4, 4], [0, 0]);
+    g.set_outputs(vec![mean, q]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// Winograd-shaped 64 -> 64 convs run the NCHWc kernel with their edges
+/// blocked (`Conv2d::nchwc_wins_blocked`): c1 -> r1, r1 -> (c3, r2's
+/// residual), c3 -> r2, r2 -> (mean, pool); at 1-3 threads against numpy.
+#[test]
+fn layer1_like_blocks_match_numpy() {
+    let fx: Value = serde_json::from_str(LAYER1_LIKE).unwrap();
+    let n = 2 * 64 * 34 * 34;
+    let xs: Vec<f32> = values(n, 50).iter().map(|v| v * 16.0).collect();
+    let x = HostTensor::from_slice(&xs, &[2, 64, 34, 34]).unwrap();
+    let mut exe = layer1_like();
+    if avx512() {
+        // x is the graph's input (NCHW, also r1's residual); every conv
+        // output after it stays blocked.
+        assert_eq!(exe.nchwc_blocked_outputs(), 4);
+    }
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&x]).unwrap();
+        let what = format!("layer-1-like, threads {threads}");
+        assert_close(
+            &out[0].to_vec::<f32>().unwrap(),
+            &floats(&fx["g"]),
+            &format!("mean, {what}"),
+        );
+        assert_eq!(out[1].dims(), &[2, 64, 8, 8]);
+        assert_close(
+            &out[1].to_vec::<f32>().unwrap(),
+            &floats(&fx["q"]),
+            &format!("pool, {what}"),
+        );
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `transition`: a ResNet stage
+/// transition, the stage input read by a 3x3 stride-2 conv and a 1x1
+/// stride-2 downsample whose output is the block's residual.
+fn transition() -> CpuExecutable {
+    let mut g = Graph::new("transition");
+    let x = g.input("x", Shape::new(&[2, 32, 14, 14], DType::F32));
+    let a = conv3x3(&mut g, x, (32, 32), (71, 72));
+    let a = g.relu(a);
+    let t = dense(&mut g, a, (32, 64, 3), 2, (73, 74));
+    let t = g.relu(t);
+    let d = dense(&mut g, a, (32, 64, 1), 2, (75, 76));
+    let y = conv3x3(&mut g, t, (64, 64), (77, 78));
+    let y = g.add(y, d);
+    let y = g.relu(y);
+    let mean = g.mean(y, &[2, 3], true);
+    let window = Window {
+        kernel: vec![2, 2],
+        stride: vec![2, 2],
+        padding: vec![(0, 1); 2],
+        dilation: vec![1, 1],
+    };
+    let q = g.pool(y, PoolKind::Max, window, false);
+    g.set_outputs(vec![mean, q]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The 1x1 stride-2 downsample runs the NCHWc kernel blocked on both sides
+/// (`Conv2d::nchwc_wins_blocked`), so the stage input stays blocked for
+/// both its readers; at 1-3 threads against numpy.
+#[test]
+fn stage_transition_matches_numpy() {
+    let fx: Value = serde_json::from_str(TRANSITION).unwrap();
+    let n = 2 * 32 * 14 * 14;
+    let xs: Vec<f32> = values(n, 70).iter().map(|v| v * 16.0).collect();
+    let x = HostTensor::from_slice(&xs, &[2, 32, 14, 14]).unwrap();
+    let mut exe = transition();
+    if avx512() {
+        // a -> (t, d), t -> y, d -> y's residual, y -> (mean, pool).
+        assert_eq!(exe.nchwc_blocked_outputs(), 4);
+    }
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&x]).unwrap();
+        let what = format!("stage transition, threads {threads}");
+        assert_close(
+            &out[0].to_vec::<f32>().unwrap(),
+            &floats(&fx["g"]),
+            &format!("mean, {what}"),
+        );
+        assert_eq!(out[1].dims(), &[2, 64, 4, 4]);
+        assert_close(
+            &out[1].to_vec::<f32>().unwrap(),
+            &floats(&fx["q"]),
+            &format!("pool, {what}"),
+        );
     }
 }

@@ -155,6 +155,34 @@ impl Conv2d {
             && !self.stem_wins()
     }
 
+    /// True when a conv Winograd runs takes this kernel instead once the
+    /// layout plan keeps one of its sides blocked (`winograd_weights.rs`
+    /// offers it to the plan): at most 128 x 128 whole channel blocks, 3x3
+    /// stride 1. In ResNet-18 b1 (1 thread, cold weights, blocked
+    /// neighbours; cnn24, 2026-12-06, load 3-12) layer 1's 64 -> 64 convs
+    /// at 56x56 took 3.4-3.65 ms for the two plain ones against Winograd's
+    /// 4.1-4.6 and 3.9-4.0 against 4.0-4.15 for the two with a residual,
+    /// while run alone with NCHW on both sides this kernel takes 1.06x
+    /// Winograd's time (`nchwc_wins`). Layer 2's 128 -> 128 at 28x28 tied
+    /// with layer 1 still on Winograd, but with layer 1 on this kernel
+    /// its Winograd took 5.8 ms instead of 5.1 (its per-thread buffers no
+    /// longer warm from layer 1), this kernel 5.2-5.4.
+    ///
+    /// Likewise a 1x1 stride-2 conv on a map of at most 64 output pixels
+    /// (ResNet-18's last downsample, 256 -> 512 from 14x14 to 7x7, which
+    /// the packed-weight GEMM runs otherwise): blocked on both sides it
+    /// skips the reorder and transpose that made it lose with NCHW ones,
+    /// and the stage input it shares with the next 3x3 stride-2 conv
+    /// stays blocked.
+    pub(crate) fn nchwc_wins_blocked(&self) -> bool {
+        let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
+        let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1) && self.flat();
+        self.is_nchwc_shape()
+            && self.c.is_multiple_of(BLOCK)
+            && self.o.is_multiple_of(BLOCK)
+            && (thin_winograd || strided_1x1)
+    }
+
     /// True when `len` packed floats fit this conv ([`packed_len`]).
     pub(super) fn takes_nchwc_weights(&self, len: usize) -> bool {
         self.is_nchwc_shape() && len == packed_len(self.o, self.c, self.kh, self.kw)
@@ -932,12 +960,35 @@ pub(super) fn avx512() -> bool {
 pub(crate) fn prepared_weights(
     win: &rlx_ir::op::Window,
     groups: usize,
+    dims: (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    packed_if(win, groups, dims, wt, Conv2d::nchwc_wins)
+}
+
+/// The packed weight ([`pack`]) of a conv that runs Winograd or the
+/// packed-weight GEMM unless the layout plan keeps a side of it blocked
+/// ([`Conv2d::nchwc_wins_blocked`]).
+pub(crate) fn prepared_weights_blocked(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    dims: (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    packed_if(win, groups, dims, wt, Conv2d::nchwc_wins_blocked)
+}
+
+/// `wt` packed ([`pack`]) when it fits the conv and `runs` holds for it.
+fn packed_if(
+    win: &rlx_ir::op::Window,
+    groups: usize,
     (x, w, out): (&[usize], &[usize], &[usize]),
     wt: &[f32],
+    runs: fn(&Conv2d) -> bool,
 ) -> Option<Vec<f32>> {
     let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
     let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
-    (valid && g2.nchwc_wins()).then(|| {
+    (valid && runs(&g2)).then(|| {
         let mut wp = Vec::new();
         pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
         wp
@@ -990,7 +1041,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 14;
+    const CASES: usize = 16;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
