@@ -3,7 +3,7 @@
 //! ```text
 //! RLX_NUM_THREADS=2 cargo run --release -p rlx-llama --example generate -- \
 //!     --prompt "The capital of France is" -n 64 [--chat | --no-chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
-//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 32] [--kv-f16]
+//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 128] [--kv-f16]
 //! ```
 //! `--chat` (the default when the file has a `tokenizer.chat_template`)
 //! renders the prompt as one user turn with that template, ending with the

@@ -444,6 +444,32 @@ fn prompt_remainders_in_quarter_chunks_equal_decoding() {
     }
 }
 
+/// The same with chunks of 128 (the default), whose remainder runs in
+/// pieces of 32 and 8 tokens: a remainder that is whole pieces, one below
+/// the smallest piece (padded), one that pads to a whole chunk anyway, and
+/// one after a cache too full for the pieces' 128 slots.
+#[test]
+fn prompt_pieces_of_a_default_chunk_equal_decoding() {
+    let fx = fixture();
+    let mut seq = ids(&fx["prompt"]);
+    while seq.len() < 240 {
+        seq.extend_from_within(..seq.len().min(240 - seq.len()));
+    }
+    let mut chunked = model_with_context(WeightMode::F32, 128, 256);
+    let mut stepwise = model_with_context(WeightMode::F32, 1, 256);
+    for (filled, len) in [(0, 136), (0, 43), (0, 8), (0, 125), (100, 40)] {
+        let (mut a, mut b) = (chunked.new_cache(), stepwise.new_cache());
+        chunked.forward(&seq[..filled], &mut a).unwrap();
+        stepwise.forward(&seq[..filled], &mut b).unwrap();
+        let prompt = &seq[filled..][..len];
+        let want = stepwise.forward_last(prompt, &mut b).unwrap();
+        let got = chunked.forward_last(prompt, &mut a).unwrap();
+        assert_eq!(a.len(), filled + len);
+        let worst = worst_diff(&got, &want);
+        assert!(worst < 1e-4, "filled {filled}, {len} tokens: {worst}");
+    }
+}
+
 /// One product over the stacked query / key / value weight rows gives the
 /// separate products' logits bit for bit (each output is the same dot
 /// product of the same quantized row either way): quantized, layer 1
