@@ -32,13 +32,15 @@ pub struct LlamaOptions {
     /// context length.
     pub context: usize,
     /// Tokens per prefill run (the prompt runs in chunks of this size, its
-    /// remainder first: padded, or in pieces of a quarter chunk, a
-    /// sixteenth, ... (at least 8 tokens below the quarter) where those pad
-    /// less); 1 runs the prompt token by token. The default, 128, takes a
-    /// typical prompt in one or two runs: each run streams every weight
-    /// once and pays each product's fixed costs (activation layout, the
-    /// threads' hand-off) once, so 136 tokens as 128 + 8 prefill ~15 %
-    /// faster at 2 threads than as 8 + 4 x 32.
+    /// remainder padded, or in pieces of a quarter chunk, a sixteenth, ...
+    /// (at least 8 tokens below the quarter) where those pad less; after
+    /// the chunks when the prompt fits two chunks, so the first chunk
+    /// attends over the smallest cache bucket); 1 runs the prompt token by
+    /// token. The default, 128, takes a typical prompt in one or two runs:
+    /// each run streams every weight once and pays each product's fixed
+    /// costs (activation layout, the threads' hand-off) once, so 136
+    /// tokens as 128 + 8 prefill faster at 2 threads than as 8 + 4 x 32
+    /// (BENCHMARKS.md).
     pub prefill_chunk: usize,
     /// The KV cache's element type.
     pub kv_cache: KvCacheDtype,
@@ -103,8 +105,9 @@ struct Prefill {
     /// The same for pieces of a quarter chunk, a sixteenth, ... (largest
     /// first; the quarter when it is 2 tokens or more, smaller ones of
     /// [`MIN_PIECE`] tokens or more), over the smallest cache bucket that
-    /// holds a chunk: the remainder of a prompt that starts the cache runs
-    /// in these rather than in a chunk of mostly padding.
+    /// holds two chunks: the remainder of a prompt runs in these rather
+    /// than in a chunk of mostly padding (after the chunks when the whole
+    /// prompt fits their cache, else before them).
     small: Vec<Step>,
     /// Chunks with every row's logits, over the whole context.
     all: Step,
@@ -112,11 +115,11 @@ struct Prefill {
 
 impl Prefill {
     /// Tokens of the next run for `len` tokens to go after `filled` cache
-    /// rows: the remainder over whole chunks first (so the last token ends
-    /// the last run), in pieces when `rows` is `Last`, they fit their cache
-    /// and that computes fewer padded rows (the part below the smallest
-    /// piece first, padded, then the largest pieces that fit); a single
-    /// token runs in a decode graph.
+    /// rows: whole chunks and the remainder (a run is padded at the front,
+    /// so the last token always ends the last run), in pieces when `rows`
+    /// is `Last`, they fit their cache and that computes fewer padded rows
+    /// ([`run_length`] says in which order); a single token runs in a
+    /// decode graph.
     fn next_run(&self, len: usize, filled: usize, rows: LogitRows) -> usize {
         let pieces: Vec<usize> = match rows {
             LogitRows::Last => self.small.iter().map(|s| s.seq).collect(),
@@ -217,7 +220,9 @@ impl LlamaModel {
                     )?);
                     Ok(steps)
                 };
-                let piece_ctx = buckets().find(|&b| b >= p).unwrap_or(ctx);
+                // Two chunks' slots: a prompt of up to two chunks runs its
+                // chunks first and the remainder in these.
+                let piece_ctx = buckets().find(|&b| b >= 2 * p).unwrap_or(ctx);
                 let sizes = std::iter::successors(Some(p / 4), |s| Some(s / 4))
                     .enumerate()
                     .take_while(|&(i, s)| s >= 2 && (i == 0 || s >= MIN_PIECE))
@@ -340,9 +345,17 @@ fn run_length(
     piece_ctx: usize,
 ) -> usize {
     let r = len % chunk;
-    match pieces.last() {
+    let fewer_rows = |&&s: &&usize| r.div_ceil(s) * s < chunk;
+    match pieces.last().filter(fewer_rows) {
         _ if r == 0 => chunk,
-        Some(&s) if filled + r <= piece_ctx && r.div_ceil(s) * s < chunk => match r % s {
+        // The whole prompt fits the pieces' cache: chunks first (the first
+        // one attends over the smallest bucket), the remainder last.
+        Some(_) if filled + len <= piece_ctx => match len >= chunk {
+            true => chunk,
+            false => pieces.iter().copied().find(|&b| b <= len).unwrap_or(len),
+        },
+        // Else the remainder first, while the cache is emptiest.
+        Some(&s) if filled + r <= piece_ctx => match r % s {
             0 => pieces.iter().copied().find(|&b| b <= r).unwrap_or(s),
             q => q,
         },
@@ -471,24 +484,28 @@ mod tests {
         out
     }
 
-    /// Schedules worked out by hand: the remainder first, below the
-    /// smallest piece padded into it, then the largest pieces, then chunks;
-    /// one padded chunk where pieces would not save rows or not fit.
+    /// Schedules worked out by hand: a prompt that fits the pieces' cache
+    /// runs its chunks first, then the largest pieces, the rest padded
+    /// into the smallest; a longer one its remainder first (below the
+    /// smallest piece padded into it, then the largest pieces); one padded
+    /// chunk where pieces would not save rows or not fit.
     #[test]
     fn prompts_cut_into_chunks_and_pieces() {
         let p = [32, 8];
-        assert_eq!(runs(136, 0, 128, &p, 128), [8, 128]);
-        assert_eq!(runs(43, 0, 128, &p, 128), [3, 32, 8]);
-        assert_eq!(runs(100, 0, 128, &p, 128), [4, 32, 32, 32]);
-        assert_eq!(runs(130, 0, 128, &p, 128), [2, 128]);
-        assert_eq!(runs(256, 0, 128, &p, 128), [128, 128]);
-        assert_eq!(runs(1, 0, 128, &p, 128), [1]);
+        assert_eq!(runs(136, 0, 128, &p, 256), [128, 8]);
+        assert_eq!(runs(43, 0, 128, &p, 256), [32, 8, 3]);
+        assert_eq!(runs(100, 0, 128, &p, 256), [32, 32, 32, 4]);
+        assert_eq!(runs(130, 0, 128, &p, 256), [128, 2]);
+        assert_eq!(runs(256, 0, 128, &p, 256), [128, 128]);
+        assert_eq!(runs(300, 0, 128, &p, 256), [4, 32, 8, 128, 128]);
+        assert_eq!(runs(1, 0, 128, &p, 256), [1]);
         // 121..=127 tokens pad to 128 rows either way: one chunk.
-        assert_eq!(runs(125, 0, 128, &p, 128), [125]);
+        assert_eq!(runs(125, 0, 128, &p, 256), [125]);
         // After 100 filled rows the pieces' 128-slot cache is too small.
         assert_eq!(runs(40, 100, 128, &p, 128), [40]);
         // Whole-row logits take no pieces; chunks of 16 with quarters of 4.
         assert_eq!(runs(40, 0, 128, &[], 0), [40]);
-        assert_eq!(runs(37, 0, 16, &[4], 64), [1, 4, 16, 16]);
+        assert_eq!(runs(37, 0, 16, &[4], 64), [16, 16, 4, 1]);
+        assert_eq!(runs(70, 0, 16, &[4], 64), [2, 4, 16, 16, 16, 16]);
     }
 }
