@@ -445,9 +445,12 @@ fn prompt_remainders_in_quarter_chunks_equal_decoding() {
 }
 
 /// The same with chunks of 128 (the default), whose remainder runs in
-/// pieces of 32 and 8 tokens: a remainder that is whole pieces, one below
-/// the smallest piece (padded), one that pads to a whole chunk anyway, and
-/// one after a cache too full for the pieces' 128 slots.
+/// pieces of 32 and 8 tokens after the chunks (the whole prompt fits the
+/// pieces' 256-slot cache): a remainder that is whole pieces, one below the
+/// smallest piece (padded), one that pads to a whole chunk anyway; and
+/// with chunks of 64 (pieces of 16 over 128 slots): a prompt too long for
+/// the pieces' cache (its remainder first) and a remainder after a cache
+/// too full for them (one padded chunk).
 #[test]
 fn prompt_pieces_of_a_default_chunk_equal_decoding() {
     let fx = fixture();
@@ -455,18 +458,27 @@ fn prompt_pieces_of_a_default_chunk_equal_decoding() {
     while seq.len() < 240 {
         seq.extend_from_within(..seq.len().min(240 - seq.len()));
     }
-    let mut chunked = model_with_context(WeightMode::F32, 128, 256);
     let mut stepwise = model_with_context(WeightMode::F32, 1, 256);
-    for (filled, len) in [(0, 136), (0, 43), (0, 8), (0, 125), (100, 40)] {
-        let (mut a, mut b) = (chunked.new_cache(), stepwise.new_cache());
-        chunked.forward(&seq[..filled], &mut a).unwrap();
-        stepwise.forward(&seq[..filled], &mut b).unwrap();
-        let prompt = &seq[filled..][..len];
-        let want = stepwise.forward_last(prompt, &mut b).unwrap();
-        let got = chunked.forward_last(prompt, &mut a).unwrap();
-        assert_eq!(a.len(), filled + len);
-        let worst = worst_diff(&got, &want);
-        assert!(worst < 1e-4, "filled {filled}, {len} tokens: {worst}");
+    let cases = [
+        (128, &[(0, 136), (0, 43), (0, 8), (0, 125), (100, 40)][..]),
+        (64, &[(0, 200), (100, 40)][..]),
+    ];
+    for (chunk, runs) in cases {
+        let mut chunked = model_with_context(WeightMode::F32, chunk, 256);
+        for &(filled, len) in runs {
+            let (mut a, mut b) = (chunked.new_cache(), stepwise.new_cache());
+            chunked.forward(&seq[..filled], &mut a).unwrap();
+            stepwise.forward(&seq[..filled], &mut b).unwrap();
+            let prompt = &seq[filled..][..len];
+            let want = stepwise.forward_last(prompt, &mut b).unwrap();
+            let got = chunked.forward_last(prompt, &mut a).unwrap();
+            assert_eq!(a.len(), filled + len);
+            let worst = worst_diff(&got, &want);
+            assert!(
+                worst < 1e-4,
+                "chunk {chunk}, filled {filled}, {len} tokens: {worst}"
+            );
+        }
     }
 }
 
