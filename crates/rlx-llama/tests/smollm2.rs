@@ -203,8 +203,8 @@ fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
 ///   the logit distance: the Q4_K_M file's first prompt has a 0.285 gap at
 ///   position 11, which the attention products' summation order decides;
 ///   observed prefixes on Q4_1: 40, 40, 13 with first near ties at 14, 0,
-///   13; Q8_0: 19, 11, 33 (40 for the third in runs of 32 / 8 rows);
-///   Q4_K_M: 40 or 11, 11 or 40, 40);
+///   13; Q8_0: 19, 11 or 21, 33 or 40; Q4_K_M: 40 or 11, 11 or 40, 40,
+///   the second of each pair with the default chunk's pieces of 8 rows);
 /// - teacher-forced on llama.cpp's continuation, RLX's top-1 is llama.cpp's
 ///   at >= 95% of positions (observed 39, 39, 38 of 40) and at every
 ///   position whose gap exceeds `SURE` (observed: every gap > 0.5);
