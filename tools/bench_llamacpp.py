@@ -15,7 +15,7 @@ Both run the same prompt (the sentence of BENCHMARKS.md repeated 8 times, 136 to
 empty cache, greedy, with EOS ignored, the same thread count (llama.cpp n_threads /
 n_threads_batch, RLX RLX_NUM_THREADS), alternating llama.cpp and RLX `--repeat` times per thread
 count so that machine load hits both alike. Prefill: the prompt in one call (llama.cpp: one
-batch of all its tokens; RLX: chunks of 32, the remainder first in chunks of 8). Decode: one
+batch of all its tokens; RLX: chunks of 128 and the remainder in pieces of 32 / 8: 128 + 8). Decode: one
 token per call, argmax of the last logits, `--tokens - 1` steps. Prints a markdown table and
 the load average.
 

@@ -105,9 +105,10 @@ struct Prefill {
     /// The same for pieces of a quarter chunk, a sixteenth, ... (largest
     /// first; the quarter when it is 2 tokens or more, smaller ones of
     /// [`MIN_PIECE`] tokens or more), over the smallest cache bucket that
-    /// holds two chunks: the remainder of a prompt runs in these rather
-    /// than in a chunk of mostly padding (after the chunks when the whole
-    /// prompt fits their cache, else before them).
+    /// holds two chunks (else the whole context): the remainder of a
+    /// prompt runs in these rather than in a chunk of mostly padding (after
+    /// the chunks when the whole prompt fits their cache, else before
+    /// them).
     small: Vec<Step>,
     /// Chunks with every row's logits, over the whole context.
     all: Step,
