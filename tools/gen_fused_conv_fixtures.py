@@ -249,6 +249,11 @@ POINTWISE_BLOCKED_CASES = [
     ("pw_blocked_c32_o40_scale_residual_batch3", (3, 32, 5, 11), 40, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
     ("pw_blocked_c96_o24_relu6_pixels", (1, 96, 13, 15), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu6", None),
     ("pw_blocked_c16_o56_silu", (1, 16, 9, 7), 56, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu", None),
+    # More input channels than one 128-channel run (partial sums resumed from
+    # the output): 288 (2 runs + 32) on 7 x 7 maps, batch 2; 200 (NCHW input
+    # only: 128 + 72) with a residual.
+    ("pw_blocked_c288_o80_relu6_7x7_batch2", (2, 288, 7, 7), 80, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    ("pw_blocked_c200_o48_residual", (1, 200, 5, 9), 48, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
 ]
 OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "blocked_cases.json")
 

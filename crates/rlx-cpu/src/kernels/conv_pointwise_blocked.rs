@@ -41,6 +41,10 @@ const NP: usize = 6;
 /// Pixels of one chunk of the output slab (a multiple of 16 and of `NP`).
 const CHUNK: usize = 96;
 
+/// Input channels of one run over a chunk's tiles (a multiple of 16): the
+/// widest tile's weights of a run, 4 x 128 x 16 floats, are 32 KiB (L1).
+const IC_RUN: usize = 128;
+
 impl Conv2d {
     /// True when [`Self::pointwise_blocked`] can run this conv on this CPU
     /// (any input channel count; outputs off whole 16-channel blocks when
@@ -271,30 +275,45 @@ impl Conv2d {
         assert!(xn.len() >= c * pixels && w.len() >= fb * c * BLOCK);
         assert!(out.len() >= (fb - 1) * ostride + (at + px.len()) * BLOCK);
         assert!(bias.is_none_or(|b| b.len() >= fb * BLOCK));
-        for p in px.clone().step_by(NP) {
-            let np = NP.min(px.end - p);
-            let (xp, groups, gstride, gl, cstride) = if blocked {
-                (p * BLOCK, c / BLOCK, pixels * BLOCK, BLOCK, 1)
-            } else {
-                (p, 1, 0, c, pixels)
-            };
-            let args = TileArgs {
-                // SAFETY: pixel `p` of the image (the asserts above).
-                x: unsafe { xn.as_ptr().add(xp) },
-                groups,
-                gstride,
-                gl,
-                cstride,
-                w: w.as_ptr(),
-                wstride: c * BLOCK,
-                bias: bias.map(|b| b.as_ptr()),
-                // SAFETY: inside `out` (asserted).
-                out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
-                ostride,
-            };
-            // SAFETY: the caller's ISA; every tap of the tile is in `xn`,
-            // every store in `out`.
-            unsafe { dispatch(fb, np, blocked, &args) };
+        // Input channels in runs of `IC_RUN`: the tiles' weights of a run
+        // (<= 32 KiB) stay in L1 while every pixel tile passes over them;
+        // a later run resumes each tile from its stored partial sums (the
+        // same FMA chain: bias, then the channels in order).
+        for k0 in (0..c).step_by(IC_RUN) {
+            let kc = IC_RUN.min(c - k0);
+            for p in px.clone().step_by(NP) {
+                let np = NP.min(px.end - p);
+                let (xp, groups, gstride, gl, cstride) = if blocked {
+                    (
+                        k0 * pixels + p * BLOCK,
+                        kc / BLOCK,
+                        pixels * BLOCK,
+                        BLOCK,
+                        1,
+                    )
+                } else {
+                    (k0 * pixels + p, 1, 0, kc, pixels)
+                };
+                let args = TileArgs {
+                    // SAFETY: pixel `p` of channel `k0` (the asserts above).
+                    x: unsafe { xn.as_ptr().add(xp) },
+                    groups,
+                    gstride,
+                    gl,
+                    cstride,
+                    // SAFETY: channel `k0` of block 0 (asserted).
+                    w: unsafe { w.as_ptr().add(k0 * BLOCK) },
+                    wstride: c * BLOCK,
+                    bias: bias.map(|b| b.as_ptr()),
+                    resume: k0 > 0,
+                    // SAFETY: inside `out` (asserted).
+                    out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
+                    ostride,
+                };
+                // SAFETY: the caller's ISA; every tap of the tile is in `xn`,
+                // every store in `out`.
+                unsafe { dispatch(fb, np, blocked, &args) };
+            }
         }
     }
 }
@@ -314,6 +333,8 @@ struct TileArgs {
     wstride: usize,
     /// The tile's 16 x `fb` biases.
     bias: Option<*const f32>,
+    /// Start from the partial sums stored at `out` instead of the bias.
+    resume: bool,
     /// Output block 0's first pixel, block `f` at `f * ostride`.
     out: *mut f32,
     ostride: usize,
@@ -364,6 +385,9 @@ unsafe fn tile<const F: usize, const P: usize, const PS: usize>(a: &TileArgs) {
     use std::arch::x86_64::*;
     // SAFETY (all loads / stores): the caller's bounds.
     let mut acc: [[__m512; P]; F] = std::array::from_fn(|f| match a.bias {
+        _ if a.resume => std::array::from_fn(|u| unsafe {
+            _mm512_loadu_ps(a.out.add(f * a.ostride + u * BLOCK))
+        }),
         Some(b) => [unsafe { _mm512_loadu_ps(b.add(f * BLOCK)) }; P],
         None => [_mm512_setzero_ps(); P],
     });
@@ -475,7 +499,7 @@ pub(crate) mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/blocked_cases.json");
-    const CASES: usize = 11;
+    const CASES: usize = 13;
 
     /// `x` (`[n][c][pixels]`) as `[n][c/16][pixels][16]`.
     pub(crate) fn to_blocked(x: &[f32], c: usize, pixels: usize) -> Vec<f32> {
@@ -553,9 +577,10 @@ pub(crate) mod tests {
     /// side NCHW or blocked: 1-4 block tiles, pixel tails of the 6-pixel
     /// tile and the 96-pixel chunk, batch 2 / 3, row-chain (ReLU6,
     /// residual, per-channel scale) and whole-plane (SiLU) epilogues; batch
-    /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads; 8 / 24 / 40
+    /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads; 24 / 40 / 56
     /// outputs (a last partial block: NCHW output only, its pad lanes
-    /// never stored).
+    /// never stored); 200 / 288 input channels (runs of 128 resumed from
+    /// stored partial sums).
     #[test]
     fn blocked_pointwise_matches_numpy() {
         if !super::super::conv_depthwise_small::avx512() {
