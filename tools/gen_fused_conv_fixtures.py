@@ -228,7 +228,7 @@ NCHWC_CASES = [
     ("nchwc_c48_o32_1x1_s2_rows_residual_batch2", (2, 48, 21, 19), 32, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
-# whole 16-channel output blocks, input channels a multiple of 16 (the
+# 16-channel output blocks, input channels a multiple of 16 (the
 # blocked-input cases) or not, pixel counts off the 6-pixel tile and the
 # 96-pixel chunk, register tiles of 1-4 output blocks.
 POINTWISE_BLOCKED_CASES = [
@@ -241,6 +241,19 @@ POINTWISE_BLOCKED_CASES = [
     # at 2 / 3 threads (ranges inside one 96-pixel chunk and across two).
     ("pw_blocked_c64_o32_residual_pixels", (1, 64, 15, 15), 32, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
     ("pw_blocked_c32_o96_relu6_pixels", (1, 32, 13, 17), 96, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    # Outputs off whole blocks (MobileNetV2's projects to 24 channels; NCHW
+    # output only, the last block's pad lanes never stored): 24 / 40 outputs,
+    # a residual / per-channel scale read for the live lanes only, batch 2 / 3,
+    # odd maps, a whole-plane (SiLU) epilogue on 56 outputs (8 live planes last).
+    ("pw_blocked_c48_o24_residual_batch2", (2, 48, 7, 9), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    ("pw_blocked_c32_o40_scale_residual_batch3", (3, 32, 5, 11), 40, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("pw_blocked_c96_o24_relu6_pixels", (1, 96, 13, 15), 24, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu6", None),
+    ("pw_blocked_c16_o56_silu", (1, 16, 9, 7), 56, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "silu", None),
+    # More input channels than one 128-channel run (partial sums resumed from
+    # the output): 288 (2 runs + 32) on 7 x 7 maps, batch 2; 200 (NCHW input
+    # only: 128 + 72) with a residual.
+    ("pw_blocked_c288_o80_relu6_7x7_batch2", (2, 288, 7, 7), 80, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    ("pw_blocked_c200_o48_residual", (1, 200, 5, 9), 48, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
 ]
 OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "blocked_cases.json")
 

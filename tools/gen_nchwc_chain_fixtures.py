@@ -9,8 +9,10 @@ with numpy in float64.
 writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json,
-crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json.
+crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual_partial.json
+(`inverted_residual_partial`: block outputs of 24 / 40 channels).
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -129,15 +131,22 @@ def depthwise3x3(x, w, b, stride):
 
 
 def inverted_residual(hw, n=2):
+    return two_blocks(n, hw, (24, 96, 96, 32), (10, 11))
+
+
+def two_blocks(n, hw, chans, seeds):
+    """Two inverted-residual blocks: x [n, c, hw, hw] (values(.., seeds[0]) *
+    16) -> e1 (e1c channels) -> d1 (stride 2) -> p1 (p) -> e2 (e) -> d2 ->
+    y = project + p1; weight / bias i values(.., seeds[1] + 2 i (+ 1))."""
+    c, e1c, e, p = chans
     f64 = lambda a: a.astype(np.float64)
     relu6 = lambda v: np.minimum(np.maximum(v, 0), 6)
-    c, e, p = 24, 96, 32
-    x = f64(values(n * c * hw * hw, 10)).reshape(n, c, hw, hw) * 16
-    shapes = [(e, c), (e, 1, 3, 3), (p, e), (e, p), (e, 1, 3, 3), (p, e)]
+    x = f64(values(n * c * hw * hw, seeds[0])).reshape(n, c, hw, hw) * 16
+    shapes = [(e1c, c), (e1c, 1, 3, 3), (p, e1c), (e, p), (e, 1, 3, 3), (p, e)]
     ws, bs = [], []
     for i, shape in enumerate(shapes):
-        ws.append(f64(values(int(np.prod(shape)), 11 + 2 * i)).reshape(shape))
-        bs.append(f64(values(shape[0], 12 + 2 * i)))
+        ws.append(f64(values(int(np.prod(shape)), seeds[1] + 2 * i)).reshape(shape))
+        bs.append(f64(values(shape[0], seeds[1] + 1 + 2 * i)))
     e1 = relu6(conv1x1(x, ws[0], bs[0]))
     d1 = relu6(depthwise3x3(e1, ws[1], bs[1], 2))
     p1 = conv1x1(d1, ws[2], bs[2])
@@ -145,6 +154,22 @@ def inverted_residual(hw, n=2):
     d2 = relu6(depthwise3x3(e2, ws[4], bs[4], 1))
     y = conv1x1(d2, ws[5], bs[5]) + p1
     return {"shape": list(y.shape), "y": [float("%.8g" % v) for v in y.ravel()]}
+
+
+def inverted_residual_partial(hw, n, p, e):
+    """A MobileNetV2 56 x 56-stage-like pair of blocks whose block outputs
+    have `p` channels, not whole 16-channel blocks (24 / 40):
+
+      x  [n, 16, hw, hw]                              (input, values(.., 40) * 16)
+      e1 = relu6(conv1x1(x, [96, 16]) + b)            (16 -> 96)
+      d1 = relu6(dw(e1, [96, 1, 3, 3], stride 2) + b)
+      p1 = conv1x1(d1, [p, 96]) + b                   (96 -> p)
+      e2 = relu6(conv1x1(p1, [e, p]) + b)             (p -> e)
+      d2 = relu6(dw(e2, [e, 1, 3, 3], stride 1) + b)
+      y  = conv1x1(d2, [p, e]) + b + p1               (residual; graph output)
+
+    weights / biases values(.., 41..) in that order (weight then bias)."""
+    return two_blocks(n, hw, (16, 96, e, p), (40, 41))
 
 
 def maxpool(x, k, s, pads):
@@ -259,6 +284,13 @@ def main():
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "transition.json"), "w") as f:
         json.dump(transition(), f, separators=(",", ":"))
+        f.write("\n")
+    # Block outputs of 24 / 40 channels: 57 x 57 -> 29 x 29 (both depthwise
+    # planes over 28 x 28: row bands), batch 2; 23 x 23 -> 12 x 12, batch 3.
+    with open(os.path.join(os.path.dirname(path), "inverted_residual_partial.json"), "w") as f:
+        json.dump({"p24_hw57": inverted_residual_partial(57, 2, 24, 144),
+                   "p40_hw23": inverted_residual_partial(23, 3, 40, 240)}, f,
+                  separators=(",", ":"))
         f.write("\n")
 
 

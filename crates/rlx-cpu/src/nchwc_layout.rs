@@ -26,14 +26,16 @@
 //! residual blocks on 28 x 28 maps and below run blocked end to end
 //! (expand 1x1 -> depthwise -> project 1x1 + residual), on 112 / 56 maps
 //! from the expand (or the stem) through the depthwise into the project,
-//! which writes its 16 / 24 channels NCHW, and ResNet-18's
+//! which writes its 16 / 24 channels NCHW (the blocked 1x1 kernel reads a
+//! blocked image for any output count; its last partial block of 24 or
+//! 40 outputs is computed padded and stored NCHW), and ResNet-18's
 //! stem writes blocked for its max pool, its layers 1 and 2 stay blocked
 //! inside each stage, its layer-3 second block and layer 4 from the
 //! stage input to the last conv -> global pool. Convs whose own best
 //! kernel is another one (Winograd up to 128 x 128 channels, a 1x1 of
 //! stride 2 on <= 64-pixel maps) are offered too and take the NCHWc
 //! kernel only when the plan gives them a blocked side
-//! (`Conv2d::nchwc_wins_blocked`). An edge of 24 channels (not whole
+//! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
 //! another kind of node (larger Winograd convs, the packed GEMM, concat,
 //! ...), so no other kernel ever sees a blocked buffer.

@@ -11,7 +11,9 @@
 //! depthwise kernels on blocked tensors), and so does the first block's
 //! output, which the second block's expand reads as its image and its
 //! project's residual add as a blocked epilogue operand; the 24-channel
-//! input stays NCHW. And ResNet-like blocks: a conv writing blocked for
+//! input stays NCHW. The same with block outputs of 24 / 40 channels: the
+//! projects to them read the depthwise outputs blocked and write NCHW.
+//! And ResNet-like blocks: a conv writing blocked for
 //! a 3x3 stride-2 max pool (odd sizes), two residual blocks (the second's
 //! input read blocked as image and residual), then a global mean and a
 //! 2x2 max pool with ceil-mode padding on the blocked last output. And
@@ -32,6 +34,7 @@ const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json"
 const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
 const LAYER1_LIKE: &str = include_str!("fixtures/conv_nchwc/layer1_like.json");
 const TRANSITION: &str = include_str!("fixtures/conv_nchwc/transition.json");
+const PARTIAL: &str = include_str!("fixtures/conv_nchwc/inverted_residual_partial.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -176,18 +179,30 @@ fn relu6(g: &mut Graph, v: NodeId) -> NodeId {
 /// tools/gen_nchwc_chain_fixtures.py's two inverted-residual blocks on
 /// `n` `hw` x `hw` images.
 fn inverted_residual(n: usize, hw: usize) -> CpuExecutable {
+    two_blocks(n, hw, (24, 96, 96, 32), 11)
+}
+
+/// The fixture script's `two_blocks`: `c` -> `e1` (expand) -> depthwise
+/// stride 2 -> `p` (project) -> `e` -> depthwise -> `p` + residual, the
+/// weights / biases from `seed` on.
+fn two_blocks(
+    n: usize,
+    hw: usize,
+    (c, e1c, e, p): (usize, usize, usize, usize),
+    seed: u64,
+) -> CpuExecutable {
     let mut g = Graph::new("inverted_residual");
-    let x = g.input("x", Shape::new(&[n, 24, hw, hw], DType::F32));
-    let e1 = conv_k(&mut g, x, (24, 96, 1), 1, 11);
+    let x = g.input("x", Shape::new(&[n, c, hw, hw], DType::F32));
+    let e1 = conv_k(&mut g, x, (c, e1c, 1), 1, seed);
     let e1 = relu6(&mut g, e1);
-    let d1 = conv_k(&mut g, e1, (96, 96, 3), 2, 13);
+    let d1 = conv_k(&mut g, e1, (e1c, e1c, 3), 2, seed + 2);
     let d1 = relu6(&mut g, d1);
-    let p1 = conv_k(&mut g, d1, (96, 32, 1), 1, 15);
-    let e2 = conv_k(&mut g, p1, (32, 96, 1), 1, 17);
+    let p1 = conv_k(&mut g, d1, (e1c, p, 1), 1, seed + 4);
+    let e2 = conv_k(&mut g, p1, (p, e, 1), 1, seed + 6);
     let e2 = relu6(&mut g, e2);
-    let d2 = conv_k(&mut g, e2, (96, 96, 3), 1, 19);
+    let d2 = conv_k(&mut g, e2, (e, e, 3), 1, seed + 8);
     let d2 = relu6(&mut g, d2);
-    let p2 = conv_k(&mut g, d2, (96, 32, 1), 1, 21);
+    let p2 = conv_k(&mut g, d2, (e, p, 1), 1, seed + 10);
     let y = g.add(p2, p1);
     g.set_outputs(vec![y]);
     let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
@@ -203,25 +218,55 @@ fn inverted_residual_blocks_match_numpy() {
     let fx: Value = serde_json::from_str(INVERTED).unwrap();
     for (n, hw) in [(2, 18), (2, 14), (1, 58)] {
         let want = floats(&fx[format!("hw{hw}")]["y"]);
-        let xs: Vec<f32> = values(n * 24 * hw * hw, 10)
-            .iter()
-            .map(|v| v * 16.0)
-            .collect();
-        let x = HostTensor::from_slice(&xs, &[n, 24, hw, hw]).unwrap();
-        let mut exe = inverted_residual(n, hw);
-        if avx512() {
-            // e1 -> d1 -> p1 and e2 -> d2 -> p2, and p1 -> e2 with p2's
-            // residual read of p1 (blocked offsets in the row chain): five
-            // blocked outputs; x has 24 channels, y is the graph's: NCHW.
-            assert_eq!(exe.nchwc_blocked_outputs(), 5, "{hw} x {hw}");
-        }
-        for threads in 1..=3 {
-            exe.limit_threads(Some(threads)).unwrap();
-            let out = exe.run(&[&x]).unwrap();
-            let got = out[0].to_vec::<f32>().unwrap();
-            let what = format!("inverted residual {hw} x {hw}, threads {threads}");
-            assert_close(&got, &want, &what);
-        }
+        // e1 -> d1 -> p1 and e2 -> d2 -> p2, and p1 -> e2 with p2's
+        // residual read of p1 (blocked offsets in the row chain): five
+        // blocked outputs; x has 24 channels, y is the graph's: NCHW.
+        let exe = inverted_residual(n, hw);
+        check_two_blocks(exe, (n, 24, hw), 10, &want, 5);
+    }
+}
+
+/// Runs `exe` on `n` `c`-channel `hw` x `hw` images `values(.., seed) * 16`
+/// at 1-3 threads against `want`, with `blocked` blocked outputs on AVX-512.
+fn check_two_blocks(
+    mut exe: CpuExecutable,
+    (n, c, hw): (usize, usize, usize),
+    seed: u64,
+    want: &[f64],
+    blocked: usize,
+) {
+    let xs: Vec<f32> = values(n * c * hw * hw, seed)
+        .iter()
+        .map(|v| v * 16.0)
+        .collect();
+    let x = HostTensor::from_slice(&xs, &[n, c, hw, hw]).unwrap();
+    if avx512() {
+        assert_eq!(exe.nchwc_blocked_outputs(), blocked, "{hw} x {hw}");
+    }
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&x]).unwrap();
+        let got = out[0].to_vec::<f32>().unwrap();
+        let what = format!("two blocks {c} channels {hw} x {hw}, threads {threads}");
+        assert_close(&got, want, &what);
+    }
+}
+
+/// Block outputs of 24 channels (57 x 57 -> 29 x 29, both depthwise planes
+/// in row bands, batch 2) and 40 (23 x 23 -> 12 x 12, batch 3) at 1-3
+/// threads: the projects to 24 / 40 channels read the depthwise outputs
+/// blocked and write NCHW through their last block's live lanes only (a
+/// pad lane stored would overwrite the next channels' planes).
+#[test]
+fn inverted_residual_partial_blocks_match_numpy() {
+    let fx: Value = serde_json::from_str(PARTIAL).unwrap();
+    for (n, hw, p, e) in [(2, 57, 24, 144), (3, 23, 40, 240)] {
+        let want = floats(&fx[format!("p{p}_hw{hw}")]["y"]);
+        // e1 -> d1 -> p1 and e2 -> d2 -> p2: the expands and the depthwise
+        // convs write blocked; p1 (read by e2 and by p2's residual) and y
+        // have `p` channels: NCHW.
+        let exe = two_blocks(n, hw, (16, 96, e, p), 41);
+        check_two_blocks(exe, (n, 16, hw), 40, &want, 4);
     }
 }
 

@@ -410,12 +410,15 @@ impl<'a> RowChain<'a> {
 
 impl RowChain<'_> {
     /// Runs the chain in place on `slab`, pixels `px` of image `n` in the
-    /// blocked layout (`[px.len()][16]`, lane `i` channel `c0 + i`;
-    /// `c0 + 16 <= o`): each step over the whole slab, its operand laid
-    /// out the same way first (the same per-element operations as
-    /// [`Self::apply`], so the same bits).
+    /// blocked layout (`[px.len()][16]`, lane `i` channel `c0 + i`):
+    /// each step over the whole slab, its operand laid out the same way
+    /// first (the same per-element operations as [`Self::apply`], so the
+    /// same bits). Lanes past `o` (a last partial block, which only an
+    /// NCHW output has) get zero operands; their values are never stored.
     pub(crate) fn apply_blocked(&self, slab: &mut [f32], n: usize, c0: usize, px: Range<usize>) {
         const LANES: usize = BLOCKED_LANES;
+        let live = self.o.saturating_sub(c0).min(LANES);
+        let pad = [0f32; LANES];
         let mut lanes = Vec::new();
         for step in &self.steps {
             match *step {
@@ -426,7 +429,8 @@ impl RowChain<'_> {
                         RowSrc::Channel(v) => {
                             lanes.clear();
                             for _ in px.clone() {
-                                lanes.extend_from_slice(&v[c0..c0 + LANES]);
+                                lanes.extend_from_slice(&v[c0..c0 + live]);
+                                lanes.extend_from_slice(&pad[live..]);
                             }
                             Operand::Row(&lanes)
                         }
@@ -435,7 +439,8 @@ impl RowChain<'_> {
                             images,
                             blocked: true,
                         } => {
-                            // The same blocked offsets as the slab's.
+                            // The same blocked offsets as the slab's (a
+                            // blocked extra has whole blocks).
                             let image = if images == 1 { 0 } else { n };
                             let at = (image * self.o + c0) * self.pixels + px.start * LANES;
                             Operand::Row(&data[at..at + px.len() * LANES])
@@ -445,7 +450,8 @@ impl RowChain<'_> {
                             let planes = &data[(image * self.o + c0) * self.pixels..];
                             lanes.clear();
                             for p in px.clone() {
-                                lanes.extend((0..LANES).map(|i| planes[i * self.pixels + p]));
+                                lanes.extend((0..live).map(|i| planes[i * self.pixels + p]));
+                                lanes.extend_from_slice(&pad[live..]);
                             }
                             Operand::Row(&lanes)
                         }

@@ -13,14 +13,18 @@
 //! goes through a per-thread `[pixels][16]` slab transposed 16 x 16 in
 //! registers into the planes. The row-chain epilogue (bias, ReLU6,
 //! residual) runs on the blocked rows while they are in cache
-//! ([`super::conv_epilogue::RowChain::apply_blocked`]).
+//! ([`super::conv_epilogue::RowChain::apply_blocked`]), for an NCHW
+//! output on its plane rows after the transpose (an NCHW residual is then
+//! read as rows). A last partial output block (24 / 40 outputs, NCHW
+//! output only) is computed from zero-padded weights and bias, and only
+//! its live planes are stored.
 //!
 //! Each output is the sum of the NCHW 1x1 kernel ([`super::conv_pointwise`]):
 //! the bias, then one FMA per input channel in order.
 //!
 //! Threads split the images, or (fewer images than threads) each image's
 //! pixels where it outweighs the weight (MobileNetV2's 14 x 14 maps and
-//! up), else its output blocks (whole planes).
+//! up; either output layout), else its output blocks (whole planes).
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -37,14 +41,22 @@ const NP: usize = 6;
 /// Pixels of one chunk of the output slab (a multiple of 16 and of `NP`).
 const CHUNK: usize = 96;
 
+/// Input channels of one run over a chunk's tiles (a multiple of 16): the
+/// widest tile's weights of a run, 4 x 128 x 16 floats, are 32 KiB (L1).
+const IC_RUN: usize = 128;
+
 impl Conv2d {
     /// True when [`Self::pointwise_blocked`] can run this conv on this CPU
-    /// (any input channel count; whole 16-channel output blocks).
+    /// (any input channel count; outputs off whole 16-channel blocks when
+    /// the last block's pad lanes are at most a third of those computed,
+    /// e.g. 24 or 40 outputs, not 8 or 20; a blocked side needs whole
+    /// blocks).
     pub(crate) fn pointwise_blocked_shape(&self) -> bool {
+        let lanes = self.o.next_multiple_of(BLOCK);
         self.is_pointwise()
             && self.groups == 1
-            && self.o.is_multiple_of(BLOCK)
             && self.o > 0
+            && 3 * self.o >= 2 * lanes
             && super::conv_depthwise_small::avx512()
     }
 
@@ -52,8 +64,9 @@ impl Conv2d {
     /// out and the layouts `io` fit its channel counts.
     pub(super) fn takes_pointwise_blocked(&self, len: usize, io: BlockedIo) -> bool {
         self.pointwise_blocked_shape()
-            && len == self.o * self.c
+            && len == self.o.next_multiple_of(BLOCK) * self.c
             && (!io.input || self.c.is_multiple_of(BLOCK))
+            && (!io.output || self.o.is_multiple_of(BLOCK))
     }
 
     /// `y = conv(x, wp) + bias`, then `epi`; `wp` packed by [`pack`], `x`
@@ -86,7 +99,16 @@ impl Conv2d {
         if pixels == 0 || self.batch == 0 {
             return Ok(());
         }
-        let blocks = o / BLOCK;
+        let blocks = o.div_ceil(BLOCK);
+        // A last block of fewer than 16 outputs (NCHW output only: a
+        // project to 24 channels) computes its pad lanes from zero weights
+        // and a zero bias and never stores them.
+        let padded_bias = bias.filter(|_| !o.is_multiple_of(BLOCK)).map(|b| {
+            let mut v = b[..o].to_vec();
+            v.resize(blocks * BLOCK, 0.0);
+            v
+        });
+        let bias = padded_bias.as_deref().or(bias);
         let threads = team::threads();
         let chunks = if self.batch >= threads {
             1
@@ -99,9 +121,10 @@ impl Conv2d {
         // its pixels, re-reading the weight), else by whole blocks, not
         // whole tiles (32 / 64 output channels still split over two
         // threads; their parts run narrower tiles, re-reading the image).
+        // Either output layout splits by pixels: each part then reads the
+        // rows of the image its producer's part wrote (the same split).
         let per_chunk = epi.is_none() || chain.is_some();
-        let by_pixels =
-            io.output && chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
+        let by_pixels = chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
         let ranges = if by_pixels {
             team::split(pixels, chunks, BLOCK)
         } else {
@@ -116,13 +139,20 @@ impl Conv2d {
             } else {
                 vec![0f32; FB * CHUNK * BLOCK]
             };
+            // NCHW output split by pixels: a block's 16 planes of a chunk.
+            let mut planes = if by_pixels && !io.output {
+                vec![0f32; BLOCK * CHUNK]
+            } else {
+                Vec::new()
+            };
             for job in parts[part].clone() {
                 let (n, range) = (job / ranges.len(), ranges[job % ranges.len()].clone());
                 let xn = &x[n * c * pixels..][..c * pixels];
                 if by_pixels {
                     // Pixels `range` of every block: each chunk computed into
                     // the slab, then each block's run of pixels (contiguous,
-                    // disjoint from the other parts') copied into place.
+                    // disjoint from the other parts') copied into place, or
+                    // (NCHW) transposed and each plane's run copied.
                     for q0 in range.clone().step_by(CHUNK) {
                         let px = q0..(q0 + CHUNK).min(range.end);
                         for ob in (0..blocks).step_by(FB) {
@@ -135,10 +165,30 @@ impl Conv2d {
                             unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
                             for f in 0..fb {
                                 let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
-                                if let Some(chain) = chain {
-                                    chain.apply_blocked(rows, n, (ob + f) * BLOCK, px.clone());
+                                let c0 = (ob + f) * BLOCK;
+                                if !io.output {
+                                    let live = (o - c0).min(BLOCK);
+                                    // SAFETY: AVX-512F, as above.
+                                    unsafe { scatter(rows, CHUNK, 0..px.len(), &mut planes, live) };
+                                    if let Some(chain) = chain {
+                                        // On the NCHW rows: an NCHW residual
+                                        // read as rows, not gathered per lane.
+                                        let ch = c0..c0 + live;
+                                        chain.apply(&mut planes, CHUNK, n, ch, px.clone());
+                                    }
+                                    for (i, run) in planes.chunks(CHUNK).take(live).enumerate() {
+                                        let at = (n * o + (ob + f) * BLOCK + i) * pixels + px.start;
+                                        // SAFETY: pixels `px` of one plane of
+                                        // one image: no other part touches them.
+                                        let dst = unsafe { shared.range(at..at + px.len()) };
+                                        dst.copy_from_slice(&run[..px.len()]);
+                                    }
+                                    continue;
                                 }
-                                let at = (n * o + (ob + f) * BLOCK) * pixels + px.start * BLOCK;
+                                if let Some(chain) = chain {
+                                    chain.apply_blocked(rows, n, c0, px.clone());
+                                }
+                                let at = (n * o + c0) * pixels + px.start * BLOCK;
                                 // SAFETY: pixels `px` of one block of one
                                 // image: no other part touches them.
                                 unsafe { shared.range(at..at + rows.len()) }.copy_from_slice(rows);
@@ -149,9 +199,10 @@ impl Conv2d {
                 }
                 let obs = range;
                 let span = 0..pixels;
-                let y0 = (n * o + obs.start * BLOCK) * pixels;
+                let chans = obs.start * BLOCK..o.min(obs.end * BLOCK);
+                let y0 = (n * o + chans.start) * pixels;
                 // SAFETY: each job owns its blocks (planes) of one image.
-                let yj = unsafe { shared.range(y0..y0 + obs.len() * BLOCK * pixels) };
+                let yj = unsafe { shared.range(y0..y0 + chans.len() * pixels) };
                 for q0 in span.clone().step_by(CHUNK) {
                     let px = q0..(q0 + CHUNK).min(span.end);
                     for ob in obs.clone().step_by(FB) {
@@ -159,6 +210,7 @@ impl Conv2d {
                         let w = &wp[ob * c * BLOCK..][..fb * c * BLOCK];
                         let b = bias.map(|b| &b[ob * BLOCK..][..fb * BLOCK]);
                         let blocks = (ob - obs.start)..(ob - obs.start + fb);
+                        let row_chain = chain;
                         let chain = |rows: &mut [f32], f: usize| {
                             if let Some(chain) = chain {
                                 chain.apply_blocked(rows, n, (ob + f) * BLOCK, px.clone());
@@ -180,16 +232,23 @@ impl Conv2d {
                             unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
                             for (f, blk) in blocks.enumerate() {
                                 let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
-                                chain(rows, f);
                                 let planes = &mut yj[blk * BLOCK * pixels..];
+                                let live = (chans.len() - blk * BLOCK).min(BLOCK);
                                 // SAFETY: AVX-512F, as above.
-                                unsafe { scatter(rows, pixels, px.clone(), planes) };
+                                unsafe { scatter(rows, pixels, px.clone(), planes, live) };
+                                // The chain on the NCHW rows (an NCHW
+                                // residual read as rows, not per lane).
+                                if let Some(chain) = row_chain {
+                                    let ch = (ob + f) * BLOCK..(ob + f) * BLOCK + live;
+                                    let rows = &mut planes[px.start..];
+                                    chain.apply(rows, pixels, n, ch, px.clone());
+                                }
                             }
                         }
                     }
                 }
                 if let Some(epi) = epi.filter(|_| chain.is_none()) {
-                    epi.apply(yj, n, obs.start * BLOCK..obs.end * BLOCK)?;
+                    epi.apply(yj, n, chans)?;
                 }
             }
             Ok(())
@@ -216,30 +275,45 @@ impl Conv2d {
         assert!(xn.len() >= c * pixels && w.len() >= fb * c * BLOCK);
         assert!(out.len() >= (fb - 1) * ostride + (at + px.len()) * BLOCK);
         assert!(bias.is_none_or(|b| b.len() >= fb * BLOCK));
-        for p in px.clone().step_by(NP) {
-            let np = NP.min(px.end - p);
-            let (xp, groups, gstride, gl, cstride) = if blocked {
-                (p * BLOCK, c / BLOCK, pixels * BLOCK, BLOCK, 1)
-            } else {
-                (p, 1, 0, c, pixels)
-            };
-            let args = TileArgs {
-                // SAFETY: pixel `p` of the image (the asserts above).
-                x: unsafe { xn.as_ptr().add(xp) },
-                groups,
-                gstride,
-                gl,
-                cstride,
-                w: w.as_ptr(),
-                wstride: c * BLOCK,
-                bias: bias.map(|b| b.as_ptr()),
-                // SAFETY: inside `out` (asserted).
-                out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
-                ostride,
-            };
-            // SAFETY: the caller's ISA; every tap of the tile is in `xn`,
-            // every store in `out`.
-            unsafe { dispatch(fb, np, blocked, &args) };
+        // Input channels in runs of `IC_RUN`: the tiles' weights of a run
+        // (<= 32 KiB) stay in L1 while every pixel tile passes over them;
+        // a later run resumes each tile from its stored partial sums (the
+        // same FMA chain: bias, then the channels in order).
+        for k0 in (0..c).step_by(IC_RUN) {
+            let kc = IC_RUN.min(c - k0);
+            for p in px.clone().step_by(NP) {
+                let np = NP.min(px.end - p);
+                let (xp, groups, gstride, gl, cstride) = if blocked {
+                    (
+                        k0 * pixels + p * BLOCK,
+                        kc / BLOCK,
+                        pixels * BLOCK,
+                        BLOCK,
+                        1,
+                    )
+                } else {
+                    (k0 * pixels + p, 1, 0, kc, pixels)
+                };
+                let args = TileArgs {
+                    // SAFETY: pixel `p` of channel `k0` (the asserts above).
+                    x: unsafe { xn.as_ptr().add(xp) },
+                    groups,
+                    gstride,
+                    gl,
+                    cstride,
+                    // SAFETY: channel `k0` of block 0 (asserted).
+                    w: unsafe { w.as_ptr().add(k0 * BLOCK) },
+                    wstride: c * BLOCK,
+                    bias: bias.map(|b| b.as_ptr()),
+                    resume: k0 > 0,
+                    // SAFETY: inside `out` (asserted).
+                    out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
+                    ostride,
+                };
+                // SAFETY: the caller's ISA; every tap of the tile is in `xn`,
+                // every store in `out`.
+                unsafe { dispatch(fb, np, blocked, &args) };
+            }
         }
     }
 }
@@ -259,6 +333,8 @@ struct TileArgs {
     wstride: usize,
     /// The tile's 16 x `fb` biases.
     bias: Option<*const f32>,
+    /// Start from the partial sums stored at `out` instead of the bias.
+    resume: bool,
     /// Output block 0's first pixel, block `f` at `f * ostride`.
     out: *mut f32,
     ostride: usize,
@@ -309,6 +385,9 @@ unsafe fn tile<const F: usize, const P: usize, const PS: usize>(a: &TileArgs) {
     use std::arch::x86_64::*;
     // SAFETY (all loads / stores): the caller's bounds.
     let mut acc: [[__m512; P]; F] = std::array::from_fn(|f| match a.bias {
+        _ if a.resume => std::array::from_fn(|u| unsafe {
+            _mm512_loadu_ps(a.out.add(f * a.ostride + u * BLOCK))
+        }),
         Some(b) => [unsafe { _mm512_loadu_ps(b.add(f * BLOCK)) }; P],
         None => [_mm512_setzero_ps(); P],
     });
@@ -340,16 +419,23 @@ unsafe fn tile<const F: usize, const P: usize, const PS: usize>(_: &TileArgs) {
     unreachable!("the blocked 1x1 kernel is routed on AVX-512 only")
 }
 
-/// The `[px][16]` rows transposed into pixels `px` of the 16 planes of
-/// `planes` (`pixels` each).
+/// The `[px][16]` rows transposed into pixels `px` of the first `live`
+/// (<= 16) planes of `planes` (`pixels` each).
 ///
 /// # Safety
 /// AVX-512F present.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn scatter(rows: &[f32], pixels: usize, px: std::ops::Range<usize>, planes: &mut [f32]) {
+unsafe fn scatter(
+    rows: &[f32],
+    pixels: usize,
+    px: std::ops::Range<usize>,
+    planes: &mut [f32],
+    live_planes: usize,
+) {
     use std::arch::x86_64::*;
-    assert!(rows.len() >= px.len() * BLOCK && planes.len() >= (BLOCK - 1) * pixels + px.end);
+    assert!(live_planes <= BLOCK && rows.len() >= px.len() * BLOCK);
+    assert!(planes.len() >= (live_planes.max(1) - 1) * pixels + px.end);
     for j0 in (0..px.len()).step_by(BLOCK) {
         let live = (px.len() - j0).min(BLOCK);
         let mask = ((1u32 << live) - 1) as __mmask16;
@@ -362,7 +448,7 @@ unsafe fn scatter(rows: &[f32], pixels: usize, px: std::ops::Range<usize>, plane
             }
         });
         let v = super::transpose16::transpose16(&r);
-        for (i, &ch) in v.iter().enumerate() {
+        for (i, &ch) in v.iter().enumerate().take(live_planes) {
             // SAFETY: `live` pixels of plane `i` from `px.start + j0`.
             let at = unsafe { planes.as_mut_ptr().add(i * pixels + px.start + j0) };
             unsafe { _mm512_mask_storeu_ps(at, mask, ch) };
@@ -371,16 +457,17 @@ unsafe fn scatter(rows: &[f32], pixels: usize, px: std::ops::Range<usize>, plane
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn scatter(_: &[f32], _: usize, _: std::ops::Range<usize>, _: &mut [f32]) {
+unsafe fn scatter(_: &[f32], _: usize, _: std::ops::Range<usize>, _: &mut [f32], _: usize) {
     unreachable!("the blocked 1x1 kernel is routed on AVX-512 only")
 }
 
-/// The `[O, C]` weight `wt` as `[O/16][C][16]`.
+/// The `[O, C]` weight `wt` as `[O/16][C][16]` (a last partial block's
+/// lanes past `O` zero).
 pub(crate) fn pack(wt: &[f32], o: usize, c: usize) -> Vec<f32> {
-    let mut wp = vec![0f32; o * c];
-    for ob in 0..o / BLOCK {
+    let mut wp = vec![0f32; o.next_multiple_of(BLOCK) * c];
+    for ob in 0..o.div_ceil(BLOCK) {
         for ic in 0..c {
-            for l in 0..BLOCK {
+            for l in 0..BLOCK.min(o - ob * BLOCK) {
                 wp[(ob * c + ic) * BLOCK + l] = wt[(ob * BLOCK + l) * c + ic];
             }
         }
@@ -412,7 +499,7 @@ pub(crate) mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/blocked_cases.json");
-    const CASES: usize = 7;
+    const CASES: usize = 13;
 
     /// `x` (`[n][c][pixels]`) as `[n][c/16][pixels][16]`.
     pub(crate) fn to_blocked(x: &[f32], c: usize, pixels: usize) -> Vec<f32> {
@@ -474,7 +561,7 @@ pub(crate) mod tests {
         let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype).expect("broadcasts");
         let io = BlockedIo {
             input: io.input && g2.c.is_multiple_of(BLOCK),
-            output: io.output && epi.rows().is_some(),
+            output: io.output && epi.rows().is_some() && g2.o.is_multiple_of(BLOCK),
         };
         let wp = pack(conv_ins[1].slice(), g2.o, g2.c);
         let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
@@ -490,7 +577,10 @@ pub(crate) mod tests {
     /// side NCHW or blocked: 1-4 block tiles, pixel tails of the 6-pixel
     /// tile and the 96-pixel chunk, batch 2 / 3, row-chain (ReLU6,
     /// residual, per-channel scale) and whole-plane (SiLU) epilogues; batch
-    /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads.
+    /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads; 24 / 40 / 56
+    /// outputs (a last partial block: NCHW output only, its pad lanes
+    /// never stored); 200 / 288 input channels (runs of 128 resumed from
+    /// stored partial sums).
     #[test]
     fn blocked_pointwise_matches_numpy() {
         if !super::super::conv_depthwise_small::avx512() {
