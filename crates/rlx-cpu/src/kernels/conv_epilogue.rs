@@ -8,7 +8,11 @@
 //! An f32 epilogue that starts with SiLU (`x * sigmoid(x)` of the conv
 //! result, the YOLO activation) runs that part as one vectorised pass
 //! ([`super::fastmath::silu_in_place_f32`]) and the rest of
-//! its steps as a region over that result.
+//! its steps as a region over that result; when the rest is a row chain
+//! the SiLU is that chain's first step (the same function per element, so
+//! the same bits on a tile, a row, a blocked slab or a whole block), which
+//! lets every kernel apply it while the tile is in L1 and the NCHWc plan
+//! keep YOLO's conv -> conv edges blocked.
 //!
 //! An f32 epilogue that is a chain of one-operand steps over the running
 //! value (ReLU, or add / sub / mul / max / min with a scalar, a
@@ -268,12 +272,7 @@ impl<'a> RowChain<'a> {
     /// when each reads the running value (input 0 for the first step) and
     /// at most one extra that is a scalar, a per-channel vector or a tensor
     /// of the output's pixels.
-    fn new(
-        steps: &[ChainStep],
-        silu: bool,
-        extras: &[Extra<'a>],
-        out: &[usize],
-    ) -> Option<Self> {
+    fn new(steps: &[ChainStep], silu: bool, extras: &[Extra<'a>], out: &[usize]) -> Option<Self> {
         use ChainOperand::{Input, Step};
         let (o, pixels) = (out[1], out[2..].iter().product::<usize>());
         let src = |k: usize| -> Option<RowSrc<'a>> {
