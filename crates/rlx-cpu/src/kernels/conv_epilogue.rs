@@ -179,9 +179,7 @@ impl<'a> ConvEpilogue<'a> {
             }
         }
         // `steps` are the ones after the leading SiLU, if any.
-        if self.rows.is_none() {
-            return None;
-        }
+        self.rows.as_ref()?;
         self.rows = RowChain::new(&self.steps, self.silu, &self.extras, &self.out);
         self.rows.is_some().then_some(self)
     }
