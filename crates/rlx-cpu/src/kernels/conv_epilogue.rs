@@ -8,7 +8,11 @@
 //! An f32 epilogue that starts with SiLU (`x * sigmoid(x)` of the conv
 //! result, the YOLO activation) runs that part as one vectorised pass
 //! ([`super::fastmath::silu_in_place_f32`]) and the rest of
-//! its steps as a region over that result.
+//! its steps as a region over that result; when the rest is a row chain
+//! the SiLU is that chain's first step (the same function per element, so
+//! the same bits on a tile, a row, a blocked slab or a whole block), which
+//! lets every kernel apply it while the tile is in L1 and the NCHWc plan
+//! keep YOLO's conv -> conv edges blocked.
 //!
 //! An f32 epilogue that is a chain of one-operand steps over the running
 //! value (ReLU, or add / sub / mul / max / min with a scalar, a
@@ -77,6 +81,9 @@ enum RowSrc<'a> {
 enum RowStep<'a> {
     /// `v = relu(v)`.
     Relu,
+    /// `v = v * sigmoid(v)` (only as the first step: the epilogue's
+    /// leading SiLU, [`super::fastmath::silu_in_place_f32`]'s bits).
+    Silu,
     /// `v = op(v, src)`, or `op(src, v)` when `src_first`.
     Binary {
         op: BinaryOp,
@@ -135,7 +142,10 @@ impl<'a> ConvEpilogue<'a> {
             .collect::<Option<Vec<_>>>()?;
         let peeled = (dtype == DType::F32).then(|| peel_silu(steps)).flatten();
         let rows = (dtype == DType::F32 && r >= 2)
-            .then(|| RowChain::new(steps, &extras, out_dims))
+            .then(|| match &peeled {
+                Some(rest) => RowChain::new(rest, true, &extras, out_dims),
+                None => RowChain::new(steps, false, &extras, out_dims),
+            })
             .flatten();
         (r >= 2).then(|| ConvEpilogue {
             silu: peeled.is_some(),
@@ -168,12 +178,9 @@ impl<'a> ConvEpilogue<'a> {
                 e.blocked = true;
             }
         }
-        // A chain with a leading SiLU is no row chain; otherwise `steps`
-        // are the epilogue's own.
-        if self.silu || self.rows.is_none() {
-            return None;
-        }
-        self.rows = RowChain::new(&self.steps, &self.extras, &self.out);
+        // `steps` are the ones after the leading SiLU, if any.
+        self.rows.as_ref()?;
+        self.rows = RowChain::new(&self.steps, self.silu, &self.extras, &self.out);
         self.rows.is_some().then_some(self)
     }
 
@@ -259,10 +266,11 @@ impl<'a> ConvEpilogue<'a> {
 }
 
 impl<'a> RowChain<'a> {
-    /// `steps` as row steps, when each reads the running value (input 0
-    /// for the first step) and at most one extra that is a scalar, a
-    /// per-channel vector or a tensor of the output's pixels.
-    fn new(steps: &[ChainStep], extras: &[Extra<'a>], out: &[usize]) -> Option<Self> {
+    /// `steps` as row steps (after a SiLU of the conv result when `silu`),
+    /// when each reads the running value (input 0 for the first step) and
+    /// at most one extra that is a scalar, a per-channel vector or a tensor
+    /// of the output's pixels.
+    fn new(steps: &[ChainStep], silu: bool, extras: &[Extra<'a>], out: &[usize]) -> Option<Self> {
         use ChainOperand::{Input, Step};
         let (o, pixels) = (out[1], out[2..].iter().product::<usize>());
         let src = |k: usize| -> Option<RowSrc<'a>> {
@@ -288,7 +296,10 @@ impl<'a> RowChain<'a> {
                 _ => None,
             }
         };
-        let mut out_steps = Vec::with_capacity(steps.len());
+        let mut out_steps = Vec::with_capacity(steps.len() + 1);
+        if silu {
+            out_steps.push(RowStep::Silu);
+        }
         for (i, step) in steps.iter().enumerate() {
             let is_v = |x: &ChainOperand| match *x {
                 Input(0) => i == 0,
@@ -373,6 +384,7 @@ impl<'a> RowChain<'a> {
             for step in &self.steps {
                 match *step {
                     RowStep::Relu => row_relu(row),
+                    RowStep::Silu => super::fastmath::silu_in_place_f32(row),
                     RowStep::Binary { op, src, src_first } => {
                         let operand = match src {
                             RowSrc::Scalar(v) => Operand::Scalar(v),
@@ -423,6 +435,7 @@ impl RowChain<'_> {
         for step in &self.steps {
             match *step {
                 RowStep::Relu => row_relu(slab),
+                RowStep::Silu => super::fastmath::silu_in_place_f32(slab),
                 RowStep::Binary { op, src, src_first } => {
                     let operand = match src {
                         RowSrc::Scalar(v) => Operand::Scalar(v),

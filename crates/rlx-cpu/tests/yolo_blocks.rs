@@ -1,0 +1,165 @@
+//! The YOLO-style net's blocks (conv + bias + SiLU everywhere) at odd
+//! sizes, batch 2, against numpy float64 (tools/gen_yolo_block_fixtures.py)
+//! at 1 to 3 threads: a CSP block (a 3x3 stride-2 conv, two 1x1 branches,
+//! two residual bottlenecks, a channel concat, a 1x1) and an SPPF block
+//! (a 1x1, three chained 5x5 stride-1 max pools, a concat of four, a 1x1).
+//! The SiLU runs as a step of the row chain, so on an AVX-512 host the
+//! layout plan keeps the CSP block's conv -> conv edges in the NCHWc layout
+//! (counted below); a wrong lane or offset in the blocked SiLU fails the
+//! comparison.
+
+use rlx_compile::{lower, LowerOptions};
+use rlx_cpu::{CpuBackend, CpuExecutable};
+use rlx_driver::{Backend, Executable};
+use rlx_ir::op::Window;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use serde_json::Value;
+
+const FIXTURE: &str = include_str!("fixtures/conv_nchwc/yolo_blocks.json");
+
+/// The fixture script's `values`: each step one correctly rounded f32 op.
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| ((i * 7919 + seed * 104729) % 1000) as f32 / 500.0 - 1.0)
+        .map(|v| v * 0.0625)
+        .collect()
+}
+
+/// Builds `cbs` convs with weights `values(.., seed) * 4` and biases
+/// `values(.., seed + 1)`, seeds taken in order (the script's `Weights`).
+struct Cbs {
+    seed: u64,
+}
+
+impl Cbs {
+    /// `silu(conv(x, w [o, c, k, k], stride, pad k / 2) + b)`.
+    fn conv(
+        &mut self,
+        g: &mut Graph,
+        x: NodeId,
+        (c, o, k): (usize, usize, usize),
+        stride: usize,
+    ) -> NodeId {
+        let w: Vec<f32> = values(o * c * k * k, self.seed)
+            .iter()
+            .map(|v| v * 4.0)
+            .collect();
+        let w = g.constant_tensor(&HostTensor::from_slice(&w, &[o, c, k, k]).unwrap());
+        let b =
+            g.constant_tensor(&HostTensor::from_slice(&values(o, self.seed + 1), &[o]).unwrap());
+        self.seed += 2;
+        let window = Window {
+            kernel: vec![],
+            stride: vec![stride; 2],
+            padding: vec![(k / 2, k / 2); 2],
+            dilation: vec![1, 1],
+        };
+        let v = g.conv(x, w, Some(b), window, 1);
+        let s = g.sigmoid(v);
+        g.mul(v, s)
+    }
+}
+
+fn compile(g: &Graph) -> CpuExecutable {
+    let lir = lower(g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The script's `csp`.
+fn csp() -> CpuExecutable {
+    let mut g = Graph::new("yolo_csp");
+    let x = g.input("x", Shape::new(&[2, 16, 21, 25], DType::F32));
+    let mut p = Cbs { seed: 91 };
+    let d = p.conv(&mut g, x, (16, 32, 3), 2);
+    let mut a = p.conv(&mut g, d, (32, 16, 1), 1);
+    let bb = p.conv(&mut g, d, (32, 16, 1), 1);
+    for _ in 0..2 {
+        let t = p.conv(&mut g, a, (16, 16, 1), 1);
+        let t = p.conv(&mut g, t, (16, 16, 3), 1);
+        a = g.add(a, t);
+    }
+    let cat = g.concat_(&[a, bb], 1);
+    let y = p.conv(&mut g, cat, (32, 32, 1), 1);
+    g.set_outputs(vec![y]);
+    compile(&g)
+}
+
+/// The script's `sppf`.
+fn sppf() -> CpuExecutable {
+    let mut g = Graph::new("yolo_sppf");
+    let x = g.input("x", Shape::new(&[2, 32, 9, 7], DType::F32));
+    let mut p = Cbs { seed: 111 };
+    let s = p.conv(&mut g, x, (32, 32, 1), 1);
+    let mut pools = vec![s];
+    for _ in 0..3 {
+        let last = *pools.last().unwrap();
+        pools.push(g.max_pool2d(last, [5, 5], [1, 1], [2, 2]));
+    }
+    let cat = g.concat_(&pools, 1);
+    let y = p.conv(&mut g, cat, (128, 32, 1), 1);
+    g.set_outputs(vec![y]);
+    compile(&g)
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f") && std::env::var("RLX_CPU_GEMM_ISA").is_err()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Runs `exe` on `x` at 1-3 threads against the fixture's `key`.
+fn check(exe: &mut CpuExecutable, x: &HostTensor, key: &str) {
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let want = floats(&fx[key]["y"]);
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let got = exe.run(&[x]).unwrap()[0].to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len(), "{key}");
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{key}, threads {threads} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+}
+
+fn input(dims: &[usize], seed: u64) -> HostTensor {
+    let xs: Vec<f32> = values(dims.iter().product(), seed)
+        .iter()
+        .map(|v| v * 16.0)
+        .collect();
+    HostTensor::from_slice(&xs, dims).unwrap()
+}
+
+#[test]
+fn csp_block_matches_numpy() {
+    let mut exe = csp();
+    if avx512() {
+        // d (read by both 1x1 branches), a0 and a1 (each read by a
+        // bottleneck's 1x1 and as its blocked residual) and each
+        // bottleneck's 1x1 -> 3x3 edge: 5 blocked outputs; a2 and bb
+        // (read by the concat) stay NCHW. Without SiLU on blocked rows: 0.
+        assert_eq!(exe.nchwc_blocked_outputs(), 5);
+    }
+    check(&mut exe, &input(&[2, 16, 21, 25], 90), "csp");
+}
+
+#[test]
+fn sppf_block_matches_numpy() {
+    let mut exe = sppf();
+    check(&mut exe, &input(&[2, 32, 9, 7], 110), "sppf");
+}
