@@ -1108,7 +1108,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 16;
+    const CASES: usize = 17;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -1142,7 +1142,8 @@ mod tests {
     /// stem class), row-chain (ReLU, residual) and whole-plane (SiLU,
     /// leaky) epilogues, batch 2; maps of <= 64 pixels flattened over the
     /// batch (7x7, 8x8, 5x5 x 4 images, stride 2 to 7x6, 3 / 4 / 1-block
-    /// groups, several channel chunks).
+    /// groups, several channel chunks); rows of 17 whose parts pass four
+    /// channel chunks over every tile (batch 2, residual + ReLU).
     #[test]
     fn nchwc_matches_numpy() {
         if !avx512() {
