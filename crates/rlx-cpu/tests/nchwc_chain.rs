@@ -416,17 +416,7 @@ fn transition() -> CpuExecutable {
     let y = conv3x3(&mut g, t, (64, 64), (77, 78));
     let y = g.add(y, d);
     let y = g.relu(y);
-    let mean = g.mean(y, &[2, 3], true);
-    let window = Window {
-        kernel: vec![2, 2],
-        stride: vec![2, 2],
-        padding: vec![(0, 1); 2],
-        dilation: vec![1, 1],
-    };
-    let q = g.pool(y, PoolKind::Max, window, false);
-    g.set_outputs(vec![mean, q]);
-    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
-    CpuExecutable::new(lir).unwrap()
+    mean_and_pool(g, y)
 }
 
 /// The 1x1 stride-2 downsample runs the NCHWc kernel blocked on both sides
@@ -443,22 +433,50 @@ fn stage_transition_matches_numpy() {
         // a -> (t, d), t -> y, d -> y's residual, y -> (mean, pool).
         assert_eq!(exe.nchwc_blocked_outputs(), 4);
     }
+    check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 4, 4], "stage transition");
+}
+
+/// Runs `exe` on `x` at 1-3 threads and compares its two outputs, a
+/// global mean and a max pool of `q_dims`, with the fixture's `g` / `q`.
+fn check_mean_and_pool(
+    exe: &mut CpuExecutable,
+    x: &HostTensor,
+    fx: &Value,
+    q_dims: &[usize],
+    name: &str,
+) {
     for threads in 1..=3 {
         exe.limit_threads(Some(threads)).unwrap();
-        let out = exe.run(&[&x]).unwrap();
-        let what = format!("stage transition, threads {threads}");
+        let out = exe.run(&[x]).unwrap();
+        let what = format!("{name}, threads {threads}");
         assert_close(
             &out[0].to_vec::<f32>().unwrap(),
             &floats(&fx["g"]),
             &format!("mean, {what}"),
         );
-        assert_eq!(out[1].dims(), &[2, 64, 4, 4]);
+        assert_eq!(out[1].dims(), q_dims);
         assert_close(
             &out[1].to_vec::<f32>().unwrap(),
             &floats(&fx["q"]),
             &format!("pool, {what}"),
         );
     }
+}
+
+/// `g` with outputs the global mean of `y` and its 2x2 stride-2 max pool
+/// (ceil-mode padding), compiled.
+fn mean_and_pool(mut g: Graph, y: NodeId) -> CpuExecutable {
+    let mean = g.mean(y, &[2, 3], true);
+    let window = Window {
+        kernel: vec![2, 2],
+        stride: vec![2, 2],
+        padding: vec![(0, 1); 2],
+        dilation: vec![1, 1],
+    };
+    let q = g.pool(y, PoolKind::Max, window, false);
+    g.set_outputs(vec![mean, q]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
 }
 
 /// tools/gen_nchwc_chain_fixtures.py's `stem_stage`: a 3-channel 7x7
@@ -481,17 +499,7 @@ fn stem_stage() -> CpuExecutable {
     let y = conv3x3(&mut g, t, (64, 64), (101, 102));
     let y = g.add(y, d);
     let y = g.relu(y);
-    let mean = g.mean(y, &[2, 3], true);
-    let window = Window {
-        kernel: vec![2, 2],
-        stride: vec![2, 2],
-        padding: vec![(0, 1); 2],
-        dilation: vec![1, 1],
-    };
-    let q = g.pool(y, PoolKind::Max, window, false);
-    g.set_outputs(vec![mean, q]);
-    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
-    CpuExecutable::new(lir).unwrap()
+    mean_and_pool(g, y)
 }
 
 /// The block after the stem and pool stays blocked inside, and the 1x1
@@ -510,20 +518,5 @@ fn stem_and_stage_match_numpy() {
         // pool); the stem kernel writes NCHW, the pool output m too.
         assert_eq!(exe.nchwc_blocked_outputs(), 5);
     }
-    for threads in 1..=3 {
-        exe.limit_threads(Some(threads)).unwrap();
-        let out = exe.run(&[&x]).unwrap();
-        let what = format!("stem and stage, threads {threads}");
-        assert_close(
-            &out[0].to_vec::<f32>().unwrap(),
-            &floats(&fx["g"]),
-            &format!("mean, {what}"),
-        );
-        assert_eq!(out[1].dims(), &[2, 64, 5, 5]);
-        assert_close(
-            &out[1].to_vec::<f32>().unwrap(),
-            &floats(&fx["q"]),
-            &format!("pool, {what}"),
-        );
-    }
+    check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 5], "stem and stage");
 }
