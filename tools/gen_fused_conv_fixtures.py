@@ -226,6 +226,9 @@ NCHWC_CASES = [
     # a side blocked): odd sizes, flattened (<= 64 output pixels) and by rows.
     ("nchwc_c32_o64_1x1_s2_flat_residual_relu_batch3", (3, 32, 13, 11), 64, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "residual_relu", None),
     ("nchwc_c48_o32_1x1_s2_rows_residual_batch2", (2, 48, 21, 19), 32, (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    # Rows in MLAS's order (cnn27): four input-channel chunks over every tile
+    # of a part's rows, rows of 17 (6 + 6 + 5), batch 2, residual + ReLU.
+    ("nchwc_c64_o64_rows_chunks_residual_relu_batch2", (2, 64, 9, 17), 64, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual_relu", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # 16-channel output blocks, input channels a multiple of 16 (the

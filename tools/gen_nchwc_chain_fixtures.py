@@ -10,9 +10,10 @@ writes crates/rlx-cpu/tests/fixtures/conv_nchwc/chain.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json,
-crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual_partial.json
-(`inverted_residual_partial`: block outputs of 24 / 40 channels).
+(`inverted_residual_partial`: block outputs of 24 / 40 channels) and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -83,6 +84,25 @@ downsample, whose output the block's second conv reads as a blocked residual):
   q  = maxpool(y, 2x2, stride 2, pads (0, 1))       (graph output [2, 64, 4, 4])
 
 Weights / biases values(n, seed), seeds 71.. (weight then bias, in order).
+
+A ResNet-like start (stem_stage.json): the 3-channel 7x7 stride-2 stem
+and its max pool, a residual block on the pool output, then
+a stage transition on a 17 x 18 map (9 x 9 after the stride 2: more than 64
+output pixels, so the 1x1 stride-2 downsample runs by rows, reading its
+unpadded blocked image in place):
+
+  x  [2, 3, 67, 71]                                 (input, values(.., 90) * 16)
+  s  = relu(conv(x, w1 [32, 3, 7, 7], stride 2, pad 3) + b1)     (34 x 36)
+  m  = maxpool(s, 3x3, stride 2, pads (1, 1))       (17 x 18)
+  c1 = relu(conv3x3(m, w2 [32, 32]) + b2)
+  r1 = relu(conv3x3(c1, w3 [32, 32]) + b3 + m)      (NCHW residual)
+  t  = relu(conv(r1, w4 [64, 32, 3, 3], stride 2, pad 1) + b4)  (9 x 9)
+  d  = conv(r1, w5 [64, 32, 1, 1], stride 2) + b5   (downsample, 9 x 9)
+  y  = relu(conv3x3(t, w6 [64, 64]) + b6 + d)
+  g  = mean(y, axes (2, 3))                         (graph output [2, 64, 1, 1])
+  q  = maxpool(y, 2x2, stride 2, pads (0, 1))       (graph output [2, 64, 5, 5])
+
+Weights / biases values(n, seed), seeds 91.. (weight then bias, in order).
 
 Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
 `values(n, seed)` below (the test computes the same in Rust: each step one
@@ -252,6 +272,29 @@ def layer1_like():
     return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q)}
 
 
+def stem_stage():
+    f64 = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    x = f64(values(2 * 3 * 67 * 71, 90)).reshape(2, 3, 67, 71) * 16
+    shapes = [(32, 3, 7, 7), (32, 32, 3, 3), (32, 32, 3, 3), (64, 32, 3, 3), (64, 32, 1, 1),
+              (64, 64, 3, 3)]
+    ws, bs = [], []
+    for i, shape in enumerate(shapes):
+        ws.append(f64(values(int(np.prod(shape)), 91 + 2 * i)).reshape(shape))
+        bs.append(f64(values(shape[0], 92 + 2 * i)))
+    s = relu(conv_strided(x, ws[0], bs[0], 2, 3))
+    m = maxpool(s, 3, 2, ((1, 1), (1, 1)))
+    c1 = relu(conv3x3(m, ws[1], bs[1]))
+    r1 = relu(conv3x3(c1, ws[2], bs[2]) + m)
+    t = relu(conv_strided(r1, ws[3], bs[3], 2, 1))
+    d = conv_strided(r1, ws[4], bs[4], 2, 0)
+    y = relu(conv3x3(t, ws[5], bs[5]) + d)
+    g = y.mean(axis=(2, 3), keepdims=True)
+    q = maxpool(y, 2, 2, ((0, 1), (0, 1)))
+    enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
+    return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q)}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -291,6 +334,9 @@ def main():
         json.dump({"p24_hw57": inverted_residual_partial(57, 2, 24, 144),
                    "p40_hw23": inverted_residual_partial(23, 3, 40, 240)}, f,
                   separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "stem_stage.json"), "w") as f:
+        json.dump(stem_stage(), f, separators=(",", ":"))
         f.write("\n")
 
 

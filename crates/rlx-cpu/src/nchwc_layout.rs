@@ -28,14 +28,14 @@
 //! from the expand (or the stem) through the depthwise into the project,
 //! which writes its 16 / 24 channels NCHW (the blocked 1x1 kernel reads a
 //! blocked image for any output count; its last partial block of 24 or
-//! 40 outputs is computed padded and stored NCHW), and ResNet-18's
-//! stem writes blocked for its max pool, its layers 1 and 2 stay blocked
-//! inside each stage, its layer-3 second block and layer 4 from the
-//! stage input to the last conv -> global pool. Convs whose own best
-//! kernel is another one (Winograd up to 128 x 128 channels, a 1x1 of
-//! stride 2 on <= 64-pixel maps) are offered too and take the NCHWc
-//! kernel only when the plan gives them a blocked side
-//! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
+//! 40 outputs is computed padded and stored NCHW), ResNet-18 runs
+//! blocked from layer 1's first conv to the last conv -> global pool
+//! except at each stage's first input (its stem writes NCHW for the max
+//! pool, which writes NCHW), and the YOLO-style net's conv + SiLU chains
+//! stay blocked between convs. Convs whose own best kernel is another
+//! one (Winograd up to 128 x 128 channels, a 1x1 of stride 2) are offered
+//! too and take the NCHWc kernel only when the plan gives them a blocked
+//! side (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
 //! another kind of node (larger Winograd convs, the packed GEMM, concat,
 //! ...), so no other kernel ever sees a blocked buffer.

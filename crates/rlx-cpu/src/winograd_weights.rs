@@ -14,7 +14,7 @@
 //! layout plan (`nchwc_layout.rs`) gives a blocked side gets the blocked
 //! 1x1 kernel's `[O/16][C][16]` form instead, a small-plane depthwise conv
 //! with a blocked side its planned layouts. A Winograd conv of at most
-//! 128 x 128 channels and a 1x1 stride-2 conv on a map of <= 64 pixels are
+//! 128 x 128 channels and a 1x1 stride-2 conv (ResNet's downsamples) are
 //! offered to the plan too: with a side kept blocked they run the NCHWc
 //! kernel instead (`Conv2d::nchwc_wins_blocked`).
 

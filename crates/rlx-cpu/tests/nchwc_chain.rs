@@ -20,7 +20,9 @@
 //! two ResNet-18 layer-1-like blocks of 64 -> 64 convs on 34 x 34 maps
 //! (Winograd's shapes, run on the NCHWc kernel once blocked), and a stage
 //! transition whose input a 3x3 stride-2 conv and a 1x1 stride-2
-//! downsample both read blocked.
+//! downsample both read blocked; and a 3-channel stem and max pool ahead of
+//! a block and a stage transition on a larger map (a 1x1 stride-2
+//! downsample by rows).
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -35,6 +37,7 @@ const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
 const LAYER1_LIKE: &str = include_str!("fixtures/conv_nchwc/layer1_like.json");
 const TRANSITION: &str = include_str!("fixtures/conv_nchwc/transition.json");
 const PARTIAL: &str = include_str!("fixtures/conv_nchwc/inverted_residual_partial.json");
+const STEM_STAGE: &str = include_str!("fixtures/conv_nchwc/stem_stage.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -458,17 +461,7 @@ fn transition() -> CpuExecutable {
     let y = conv3x3(&mut g, t, (64, 64), (77, 78));
     let y = g.add(y, d);
     let y = g.relu(y);
-    let mean = g.mean(y, &[2, 3], true);
-    let window = Window {
-        kernel: vec![2, 2],
-        stride: vec![2, 2],
-        padding: vec![(0, 1); 2],
-        dilation: vec![1, 1],
-    };
-    let q = g.pool(y, PoolKind::Max, window, false);
-    g.set_outputs(vec![mean, q]);
-    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
-    CpuExecutable::new(lir).unwrap()
+    mean_and_pool(g, y)
 }
 
 /// The 1x1 stride-2 downsample runs the NCHWc kernel blocked on both sides
@@ -485,20 +478,90 @@ fn stage_transition_matches_numpy() {
         // a -> (t, d), t -> y, d -> y's residual, y -> (mean, pool).
         assert_eq!(exe.nchwc_blocked_outputs(), 4);
     }
+    check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 4, 4], "stage transition");
+}
+
+/// Runs `exe` on `x` at 1-3 threads and compares its two outputs, a
+/// global mean and a max pool of `q_dims`, with the fixture's `g` / `q`.
+fn check_mean_and_pool(
+    exe: &mut CpuExecutable,
+    x: &HostTensor,
+    fx: &Value,
+    q_dims: &[usize],
+    name: &str,
+) {
     for threads in 1..=3 {
         exe.limit_threads(Some(threads)).unwrap();
-        let out = exe.run(&[&x]).unwrap();
-        let what = format!("stage transition, threads {threads}");
+        let out = exe.run(&[x]).unwrap();
+        let what = format!("{name}, threads {threads}");
         assert_close(
             &out[0].to_vec::<f32>().unwrap(),
             &floats(&fx["g"]),
             &format!("mean, {what}"),
         );
-        assert_eq!(out[1].dims(), &[2, 64, 4, 4]);
+        assert_eq!(out[1].dims(), q_dims);
         assert_close(
             &out[1].to_vec::<f32>().unwrap(),
             &floats(&fx["q"]),
             &format!("pool, {what}"),
         );
     }
+}
+
+/// `g` with outputs the global mean of `y` and its 2x2 stride-2 max pool
+/// (ceil-mode padding), compiled.
+fn mean_and_pool(mut g: Graph, y: NodeId) -> CpuExecutable {
+    let mean = g.mean(y, &[2, 3], true);
+    let window = Window {
+        kernel: vec![2, 2],
+        stride: vec![2, 2],
+        padding: vec![(0, 1); 2],
+        dilation: vec![1, 1],
+    };
+    let q = g.pool(y, PoolKind::Max, window, false);
+    g.set_outputs(vec![mean, q]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `stem_stage`: a 3-channel 7x7
+/// stride-2 stem -> max pool -> residual block -> stage transition on a
+/// map whose 1x1 stride-2 downsample has more than 64 output pixels.
+fn stem_stage() -> CpuExecutable {
+    let mut g = Graph::new("stem_stage");
+    let x = g.input("x", Shape::new(&[2, 3, 67, 71], DType::F32));
+    let s = dense(&mut g, x, (3, 32, 7), 2, (91, 92));
+    let s = g.relu(s);
+    let m = g.max_pool2d(s, [3, 3], [2, 2], [1, 1]);
+    let c1 = conv3x3(&mut g, m, (32, 32), (93, 94));
+    let c1 = g.relu(c1);
+    let r1 = conv3x3(&mut g, c1, (32, 32), (95, 96));
+    let r1 = g.add(r1, m);
+    let r1 = g.relu(r1);
+    let t = dense(&mut g, r1, (32, 64, 3), 2, (97, 98));
+    let t = g.relu(t);
+    let d = dense(&mut g, r1, (32, 64, 1), 2, (99, 100));
+    let y = conv3x3(&mut g, t, (64, 64), (101, 102));
+    let y = g.add(y, d);
+    let y = g.relu(y);
+    mean_and_pool(g, y)
+}
+
+/// The block after the stem and pool stays blocked inside, and the 1x1
+/// stride-2 downsample on a 9 x 9 output runs by rows on its blocked image
+/// read in place (`Conv2d::nchwc_wins_blocked`); at 1-3 threads against
+/// numpy.
+#[test]
+fn stem_and_stage_match_numpy() {
+    let fx: Value = serde_json::from_str(STEM_STAGE).unwrap();
+    let n = 2 * 3 * 67 * 71;
+    let xs: Vec<f32> = values(n, 90).iter().map(|v| v * 16.0).collect();
+    let x = HostTensor::from_slice(&xs, &[2, 3, 67, 71]).unwrap();
+    let mut exe = stem_stage();
+    if avx512() {
+        // c1 -> r1, r1 -> (t, d), t -> y, d -> y's residual, y -> (mean,
+        // pool); the stem kernel writes NCHW, the pool output m too.
+        assert_eq!(exe.nchwc_blocked_outputs(), 5);
+    }
+    check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 5], "stem and stage");
 }

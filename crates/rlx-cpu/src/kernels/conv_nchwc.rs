@@ -14,8 +14,11 @@
 //! one row (4 x 6, 3 x 8, 2 x 12 or 1 x 24 accumulators): per input
 //! channel and tap it loads `FB` weight vectors, broadcasts `P` input
 //! values (one 64-byte line holds a pixel's 16 channels) and issues
-//! `FB * P` FMAs. Tiles land in a blocked buffer of one output row, which
-//! is transposed 16 x 16 in registers into the NCHW output rows, the
+//! `FB * P` FMAs. A part (a group of output blocks x a range of output
+//! rows) runs MLAS's loop order: one chunk of input-channel blocks (<= 36
+//! KiB of weight, kept in L1) over every tile of its rows, then the next
+//! chunk, the partial sums in a blocked slab of the part's rows, which is
+//! then transposed 16 x 16 in registers into the NCHW output rows, the
 //! row-chain epilogue (ReLU / residual / ...) run on each row right after;
 //! any other epilogue (SiLU) runs per image on whole planes. Maps of at
 //! most 64 pixels (ResNet's 7x7 convs) run the tile over the flattened
@@ -24,10 +27,11 @@
 //!
 //! Between consecutive NCHWc convs the executor may keep the activation
 //! blocked ([`BlockedIo`], planned in `nchwc_layout.rs`): the producer
-//! then stores its tiles as `[N][O/16][oh][ow][16]` with no transpose
-//! (the row-chain epilogue run on the blocked rows), and the consumer
-//! copies whole 16-channel pixel runs into its padded image instead of
-//! gathering 16 planes per pixel.
+//! then sums its tiles straight into `[N][O/16][oh][ow][16]` with no
+//! transpose (the row-chain epilogue run on the blocked rows), and the
+//! consumer copies whole 16-channel pixel runs into its padded image
+//! instead of gathering 16 planes per pixel (an unpadded conv reads the
+//! blocked image where it is).
 //!
 //! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
 
@@ -46,6 +50,8 @@ thread_local! {
     static BLOCKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
     /// The calling thread's per-call packed weight, reused by the next call.
     static PACKED: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// The calling thread's partial sums of an NCHW output's rows.
+    static SLAB: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
 /// Input-channel rows per tap of the packed weight: 16, or `c` when there
@@ -168,15 +174,18 @@ impl Conv2d {
     /// its Winograd took 5.8 ms instead of 5.1 (its per-thread buffers no
     /// longer warm from layer 1), this kernel 5.2-5.4.
     ///
-    /// Likewise a 1x1 stride-2 conv on a map of at most 64 output pixels
-    /// (ResNet-18's last downsample, 256 -> 512 from 14x14 to 7x7, which
-    /// the packed-weight GEMM runs otherwise): blocked on both sides it
-    /// skips the reorder and transpose that made it lose with NCHW ones,
-    /// and the stage input it shares with the next 3x3 stride-2 conv
-    /// stays blocked.
+    /// Likewise a 1x1 stride-2 conv (ResNet-18's downsamples, which
+    /// im2col + GEMM or, on <= 64 output pixels, the packed-weight GEMM
+    /// run otherwise): blocked on both sides it skips the reorder and
+    /// transpose that made it lose with NCHW ones (its unpadded blocked
+    /// image is read in place, [`Self::in_place`]), and the stage input
+    /// it shares with the next 3x3 stride-2 conv stays blocked. In
+    /// ResNet-18 b1 (1 thread; cnn27, load 8) the 64 -> 128 at 56 -> 28
+    /// went 0.30-0.36 -> 0.12-0.13 ms and 128 -> 256 at 28 -> 14 0.19-0.20
+    /// -> 0.12, and layers 2 and 3 stay blocked from their stage input.
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
         let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
-        let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1) && self.flat();
+        let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1);
         self.is_nchwc_shape()
             && self.c.is_multiple_of(BLOCK)
             && self.o.is_multiple_of(BLOCK)
@@ -195,6 +204,20 @@ impl Conv2d {
             wp: (self.ow - 1) * self.s.1 + (self.kw - 1) * self.d.1 + 1,
             ps: self.c.min(BLOCK),
         }
+    }
+
+    /// The layout of a blocked image `x` read where it is (no padding on
+    /// any side, so its `[C/16][h][w][16]` planes hold every pixel the taps
+    /// read: ResNet's 1x1 stride-2 downsamples), or `None` when it is copied.
+    fn in_place(&self, io: BlockedIo) -> Option<Layout> {
+        let padded = self.layout();
+        let unpadded = self.p == (0, 0) && padded.hp <= self.h && padded.wp <= self.w;
+        (io.input && unpadded && self.c.is_multiple_of(BLOCK)).then_some(Layout {
+            cb: self.c / BLOCK,
+            hp: self.h,
+            wp: self.w,
+            ps: BLOCK,
+        })
     }
 
     /// `y = conv(x, wt) + bias`, then `epi`; `wt` is the plain OIhw weight.
@@ -265,6 +288,27 @@ impl Conv2d {
         let mut b = vec![0f32; ob * BLOCK];
         if let Some(bias) = bias {
             b[..self.o].copy_from_slice(&bias[..self.o]);
+        }
+        if let Some(lay) = self.in_place(io) {
+            // The blocked image is its own padded copy: no reorder.
+            let image = lay.cb * lay.block();
+            if self.flat() {
+                return self.flat_images(&x[..self.batch * image], &lay, wp, &b, y, epi, io.output);
+            }
+            for n in 0..self.batch {
+                let yn = &mut y[n * self.o * pout..][..self.o * pout];
+                self.image(
+                    &x[n * image..][..image],
+                    &lay,
+                    wp,
+                    &b,
+                    yn,
+                    n,
+                    epi,
+                    io.output,
+                )?;
+            }
+            return Ok(());
         }
         let mut xb = BLOCKED.take();
         if self.flat() {
@@ -395,13 +439,9 @@ impl Conv2d {
             w_block: lay.cb * self.kh * self.kw * ic_rows(self.c) * BLOCK,
             blocked_out,
         };
-        let owp = self.ow.next_multiple_of(BLOCK);
         team::parallel_for(groups.len() * rows.len(), |part| {
             let (b0, fb) = groups[part / rows.len()];
-            let mut row = vec![0f32; fb * owp * BLOCK];
-            for oh in rows[part % rows.len()].clone() {
-                job.row(b0, fb, oh, &mut row, &out, n, chain);
-            }
+            job.rows_part(b0, fb, rows[part % rows.len()].clone(), &out, n, chain);
         });
         match epi.filter(|_| chain.is_none()) {
             Some(epi) => epi.apply(yn, n, 0..self.o),
@@ -519,69 +559,93 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Output row `oh` of blocks `b0 .. b0 + fb` (fb <= 4) into `out`,
-    /// through `row` (`[fb][ow rounded up to 16][16]`, blocked).
-    #[allow(clippy::too_many_arguments)]
-    fn row(
+    /// Output rows `rows` of blocks `b0 .. b0 + fb` (fb <= 4) into `out`,
+    /// in MLAS's loop order: one chunk of input-channel blocks
+    /// ([`Self::chunks`], <= 36 KiB of weight, kept in L1) passes over
+    /// every tile of the part's rows before the next chunk, the partial
+    /// sums kept in the blocked output itself (`blocked_out`) or in the
+    /// calling thread's slab (`[fb][rows * ow + 16][16]`), which is then
+    /// transposed into the NCHW rows. The row chain runs on each finished
+    /// row.
+    fn rows_part(
         &self,
         b0: usize,
         fb: usize,
-        oh: usize,
-        row: &mut [f32],
+        rows: std::ops::Range<usize>,
         out: &team::Disjoint<f32>,
         n: usize,
         chain: Option<&super::conv_epilogue::RowChain>,
     ) {
         let g = self.g;
-        let (p_max, owp) = (24 / fb, row.len() / (fb * BLOCK));
-        let mut ow0 = 0;
-        while ow0 < g.ow {
-            let p = p_max.min(g.ow - ow0);
-            // SAFETY: the tile reads the blocked image at rows
-            // `oh * s + r * d` < hp and columns `(ow0 + j) * s + q * d` <
-            // wp, channel blocks < cb, weight blocks b0 .. b0 + fb < ob, and
-            // writes `row` at blocks < fb, pixels < ow <= owp.
-            unsafe {
-                let dst = row.as_mut_ptr().add(ow0 * BLOCK);
-                self.tile(b0, fb, p, Pos::Row { oh, ow0 }, dst, owp, 0..self.lay.cb)
-            };
-            ow0 += p;
+        let (p_max, plane) = (24 / fb, g.oh * g.ow);
+        let mut slab = SLAB.take();
+        // Where block `f`, pixel `j` of the part's first row lands:
+        // `base + (f * ld + j) * 16`.
+        let (base, ld) = if self.blocked_out {
+            // SAFETY: computed only; the part's rows of its blocks are
+            // inside the output, written by this part alone.
+            let at = (b0 * g.oh + rows.start) * g.ow * BLOCK;
+            (unsafe { out.as_ptr().add(at) }, plane)
+        } else {
+            // A block of slack: the transposes read whole 16-pixel blocks.
+            let ld = rows.len() * g.ow + BLOCK;
+            slab.resize(fb * ld * BLOCK, 0.0);
+            (slab.as_mut_ptr(), ld)
+        };
+        for blks in self.chunks(fb) {
+            for (i, oh) in rows.clone().enumerate() {
+                let mut ow0 = 0;
+                while ow0 < g.ow {
+                    let p = p_max.min(g.ow - ow0);
+                    // SAFETY: the tile reads the blocked image at rows
+                    // `oh * s + r * d` < hp and columns `(ow0 + j) * s + q
+                    // * d` < wp, channel blocks `blks` < cb, weight blocks
+                    // b0 .. b0 + fb < ob, and writes `base` at blocks < fb,
+                    // pixels `i * ow + ow0 + j` < ld (rows of the part).
+                    unsafe {
+                        let dst = base.add((i * g.ow + ow0) * BLOCK);
+                        self.tile(b0, fb, p, Pos::Row { oh, ow0 }, dst, ld, blks.clone())
+                    };
+                    ow0 += p;
+                }
+            }
         }
-        let pout = g.oh * g.ow;
-        if self.blocked_out {
-            for f in 0..fb {
-                let at = ((b0 + f) * g.oh + oh) * g.ow * BLOCK;
-                // SAFETY: this part alone writes row `oh` of these blocks.
-                let dst = unsafe { out.range(at..at + g.ow * BLOCK) };
-                dst.copy_from_slice(&row[f * owp * BLOCK..][..g.ow * BLOCK]);
-                if let Some(chain) = chain {
+        for (i, oh) in rows.enumerate() {
+            if self.blocked_out {
+                let Some(chain) = chain else { break };
+                for f in 0..fb {
+                    let at = ((b0 + f) * g.oh + oh) * g.ow * BLOCK;
+                    // SAFETY: this part alone writes row `oh` of these blocks.
+                    let dst = unsafe { out.range(at..at + g.ow * BLOCK) };
                     chain.apply_blocked(dst, n, (b0 + f) * BLOCK, oh * g.ow..(oh + 1) * g.ow);
                 }
+                continue;
             }
-            return;
-        }
-        for f in 0..fb {
-            let oc0 = (b0 + f) * BLOCK;
-            let chans = BLOCK.min(g.o - oc0);
-            for j0 in (0..g.ow).step_by(BLOCK) {
-                let px = j0..(j0 + BLOCK).min(g.ow);
-                let src = &row[(f * owp + j0) * BLOCK..][..BLOCK * BLOCK];
-                // SAFETY: this part alone writes row `oh` of these channels;
-                // each run `oc * pout + oh * ow + px` is inside the output.
-                unsafe {
-                    let dst = out.as_ptr().add(oc0 * pout + oh * g.ow);
-                    transpose_store(src, dst, pout, chans, px);
+            for f in 0..fb {
+                let oc0 = (b0 + f) * BLOCK;
+                let chans = BLOCK.min(g.o - oc0);
+                for j0 in (0..g.ow).step_by(BLOCK) {
+                    let px = j0..(j0 + BLOCK).min(g.ow);
+                    let src = &slab[(f * ld + i * g.ow + j0) * BLOCK..][..BLOCK * BLOCK];
+                    // SAFETY: this part alone writes row `oh` of these
+                    // channels; each run `oc * plane + oh * ow + px` is
+                    // inside the output.
+                    unsafe {
+                        let dst = out.as_ptr().add(oc0 * plane + oh * g.ow);
+                        transpose_store(src, dst, plane, chans, px);
+                    }
+                }
+                if let Some(chain) = chain {
+                    for oc in oc0..oc0 + chans {
+                        let at = oc * plane + oh * g.ow;
+                        // SAFETY: as above, the part's own run.
+                        let y = unsafe { out.range(at..at + g.ow) };
+                        chain.apply(y, g.ow, n, oc..oc + 1, oh * g.ow..(oh + 1) * g.ow);
+                    }
                 }
             }
-            if let Some(chain) = chain {
-                for oc in oc0..oc0 + chans {
-                    let at = oc * pout + oh * g.ow;
-                    // SAFETY: as above, the part's own run.
-                    let y = unsafe { out.range(at..at + g.ow) };
-                    chain.apply(y, g.ow, n, oc..oc + 1, oh * g.ow..(oh + 1) * g.ow);
-                }
-            }
         }
+        SLAB.set(slab);
     }
 
     /// Blocks `b0 .. b0 + fb` of the batch's flattened output pixels `px`
@@ -679,13 +743,16 @@ impl Job<'_> {
         }
     }
 
-    /// The input-channel blocks of a flattened part in chunks whose
-    /// packed weight for `fb` output blocks is at most [`CHUNK_BYTES`]
-    /// (one block of a 3x3 conv): a run of tiles passes over one chunk at
-    /// a time, so its weights come from L1 for all but the first tile
-    /// instead of streaming from L2 for each (MLAS's order). Rows of a
-    /// wider map take one chunk: cutting them measured 5-10 % slower
-    /// there (one row is 1-10 tiles).
+    /// The input-channel blocks in chunks whose packed weight for `fb`
+    /// output blocks is at most [`CHUNK_BYTES`] (one block of a 3x3
+    /// conv): a run of tiles (a flattened part's, or every row of a row
+    /// part) passes over one chunk at a time, so its weights come from L1
+    /// for all but the first tile instead of streaming from L2 for each
+    /// (MLAS's order). Chunks per row instead (a row is 1-10 tiles)
+    /// measured 5-10 % slower than no chunking (cnn17); over a part's
+    /// rows, ResNet-18's 256 -> 256 at 14x14 went 1.84-1.85 -> 1.67-1.74
+    /// ms and 64 -> 64 at 56x56 1.65-1.79 -> 1.56-1.67 (1 thread, both
+    /// sides blocked, weights from memory; cnn27, load 8).
     fn chunks(&self, fb: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
         let g = self.g;
         let per_block = fb * g.kh * g.kw * ic_rows(g.c) * BLOCK * 4;
@@ -1041,7 +1108,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 16;
+    const CASES: usize = 17;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -1075,7 +1142,8 @@ mod tests {
     /// stem class), row-chain (ReLU, residual) and whole-plane (SiLU,
     /// leaky) epilogues, batch 2; maps of <= 64 pixels flattened over the
     /// batch (7x7, 8x8, 5x5 x 4 images, stride 2 to 7x6, 3 / 4 / 1-block
-    /// groups, several channel chunks).
+    /// groups, several channel chunks); rows of 17 whose parts pass four
+    /// channel chunks over every tile (batch 2, residual + ReLU).
     #[test]
     fn nchwc_matches_numpy() {
         if !avx512() {

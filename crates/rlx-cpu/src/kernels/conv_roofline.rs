@@ -244,3 +244,52 @@ fn conv_tile_warm() {
         }
     });
 }
+
+/// ResNet-18's 3x3 convs on the NCHWc kernel as the layout plan runs
+/// them inside a stage (image and output blocked, weight packed once,
+/// from memory; no epilogue), 1 and 2 threads: ms per call (median of 5
+/// cold calls) and GFLOP/s, next to ONNX Runtime's per-node time in the
+/// model (`tools/ort_node_profile.py`). Run with `chrt -f 10 cargo test
+/// --release -p rlx-cpu --lib nchwc_blocked_layers -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore = "timing; prints, asserts nothing"]
+fn nchwc_blocked_layers() {
+    let flush = vec![1f32; 16 << 20];
+    #[rustfmt::skip]
+    let shapes = [
+        (1, 64, 64, (56, 56), 1), (1, 64, 128, (56, 56), 2), (1, 128, 128, (28, 28), 1),
+        (1, 128, 256, (28, 28), 2), (1, 256, 256, (14, 14), 1), (1, 256, 512, (14, 14), 2),
+        (1, 512, 512, (7, 7), 1), (8, 64, 64, (56, 56), 1), (8, 128, 128, (28, 28), 1),
+        (8, 256, 256, (14, 14), 1), (8, 512, 512, (7, 7), 1),
+    ];
+    for threads in [1, 2] {
+        crate::threads::with_limit(Some(threads), || {
+            for (n, c, o, hw, s) in shapes {
+                let (g, _) = layer_geom(n, c, o, hw, 3, s);
+                let x: Vec<f32> = (0..n * c * hw.0 * hw.1)
+                    .map(|i| (i % 13) as f32 / 13.0)
+                    .collect();
+                let wt: Vec<f32> = (0..o * c * 9).map(|i| (i % 7) as f32 / 7.0).collect();
+                let mut y = vec![0f32; n * o * g.oh * g.ow];
+                let mut wp = Vec::new();
+                conv_nchwc::pack(&wt, (o, c, 3, 3), &mut wp);
+                let io = conv_nchwc::BlockedIo {
+                    input: true,
+                    output: true,
+                };
+                let t = cold_median(&flush, &x, || {
+                    g.nchwc_packed_io(&x, &wp, None, &mut y, None, io).unwrap()
+                });
+                let flops = 2.0 * (n * c * o * 9 * g.oh * g.ow) as f64;
+                println!(
+                    "t{threads} b{n} {c} -> {o} {}x{} s{s}: {:.3} ms, {:.1} GFLOP/s",
+                    hw.0,
+                    hw.1,
+                    t * 1e3,
+                    flops / t / 1e9
+                );
+            }
+        });
+    }
+}
