@@ -29,9 +29,9 @@
 //! which writes its 16 / 24 channels NCHW (the blocked 1x1 kernel reads a
 //! blocked image for any output count; its last partial block of 24 or
 //! 40 outputs is computed padded and stored NCHW), ResNet-18 runs
-//! blocked from layer 1's first conv to the last conv -> global pool
-//! except at each stage's first input (its stem writes NCHW for the max
-//! pool, which writes NCHW), and the YOLO-style net's conv + SiLU chains
+//! blocked from layer 1's first conv output to the last conv -> global
+//! pool, stage transitions and downsamples included (its stem and max
+//! pool write NCHW), and the YOLO-style net's conv + SiLU chains
 //! stay blocked between convs. Convs whose own best kernel is another
 //! one (Winograd up to 128 x 128 channels, a 1x1 of stride 2) are offered
 //! too and take the NCHWc kernel only when the plan gives them a blocked
