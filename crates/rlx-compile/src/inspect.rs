@@ -61,7 +61,9 @@ impl fmt::Display for PipelineInspect {
     }
 }
 
-/// The final graph with every value's arena slot: `%3 @ 0+4096: ...`.
+/// The final graph with every value's arena slot: `@0+4096  %3 = ...`
+/// (`view@..` a view, `joined@..` a joined concat, `@.. in %C at +k` a part
+/// carved from joined concat `%C` at byte `k`).
 pub fn lir_text(lir: &LirModule) -> String {
     let g = &lir.graph;
     let mut s = format!(
@@ -74,7 +76,16 @@ pub fn lir_text(lir: &LirModule) -> String {
             Some(slot) if lir.plan.is_view(id.index()) => {
                 format!("view@{}+{}", slot.offset, slot.size)
             }
-            Some(slot) => format!("@{}+{}", slot.offset, slot.size),
+            Some(slot) if lir.plan.is_joined(id.index()) => {
+                format!("joined@{}+{}", slot.offset, slot.size)
+            }
+            Some(slot) => match lir.plan.part_of(id.index()) {
+                Some(c) => {
+                    let at = slot.offset - lir.plan.slots[c].map_or(0, |s| s.offset);
+                    format!("@{}+{} in %{c} at +{at}", slot.offset, slot.size)
+                }
+                None => format!("@{}+{}", slot.offset, slot.size),
+            },
             None => "@own".to_string(),
         };
         s.push_str(&format!(

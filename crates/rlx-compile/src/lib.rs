@@ -17,6 +17,7 @@
 //! ([`memory::check_plan`] proves it).
 #![deny(missing_docs)]
 
+pub mod concat_slots;
 mod hoist;
 mod inspect;
 mod lir;

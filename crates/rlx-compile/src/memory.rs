@@ -15,9 +15,20 @@
 //! node writes its result over that input's bytes ([`MemoryPlan::in_place`])
 //! instead of taking a new slot; a backend then reads that input tile by
 //! tile before overwriting it.
+//!
+//! Joined concats: a concat whose parts lie one after another in its bytes
+//! (every dim before the axis is 1) and that [`crate::concat_slots`] lets
+//! join has its slot placed when its first part is produced; each part's
+//! slot is carved from it at the part's offset ([`MemoryPlan::part_of`]),
+//! the slot stays live until the last reader of the concat, of any part or
+//! of a view of either (views of a part view the concat), and the concat
+//! runs nothing ([`MemoryPlan::runs_nothing`]). A part is never overwritten
+//! in place, and the concat is overwritten in place only by a node that
+//! reads no part of it.
 
+use crate::concat_slots::{self, ConcatJoins};
 use crate::CompileError;
-use rlx_ir::{Graph, Op};
+use rlx_ir::{Graph, NodeId, Op};
 
 /// A byte range of the arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +59,11 @@ pub struct MemoryPlan {
     pub view_of: Vec<Option<usize>>,
     /// Per node id: the input node whose bytes this node overwrites in place.
     pub in_place: Vec<Option<usize>>,
+    /// Per node id: for a part of a joined concat, the concat whose slot
+    /// holds its bytes (its producer writes straight there).
+    pub part_of: Vec<Option<usize>>,
+    /// Per node id: true for a joined concat (its parts are already in place).
+    pub joined: Vec<bool>,
 }
 
 impl MemoryPlan {
@@ -59,6 +75,22 @@ impl MemoryPlan {
     /// The input node whose buffer node `id` overwrites, if it runs in place.
     pub fn in_place_of(&self, id: usize) -> Option<usize> {
         self.in_place.get(id).copied().flatten()
+    }
+
+    /// True when node `id` is a joined concat: its parts wrote its bytes.
+    pub fn is_joined(&self, id: usize) -> bool {
+        self.joined.get(id).copied().unwrap_or(false)
+    }
+
+    /// True when a backend runs nothing for node `id`: a view, or a joined
+    /// concat (its value is already in place).
+    pub fn runs_nothing(&self, id: usize) -> bool {
+        self.is_view(id) || self.is_joined(id)
+    }
+
+    /// The joined concat whose slot holds node `id`'s bytes, if `id` is a part of one.
+    pub fn part_of(&self, id: usize) -> Option<usize> {
+        self.part_of.get(id).copied().flatten()
     }
 
     /// Bytes that in-place nodes did not need of their own.
@@ -88,13 +120,15 @@ pub fn runs_in_place(op: &Op) -> bool {
 }
 
 /// The input of `id` whose buffer `id` may overwrite: same shape, owned
-/// (not a view, param or constant), dying at `id` (`end` counts views), and
-/// not also read at `id` through a view.
+/// (not a view, param, constant or concat part), dying at `id` (`end`
+/// counts views and a joined concat's parts), and not also read at `id`
+/// through a view or as a part of it.
 fn in_place_candidate(
     g: &Graph,
     id: rlx_ir::NodeId,
     slots: &[Option<Slot>],
     view_of: &[Option<usize>],
+    part_of: &[Option<usize>],
     end: &[usize],
     handed_over: &[bool],
 ) -> Option<usize> {
@@ -105,12 +139,25 @@ fn in_place_candidate(
     n.inputs.iter().map(|i| i.index()).find(|&a| {
         slots[a].is_some()
             && view_of[a].is_none()
+            && part_of[a].is_none()
             && !handed_over[a]
             && end[a] == id.index()
             && g.nodes()[a].shape == n.shape
-            && n.inputs
-                .iter()
-                .all(|j| j.index() == a || view_of[j.index()] != Some(a))
+            && reads_only_as_itself(n, a, view_of, part_of)
+    })
+}
+
+/// True when `n` reads `a`'s bytes only as its input `a`: through no view
+/// of `a` and no part carved from `a`.
+fn reads_only_as_itself(
+    n: &rlx_ir::Node,
+    a: usize,
+    view_of: &[Option<usize>],
+    part_of: &[Option<usize>],
+) -> bool {
+    n.inputs.iter().all(|j| {
+        let j = j.index();
+        j == a || (view_of[j] != Some(a) && part_of[j] != Some(a))
     })
 }
 
@@ -172,7 +219,8 @@ pub fn plan_memory(g: &Graph, alignment: usize) -> Result<MemoryPlan, CompileErr
 }
 
 /// Plans the arena of `g`; `in_place` allows elementwise nodes to overwrite
-/// a dying input (off: every node gets a slot of its own).
+/// a dying input and joins concats in place (off: every node gets a slot
+/// of its own).
 pub fn plan_memory_with(
     g: &Graph,
     alignment: usize,
@@ -204,9 +252,60 @@ pub fn plan_memory_with(
     let mut handed_over = vec![false; g.len()];
     // When each owning buffer dies (views extend it).
     let mut end: Vec<usize> = last_use.clone();
+    let joins = if allow_in_place {
+        concat_slots::decide_joins(g, alignment)
+    } else {
+        ConcatJoins::none(g.len())
+    };
+    let part_of: Vec<Option<usize>> = joins.part_of.iter().map(|p| p.map(|(c, _)| c)).collect();
+    // A joined concat's bytes hold its parts: they live as long as any part is read.
+    for (p, c) in part_of.iter().enumerate() {
+        if let Some(c) = *c {
+            end[c] = end[c].max(last_use[p]);
+        }
+    }
     for id in inputs.chain(others) {
         let n = g.node(id);
-        if let Some(view) = as_view(g, n, &slots, &view_of) {
+        if let Some((concat, at)) = joins.part_of[id.index()] {
+            // The first part produced places the whole concat.
+            let base = match slots[concat] {
+                Some(s) => s,
+                None => {
+                    let s = new_slot(g, NodeId(concat as u32), alignment, &mut space)?;
+                    peak = peak.max(space.live);
+                    total += s.size;
+                    release[end[concat]].push(concat);
+                    slots[concat] = Some(s);
+                    s
+                }
+            };
+            slots[id.index()] = Some(Slot {
+                offset: base.offset + at,
+                size: n.shape.size_bytes().unwrap_or(0),
+            });
+            release_dead(
+                id.index(),
+                &mut release,
+                &end,
+                &slots,
+                &handed_over,
+                &mut space,
+            );
+            continue;
+        }
+        if joins.is_joined(id.index()) {
+            // Placed with its first part; its parts already wrote it.
+            release_dead(
+                id.index(),
+                &mut release,
+                &end,
+                &slots,
+                &handed_over,
+                &mut space,
+            );
+            continue;
+        }
+        if let Some(view) = as_view(g, n, &slots, &view_of, &part_of) {
             let (owner, slot) = view;
             slots[id.index()] = Some(slot);
             view_of[id.index()] = Some(owner);
@@ -225,7 +324,7 @@ pub fn plan_memory_with(
             continue;
         }
         let candidate = allow_in_place
-            .then(|| in_place_candidate(g, id, &slots, &view_of, &end, &handed_over))
+            .then(|| in_place_candidate(g, id, &slots, &view_of, &part_of, &end, &handed_over))
             .flatten();
         let slot = match candidate {
             // The node takes over the dying input's bytes: nothing new is live.
@@ -235,16 +334,9 @@ pub fn plan_memory_with(
                 slots[a].expect("a candidate has a slot")
             }
             None => {
-                let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
-                    what: rlx_ir::node_label(g, id),
-                    shape: n.shape.clone(),
-                    symbols: n.shape.symbols().map(str::to_string).collect(),
-                })?;
-                let size = round_up(bytes, alignment);
-                let offset = take_best_fit(&mut space.free, &mut space.top, size);
-                space.live += size;
+                let s = new_slot(g, id, alignment, &mut space)?;
                 peak = peak.max(space.live);
-                Slot { offset, size }
+                s
             }
         };
         slots[id.index()] = Some(slot);
@@ -271,20 +363,44 @@ pub fn plan_memory_with(
         peak_live_bytes: peak,
         view_of,
         in_place,
+        joined: (0..g.len()).map(|i| joins.is_joined(i)).collect(),
+        part_of,
     })
 }
 
-/// The owner and slot of `n` when it can view its input's bytes.
+/// A fresh best-fit slot for node `id`'s value, counted as live.
+fn new_slot(
+    g: &Graph,
+    id: NodeId,
+    alignment: usize,
+    space: &mut FreeSpace,
+) -> Result<Slot, CompileError> {
+    let n = g.node(id);
+    let bytes = n.shape.size_bytes().ok_or_else(|| CompileError::Unbound {
+        what: rlx_ir::node_label(g, id),
+        shape: n.shape.clone(),
+        symbols: n.shape.symbols().map(str::to_string).collect(),
+    })?;
+    let size = round_up(bytes, alignment);
+    let offset = take_best_fit(&mut space.free, &mut space.top, size);
+    space.live += size;
+    Ok(Slot { offset, size })
+}
+
+/// The owner and slot of `n` when it can view its input's bytes (a view
+/// of a joined concat's part is owned by the concat).
 fn as_view(
     g: &Graph,
     n: &rlx_ir::Node,
     slots: &[Option<Slot>],
     view_of: &[Option<usize>],
+    part_of: &[Option<usize>],
 ) -> Option<(usize, Slot)> {
     let (start, len) = view_range(g, n)?;
     let input = n.inputs[0].index();
     let base = slots[input]?; // params / constants own their buffers: copy those
     let owner = view_of[input].unwrap_or(input);
+    let owner = part_of[owner].unwrap_or(owner);
     Some((
         owner,
         Slot {
@@ -381,9 +497,16 @@ fn give_back(free: &mut Vec<Slot>, top: &mut usize, s: Slot) {
 /// Proves that no two buffers that are live at the same time share bytes,
 /// and that every slot lies inside the arena. The one exception, an
 /// in-place node sharing its input's bytes, is checked to be legal: an
-/// elementwise op, the input of its exact shape and slot, dying at it and
-/// not read there through a view.
+/// elementwise op, the input of its exact shape and slot (not a concat's
+/// part), dying at it and not read there through a view or a part. A
+/// joined concat is proved from the graph ([`check_joined`]): its parts
+/// tile its slot in input order, and it is live from its first part's
+/// producer to the last reader of it or of any part.
 pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
+    let sized = |v: &[Option<usize>]| v.len() == plan.slots.len();
+    if !sized(&plan.part_of) || plan.joined.len() != plan.slots.len() {
+        return Err("the plan's concat joins do not cover every node".into());
+    }
     for (b, a) in (0..plan.slots.len()).filter_map(|b| Some((b, plan.in_place_of(b)?))) {
         let (nb, na) = (&g.nodes()[b], &g.nodes()[a]);
         let legal = runs_in_place(&nb.op)
@@ -392,11 +515,10 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
             && plan.slots[a].is_some()
             && plan.slots[a] == plan.slots[b]
             && plan.view_of[a].is_none()
+            && plan.part_of(a).is_none()
+            && plan.part_of(b).is_none()
             && plan.last_use[a] == b
-            && nb
-                .inputs
-                .iter()
-                .all(|j| j.index() == a || plan.view_of[j.index()] != Some(a));
+            && reads_only_as_itself(nb, a, &plan.view_of, &plan.part_of);
         if !legal {
             return Err(format!(
                 "node %{b} ({}) may not overwrite %{a} in place",
@@ -404,8 +526,21 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
             ));
         }
     }
+    // Where each joined concat's bytes start being live: its first part.
+    let mut first_def: Vec<usize> = (0..plan.slots.len()).collect();
+    for c in (0..plan.slots.len()).filter(|&c| plan.is_joined(c)) {
+        first_def[c] = check_joined(g, plan, c)?;
+    }
     let mut live: Vec<(usize, usize, usize, Slot)> = Vec::new();
     for (i, s) in plan.slots.iter().enumerate() {
+        if let Some(c) = plan.part_of(i) {
+            if !plan.is_joined(c) {
+                return Err(format!(
+                    "%{i} is carved from %{c}, which is not a joined concat"
+                ));
+            }
+            continue; // inside its concat's slot: check_joined proved where
+        }
         if let Some(owner) = plan.view_of.get(i).copied().flatten() {
             // A view must lie inside its owner, which must outlive it.
             let (Some(v), Some(o)) = (*s, plan.slots[owner]) else {
@@ -433,7 +568,7 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
                 let def = if matches!(g.nodes()[i].op, Op::Input { .. }) {
                     0
                 } else {
-                    i
+                    first_def[i]
                 };
                 live.push((i, def, plan.last_use[i], *s));
             }
@@ -455,4 +590,60 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Proves joined concat `c` from the graph: a concat whose parts lie one
+/// after another in its bytes ([`concat_slots::part_offsets`]), not a
+/// graph output; each part distinct, placeable ([`concat_slots::part_refusal`]),
+/// carved from `c` at its offset (on the plan's alignment) with its exact
+/// size, not in place, not itself a joined concat, and read no later than
+/// `c`'s bytes live. Returns the first part's index: where `c`'s bytes
+/// start being live.
+fn check_joined(g: &Graph, plan: &MemoryPlan, c: usize) -> Result<usize, String> {
+    let id = NodeId(c as u32);
+    let fail = |why: String| Err(format!("joined concat %{c}: {why}"));
+    if g.outputs().contains(&id) {
+        return fail("it is a graph output".into());
+    }
+    let offsets = match concat_slots::part_offsets(g, id) {
+        Ok(o) => o,
+        Err(why) => return fail(format!("its parts are not contiguous ({why:?})")),
+    };
+    let Some(base) = plan.slots[c] else {
+        return fail("it has no slot".into());
+    };
+    let parts = &g.node(id).inputs;
+    for (k, (&p, &at)) in parts.iter().zip(&offsets).enumerate() {
+        let i = p.index();
+        if parts[..k].contains(&p) {
+            return fail(format!("%{i} is a part twice"));
+        }
+        if let Some(why) = concat_slots::part_refusal(g, p) {
+            return fail(format!("%{i} may not be carved ({why:?})"));
+        }
+        let want = Slot {
+            offset: base.offset + at,
+            size: g.shape(p).size_bytes().unwrap_or(0),
+        };
+        if plan.part_of(i) != Some(c) || plan.slots[i] != Some(want) {
+            return fail(format!("part %{i} is not carved at {want:?}"));
+        }
+        if !at.is_multiple_of(plan.alignment) {
+            return fail(format!("part %{i} starts off the alignment at +{at}"));
+        }
+        if plan.in_place_of(i).is_some() || plan.is_joined(i) || plan.is_view(i) {
+            return fail(format!("part %{i} does not own its bytes"));
+        }
+        if plan.last_use[i] > plan.last_use[c] {
+            return fail(format!("part %{i} outlives the concat's bytes"));
+        }
+    }
+    let covered = offsets.last().map_or(0, |&o| o)
+        + parts
+            .last()
+            .map_or(0, |&p| g.shape(p).size_bytes().unwrap_or(0));
+    if covered > base.size {
+        return fail(format!("its parts ({covered} B) overrun its slot {base:?}"));
+    }
+    Ok(parts.iter().map(|p| p.index()).min().unwrap_or(c))
 }

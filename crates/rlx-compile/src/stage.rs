@@ -16,6 +16,7 @@ pub fn fingerprint(g: &Graph, plan: &MemoryPlan) -> u64 {
     let mut h = Xxh3::new();
     h.update(g.to_string().as_bytes());
     h.update(format!("\n{:?}\n{}\n", plan.slots, plan.arena_bytes).as_bytes());
+    h.update(format!("{:?}\n", plan.part_of).as_bytes());
     for n in g.nodes() {
         if let Op::Constant { bytes } = &n.op {
             h.update(&(bytes.len() as u64).to_le_bytes());

@@ -1,6 +1,8 @@
 //! Runs a LIR schedule over one arena: one kernel call per node, views
 //! into the arena (or into param / constant buffers) as inputs and the
-//! node's planned slot as output.
+//! node's planned slot as output. Nodes the plan says run nothing
+//! (`MemoryPlan::runs_nothing`: views, and joined concats whose parts'
+//! kernels already wrote into the concat's slot) are skipped.
 
 use crate::kernels::{self, control, run_node, View, ViewMut};
 use crate::profile::Profile;
@@ -407,8 +409,8 @@ impl CpuExecutable {
         };
         let g = &self.lir.graph;
         for &id in &self.lir.schedule {
-            if self.lir.plan.is_view(id.index()) {
-                continue; // a reshape / narrow whose bytes are already in place
+            if self.lir.plan.runs_nothing(id.index()) {
+                continue; // a view or a joined concat: its bytes are already in place
             }
             let n = g.node(id);
             // An input the node overwrites in place is read through its output.

@@ -131,7 +131,7 @@ impl CpuExecutable {
         // that nothing scheduled after it overwrites.
         let later_slots: Vec<(usize, usize)> = self.lir.schedule[pos + 1..]
             .iter()
-            .filter(|s| !self.lir.plan.is_view(s.index()))
+            .filter(|s| !self.lir.plan.runs_nothing(s.index()))
             .filter_map(|s| self.arena_range(s.index()))
             .map(|(offset, len)| (offset, offset + len))
             .collect();

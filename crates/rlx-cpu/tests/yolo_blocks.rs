@@ -8,57 +8,16 @@
 //! (counted below); a wrong lane or offset in the blocked SiLU fails the
 //! comparison.
 
+mod common;
+
+use common::yolo_net::{floats, input, Cbs};
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::op::Window;
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/yolo_blocks.json");
-
-/// The fixture script's `values`: each step one correctly rounded f32 op.
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    (0..n as u64)
-        .map(|i| ((i * 7919 + seed * 104729) % 1000) as f32 / 500.0 - 1.0)
-        .map(|v| v * 0.0625)
-        .collect()
-}
-
-/// Builds `cbs` convs with weights `values(.., seed) * 4` and biases
-/// `values(.., seed + 1)`, seeds taken in order (the script's `Weights`).
-struct Cbs {
-    seed: u64,
-}
-
-impl Cbs {
-    /// `silu(conv(x, w [o, c, k, k], stride, pad k / 2) + b)`.
-    fn conv(
-        &mut self,
-        g: &mut Graph,
-        x: NodeId,
-        (c, o, k): (usize, usize, usize),
-        stride: usize,
-    ) -> NodeId {
-        let w: Vec<f32> = values(o * c * k * k, self.seed)
-            .iter()
-            .map(|v| v * 4.0)
-            .collect();
-        let w = g.constant_tensor(&HostTensor::from_slice(&w, &[o, c, k, k]).unwrap());
-        let b =
-            g.constant_tensor(&HostTensor::from_slice(&values(o, self.seed + 1), &[o]).unwrap());
-        self.seed += 2;
-        let window = Window {
-            kernel: vec![],
-            stride: vec![stride; 2],
-            padding: vec![(k / 2, k / 2); 2],
-            dilation: vec![1, 1],
-        };
-        let v = g.conv(x, w, Some(b), window, 1);
-        let s = g.sigmoid(v);
-        g.mul(v, s)
-    }
-}
 
 fn compile(g: &Graph) -> CpuExecutable {
     let lir = lower(g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
@@ -101,14 +60,6 @@ fn sppf() -> CpuExecutable {
     compile(&g)
 }
 
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
-
 fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -135,14 +86,6 @@ fn check(exe: &mut CpuExecutable, x: &HostTensor, key: &str) {
             );
         }
     }
-}
-
-fn input(dims: &[usize], seed: u64) -> HostTensor {
-    let xs: Vec<f32> = values(dims.iter().product(), seed)
-        .iter()
-        .map(|v| v * 16.0)
-        .collect();
-    HostTensor::from_slice(&xs, dims).unwrap()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! A LIR schedule on the GPU: one storage buffer holds the arena (the
 //! memory plan's offsets, unchanged), then every param and constant, then
-//! a failure flag. Each non-view node is one dispatch of its generated
+//! a failure flag. Each node that runs (not a view or a joined concat,
+//! whose parts' dispatches wrote it) is one dispatch of its generated
 //! kernel; a run uploads the inputs, records every dispatch in one compute
 //! pass and reads back only the outputs (and the flag).
 
@@ -160,7 +161,7 @@ impl WgpuExecutable {
         let mut steps = Vec::new();
         for &id in &lir.schedule {
             let n = g.node(id);
-            if plan.is_view(id.index())
+            if plan.runs_nothing(id.index())
                 || matches!(
                     n.op,
                     Op::Input { .. } | Op::Param { .. } | Op::Constant { .. }

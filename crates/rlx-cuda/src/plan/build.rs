@@ -63,7 +63,7 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
     let mut scratch = 0;
     for &id in &lir.schedule {
         let n = g.node(id);
-        if lir.plan.is_view(id.index()) || n.op.is_leaf() {
+        if lir.plan.runs_nothing(id.index()) || n.op.is_leaf() {
             continue;
         }
         let output = place(id)?;
@@ -121,6 +121,15 @@ pub fn plan(lir: &LirModule, ordinal: u32) -> Result<LaunchPlan, BackendError> {
             .map(|(id, _)| place(*id))
             .collect::<Result<_, _>>()?,
         constants,
+        joined: lir
+            .schedule
+            .iter()
+            .filter(|id| lir.plan.is_joined(id.index()))
+            .map(|&id| {
+                let parts = g.node(id).inputs.iter().map(|&p| place(p));
+                Ok((place(id)?, parts.collect::<Result<_, _>>()?))
+            })
+            .collect::<Result<_, BackendError>>()?,
     })
 }
 

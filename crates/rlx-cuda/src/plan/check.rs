@@ -1,7 +1,9 @@
 //! [`LaunchPlan::check`]: runs the plan on paper, tagging every arena byte
 //! with the node whose value it holds, to prove that each launch reads only
 //! values already written and still intact (so live buffers never overlap)
-//! and that every output survives to the end.
+//! and that every output survives to the end. A joined concat runs no
+//! launch: each of its bytes must hold the part its parts' launches wrote
+//! there.
 
 use super::{Buf, Kernel, LaunchPlan, Region, Step};
 use thiserror::Error;
@@ -127,19 +129,49 @@ impl LaunchPlan {
         if b.region != Region::Arena {
             return Ok(()); // params and constants are never overwritten
         }
-        let span = &tags[b.byte..b.byte + b.bytes];
-        if let Some(&found) = span.iter().find(|&&t| t != b.owner.0) {
-            return Err(PlanFault::StaleRead {
-                step: what.into(),
-                operand: b.node.to_string(),
-                byte: b.byte,
-                end: b.byte + b.bytes,
-                found: if found == UNWRITTEN {
-                    "nothing written".into()
-                } else {
-                    format!("%{found}")
-                },
-            });
+        let (lo, hi) = (b.byte, b.byte + b.bytes);
+        // Who must have written each byte: the owner, or for a joined
+        // concat (and views of it) the part whose range holds the byte.
+        let holders: Vec<(usize, usize, u32)> =
+            match self.joined.iter().find(|(c, _)| c.node == b.owner) {
+                Some((c, parts)) => {
+                    let mut at = c.byte;
+                    let mut spans = Vec::with_capacity(parts.len());
+                    for p in parts {
+                        if p.byte != at {
+                            return Err(PlanFault::OutOfBounds {
+                                what: what.into(),
+                                why: format!("part {} of {} is not at byte {at}", p.node, c.node),
+                            });
+                        }
+                        spans.push((p.byte, p.byte + p.bytes, p.node.0));
+                        at += p.bytes;
+                    }
+                    if at != c.byte + c.bytes {
+                        return Err(PlanFault::OutOfBounds {
+                            what: what.into(),
+                            why: format!("the parts of {} do not fill it", c.node),
+                        });
+                    }
+                    spans
+                }
+                None => vec![(lo, hi, b.owner.0)],
+            };
+        for (start, end, tag) in holders {
+            let span = &tags[start.max(lo)..end.min(hi).max(start.max(lo))];
+            if let Some(&found) = span.iter().find(|&&t| t != tag) {
+                return Err(PlanFault::StaleRead {
+                    step: what.into(),
+                    operand: b.node.to_string(),
+                    byte: b.byte,
+                    end: b.byte + b.bytes,
+                    found: if found == UNWRITTEN {
+                        "nothing written".into()
+                    } else {
+                        format!("%{found}")
+                    },
+                });
+            }
         }
         Ok(())
     }

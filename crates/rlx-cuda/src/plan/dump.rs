@@ -214,6 +214,13 @@ impl fmt::Display for LaunchPlan {
                 s.output
             )?;
         }
+        for (c, parts) in &self.joined {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|p| format!("{} at +{}", p.node, p.byte - c.byte))
+                .collect();
+            writeln!(f, "  joined {c}: {}", parts.join(", "))?;
+        }
         for (k, b) in self.outputs.iter().enumerate() {
             writeln!(f, "  output {k}: {b}")?;
         }

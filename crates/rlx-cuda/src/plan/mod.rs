@@ -357,6 +357,9 @@ pub struct LaunchPlan {
     /// Constant bytes, uploaded once at compile time (`Region::Const(i)`):
     /// the graph's shared bytes, not a copy.
     pub constants: Vec<rlx_ir::ConstBytes>,
+    /// Concats the memory plan joined in place (no launch): each concat's
+    /// place and its parts' places, which the parts' launches write.
+    pub joined: Vec<(Buf, Vec<Buf>)>,
 }
 
 /// The entry-point suffix of an iota output type.
