@@ -79,7 +79,7 @@ pub fn lir_text(lir: &LirModule) -> String {
             Some(slot) if lir.plan.is_joined(id.index()) => {
                 format!("joined@{}+{}", slot.offset, slot.size)
             }
-            Some(slot) => match lir.plan.part_of(id.index()) {
+            Some(slot) => match lir.plan.carved_into(id.index()) {
                 Some(c) => {
                     let at = slot.offset - lir.plan.slots[c].map_or(0, |s| s.offset);
                     format!("@{}+{} in %{c} at +{at}", slot.offset, slot.size)

@@ -89,7 +89,7 @@ impl MemoryPlan {
     }
 
     /// The joined concat whose slot holds node `id`'s bytes, if `id` is a part of one.
-    pub fn part_of(&self, id: usize) -> Option<usize> {
+    pub fn carved_into(&self, id: usize) -> Option<usize> {
         self.part_of.get(id).copied().flatten()
     }
 
@@ -266,93 +266,55 @@ pub fn plan_memory_with(
     }
     for id in inputs.chain(others) {
         let n = g.node(id);
-        if let Some((concat, at)) = joins.part_of[id.index()] {
+        let i = id.index();
+        if let Some((concat, at)) = joins.part_of[i] {
             // The first part produced places the whole concat.
-            let base = match slots[concat] {
-                Some(s) => s,
-                None => {
-                    let s = new_slot(g, NodeId(concat as u32), alignment, &mut space)?;
-                    peak = peak.max(space.live);
-                    total += s.size;
-                    release[end[concat]].push(concat);
-                    slots[concat] = Some(s);
-                    s
-                }
-            };
-            slots[id.index()] = Some(Slot {
+            if slots[concat].is_none() {
+                let s = new_slot(g, NodeId(concat as u32), alignment, &mut space)?;
+                peak = peak.max(space.live);
+                total += s.size;
+                release[end[concat]].push(concat);
+                slots[concat] = Some(s);
+            }
+            let base = slots[concat].expect("placed with its first part");
+            slots[i] = Some(Slot {
                 offset: base.offset + at,
                 size: n.shape.size_bytes().unwrap_or(0),
             });
-            release_dead(
-                id.index(),
-                &mut release,
-                &end,
-                &slots,
-                &handed_over,
-                &mut space,
-            );
-            continue;
-        }
-        if joins.is_joined(id.index()) {
-            // Placed with its first part; its parts already wrote it.
-            release_dead(
-                id.index(),
-                &mut release,
-                &end,
-                &slots,
-                &handed_over,
-                &mut space,
-            );
-            continue;
-        }
-        if let Some(view) = as_view(g, n, &slots, &view_of, &part_of) {
-            let (owner, slot) = view;
-            slots[id.index()] = Some(slot);
-            view_of[id.index()] = Some(owner);
-            if last_use[id.index()] > end[owner] {
-                end[owner] = last_use[id.index()];
+        } else if joins.is_joined(i) {
+            // Placed with its first part; its parts' producers wrote it.
+        } else if let Some((owner, slot)) = as_view(g, n, &slots, &view_of, &part_of) {
+            slots[i] = Some(slot);
+            view_of[i] = Some(owner);
+            if last_use[i] > end[owner] {
+                end[owner] = last_use[i];
                 release[end[owner]].push(owner);
             }
-            release_dead(
-                id.index(),
-                &mut release,
-                &end,
-                &slots,
-                &handed_over,
-                &mut space,
-            );
-            continue;
-        }
-        let candidate = allow_in_place
-            .then(|| in_place_candidate(g, id, &slots, &view_of, &part_of, &end, &handed_over))
-            .flatten();
-        let slot = match candidate {
-            // The node takes over the dying input's bytes: nothing new is live.
-            Some(a) => {
-                in_place[id.index()] = Some(a);
-                handed_over[a] = true;
-                slots[a].expect("a candidate has a slot")
+        } else {
+            let candidate = allow_in_place
+                .then(|| in_place_candidate(g, id, &slots, &view_of, &part_of, &end, &handed_over))
+                .flatten();
+            let slot = match candidate {
+                // The node takes over the dying input's bytes: nothing new is live.
+                Some(a) => {
+                    in_place[i] = Some(a);
+                    handed_over[a] = true;
+                    slots[a].expect("a candidate has a slot")
+                }
+                None => {
+                    let s = new_slot(g, id, alignment, &mut space)?;
+                    peak = peak.max(space.live);
+                    s
+                }
+            };
+            slots[i] = Some(slot);
+            total += slot.size;
+            release[last_use[i]].push(i);
+            if matches!(n.op, Op::Input { .. }) {
+                continue;
             }
-            None => {
-                let s = new_slot(g, id, alignment, &mut space)?;
-                peak = peak.max(space.live);
-                s
-            }
-        };
-        slots[id.index()] = Some(slot);
-        total += slot.size;
-        release[last_use[id.index()]].push(id.index());
-        if matches!(n.op, Op::Input { .. }) {
-            continue;
         }
-        release_dead(
-            id.index(),
-            &mut release,
-            &end,
-            &slots,
-            &handed_over,
-            &mut space,
-        );
+        release_dead(i, &mut release, &end, &slots, &handed_over, &mut space);
     }
     Ok(MemoryPlan {
         slots,
@@ -499,7 +461,7 @@ fn give_back(free: &mut Vec<Slot>, top: &mut usize, s: Slot) {
 /// in-place node sharing its input's bytes, is checked to be legal: an
 /// elementwise op, the input of its exact shape and slot (not a concat's
 /// part), dying at it and not read there through a view or a part. A
-/// joined concat is proved from the graph ([`check_joined`]): its parts
+/// joined concat is proved from the graph (`check_joined`): its parts
 /// tile its slot in input order, and it is live from its first part's
 /// producer to the last reader of it or of any part.
 pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
@@ -515,8 +477,8 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
             && plan.slots[a].is_some()
             && plan.slots[a] == plan.slots[b]
             && plan.view_of[a].is_none()
-            && plan.part_of(a).is_none()
-            && plan.part_of(b).is_none()
+            && plan.carved_into(a).is_none()
+            && plan.carved_into(b).is_none()
             && plan.last_use[a] == b
             && reads_only_as_itself(nb, a, &plan.view_of, &plan.part_of);
         if !legal {
@@ -533,7 +495,7 @@ pub fn check_plan(g: &Graph, plan: &MemoryPlan) -> Result<(), String> {
     }
     let mut live: Vec<(usize, usize, usize, Slot)> = Vec::new();
     for (i, s) in plan.slots.iter().enumerate() {
-        if let Some(c) = plan.part_of(i) {
+        if let Some(c) = plan.carved_into(i) {
             if !plan.is_joined(c) {
                 return Err(format!(
                     "%{i} is carved from %{c}, which is not a joined concat"
@@ -625,7 +587,7 @@ fn check_joined(g: &Graph, plan: &MemoryPlan, c: usize) -> Result<usize, String>
             offset: base.offset + at,
             size: g.shape(p).size_bytes().unwrap_or(0),
         };
-        if plan.part_of(i) != Some(c) || plan.slots[i] != Some(want) {
+        if plan.carved_into(i) != Some(c) || plan.slots[i] != Some(want) {
             return fail(format!("part %{i} is not carved at {want:?}"));
         }
         if !at.is_multiple_of(plan.alignment) {

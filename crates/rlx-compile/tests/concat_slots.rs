@@ -173,7 +173,7 @@ fn parts_are_carved_from_the_concat_slot_and_live_with_it() {
     check_plan(&g, &plan).unwrap();
     let sc = plan.slots[c.index()].unwrap();
     assert!(plan.is_joined(c.index()) && plan.runs_nothing(c.index()));
-    assert_eq!(plan.part_of(a.index()), Some(c.index()));
+    assert_eq!(plan.carved_into(a.index()), Some(c.index()));
     assert_eq!(
         plan.slots[a.index()],
         Some(Slot {

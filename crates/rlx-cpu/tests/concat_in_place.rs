@@ -74,15 +74,7 @@ fn check(lir: LirModule, x: &HostTensor, key: &str) {
 fn csp(batch: usize) -> Graph {
     let mut g = Graph::new("csp");
     let x = g.input("x", Shape::new(&[batch, 16, 13, 15], DType::F32));
-    let mut p = Cbs { seed: 201 };
-    let d = p.conv(&mut g, x, (16, 32, 3), 2);
-    let a = p.conv(&mut g, d, (32, 16, 1), 1);
-    let bb = p.conv(&mut g, d, (32, 16, 1), 1);
-    let t = p.conv(&mut g, a, (16, 16, 1), 1);
-    let t = p.conv(&mut g, t, (16, 16, 3), 1);
-    let a = g.add(a, t);
-    let cat = g.concat_(&[a, bb], 1);
-    let y = p.conv(&mut g, cat, (32, 32, 1), 1);
+    let y = Cbs { seed: 201 }.csp(&mut g, x, 1);
     g.set_outputs(vec![y]);
     g
 }
@@ -105,14 +97,7 @@ fn batch_two_keeps_the_copy() {
 fn sppf_pool_chain_joins_its_concat() {
     let mut g = Graph::new("sppf");
     let x = g.input("x", Shape::new(&[1, 32, 9, 7], DType::F32));
-    let mut p = Cbs { seed: 221 };
-    let mut pools = vec![p.conv(&mut g, x, (32, 32, 1), 1)];
-    for _ in 0..3 {
-        let last = *pools.last().unwrap();
-        pools.push(g.max_pool2d(last, [5, 5], [1, 1], [2, 2]));
-    }
-    let cat = g.concat_(&pools, 1);
-    let y = p.conv(&mut g, cat, (128, 32, 1), 1);
+    let y = Cbs { seed: 221 }.sppf(&mut g, x);
     g.set_outputs(vec![y]);
     let lir = lower_cpu(&g);
     assert_eq!(concat_decisions(&lir), vec![Ok(())]);

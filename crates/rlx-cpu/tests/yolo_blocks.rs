@@ -28,17 +28,7 @@ fn compile(g: &Graph) -> CpuExecutable {
 fn csp() -> CpuExecutable {
     let mut g = Graph::new("yolo_csp");
     let x = g.input("x", Shape::new(&[2, 16, 21, 25], DType::F32));
-    let mut p = Cbs { seed: 91 };
-    let d = p.conv(&mut g, x, (16, 32, 3), 2);
-    let mut a = p.conv(&mut g, d, (32, 16, 1), 1);
-    let bb = p.conv(&mut g, d, (32, 16, 1), 1);
-    for _ in 0..2 {
-        let t = p.conv(&mut g, a, (16, 16, 1), 1);
-        let t = p.conv(&mut g, t, (16, 16, 3), 1);
-        a = g.add(a, t);
-    }
-    let cat = g.concat_(&[a, bb], 1);
-    let y = p.conv(&mut g, cat, (32, 32, 1), 1);
+    let y = Cbs { seed: 91 }.csp(&mut g, x, 2);
     g.set_outputs(vec![y]);
     compile(&g)
 }
@@ -47,15 +37,7 @@ fn csp() -> CpuExecutable {
 fn sppf() -> CpuExecutable {
     let mut g = Graph::new("yolo_sppf");
     let x = g.input("x", Shape::new(&[2, 32, 9, 7], DType::F32));
-    let mut p = Cbs { seed: 111 };
-    let s = p.conv(&mut g, x, (32, 32, 1), 1);
-    let mut pools = vec![s];
-    for _ in 0..3 {
-        let last = *pools.last().unwrap();
-        pools.push(g.max_pool2d(last, [5, 5], [1, 1], [2, 2]));
-    }
-    let cat = g.concat_(&pools, 1);
-    let y = p.conv(&mut g, cat, (128, 32, 1), 1);
+    let y = Cbs { seed: 111 }.sppf(&mut g, x);
     g.set_outputs(vec![y]);
     compile(&g)
 }

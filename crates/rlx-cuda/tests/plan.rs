@@ -364,3 +364,31 @@ fn the_mlp_plan_dump_is_stable() {
     let golden = include_str!("golden/mlp_plan.txt");
     assert_eq!(text, golden, "the dump changed:\n{text}");
 }
+
+#[test]
+fn a_joined_concat_runs_no_launch_and_its_parts_are_proved() {
+    // A batch-1 channel concat of two computed values: the parts' launches
+    // write into the concat's bytes, no copy runs, and the simulation
+    // proves each byte the tanh reads holds the part written there.
+    let mut g = Graph::new("joined");
+    let a = g.input("a", Shape::new(&[1, 4, 8], DType::F32));
+    let e = g.exp(a);
+    let n = g.neg(a);
+    let cat = g.concat_(&[e, n], 1);
+    let y = g.tanh(cat);
+    g.set_outputs(vec![y]);
+    let av = rand(&[1, 4, 8], -2.0, 2.0, 50);
+    let p = assert_plan_matches_cpu(&g, &[], &[("a", &av)], 1e-6);
+    assert_eq!(p.joined.len(), 1, "{p}");
+    assert!(!kinds(&p).iter().any(|k| k.starts_with("copy")), "{p}");
+    assert!(p.to_string().contains("joined "), "{p}");
+    // Without the launch that writes the second part, the tanh reads
+    // bytes nothing wrote.
+    let mut missing = p.clone();
+    let second = p.joined[0].1[1].node;
+    missing.steps.retain(|s| s.output.node != second);
+    assert!(matches!(
+        missing.check().unwrap_err(),
+        PlanFault::StaleRead { found, .. } if found == "nothing written"
+    ));
+}

@@ -83,4 +83,32 @@ impl Cbs {
         let s = g.sigmoid(v);
         g.mul(v, s)
     }
+
+    /// The scripts' CSP block on `x` `[B, 16, H, W]`: `d = cbs(x, 16 -> 32,
+    /// 3x3 s2)`, branches `a` / `bb` (1x1 to 16), `bottlenecks` residual
+    /// bottlenecks (1x1, 3x3) on `a`, `cbs(concat(a, bb), 1x1 32)`.
+    pub fn csp(&mut self, g: &mut Graph, x: NodeId, bottlenecks: usize) -> NodeId {
+        let d = self.conv(g, x, (16, 32, 3), 2);
+        let mut a = self.conv(g, d, (32, 16, 1), 1);
+        let bb = self.conv(g, d, (32, 16, 1), 1);
+        for _ in 0..bottlenecks {
+            let t = self.conv(g, a, (16, 16, 1), 1);
+            let t = self.conv(g, t, (16, 16, 3), 1);
+            a = g.add(a, t);
+        }
+        let cat = g.concat_(&[a, bb], 1);
+        self.conv(g, cat, (32, 32, 1), 1)
+    }
+
+    /// The scripts' SPPF block on `x` `[B, 32, H, W]`: `s = cbs(x, 1x1 32)`,
+    /// three chained 5x5 stride-1 max pools, `cbs(concat(s, p1, p2, p3), 1x1 32)`.
+    pub fn sppf(&mut self, g: &mut Graph, x: NodeId) -> NodeId {
+        let mut pools = vec![self.conv(g, x, (32, 32, 1), 1)];
+        for _ in 0..3 {
+            let last = *pools.last().unwrap();
+            pools.push(g.max_pool2d(last, [5, 5], [1, 1], [2, 2]));
+        }
+        let cat = g.concat_(&pools, 1);
+        self.conv(g, cat, (128, 32, 1), 1)
+    }
 }
