@@ -14,7 +14,7 @@ use common::yolo_net::{floats, input, Cbs};
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
+use rlx_ir::{DType, Graph, HostTensor, Shape};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/yolo_blocks.json");
