@@ -11,11 +11,12 @@ tools/gen_cnn_bench_models.py's Net), input.bin [2,3,12,12] and output.bin
 The net has what the CNN benchmark models have, small: conv + BatchNormalization
 (+ ReLU / ReLU6 / SiLU), a depthwise stride-2 conv, a 1x1 conv with a residual
 add, max pool, ConvTranspose, nearest Resize and a concat skip.
-Also tiny_rnn.onnx: on X [5, 3, 4] (x[i] as above), a bidirectional LSTM
+Also tiny_rnn_b3.onnx / tiny_rnn_b1.onnx: on X [5, B, 4] (x[i] as above;
+batch 3 and 1 step in different layouts), a bidirectional LSTM
 (bias, initial h / c, peepholes), a bidirectional GRU (linear_before_reset)
 and a bidirectional RNN whose directions differ in activation (Tanh / Relu),
 hidden size 6; its 8 outputs (Y, Y_h, Y_c of the LSTM; Y, Y_h of the GRU and
-the RNN; Y of a reverse LSTM) in rnn_output_<i>.bin.
+the RNN; Y of a reverse LSTM) in rnn_b<B>_output_<i>.bin.
 """
 import os
 import sys
@@ -46,9 +47,9 @@ def tiny():
     return n.model("tiny_cnn", [2, 3, 12, 12], [(out, [2, 4, 12, 12])])
 
 
-def recurrent():
+def recurrent(B):
     n = Net(11)
-    S, B, I, H = 5, 3, 4, 6
+    S, I, H = 5, 4, 6
 
     def t(base, shape, scale=0.4):
         return n.const(base, n.rng.normal(0, scale, shape).astype(np.float32))
@@ -65,28 +66,29 @@ def recurrent():
     outs = [(lstm[0], [S, 2, B, H]), (lstm[1], [2, B, H]), (lstm[2], [2, B, H]),
             (gru[0], [S, 2, B, H]), (gru[1], [2, B, H]),
             (rnn[0], [S, 2, B, H]), (rnn[1], [2, B, H]), (rev, [S, 1, B, H])]
-    return n.model("tiny_rnn", [S, B, I], outs)
+    return n.model(f"tiny_rnn_b{B}", [S, B, I], outs)
 
 
 def inputs(shape):
     return ((((np.arange(int(np.prod(shape))) * 7919) % 1000) / 500 - 1).astype(np.float32)).reshape(shape)
 
 
-def write_recurrent():
+def write_recurrent(B):
     import onnx
-    path = os.path.join(OUT, "tiny_rnn.onnx")
-    onnx.save(recurrent(), path)
+    path = os.path.join(OUT, f"tiny_rnn_b{B}.onnx")
+    onnx.save(recurrent(B), path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    ys = sess.run(None, {"input": inputs((5, 3, 4))})
+    ys = sess.run(None, {"input": inputs((5, B, 4))})
     for i, y in enumerate(ys):
-        y.astype(np.float32).tofile(os.path.join(OUT, f"rnn_output_{i}.bin"))
+        y.astype(np.float32).tofile(os.path.join(OUT, f"rnn_b{B}_output_{i}.bin"))
     print(f"{path}: outputs {[y.shape for y in ys]}, max |y| {max(np.abs(y).max() for y in ys):.3f}")
 
 
 def main():
     import onnx
     os.makedirs(OUT, exist_ok=True)
-    write_recurrent()
+    write_recurrent(3)
+    write_recurrent(1)
     m = tiny()
     path = os.path.join(OUT, "tiny_cnn.onnx")
     onnx.save(m, path)

@@ -252,13 +252,90 @@ fn recurrent(cx: &mut NodeCx, cell: Cell) -> Result<Vec<NodeId>> {
     Ok(outs)
 }
 
-/// Directions `ds` of the node, stepped together: every per-step tensor
-/// is `[Dg, B, ..]` (`Dg = ds.len()`), weights `[Dg, ..]`, so one step is
-/// one batched recurrent matmul and one set of gate ops for all of them.
-/// A backward direction reads its input reversed in time, so step `k` is
-/// time `k` forward and `S - 1 - k` backward. Returns each direction's
-/// `Y` (`[S, 1, B, H]`, time order) and the final `Y_h` / `Y_c` (`[Dg, B,
-/// H]`).
+/// How a step's gate tensors are laid out. Gate-major `[G', Dg, B, H]`
+/// at batch 1: the recurrent weight is `[G, Dg, H, H]`, one step one
+/// batched matmul of `G * Dg` vector-matrix products (the same kernel as
+/// one `[1, H] x [H, G*H]` product, no packing), and each gate a
+/// contiguous slice of the product (a view: slicing `[Dg, 1, G*H]` by gate
+/// would copy). Direction-major `[Dg, B, G'*H]` at larger batches, where
+/// `G * Dg` small GEMMs would cost far more than `Dg` of `[B, H] x [H,
+/// G*H]` (and the gate slices are strided either way).
+#[derive(Clone, Copy)]
+struct Gates {
+    major: bool,
+    dg: usize,
+    h: usize,
+}
+
+impl Gates {
+    /// Gates `k .. k + n` of `v`, in this layout.
+    fn sub(self, cx: &mut NodeCx, v: NodeId, k: usize, n: usize) -> Result<NodeId> {
+        if self.major {
+            cx.slice_axis(v, 0, k, n, 1)
+        } else {
+            part(cx, v, k, n * self.h)
+        }
+    }
+
+    /// Gate `k` of `v` as `[Dg, B, H]` (`[Dg, 1, H]` for a bias).
+    fn one(self, cx: &mut NodeCx, v: NodeId, k: usize) -> Result<NodeId> {
+        let s = self.sub(cx, v, k, 1)?;
+        if !self.major {
+            return Ok(s);
+        }
+        let dims = cx.static_dims(s, "a gate tensor")?;
+        cx.reshape_static(s, &dims[1..])
+    }
+
+    /// A `[Dg, n * H]` per-direction vector (recurrent bias, peepholes),
+    /// broadcast over the batch: `[n, Dg, 1, H]` or `[Dg, 1, n * H]`.
+    fn vector(self, cx: &mut NodeCx, v: NodeId, n: usize) -> Result<NodeId> {
+        let (dg, h) = (self.dg, self.h);
+        if !self.major {
+            return cx.reshape_static(v, &[dg, 1, n * h]);
+        }
+        let v = cx.reshape_static(v, &[dg, n, h])?;
+        let v = cx.transpose(v, vec![1, 0, 2])?;
+        cx.reshape_static(v, &[n, dg, 1, h])
+    }
+
+    /// The recurrent weight `[Dg, G*H, H]`: `[G, Dg, H, H]` or `[Dg, H,
+    /// G*H]`.
+    fn weight(self, cx: &mut NodeCx, r: NodeId, g: usize) -> Result<NodeId> {
+        if !self.major {
+            return cx.transpose(r, vec![0, 2, 1]);
+        }
+        let r = cx.reshape_static(r, &[self.dg, g, self.h, self.h])?;
+        cx.transpose(r, vec![1, 0, 3, 2])
+    }
+
+    /// The input projection `[Dg, S * B, G*H]` as `[S, ..]` of step
+    /// tensors: `[S, G, Dg, B, H]` or `[S, Dg, B, G*H]`.
+    fn steps(
+        self,
+        cx: &mut NodeCx,
+        xw: NodeId,
+        seq: usize,
+        batch: usize,
+        g: usize,
+    ) -> Result<NodeId> {
+        let (dg, h) = (self.dg, self.h);
+        if !self.major {
+            let xw = cx.reshape_static(xw, &[dg, seq, batch, g * h])?;
+            return cx.transpose(xw, vec![1, 0, 2, 3]);
+        }
+        let xw = cx.reshape_static(xw, &[dg, seq, batch, g, h])?;
+        cx.transpose(xw, vec![1, 3, 0, 2, 4])
+    }
+}
+
+/// Directions `ds` of the node, stepped together: every step tensor
+/// carries the directions on an axis (`Dg = ds.len()`, layout [`Gates`]),
+/// so one step is one batched recurrent matmul and one set of gate ops
+/// for all of them. A backward direction reads its input reversed in
+/// time, so step `k` is time `k` forward and `S - 1 - k` backward.
+/// Returns each direction's `Y` (`[S, 1, B, H]`, time order) and the
+/// final `Y_h` / `Y_c` (`[Dg, B, H]`).
 fn directions(
     cx: &mut NodeCx,
     spec: &Spec,
@@ -267,15 +344,20 @@ fn directions(
 ) -> Result<(Vec<NodeId>, NodeId, NodeId)> {
     let (seq, batch, h, g) = (spec.seq, spec.batch, spec.h, spec.cell.gates());
     let dg = ds.len();
+    let lay = Gates {
+        major: batch == 1,
+        dg,
+        h,
+    };
     let act = spec.acts(ds[0]);
     let clip = spec.clip;
     let dt = cx.dtype(x);
     let (w, r) = (cx.x(1)?, cx.x(2)?);
     let wt = dirs_of(cx, w, ds)?;
     let wt = cx.transpose(wt, vec![0, 2, 1])?; // [Dg, I, G*H]
-    let rt = dirs_of(cx, r, ds)?;
-    let rt = cx.transpose(rt, vec![0, 2, 1])?; // [Dg, H, G*H]
-    // Each direction's input in its step order: [Dg, S, B, I].
+    let rd = dirs_of(cx, r, ds)?;
+    let rt = lay.weight(cx, rd, g)?;
+    // Each direction's input in its step order: [Dg, S * B, I].
     let xs: Vec<NodeId> = ds
         .iter()
         .map(|&d| {
@@ -285,7 +367,7 @@ fn directions(
                 x
             };
             let dims = cx.static_dims(xd, "X")?;
-            cx.reshape_static(xd, &[1, seq, batch, dims[2]])
+            cx.reshape_static(xd, &[1, seq * batch, dims[2]])
         })
         .collect::<Result<_>>()?;
     let xs = if xs.len() == 1 {
@@ -293,20 +375,19 @@ fn directions(
     } else {
         cx.node(Op::Concat { axis: 0 }, &xs, None)?
     };
-    // X W^T + Wb for every step at once: [Dg, S, B, G*H].
-    let xsd = cx.static_dims(xs, "X")?;
-    let xs2 = cx.reshape_static(xs, &[dg, seq * batch, xsd[3]])?;
-    let xw = cx.node(Op::MatMul, &[xs2, wt], None)?;
-    let mut xw = cx.reshape_static(xw, &[dg, seq, batch, g * h])?;
+    // X W^T + Wb for every step at once.
+    let mut xw = cx.node(Op::MatMul, &[xs, wt], None)?;
     let mut rb = None;
     if let Some(b) = cx.opt(3) {
         let bd = dirs_of(cx, b, ds)?;
         let wb = part(cx, bd, 0, g * h)?;
-        let wb = cx.reshape_static(wb, &[dg, 1, 1, g * h])?;
+        let wb = cx.reshape_static(wb, &[dg, 1, g * h])?;
         xw = cx.bin(B::Add, xw, wb)?;
         let rbd = part(cx, bd, 1, g * h)?;
-        rb = Some(cx.reshape_static(rbd, &[dg, 1, g * h])?);
+        rb = Some(lay.vector(cx, rbd, g)?);
     }
+    let xw = lay.steps(cx, xw, seq, batch, g)?;
+    let step_dims = cx.static_dims(xw, "X")?[1..].to_vec();
     let zeros = |cx: &mut NodeCx| -> Result<NodeId> {
         let z = cx.scalar(0.0, dt);
         cx.broadcast(z, vec![Dim::Static(dg), Dim::Static(batch), Dim::Static(h)])
@@ -322,15 +403,15 @@ fn directions(
     let peep = match (spec.cell, cx.opt(7)) {
         (Cell::Lstm, Some(p)) => {
             let pd = dirs_of(cx, p, ds)?;
-            Some(cx.reshape_static(pd, &[dg, 1, 3 * h])?)
+            Some(lay.vector(cx, pd, 3)?)
         }
         _ => None,
     };
     // steps[j][t]: direction ds[j]'s output at time t.
     let mut steps = vec![vec![None; seq]; dg];
     for k in 0..seq {
-        let xt = cx.slice_axis(xw, 1, k, 1, 1)?;
-        let xt = cx.reshape_static(xt, &[dg, batch, g * h])?;
+        let xt = cx.slice_axis(xw, 0, k, 1, 1)?;
+        let xt = cx.reshape_static(xt, &step_dims)?;
         let clip_to = |cx: &mut NodeCx, v: NodeId| -> Result<NodeId> {
             match clip {
                 Some(c) => {
@@ -347,42 +428,45 @@ fn directions(
                 if let Some(rb) = rb {
                     a = cx.bin(B::Add, a, rb)?;
                 }
+                let a = lay.one(cx, a, 0)?;
                 let a = clip_to(cx, a)?;
                 ht = apply(cx, &act[0], a)?;
             }
             Cell::Gru => {
                 // Gates z, r, h.
-                let rz_rr = part(cx, rt, 0, 2 * h)?;
-                let rh = part(cx, rt, 2, h)?;
+                let rz_rr = lay.sub(cx, rt, 0, 2)?;
+                let rh = lay.sub(cx, rt, 2, 1)?;
                 let hr = cx.node(Op::MatMul, &[ht, rz_rr], None)?;
-                let xzr = part(cx, xt, 0, 2 * h)?;
+                let xzr = lay.sub(cx, xt, 0, 2)?;
                 let mut zr = cx.bin(B::Add, xzr, hr)?;
                 if let Some(rb) = rb {
-                    let rbzr = part(cx, rb, 0, 2 * h)?;
+                    let rbzr = lay.sub(cx, rb, 0, 2)?;
                     zr = cx.bin(B::Add, zr, rbzr)?;
                 }
                 let zr = clip_to(cx, zr)?;
                 let zr = apply(cx, &act[0], zr)?;
-                let (z, rg) = (part(cx, zr, 0, h)?, part(cx, zr, 1, h)?);
+                let (z, rg) = (lay.one(cx, zr, 0)?, lay.one(cx, zr, 1)?);
                 let rbh = match rb {
-                    Some(rb) => Some(part(cx, rb, 2, h)?),
+                    Some(rb) => Some(lay.one(cx, rb, 2)?),
                     None => None,
                 };
                 let rec = if spec.lbr {
-                    let mut m = cx.node(Op::MatMul, &[ht, rh], None)?;
+                    let m = cx.node(Op::MatMul, &[ht, rh], None)?;
+                    let mut m = lay.one(cx, m, 0)?;
                     if let Some(b) = rbh {
                         m = cx.bin(B::Add, m, b)?;
                     }
                     cx.bin(B::Mul, rg, m)?
                 } else {
                     let rh_t = cx.bin(B::Mul, rg, ht)?;
-                    let mut m = cx.node(Op::MatMul, &[rh_t, rh], None)?;
+                    let m = cx.node(Op::MatMul, &[rh_t, rh], None)?;
+                    let mut m = lay.one(cx, m, 0)?;
                     if let Some(b) = rbh {
                         m = cx.bin(B::Add, m, b)?;
                     }
                     m
                 };
-                let xh = part(cx, xt, 2, h)?;
+                let xh = lay.one(cx, xt, 2)?;
                 let pre = cx.bin(B::Add, xh, rec)?;
                 let pre = clip_to(cx, pre)?;
                 let cand = apply(cx, &act[1], pre)?;
@@ -400,16 +484,18 @@ fn directions(
                 if let Some(rb) = rb {
                     pre = cx.bin(B::Add, pre, rb)?;
                 }
-                let gate =
-                    |cx: &mut NodeCx, k: usize, peep_k: Option<(usize, NodeId)>| -> Result<NodeId> {
-                        let mut v = part(cx, pre, k, h)?;
-                        if let (Some(p), Some((pk, c))) = (peep, peep_k) {
-                            let pp = part(cx, p, pk, h)?;
-                            let pc = cx.bin(B::Mul, pp, c)?;
-                            v = cx.bin(B::Add, v, pc)?;
-                        }
-                        clip_to(cx, v)
-                    };
+                let gate = |cx: &mut NodeCx,
+                            k: usize,
+                            peep_k: Option<(usize, NodeId)>|
+                 -> Result<NodeId> {
+                    let mut v = lay.one(cx, pre, k)?;
+                    if let (Some(p), Some((pk, c))) = (peep, peep_k) {
+                        let pp = lay.one(cx, p, pk)?;
+                        let pc = cx.bin(B::Mul, pp, c)?;
+                        v = cx.bin(B::Add, v, pc)?;
+                    }
+                    clip_to(cx, v)
+                };
                 let i_pre = gate(cx, 0, Some((0, ct)))?;
                 let i = apply(cx, &act[0], i_pre)?;
                 let f = if spec.input_forget {
@@ -432,11 +518,7 @@ fn directions(
         }
         for (j, &d) in ds.iter().enumerate() {
             let t = if spec.rev[d] { seq - 1 - k } else { k };
-            let hj = if dg == 1 {
-                ht
-            } else {
-                cx.slice_axis(ht, 0, j, 1, 1)?
-            };
+            let hj = cx.slice_axis(ht, 0, j, 1, 1)?;
             steps[j][t] = Some(cx.reshape_static(hj, &[1, 1, batch, h])?);
         }
     }
