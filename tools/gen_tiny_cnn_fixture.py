@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A tiny CNN in ONNX and ONNX Runtime's output on it, for
-crates/rlx-onnx/tests/tiny_cnn.rs.
+"""A tiny CNN and a tiny recurrent net in ONNX and ONNX Runtime's outputs
+on them, for crates/rlx-onnx/tests/tiny_cnn.rs.
 
     ~/.cache/rlx-ref/venv/bin/python tools/gen_tiny_cnn_fixture.py
 
@@ -11,6 +11,12 @@ tools/gen_cnn_bench_models.py's Net), input.bin [2,3,12,12] and output.bin
 The net has what the CNN benchmark models have, small: conv + BatchNormalization
 (+ ReLU / ReLU6 / SiLU), a depthwise stride-2 conv, a 1x1 conv with a residual
 add, max pool, ConvTranspose, nearest Resize and a concat skip.
+Also tiny_rnn_b3.onnx / tiny_rnn_b1.onnx: on X [5, B, 4] (x[i] as above;
+batch 3 and 1 step in different layouts), a bidirectional LSTM
+(bias, initial h / c, peepholes), a bidirectional GRU (linear_before_reset)
+and a bidirectional RNN whose directions differ in activation (Tanh / Relu),
+hidden size 6; its 8 outputs (Y, Y_h, Y_c of the LSTM; Y, Y_h of the GRU and
+the RNN; Y of a reverse LSTM) in rnn_b<B>_output_<i>.bin.
 """
 import os
 import sys
@@ -41,14 +47,53 @@ def tiny():
     return n.model("tiny_cnn", [2, 3, 12, 12], [(out, [2, 4, 12, 12])])
 
 
+def recurrent(B):
+    n = Net(11)
+    S, I, H = 5, 4, 6
+
+    def t(base, shape, scale=0.4):
+        return n.const(base, n.rng.normal(0, scale, shape).astype(np.float32))
+
+    lstm = n.op("LSTM", ["input", t("w", (2, 4 * H, I)), t("r", (2, 4 * H, H)), t("b", (2, 8 * H)), "",
+                         t("h0", (2, B, H)), t("c0", (2, B, H)), t("p", (2, 3 * H))],
+                n_out=3, hidden_size=H, direction="bidirectional")
+    gru = n.op("GRU", ["input", t("w", (2, 3 * H, I)), t("r", (2, 3 * H, H)), t("b", (2, 6 * H))],
+               n_out=2, hidden_size=H, direction="bidirectional", linear_before_reset=1)
+    rnn = n.op("RNN", ["input", t("w", (2, H, I)), t("r", (2, H, H)), t("b", (2, 2 * H))],
+               n_out=2, hidden_size=H, direction="bidirectional", activations=["Tanh", "Relu"])
+    rev = n.op("LSTM", ["input", t("w", (1, 4 * H, I)), t("r", (1, 4 * H, H)), t("b", (1, 8 * H))],
+               n_out=1, hidden_size=H, direction="reverse")
+    outs = [(lstm[0], [S, 2, B, H]), (lstm[1], [2, B, H]), (lstm[2], [2, B, H]),
+            (gru[0], [S, 2, B, H]), (gru[1], [2, B, H]),
+            (rnn[0], [S, 2, B, H]), (rnn[1], [2, B, H]), (rev, [S, 1, B, H])]
+    return n.model(f"tiny_rnn_b{B}", [S, B, I], outs)
+
+
+def inputs(shape):
+    return ((((np.arange(int(np.prod(shape))) * 7919) % 1000) / 500 - 1).astype(np.float32)).reshape(shape)
+
+
+def write_recurrent(B):
+    import onnx
+    path = os.path.join(OUT, f"tiny_rnn_b{B}.onnx")
+    onnx.save(recurrent(B), path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    ys = sess.run(None, {"input": inputs((5, B, 4))})
+    for i, y in enumerate(ys):
+        y.astype(np.float32).tofile(os.path.join(OUT, f"rnn_b{B}_output_{i}.bin"))
+    print(f"{path}: outputs {[y.shape for y in ys]}, max |y| {max(np.abs(y).max() for y in ys):.3f}")
+
+
 def main():
     import onnx
     os.makedirs(OUT, exist_ok=True)
+    write_recurrent(3)
+    write_recurrent(1)
     m = tiny()
     path = os.path.join(OUT, "tiny_cnn.onnx")
     onnx.save(m, path)
     shape = (2, 3, 12, 12)
-    x = ((((np.arange(int(np.prod(shape))) * 7919) % 1000) / 500 - 1).astype(np.float32)).reshape(shape)
+    x = inputs(shape)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     (y,) = sess.run(None, {"input": x})
     x.tofile(os.path.join(OUT, "input.bin"))

@@ -1,6 +1,7 @@
 //! A tiny CNN (conv + batch norm folded or not, depthwise, 1x1 + residual,
-//! max pool, ConvTranspose, Resize, concat, SiLU) against ONNX Runtime's
-//! output on the same input; fixture from `tools/gen_tiny_cnn_fixture.py`.
+//! max pool, ConvTranspose, Resize, concat, SiLU) and a tiny recurrent net
+//! (bidirectional LSTM / GRU / RNN, a reverse LSTM) against ONNX Runtime's
+//! outputs on the same input; fixtures from `tools/gen_tiny_cnn_fixture.py`.
 
 use rlx_ir::HostTensor;
 use rlx_onnx::{Device, OnnxModel};
@@ -40,6 +41,33 @@ fn tiny_cnn_matches_onnx_runtime() {
     assert_eq!(out[0].dims(), &[2, 4, 12, 12]);
     let got: Vec<f32> = out[0].to_vec().unwrap();
     assert_close(&got, &want);
+}
+
+/// Bidirectional LSTM (bias, initial h / c, peepholes), GRU
+/// (linear_before_reset) and RNN (Tanh forward, Relu backward: directions
+/// that step alone), and a reverse LSTM: every output of each, at batch 3
+/// (steps laid out by direction) and 1 (by gate).
+#[test]
+fn tiny_recurrent_net_matches_onnx_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    for b in [3, 1] {
+        let file = format!("tiny_rnn_b{b}.onnx");
+        let mut model = OnnxModel::load(dir.join(file), Device::Cpu).unwrap();
+        let x: Vec<f32> = (0..5 * b * 4)
+            .map(|i| (((i * 7919) % 1000) as f64 / 500.0 - 1.0) as f32)
+            .collect();
+        let x = HostTensor::from_vec(x, &[5, b, 4]).unwrap();
+        let out = model.run(&[("input", &x)]).unwrap();
+        let seq = [5, 2, b, 6];
+        let last = [2, b, 6];
+        let dims: [&[usize]; 8] = [&seq, &last, &last, &seq, &last, &seq, &last, &[5, 1, b, 6]];
+        assert_eq!(out.len(), dims.len());
+        for (i, (o, d)) in out.iter().zip(dims).enumerate() {
+            assert_eq!(o.dims(), d, "batch {b}, output {i}");
+            let got: Vec<f32> = o.to_vec().unwrap();
+            assert_close(&got, &f32s(&format!("rnn_b{b}_output_{i}.bin")));
+        }
+    }
 }
 
 /// `prepare` compiles for the input's shape without running (the model has

@@ -344,6 +344,13 @@ impl<'a> RowChain<'a> {
         })
     }
 
+    /// True when the chain is a lone ReLU, which a kernel can apply in
+    /// registers as it stores: `v` where `v > 0` or `v` is NaN, else `+0`
+    /// (`row_relu`'s bits).
+    pub(crate) fn is_relu(&self) -> bool {
+        matches!(self.steps.as_slice(), [RowStep::Relu])
+    }
+
     /// `(lo, hi)` when the chain is `min(max(v, lo), hi)` with scalar
     /// bounds (ONNX Clip, MobileNet's ReLU6; a missing bound is infinite),
     /// so a kernel can clamp in registers: `nan_min(nan_max(v, lo), hi)`

@@ -610,6 +610,9 @@ impl Job<'_> {
                 }
             }
         }
+        // A lone ReLU is applied in the transposes' registers instead of
+        // a pass over the stored rows.
+        let relu = chain.is_some_and(|c| c.is_relu());
         for (i, oh) in rows.enumerate() {
             if self.blocked_out {
                 let Some(chain) = chain else { break };
@@ -632,10 +635,10 @@ impl Job<'_> {
                     // inside the output.
                     unsafe {
                         let dst = out.as_ptr().add(oc0 * plane + oh * g.ow);
-                        transpose_store(src, dst, plane, chans, px);
+                        transpose_store(src, dst, plane, chans, px, relu);
                     }
                 }
-                if let Some(chain) = chain {
+                if let Some(chain) = chain.filter(|_| !relu) {
                     for oc in oc0..oc0 + chans {
                         let at = oc * plane + oh * g.ow;
                         // SAFETY: as above, the part's own run.
@@ -696,6 +699,7 @@ impl Job<'_> {
                 }
             }
         }
+        let relu = chain.is_some_and(|c| c.is_relu());
         let mut q = px.start;
         while q < px.end {
             let n = q / pout;
@@ -729,10 +733,11 @@ impl Job<'_> {
                             pout,
                             chans,
                             0..m,
+                            relu,
                         );
                     }
                 }
-                if let Some(chain) = chain {
+                if let Some(chain) = chain.filter(|_| !relu) {
                     let at = (n * g.o + oc0) * pout + a;
                     // SAFETY: as above; rows `pout` apart, `e - a` each.
                     let y = unsafe { out.range(at..at + (chans - 1) * pout + e - a) };
@@ -924,7 +929,9 @@ impl Job<'_> {
 
 /// Stores the 16 x 16 block `src` (16 pixels x 16 channels) transposed:
 /// channel `i < chans` to `dst[i * ld ..]` over the pixels `px` (run
-/// `px.start - j0`.. of the block's 16, `px.len()` of them).
+/// `px.start - j0`.. of the block's 16, `px.len()` of them), through a
+/// ReLU when `relu` (`v` where `v > 0` or NaN, else `+0`: the row chain's
+/// ReLU bits).
 ///
 /// # Safety
 /// AVX-512 F present; each run `dst + i * ld + px` is writable and no one
@@ -937,6 +944,7 @@ unsafe fn transpose_store(
     ld: usize,
     chans: usize,
     px: std::ops::Range<usize>,
+    relu: bool,
 ) {
     use std::arch::x86_64::*;
     let r: [__m512; 16] =
@@ -944,12 +952,26 @@ unsafe fn transpose_store(
     let v = super::transpose16::transpose16(&r);
     let mask = ((1u32 << px.len()) - 1) as __mmask16;
     for (i, c) in v.iter().enumerate().take(chans) {
-        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, *c) };
+        let c = if relu {
+            // Not (v <= 0), unordered: true for v > 0 and for NaN.
+            let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(*c, _mm512_setzero_ps());
+            _mm512_maskz_mov_ps(keep, *c)
+        } else {
+            *c
+        };
+        unsafe { _mm512_mask_storeu_ps(dst.add(i * ld + px.start), mask, c) };
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn transpose_store(_: &[f32], _: *mut f32, _: usize, _: usize, _: std::ops::Range<usize>) {
+unsafe fn transpose_store(
+    _: &[f32],
+    _: *mut f32,
+    _: usize,
+    _: usize,
+    _: std::ops::Range<usize>,
+    _: bool,
+) {
     unreachable!("the NCHWc kernel is routed on AVX-512 only")
 }
 
