@@ -856,11 +856,12 @@ impl Job<'_> {
     /// channels (`lay.ps < 16`). Pixel `j` is read at `base + j * stride`
     /// floats into each channel block (pixels of one row), or with `FLAT`
     /// at `offs[j]` (any pixels of the batch; whole 16-channel pixels).
-    /// Sums input-channel blocks `blks` onto the bias (the first chunk) or
+    /// Sums input-channel blocks `blks` at kernel rows `rows` (the live
+    /// ones, [`Conv2d::live_rows`]) onto the bias (the first chunk) or
     /// onto what `dst` holds (a later chunk).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    #[allow(clippy::needless_range_loop)]
+    #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
     unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
         &self,
         b0: usize,
@@ -947,6 +948,7 @@ impl Job<'_> {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
         &self,
         _: usize,
