@@ -229,6 +229,13 @@ NCHWC_CASES = [
     # Rows in MLAS's order (cnn27): four input-channel chunks over every tile
     # of a part's rows, rows of 17 (6 + 6 + 5), batch 2, residual + ReLU.
     ("nchwc_c64_o64_rows_chunks_residual_relu_batch2", (2, 64, 9, 17), 64, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual_relu", None),
+    # Kernel rows that read only padding are skipped (cnn30): CRNN's 4-row
+    # maps with 256 input channels (16 chunks), 3 rows of 25 (2 x 12 + 1
+    # tiles), output rows of padding only (bias alone), a dilated 2-row map.
+    ("nchwc_c256_o64_4x32_crnn_relu", (1, 256, 4, 32), 64, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c48_o32_3x25_rows_residual", (1, 48, 3, 25), 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
+    ("nchwc_c16_o16_padding_only_rows_relu", (1, 16, 2, 40), 16, (3, 3), (1, 1), ((3, 3), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("nchwc_c32_o32_2x40_dilated_relu", (1, 32, 2, 40), 32, (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 1, False, "relu", None),
 ]
 # 1x1 convs of the blocked 1x1 kernel (kernels/conv_pointwise_blocked.rs):
 # 16-channel output blocks, input channels a multiple of 16 (the

@@ -23,7 +23,14 @@
 //! any other epilogue (SiLU) runs per image on whole planes. Maps of at
 //! most 64 pixels (ResNet's 7x7 convs) run the tile over the flattened
 //! pixels of the whole batch instead ([`Conv2d::flat`]), one chunk of
-//! input channels at a time over a run of tiles.
+//! input channels at a time over a run of tiles. A tile sums only the
+//! kernel rows that read image rows for its output rows
+//! ([`Conv2d::live_rows`]; a flattened tile, the hull over its pixels),
+//! as MLAS does: the padding rows above and below the image cost no FMAs
+//! (CRNN's 4-row maps: a sixth of the 3x3 taps). The terms skipped are
+//! zero products, so the sums are those of the full loop except that a
+//! padding zero times an infinite or NaN weight no longer makes a NaN and
+//! a sum of only such terms keeps the bias's zero sign.
 //!
 //! Between consecutive NCHWc convs the executor may keep the activation
 //! blocked ([`BlockedIo`], planned in `nchwc_layout.rs`): the producer
@@ -460,6 +467,19 @@ impl Conv2d {
         self.oh * self.ow <= FLAT_MAX_PIXELS && self.c >= BLOCK
     }
 
+    /// The kernel rows whose taps read image rows (not zero padding) for
+    /// output row `oh` (none for an output row of padding only: its tiles
+    /// are the bias). The tile sums only these: on CRNN's 4-row maps a
+    /// third of the 3x3 taps of the top and bottom rows read padding, a
+    /// sixth of all FMAs (MLAS skips them likewise).
+    fn live_rows(&self, oh: usize) -> std::ops::Range<usize> {
+        let (top, d) = (oh * self.s.0, self.d.0);
+        // Kernel row r reads padded row top + r * d, image row top + r * d - pt.
+        let lo = self.p.0.saturating_sub(top).div_ceil(d).min(self.kh);
+        let hi = (self.h + self.p.0).saturating_sub(top).div_ceil(d);
+        lo.min(hi)..hi.min(self.kh)
+    }
+
     /// All images' output from the blocked images `xb` (`[N][C/16][hp][wp][16]`):
     /// parts are groups of output-channel blocks x ranges of the batch's
     /// `N * oh * ow` pixels; each part's tiles land in a blocked slab,
@@ -525,10 +545,11 @@ impl Conv2d {
 
 /// Where a tile's pixels are: `P` consecutive pixels of output row `oh`
 /// from column `ow0`, or any pixels at these offsets into the blocked
-/// images ([`Conv2d::flat`]).
+/// images ([`Conv2d::flat`]) whose taps read image rows only at these
+/// kernel rows (the hull of [`Conv2d::live_rows`] over the pixels' rows).
 enum Pos<'a> {
     Row { oh: usize, ow0: usize },
-    Flat(&'a [usize; 24]),
+    Flat(&'a [usize; 24], std::ops::Range<usize>),
 }
 
 /// Most bytes of packed weight one chunk of input-channel blocks takes
@@ -679,6 +700,20 @@ impl Job<'_> {
                 })
             })
             .collect();
+        // Per tile, the kernel rows any of its pixels reads the image at
+        // (the hull of their live rows: a tile inside a top or bottom
+        // output row skips the padding rows).
+        let live: Vec<std::ops::Range<usize>> = (px.start..px.end)
+            .step_by(p_max)
+            .map(|p0| {
+                let rows = (p0..px.end.min(p0 + p_max)).map(|q| q % pout / g.ow);
+                let (lo, hi) = rows.fold((g.kh, 0), |(lo, hi), oh| {
+                    let r = g.live_rows(oh);
+                    (lo.min(r.start), hi.max(r.end))
+                });
+                lo..hi
+            })
+            .collect();
         // Runs of tiles whose slab part stays in cache while every channel
         // chunk passes over them.
         for run in (0..offs.len()).step_by(FLAT_RUN_TILES) {
@@ -694,7 +729,8 @@ impl Job<'_> {
                     // slots `t * p_max + j` < ld.
                     unsafe {
                         let dst = slab.as_mut_ptr().add(t * p_max * BLOCK);
-                        self.tile(b0, fb, p, Pos::Flat(&offs[t]), dst, ld, blks.clone());
+                        let pos = Pos::Flat(&offs[t], live[t].clone());
+                        self.tile(b0, fb, p, pos, dst, ld, blks.clone());
                     }
                 }
             }
@@ -786,25 +822,26 @@ impl Job<'_> {
         // strides as constants: with them in registers the tile loop's
         // address arithmetic cost U-Net's 16-channel convs ~12 %.
         let thin = self.lay.ps != BLOCK;
-        let (base, offs) = match pos {
+        let (base, offs, rows, flat) = match pos {
             Pos::Row { oh, ow0 } => {
                 let ps = self.lay.ps;
                 (
                     (oh * self.g.s.0) * self.lay.wp * ps + ow0 * self.g.s.1 * ps,
                     &[0; 24],
+                    self.g.live_rows(oh),
+                    false,
                 )
             }
-            Pos::Flat(offs) => (0, offs),
+            Pos::Flat(offs, rows) => (0, offs, rows, true),
         };
-        let flat = matches!(pos, Pos::Flat(_));
         macro_rules! go {
             ($fb:literal, $($p:literal)*) => {
                 match p {
                     $($p => unsafe {
                         match (thin, flat) {
-                            (_, true) => self.run::<$fb, $p, false, true>(b0, base, offs, dst, ld, blks.clone()),
-                            (true, false) => self.run::<$fb, $p, true, false>(b0, base, offs, dst, ld, blks.clone()),
-                            (false, false) => self.run::<$fb, $p, false, false>(b0, base, offs, dst, ld, blks.clone()),
+                            (_, true) => self.run::<$fb, $p, false, true>(b0, base, offs, dst, ld, blks.clone(), rows.clone()),
+                            (true, false) => self.run::<$fb, $p, true, false>(b0, base, offs, dst, ld, blks.clone(), rows.clone()),
+                            (false, false) => self.run::<$fb, $p, false, false>(b0, base, offs, dst, ld, blks.clone(), rows.clone()),
                         }
                     },)*
                     _ => unreachable!("tile width {p} past {}", 24 / $fb),
@@ -824,11 +861,12 @@ impl Job<'_> {
     /// channels (`lay.ps < 16`). Pixel `j` is read at `base + j * stride`
     /// floats into each channel block (pixels of one row), or with `FLAT`
     /// at `offs[j]` (any pixels of the batch; whole 16-channel pixels).
-    /// Sums input-channel blocks `blks` onto the bias (the first chunk) or
+    /// Sums input-channel blocks `blks` at kernel rows `rows` (the live
+    /// ones, [`Conv2d::live_rows`]) onto the bias (the first chunk) or
     /// onto what `dst` holds (a later chunk).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    #[allow(clippy::needless_range_loop)]
+    #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
     unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
         &self,
         b0: usize,
@@ -837,6 +875,7 @@ impl Job<'_> {
         dst: *mut f32,
         ld: usize,
         blks: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
     ) {
         use std::arch::x86_64::*;
         let (g, lay) = (self.g, &self.lay);
@@ -866,7 +905,7 @@ impl Job<'_> {
         let taps = g.kh * g.kw;
         for blk in blks {
             let cn = (g.c - blk * BLOCK).min(BLOCK);
-            for r in 0..g.kh {
+            for r in rows.clone() {
                 let xr = unsafe { xb.add(blk * lay.block() + r * dh * rs) };
                 for q in 0..g.kw {
                     let xq = unsafe { xr.add(q * dw * ps) };
@@ -914,6 +953,7 @@ impl Job<'_> {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
         &self,
         _: usize,
@@ -921,6 +961,7 @@ impl Job<'_> {
         _: &[usize; 24],
         _: *mut f32,
         _: usize,
+        _: std::ops::Range<usize>,
         _: std::ops::Range<usize>,
     ) {
         unreachable!("the NCHWc kernel is routed on AVX-512 only")
@@ -1130,7 +1171,7 @@ mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
-    const CASES: usize = 17;
+    const CASES: usize = 21;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -1165,7 +1206,10 @@ mod tests {
     /// leaky) epilogues, batch 2; maps of <= 64 pixels flattened over the
     /// batch (7x7, 8x8, 5x5 x 4 images, stride 2 to 7x6, 3 / 4 / 1-block
     /// groups, several channel chunks); rows of 17 whose parts pass four
-    /// channel chunks over every tile (batch 2, residual + ReLU).
+    /// channel chunks over every tile (batch 2, residual + ReLU); maps whose
+    /// top / bottom rows skip the kernel rows that read padding
+    /// ([`Conv2d::live_rows`]): CRNN's 4x32 with 256 input channels, 3 rows
+    /// of 25, output rows that read padding only, a dilated 2-row map.
     #[test]
     fn nchwc_matches_numpy() {
         if !avx512() {

@@ -245,8 +245,8 @@ fn conv_tile_warm() {
     });
 }
 
-/// ResNet-18's 3x3 convs on the NCHWc kernel as the layout plan runs
-/// them inside a stage (image and output blocked, weight packed once,
+/// ResNet-18's 3x3 convs (and CRNN's, on maps of 2-16 rows) on the
+/// NCHWc kernel as the layout plan runs them inside a stage (image and output blocked, weight packed once,
 /// from memory; no epilogue), 1 and 2 threads: ms per call (median of 5
 /// cold calls) and GFLOP/s, next to ONNX Runtime's per-node time in the
 /// model (`tools/ort_node_profile.py`). Run with `chrt -f 10 cargo test
@@ -262,6 +262,9 @@ fn nchwc_blocked_layers() {
         (1, 128, 256, (28, 28), 2), (1, 256, 256, (14, 14), 1), (1, 256, 512, (14, 14), 2),
         (1, 512, 512, (7, 7), 1), (8, 64, 64, (56, 56), 1), (8, 128, 128, (28, 28), 1),
         (8, 256, 256, (14, 14), 1), (8, 512, 512, (7, 7), 1),
+        // CRNN's (Winograd takes its 8x32 and 16x64 ones), 2-row maps
+        (1, 64, 128, (16, 64), 1), (1, 128, 256, (8, 32), 1), (1, 256, 256, (8, 32), 1),
+        (1, 256, 256, (4, 32), 1), (8, 256, 256, (4, 32), 1), (1, 256, 256, (2, 30), 1),
     ];
     for threads in [1, 2] {
         crate::threads::with_limit(Some(threads), || {
