@@ -12,8 +12,9 @@ crates/rlx-cpu/tests/fixtures/conv_nchwc/resnet_like.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual_partial.json
-(`inverted_residual_partial`: block outputs of 24 / 40 channels) and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json.
+(`inverted_residual_partial`: block outputs of 24 / 40 channels),
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -103,6 +104,24 @@ unpadded blocked image in place):
   q  = maxpool(y, 2x2, stride 2, pads (0, 1))       (graph output [2, 64, 5, 5])
 
 Weights / biases values(n, seed), seeds 91.. (weight then bias, in order).
+
+ResNet-18's start at an odd size (stem_pool_block.json): a 3 -> 64 7x7
+stride-2 stem, its 3x3 stride-2 max pool and a residual block on the pool
+output, plus average pools of a 64 -> 128 1x1 conv of the stem output and
+of the pool output (the test makes those graph outputs to keep the stem /
+the pool writing NCHW):
+
+  x  [2, 3, 37, 41]                                 (input, values(.., 110) * 16)
+  s  = relu(conv(x, w1 [64, 3, 7, 7], stride 2, pad 3) + b1)     (19 x 21)
+  m  = maxpool(s, 3x3, stride 2, pads (1, 1))       (10 x 11)
+  c1 = relu(conv3x3(m, w2 [64, 64]) + b2)
+  r1 = relu(conv3x3(c1, w3 [64, 64]) + b3 + m)
+  g  = mean(r1, axes (2, 3))                        ([2, 64, 1, 1])
+  q  = maxpool(r1, 2x2, stride 2, pads (0, 1))      ([2, 64, 5, 6])
+  a  = avgpool(conv1x1(s, w4 [128, 64]) + b4, 4x4, stride 4)     ([2, 128, 4, 5])
+  b  = avgpool(m, 2x2, stride 2)                    ([2, 64, 5, 5])
+
+Weights / biases values(n, seed), seeds 111.. (weight then bias, in order).
 
 Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
 `values(n, seed)` below (the test computes the same in Rust: each step one
@@ -295,6 +314,37 @@ def stem_stage():
     return {"g": enc(g), "q_shape": list(q.shape), "q": enc(q)}
 
 
+def avgpool(x, k, s):
+    """No padding: the mean of each k x k window."""
+    n, c, h, w = x.shape
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    y = np.zeros((n, c, oh, ow))
+    for ky in range(k):
+        for kx in range(k):
+            y += x[:, :, ky:ky + s * (oh - 1) + 1:s, kx:kx + s * (ow - 1) + 1:s]
+    return y / (k * k)
+
+
+def stem_pool_block():
+    f64 = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    x = f64(values(2 * 3 * 37 * 41, 110)).reshape(2, 3, 37, 41) * 16
+    shapes = [(64, 3, 7, 7), (64, 64, 3, 3), (64, 64, 3, 3), (128, 64, 1, 1)]
+    ws, bs = [], []
+    for i, shape in enumerate(shapes):
+        ws.append(f64(values(int(np.prod(shape)), 111 + 2 * i)).reshape(shape))
+        bs.append(f64(values(shape[0], 112 + 2 * i)))
+    s = relu(conv_strided(x, ws[0], bs[0], 2, 3))
+    m = maxpool(s, 3, 2, ((1, 1), (1, 1)))
+    c1 = relu(conv3x3(m, ws[1], bs[1]))
+    r1 = relu(conv3x3(c1, ws[2], bs[2]) + m)
+    g = r1.mean(axis=(2, 3), keepdims=True)
+    q = maxpool(r1, 2, 2, ((0, 1), (0, 1)))
+    enc = lambda v: [float("%.8g" % e) for e in v.ravel()]
+    a = avgpool(conv1x1(s, ws[3][:, :, 0, 0], bs[3]), 4, 4)
+    return {"g": enc(g), "q": enc(q), "a": enc(a), "b": enc(avgpool(m, 2, 2))}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -337,6 +387,9 @@ def main():
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "stem_stage.json"), "w") as f:
         json.dump(stem_stage(), f, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "stem_pool_block.json"), "w") as f:
+        json.dump(stem_pool_block(), f, separators=(",", ":"))
         f.write("\n")
 
 

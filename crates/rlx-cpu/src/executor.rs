@@ -322,9 +322,10 @@ impl CpuExecutable {
         Ok(exec)
     }
 
-    /// How many convs write their output in the NCHWc blocked layout for
-    /// the convs that read it (each such edge skips one reorder into and
-    /// one transpose out of the layout; see `nchwc_layout.rs`).
+    /// How many nodes (convs, max pools) write their output in the NCHWc
+    /// blocked layout for the nodes that read it (each such edge skips one
+    /// reorder into and one transpose out of the layout; see
+    /// `nchwc_layout.rs`).
     pub fn nchwc_blocked_outputs(&self) -> usize {
         self.winograd.blocked_outputs()
     }
@@ -472,10 +473,10 @@ impl CpuExecutable {
                                 &views,
                                 &mut out,
                             ),
-                            None if self.winograd.pool_reads_blocked(id.index()) => {
-                                kernels::pool_blocked::run(&n.op, &views, &mut out)
-                            }
-                            None => run_node(n, &views, &mut out),
+                            None => match self.winograd.pool_layout(id.index()) {
+                                Some(io) => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
+                                None => run_node(n, &views, &mut out),
+                            },
                         },
                     },
                 }

@@ -1,26 +1,30 @@
 //! Which activations stay in the NCHWc blocked layout `[N][C/16][H][W][16]`.
 //!
-//! Layout-capable node kinds:
-//! - writers (and image readers): a conv whose kernel reads and writes
+//! Layout-capable node kinds ([`Caps`]):
+//! - writers and image readers: a conv whose kernel reads and writes
 //!   the blocked layout — the NCHWc dense kernel on a prepared weight
-//!   ([`crate::kernels::conv_nchwc`]), the blocked 1x1 kernel
+//!   ([`crate::kernels::conv_nchwc`]; it also takes ResNet's 3 -> 64 7x7
+//!   stem, whose 3-channel image is never blocked, when the stem's output
+//!   is), the blocked 1x1 kernel
 //!   ([`crate::kernels::conv_pointwise_blocked`]), the 16-lane
 //!   depthwise one ([`crate::kernels::conv_depthwise_small`]: planes up
 //!   to 28 x 28 in either layout, larger ones of whole 16-channel groups
-//!   in row bands when a side is blocked);
+//!   in row bands when a side is blocked); and a 2-D max pool
+//!   ([`crate::kernels::pool_blocked`]), which reads and writes either
+//!   layout (planned to write blocked when it reads blocked; it reads
+//!   NCHW only when a later step drops its producer's blocked output);
 //! - residual readers: such a conv whose row-chain epilogue reads the
 //!   value as a same-shape extra (`RowChain` reads it at the output's
 //!   blocked offsets: [`crate::kernels::conv_epilogue`]);
-//! - read-only readers: a 2-D max pool and a mean over both spatial axes
-//!   (global average pool) ([`crate::kernels::pool_blocked`]), which
-//!   write NCHW.
+//! - read-only readers: a mean over both spatial axes (global average
+//!   pool) ([`crate::kernels::pool_blocked`]).
 //!
-//! A capable conv writes its output blocked when every node reading it
-//! is a capable reader of one of those kinds (as its image `x` or an
-//! epilogue extra; never as a weight or bias), the value is not a graph
-//! output, `O` is a multiple of 16 and its own epilogue runs on blocked
-//! rows. The readers then take the blocked value as is: the NCHW ->
-//! blocked reorder of a reader and the blocked -> NCHW transpose of the
+//! A writer writes its output blocked when every node reading it is a
+//! capable reader of one of those kinds (as its image `x` or an epilogue
+//! extra; never as a weight or bias), the value is not a graph output,
+//! it has whole 16-channel blocks and a conv's own epilogue runs on
+//! blocked rows. The readers then take the blocked value as is: the NCHW
+//! -> blocked reorder of a reader and the blocked -> NCHW transpose of the
 //! writer cancel in pairs, the way ONNX Runtime's NCHWc transformer drops
 //! a ReorderOutput feeding a ReorderInput. So MobileNetV2's inverted
 //! residual blocks on 28 x 28 maps and below run blocked end to end
@@ -29,13 +33,14 @@
 //! which writes its 16 / 24 channels NCHW (the blocked 1x1 kernel reads a
 //! blocked image for any output count; its last partial block of 24 or
 //! 40 outputs is computed padded and stored NCHW), ResNet-18 runs
-//! blocked from layer 1's first conv output to the last conv -> global
-//! pool, stage transitions and downsamples included (its stem and max
-//! pool write NCHW), and the YOLO-style net's conv + SiLU chains
-//! stay blocked between convs. Convs whose own best kernel is another
-//! one (Winograd up to 128 x 128 channels, a 1x1 of stride 2) are offered
-//! too and take the NCHWc kernel only when the plan gives them a blocked
-//! side (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
+//! blocked from the stem's output to the last conv -> global pool (stem
+//! -> max pool -> layer 1's first conv and residual, as ONNX Runtime's
+//! NCHWc graph; stage transitions and downsamples included), and the
+//! YOLO-style net's conv + SiLU chains stay blocked between convs. Convs
+//! whose own best kernel is another one (Winograd up to 128 x 128
+//! channels, a 1x1 of stride 2, a stem of 64 outputs) are offered too and
+//! take the NCHWc kernel only when the plan gives them a blocked side
+//! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
 //! another kind of node (larger Winograd convs, the packed GEMM, concat,
 //! ...), so no other kernel ever sees a blocked buffer.
@@ -45,20 +50,38 @@ use crate::kernels::{pool_blocked, View};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, NodeId, Op};
 
-/// Per node, the sides of it kept blocked (for a pool / mean: `input`;
-/// a conv reading a blocked extra finds it as that extra's producer's
-/// `output`); `blockable(i)`: node `i` is a conv on a kernel that reads
-/// and writes both layouts (see the module doc); `reads_only(i)`: a
-/// blocked image is worth it to conv `i` when its own output stays NCHW
-/// (not so for a 1x1 conv with more outputs than inputs: its output
-/// transpose costs more than the image packing it saves — MobileNetV2's
-/// 16 -> 96 at 112 x 112 took 1.7 ms instead of 1.05).
-pub(super) fn plan(
-    lir: &LirModule,
-    blockable: &dyn Fn(usize) -> bool,
-    reads_only: &dyn Fn(usize) -> bool,
-) -> Vec<BlockedIo> {
+/// What a node's kernel can do with the blocked layout (a conv's from the
+/// executor, a pool's / mean's from [`pool_blocked`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Caps {
+    /// Reads its image `x` blocked.
+    pub(super) image: bool,
+    /// Reads same-shape row-chain epilogue extras blocked (a conv).
+    pub(super) extras: bool,
+    /// Can write its output blocked.
+    pub(super) output: bool,
+    /// Reading a blocked image pays even when its own output stays NCHW
+    /// (not so for a 1x1 conv with more outputs than inputs: its output
+    /// transpose costs more than the image packing it saves —
+    /// MobileNetV2's 16 -> 96 at 112 x 112 took 1.7 ms instead of 1.05).
+    pub(super) reads_only: bool,
+}
+
+/// Per node, the sides of it kept blocked (a conv reading a blocked extra
+/// finds it as that extra's producer's `output`); `conv_caps(i)`: conv
+/// node `i`'s [`Caps`].
+pub(super) fn plan(lir: &LirModule, conv_caps: &dyn Fn(usize) -> Caps) -> Vec<BlockedIo> {
     let g = &lir.graph;
+    let caps: Vec<Caps> = g
+        .ids()
+        .map(|id| {
+            if is_conv(&g.node(id).op) {
+                conv_caps(id.index())
+            } else {
+                pool_caps(lir, id)
+            }
+        })
+        .collect();
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.len()];
     for id in g.ids() {
         for &i in &g.node(id).inputs {
@@ -71,16 +94,25 @@ pub(super) fn plan(
     for id in g.ids() {
         let i = id.index();
         let r = &readers[i];
-        let blocked = blockable(i)
+        // A conv's epilogue must run blocked; a pool writes blocked only
+        // from a blocked input (its producers are planned before it):
+        // transposing an NCHW image in cost U-Net's 2x2 pools 3-6x their
+        // NCHW time, more than their readers' reorder.
+        let own = if is_conv(&g.node(id).op) {
+            epilogue_runs_blocked(lir, id)
+        } else {
+            io[i].input
+        };
+        let blocked = caps[i].output
+            && own
             && !r.is_empty()
             && r.iter()
-                .all(|&j| reads_blocked(lir, blockable, id, j).is_some())
-            && !lir.io.outputs.iter().any(|(o, _)| *o == id)
-            && epilogue_runs_blocked(lir, id);
+                .all(|&j| reads_blocked(lir, &caps, id, j).is_some())
+            && !lir.io.outputs.iter().any(|(o, _)| *o == id);
         if blocked {
             io[i].output = true;
             for &j in r {
-                if reads_blocked(lir, blockable, id, j) == Some(true) {
+                if reads_blocked(lir, &caps, id, j) == Some(true) {
                     io[j].input = true;
                 }
             }
@@ -90,7 +122,7 @@ pub(super) fn plan(
     // pay go back to NCHW, until none is left (dropping one can leave its
     // producer such a reader).
     loop {
-        let bad = (0..io.len()).find(|&j| io[j].input && !io[j].output && !reads_only(j));
+        let bad = (0..io.len()).find(|&j| io[j].input && !io[j].output && !caps[j].reads_only);
         let Some(j) = bad else {
             return io;
         };
@@ -102,44 +134,59 @@ pub(super) fn plan(
     }
 }
 
+/// True for a conv node (plain or fused).
+fn is_conv(op: &Op) -> bool {
+    matches!(op, Op::Conv { .. } | Op::FusedConv { .. })
+}
+
+/// A node other than a conv: a max pool reads and writes blocked, a
+/// spatial mean reads blocked ([`pool_blocked::takes`] /
+/// [`pool_blocked::writes`] on its static dims), anything else neither.
+fn pool_caps(lir: &LirModule, id: NodeId) -> Caps {
+    let g = &lir.graph;
+    let n = g.node(id);
+    let (Some(x), Some(y)) = (
+        n.inputs.first().and_then(|&x| g.shape(x).static_dims()),
+        n.shape.static_dims(),
+    ) else {
+        return Caps::default();
+    };
+    let dtype = g.shape(n.inputs[0]).dtype();
+    let one = n.inputs.len() == 1;
+    Caps {
+        image: one && pool_blocked::takes(&n.op, &x, &y, dtype),
+        extras: false,
+        output: one && pool_blocked::writes(&n.op, &x, &y, dtype),
+        reads_only: true,
+    }
+}
+
 /// How node `j` can read value `id` blocked: `Some(true)` as its image
 /// (a capable conv's `x`, a pool's / mean's input), `Some(false)` only as
 /// same-shape epilogue extras of a capable conv, `None` not at all.
-fn reads_blocked(
-    lir: &LirModule,
-    blockable: &dyn Fn(usize) -> bool,
-    id: NodeId,
-    j: usize,
-) -> Option<bool> {
+fn reads_blocked(lir: &LirModule, caps: &[Caps], id: NodeId, j: usize) -> Option<bool> {
     let g = &lir.graph;
     let n = g.node(NodeId(j as u32));
     let image = n.inputs.first() == Some(&id);
-    if !blockable(j) {
-        let dims = |v: NodeId| g.shape(v).static_dims();
-        let capable = n.inputs.len() == 1
-            && pool_blocked::takes(
-                &n.op,
-                &dims(id)?,
-                &dims(NodeId(j as u32))?,
-                g.shape(id).dtype(),
-            );
-        return (image && capable).then_some(true);
-    }
     let arity = match &n.op {
         Op::FusedConv { bias, .. } => rlx_ir::ops::fused_conv::conv_arity(*bias),
-        _ => n.inputs.len(),
+        Op::Conv { .. } => n.inputs.len(),
+        _ => 1,
     };
     if n.inputs[1..arity].contains(&id) {
         return None;
     }
     let in_extras = n.inputs[arity..].contains(&id);
-    if in_extras
-        && (g.shape(id).static_dims() != n.shape.static_dims()
-            || !epilogue_runs_blocked(lir, NodeId(j as u32)))
-    {
+    let extras_ok = caps[j].extras
+        && g.shape(id).static_dims() == n.shape.static_dims()
+        && epilogue_runs_blocked(lir, NodeId(j as u32));
+    if in_extras && !extras_ok {
         return None;
     }
-    (image || in_extras).then_some(image)
+    if image {
+        return caps[j].image.then_some(true);
+    }
+    in_extras.then_some(false)
 }
 
 /// True when conv `id` has whole 16-channel output blocks and no epilogue,

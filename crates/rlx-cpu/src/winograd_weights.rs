@@ -16,12 +16,15 @@
 //! with a blocked side its planned layouts. A Winograd conv of at most
 //! 128 x 128 channels and a 1x1 stride-2 conv (ResNet's downsamples) are
 //! offered to the plan too: with a side kept blocked they run the NCHWc
-//! kernel instead (`Conv2d::nchwc_wins_blocked`).
+//! kernel instead (`Conv2d::nchwc_wins_blocked`); so is a 3-channel stem
+//! conv of 64 outputs, which writes blocked on the NCHWc kernel when its
+//! reader (ResNet's max pool) reads blocked. Other stem convs get the stem
+//! kernel's packed weight ([`conv_stem::prepared_weights`]).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
 use crate::kernels::{
-    conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, winograd,
+    conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, conv_stem, winograd,
 };
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Op};
@@ -34,6 +37,8 @@ enum Form {
     PointwiseBlocked(Vec<f32>),
     /// A small-plane depthwise conv with a blocked side (plain weight).
     Depthwise,
+    /// A 3-channel stem conv ([`conv_stem::prepared_weights`]).
+    Stem(Vec<f32>),
 }
 
 /// Per node: its transformed or packed weight, when it has one.
@@ -82,8 +87,12 @@ impl WinogradWeights {
                 let (wt, dims) = (wt.as_ref()?, (&xd[..], &wd[..], &od[..]));
                 match winograd::prepared_weights(window, *groups, dims, wt) {
                     Some(u) => Some(Form::Winograd(u)),
-                    None => conv_nchwc::prepared_weights(window, *groups, dims, wt)
-                        .map(Form::Nchwc)
+                    // The stem kernel before NCHWc, as conv's own dispatch.
+                    None => conv_stem::prepared_weights(window, *groups, dims, wt)
+                        .map(Form::Stem)
+                        .or_else(|| {
+                            conv_nchwc::prepared_weights(window, *groups, dims, wt).map(Form::Nchwc)
+                        })
                         .or_else(|| {
                             conv_pointwise::prepared_weights(window, *groups, dims, wt)
                                 .map(Form::Pointwise)
@@ -103,15 +112,17 @@ impl WinogradWeights {
                     conv_depthwise_small::runs(window, *groups, (xd, wd, od))
                 })
         };
-        // Winograd / packed-GEMM convs the NCHWc kernel beats once a side
-        // is blocked: their weight packed for it, used if the plan blocks one.
+        // Winograd / packed-GEMM / stem convs the NCHWc kernel beats once a
+        // side is blocked: their weight packed for it, used if the plan
+        // blocks one.
         let mut blocked_nchwc: Vec<Option<Vec<f32>>> = convs
             .iter()
             .zip(&per_node)
             .map(|(conv, form)| {
                 let (window, groups, [xd, wd, od], wt) = conv.as_ref()?;
                 let dims = (&xd[..], &wd[..], &od[..]);
-                matches!(form, Some(Form::Winograd(_)) | None).then_some(())?;
+                let others = matches!(form, Some(Form::Winograd(_) | Form::Stem(_)) | None);
+                others.then_some(())?;
                 conv_nchwc::prepared_weights_blocked(window, *groups, dims, wt.as_ref()?)
             })
             .collect();
@@ -119,7 +130,7 @@ impl WinogradWeights {
         // GEMM takes (7 x 7 maps), which the blocked form then overrides.
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,
-            Some(Form::Winograd(_)) => blocked_nchwc[i].is_some(),
+            Some(Form::Winograd(_) | Form::Stem(_)) => blocked_nchwc[i].is_some(),
             Some(Form::Pointwise(_)) | None => {
                 depthwise(i) || blocked_1x1(i).is_some() || blocked_nchwc[i].is_some()
             }
@@ -129,7 +140,16 @@ impl WinogradWeights {
             Some((_, _, [xd, wd, od], _)) if wd[2..] == [1, 1] => od[1] <= xd[1],
             _ => true,
         };
-        let blocked = super::nchwc_layout::plan(lir, &blockable, &reads_only);
+        let caps = |i: usize| {
+            let b = blockable(i);
+            super::nchwc_layout::Caps {
+                image: b,
+                extras: b,
+                output: b,
+                reads_only: reads_only(i),
+            }
+        };
+        let blocked = super::nchwc_layout::plan(lir, &caps);
         let convs_blockable: Vec<bool> = (0..g.len()).map(blockable).collect();
         let blocked_extras: Vec<u64> = g
             .ids()
@@ -183,10 +203,11 @@ impl WinogradWeights {
         self.blocked_extras.get(node).copied().unwrap_or(0)
     }
 
-    /// True when node `node` (a pool or mean, not a conv) reads its input
-    /// blocked ([`crate::kernels::pool_blocked`]).
-    pub(super) fn pool_reads_blocked(&self, node: usize) -> bool {
-        self.blocked.get(node).is_some_and(|io| io.input) && self.per_node[node].is_none()
+    /// The layouts of node `node` (a pool or mean, not a conv) when a side
+    /// of it is blocked ([`crate::kernels::pool_blocked`]).
+    pub(super) fn pool_layout(&self, node: usize) -> Option<conv_nchwc::BlockedIo> {
+        let io = self.blocked.get(node).copied()?;
+        ((io.input || io.output) && self.per_node[node].is_none()).then_some(io)
     }
 
     /// Node `node`'s prepared weight, if it has one.
@@ -197,6 +218,7 @@ impl WinogradWeights {
             Form::Pointwise(w) => Prepared::Pointwise(w),
             Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),
             Form::Depthwise => Prepared::DepthwiseBlocked(self.blocked[node]),
+            Form::Stem(w) => Prepared::Stem(w),
         })
     }
 }

@@ -22,7 +22,11 @@
 //! transition whose input a 3x3 stride-2 conv and a 1x1 stride-2
 //! downsample both read blocked; and a 3-channel stem and max pool ahead of
 //! a block and a stage transition on a larger map (a 1x1 stride-2
-//! downsample by rows).
+//! downsample by rows). And ResNet-18's 3 -> 64 stem, max pool and a
+//! residual block at an odd size: the stem kernel writes blocked for the
+//! pool, the pool writes blocked for the block's conv and residual, and
+//! with the stem (pool) output also read by an average pool the stem
+//! (pool) writes NCHW and the pool reads (writes) it so.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -38,6 +42,7 @@ const LAYER1_LIKE: &str = include_str!("fixtures/conv_nchwc/layer1_like.json");
 const TRANSITION: &str = include_str!("fixtures/conv_nchwc/transition.json");
 const PARTIAL: &str = include_str!("fixtures/conv_nchwc/inverted_residual_partial.json");
 const STEM_STAGE: &str = include_str!("fixtures/conv_nchwc/stem_stage.json");
+const STEM_POOL_BLOCK: &str = include_str!("fixtures/conv_nchwc/stem_pool_block.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -336,7 +341,8 @@ fn resnet_like(r2_out: bool) -> CpuExecutable {
     CpuExecutable::new(lir).unwrap()
 }
 
-/// The stem-like conv writes blocked for its max pool, the second block's
+/// The stem-like conv writes blocked for its max pool, which writes
+/// blocked for the first block's conv and residual; the second block's
 /// input (read as image and as blocked residual) and both blocks' inner
 /// edges stay blocked, and the last output is pooled blocked twice; at
 /// 1-3 threads against numpy.
@@ -351,11 +357,10 @@ fn resnet_like_blocks_match_numpy() {
     for r2_out in [false, true] {
         let mut exe = resnet_like(r2_out);
         if avx512() {
-            // a -> pool, c1 -> r1, r1 -> (c3, r2's residual), c3 -> r2,
-            // r2 -> (mean, pool); the pool output m stays NCHW (read by c1
-            // and as r1's residual: the pool writes NCHW). With r2 a graph
+            // a -> pool, m -> (c1, r1's residual), c1 -> r1, r1 -> (c3,
+            // r2's residual), c3 -> r2, r2 -> (mean, pool). With r2 a graph
             // output, r2 is NCHW (its row chain gathers r1's blocked lanes).
-            assert_eq!(exe.nchwc_blocked_outputs(), if r2_out { 4 } else { 5 });
+            assert_eq!(exe.nchwc_blocked_outputs(), if r2_out { 5 } else { 6 });
         }
         for threads in 1..=3 {
             exe.limit_threads(Some(threads)).unwrap();
@@ -510,7 +515,12 @@ fn check_mean_and_pool(
 
 /// `g` with outputs the global mean of `y` and its 2x2 stride-2 max pool
 /// (ceil-mode padding), compiled.
-fn mean_and_pool(mut g: Graph, y: NodeId) -> CpuExecutable {
+fn mean_and_pool(g: Graph, y: NodeId) -> CpuExecutable {
+    mean_pool_and(g, y, &[])
+}
+
+/// [`mean_and_pool`] with `more` graph outputs after those two.
+fn mean_pool_and(mut g: Graph, y: NodeId, more: &[NodeId]) -> CpuExecutable {
     let mean = g.mean(y, &[2, 3], true);
     let window = Window {
         kernel: vec![2, 2],
@@ -519,7 +529,7 @@ fn mean_and_pool(mut g: Graph, y: NodeId) -> CpuExecutable {
         dilation: vec![1, 1],
     };
     let q = g.pool(y, PoolKind::Max, window, false);
-    g.set_outputs(vec![mean, q]);
+    g.set_outputs([mean, q].iter().chain(more).copied().collect());
     let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
     CpuExecutable::new(lir).unwrap()
 }
@@ -560,8 +570,100 @@ fn stem_and_stage_match_numpy() {
     let mut exe = stem_stage();
     if avx512() {
         // c1 -> r1, r1 -> (t, d), t -> y, d -> y's residual, y -> (mean,
-        // pool); the stem kernel writes NCHW, the pool output m too.
+        // pool); the stem of 32 outputs (not a full 4-block NCHWc tile)
+        // runs the stem kernel, NCHW, so the pool output m is NCHW too.
         assert_eq!(exe.nchwc_blocked_outputs(), 5);
     }
     check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 5], "stem and stage");
+}
+
+/// Which extra reader keeps a value of [`stem_pool_block`] NCHW.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SideOutput {
+    /// None: every edge from the stem to the block's output is blocked.
+    No,
+    /// A 64 -> 128 1x1 conv of the stem output `s`, average pooled (a
+    /// graph output): the 1x1 would read `s` blocked but write NCHW, which
+    /// does not pay, so `s` goes back to NCHW after the pool was planned
+    /// to write blocked.
+    Stem,
+    /// An average pool of the pool output `m` (a graph output).
+    Pool,
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `stem_pool_block`: ResNet-18's
+/// 3 -> 64 7x7 stride-2 stem, max pool and a residual block at 37 x 41,
+/// then the mean and max pool of the block output, and `side`'s average
+/// pool as a third output.
+fn stem_pool_block(side: SideOutput) -> CpuExecutable {
+    let mut g = Graph::new("stem_pool_block");
+    let x = g.input("x", Shape::new(&[2, 3, 37, 41], DType::F32));
+    let s = dense(&mut g, x, (3, 64, 7), 2, (111, 112));
+    let s = g.relu(s);
+    let m = g.max_pool2d(s, [3, 3], [2, 2], [1, 1]);
+    let c1 = conv3x3(&mut g, m, (64, 64), (113, 114));
+    let c1 = g.relu(c1);
+    let r1 = conv3x3(&mut g, c1, (64, 64), (115, 116));
+    let r1 = g.add(r1, m);
+    let r1 = g.relu(r1);
+    let avg = |g: &mut Graph, v, k| {
+        let window = Window {
+            kernel: vec![k, k],
+            stride: vec![k, k],
+            padding: vec![(0, 0); 2],
+            dilation: vec![1, 1],
+        };
+        g.pool(v, PoolKind::Avg, window, false)
+    };
+    let more = match side {
+        SideOutput::No => vec![],
+        SideOutput::Stem => {
+            let e = dense(&mut g, s, (64, 128, 1), 1, (117, 118));
+            vec![avg(&mut g, e, 4)]
+        }
+        SideOutput::Pool => vec![avg(&mut g, m, 2)],
+    };
+    mean_pool_and(g, r1, &more)
+}
+
+/// The stem (on the NCHWc kernel) writes its 64 channels blocked for the
+/// max pool, which writes blocked for the block's conv and residual; with
+/// the stem output also read by a 1x1 conv that must not read it blocked,
+/// the stem writes NCHW and the pool transposes it in, and with the pool
+/// output also read by an average pool the pool writes NCHW. At 1-3
+/// threads against numpy.
+#[test]
+fn stem_pool_block_matches_numpy() {
+    let fx: Value = serde_json::from_str(STEM_POOL_BLOCK).unwrap();
+    let xs: Vec<f32> = values(2 * 3 * 37 * 41, 110)
+        .iter()
+        .map(|v| v * 16.0)
+        .collect();
+    let x = HostTensor::from_slice(&xs, &[2, 3, 37, 41]).unwrap();
+    for side in [SideOutput::No, SideOutput::Stem, SideOutput::Pool] {
+        let mut exe = stem_pool_block(side);
+        if avx512() {
+            // s -> pool, m -> (c1, r1's residual), c1 -> r1, r1 -> (mean,
+            // pool); less the side output's producer.
+            let want = if side == SideOutput::No { 4 } else { 3 };
+            assert_eq!(exe.nchwc_blocked_outputs(), want, "{side:?}");
+        }
+        let name = format!("stem, pool and block, {side:?}");
+        check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 6], &name);
+        let (key, dims) = match side {
+            SideOutput::No => continue,
+            SideOutput::Stem => ("a", [2, 128, 4, 5]),
+            SideOutput::Pool => ("b", [2, 64, 5, 5]),
+        };
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            assert_eq!(out[2].dims(), &dims);
+            assert_close(
+                &out[2].to_vec::<f32>().unwrap(),
+                &floats(&fx[key]),
+                &format!("{name}, average pool, threads {threads}"),
+            );
+        }
+    }
 }

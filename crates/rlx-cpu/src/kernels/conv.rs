@@ -319,6 +319,9 @@ pub(crate) enum Prepared<'a> {
     /// planes over 28 x 28 in row bands) with `x` / `y` in the layouts the
     /// executor planned (the weight is plain).
     DepthwiseBlocked(super::conv_nchwc::BlockedIo),
+    /// A 3-channel stem weight packed for the stem kernel
+    /// ([`super::conv_stem::prepared_weights`]).
+    Stem(&'a [f32]),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -393,6 +396,18 @@ fn conv_real<T: GemmFloat>(
         let (x, wt) = (ins[0].slice::<f32>(), ins[1].slice::<f32>());
         let bias = ins.get(2).map(|b| b.slice::<f32>());
         return g2.depthwise_small(x, wt, bias, out.slice::<f32>(), epi, io);
+    }
+    if let Some(Prepared::Stem(wp)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) =
+            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.takes_stem_weights(wp.len()))
+        else {
+            return Err(fail!(
+                "conv: a stem weight on a conv the stem kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.stem_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
     }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());

@@ -193,10 +193,13 @@ impl Conv2d {
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
         let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
         let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1);
-        self.is_nchwc_shape()
-            && self.c.is_multiple_of(BLOCK)
+        let whole = self.c.is_multiple_of(BLOCK)
             && self.o.is_multiple_of(BLOCK)
-            && (thin_winograd || strided_1x1)
+            && (thin_winograd || strided_1x1);
+        // A stem writing blocked (MLAS's NCHWc conv of an NCHW image) in
+        // full 4-block tiles: ResNet's 3 -> 64 7x7 stride 2.
+        let stem = self.stem_wins() && self.o.is_multiple_of(4 * BLOCK);
+        self.is_nchwc_shape() && (whole || stem)
     }
 
     /// True when `len` packed floats fit this conv ([`packed_len`]).
@@ -1026,7 +1029,7 @@ unsafe fn transpose_store(
 /// AVX-512 F present; `cols.end <= pl + w`, `cols.end * 16 <= row.len()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn reorder_row16(
+pub(super) unsafe fn reorder_row16(
     xn: &[f32],
     (h, w): (usize, usize),
     chans: std::ops::Range<usize>,

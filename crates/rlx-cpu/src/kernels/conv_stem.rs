@@ -16,8 +16,14 @@
 //! Each image is copied once per call into a zero-padded buffer, at stride
 //! 2 split into even and odd columns (`[c][hp][s][wq]`, as the direct
 //! kernel's), so every tap of an output row is a contiguous run; the
-//! weight is packed `[O/8][C][kh][kw][8]` per call (`conv_direct`'s
-//! `pack_weights`: 2-9 K floats). Each output row gets the row-chain
+//! weight is packed `[O/8][C][kh][kw][8]` (`conv_direct`'s
+//! `pack_weights`: 2-9 K floats), once when the executable is built for a
+//! constant weight (`winograd_weights.rs`), per call otherwise. Output is
+//! NCHW: a stem whose output the layout plan keeps blocked (ResNet's 3 ->
+//! 64 7x7 for its max pool) runs the NCHWc kernel instead, whose tile has
+//! output channels in the lanes (`Conv2d::nchwc_wins_blocked`; storing
+//! this kernel's tiles blocked through 16 x 16 transposes cost 25-40 %
+//! more than its NCHW rows). Each output row gets the row-chain
 //! epilogue (ReLU, Clip, residual) right after its tiles; any other
 //! epilogue (SiLU) runs per image on whole planes.
 
@@ -87,6 +93,12 @@ impl Conv2d {
         self.is_stem_shape() && self.oh * self.ow >= 16 * 16
     }
 
+    /// True when `len` floats are this conv's packed stem weight
+    /// ([`prepared_weights`]).
+    pub(super) fn takes_stem_weights(&self, len: usize) -> bool {
+        self.is_stem_shape() && len == self.o * STEM_C * self.kh * self.kw
+    }
+
     fn stem_padded(&self) -> Padded {
         let s = self.s.0;
         Padded {
@@ -109,6 +121,27 @@ impl Conv2d {
         if !self.is_stem_shape() {
             return Err(fail!("conv: the stem kernel does not take this conv"));
         }
+        let mut wp = PACKED.take();
+        pack_weights(wt, self.o, STEM_C, self.kh * self.kw, &mut wp);
+        let r = self.stem_packed(x, &wp, bias, y, epi);
+        PACKED.set(wp);
+        r
+    }
+
+    /// [`Self::stem`] on a weight packed once ([`prepared_weights`]).
+    pub(super) fn stem_packed(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+    ) -> KernelResult {
+        if !self.takes_stem_weights(wp.len()) {
+            return Err(fail!(
+                "conv: the stem kernel does not take this conv or weight"
+            ));
+        }
         let (pin, pout) = (self.h * self.w, self.oh * self.ow);
         if self.batch == 0 {
             return Ok(());
@@ -117,8 +150,6 @@ impl Conv2d {
         let mut xb = PADDED.take();
         xb.clear();
         xb.resize(STEM_C * lay.channel(), 0.0);
-        let mut wp = PACKED.take();
-        pack_weights(wt, self.o, STEM_C, self.kh * self.kw, &mut wp);
         let offs: Vec<usize> = (0..self.kh)
             .flat_map(|ky| {
                 (0..self.kw).map(move |kx| (ky * lay.s + kx % lay.s) * lay.wq + kx / lay.s)
@@ -151,7 +182,7 @@ impl Conv2d {
                 g: self,
                 lay,
                 xb: &xb,
-                wp: &wp,
+                wp,
                 bias,
                 offs: &offs,
             };
@@ -164,13 +195,11 @@ impl Conv2d {
             if let Some(epi) = epi.filter(|_| chain.is_none()) {
                 if let Err(e) = epi.apply(yn, n, 0..self.o) {
                     PADDED.set(xb);
-                    PACKED.set(wp);
                     return Err(e);
                 }
             }
         }
         PADDED.set(xb);
-        PACKED.set(wp);
         Ok(())
     }
 
@@ -375,10 +404,28 @@ unsafe fn tile<const NV: usize>(_: &Tile) {
     unreachable!("the stem kernel is routed on AVX-512 only")
 }
 
+/// The packed weight (`[O/8][3][kh][kw][8]`) of a conv the stem kernel
+/// runs ([`Conv2d::stem_wins`]), for the executor to prepare once (`x`,
+/// `w`, `out`: static dims), or `None`.
+pub(crate) fn prepared_weights(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    wt: &[f32],
+) -> Option<Vec<f32>> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
+    (valid && g2.stem_wins()).then(|| {
+        let mut wp = Vec::new();
+        pack_weights(wt, g2.o, STEM_C, g2.kh * g2.kw, &mut wp);
+        wp
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::kernels::conv2d::Conv2d;
-    use crate::kernels::conv_nchwc;
+    use crate::kernels::conv_nchwc::{self, BlockedIo};
 
     fn geom(c: usize, o: usize, (h, w): (usize, usize), k: usize, s: usize) -> Conv2d {
         let out = |len: usize| (len + 2 * (k / 2) - k) / s + 1;
@@ -496,9 +543,9 @@ mod tests {
     }
 
     /// GFLOP/s of the CNN set's stems through this kernel next to the
-    /// NCHWc kernel (weight packed once) and the direct AVX2 kernel, the
-    /// paths they took before, 1 thread, median of 21 warm calls: the
-    /// measurement behind [`Conv2d::stem_wins`]. Run with `chrt -f 10
+    /// NCHWc kernel (weight packed once; NCHW and blocked output) and the
+    /// direct AVX2 kernel, the paths they took before, 1 thread, median of
+    /// 21 warm calls: the measurement behind [`Conv2d::stem_wins`]. Run with `chrt -f 10
     /// cargo test --release -p rlx-cpu --lib stem_vs_current_paths --
     /// --ignored --nocapture`.
     #[test]
@@ -528,14 +575,22 @@ mod tests {
                 let stem = median_secs(|| g.stem(&x, &wt, None, &mut y, None).unwrap());
                 let nchwc = median_secs(|| g.nchwc_packed(&x, &wp, None, &mut y, None).unwrap());
                 let direct = median_secs(|| g.direct(&x, &wt, &mut y, None).unwrap());
+                // Output blocked (the layout plan's stem -> max pool).
+                let out = BlockedIo {
+                    input: false,
+                    output: true,
+                };
+                let nchwc_blocked =
+                    median_secs(|| g.nchwc_packed_io(&x, &wp, None, &mut y, None, out).unwrap());
                 println!(
-                    "b{n} {c} -> {o} {}x{} k{k} s{s}: stem {:.3} ms ({:.1} GFLOP/s), nchwc {:.3} ms, direct {:.3} ms",
+                    "b{n} {c} -> {o} {}x{} k{k} s{s}: stem {:.3} ms ({:.1} GFLOP/s), nchwc {:.3} ms, direct {:.3} ms, nchwc writing blocked {:.3} ms",
                     hw.0,
                     hw.1,
                     stem * 1e3,
                     flops / stem / 1e9,
                     nchwc * 1e3,
                     direct * 1e3,
+                    nchwc_blocked * 1e3,
                 );
             }
         });

@@ -55,7 +55,7 @@ pub(crate) mod conv_pointwise;
 pub(crate) mod conv_pointwise_blocked;
 #[cfg(test)]
 mod conv_roofline;
-mod conv_stem;
+pub(crate) mod conv_stem;
 mod conv_transpose;
 mod conv_transpose_up2;
 pub(crate) mod elementwise;

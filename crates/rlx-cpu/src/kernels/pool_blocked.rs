@@ -1,27 +1,38 @@
-//! Max pooling and global average pooling of an image in the NCHWc
-//! blocked layout `[N][C/16][H][W][16]` (planned by `nchwc_layout.rs`:
-//! ResNet's stem conv -> max-pool and last conv -> global average pool),
-//! as ONNX Runtime's NCHWc MaxPool / GlobalAveragePool: 16 channels in the
-//! lanes, one 16-lane max per tap. The output is NCHW (`[N][C][oh][ow]`;
-//! a global pool's `[N][C][1][1]` is the same bytes in either layout).
+//! Max pooling and global average pooling with the NCHWc blocked layout
+//! `[N][C/16][H][W][16]` on a side (planned by `nchwc_layout.rs`:
+//! ResNet's stem conv -> max pool -> layer 1, and last conv -> global
+//! average pool), as ONNX Runtime's NCHWc MaxPool / GlobalAveragePool: 16
+//! channels in the lanes, one 16-lane max per tap. A max pool reads its
+//! image blocked or NCHW (each 16-plane block transposed into a blocked
+//! scratch copy first) and writes blocked or NCHW ([`BlockedIo`]); a
+//! mean reads blocked (its `[N][C][1][1]` output is the same bytes in
+//! either layout).
 //!
 //! Same values as the NCHW kernels: the max is `pool.rs`'s step (NaN
 //! sticks, padding never wins, an all-padding window is -inf); the mean
 //! sums each channel's pixels in order in f64 and divides once, as
 //! `reduce.rs`'s contiguous mean, so the same bits.
 
+use super::conv_nchwc::BlockedIo;
 use super::{KernelResult, View, ViewMut};
 use crate::team;
 use rlx_ir::op::{PoolKind, ReduceOp};
 use rlx_ir::ops::conv::window_out_len;
 use rlx_ir::{DType, Op};
+use std::cell::Cell;
 
 /// Channels per block.
 const LANES: usize = 16;
 
-/// True when [`run`] takes `op` on an f32 input of dims `x` (read
-/// blocked) giving `y`: a 2-D max pool, or a mean over both spatial axes
-/// of a 4-D tensor, with whole 16-channel blocks.
+thread_local! {
+    /// The calling thread's blocked copy of one NCHW block, reused.
+    static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// True when [`run`] takes `op` on an f32 input of dims `x` giving `y`
+/// with a blocked side: a 2-D max pool (either side blocked), or a mean
+/// over both spatial axes of a 4-D tensor (read blocked), with whole
+/// 16-channel blocks.
 pub(crate) fn takes(op: &Op, x: &[usize], y: &[usize], dtype: DType) -> bool {
     let whole = dtype == DType::F32 && x.len() == 4 && x[1] > 0 && x[1].is_multiple_of(LANES);
     whole
@@ -40,11 +51,28 @@ pub(crate) fn takes(op: &Op, x: &[usize], y: &[usize], dtype: DType) -> bool {
         }
 }
 
-/// `op` ([`takes`]) on the blocked image `ins[0]` into the NCHW `out`.
-pub(crate) fn run(op: &Op, ins: &[View], out: &mut ViewMut) -> KernelResult {
+/// True when [`run`] can write `op`'s output blocked: a max pool it
+/// [`takes`] (a mean's output is the same bytes in either layout).
+pub(crate) fn writes(op: &Op, x: &[usize], y: &[usize], dtype: DType) -> bool {
+    matches!(op, Op::Pool { .. }) && takes(op, x, y, dtype)
+}
+
+/// `op` ([`takes`]) on the image `ins[0]` into `out`, each in the layout
+/// `io` names (at least one side blocked; a mean reads blocked).
+pub(crate) fn run(op: &Op, io: BlockedIo, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let [x] = ins else {
         return Err(fail!("blocked pool takes 1 input, given {}", ins.len()));
     };
+    let sides_ok = match op {
+        Op::Pool { .. } => io.input || io.output,
+        _ => io.input && !io.output,
+    };
+    if !sides_ok {
+        return Err(fail!(
+            "blocked pool: {} with layouts {io:?} has no blocked side it can run",
+            op.mnemonic()
+        ));
+    }
     if !takes(op, x.dims, out.dims, x.dtype) || out.dtype != DType::F32 {
         return Err(fail!(
             "blocked pool: {} of {:?} {:?} into {:?} {:?} is not a max pool or spatial mean over whole 16-channel blocks",
@@ -63,7 +91,7 @@ pub(crate) fn run(op: &Op, ins: &[View], out: &mut ViewMut) -> KernelResult {
     match op {
         Op::Pool { window, .. } => {
             let g = Geom::new(window, x.dims, y_dims)?;
-            max_pool(&g, xs, ys);
+            max_pool(&g, io, xs, ys);
             Ok(())
         }
         _ => {
@@ -132,39 +160,67 @@ impl Geom {
 }
 
 /// Max pool of every `[C/16]` block of every image, one part per
-/// (image, block) over the team.
-fn max_pool(g: &Geom, x: &[f32], y: &mut [f32]) {
+/// (image, block) over the team. A block's 16 channels take the same
+/// range of `x` / `y` in either layout (`[16][h][w]` or `[h][w][16]`).
+fn max_pool(g: &Geom, io: BlockedIo, x: &[f32], y: &mut [f32]) {
     let (pin, pout) = (g.h * g.w, g.oh * g.ow);
     let blocks = x.len() / (pin * LANES).max(1);
     let shared = team::Disjoint::new(y);
     team::parallel_for(blocks, |b| {
         let src = &x[b * pin * LANES..][..pin * LANES];
-        // SAFETY: part `b` owns the 16 output planes of its block.
+        // SAFETY: part `b` owns the 16 output channels of its block.
         let dst = unsafe { shared.range(b * LANES * pout..(b + 1) * LANES * pout) };
-        block_max(g, src, dst);
+        if io.input {
+            block_max(g, src, dst, io.output);
+            return;
+        }
+        let mut blocked = SCRATCH.take();
+        blocked.resize(pin * LANES, 0.0);
+        to_blocked(src, g.h, g.w, &mut blocked);
+        block_max(g, &blocked, dst, io.output);
+        SCRATCH.set(blocked);
     });
 }
 
-/// One block: `src` `[h][w][16]` into the 16 planes `dst` `[16][oh][ow]`.
-fn block_max(g: &Geom, src: &[f32], dst: &mut [f32]) {
+/// The 16 planes `planes` (`[16][h][w]`) as `[h][w][16]` in `out`.
+fn to_blocked(planes: &[f32], h: usize, w: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        for (ir, row) in out.chunks_exact_mut(w * LANES).enumerate() {
+            // SAFETY: AVX-512 F present; the runs read are row `ir` of
+            // the 16 planes, the stores the `w` pixels of `row`.
+            unsafe { super::conv_nchwc::reorder_row16(planes, (h, w), 0..LANES, ir, row, 0..w, 0) };
+        }
+        return;
+    }
+    for (p, px) in out.chunks_exact_mut(LANES).enumerate() {
+        px.iter_mut()
+            .enumerate()
+            .for_each(|(l, v)| *v = planes[l * h * w + p]);
+    }
+}
+
+/// One block: `src` `[h][w][16]` into `dst`, `[oh][ow][16]` when
+/// `blocked_out`, else the 16 planes `[16][oh][ow]`.
+fn block_max(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f")]
-        unsafe fn wide(g: &Geom, src: &[f32], dst: &mut [f32]) {
-            body(g, src, dst)
+        unsafe fn wide(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
+            body(g, src, dst, blocked_out)
         }
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 F.
-            return unsafe { wide(g, src, dst) };
+            return unsafe { wide(g, src, dst, blocked_out) };
         }
     }
-    body(g, src, dst)
+    body(g, src, dst, blocked_out)
 }
 
 /// [`block_max`]'s loops (16-lane arrays: one vector max per tap; the
 /// taps of each output clipped to the image once, so no padding test).
 #[inline(always)]
-fn body(g: &Geom, src: &[f32], dst: &mut [f32]) {
+fn body(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
     let pout = g.oh * g.ow;
     let range = |o: usize, s: usize, d: usize, p: usize, k: usize, n: usize| {
         let mut taps = Geom::taps(o, s, d, p, k, n);
@@ -193,6 +249,13 @@ fn body(g: &Geom, src: &[f32], dst: &mut [f32]) {
                 }
             }
             *acc = a;
+        }
+        if blocked_out {
+            let out = &mut dst[oh * g.ow * LANES..][..g.ow * LANES];
+            out.chunks_exact_mut(LANES)
+                .zip(&row)
+                .for_each(|(o, acc)| o.copy_from_slice(acc));
+            continue;
         }
         for (l, plane) in dst.chunks_exact_mut(pout).enumerate() {
             let out = &mut plane[oh * g.ow..][..g.ow];
@@ -251,8 +314,13 @@ mod tests {
             dtype: DType::F32,
             bytes: xb,
         }];
+        let io = BlockedIo {
+            input: true,
+            output: false,
+        };
         run(
             op,
+            io,
             &ins,
             &mut ViewMut {
                 dims: y,
