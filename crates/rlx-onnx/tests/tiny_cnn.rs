@@ -116,3 +116,34 @@ fn wide_conv_batch_norm_fold_matches_onnx_runtime() {
     let got: Vec<f32> = out[0].to_vec().unwrap();
     assert_close(&got, &want);
 }
+
+/// A model file over 64 KiB with its weights stored in it, against ONNX
+/// Runtime's output (`tools/gen_large_file_fixture.py`): the file is read
+/// into a huge-page mapping, its two conv + batch norm pairs fold into
+/// mapped weights the CPU backend uses in place, and the last conv's
+/// weight is a slice of the file. Loaded from the file and from a copy of
+/// its bytes (no mapping), without the compile cache: both must match.
+#[test]
+fn large_file_matches_onnx_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    let path = dir.join("large_file.onnx");
+    let x = HostTensor::from_vec(f32s("large_input.bin"), &[1, 32, 8, 8]).unwrap();
+    let want = f32s("large_output.bin");
+    let opts = || rlx_onnx::OnnxOptions::default().compile_cache(false);
+    let bytes = std::fs::read(&path).unwrap();
+    let models = [
+        OnnxModel::load_with(&path, Device::Cpu, opts()).unwrap(),
+        OnnxModel::from_bytes_with(&bytes, None, Device::Cpu, opts()).unwrap(),
+    ];
+    for mut model in models {
+        let text = model.graph_text().unwrap();
+        assert!(
+            !text.contains("sqrt"),
+            "a batch norm was not folded:\n{text}"
+        );
+        for _ in 0..2 {
+            let out = model.run(&[("input", &x)]).unwrap();
+            assert_close(&out[0].to_vec::<f32>().unwrap(), &want);
+        }
+    }
+}
