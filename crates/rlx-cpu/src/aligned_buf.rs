@@ -93,7 +93,7 @@ impl AlignedBuf {
     /// A constant's bytes: shared when they start 64-byte aligned (no
     /// copy), else copied ([`AlignedBuf::from_bytes`]).
     pub(crate) fn constant(bytes: &ConstBytes) -> AlignedBuf {
-        if (bytes.as_ptr() as usize) % ALIGN != 0 {
+        if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
             return AlignedBuf::from_bytes(bytes);
         }
         AlignedBuf {
