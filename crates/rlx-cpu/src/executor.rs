@@ -4,6 +4,7 @@
 //! (`MemoryPlan::runs_nothing`: views, and joined concats whose parts'
 //! kernels already wrote into the concat's slot) are skipped.
 
+use crate::aligned_buf::AlignedBuf;
 use crate::kernels::{self, control, run_node, View, ViewMut};
 use crate::profile::Profile;
 use rlx_compile::LirModule;
@@ -21,107 +22,6 @@ mod packed_weights;
 mod param_update;
 #[path = "winograd_weights.rs"]
 mod winograd_weights;
-
-/// A 64-byte aligned byte buffer: blocks on the heap, or for a large
-/// zeroed one (an arena) an anonymous mapping, whose pages the OS zeroes
-/// when first touched: a memset of a batch-8 network's arena was most of
-/// its compile time.
-struct AlignedBuf {
-    backing: Backing,
-    len: usize,
-}
-
-enum Backing {
-    Blocks(Vec<Block>),
-    Mapped(memmap2::MmapMut),
-}
-
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Block([u8; 64]);
-
-/// Zeroed buffers from this size up are mapped rather than allocated.
-const MAP_FROM: usize = 1 << 20;
-
-impl Clone for AlignedBuf {
-    fn clone(&self) -> AlignedBuf {
-        AlignedBuf::from_bytes(self.bytes())
-    }
-}
-
-impl AlignedBuf {
-    fn zeroed(len: usize) -> AlignedBuf {
-        if len >= MAP_FROM {
-            // Page-aligned (so 64-byte aligned); a failed mapping falls
-            // back to the heap.
-            if let Ok(m) = memmap2::MmapMut::map_anon(len) {
-                // Huge pages where the OS has them: 512x fewer first-touch
-                // faults, and fewer TLB misses on every run.
-                #[cfg(target_os = "linux")]
-                let _ = m.advise(memmap2::Advice::HugePage);
-                return AlignedBuf {
-                    backing: Backing::Mapped(m),
-                    len,
-                };
-            }
-        }
-        AlignedBuf {
-            backing: Backing::Blocks(vec![Block([0; 64]); len.div_ceil(64)]),
-            len,
-        }
-    }
-    /// A copy of `b` (not zeroed first: a model's constants are tens of
-    /// megabytes, and a zero pass over them cost as much as the copy).
-    fn from_bytes(b: &[u8]) -> AlignedBuf {
-        let n = b.len().div_ceil(64);
-        let mut blocks: Vec<Block> = Vec::with_capacity(n);
-        // SAFETY: the capacity holds `n` blocks = `n * 64 >= b.len()` bytes;
-        // the first `b.len()` are copied from `b` and the rest zeroed before
-        // the length is set, and a `Block` is plain bytes.
-        unsafe {
-            let dst = blocks.as_mut_ptr() as *mut u8;
-            std::ptr::copy_nonoverlapping(b.as_ptr(), dst, b.len());
-            std::ptr::write_bytes(dst.add(b.len()), 0, n * 64 - b.len());
-            blocks.set_len(n);
-        }
-        AlignedBuf {
-            backing: Backing::Blocks(blocks),
-            len: b.len(),
-        }
-    }
-    fn bytes(&self) -> &[u8] {
-        match &self.backing {
-            // SAFETY: blocks are plain bytes; len <= blocks.len() * 64.
-            Backing::Blocks(b) => unsafe {
-                std::slice::from_raw_parts(b.as_ptr() as *const u8, self.len)
-            },
-            Backing::Mapped(m) => &m[..self.len],
-        }
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        match &mut self.backing {
-            // SAFETY: as above, with a unique borrow.
-            Backing::Blocks(b) => unsafe {
-                std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u8, self.len)
-            },
-            Backing::Mapped(m) => &mut m[..self.len],
-        }
-    }
-    fn base(&mut self) -> *mut u8 {
-        match &mut self.backing {
-            Backing::Blocks(b) => b.as_mut_ptr() as *mut u8,
-            Backing::Mapped(m) => m.as_mut_ptr(),
-        }
-    }
-    /// The start of the bytes, for kernels that write through a shared
-    /// borrow of the executable (each to its own planned slot).
-    fn base_ptr(&self) -> *mut u8 {
-        match &self.backing {
-            Backing::Blocks(b) => b.as_ptr() as *mut u8,
-            Backing::Mapped(m) => m.as_ptr() as *mut u8,
-        }
-    }
-}
 
 /// Where a node's value lives at run time.
 #[derive(Clone, Copy)]
@@ -278,7 +178,8 @@ impl CpuExecutable {
                         .expect("param in manifest"),
                 ),
                 Op::Constant { bytes } => {
-                    constants.push(AlignedBuf::from_bytes(bytes));
+                    // Shared, not copied, where aligned (a folded weight's mapping).
+                    constants.push(AlignedBuf::constant(bytes));
                     Loc::Constant(constants.len() - 1)
                 }
                 _ => {
@@ -301,6 +202,7 @@ impl CpuExecutable {
             bind_caller_tensors(&lir, &mut locs);
         }
         let winograd = winograd_weights::WinogradWeights::plan(&lir, &locs, &constants);
+        let packing = packed_weights::Packing::plan(&lir, |n| winograd.overrides_packing(n));
         let mut exec = CpuExecutable {
             bound: Bound {
                 inputs: vec![false; lir.io.inputs.len()],
@@ -312,7 +214,7 @@ impl CpuExecutable {
             locs,
             dims,
             control: programs,
-            packing: packed_weights::Packing::plan(&lir),
+            packing,
             winograd,
             lir,
             profile: Profile::from_env(),

@@ -7,6 +7,7 @@
 //! Kernels live in [`kernels`], one module per op family.
 #![deny(missing_docs)]
 
+mod aligned_buf;
 mod executor;
 pub mod kernels;
 mod profile;

@@ -94,7 +94,12 @@ fn weight_layout(
 }
 
 impl Packing {
-    pub(super) fn plan(lir: &LirModule) -> Packing {
+    /// The packing of `lir`'s weights. A node `elsewhere` says runs on a
+    /// weight prepared in another form (the NCHWc layout's,
+    /// [`super::winograd_weights`]) reads no panels, so it neither asks for
+    /// its weight to be packed nor forbids it: a constant only such nodes
+    /// read stays plain and shared (packing it would copy it for nothing).
+    pub(super) fn plan(lir: &LirModule, elsewhere: impl Fn(usize) -> bool) -> Packing {
         let g = &lir.graph;
         let params = &lir.io.params;
         let disabled = rlx_ir::env::vars::CPU_PACK_WEIGHTS.get().ok().flatten() == Some(false);
@@ -152,9 +157,13 @@ impl Packing {
                 .map(|&s| weight_layout(&n.op, s, dims, &out))
                 .collect();
             let shapes_ok = wanted.iter().all(Option::is_some);
+            let prepared_elsewhere = elsewhere(id.index());
             for (pos, &input) in n.inputs.iter().enumerate() {
                 let Some(p) = param_of(input) else { continue };
                 let slot = slots.iter().position(|&s| s == pos);
+                if prepared_elsewhere && slot.is_some() {
+                    continue;
+                }
                 let layout = slot.and_then(|i| wanted[i]);
                 match layout.filter(|_| f32_node && all_params && shapes_ok) {
                     Some(l) if layouts[p].is_none_or(|had| had == l) => {
@@ -213,19 +222,6 @@ impl Packing {
     }
 }
 
-/// The f32s of `buf`.
-pub(super) fn f32s(buf: &AlignedBuf) -> &[f32] {
-    let bytes = buf.bytes();
-    // SAFETY: the buffer is 64-byte aligned and holds `len / 4` f32s' bytes.
-    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) }
-}
-
-fn f32s_mut(buf: &mut AlignedBuf) -> &mut [f32] {
-    let len = buf.len / 4;
-    // SAFETY: the buffer is 64-byte aligned and holds `len` f32s' bytes.
-    unsafe { std::slice::from_raw_parts_mut(buf.base() as *mut f32, len) }
-}
-
 impl CpuExecutable {
     /// The buffer of weight source `s`, when this executable alone holds
     /// it (a param shared with another executable is left alone).
@@ -245,7 +241,7 @@ impl CpuExecutable {
         let Some(buf) = self.source_buf(s) else {
             return false;
         };
-        layout.permute_in_place(f32s_mut(buf), nr, pack);
+        layout.permute_in_place(buf.f32s_mut(), nr, pack);
         self.packing.packed[s] = pack;
         true
     }
@@ -300,7 +296,7 @@ impl CpuExecutable {
         }
         let nr = self.packing.panel.expect("packed with a panel width");
         let layout = self.packing.layouts[p].expect("a packed weight has a layout");
-        let mut plain = f32s(buf).to_vec();
+        let mut plain = buf.f32s().to_vec();
         layout.permute_in_place(&mut plain, nr, false);
         Some(crate::kernels::f32_bytes(&plain).to_vec())
     }

@@ -32,7 +32,7 @@ use rlx_ir::{DType, Op};
 /// One conv's weight in the form its kernel reads.
 enum Form {
     Winograd(Vec<f32>),
-    Nchwc(Vec<f32>),
+    Nchwc(AlignedBuf),
     Pointwise(Vec<f32>),
     PointwiseBlocked(Vec<f32>),
     /// A small-plane depthwise conv with a blocked side (plain weight).
@@ -74,7 +74,7 @@ impl WinogradWeights {
                 let dims = |i: rlx_ir::NodeId| g.shape(i).static_dims();
                 let (xd, wd, od) = (dims(x)?, dims(w)?, n.shape.static_dims()?);
                 let wt = match locs[w.index()] {
-                    Loc::Constant(c) => Some(super::packed_weights::f32s(&constants[c])),
+                    Loc::Constant(c) => Some(constants[c].f32s()),
                     _ => None,
                 };
                 Some((window, *groups, [xd, wd, od], wt))
@@ -113,26 +113,32 @@ impl WinogradWeights {
                 })
         };
         // Winograd / packed-GEMM / stem convs the NCHWc kernel beats once a
-        // side is blocked: their weight packed for it, used if the plan
-        // blocks one.
-        let mut blocked_nchwc: Vec<Option<Vec<f32>>> = convs
+        // side is blocked: their weight is packed for it if the plan blocks
+        // one (only then: it is most of ResNet-18's weights).
+        let blocked_nchwc: Vec<bool> = convs
             .iter()
             .zip(&per_node)
             .map(|(conv, form)| {
-                let (window, groups, [xd, wd, od], wt) = conv.as_ref()?;
+                let Some((window, groups, [xd, wd, od], Some(wt))) = conv else {
+                    return false;
+                };
                 let dims = (&xd[..], &wd[..], &od[..]);
                 let others = matches!(form, Some(Form::Winograd(_) | Form::Stem(_)) | None);
-                others.then_some(())?;
-                conv_nchwc::prepared_weights_blocked(window, *groups, dims, wt.as_ref()?)
+                others && conv_nchwc::runs_blocked(window, *groups, dims, wt.len())
             })
             .collect();
+        let pack_blocked = |i: usize| {
+            let (window, groups, [xd, wd, od], wt) = convs[i].as_ref()?;
+            let dims = (&xd[..], &wd[..], &od[..]);
+            conv_nchwc::prepared_weights_blocked(window, *groups, dims, wt.as_ref()?)
+        };
         // 1x1 convs: those of the NCHW 1x1 kernel and those the packed-weight
         // GEMM takes (7 x 7 maps), which the blocked form then overrides.
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,
-            Some(Form::Winograd(_) | Form::Stem(_)) => blocked_nchwc[i].is_some(),
+            Some(Form::Winograd(_) | Form::Stem(_)) => blocked_nchwc[i],
             Some(Form::Pointwise(_)) | None => {
-                depthwise(i) || blocked_1x1(i).is_some() || blocked_nchwc[i].is_some()
+                depthwise(i) || blocked_1x1(i).is_some() || blocked_nchwc[i]
             }
             _ => false,
         };
@@ -170,7 +176,7 @@ impl WinogradWeights {
             if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
                 continue;
             }
-            if let Some(w) = blocked_nchwc[i].take() {
+            if let Some(w) = blocked_nchwc[i].then(|| pack_blocked(i)).flatten() {
                 per_node[i] = Some(Form::Nchwc(w));
             } else if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
                 per_node[i] = match blocked_1x1(i) {
@@ -214,7 +220,7 @@ impl WinogradWeights {
     pub(super) fn of(&self, node: usize) -> Option<Prepared<'_>> {
         Some(match self.per_node.get(node)?.as_ref()? {
             Form::Winograd(u) => Prepared::Winograd(u),
-            Form::Nchwc(w) => Prepared::Nchwc(w, self.blocked[node]),
+            Form::Nchwc(w) => Prepared::Nchwc(w.f32s(), self.blocked[node]),
             Form::Pointwise(w) => Prepared::Pointwise(w),
             Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),
             Form::Depthwise => Prepared::DepthwiseBlocked(self.blocked[node]),

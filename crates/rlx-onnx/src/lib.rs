@@ -24,6 +24,7 @@
 pub mod compile_cache;
 pub mod conformance;
 mod error;
+mod huge_pages;
 pub mod import;
 mod model;
 pub mod narrow;

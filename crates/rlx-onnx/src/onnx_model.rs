@@ -139,7 +139,7 @@ impl OnnxModel {
                 return OnnxModel::from_proto(proto, Some(key), Some(base), device, options);
             }
         }
-        let bytes = Bytes::from(read_file(path)?);
+        let bytes = read_file(path)?;
         OnnxModel::from_shared_bytes(bytes, Some(base), device, options)
     }
 

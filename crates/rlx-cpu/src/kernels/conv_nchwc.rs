@@ -45,6 +45,7 @@
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::{KernelResult, View};
+use crate::aligned_buf::AlignedBuf;
 use crate::team;
 use rlx_ir::op::ChainStep;
 use std::cell::Cell;
@@ -76,10 +77,17 @@ pub(crate) fn packed_len(o: usize, c: usize, kh: usize, kw: usize) -> usize {
 /// Packs OIhw `wt` (`[o, c, kh, kw]`) into `out` as
 /// `[o/16][c/16][kh][kw][ic rows][16 oc]` ([`ic_rows`]: 16, or `c` below
 /// 16), zeros past `o` and `c`.
-pub(crate) fn pack(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out: &mut Vec<f32>) {
-    let (cb, taps, rows) = (c.div_ceil(BLOCK), kh * kw, ic_rows(c));
+pub(crate) fn pack(wt: &[f32], dims: (usize, usize, usize, usize), out: &mut Vec<f32>) {
+    let (o, c, kh, kw) = dims;
     out.clear();
     out.resize(packed_len(o, c, kh, kw), 0.0);
+    pack_into(wt, dims, out);
+}
+
+/// [`pack`] into `out`, which holds [`packed_len`] zeros (the lanes past
+/// `o` and `c` are left so).
+fn pack_into(wt: &[f32], (o, c, kh, kw): (usize, usize, usize, usize), out: &mut [f32]) {
+    let (cb, taps, rows) = (c.div_ceil(BLOCK), kh * kw, ic_rows(c));
     for (oc, wo) in wt.chunks_exact(c * taps).take(o).enumerate() {
         for (ic, wc) in wo.chunks_exact(taps).enumerate() {
             for (t, &v) in wc.iter().enumerate() {
@@ -1090,42 +1098,60 @@ pub(super) fn avx512() -> bool {
 
 /// The packed weight of a conv that runs in this kernel, for the
 /// executor to prepare once (`x`, `w`, `out`: static dims), or `None`.
+/// It is a fresh zeroed buffer ([`AlignedBuf::zeroed_f32`]: huge pages
+/// when large), so only the weights are written: ResNet-18 packs 40 MB.
 pub(crate) fn prepared_weights(
     win: &rlx_ir::op::Window,
     groups: usize,
     dims: (&[usize], &[usize], &[usize]),
     wt: &[f32],
-) -> Option<Vec<f32>> {
-    packed_if(win, groups, dims, wt, Conv2d::nchwc_wins)
+) -> Option<AlignedBuf> {
+    packs(win, groups, dims, wt.len(), Conv2d::nchwc_wins).map(|g2| packed(&g2, wt))
 }
 
-/// The packed weight ([`pack`]) of a conv that runs Winograd or the
-/// packed-weight GEMM unless the layout plan keeps a side of it blocked
-/// ([`Conv2d::nchwc_wins_blocked`]).
+/// True when a conv that runs Winograd or the packed-weight GEMM takes the
+/// NCHWc kernel instead if the layout plan keeps a side of it blocked
+/// ([`Conv2d::nchwc_wins_blocked`]; `w_len`: the weight's floats). Its
+/// weight is then [`prepared_weights_blocked`].
+pub(crate) fn runs_blocked(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    dims: (&[usize], &[usize], &[usize]),
+    w_len: usize,
+) -> bool {
+    packs(win, groups, dims, w_len, Conv2d::nchwc_wins_blocked).is_some()
+}
+
+/// The packed weight ([`pack`]) of a conv that [`runs_blocked`].
 pub(crate) fn prepared_weights_blocked(
     win: &rlx_ir::op::Window,
     groups: usize,
     dims: (&[usize], &[usize], &[usize]),
     wt: &[f32],
-) -> Option<Vec<f32>> {
-    packed_if(win, groups, dims, wt, Conv2d::nchwc_wins_blocked)
+) -> Option<AlignedBuf> {
+    packs(win, groups, dims, wt.len(), Conv2d::nchwc_wins_blocked).map(|g2| packed(&g2, wt))
 }
 
-/// `wt` packed ([`pack`]) when it fits the conv and `runs` holds for it.
-fn packed_if(
+/// The conv's geometry when a weight of `w_len` floats fits it and `runs`
+/// holds for it.
+fn packs(
     win: &rlx_ir::op::Window,
     groups: usize,
     (x, w, out): (&[usize], &[usize], &[usize]),
-    wt: &[f32],
+    w_len: usize,
     runs: fn(&Conv2d) -> bool,
-) -> Option<Vec<f32>> {
+) -> Option<Conv2d> {
     let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
-    let valid = wt.len() == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
-    (valid && runs(&g2)).then(|| {
-        let mut wp = Vec::new();
-        pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
-        wp
-    })
+    let valid = w_len == w.iter().product::<usize>() && w.get(1) == Some(&g2.c);
+    (valid && runs(&g2)).then_some(g2)
+}
+
+/// `wt` packed ([`pack`]) for the conv `g2` into a fresh buffer.
+fn packed(g2: &Conv2d, wt: &[f32]) -> AlignedBuf {
+    let dims = (g2.o, g2.c, g2.kh, g2.kw);
+    let mut wp = AlignedBuf::zeroed_f32(packed_len(g2.o, g2.c, g2.kh, g2.kw));
+    pack_into(wt, dims, wp.f32s_mut());
+    wp
 }
 
 /// True when the f32 epilogue `steps` over `extras`, for an output of
@@ -1279,7 +1305,12 @@ mod tests {
                 bias,
                 epilogue: steps.to_vec(),
             };
-            conv_prepared(&op, Prepared::Nchwc(&wp, BlockedIo::default()), ins, out)
+            conv_prepared(
+                &op,
+                Prepared::Nchwc(wp.f32s(), BlockedIo::default()),
+                ins,
+                out,
+            )
         };
         check_fused_conv_fixture(FIXTURE, CASES, &prepared);
     }

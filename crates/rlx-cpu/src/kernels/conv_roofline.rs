@@ -148,7 +148,7 @@ fn conv_roofline() {
                 "nchwc" => {
                     let wp = conv_nchwc::prepared_weights(&win, 1, dims, &wt).unwrap();
                     cold_median(&flush, &x, || {
-                        g.nchwc_packed(&x, &wp, None, &mut y, None).unwrap()
+                        g.nchwc_packed(&x, wp.f32s(), None, &mut y, None).unwrap()
                     })
                 }
                 "packed" => {
