@@ -25,7 +25,7 @@ b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
 per-channel scale s[i] = ((i * 2) % 7 - 3) / 2.
 The conv is a float64 loop over the np.pad-ed input (cross-correlation,
 PyTorch / ONNX semantics), independent of RLX's code; the epilogues are
-written out in numpy (relu6 = clip(0, 6), silu = x * sigmoid(x),
+written out in numpy (relu6 = clip(0, 6), clip_half_one = clip(-0.5, 1), silu = x * sigmoid(x),
 leaky = max(x, 0.1 x), relu, residual + relu, residual + silu, per-channel scale + residual,
 residual add).
 """
@@ -76,6 +76,8 @@ def epilogue(name, y, res_dims):
     """The epilogue and the dims of the extra tensor it reads (if any)."""
     if name == "relu6":
         return np.clip(y, 0.0, 6.0)
+    if name == "clip_half_one":
+        return np.clip(y, -0.5, 1.0)
     if name == "relu":
         return np.maximum(y, 0.0)
     if name == "silu":
@@ -264,6 +266,12 @@ POINTWISE_BLOCKED_CASES = [
     # only: 128 + 72) with a residual.
     ("pw_blocked_c288_o80_relu6_7x7_batch2", (2, 288, 7, 7), 80, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
     ("pw_blocked_c200_o48_residual", (1, 200, 5, 9), 48, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "residual", None),
+    # ReLU6 clamped in the tile's registers as the last 128-channel run
+    # stores (never a partial sum): 144 = 128 + 16 channels on odd maps, 40
+    # outputs (NCHW, a partial block) and 48 (blocked or NCHW) at batch 3
+    # under a clip to [-0.5, 1] (both bounds bind; ReLU6's 6 never does here).
+    ("pw_blocked_c144_o40_relu6_runs", (1, 144, 5, 7), 40, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "relu6", None),
+    ("pw_blocked_c144_o48_clip_runs_batch3", (3, 144, 3, 5), 48, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, True, "clip_half_one", None),
 ]
 OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_pointwise", "blocked_cases.json")
 

@@ -645,6 +645,14 @@ pub(crate) mod tests {
                 ],
                 vec![scalar(0.0), scalar(6.0)],
             ),
+            // A clip whose both bounds bind on the fixtures' sums.
+            "clip_half_one" => (
+                vec![
+                    ChainStep::Binary(BinaryOp::Max, i(0), i(1)),
+                    ChainStep::Binary(BinaryOp::Min, s(0), i(2)),
+                ],
+                vec![scalar(-0.5), scalar(1.0)],
+            ),
             "relu" => (vec![ChainStep::Unary(UnaryOp::Relu, i(0))], vec![]),
             "silu" => (
                 vec![

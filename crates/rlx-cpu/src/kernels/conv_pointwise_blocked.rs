@@ -11,8 +11,10 @@
 //! read at `[ic/16][p][ic%16]`, an NCHW one at `[ic][p]`, so neither is
 //! packed per call. A blocked output is stored as it is; an NCHW output
 //! goes through a per-thread `[pixels][16]` slab transposed 16 x 16 in
-//! registers into the planes. The row-chain epilogue (bias, ReLU6,
-//! residual) runs on the blocked rows while they are in cache
+//! registers into the planes. A max-then-min chain (ReLU6,
+//! [`super::conv_epilogue::RowChain::clamp`]) is clamped in the tile's
+//! registers as the last channel run stores them. Any other row-chain
+//! epilogue (residual) runs on the blocked rows while they are in cache
 //! ([`super::conv_epilogue::RowChain::apply_blocked`]), for an NCHW
 //! output on its plane rows after the transpose (an NCHW residual is then
 //! read as rows). A last partial output block (24 / 40 outputs, NCHW
@@ -124,6 +126,11 @@ impl Conv2d {
         // Either output layout splits by pixels: each part then reads the
         // rows of the image its producer's part wrote (the same split).
         let per_chunk = epi.is_none() || chain.is_some();
+        // A max-then-min chain (ReLU6) is clamped in the tile's registers
+        // as it is stored: two passes over each stored chunk fewer (they
+        // took ~4 % of MobileNetV2 b1, in AVX2 row loops).
+        let clamp = chain.and_then(|c| c.clamp());
+        let rest = chain.filter(|_| clamp.is_none());
         let by_pixels = chunks > 1 && per_chunk && pixels > o && pixels >= chunks * BLOCK;
         let ranges = if by_pixels {
             team::split(pixels, chunks, BLOCK)
@@ -162,7 +169,7 @@ impl Conv2d {
                             // SAFETY: AVX-512F (`takes_pointwise_blocked`); the
                             // slices hold every tap and output (checked inside).
                             let dst = (&mut slab[..], CHUNK * BLOCK, 0);
-                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb, clamp) };
                             for f in 0..fb {
                                 let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
                                 let c0 = (ob + f) * BLOCK;
@@ -170,7 +177,7 @@ impl Conv2d {
                                     let live = (o - c0).min(BLOCK);
                                     // SAFETY: AVX-512F, as above.
                                     unsafe { scatter(rows, CHUNK, 0..px.len(), &mut planes, live) };
-                                    if let Some(chain) = chain {
+                                    if let Some(chain) = rest {
                                         // On the NCHW rows: an NCHW residual
                                         // read as rows, not gathered per lane.
                                         let ch = c0..c0 + live;
@@ -185,7 +192,7 @@ impl Conv2d {
                                     }
                                     continue;
                                 }
-                                if let Some(chain) = chain {
+                                if let Some(chain) = rest {
                                     chain.apply_blocked(rows, n, c0, px.clone());
                                 }
                                 let at = (n * o + c0) * pixels + px.start * BLOCK;
@@ -210,9 +217,9 @@ impl Conv2d {
                         let w = &wp[ob * c * BLOCK..][..fb * c * BLOCK];
                         let b = bias.map(|b| &b[ob * BLOCK..][..fb * BLOCK]);
                         let blocks = (ob - obs.start)..(ob - obs.start + fb);
-                        let row_chain = chain;
+                        let row_chain = rest;
                         let chain = |rows: &mut [f32], f: usize| {
-                            if let Some(chain) = chain {
+                            if let Some(chain) = rest {
                                 chain.apply_blocked(rows, n, (ob + f) * BLOCK, px.clone());
                             }
                         };
@@ -222,14 +229,14 @@ impl Conv2d {
                             // the slices hold every tap and output (checked
                             // inside).
                             let dst = (&mut out[..], pixels * BLOCK, q0);
-                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb, clamp) };
                             for f in 0..fb {
                                 chain(&mut out[(f * pixels + q0) * BLOCK..][..px.len() * BLOCK], f);
                             }
                         } else {
                             // SAFETY: as above.
                             let dst = (&mut slab[..], CHUNK * BLOCK, 0);
-                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb) };
+                            unsafe { self.chunk(xn, io.input, w, b, px.clone(), dst, fb, clamp) };
                             for (f, blk) in blocks.enumerate() {
                                 let rows = &mut slab[f * CHUNK * BLOCK..][..px.len() * BLOCK];
                                 let planes = &mut yj[blk * BLOCK * pixels..];
@@ -256,7 +263,8 @@ impl Conv2d {
     }
 
     /// Pixels `px` of output blocks `0..fb` of `w` into `out` (block `f`
-    /// at `f * ostride`, pixel `p` at `(p - px.start + at) * 16`).
+    /// at `f * ostride`, pixel `p` at `(p - px.start + at) * 16`), each sum
+    /// clamped to `clamp`'s `[lo, hi]` as it is stored (the last channel run).
     ///
     /// # Safety
     /// AVX-512F and FMA present.
@@ -270,6 +278,7 @@ impl Conv2d {
         px: std::ops::Range<usize>,
         (out, ostride, at): (&mut [f32], usize, usize),
         fb: usize,
+        clamp: Option<(f32, f32)>,
     ) {
         let (c, pixels) = (self.c, self.oh * self.ow);
         assert!(xn.len() >= c * pixels && w.len() >= fb * c * BLOCK);
@@ -306,6 +315,7 @@ impl Conv2d {
                     wstride: c * BLOCK,
                     bias: bias.map(|b| b.as_ptr()),
                     resume: k0 > 0,
+                    clamp: clamp.filter(|_| k0 + kc == c),
                     // SAFETY: inside `out` (asserted).
                     out: unsafe { out.as_mut_ptr().add((p - px.start + at) * BLOCK) },
                     ostride,
@@ -335,6 +345,9 @@ struct TileArgs {
     bias: Option<*const f32>,
     /// Start from the partial sums stored at `out` instead of the bias.
     resume: bool,
+    /// `nan_min(nan_max(sum, lo), hi)` on each stored sum (the chain's
+    /// ReLU6 bits), or the sums as they are.
+    clamp: Option<(f32, f32)>,
     /// Output block 0's first pixel, block `f` at `f * ostride`.
     out: *mut f32,
     ostride: usize,
@@ -407,9 +420,16 @@ unsafe fn tile<const F: usize, const P: usize, const PS: usize>(a: &TileArgs) {
             w = unsafe { w.add(BLOCK) };
         }
     }
+    let clamp = a
+        .clamp
+        .map(|(lo, hi)| (_mm512_set1_ps(lo), _mm512_set1_ps(hi)));
     for (f, row) in acc.iter().enumerate() {
-        for (u, v) in row.iter().enumerate() {
-            unsafe { _mm512_storeu_ps(a.out.add(f * a.ostride + u * BLOCK), *v) };
+        for (u, &v) in row.iter().enumerate() {
+            let v = match clamp {
+                Some((lo, hi)) => unsafe { super::conv_depthwise3x3::clamp16(v, lo, hi) },
+                None => v,
+            };
+            unsafe { _mm512_storeu_ps(a.out.add(f * a.ostride + u * BLOCK), v) };
         }
     }
 }
@@ -499,7 +519,7 @@ pub(crate) mod tests {
     use rlx_ir::Op;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_pointwise/blocked_cases.json");
-    const CASES: usize = 13;
+    const CASES: usize = 15;
 
     /// `x` (`[n][c][pixels]`) as `[n][c/16][pixels][16]`.
     pub(crate) fn to_blocked(x: &[f32], c: usize, pixels: usize) -> Vec<f32> {
@@ -580,7 +600,8 @@ pub(crate) mod tests {
     /// 1 split by 16-pixel-aligned ranges at 2 / 3 threads; 24 / 40 / 56
     /// outputs (a last partial block: NCHW output only, its pad lanes
     /// never stored); 200 / 288 input channels (runs of 128 resumed from
-    /// stored partial sums).
+    /// stored partial sums); ReLU6 and a clip to [-0.5, 1] on 144 input
+    /// channels, clamped in registers by the last run only.
     #[test]
     fn blocked_pointwise_matches_numpy() {
         if !super::super::conv_depthwise_small::avx512() {
