@@ -34,6 +34,10 @@ x[i] = (i - 535) * 11 / 64 (exact in float32, -91.95 .. 91.95 over the
 flattened input), y = silu(conv(x, identity [17, 17, 1, 1]) + 0), i.e.
 silu(x) of every value: the conv epilogue's SiLU pass on one block of
 17 x 63 = 1071 values (a masked tail of 15).
+
+SPPF pool with NaN (key "pool_nan"): x [1, 3, 7, 19] = values(.., 130) * 16
+with NaN at flat indices 20, 150 and 398, y = maxpool5(x) (NaN sticks,
+as numpy's maximum).
 """
 import json
 import os
@@ -126,11 +130,19 @@ def silu_range():
     return {"shape": list(y.shape), "y": enc(y)}
 
 
+def pool_nan():
+    x = f64(values(3 * 7 * 19, 130)) * 16
+    x[[20, 150, 398]] = np.nan
+    y = maxpool5(x.reshape(1, 3, 7, 19))
+    return {"shape": list(y.shape), "y": [None if np.isnan(e) else e for e in enc(y)]}
+
+
 def main():
     path = os.path.join(os.path.dirname(__file__), "..", "crates", "rlx-cpu", "tests",
                         "fixtures", "conv_nchwc", "yolo_blocks.json")
     with open(path, "w") as f:
-        json.dump({"csp": csp(), "sppf": sppf(), "silu": silu_range()}, f, separators=(",", ":"))
+        json.dump({"csp": csp(), "sppf": sppf(), "silu": silu_range(),
+                   "pool_nan": pool_nan()}, f, separators=(",", ":"))
         f.write("\n")
 
 

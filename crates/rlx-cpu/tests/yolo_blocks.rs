@@ -7,7 +7,8 @@
 //! layout plan keeps the CSP block's conv -> conv edges in the NCHWc layout
 //! (counted below); a wrong lane or offset in the blocked SiLU fails the
 //! comparison. The SiLU pass itself is checked over its range (-92 .. 92,
-//! a masked tail) within 1e-6 relative.
+//! a masked tail) within 1e-6 relative, and the 5x5 stride-1 max pool with
+//! NaN in its input (each window holding one is NaN).
 
 mod common;
 
@@ -128,5 +129,44 @@ fn silu_epilogue_matches_numpy_over_its_range() {
             "silu({}) = {g}, numpy {w}",
             xs[i]
         );
+    }
+}
+
+/// The script's `pool_nan`: a 5x5 stride-1 max pool over a 7 x 19 map
+/// (a full vector of columns and a masked 3) with NaN at three inputs,
+/// at 1-3 threads.
+#[test]
+fn sppf_pool_propagates_nan_as_numpy() {
+    let dims = [1, 3, 7, 19];
+    let mut g = Graph::new("yolo_pool_nan");
+    let x = g.input("x", Shape::new(&dims, DType::F32));
+    let y = g.max_pool2d(x, [5, 5], [1, 1], [2, 2]);
+    g.set_outputs(vec![y]);
+    let mut exe = compile(&g);
+    let mut xs = input(&dims, 130).to_vec::<f32>().unwrap();
+    for i in [20, 150, 398] {
+        xs[i] = f32::NAN;
+    }
+    let xt = HostTensor::from_slice(&xs, &dims).unwrap();
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let want: Vec<Option<f64>> = fx["pool_nan"]["y"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_f64)
+        .collect();
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let got = exe.run(&[&xt]).unwrap()[0].to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, w)) in got.iter().zip(&want).enumerate() {
+            match w {
+                None => assert!(g.is_nan(), "threads {threads} [{i}]: {g}, numpy NaN"),
+                Some(w) => assert!(
+                    (g as f64 - w).abs() <= 1e-6 * w.abs(),
+                    "threads {threads} [{i}]: {g} vs {w}"
+                ),
+            }
+        }
     }
 }
