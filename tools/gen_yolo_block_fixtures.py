@@ -28,6 +28,16 @@ SPPF block (key "sppf"):
 
 Weights values(n, seed) * 4, biases values(n, seed + 1), in the order
 above, seeds 91.. (csp) and 111.. (sppf).
+
+SiLU over its range (key "silu"): x [1, 17, 7, 9] with
+x[i] = (i - 535) * 11 / 64 (exact in float32, -91.95 .. 91.95 over the
+flattened input), y = silu(conv(x, identity [17, 17, 1, 1]) + 0), i.e.
+silu(x) of every value: the conv epilogue's SiLU pass on one block of
+17 x 63 = 1071 values (a masked tail of 15).
+
+SPPF pool with NaN (key "pool_nan"): x [1, 3, 7, 19] = values(.., 130) * 16
+with NaN at flat indices 20, 150 and 398, y = maxpool5(x) (NaN sticks,
+as numpy's maximum).
 """
 import json
 import os
@@ -114,11 +124,25 @@ def sppf():
     return {"shape": list(y.shape), "y": enc(y)}
 
 
+def silu_range():
+    x = (np.arange(17 * 7 * 9, dtype=np.float64) - 535) * 11 / 64
+    y = silu(x).reshape(1, 17, 7, 9)
+    return {"shape": list(y.shape), "y": enc(y)}
+
+
+def pool_nan():
+    x = f64(values(3 * 7 * 19, 130)) * 16
+    x[[20, 150, 398]] = np.nan
+    y = maxpool5(x.reshape(1, 3, 7, 19))
+    return {"shape": list(y.shape), "y": [None if np.isnan(e) else e for e in enc(y)]}
+
+
 def main():
     path = os.path.join(os.path.dirname(__file__), "..", "crates", "rlx-cpu", "tests",
                         "fixtures", "conv_nchwc", "yolo_blocks.json")
     with open(path, "w") as f:
-        json.dump({"csp": csp(), "sppf": sppf()}, f, separators=(",", ":"))
+        json.dump({"csp": csp(), "sppf": sppf(), "silu": silu_range(),
+                   "pool_nan": pool_nan()}, f, separators=(",", ":"))
         f.write("\n")
 
 

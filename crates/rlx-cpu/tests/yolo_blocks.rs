@@ -6,7 +6,9 @@
 //! The SiLU runs as a step of the row chain, so on an AVX-512 host the
 //! layout plan keeps the CSP block's conv -> conv edges in the NCHWc layout
 //! (counted below); a wrong lane or offset in the blocked SiLU fails the
-//! comparison.
+//! comparison. The SiLU pass itself is checked over its range (-92 .. 92,
+//! a masked tail) within 1e-6 relative, and the 5x5 stride-1 max pool with
+//! NaN in its input (each window holding one is NaN).
 
 mod common;
 
@@ -14,7 +16,8 @@ use common::yolo_net::{floats, input, Cbs};
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
 use rlx_driver::{Backend, Executable};
-use rlx_ir::{DType, Graph, HostTensor, Shape};
+use rlx_ir::op::Window;
+use rlx_ir::{DType, Graph, GraphExt, HostTensor, Shape};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/yolo_blocks.json");
@@ -87,4 +90,83 @@ fn csp_block_matches_numpy() {
 fn sppf_block_matches_numpy() {
     let mut exe = sppf();
     check(&mut exe, &input(&[2, 32, 9, 7], 110), "sppf");
+}
+
+/// The script's `silu_range`: `silu(conv(x, identity 17 x 17 1x1))`, the
+/// conv epilogue's SiLU on every value of `x`.
+#[test]
+fn silu_epilogue_matches_numpy_over_its_range() {
+    let (c, dims) = (17, [1, 17, 7, 9]);
+    let mut g = Graph::new("yolo_silu");
+    let x = g.input("x", Shape::new(&dims, DType::F32));
+    let eye: Vec<f32> = (0..c * c)
+        .map(|i| if i % (c + 1) == 0 { 1.0 } else { 0.0 })
+        .collect();
+    let w = g.constant_tensor(&HostTensor::from_slice(&eye, &[c, c, 1, 1]).unwrap());
+    let b = g.constant_tensor(&HostTensor::from_slice(&vec![0f32; c], &[c]).unwrap());
+    let window = Window {
+        kernel: vec![],
+        stride: vec![1, 1],
+        padding: vec![(0, 0); 2],
+        dilation: vec![1, 1],
+    };
+    let v = g.conv(x, w, Some(b), window, 1);
+    let s = g.sigmoid(v);
+    let y = g.mul(v, s);
+    g.set_outputs(vec![y]);
+    let mut exe = compile(&g);
+    let xs: Vec<f32> = (0..dims.iter().product::<usize>())
+        .map(|i| (i as f32 - 535.0) * 0.171875)
+        .collect();
+    let xt = HostTensor::from_slice(&xs, &dims).unwrap();
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let want = floats(&fx["silu"]["y"]);
+    let got = exe.run(&[&xt]).unwrap()[0].to_vec::<f32>().unwrap();
+    assert_eq!(got.len(), want.len());
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g as f64 - w).abs() <= 1e-6 * w.abs() + 1e-36,
+            "silu({}) = {g}, numpy {w}",
+            xs[i]
+        );
+    }
+}
+
+/// The script's `pool_nan`: a 5x5 stride-1 max pool over a 7 x 19 map
+/// (a full vector of columns and a masked 3) with NaN at three inputs,
+/// at 1-3 threads.
+#[test]
+fn sppf_pool_propagates_nan_as_numpy() {
+    let dims = [1, 3, 7, 19];
+    let mut g = Graph::new("yolo_pool_nan");
+    let x = g.input("x", Shape::new(&dims, DType::F32));
+    let y = g.max_pool2d(x, [5, 5], [1, 1], [2, 2]);
+    g.set_outputs(vec![y]);
+    let mut exe = compile(&g);
+    let mut xs = input(&dims, 130).to_vec::<f32>().unwrap();
+    for i in [20, 150, 398] {
+        xs[i] = f32::NAN;
+    }
+    let xt = HostTensor::from_slice(&xs, &dims).unwrap();
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let want: Vec<Option<f64>> = fx["pool_nan"]["y"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_f64)
+        .collect();
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let got = exe.run(&[&xt]).unwrap()[0].to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, w)) in got.iter().zip(&want).enumerate() {
+            match w {
+                None => assert!(g.is_nan(), "threads {threads} [{i}]: {g}, numpy NaN"),
+                Some(w) => assert!(
+                    (g as f64 - w).abs() <= 1e-6 * w.abs(),
+                    "threads {threads} [{i}]: {g} vs {w}"
+                ),
+            }
+        }
+    }
 }

@@ -25,7 +25,9 @@
 //! layout `[N][O/16][pixels][16]` ([`ConvEpilogue::with_blocked_extras`],
 //! planned by `nchwc_layout.rs`): the blocked row chain then reads it at
 //! the output's own blocked offsets (no copy), an NCHW row gathers its
-//! channel's lanes, and the region path reads an NCHW copy of the block.
+//! channel's lanes (so the NCHWc kernel runs such a chain on its blocked
+//! rows before transposing them: [`RowChain::reads_nchw_extra`]), and the
+//! region path reads an NCHW copy of the block.
 
 use super::region;
 use super::scalar::{nan_max, nan_min, Pod};
@@ -349,6 +351,21 @@ impl<'a> RowChain<'a> {
     /// (`row_relu`'s bits).
     pub(crate) fn is_relu(&self) -> bool {
         matches!(self.steps.as_slice(), [RowStep::Relu])
+    }
+
+    /// True when a step reads a same-shape extra in NCHW: on blocked rows
+    /// ([`Self::apply_blocked`]) its lanes are gathered plane by plane, so
+    /// a kernel with both forms at hand runs the chain on NCHW rows.
+    pub(crate) fn reads_nchw_extra(&self) -> bool {
+        self.steps.iter().any(|s| {
+            matches!(
+                s,
+                RowStep::Binary {
+                    src: RowSrc::Full { blocked: false, .. },
+                    ..
+                }
+            )
+        })
     }
 
     /// `(lo, hi)` when the chain is `min(max(v, lo), hi)` with scalar

@@ -18,9 +18,13 @@
 //! rows) runs MLAS's loop order: one chunk of input-channel blocks (<= 36
 //! KiB of weight, kept in L1) over every tile of its rows, then the next
 //! chunk, the partial sums in a blocked slab of the part's rows, which is
-//! then transposed 16 x 16 in registers into the NCHW output rows, the
-//! row-chain epilogue (ReLU / residual / ...) run on each row right after;
-//! any other epilogue (SiLU) runs per image on whole planes. Maps of at
+//! then transposed 16 x 16 in registers into the NCHW output rows. In
+//! the last chunk each row is finished right after its tiles, while in
+//! L1: the row-chain epilogue (SiLU / ReLU / residual / ...) on its
+//! blocked slab row, then the transpose (the chain after it, on the NCHW
+//! rows, when it reads an NCHW extra: a blocked residual is read as is,
+//! an NCHW one would be gathered lane by lane); any other epilogue runs
+//! per image on whole planes. Maps of at
 //! most 64 pixels (ResNet's 7x7 convs) run the tile over the flattened
 //! pixels of the whole batch instead ([`Conv2d::flat`]), one chunk of
 //! input channels at a time over a run of tiles. A tile sums only the
@@ -597,8 +601,9 @@ impl Job<'_> {
     /// every tile of the part's rows before the next chunk, the partial
     /// sums kept in the blocked output itself (`blocked_out`) or in the
     /// calling thread's slab (`[fb][rows * ow + 16][16]`), which is then
-    /// transposed into the NCHW rows. The row chain runs on each finished
-    /// row.
+    /// transposed into the NCHW rows. In the last chunk each row is
+    /// finished ([`Self::finish_row`]: row chain, transpose) right after
+    /// its tiles, while it is in L1.
     fn rows_part(
         &self,
         b0: usize,
@@ -624,7 +629,9 @@ impl Job<'_> {
             slab.resize(fb * ld * BLOCK, 0.0);
             (slab.as_mut_ptr(), ld)
         };
-        for blks in self.chunks(fb) {
+        let chunks: Vec<_> = self.chunks(fb).collect();
+        for (k, blks) in chunks.iter().enumerate() {
+            let last = k + 1 == chunks.len();
             for (i, oh) in rows.clone().enumerate() {
                 let mut ow0 = 0;
                 while ow0 < g.ow {
@@ -640,47 +647,93 @@ impl Job<'_> {
                     };
                     ow0 += p;
                 }
-            }
-        }
-        // A lone ReLU is applied in the transposes' registers instead of
-        // a pass over the stored rows.
-        let relu = chain.is_some_and(|c| c.is_relu());
-        for (i, oh) in rows.enumerate() {
-            if self.blocked_out {
-                let Some(chain) = chain else { break };
-                for f in 0..fb {
-                    let at = ((b0 + f) * g.oh + oh) * g.ow * BLOCK;
-                    // SAFETY: this part alone writes row `oh` of these blocks.
-                    let dst = unsafe { out.range(at..at + g.ow * BLOCK) };
-                    chain.apply_blocked(dst, n, (b0 + f) * BLOCK, oh * g.ow..(oh + 1) * g.ow);
-                }
-                continue;
-            }
-            for f in 0..fb {
-                let oc0 = (b0 + f) * BLOCK;
-                let chans = BLOCK.min(g.o - oc0);
-                for j0 in (0..g.ow).step_by(BLOCK) {
-                    let px = j0..(j0 + BLOCK).min(g.ow);
-                    let src = &slab[(f * ld + i * g.ow + j0) * BLOCK..][..BLOCK * BLOCK];
-                    // SAFETY: this part alone writes row `oh` of these
-                    // channels; each run `oc * plane + oh * ow + px` is
-                    // inside the output.
-                    unsafe {
-                        let dst = out.as_ptr().add(oc0 * plane + oh * g.ow);
-                        transpose_store(src, dst, plane, chans, px, relu);
-                    }
-                }
-                if let Some(chain) = chain.filter(|_| !relu) {
-                    for oc in oc0..oc0 + chans {
-                        let at = oc * plane + oh * g.ow;
-                        // SAFETY: as above, the part's own run.
-                        let y = unsafe { out.range(at..at + g.ow) };
-                        chain.apply(y, g.ow, n, oc..oc + 1, oh * g.ow..(oh + 1) * g.ow);
-                    }
+                if last {
+                    let rows = (!self.blocked_out).then_some(base);
+                    // SAFETY: an NCHW part's `base` is its slab, `[fb][ld][16]`.
+                    unsafe { self.finish_row(b0, fb, (i, oh), rows, ld, out, n, chain) };
                 }
             }
         }
         SLAB.set(slab);
+    }
+
+    /// Finishes output row `oh` (the part's row `i`) of the `fb` blocks
+    /// from `b0` once its last chunk is summed: blocked, the row chain on
+    /// the stored rows; NCHW, each block's 16-pixel runs of the row in
+    /// `slab` (`[fb][ld][16]`) transposed into the channel rows, the row
+    /// chain before the transpose on the slab when it reads no NCHW extra
+    /// ([`super::conv_epilogue::RowChain::apply_blocked`]: a blocked
+    /// residual read as is, not gathered lane by lane), else after it on
+    /// the channel rows; a lone ReLU is applied in the transposes'
+    /// registers.
+    ///
+    /// # Safety
+    /// `slab`, when given, points at the part's `[fb][ld][16]` slab
+    /// (rows of `ow` pixels, a block of slack), used by no one else.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn finish_row(
+        &self,
+        b0: usize,
+        fb: usize,
+        (i, oh): (usize, usize),
+        slab: Option<*mut f32>,
+        ld: usize,
+        out: &team::Disjoint<f32>,
+        n: usize,
+        chain: Option<&super::conv_epilogue::RowChain>,
+    ) {
+        let g = self.g;
+        let plane = g.oh * g.ow;
+        let row_px = oh * g.ow..(oh + 1) * g.ow;
+        let Some(slab) = slab else {
+            let Some(chain) = chain else { return };
+            for f in 0..fb {
+                let at = ((b0 + f) * g.oh + oh) * g.ow * BLOCK;
+                // SAFETY: this part alone writes row `oh` of these blocks.
+                let dst = unsafe { out.range(at..at + g.ow * BLOCK) };
+                chain.apply_blocked(dst, n, (b0 + f) * BLOCK, row_px.clone());
+            }
+            return;
+        };
+        let relu = chain.is_some_and(|c| c.is_relu());
+        let (before, after) = match chain.filter(|_| !relu) {
+            Some(c) if c.reads_nchw_extra() => (None, Some(c)),
+            c => (c, None),
+        };
+        for f in 0..fb {
+            let oc0 = (b0 + f) * BLOCK;
+            let chans = BLOCK.min(g.o - oc0);
+            // SAFETY: block `f`'s row `i` and the 16 pixels after it
+            // (i * ow + ow + 16 <= ld) lie in the slab (the caller's word).
+            let row = unsafe {
+                std::slice::from_raw_parts_mut(
+                    slab.add((f * ld + i * g.ow) * BLOCK),
+                    (g.ow + BLOCK) * BLOCK,
+                )
+            };
+            if let Some(chain) = before {
+                chain.apply_blocked(&mut row[..g.ow * BLOCK], n, oc0, row_px.clone());
+            }
+            for j0 in (0..g.ow).step_by(BLOCK) {
+                let px = j0..(j0 + BLOCK).min(g.ow);
+                let src = &row[j0 * BLOCK..][..BLOCK * BLOCK];
+                // SAFETY: this part alone writes row `oh` of these
+                // channels; each run `oc * plane + oh * ow + px` is
+                // inside the output.
+                unsafe {
+                    let dst = out.as_ptr().add(oc0 * plane + oh * g.ow);
+                    transpose_store(src, dst, plane, chans, px, relu);
+                }
+            }
+            if let Some(chain) = after {
+                for oc in oc0..oc0 + chans {
+                    let at = oc * plane + oh * g.ow;
+                    // SAFETY: as above, the part's own run.
+                    let y = unsafe { out.range(at..at + g.ow) };
+                    chain.apply(y, g.ow, n, oc..oc + 1, row_px.clone());
+                }
+            }
+        }
     }
 
     /// Blocks `b0 .. b0 + fb` of the batch's flattened output pixels `px`
@@ -747,6 +800,12 @@ impl Job<'_> {
             }
         }
         let relu = chain.is_some_and(|c| c.is_relu());
+        // As in `finish_row`: an NCHW output's chain on the slab before
+        // the transpose unless it reads an NCHW extra.
+        let (before, after) = match chain.filter(|_| !relu) {
+            Some(c) if c.reads_nchw_extra() => (None, Some(c)),
+            c => (c, None),
+        };
         let mut q = px.start;
         while q < px.end {
             let n = q / pout;
@@ -768,6 +827,10 @@ impl Job<'_> {
                     continue;
                 }
                 let chans = BLOCK.min(g.o - oc0);
+                let src = &mut slab[(f * ld + local) * BLOCK..];
+                if let Some(chain) = before {
+                    chain.apply_blocked(&mut src[..(e - a) * BLOCK], n, oc0, a..e);
+                }
                 for j0 in (0..e - a).step_by(BLOCK) {
                     let m = BLOCK.min(e - a - j0);
                     // SAFETY: this part alone writes these pixels of these
@@ -784,7 +847,7 @@ impl Job<'_> {
                         );
                     }
                 }
-                if let Some(chain) = chain.filter(|_| !relu) {
+                if let Some(chain) = after {
                     let at = (n * g.o + oc0) * pout + a;
                     // SAFETY: as above; rows `pout` apart, `e - a` each.
                     let y = unsafe { out.range(at..at + (chans - 1) * pout + e - a) };
