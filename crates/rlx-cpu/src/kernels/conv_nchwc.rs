@@ -960,11 +960,6 @@ impl Job<'_> {
                             channel!(i4 + 2);
                             channel!(i4 + 3);
                         }
-                    } else if cn == 3 {
-                        // An RGB image's pixel: constant offsets, no count.
-                        channel!(0);
-                        channel!(1);
-                        channel!(2);
                     } else {
                         for i in 0..cn {
                             channel!(i);
