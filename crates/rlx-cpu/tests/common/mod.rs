@@ -1,5 +1,7 @@
 //! Helpers shared by this crate's integration tests.
 
+// Each test binary uses a part of it (nchwc_chain: `values` / `floats` only).
+#[allow(dead_code)]
 pub mod yolo_net;
 
 use rlx_ir::op::Window;
