@@ -199,7 +199,9 @@ impl Conv2d {
     /// groups of 64 outputs writing blocked for its reader (ResNet's 3 ->
     /// 64 7x7 for its max pool, cnn28; CRNN's 1 -> 64 3x3 at 32x128 for
     /// its 2x2 pool, which took 0.21-0.33 ms on the direct kernel and
-    /// takes 0.14-0.19 here, 1-2 threads b1; cnn32, load 11-15).
+    /// takes 0.13-0.19 here, 1-2 threads b1, 1.4-1.9 -> 0.9-1.3 at b8; its
+    /// pool, blocked, costs 0.015-0.02 ms more at b1, 0.1-0.2 at b8;
+    /// cnn32, load 11-15).
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
         let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
         let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1);
