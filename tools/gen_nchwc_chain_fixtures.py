@@ -13,8 +13,9 @@ crates/rlx-cpu/tests/fixtures/conv_nchwc/layer1_like.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual_partial.json
 (`inverted_residual_partial`: block outputs of 24 / 40 channels),
-crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block.json.
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block_c1.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -122,6 +123,8 @@ the pool writing NCHW):
   b  = avgpool(m, 2x2, stride 2)                    ([2, 64, 5, 5])
 
 Weights / biases values(n, seed), seeds 111.. (weight then bias, in order).
+stem_pool_block_c1.json: the same with a one-channel image, x [2, 1, 29, 33]
+(s 15 x 17, m 8 x 9, q [2, 64, 4, 5], a [2, 128, 3, 4], b [2, 64, 4, 4]).
 
 Every conv of the chain 16 -> 16, stride 1, padding 1. Values are float32 made by
 `values(n, seed)` below (the test computes the same in Rust: each step one
@@ -325,11 +328,11 @@ def avgpool(x, k, s):
     return y / (k * k)
 
 
-def stem_pool_block():
+def stem_pool_block(c=3, h=37, w=41):
     f64 = lambda a: a.astype(np.float64)
     relu = lambda v: np.maximum(v, 0)
-    x = f64(values(2 * 3 * 37 * 41, 110)).reshape(2, 3, 37, 41) * 16
-    shapes = [(64, 3, 7, 7), (64, 64, 3, 3), (64, 64, 3, 3), (128, 64, 1, 1)]
+    x = f64(values(2 * c * h * w, 110)).reshape(2, c, h, w) * 16
+    shapes = [(64, c, 7, 7), (64, 64, 3, 3), (64, 64, 3, 3), (128, 64, 1, 1)]
     ws, bs = [], []
     for i, shape in enumerate(shapes):
         ws.append(f64(values(int(np.prod(shape)), 111 + 2 * i)).reshape(shape))
@@ -390,6 +393,9 @@ def main():
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "stem_pool_block.json"), "w") as f:
         json.dump(stem_pool_block(), f, separators=(",", ":"))
+        f.write("\n")
+    with open(os.path.join(os.path.dirname(path), "stem_pool_block_c1.json"), "w") as f:
+        json.dump(stem_pool_block(1, 29, 33), f, separators=(",", ":"))
         f.write("\n")
 
 

@@ -3,9 +3,10 @@
 //! Layout-capable node kinds ([`Caps`]):
 //! - writers and image readers: a conv whose kernel reads and writes
 //!   the blocked layout — the NCHWc dense kernel on a prepared weight
-//!   ([`crate::kernels::conv_nchwc`]; it also takes ResNet's 3 -> 64 7x7
-//!   stem, whose 3-channel image is never blocked, when the stem's output
-//!   is), the blocked 1x1 kernel
+//!   ([`crate::kernels::conv_nchwc`]; it also takes a stem of at most 4
+//!   input channels and whole groups of 64 outputs, ResNet's 3 -> 64 7x7
+//!   and CRNN's 1 -> 64 3x3, whose image is never blocked, when the
+//!   stem's output is), the blocked 1x1 kernel
 //!   ([`crate::kernels::conv_pointwise_blocked`]), the 16-lane
 //!   depthwise one ([`crate::kernels::conv_depthwise_small`]: planes up
 //!   to 28 x 28 in either layout, larger ones of whole 16-channel groups

@@ -16,9 +16,10 @@
 //! with a blocked side its planned layouts. A Winograd conv of at most
 //! 128 x 128 channels and a 1x1 stride-2 conv (ResNet's downsamples) are
 //! offered to the plan too: with a side kept blocked they run the NCHWc
-//! kernel instead (`Conv2d::nchwc_wins_blocked`); so is a 3-channel stem
-//! conv of 64 outputs, which writes blocked on the NCHWc kernel when its
-//! reader (ResNet's max pool) reads blocked. Other stem convs get the stem
+//! kernel instead (`Conv2d::nchwc_wins_blocked`); so is a stem conv of
+//! at most 4 input channels and whole groups of 64 outputs, which writes
+//! blocked on the NCHWc kernel when its reader (ResNet's max pool, CRNN's)
+//! reads blocked. Other stem convs get the stem
 //! kernel's packed weight ([`conv_stem::prepared_weights`]).
 
 use super::{AlignedBuf, Loc};

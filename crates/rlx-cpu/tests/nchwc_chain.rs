@@ -35,6 +35,10 @@ use rlx_ir::op::{BinaryOp, PoolKind, Window};
 use rlx_ir::{DType, Graph, GraphExt, HostTensor, NodeId, Shape};
 use serde_json::Value;
 
+mod common;
+use common::conv_window;
+use common::yolo_net::{floats, values};
+
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
 const INVERTED: &str = include_str!("fixtures/conv_nchwc/inverted_residual.json");
 const RESNET_LIKE: &str = include_str!("fixtures/conv_nchwc/resnet_like.json");
@@ -43,17 +47,10 @@ const TRANSITION: &str = include_str!("fixtures/conv_nchwc/transition.json");
 const PARTIAL: &str = include_str!("fixtures/conv_nchwc/inverted_residual_partial.json");
 const STEM_STAGE: &str = include_str!("fixtures/conv_nchwc/stem_stage.json");
 const STEM_POOL_BLOCK: &str = include_str!("fixtures/conv_nchwc/stem_pool_block.json");
+const STEM_POOL_BLOCK_C1: &str = include_str!("fixtures/conv_nchwc/stem_pool_block_c1.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
-
-/// The fixture script's `values`: each step one correctly rounded f32 op.
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    (0..n as u64)
-        .map(|i| ((i * 7919 + seed * 104729) % 1000) as f32 / 500.0 - 1.0)
-        .map(|v| v * 0.0625)
-        .collect()
-}
 
 fn constant(g: &mut Graph, v: &[f32], dims: &[usize]) -> NodeId {
     g.constant_tensor(&HostTensor::from_slice(v, dims).unwrap())
@@ -78,14 +75,6 @@ fn chain(two_outputs: bool) -> CpuExecutable {
     g.set_outputs(if two_outputs { vec![y3, y1] } else { vec![y3] });
     let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
     CpuExecutable::new(lir).unwrap()
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
 }
 
 fn assert_close(got: &[f32], want: &[f64], what: &str) {
@@ -170,13 +159,7 @@ fn conv_k(
         &[o, c / groups, k, k],
     );
     let b = constant(g, &values(o, seed + 1), &[o]);
-    let window = Window {
-        kernel: vec![],
-        stride: vec![stride; 2],
-        padding: vec![(k / 2, k / 2); 2],
-        dilation: vec![1, 1],
-    };
-    g.conv(x, w, Some(b), window, groups)
+    g.conv(x, w, Some(b), conv_window(k, stride), groups)
 }
 
 fn relu6(g: &mut Graph, v: NodeId) -> NodeId {
@@ -295,13 +278,7 @@ fn dense(
 ) -> NodeId {
     let w = constant(g, &values(o * c * k * k, w_seed), &[o, c, k, k]);
     let b = constant(g, &values(o, b_seed), &[o]);
-    let window = Window {
-        kernel: vec![],
-        stride: vec![stride; 2],
-        padding: vec![(k / 2, k / 2); 2],
-        dilation: vec![1, 1],
-    };
-    g.conv(x, w, Some(b), window, 1)
+    g.conv(x, w, Some(b), conv_window(k, stride), 1)
 }
 
 /// tools/gen_nchwc_chain_fixtures.py's `resnet_like`: a 3x3 conv of
@@ -324,21 +301,8 @@ fn resnet_like(r2_out: bool) -> CpuExecutable {
     let r2 = conv3(&mut g, c3, 32, 39);
     let r2 = g.add(r2, r1);
     let r2 = g.relu(r2);
-    let mean = g.mean(r2, &[2, 3], true);
-    let window = Window {
-        kernel: vec![2, 2],
-        stride: vec![2, 2],
-        padding: vec![(0, 1); 2],
-        dilation: vec![1, 1],
-    };
-    let q = g.pool(r2, PoolKind::Max, window, false);
-    g.set_outputs(if r2_out {
-        vec![mean, q, r2]
-    } else {
-        vec![mean, q]
-    });
-    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
-    CpuExecutable::new(lir).unwrap()
+    let more = if r2_out { vec![r2] } else { vec![] };
+    mean_pool_and(g, r2, &more)
 }
 
 /// The stem-like conv writes blocked for its max pool, which writes
@@ -592,13 +556,13 @@ enum SideOutput {
 }
 
 /// tools/gen_nchwc_chain_fixtures.py's `stem_pool_block`: ResNet-18's
-/// 3 -> 64 7x7 stride-2 stem, max pool and a residual block at 37 x 41,
-/// then the mean and max pool of the block output, and `side`'s average
-/// pool as a third output.
-fn stem_pool_block(side: SideOutput) -> CpuExecutable {
+/// `c` -> 64 7x7 stride-2 stem, max pool and a residual block on an image
+/// of `c` x `h` x `w`, then the mean and max pool of the block output, and
+/// `side`'s average pool as a third output.
+fn stem_pool_block(side: SideOutput, (c, h, w): (usize, usize, usize)) -> CpuExecutable {
     let mut g = Graph::new("stem_pool_block");
-    let x = g.input("x", Shape::new(&[2, 3, 37, 41], DType::F32));
-    let s = dense(&mut g, x, (3, 64, 7), 2, (111, 112));
+    let x = g.input("x", Shape::new(&[2, c, h, w], DType::F32));
+    let s = dense(&mut g, x, (c, 64, 7), 2, (111, 112));
     let s = g.relu(s);
     let m = g.max_pool2d(s, [3, 3], [2, 2], [1, 1]);
     let c1 = conv3x3(&mut g, m, (64, 64), (113, 114));
@@ -626,44 +590,65 @@ fn stem_pool_block(side: SideOutput) -> CpuExecutable {
     mean_pool_and(g, r1, &more)
 }
 
-/// The stem (on the NCHWc kernel) writes its 64 channels blocked for the
-/// max pool, which writes blocked for the block's conv and residual; with
-/// the stem output also read by a 1x1 conv that must not read it blocked,
-/// the stem writes NCHW and the pool transposes it in, and with the pool
-/// output also read by an average pool the pool writes NCHW. At 1-3
-/// threads against numpy.
+/// The stem (on the NCHWc kernel, its image read as NCHW planes) writes
+/// its 64 channels blocked for the max pool, which writes blocked for the
+/// block's conv and residual; with the stem output also read by a 1x1
+/// conv that must not read it blocked, the stem writes NCHW and the pool
+/// transposes it in, and with the pool output also read by an average
+/// pool the pool writes NCHW. An RGB image of 37 x 41 and a one-channel
+/// one of 29 x 33 (padding 3, stride 2: odd maps, a partial last tile),
+/// at 1-3 threads against numpy.
 #[test]
 fn stem_pool_block_matches_numpy() {
-    let fx: Value = serde_json::from_str(STEM_POOL_BLOCK).unwrap();
-    let xs: Vec<f32> = values(2 * 3 * 37 * 41, 110)
-        .iter()
-        .map(|v| v * 16.0)
-        .collect();
-    let x = HostTensor::from_slice(&xs, &[2, 3, 37, 41]).unwrap();
-    for side in [SideOutput::No, SideOutput::Stem, SideOutput::Pool] {
-        let mut exe = stem_pool_block(side);
-        if avx512() {
-            // s -> pool, m -> (c1, r1's residual), c1 -> r1, r1 -> (mean,
-            // pool); less the side output's producer.
-            let want = if side == SideOutput::No { 4 } else { 3 };
-            assert_eq!(exe.nchwc_blocked_outputs(), want, "{side:?}");
-        }
-        let name = format!("stem, pool and block, {side:?}");
-        check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 6], &name);
-        let (key, dims) = match side {
-            SideOutput::No => continue,
-            SideOutput::Stem => ("a", [2, 128, 4, 5]),
-            SideOutput::Pool => ("b", [2, 64, 5, 5]),
-        };
-        for threads in 1..=3 {
-            exe.limit_threads(Some(threads)).unwrap();
-            let out = exe.run(&[&x]).unwrap();
-            assert_eq!(out[2].dims(), &dims);
-            assert_close(
-                &out[2].to_vec::<f32>().unwrap(),
-                &floats(&fx[key]),
-                &format!("{name}, average pool, threads {threads}"),
-            );
+    // (image, fixture, dims of the pool of r1, of `a`, of `b`).
+    let cases = [
+        (
+            (3, 37, 41),
+            STEM_POOL_BLOCK,
+            [2, 64, 5, 6],
+            [2, 128, 4, 5],
+            [2, 64, 5, 5],
+        ),
+        (
+            (1, 29, 33),
+            STEM_POOL_BLOCK_C1,
+            [2, 64, 4, 5],
+            [2, 128, 3, 4],
+            [2, 64, 4, 4],
+        ),
+    ];
+    for ((c, h, w), fixture, q_dims, a_dims, b_dims) in cases {
+        let fx: Value = serde_json::from_str(fixture).unwrap();
+        let xs: Vec<f32> = values(2 * c * h * w, 110)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect();
+        let x = HostTensor::from_slice(&xs, &[2, c, h, w]).unwrap();
+        for side in [SideOutput::No, SideOutput::Stem, SideOutput::Pool] {
+            let mut exe = stem_pool_block(side, (c, h, w));
+            if avx512() {
+                // s -> pool, m -> (c1, r1's residual), c1 -> r1, r1 -> (mean,
+                // pool); less the side output's producer.
+                let want = if side == SideOutput::No { 4 } else { 3 };
+                assert_eq!(exe.nchwc_blocked_outputs(), want, "{c} channels, {side:?}");
+            }
+            let name = format!("stem of {c} channels, pool and block, {side:?}");
+            check_mean_and_pool(&mut exe, &x, &fx, &q_dims, &name);
+            let (key, dims) = match side {
+                SideOutput::No => continue,
+                SideOutput::Stem => ("a", a_dims),
+                SideOutput::Pool => ("b", b_dims),
+            };
+            for threads in 1..=3 {
+                exe.limit_threads(Some(threads)).unwrap();
+                let out = exe.run(&[&x]).unwrap();
+                assert_eq!(out[2].dims(), &dims);
+                assert_close(
+                    &out[2].to_vec::<f32>().unwrap(),
+                    &floats(&fx[key]),
+                    &format!("{name}, average pool, threads {threads}"),
+                );
+            }
         }
     }
 }

@@ -66,6 +66,10 @@ thread_local! {
     static SLAB: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
+/// Most input channels of a conv that takes this kernel to write its
+/// output blocked while its image is read NCHW ([`Conv2d::nchwc_wins_blocked`]).
+const STEM_MAX_C: usize = 4;
+
 /// Input-channel rows per tap of the packed weight: 16, or `c` when there
 /// are fewer (the stem's 3: a tap's rows 16 x 64 bytes apart put the 7x7
 /// stem's 588 weight lines in 12 of L1's 64 sets, and it ran at half speed).
@@ -202,6 +206,14 @@ impl Conv2d {
     /// ResNet-18 b1 (1 thread; cnn27, load 8) the 64 -> 128 at 56 -> 28
     /// went 0.30-0.36 -> 0.12-0.13 ms and 128 -> 256 at 28 -> 14 0.19-0.20
     /// -> 0.12, and layers 2 and 3 stay blocked from their stage input.
+    ///
+    /// And a stem of at most [`STEM_MAX_C`] input channels and whole
+    /// groups of 64 outputs writing blocked for its reader (ResNet's 3 ->
+    /// 64 7x7 for its max pool, cnn28; CRNN's 1 -> 64 3x3 at 32x128 for
+    /// its 2x2 pool, which took 0.21-0.33 ms on the direct kernel and
+    /// takes 0.13-0.19 here, 1-2 threads b1, 1.4-1.9 -> 0.9-1.3 at b8; its
+    /// pool, blocked, costs 0.015-0.02 ms more at b1, 0.1-0.2 at b8;
+    /// cnn32, load 11-15).
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
         let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
         let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1);
@@ -209,8 +221,10 @@ impl Conv2d {
             && self.o.is_multiple_of(BLOCK)
             && (thin_winograd || strided_1x1);
         // A stem writing blocked (MLAS's NCHWc conv of an NCHW image) in
-        // full 4-block tiles: ResNet's 3 -> 64 7x7 stride 2.
-        let stem = self.stem_wins() && self.o.is_multiple_of(4 * BLOCK);
+        // full 4-block tiles: ResNet's 3 -> 64 7x7 stride 2, CRNN's 1 -> 64
+        // 3x3 (its one-channel image copied as is, a plane).
+        let stem =
+            self.c <= STEM_MAX_C && self.kh * self.kw > 1 && self.o.is_multiple_of(4 * BLOCK);
         self.is_nchwc_shape() && (whole || stem)
     }
 
@@ -382,6 +396,14 @@ impl Conv2d {
                 let Some(ir) = r.checked_sub(pt).filter(|&ir| ir < h) else {
                     continue;
                 };
+                if ps == 1 {
+                    // One channel: the row's run as is.
+                    if !cols.is_empty() {
+                        let src = &xn[ir * w + cols.start - pl..][..cols.len()];
+                        row[cols.clone()].copy_from_slice(src);
+                    }
+                    continue;
+                }
                 if ps == BLOCK {
                     // SAFETY: AVX-512 (this kernel's routing); the runs
                     // read are row `ir` of these channels, columns

@@ -1,7 +1,6 @@
 //! The YOLO-style fixtures' inputs and layers (tools/gen_yolo_block_fixtures.py's
 //! `values` and `Weights`), shared by the tests that build its blocks.
 
-use rlx_ir::op::Window;
 use rlx_ir::{Graph, GraphExt, HostTensor, NodeId};
 use serde_json::Value;
 
@@ -62,13 +61,7 @@ impl Cbs {
         stride: usize,
     ) -> NodeId {
         let (w, b) = self.weights(g, &[o, c, k, k], o);
-        let window = Window {
-            kernel: vec![],
-            stride: vec![stride; 2],
-            padding: vec![(k / 2, k / 2); 2],
-            dilation: vec![1, 1],
-        };
-        g.conv(x, w, Some(b), window, 1)
+        g.conv(x, w, Some(b), super::conv_window(k, stride), 1)
     }
 
     /// `silu(conv(x, w [o, c, k, k], stride, pad k / 2) + b)`.
