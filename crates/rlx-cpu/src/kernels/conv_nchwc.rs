@@ -590,8 +590,10 @@ enum Pos<'a> {
 }
 
 /// Most bytes of packed weight one chunk of input-channel blocks takes
-/// ([`Job::chunks`]): one 3x3 block of 4 x 16 x 16 channels (36 KiB, of
-/// L1's 48 here; 16 KiB chunks cut by kernel rows measured slower).
+/// ([`Job::chunks`]): one 3x3 block of 4 x 16 x 16 channels (36 KiB: most
+/// of the Xeon host's 48 KiB L1d, over Zen 4's 32 KiB; smaller chunks
+/// measured slower on both, 16 KiB cut by kernel rows on the Xeon, 12 / 24
+/// KiB on Zen 4).
 const CHUNK_BYTES: usize = 36 * 1024;
 
 /// Tiles of a flattened part that every channel chunk passes over before
