@@ -6,9 +6,7 @@
 //! Cody-Waite range reduction (`x = n ln2 + r`, `|r| <= ln2 / 2`), a degree-6
 //! Taylor polynomial for `e^r` (relative error below 2e-7) and `2^n` built in
 //! the exponent bits: straight-line code that the compiler vectorises, built
-//! once more with AVX2 + FMA enabled and picked at run time. The conv
-//! epilogue's SiLU has its own AVX-512 form in intrinsics
-//! ([`silu_in_place_f32`]: one division, `2^n` by `vscalefps`). The polynomials
+//! once more with AVX2 + FMA enabled and picked at run time. The polynomials
 //! are `mul_add` chains in Estrin's scheme (independent FMAs, few dependent
 //! steps), one FMA per step on those builds; GELU's chain, still longer than
 //! the out-of-order window overlaps, is cut into loops ([`gelu_f32`]).
@@ -140,22 +138,19 @@ vectorised_map!(
     biased: sigmoid_biased_f32
 );
 
-/// SiLU (swish) of f32 values in place, `y = y * sigmoid(y)` within 4e-7
-/// relative error: the leading SiLU of a fused conv's epilogue (YOLO-style
-/// detectors apply it after every conv). On AVX-512 as `y / (1 + e^-y)`
-/// in intrinsics ([`silu16`]; the tail masked, so every element of a
-/// slice of any length gets the same bits, as the conv kernels need
-/// whichever rows they apply it to), elsewhere `y * sigmoid(y)` with
-/// [`sigmoid_f32`]'s sigmoid. The elementwise `silu` op keeps its scalar
-/// path: LLM decoding (SwiGLU) is checked token for token against
-/// llama.cpp, and this pass's last-bit differences flipped a greedy
-/// token there.
+/// SiLU (swish) of f32 values in place, `y = y * sigmoid(y)` with
+/// [`sigmoid_f32`]'s sigmoid: the leading SiLU of a fused conv's epilogue
+/// (YOLO-style detectors apply it after every conv). Each element is
+/// computed alone, so any split of a slice (tiles, rows, blocks) gives the
+/// same bits, and they are the bits of the unfused sigmoid then multiply:
+/// fusing a conv's epilogue must not change its result
+/// (`conv_epilogue::tests::check_fused_bits`). A faster AVX-512 form,
+/// `y / (1 + e^-y)` with `vscalefps` (YOLO b1's SiLU passes 0.55 -> 0.3 ms
+/// per run), was measured and dropped for that reason. The elementwise
+/// `silu` op keeps its scalar path: LLM decoding (SwiGLU) is checked
+/// token for token against llama.cpp, and this pass's last-bit
+/// differences flipped a greedy token there.
 pub(crate) fn silu_in_place_f32(y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F.
-        return unsafe { silu_in_place_avx512(y) };
-    }
     #[inline(always)]
     fn each(y: &mut [f32]) {
         for o in y.iter_mut() {
@@ -163,65 +158,6 @@ pub(crate) fn silu_in_place_f32(y: &mut [f32]) {
         }
     }
     dispatch!(each(y: &mut [f32]))
-}
-
-/// [`silu_in_place_f32`] on AVX-512: 16 lanes a step, the last partial
-/// vector under a mask.
-///
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn silu_in_place_avx512(y: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let mut vectors = y.chunks_exact_mut(16);
-    for v in &mut vectors {
-        // SAFETY: 16 floats at `v`.
-        unsafe { _mm512_storeu_ps(v.as_mut_ptr(), silu16(_mm512_loadu_ps(v.as_ptr()))) };
-    }
-    let tail = vectors.into_remainder();
-    if !tail.is_empty() {
-        let m = ((1u32 << tail.len()) - 1) as __mmask16;
-        // SAFETY: the mask covers the tail's `len < 16` floats only.
-        unsafe {
-            let v = _mm512_maskz_loadu_ps(m, tail.as_ptr());
-            _mm512_mask_storeu_ps(tail.as_mut_ptr(), m, silu16(v));
-        }
-    }
-}
-
-/// `x / (1 + e^-x)` on 16 lanes. `e^t` (`t = -x` held to [-100, 100]) is
-/// [`exp_f32`]'s reduction and polynomial with `2^n` applied by
-/// `vscalefps`, which over- / underflows to inf / 0 by itself (no range
-/// selects): x below -88 gives -0 (the true value is under 1e-36 in
-/// size), above 88 gives x; NaN stays NaN, +inf gives inf. Half the
-/// operations of `x * sigmoid(x)` with a sign select (YOLO b1's SiLU
-/// passes 0.55 -> 0.3 ms per run).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn silu16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::*;
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    let c = _mm512_set1_ps;
-    // min / max return their second operand for a NaN first: a NaN `x`
-    // gives t = 100, e = inf, and x / inf is NaN.
-    let t = _mm512_max_ps(_mm512_min_ps(_mm512_sub_ps(c(0.0), x), c(100.0)), c(-100.0));
-    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-        _mm512_mul_ps(t, c(std::f32::consts::LOG2_E)),
-    );
-    let r = _mm512_fnmadd_ps(n, c(LN2_LO), _mm512_fnmadd_ps(n, c(LN2_HI), t));
-    // Taylor to r^6 by Estrin's scheme, as `exp_f32`.
-    let r2 = _mm512_mul_ps(r, r);
-    let r4 = _mm512_mul_ps(r2, r2);
-    let p01 = _mm512_add_ps(r, c(1.0));
-    let p23 = _mm512_fmadd_ps(r, c(1.0 / 6.0), c(0.5));
-    let p45 = _mm512_fmadd_ps(r, c(1.0 / 120.0), c(1.0 / 24.0));
-    let p46 = _mm512_fmadd_ps(r2, c(1.0 / 720.0), p45);
-    let p = _mm512_fmadd_ps(r4, p46, _mm512_fmadd_ps(r2, p23, p01));
-    let e = _mm512_scalef_ps(p, n);
-    _mm512_div_ps(x, _mm512_add_ps(c(1.0), e))
 }
 
 #[inline(always)]
