@@ -4,12 +4,12 @@
 //! Where the bytes come from decides the cost of a compile more than any
 //! pass: a fresh 4 KiB page costs a fault when first written (~0.45 ms per
 //! MB on the 2-vCPU EPYC VM), so every fresh copy of ResNet-18's 45 MB of
-//! weights cost ~20 ms. Hence: a large zeroed buffer is an anonymous
-//! mapping on transparent huge pages (~0.12 ms per MB), and a constant
+//! weights cost ~20 ms. Hence: a large zeroed buffer is a mapping on
+//! transparent huge pages ([`HugeBuf`], ~0.12 ms per MB), and a constant
 //! whose bytes are already aligned (an ONNX importer's folded weight, on
 //! its own mapping) is shared, not copied, until something writes it.
 
-use rlx_ir::ConstBytes;
+use rlx_ir::{ConstBytes, HugeBuf};
 
 /// A 64-byte aligned byte buffer: blocks on the heap, a mapping (large
 /// zeroed buffers, whose pages the OS zeroes when first touched: a memset
@@ -23,7 +23,7 @@ pub(crate) struct AlignedBuf {
 
 enum Backing {
     Blocks(Vec<Block>),
-    Mapped(memmap2::MmapMut),
+    Mapped(HugeBuf),
     Shared(ConstBytes),
 }
 
@@ -31,7 +31,9 @@ enum Backing {
 #[repr(C, align(64))]
 struct Block([u8; 64]);
 
-/// Zeroed buffers from this size up are mapped rather than allocated.
+/// Zeroed buffers from this size up are mapped rather than allocated
+/// (half a huge page: a batch-8 arena's memset, not its faults, was what
+/// the mapping saved at first).
 const MAP_FROM: usize = 1 << 20;
 
 /// Alignment every buffer's start has.
@@ -48,11 +50,7 @@ impl AlignedBuf {
         if len >= MAP_FROM {
             // Page-aligned (so 64-byte aligned); a failed mapping falls
             // back to the heap.
-            if let Ok(m) = memmap2::MmapMut::map_anon(len) {
-                // Huge pages where the OS has them: 512x fewer first-touch
-                // faults, and fewer TLB misses on every run.
-                #[cfg(target_os = "linux")]
-                let _ = m.advise(memmap2::Advice::HugePage);
+            if let Some(m) = HugeBuf::zeroed(len) {
                 return AlignedBuf {
                     backing: Backing::Mapped(m),
                     len,
@@ -114,7 +112,7 @@ impl AlignedBuf {
             Backing::Blocks(b) => unsafe {
                 std::slice::from_raw_parts(b.as_ptr() as *const u8, self.len)
             },
-            Backing::Mapped(m) => &m[..self.len],
+            Backing::Mapped(m) => &m.bytes()[..self.len],
             Backing::Shared(c) => c,
         }
     }
@@ -134,19 +132,21 @@ impl AlignedBuf {
         }
         match &mut self.backing {
             Backing::Blocks(b) => b.as_mut_ptr() as *mut u8,
-            Backing::Mapped(m) => m.as_mut_ptr(),
+            Backing::Mapped(m) => m.bytes_mut().as_mut_ptr(),
             Backing::Shared(_) => unreachable!("copied above"),
         }
     }
 
     /// The start of the bytes, for kernels that write the arena through a
-    /// shared borrow of the executable (each to its own planned slot). Only
-    /// an owned buffer's (never a shared constant's) is written through.
+    /// shared borrow of the executable (each to its own planned slot). A
+    /// shared constant's bytes may be a read-only mapping, so it has none.
     pub(crate) fn base_ptr(&self) -> *mut u8 {
         match &self.backing {
             Backing::Blocks(b) => b.as_ptr() as *mut u8,
-            Backing::Mapped(m) => m.as_ptr() as *mut u8,
-            Backing::Shared(c) => c.as_ptr() as *mut u8,
+            Backing::Mapped(m) => m.bytes().as_ptr() as *mut u8,
+            Backing::Shared(_) => {
+                unreachable!("a shared constant is never written in place (`base` copies it)")
+            }
         }
     }
 

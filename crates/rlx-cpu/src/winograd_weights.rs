@@ -101,6 +101,18 @@ impl WinogradWeights {
                 }
             })
             .collect();
+        // Asked by the layout plan, before anything is packed: only the
+        // convs it blocks get the blocked 1x1 form (packed once, below).
+        let runs_1x1 = |i: usize| {
+            convs[i]
+                .as_ref()
+                .is_some_and(|(window, groups, [xd, wd, od], wt)| {
+                    let dims = (&xd[..], &wd[..], &od[..]);
+                    wt.as_ref().is_some_and(|wt| {
+                        conv_pointwise_blocked::runs(window, *groups, dims, wt.len())
+                    })
+                })
+        };
         let blocked_1x1 = |i: usize| {
             let (window, groups, [xd, wd, od], wt) = convs[i].as_ref()?;
             let dims = (&xd[..], &wd[..], &od[..]);
@@ -138,9 +150,7 @@ impl WinogradWeights {
         let blockable = |i: usize| match per_node[i] {
             Some(Form::Nchwc(_)) => true,
             Some(Form::Winograd(_) | Form::Stem(_)) => blocked_nchwc[i],
-            Some(Form::Pointwise(_)) | None => {
-                depthwise(i) || blocked_1x1(i).is_some() || blocked_nchwc[i]
-            }
+            Some(Form::Pointwise(_)) | None => depthwise(i) || runs_1x1(i) || blocked_nchwc[i],
             _ => false,
         };
         let reads_only = |i: usize| match &convs[i] {

@@ -35,6 +35,7 @@ mod fusion_policy;
 mod graph;
 mod hir;
 mod host_tensor;
+mod huge_buf;
 mod inspect;
 pub mod op;
 pub mod op_coverage;
@@ -62,6 +63,7 @@ pub use fusion_policy::FusionPolicy;
 pub use graph::{Graph, Node, NodeId};
 pub use hir::{HirDef, HirModule, HirNode, HirOp, HirValue, MlpActivation};
 pub use host_tensor::HostTensor;
+pub use huge_buf::{FrozenBuf, HugeBuf, HUGE_PAGE};
 pub use inspect::{
     inspect_graph, inspect_graph_diff, inspect_hir, inspect_hir_stats, inspect_mir,
     inspect_mir_diff, inspect_mir_stats, node_label, op_histogram, NodeOrigin,

@@ -24,7 +24,6 @@
 pub mod compile_cache;
 pub mod conformance;
 mod error;
-mod huge_pages;
 pub mod import;
 mod model;
 pub mod narrow;

@@ -495,18 +495,40 @@ pub(crate) fn pack(wt: &[f32], o: usize, c: usize) -> Vec<f32> {
     wp
 }
 
-/// The packed weight of a constant-weight 1x1 conv this kernel can run
+/// The conv's geometry when this kernel can run it with a weight of
+/// `w_len` floats.
+fn fits(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    (x, w, out): (&[usize], &[usize], &[usize]),
+    w_len: usize,
+) -> Option<Conv2d> {
+    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
+    let valid = w_len == g2.o * g2.c && w.iter().product::<usize>() == w_len;
+    (valid && g2.pointwise_blocked_shape()).then_some(g2)
+}
+
+/// True when this kernel can run the 1x1 conv (`w_len`: the weight's
+/// floats): the layout plan asks this before anything is packed.
+pub(crate) fn runs(
+    win: &rlx_ir::op::Window,
+    groups: usize,
+    dims: (&[usize], &[usize], &[usize]),
+    w_len: usize,
+) -> bool {
+    fits(win, groups, dims, w_len).is_some()
+}
+
+/// The packed weight of a constant-weight 1x1 conv this kernel [`runs`]
 /// (for the executor to prepare once when the layout plan gives the conv
 /// a blocked side).
 pub(crate) fn prepared_weights(
     win: &rlx_ir::op::Window,
     groups: usize,
-    (x, w, out): (&[usize], &[usize], &[usize]),
+    dims: (&[usize], &[usize], &[usize]),
     wt: &[f32],
 ) -> Option<Vec<f32>> {
-    let g2 = super::conv_packed::geometry(win, groups, x, w, out)?;
-    let valid = wt.len() == g2.o * g2.c && w.iter().product::<usize>() == wt.len();
-    (valid && g2.pointwise_blocked_shape()).then(|| pack(wt, g2.o, g2.c))
+    fits(win, groups, dims, wt.len()).map(|g2| pack(wt, g2.o, g2.c))
 }
 
 #[cfg(test)]

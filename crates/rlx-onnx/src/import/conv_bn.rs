@@ -56,7 +56,7 @@ pub(super) fn fold(cx: &mut NodeCx, eps: f64) -> Result<Option<NodeId>> {
     // Mapped when large: fewer page faults than a vector's (45 MB of
     // ResNet-18 weights), and page aligned, so the CPU backend uses the
     // folded weight in place.
-    let folded_w = match crate::huge_pages::zeroed(w.bytes().len()) {
+    let folded_w = match crate::model::large_zeroed(w.bytes().len()) {
         Some(mut m) => {
             fill(m.bytes_mut());
             match m.freeze() {
