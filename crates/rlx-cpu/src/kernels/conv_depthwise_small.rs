@@ -47,7 +47,9 @@ pub(super) const UNROLL: usize = 4;
 /// Floats of a band's tile on planes over [`MAX_PLANE`] (128 KiB: L2;
 /// 17 input rows of a 112-wide plane: MobileNetV2's 112 / 56 depthwise
 /// convs ran 10-20 % faster at 1 thread than with 64 KiB, whose 8-row
-/// bands re-copy more halo rows, and no slower at 2; 256 KiB was slower).
+/// bands re-copy more halo rows, and no slower at 2; 256 KiB was slower;
+/// measured when a blocked image was copied too: it now only sizes the
+/// jobs of one).
 const BAND_FLOATS: usize = 32 * 1024;
 
 /// The zero-padded tile one channel group is copied into.
