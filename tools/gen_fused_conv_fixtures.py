@@ -193,6 +193,13 @@ DEPTHWISE_CASES = [
     # A whole-plane epilogue (SiLU) on a banded plane: taken with a blocked image
     # and an NCHW output only (the epilogue then runs on the group's planes).
     ("dwb_c16_s1_29x28_silu", (1, 16, 29, 28), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "silu", None),
+    # Blocked images read in place (conv_depthwise_in_place.rs: no padded tile):
+    # padding on every edge in turn, 2 wide (a padding tap column on both sides
+    # of an edge output), a plane narrower than the kernel (no interior column),
+    # odd sizes at stride 2, a banded plane.
+    ("dwb_c16_s2_11x9_pad_top2_right2_relu6", (1, 16, 11, 9), 16, (3, 3), (2, 2), ((2, 0), (0, 2)), (1, 1), 16, True, "relu6", None),
+    ("dwb_c32_s1_3x2_pad_every_edge_residual_batch2", (2, 32, 3, 2), 32, (3, 3), (1, 1), ((1, 2), (2, 1)), (1, 1), 32, True, "residual", None),
+    ("dwb_c16_s2_29x31_pad_bottom2_left2_relu6", (1, 16, 29, 31), 16, (3, 3), (2, 2), ((0, 2), (2, 0)), (1, 1), 16, True, "relu6", None),
 ]
 OUT_DEPTHWISE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_depthwise", "cases.json")
 

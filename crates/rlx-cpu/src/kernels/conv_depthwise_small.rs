@@ -16,11 +16,16 @@
 //! registers before the store, any other row chain on the 16 planes
 //! while they are in cache.
 //!
+//! A blocked image (the layout plan's `[N][C/16][H][W][16]`) is already
+//! `[pixels][16]`: its taps are read in place, no tile
+//! ([`super::conv_depthwise_in_place`]: the edge columns load zeros for
+//! the padding taps, the same chain).
+//!
 //! Larger planes (MobileNetV2's 56 x 56 and 112 x 112) run here only with
-//! a blocked side (the layout plan's `[N][C/16][H][W][16]`): the tile then
-//! holds a band of output rows and their input rows (halo included), one
-//! (image, band, group) job at a time (band-major), so the tile stays in L2; the
-//! NCHW-only convs on those planes stay on the per-plane kernel.
+//! a blocked side: one (image, band of output rows, group) job at a time
+//! (band-major); an NCHW image's tile then holds the band's input rows
+//! (halo included), so it stays in L2. The NCHW-only convs on those planes
+//! stay on the per-plane kernel.
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
@@ -30,19 +35,21 @@ use crate::team;
 use std::ops::Range;
 
 /// Lanes of a vector: channels per group.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// Largest input plane (pixels) this kernel takes: up to 28 x 28 (its
 /// tile stays in L2; measured cut, see BENCHMARKS.md).
 const MAX_PLANE: usize = 28 * 28;
 
 /// Output pixels computed together (independent FMA chains in flight).
-const UNROLL: usize = 4;
+pub(super) const UNROLL: usize = 4;
 
 /// Floats of a band's tile on planes over [`MAX_PLANE`] (128 KiB: L2;
 /// 17 input rows of a 112-wide plane: MobileNetV2's 112 / 56 depthwise
 /// convs ran 10-20 % faster at 1 thread than with 64 KiB, whose 8-row
-/// bands re-copy more halo rows, and no slower at 2; 256 KiB was slower).
+/// bands re-copy more halo rows, and no slower at 2; 256 KiB was slower;
+/// measured when a blocked image was copied too: it now only sizes the
+/// jobs of one).
 const BAND_FLOATS: usize = 32 * 1024;
 
 /// The zero-padded tile one channel group is copied into.
@@ -103,6 +110,23 @@ impl Conv2d {
         }
     }
 
+    /// A part's buffers for [`Self::group`]: the zero-padded tile (with a
+    /// blocked image: one zero row, which stands for the padding rows of
+    /// the image read in place) and, for an NCHW output, a band's
+    /// `[pixels][16]` results.
+    fn scratch(&self, io: BlockedIo, band: usize) -> (Vec<f32>, Vec<f32>) {
+        let tile = self.small_tile();
+        let xt = match io.input {
+            true => self.w * LANES,
+            false => tile.rows * tile.cols * LANES,
+        };
+        let yt = match io.output {
+            true => 0,
+            false => (band * self.ow).next_multiple_of(LANES) * LANES,
+        };
+        (vec![0f32; xt], vec![0f32; yt])
+    }
+
     /// True when [`Self::depthwise_small`] can read / write the blocked
     /// layouts of `io` (whole 16-channel groups; a row-chain epilogue
     /// for a blocked output).
@@ -115,7 +139,7 @@ impl Conv2d {
     }
 
     /// `y = depthwise(x, wt) + bias`, then `epi`, `x` / `y` in the layouts
-    /// of `io` (a blocked image is copied into the tile a row at a time, a
+    /// of `io` (a blocked image is read in place, a
     /// blocked output is the tile's `[pixels][16]` result as it is); the
     /// parts of the team take (image, 16-channel group, band) jobs.
     pub(super) fn depthwise_small(
@@ -148,11 +172,9 @@ impl Conv2d {
         let parts = team::split(jobs, team::threads(), 1);
         let chain = epi.and_then(|e| e.rows());
         let clamp = chain.and_then(|c| c.clamp());
-        let tile = self.small_tile();
         let shared = team::Disjoint::new(y);
         team::try_parallel_for(parts.len(), |part| {
-            let mut xt = vec![0f32; tile.rows * tile.cols * LANES];
-            let mut yt = vec![0f32; (band * self.ow).next_multiple_of(LANES) * LANES];
+            let (mut xt, mut yt) = self.scratch(io, band);
             for job in parts[part].clone() {
                 let (n, b, g) = (job / (groups * bands), job / groups % bands, job % groups);
                 let ch = g * LANES..self.c.min((g + 1) * LANES);
@@ -203,7 +225,8 @@ impl Conv2d {
     /// Output rows `oys` of channels `ch` of one image, through the tile `xt`
     /// (the band's input rows, zero rows where they fall in the padding) and
     /// the pixel buffer `yt`: `xg` from its first plane, or (blocked image)
-    /// its block, `[pixels][16]`, copied into the tile a row at a time; `yg`
+    /// its block, `[pixels][16]`, read in place with no tile
+    /// ([`super::conv_depthwise_in_place`]; `xt` is then a zero row); `yg`
     /// the band of its planes (from the band's first pixel of the first
     /// plane), or (blocked output) of its block, written by the taps
     /// directly.
@@ -211,6 +234,7 @@ impl Conv2d {
     /// # Safety
     /// AVX-512F present; `ch` a whole group of 16 channels when `io` has a
     /// blocked side.
+    #[cfg(target_arch = "x86_64")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn group(
         &self,
@@ -226,8 +250,56 @@ impl Conv2d {
     ) {
         let (wv, bv) = lanes(wt, bias, ch.clone());
         let tile = self.small_tile();
+        if !io.input {
+            // SAFETY: the caller's.
+            unsafe { self.fill_tile(xg, ch.len(), tile, xt, oys.start) };
+        }
+        let xt = &*xt;
+        let taps = |dst: &mut [f32]| {
+            // SAFETY: the caller's; `dst` holds the band's `[pixels][16]`;
+            // with a blocked image `xt` is a zero row (`scratch`).
+            unsafe {
+                match io.input {
+                    true => self.taps_in_place(xg, xt, &wv, &bv, clamp, dst, oys.clone()),
+                    false => self.taps(xt, tile, &wv, &bv, clamp, dst, oys.clone()),
+                }
+            }
+        };
+        if io.output {
+            taps(yg);
+        } else {
+            taps(yt);
+            // SAFETY: the caller's.
+            unsafe { scatter(yt, self.oh * self.ow, oys.len() * self.ow, ch.len(), yg) };
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group(
+        &self,
+        _: &[f32],
+        _: &[f32],
+        _: Option<&[f32]>,
+        _: Range<usize>,
+        _: Option<(f32, f32)>,
+        _: (&mut [f32], &mut [f32]),
+        _: &mut [f32],
+        _: BlockedIo,
+        _: Range<usize>,
+    ) {
+        unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
+    }
+
+    /// The tile of the band from output row `oy0`: its rows in the padding
+    /// zeroed, the `chans` planes of `xg` transposed into the rest.
+    ///
+    /// # Safety
+    /// AVX-512F present.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn fill_tile(&self, xg: &[f32], chans: usize, tile: Tile, xt: &mut [f32], oy0: usize) {
         // Tile row `r` holds padded row `r0 + r` (input row `r0 + r - p`).
-        let r0 = oys.start * self.s.0;
+        let r0 = oy0 * self.s.0;
         let first = r0.saturating_sub(self.p.0).min(self.h);
         let last = (r0 + tile.rows).saturating_sub(self.p.0).min(self.h);
         let row_floats = tile.cols * LANES;
@@ -237,27 +309,8 @@ impl Conv2d {
                 xt[r * row_floats..][..row_floats].fill(0.0);
             }
         }
-        if io.input {
-            let row = self.w * LANES;
-            for iy in first..last {
-                let at = ((iy + self.p.0 - r0) * tile.cols + self.p.1) * LANES;
-                xt[at..at + row].copy_from_slice(&xg[iy * row..][..row]);
-            }
-        } else {
-            // SAFETY: the caller's.
-            unsafe { self.gather(xg, ch.len(), tile, xt, first..last, r0) };
-        }
-        let pout = self.oh * self.ow;
-        let count = oys.len() * self.ow;
-        // SAFETY: the caller's; `yg` holds the band's `[pixels][16]`.
-        unsafe {
-            if io.output {
-                self.taps(xt, tile, &wv, &bv, clamp, yg, oys);
-            } else {
-                self.taps(xt, tile, &wv, &bv, clamp, yt, oys);
-                scatter(yt, pout, count, ch.len(), yg);
-            }
-        }
+        // SAFETY: the caller's.
+        unsafe { self.gather(xg, chans, tile, xt, first..last, r0) };
     }
 
     /// The whole conv through [`Self::group`] on one thread, `clamp` its
@@ -393,34 +446,6 @@ impl Conv2d {
             }
         }
     }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    unsafe fn gather(
-        &self,
-        _: &[f32],
-        _: usize,
-        _: Tile,
-        _: &mut [f32],
-        _: Range<usize>,
-        _: usize,
-    ) {
-        unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn taps(
-        &self,
-        _: &[f32],
-        _: Tile,
-        _: &[f32; 9 * LANES],
-        _: &[f32; LANES],
-        _: Option<(f32, f32)>,
-        _: &mut [f32],
-        _: Range<usize>,
-    ) {
-        unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
-    }
 }
 
 /// The taps (`[9][16]`) and biases of channels `ch`, channel `i` of the
@@ -446,7 +471,7 @@ fn lanes(wt: &[f32], bias: Option<&[f32]>, ch: Range<usize>) -> ([f32; 9 * LANES
 #[target_feature(enable = "avx512f,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn outputs<const N: usize>(
+pub(super) unsafe fn outputs<const N: usize>(
     rows: &[*const f32; 3],
     ox: usize,
     step: usize,
@@ -501,11 +526,6 @@ unsafe fn scatter(yt: &[f32], pout: usize, count: usize, chans: usize, yg: &mut 
             unsafe { _mm512_mask_storeu_ps(yg.as_mut_ptr().add(i * pout + j0), mask, c) };
         }
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn scatter(_: &[f32], _: usize, _: usize, _: usize, _: &mut [f32]) {
-    unreachable!("the small-plane depthwise kernel is routed on AVX-512 only")
 }
 
 /// True when a depthwise conv of these dims (f32) can run this kernel with
@@ -657,11 +677,12 @@ mod tests {
                     g2.depthwise_small(x, wt, b, y, epi.as_ref(), io)
                 })
             };
-            check_fused_conv_fixture(FIXTURE, 22, &kernel);
+            check_fused_conv_fixture(FIXTURE, 25, &kernel);
         }
-        // dwb_c32 / dwb_c48 / dw_small_c16 and the three banded planes at
-        // 1-3 threads, 3 layouts; the banded SiLU plane read blocked.
-        assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 6 * 3 * 3 + 3);
+        // dwb_c32 / dwb_c48 / dw_small_c16, the three banded planes and
+        // the three in-place padding cases at 1-3 threads, 3 layouts; the
+        // banded SiLU plane read blocked.
+        assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 9 * 3 * 3 + 3);
     }
 
     /// Where both kernels take a fixture case, this one gives the
@@ -706,5 +727,69 @@ mod tests {
             }
         }
         assert!(checked >= 8, "only {checked} cases taken");
+    }
+
+    /// A blocked image read in place gives the per-plane kernel's bits
+    /// (`conv_depthwise3x3`, itself checked against numpy) on wide planes
+    /// cut into several bands of output rows (bands starting inside the
+    /// image and in the padding), padding 2 on one side, a NaN input, NCHW
+    /// and blocked outputs, at 1-3 threads.
+    #[test]
+    fn in_place_bands_give_the_plane_kernels_bits() {
+        use crate::kernels::conv_pointwise_blocked::tests::with_blocked;
+        if !avx512() {
+            return;
+        }
+        let shapes = [
+            (16, 13, 301, 2, [(1, 1), (1, 1)]),
+            (32, 9, 300, 1, [(2, 0), (0, 2)]),
+            (16, 12, 290, 2, [(0, 2), (2, 1)]),
+        ];
+        for (c, h, w, s, pads) in shapes {
+            let window = Window {
+                kernel: vec![],
+                stride: vec![s; 2],
+                padding: pads.to_vec(),
+                dilation: vec![1, 1],
+            };
+            let out = |n: usize, (a, b): (usize, usize)| (n + a + b - 3) / s + 1;
+            let (oh, ow) = (out(h, pads[0]), out(w, pads[1]));
+            let g2 =
+                geometry(&window, c, &[1, c, h, w], &[c, 1, 3, 3], &[1, c, oh, ow]).expect("2-D");
+            assert!(g2.band_rows() * 2 < oh, "{c}x{h}x{w}: too few bands");
+            let (pin, pout) = (h * w, oh * ow);
+            let mut x = seq(c * pin, 7, 23, 8.0);
+            x[pin + w + 1] = f32::NAN;
+            let wt = seq(c * 9, 5, 17, 16.0);
+            let b: Vec<f32> = (0..c).map(|i| ((i % 7) as f32 - 3.0) / 8.0).collect();
+            let mut want = vec![f32::NAN; c * pout];
+            for (i, yp) in want.chunks_exact_mut(pout).enumerate() {
+                let xp = &x[i * pin..][..pin];
+                g2.depthwise3x3_plane(xp, &wt[i * 9..][..9], b[i], yp, None);
+            }
+            for output in [false, true] {
+                let io = BlockedIo {
+                    input: true,
+                    output,
+                };
+                for threads in 1..=3 {
+                    let mut got = vec![f32::NAN; want.len()];
+                    crate::threads::with_limit(Some(threads), || {
+                        with_blocked(io, (c, pin, &x), (c, pout, &mut got), |xb, yb| {
+                            g2.depthwise_small(xb, &wt, Some(&b), yb, None, io)
+                        })
+                    })
+                    .expect("runs");
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(
+                        same,
+                        "{c}x{h}x{w} s{s} {pads:?} {io:?} at {threads} threads"
+                    );
+                }
+            }
+        }
     }
 }

@@ -45,6 +45,8 @@ pub(crate) mod control;
 pub(crate) mod conv;
 mod conv2d;
 mod conv_depthwise3x3;
+#[cfg(target_arch = "x86_64")]
+mod conv_depthwise_in_place;
 pub(crate) mod conv_depthwise_small;
 mod conv_direct;
 mod conv_epilogue;
