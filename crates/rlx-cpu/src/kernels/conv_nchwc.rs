@@ -1362,8 +1362,10 @@ mod tests {
     /// The per-thread image and slab buffers are reused at their largest
     /// length, not zeroed again: with both full of NaN from an earlier
     /// call, every fixture conv (padding on every side, images of 3 to 256
-    /// channels) still matches numpy, so each padding float is zeroed and
-    /// every float read is written first.
+    /// channels, 1 to 3 threads: the reorder's row parts write this
+    /// thread's image) still matches numpy, so each padding float is
+    /// zeroed and every float read is written first. Fails with the right
+    /// padding left unzeroed (`fill_padding`).
     #[test]
     fn stale_buffers_match_numpy() {
         if !avx512() {
