@@ -35,6 +35,12 @@ flattened input), y = silu(conv(x, identity [17, 17, 1, 1]) + 0), i.e.
 silu(x) of every value: the conv epilogue's SiLU pass on one block of
 17 x 63 = 1071 values (a masked tail of 15).
 
+Sigmoid over its range (key "sigmoid"): x [1, 2003] with
+x[i] = (i - 1530) * 59 / 1024 (exact in float32, -88.15 .. 27.25: the
+negative tail densely, a few values below -87 where float32 may flush),
+y = 1 / (1 + exp(-x)): the elementwise Sigmoid op (and the first half of
+the SiLU every conv runs) on 125 full vectors and a masked tail of 3.
+
 SPPF pool with NaN (key "pool_nan"): x [1, 3, 7, 19] = values(.., 130) * 16
 with NaN at flat indices 20, 150 and 398, y = maxpool5(x) (NaN sticks,
 as numpy's maximum).
@@ -130,6 +136,12 @@ def silu_range():
     return {"shape": list(y.shape), "y": enc(y)}
 
 
+def sigmoid_range():
+    x = (np.arange(2003, dtype=np.float64) - 1530) * 59 / 1024
+    y = 1 / (1 + np.exp(-x))
+    return {"shape": [1, 2003], "y": enc(y)}
+
+
 def pool_nan():
     x = f64(values(3 * 7 * 19, 130)) * 16
     x[[20, 150, 398]] = np.nan
@@ -142,6 +154,7 @@ def main():
                         "fixtures", "conv_nchwc", "yolo_blocks.json")
     with open(path, "w") as f:
         json.dump({"csp": csp(), "sppf": sppf(), "silu": silu_range(),
+                   "sigmoid": sigmoid_range(),
                    "pool_nan": pool_nan()}, f, separators=(",", ":"))
         f.write("\n")
 

@@ -7,7 +7,8 @@
 //! layout plan keeps the CSP block's conv -> conv edges in the NCHWc layout
 //! (counted below); a wrong lane or offset in the blocked SiLU fails the
 //! comparison. The SiLU pass itself is checked over its range (-92 .. 92,
-//! a masked tail) within 1e-6 relative, and the 5x5 stride-1 max pool with
+//! a masked tail) within 1e-6 relative, the Sigmoid op it shares its
+//! sigmoid with over -88 .. 27 within 3e-7, and the 5x5 stride-1 max pool with
 //! NaN in its input (each window holding one is NaN).
 
 mod common;
@@ -133,6 +134,50 @@ fn silu_epilogue_matches_numpy_over_its_range() {
             "silu({}) = {g}, numpy {w}",
             xs[i]
         );
+    }
+}
+
+/// The script's `sigmoid`: the elementwise Sigmoid op on 2003 values
+/// (-88.15 .. 27.25, a masked tail of 3) within 3e-7 relative of numpy at
+/// 1-3 threads, and `x * sigmoid(x)` (the unfused SiLU, whose bits a fused
+/// conv epilogue keeps) within 1e-6. Below x = -87 the f32 result may
+/// flush to zero (the true value is under 1.7e-38).
+#[test]
+fn sigmoid_matches_numpy_over_its_range() {
+    let dims = [1, 2003];
+    let mut g = Graph::new("yolo_sigmoid");
+    let x = g.input("x", Shape::new(&dims, DType::F32));
+    let s = g.sigmoid(x);
+    let y = g.mul(x, s);
+    g.set_outputs(vec![s, y]);
+    let mut exe = compile(&g);
+    let xs: Vec<f32> = (0..2003)
+        .map(|i| (i as f32 - 1530.0) * 59.0 / 1024.0)
+        .collect();
+    let xt = HostTensor::from_slice(&xs, &dims).unwrap();
+    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let want = floats(&fx["sigmoid"]["y"]);
+    assert_eq!(want.len(), xs.len());
+    for threads in 1..=3 {
+        exe.limit_threads(Some(threads)).unwrap();
+        let out = exe.run(&[&xt]).unwrap();
+        let sig = out[0].to_vec::<f32>().unwrap();
+        let silu = out[1].to_vec::<f32>().unwrap();
+        for (i, &w) in want.iter().enumerate() {
+            let x = xs[i] as f64;
+            let floor = if x < -87.0 { 2e-38 } else { 1e-45 };
+            assert!(
+                (sig[i] as f64 - w).abs() <= 3e-7 * w + floor,
+                "threads {threads}: sigmoid({x}) = {}, numpy {w}",
+                sig[i]
+            );
+            let (ws, floor) = (x * w, floor * (1.0 + x.abs()));
+            assert!(
+                (silu[i] as f64 - ws).abs() <= 1e-6 * ws.abs() + floor,
+                "threads {threads}: silu({x}) = {}, numpy {ws}",
+                silu[i]
+            );
+        }
     }
 }
 
