@@ -27,7 +27,10 @@
 //! the output's own blocked offsets (no copy), an NCHW row gathers its
 //! channel's lanes (so the NCHWc kernel runs such a chain on its blocked
 //! rows before transposing them: [`RowChain::reads_nchw_extra`]), and the
-//! region path reads an NCHW copy of the block.
+//! region path reads an NCHW copy of the block. A chain of a ReLU, an add
+//! of such a blocked residual, or the add then ReLU (ResNet's) also comes
+//! as a [`TileChain`] ([`RowChain::tile_form`]) that the NCHWc tile
+//! applies to its registers as it stores a blocked output.
 
 use super::region;
 use super::scalar::{nan_max, nan_min, Pod};

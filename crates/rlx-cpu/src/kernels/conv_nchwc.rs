@@ -1336,6 +1336,23 @@ fn reorder_parts(
     });
 }
 
+/// `v` `[n][c][p]` as `[n][c/16][p][16]`, or back (`c` a multiple of
+/// 16): the tests' layout change.
+#[cfg(test)]
+pub(crate) fn reblock(v: &[f32], c: usize, p: usize, to_blocked: bool) -> Vec<f32> {
+    let mut out = vec![0f32; v.len()];
+    for (i, &x) in v.iter().enumerate() {
+        let (n, ch, q) = (i / (c * p), i / p % c, i % p);
+        let b = ((n * c + ch / BLOCK * BLOCK) * p + q * BLOCK) + ch % BLOCK;
+        if to_blocked {
+            out[b] = x;
+        } else {
+            out[i] = v[b];
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1470,20 +1487,6 @@ mod tests {
     fn blocked_sides_match_numpy() {
         if !avx512() {
             return;
-        }
-        /// `[n][c][p]` <-> `[n][c/16][p][16]` (`c` a multiple of 16).
-        fn reblock(v: &[f32], c: usize, p: usize, to_blocked: bool) -> Vec<f32> {
-            let mut out = vec![0f32; v.len()];
-            for (i, &x) in v.iter().enumerate() {
-                let (n, ch, q) = (i / (c * p), i / p % c, i % p);
-                let b = ((n * c + ch / BLOCK * BLOCK) * p + q * BLOCK) + ch % BLOCK;
-                if to_blocked {
-                    out[b] = x;
-                } else {
-                    out[i] = v[b];
-                }
-            }
-            out
         }
         let blocked = |window: &Window,
                        groups: usize,

@@ -375,6 +375,7 @@ fn mean(x: &[f32], dims: &[usize], y: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::kernels::cnn_fixtures;
+    use crate::kernels::conv_nchwc::reblock;
     use rlx_ir::op::Window;
 
     fn max_op(k: usize, s: usize, p: usize) -> Op {
@@ -418,25 +419,11 @@ mod tests {
         )
     }
 
-    /// `v` (`[n][c][p]`, `c` whole blocks) as `[n][c/16][p][16]`, or back.
-    fn reblock(v: &[f32], c: usize, p: usize, to_blocked: bool) -> Vec<f32> {
-        let mut out = vec![0f32; v.len()];
-        for (i, &x) in v.iter().enumerate() {
-            let (n, ch, q) = (i / (c * p), i / p % c, i % p);
-            let b = ((n * c + ch / LANES * LANES) * p + q * LANES) + ch % LANES;
-            if to_blocked {
-                out[b] = x;
-            } else {
-                out[i] = v[b];
-            }
-        }
-        out
-    }
-
     /// Every max case of whole 16-channel blocks in
     /// tools/gen_cnn_ops_fixtures.py's pools (numpy, float64 loops; ResNet's
     /// 3x3 stride 2 on odd planes with NaNs, dilated asymmetric windows,
-    /// SPPF's 5x5 stride 1, 2x2 stride 2, a 4-block batch) through [`run`]
+    /// SPPF's 5x5 stride 1 (two sizes), 2x2 stride 2 (two sizes), a 4-block
+    /// batch) through [`run`]
     /// with the input, the output or both blocked, at 1-3 threads.
     #[test]
     fn blocked_max_pool_matches_numpy() {
@@ -485,7 +472,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(ran, 5);
+        assert_eq!(ran, 7);
     }
 
     fn f32_view<'a>(dims: &'a [usize], v: &'a [f32]) -> View<'a> {
