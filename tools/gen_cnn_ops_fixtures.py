@@ -117,6 +117,15 @@ POOL_CASES = [
     # Tiling window with a trailing pad (ceil mode): the general path.
     ("max_2x2_s2_ceil_pad", "max", (1, 2, 7, 9), (2, 2), (2, 2), ((0, 1), (0, 1)), (1, 1), False, (), "all"),
     ("tiled_max_threaded_2x2_s2", "max", (1, 16, 64, 66), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "sums"),
+    # Whole 16-channel blocks, which pool_blocked.rs's unit test also runs blocked (its
+    # separable AVX-512 form: row maxima kept while later output rows read them): ResNet's
+    # 3x3 stride 2 on odd planes with NaNs, dilated asymmetric windows, SPPF's 5x5 stride 1,
+    # 2x2 stride 2 on odd planes, and a 4-block batch of 2 split over threads.
+    ("blocked_max_3x3_s2_p1_odd_nan", "max", (1, 16, 13, 11), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (5, 300, 1201, 2000), "all"),
+    ("blocked_max_3x3_s23_dilated_asym", "max", (2, 16, 11, 10), (3, 3), (2, 3), ((1, 2), (2, 0)), (2, 1), False, (), "sums"),
+    ("blocked_max_5x5_s1_p2", "max", (1, 32, 9, 11), (5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), False, (), "sums"),
+    ("blocked_max_2x2_s2_odd", "max", (2, 16, 9, 13), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), False, (), "sums"),
+    ("blocked_max_3x3_s2_p1_threaded", "max", (2, 64, 23, 26), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), False, (), "sums"),
 ]
 
 # name, x dims, O, kernel, stride, pads, dilation, output_padding, groups, bias, check

@@ -27,7 +27,10 @@
 //! the output's own blocked offsets (no copy), an NCHW row gathers its
 //! channel's lanes (so the NCHWc kernel runs such a chain on its blocked
 //! rows before transposing them: [`RowChain::reads_nchw_extra`]), and the
-//! region path reads an NCHW copy of the block.
+//! region path reads an NCHW copy of the block. A chain of a ReLU, an add
+//! of such a blocked residual, or the add then ReLU (ResNet's) also comes
+//! as a [`TileChain`] ([`RowChain::tile_form`]) that the NCHWc tile
+//! applies to its registers as it stores a blocked output.
 
 use super::region;
 use super::scalar::{nan_max, nan_min, Pod};
@@ -103,6 +106,32 @@ pub(crate) struct RowChain<'a> {
     o: usize,
     /// Output pixels per channel.
     pixels: usize,
+}
+
+/// A row chain a register tile applies to its blocked sums as it stores
+/// them ([`RowChain::tile_form`]), so the output is not read back for the
+/// chain: `v + r` with a same-shape blocked residual `r` read at the
+/// output's own offsets, then ReLU (`v` where `v > 0` or NaN, else `+0`:
+/// `row_relu`'s bits), each optional.
+#[derive(Clone, Copy)]
+pub(crate) struct TileChain<'a> {
+    /// The residual `[1 or N][O/16][pixels][16]` and its image count.
+    residual: Option<(&'a [f32], usize)>,
+    /// ReLU after the add.
+    pub(crate) relu: bool,
+    /// Floats of one image of the output.
+    image: usize,
+}
+
+impl<'a> TileChain<'a> {
+    /// Image `n`'s blocked residual, laid out as that image's blocked
+    /// output, when the chain adds one.
+    pub(crate) fn residual(&self, n: usize) -> Option<&'a [f32]> {
+        self.residual.map(|(data, images)| {
+            let image = if images == 1 { 0 } else { n };
+            &data[image * self.image..][..self.image]
+        })
+    }
 }
 
 impl<'a> ConvEpilogue<'a> {
@@ -351,6 +380,37 @@ impl<'a> RowChain<'a> {
     /// (`row_relu`'s bits).
     pub(crate) fn is_relu(&self) -> bool {
         matches!(self.steps.as_slice(), [RowStep::Relu])
+    }
+
+    /// The chain as a register tile can run it on blocked sums as it
+    /// stores them ([`TileChain`]): `[relu]`, `[add r]` or `[add r, relu]`
+    /// with `r` a same-shape blocked residual added as `v + r` (the
+    /// chain's own operations, so its bits).
+    pub(crate) fn tile_form(&self) -> Option<TileChain<'a>> {
+        let residual = |step: &RowStep<'a>| match *step {
+            RowStep::Binary {
+                op: BinaryOp::Add,
+                src:
+                    RowSrc::Full {
+                        data,
+                        images,
+                        blocked: true,
+                    },
+                src_first: false,
+            } => Some((data, images)),
+            _ => None,
+        };
+        let (residual, relu) = match self.steps.as_slice() {
+            [RowStep::Relu] => (None, true),
+            [add] => (Some(residual(add)?), false),
+            [add, RowStep::Relu] => (Some(residual(add)?), true),
+            _ => return None,
+        };
+        Some(TileChain {
+            residual,
+            relu,
+            image: self.o * self.pixels,
+        })
     }
 
     /// True when a step reads a same-shape extra in NCHW: on blocked rows

@@ -694,12 +694,13 @@ mod tests {
     /// dilations, asymmetric padding, NaN, avg with and without padding
     /// counted, max in two passes (5x5, 3x3 stride 1), windows that tile
     /// the input (2x2 / 3x2 / 3x1, odd sizes, NaNs; a ceil-mode pad taking
-    /// the general path); the large ones (a small SPPF map split by its
-    /// window's reads) at 1, 2 and 3 threads (planes split).
+    /// the general path; whole 16-channel blocks, which `pool_blocked.rs`
+    /// also runs); the large ones (a small SPPF map split by its window's
+    /// reads) at 1, 2 and 3 threads (planes split).
     #[test]
     fn pool2d_matches_numpy() {
         let cases = cnn_fixtures::cases(include_str!("../../tests/fixtures/cnn_ops/pool.json"));
-        assert_eq!(cases.len(), 20);
+        assert_eq!(cases.len(), 25);
         for case in &cases {
             cnn_fixtures::check(case, &pool_case(case));
             if case.get("sum").is_some() {
