@@ -253,9 +253,12 @@ unsafe fn separable(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
     let mut hmax = vec![none; slots * g.ow];
     let mut tag = vec![usize::MAX; slots];
     let mut row = vec![none; g.ow];
+    // A window's input rows and their slots, reused across output rows.
+    let (mut rows, mut picked) = (Vec::with_capacity(slots), Vec::with_capacity(slots));
     for oh in 0..g.oh {
-        let rows: Vec<usize> = Geom::taps(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h).collect();
-        let mut picked = Vec::with_capacity(rows.len());
+        rows.clear();
+        rows.extend(Geom::taps(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h));
+        picked.clear();
         for &ih in &rows {
             let slot = match tag.iter().position(|&t| t == ih) {
                 Some(slot) => slot,
