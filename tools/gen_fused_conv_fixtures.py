@@ -15,6 +15,8 @@ crates/rlx-cpu/tests/fixtures/conv_pointwise/blocked_cases.json (POINTWISE_BLOCK
 1x1 convs of the blocked 1x1 kernel, read by kernels/conv_pointwise_blocked.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of the
 16-channel-blocked kernel, read by kernels/conv_nchwc.rs's tests) and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/in_place_cases.json (IN_PLACE_CASES: the
+same kernel reading a blocked image in place, padding included) and
 crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
 depthwise convs, read by kernels/conv_depthwise3x3.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_stem/cases.json (STEM_CASES: 3-channel stems of
@@ -284,6 +286,27 @@ OUT_POINTWISE_BLOCKED = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "
 
 OUT_NCHWC = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "cases.json")
 
+# Blocked images the NCHWc kernel reads in place (no padded copy: the kernel
+# rows on padding rows skipped, the tiles whose taps reach a padding column
+# reading zero there): 16 / 32 / 48 channels, stride 1 and 2, padding 0 / 1 /
+# 2 and asymmetric (a left edge only, a right edge only), a 5x5 and a dilated
+# 3x3, rows of 29 (a 24-pixel edge tile, then a 5-pixel one), a map narrower
+# than one tile (5 columns), a map of one column, batch 2, 1- to 4-block
+# output groups; each over 64 output pixels (smaller maps run flattened on a
+# padded copy).
+IN_PLACE_CASES = [
+    ("in_place_c16_o16_pad1_relu", (1, 16, 5, 29), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu", None),
+    ("in_place_c32_o48_s2_left_pad_only_residual_relu", (1, 32, 13, 23), 48, (3, 3), (2, 2), ((1, 0), (1, 0)), (1, 1), 1, True, "residual_relu", None),
+    ("in_place_c48_o32_5x5_pad2_residual", (1, 48, 6, 13), 32, (5, 5), (1, 1), ((2, 2), (2, 1)), (1, 1), 1, True, "residual", None),
+    ("in_place_c16_o32_one_column_relu6", (1, 16, 66, 1), 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("in_place_c32_o16_narrow_silu_batch2", (2, 32, 14, 5), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
+    ("in_place_c16_o64_s2_pad2_relu", (1, 16, 17, 14), 64, (3, 3), (2, 2), ((2, 1), (2, 2)), (1, 1), 1, True, "relu", None),
+    ("in_place_c32_o16_unpadded_nobias_relu", (1, 32, 10, 12), 16, (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, False, "relu", None),
+    ("in_place_c16_o16_dilated_pad2_residual", (1, 16, 6, 20), 16, (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 1, True, "residual", None),
+    ("in_place_c48_o32_right_pad_only_leaky", (1, 48, 4, 26), 32, (3, 3), (1, 1), ((0, 1), (0, 2)), (1, 1), 1, True, "leaky", None),
+]
+OUT_NCHWC_IN_PLACE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_nchwc", "in_place_cases.json")
+
 # Stems of the 3-channel stem kernel (kernels/conv_stem.rs): 3x3 stride 2 with
 # 16 / 24 / 32 / 64 outputs (1, 3, 4, 8 blocks of 8), 3x3 stride 1, 7x7 stride 2
 # with padding 3 and asymmetric padding, rows of 18 / 50 / 56 pixels (a 48-pixel
@@ -338,6 +361,7 @@ def main():
     write(POINTWISE_CASES, OUT_POINTWISE)
     write(POINTWISE_BLOCKED_CASES, OUT_POINTWISE_BLOCKED)
     write(NCHWC_CASES, OUT_NCHWC)
+    write(IN_PLACE_CASES, OUT_NCHWC_IN_PLACE)
     write(DEPTHWISE_CASES, OUT_DEPTHWISE)
     write(STEM_CASES, OUT_STEM)
 

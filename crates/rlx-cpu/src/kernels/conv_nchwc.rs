@@ -123,18 +123,27 @@ pub(crate) struct BlockedIo {
     pub(crate) output: bool,
 }
 
-/// The blocked, padded copy of one image: `[C/16][hp][wp][ps]`.
+/// The blocked image the tile reads, `[C/16][hp][wp][ps]`: the padded
+/// copy (`pad` zero), or a blocked input read where it is (`pad` the
+/// conv's top / left padding, which it does not hold).
 #[derive(Clone, Copy)]
 struct Layout {
     /// Channel blocks.
     cb: usize,
-    /// Padded rows / columns the output reads.
+    /// Rows / columns held (the padded ones the output reads, or the
+    /// image's own).
     hp: usize,
     wp: usize,
     /// Floats per pixel: 16, or `c` when there are fewer channels (one
     /// block, no zero lanes: ResNet's 3-channel stem image is 5x smaller
     /// and its stride-2 taps share cache lines).
     ps: usize,
+    /// Padding rows above / columns left of the held ones: the tap at
+    /// padded row `r`, column `q` is held at `r - pad.0`, `q - pad.1`
+    /// when both lie inside `hp` x `wp` (rows outside are never read,
+    /// [`Conv2d::live_rows`]; columns outside read zero: an edge tile,
+    /// [`Job::run`]).
+    pad: (usize, usize),
 }
 
 impl Layout {
@@ -245,20 +254,28 @@ impl Conv2d {
             hp: (self.oh - 1) * self.s.0 + (self.kh - 1) * self.d.0 + 1,
             wp: (self.ow - 1) * self.s.1 + (self.kw - 1) * self.d.1 + 1,
             ps: self.c.min(BLOCK),
+            pad: (0, 0),
         }
     }
 
-    /// The layout of a blocked image `x` read where it is (no padding on
-    /// any side, so its `[C/16][h][w][16]` planes hold every pixel the taps
-    /// read: ResNet's 1x1 stride-2 downsamples), or `None` when it is copied.
+    /// The layout of a blocked image `x` read where it is, or `None` when
+    /// it is copied. Unpadded (ResNet's 1x1 stride-2 downsamples) its
+    /// `[C/16][h][w][16]` planes hold every pixel the taps read; padded,
+    /// the tiles skip the kernel rows that read padding rows
+    /// ([`Conv2d::live_rows`]) and the tiles whose taps reach a padding
+    /// column read zero vectors there (edge tiles, [`Job::run`]), as MLAS reads its NCHWc
+    /// input. A flattened conv ([`Self::flat`]) copies a padded image:
+    /// its tiles cross rows, so no column range is free of edges.
     fn in_place(&self, io: BlockedIo) -> Option<Layout> {
         let padded = self.layout();
         let unpadded = self.p == (0, 0) && padded.hp <= self.h && padded.wp <= self.w;
-        (io.input && unpadded && self.c.is_multiple_of(BLOCK)).then_some(Layout {
+        let readable = unpadded || !self.flat();
+        (io.input && readable && self.c.is_multiple_of(BLOCK)).then_some(Layout {
             cb: self.c / BLOCK,
             hp: self.h,
             wp: self.w,
             ps: BLOCK,
+            pad: self.p,
         })
     }
 
@@ -309,6 +326,23 @@ impl Conv2d {
         epi: Option<&ConvEpilogue>,
         io: BlockedIo,
     ) -> KernelResult {
+        self.nchwc_staged(x, wp, bias, y, epi, io, self.in_place(io))
+    }
+
+    /// [`Self::nchwc_packed_io`] reading a blocked `x` where it is as
+    /// `in_place` ([`Self::in_place`]), or, `None`, through a padded copy
+    /// (the tests compare the two paths' bits).
+    #[allow(clippy::too_many_arguments)]
+    fn nchwc_staged(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        epi: Option<&ConvEpilogue>,
+        io: BlockedIo,
+        in_place: Option<Layout>,
+    ) -> KernelResult {
         if !self.takes_nchwc_weights(wp.len()) {
             return Err(fail!(
                 "conv: the NCHWc kernel does not take this conv or weight"
@@ -331,8 +365,8 @@ impl Conv2d {
         if let Some(bias) = bias {
             b[..self.o].copy_from_slice(&bias[..self.o]);
         }
-        if let Some(lay) = self.in_place(io) {
-            // The blocked image is its own padded copy: no reorder.
+        if let Some(lay) = in_place {
+            // The blocked image is read where it is: no reorder.
             let image = lay.cb * lay.block();
             if self.flat() {
                 return self.flat_images(&x[..self.batch * image], &lay, wp, &b, y, epi, io.output);
@@ -595,6 +629,31 @@ impl Conv2d {
 enum Pos<'a> {
     Row { oh: usize, ow0: usize },
     Flat(&'a [usize; 24], std::ops::Range<usize>),
+}
+
+/// The zero pixel an edge tile's padding taps read ([`Job::run`]).
+static ZERO_PIXEL: [f32; BLOCK] = [0.0; BLOCK];
+
+/// Which variant of [`Job::run`] a tile takes.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Pixels of one row, whole 16-channel pixels, every tap held.
+    Row,
+    /// Pixels of one row of fewer than 16 channels, every tap held.
+    Thin,
+    /// Pixels of one row whose taps reach columns the layout does not hold.
+    Edge,
+    /// Pixels anywhere in the batch ([`Conv2d::flat`]).
+    Flat,
+}
+
+/// Where a row tile reads ([`Job::run`]): its padded row `top` (the
+/// output row's first kernel row), and `col`, the floats into a held row
+/// of its first pixel (an edge tile: that pixel's padded column).
+#[derive(Clone, Copy)]
+struct Origin {
+    top: usize,
+    col: usize,
 }
 
 /// What a tile does to its sums as it stores them: in the last chunk of
@@ -968,27 +1027,40 @@ impl Job<'_> {
         // Whole 16-channel pixels (every image of >= 16 channels) get the
         // strides as constants: with them in registers the tile loop's
         // address arithmetic cost U-Net's 16-channel convs ~12 %.
-        let thin = self.lay.ps != BLOCK;
-        let (base, offs, rows, flat) = match pos {
+        let (g, lay) = (self.g, &self.lay);
+        let thin = lay.ps != BLOCK;
+        let (at, offs, rows, kind) = match pos {
             Pos::Row { oh, ow0 } => {
-                let ps = self.lay.ps;
-                (
-                    (oh * self.g.s.0) * self.lay.wp * ps + ow0 * self.g.s.1 * ps,
-                    &[0; 24],
-                    self.g.live_rows(oh),
-                    false,
-                )
+                // Padded columns of the first pixel's first tap and of the
+                // last pixel's last tap: an edge tile when either is not held.
+                let first = ow0 * g.s.1;
+                let last = (ow0 + p - 1) * g.s.1 + (g.kw - 1) * g.d.1;
+                let edge = first < lay.pad.1 || last >= lay.pad.1 + lay.wp;
+                // Only a blocked image read in place has edges (whole
+                // 16-channel pixels); the padded copy holds every tap.
+                debug_assert!(!(edge && thin));
+                let (kind, col) = match (edge, thin) {
+                    (true, _) => (Kind::Edge, first),
+                    (false, true) => (Kind::Thin, (first - lay.pad.1) * lay.ps),
+                    (false, false) => (Kind::Row, (first - lay.pad.1) * lay.ps),
+                };
+                let at = Origin {
+                    top: oh * g.s.0,
+                    col,
+                };
+                (at, &[0; 24], g.live_rows(oh), kind)
             }
-            Pos::Flat(offs, rows) => (0, offs, rows, true),
+            Pos::Flat(offs, rows) => (Origin { top: 0, col: 0 }, offs, rows, Kind::Flat),
         };
         macro_rules! go {
             ($fb:literal, $($p:literal)*) => {
                 match p {
                     $($p => unsafe {
-                        match (thin, flat) {
-                            (_, true) => self.run::<$fb, $p, false, true>(b0, base, offs, dst, ld, blks.clone(), rows.clone(), store),
-                            (true, false) => self.run::<$fb, $p, true, false>(b0, base, offs, dst, ld, blks.clone(), rows.clone(), store),
-                            (false, false) => self.run::<$fb, $p, false, false>(b0, base, offs, dst, ld, blks.clone(), rows.clone(), store),
+                        match kind {
+                            Kind::Flat => self.run::<$fb, $p, false, true, false>(b0, at, offs, dst, ld, blks.clone(), rows.clone(), store),
+                            Kind::Thin => self.run::<$fb, $p, true, false, false>(b0, at, offs, dst, ld, blks.clone(), rows.clone(), store),
+                            Kind::Row => self.run::<$fb, $p, false, false, false>(b0, at, offs, dst, ld, blks.clone(), rows.clone(), store),
+                            Kind::Edge => self.run::<$fb, $p, false, false, true>(b0, at, offs, dst, ld, blks.clone(), rows.clone(), store),
                         }
                     },)*
                     _ => unreachable!("tile width {p} past {}", 24 / $fb),
@@ -1005,9 +1077,15 @@ impl Job<'_> {
 
     /// The `FB x P` register tile (indexed loops: the compiler unrolls
     /// them and keeps `acc` in registers); `THIN`: pixels of fewer than 16
-    /// channels (`lay.ps < 16`). Pixel `j` is read at `base + j * stride`
-    /// floats into each channel block (pixels of one row), or with `FLAT`
-    /// at `offs[j]` (any pixels of the batch; whole 16-channel pixels).
+    /// channels (`lay.ps < 16`). Kernel row `r` reads held row `at.top + r
+    /// * dh - lay.pad.0` of each channel block, where pixel `j` is read at
+    /// `at.col + j * stride` floats (pixels of one row), or with `FLAT` at
+    /// `offs[j]` from the block (any pixels of the batch; whole 16-channel
+    /// pixels). With `EDGE` (a tile whose taps reach columns the layout
+    /// does not hold: the left / right padding of an image read in place)
+    /// `at.col` is the first pixel's padded column and each tap of each
+    /// pixel reads its held column or, outside them, a zero vector, in
+    /// the same FMA order, so the sums have the padded copy's bits.
     /// Sums input-channel blocks `blks` at kernel rows `rows` (the live
     /// ones, [`Conv2d::live_rows`]) onto the bias (the first chunk) or
     /// onto what `dst` holds (a later chunk), and stores the sums through
@@ -1015,10 +1093,16 @@ impl Job<'_> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
-    unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
+    unsafe fn run<
+        const FB: usize,
+        const P: usize,
+        const THIN: bool,
+        const FLAT: bool,
+        const EDGE: bool,
+    >(
         &self,
         b0: usize,
-        base: usize,
+        at: Origin,
         offs: &[usize; 24],
         dst: *mut f32,
         ld: usize,
@@ -1036,7 +1120,10 @@ impl Job<'_> {
         };
         let rs = lay.wp * ps;
         let px: [usize; P] =
-            std::array::from_fn(|j| if FLAT { offs[j] } else { base + j * s * ps });
+            std::array::from_fn(|j| if FLAT { offs[j] } else { at.col + j * s * ps });
+        // An edge tile's pixel `j` at tap `q`: its held column's first
+        // float, or the zero block.
+        let mut edge_px = [ZERO_PIXEL.as_ptr(); P];
         let mut acc = [[_mm512_setzero_ps(); P]; FB];
         for (f, a) in acc.iter_mut().enumerate() {
             if blks.start == 0 {
@@ -1055,10 +1142,22 @@ impl Job<'_> {
         for blk in blks {
             let cn = (g.c - blk * BLOCK).min(BLOCK);
             for r in rows.clone() {
-                let xr = unsafe { xb.add(blk * lay.block() + r * dh * rs) };
+                // A live row: `at.top + r * dh >= lay.pad.0`.
+                let row = at.top + r * dh - lay.pad.0;
+                let xr = unsafe { xb.add(blk * lay.block() + row * rs) };
                 for q in 0..g.kw {
                     let xq = unsafe { xr.add(q * dw * ps) };
                     let wq = unsafe { wb.add((blk * taps + r * g.kw + q) * wrows * BLOCK) };
+                    if EDGE {
+                        for (j, e) in edge_px.iter_mut().enumerate() {
+                            let col = (at.col + j * s + q * dw).wrapping_sub(lay.pad.1);
+                            if col < lay.wp {
+                                *e = unsafe { xr.add(col * BLOCK) };
+                            } else {
+                                *e = ZERO_PIXEL.as_ptr();
+                            }
+                        }
+                    }
                     // One input channel: FB weight vectors, P broadcasts.
                     macro_rules! channel {
                         ($i:expr) => {{
@@ -1070,7 +1169,12 @@ impl Job<'_> {
                                 };
                             }
                             for j in 0..P {
-                                let xv = unsafe { _mm512_set1_ps(*xq.add(px[j] + i)) };
+                                let x = if EDGE {
+                                    edge_px[j]
+                                } else {
+                                    unsafe { xq.add(px[j]) }
+                                };
+                                let xv = unsafe { _mm512_set1_ps(*x.add(i)) };
                                 for f in 0..FB {
                                     acc[f][j] = _mm512_fmadd_ps(xv, wv[f], acc[f][j]);
                                 }
@@ -1114,10 +1218,16 @@ impl Job<'_> {
 
     #[cfg(not(target_arch = "x86_64"))]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn run<const FB: usize, const P: usize, const THIN: bool, const FLAT: bool>(
+    unsafe fn run<
+        const FB: usize,
+        const P: usize,
+        const THIN: bool,
+        const FLAT: bool,
+        const EDGE: bool,
+    >(
         &self,
         _: usize,
-        _: usize,
+        _: Origin,
         _: &[usize; 24],
         _: *mut f32,
         _: usize,
@@ -1388,6 +1498,9 @@ mod tests {
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/conv_nchwc/cases.json");
     const CASES: usize = 21;
+    const FIXTURE_IN_PLACE: &str =
+        include_str!("../../tests/fixtures/conv_nchwc/in_place_cases.json");
+    const IN_PLACE_CASES: usize = 9;
 
     /// A fused conv forced through this kernel, its weight packed per call.
     fn forced(
@@ -1537,35 +1650,110 @@ mod tests {
                        steps: &[ChainStep],
                        ins: &[View],
                        out: &mut ViewMut| {
-            let (conv_ins, extras) = ins.split_at(rlx_ir::ops::fused_conv::conv_arity(bias));
-            let g = conv_geom(window, None, groups, conv_ins, out)?;
-            let g2 = g.two_d.clone().filter(Conv2d::is_nchwc_shape);
-            let g2 = g2.expect("a shape of the NCHWc kernel");
-            let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype);
-            let epi = epi.expect("extras broadcast");
-            let io = BlockedIo {
-                input: g2.c % BLOCK == 0,
-                output: g2.o % BLOCK == 0 && epi.rows().is_some(),
-            };
-            let mut wp = Vec::new();
-            pack(conv_ins[1].slice(), (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
-            let x: &[f32] = conv_ins[0].slice();
-            let (pin, pout) = (g2.h * g2.w, g2.oh * g2.ow);
-            let x = if io.input {
-                reblock(x, g2.c, pin, true)
-            } else {
-                x.to_vec()
-            };
-            let mut y = vec![0f32; out.slice::<f32>().len()];
-            let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
-            g2.nchwc_packed_io(&x, &wp, bias, &mut y, Some(&epi), io)?;
-            if io.output {
-                y = reblock(&y, g2.o, pout, false);
-            }
-            out.slice::<f32>().copy_from_slice(&y);
-            Ok(())
+            blocked_conv(window, groups, bias, steps, ins, out, false)
         };
         check_fused_conv_fixture(FIXTURE, CASES, &blocked);
+    }
+
+    /// A fixture conv with every side of whole 16-channel blocks in the
+    /// blocked layout (the image reordered here, the output read back),
+    /// the weight packed once; with `compare_copy` the blocked image is
+    /// also run through the padded copy (`Conv2d::nchwc_staged` with no
+    /// in-place layout), which must give the in-place read's bits, on
+    /// these inputs and on poisoned ones: infinite and NaN weights (a
+    /// padding tap's zero times an infinity is a NaN in the copy, so the
+    /// edge tiles must issue those FMAs too), a -0 bias and -0 / NaN
+    /// pixels.
+    fn blocked_conv(
+        window: &Window,
+        groups: usize,
+        bias: bool,
+        steps: &[ChainStep],
+        ins: &[View],
+        out: &mut ViewMut,
+        compare_copy: bool,
+    ) -> KernelResult {
+        let (conv_ins, extras) = ins.split_at(rlx_ir::ops::fused_conv::conv_arity(bias));
+        let g = conv_geom(window, None, groups, conv_ins, out)?;
+        let g2 = g.two_d.clone().filter(Conv2d::is_nchwc_shape);
+        let g2 = g2.expect("a shape of the NCHWc kernel");
+        let epi = ConvEpilogue::new(steps, extras, out.dims, out.dtype);
+        let epi = epi.expect("extras broadcast");
+        let io = BlockedIo {
+            input: g2.c % BLOCK == 0,
+            output: g2.o % BLOCK == 0 && epi.rows().is_some(),
+        };
+        let wt: &[f32] = conv_ins[1].slice();
+        let mut wp = Vec::new();
+        pack(wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
+        let x: &[f32] = conv_ins[0].slice();
+        let (pin, pout) = (g2.h * g2.w, g2.oh * g2.ow);
+        let x = if io.input {
+            reblock(x, g2.c, pin, true)
+        } else {
+            x.to_vec()
+        };
+        let mut y = vec![0f32; out.slice::<f32>().len()];
+        let bias = conv_ins.get(2).map(|b| b.slice::<f32>());
+        g2.nchwc_packed_io(&x, &wp, bias, &mut y, Some(&epi), io)?;
+        if compare_copy {
+            let in_place = g2.in_place(io).expect("a blocked image read in place");
+            let len = y.len();
+            let run = |x: &[f32], wp: &[f32], bias: Option<&[f32]>, lay| {
+                let mut y = vec![0f32; len];
+                g2.nchwc_staged(x, wp, bias, &mut y, Some(&epi), io, lay)
+                    .map(|()| y)
+            };
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            let copied = run(&x, &wp, bias, None)?;
+            assert_eq!(bits(copied), bits(y.clone()), "in place vs the padded copy");
+            let mut wt = wt.to_vec();
+            let n = wt.len();
+            (wt[0], wt[n / 2], wt[n - 1]) = (f32::INFINITY, f32::NEG_INFINITY, f32::NAN);
+            pack(&wt, (g2.o, g2.c, g2.kh, g2.kw), &mut wp);
+            let mut x = x.clone();
+            let m = x.len();
+            (x[1], x[m / 3], x[m - 2]) = (-0.0, f32::NAN, -0.0);
+            let neg_zero = vec![-0.0f32; g2.o];
+            let poisoned = run(&x, &wp, Some(&neg_zero), Some(in_place))?;
+            let copied = run(&x, &wp, Some(&neg_zero), None)?;
+            assert_eq!(
+                bits(copied),
+                bits(poisoned),
+                "poisoned: in place vs the padded copy"
+            );
+        }
+        if io.output {
+            y = reblock(&y, g2.o, pout, false);
+        }
+        out.slice::<f32>().copy_from_slice(&y);
+        Ok(())
+    }
+
+    /// tools/gen_fused_conv_fixtures.py's IN_PLACE_CASES (numpy float64
+    /// loops), the image blocked and read where it is (padding 0 / 1 / 2,
+    /// asymmetric, left or right edge only, stride 2, 5x5, dilated, a map
+    /// narrower than a tile and one of a single column, 16 / 32 / 48
+    /// channels, batch 2) at 1 to 3 threads, each also through the padded
+    /// copy, which must give the same bits (also with infinite / NaN
+    /// weights, a -0 bias and -0 / NaN pixels). Fails with an edge tile's
+    /// last held column off by one (`col < lay.wp` as `<=`: it reads the
+    /// next row's first pixel) or with its padding taps skipped instead
+    /// of multiplied by zero (the poisoned bits).
+    #[test]
+    fn in_place_matches_numpy_and_the_padded_copy() {
+        if !avx512() {
+            return;
+        }
+        let in_place = |window: &Window,
+                        groups: usize,
+                        bias: bool,
+                        steps: &[ChainStep],
+                        ins: &[View],
+                        out: &mut ViewMut| {
+            blocked_conv(window, groups, bias, steps, ins, out, true)
+        };
+        check_fused_conv_fixture(FIXTURE_IN_PLACE, IN_PLACE_CASES, &in_place);
     }
 
     /// A packed weight of the wrong size is an error naming the kernel.
