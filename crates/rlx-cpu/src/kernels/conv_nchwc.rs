@@ -2,10 +2,18 @@
 //! layout, the form MLAS runs every conv of a CNN in: 16 channels per
 //! block, one AVX-512 register of output channels.
 //!
-//! Per call each image is reordered into `[C/16][hp][wp][16]` (fewer
+//! Per call an NCHW image is reordered into `[C/16][hp][wp][16]` (fewer
 //! than 16 channels: `[hp][wp][C]`) with its zero padding (O(C*H*W),
 //! small against the conv's O(C*O*k*k*H*W); the copy is made anyway, so
-//! the padding costs no branch in the tile). The copy and the partial-sum
+//! the padding costs no branch in the tile). A blocked image (below) is
+//! read where it is, padding included, as MLAS reads its NCHWc input:
+//! the tiles skip the kernel rows on padding rows ([`Conv2d::live_rows`])
+//! and a tile whose taps reach a padding column (the first / last tile
+//! of a row) takes a pointer per pixel and tap, to the held pixel or to
+//! a zero block, issuing the padded copy's FMAs in its order, so the
+//! sums keep its bits (U-Net's 16 -> 16 3x3 at 128x128 b8, 1 thread:
+//! 14.5-19.4 -> 13.0-13.2 ms for its two calls; a flattened conv,
+//! [`Conv2d::flat`], still copies). The copy and the partial-sum
 //! slab live in per-thread buffers kept at their largest length
 //! (`grown`): only the padding is zeroed, every other float is written
 //! before it is read. The weight is packed
@@ -46,9 +54,9 @@
 //! blocked residual add or the add then ReLU, ResNet's epilogues, applied
 //! by the tile to its registers as it stores its last chunk, so the rows
 //! are not read back: ResNet-18's stem 2.9-3.0 -> 2.45-2.6 ms), and the
-//! consumer copies whole 16-channel pixel runs into its padded image
-//! instead of gathering 16 planes per pixel (an unpadded conv reads the
-//! blocked image where it is).
+//! consumer reads the blocked image where it is ([`Conv2d::in_place`];
+//! a flattened padded conv copies whole 16-channel pixel runs into its
+//! padded image instead of gathering 16 planes per pixel).
 //!
 //! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
 
@@ -764,9 +772,11 @@ impl Job<'_> {
                         },
                         None => Store::PLAIN,
                     };
-                    // SAFETY: the tile reads the blocked image at rows
-                    // `oh * s + r * d` < hp and columns `(ow0 + j) * s + q
-                    // * d` < wp, channel blocks `blks` < cb, weight blocks
+                    // SAFETY: the tile reads the blocked image at padded
+                    // rows `oh * s + r * d` of live kernel rows (held rows
+                    // `- pad.0` < hp) and padded columns `(ow0 + j) * s + q
+                    // * d` (held `- pad.1` < wp, or an edge tile's zero
+                    // block), channel blocks `blks` < cb, weight blocks
                     // b0 .. b0 + fb < ob, and writes `base` (reads the
                     // residual) at blocks < fb, pixels `i * ow + ow0 + j` <
                     // ld (rows of the part).
