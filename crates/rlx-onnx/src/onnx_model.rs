@@ -435,6 +435,42 @@ impl OnnxModel {
     /// Compiles on first use of each input shape ([`OnnxModel::prepare`]
     /// does that ahead of time).
     pub fn run(&mut self, inputs: &[(&str, &HostTensor)]) -> Result<Vec<HostTensor>> {
+        self.with_feed(inputs, |compiled, feed| compiled.try_run_typed(feed))
+    }
+
+    /// Zero-filled tensors of the outputs a run on inputs like these
+    /// returns (compiling for their shapes first, as
+    /// [`OnnxModel::prepare`]): the `outputs` of [`OnnxModel::run_into`].
+    pub fn output_tensors(&mut self, inputs: &[(&str, &HostTensor)]) -> Result<Vec<HostTensor>> {
+        self.prepare(inputs)?;
+        Ok(self.compiled().expect("prepared").output_tensors())
+    }
+
+    /// Runs like [`OnnxModel::run`], writing the outputs into `outputs`
+    /// (from [`OnnxModel::output_tensors`]) instead of returning new
+    /// tensors, like ONNX Runtime's bound outputs: a loop of runs allocates
+    /// and copies nothing for its outputs (the CPU backend computes an
+    /// output straight into its tensor; YOLO's 1.3 MB of detection maps
+    /// were copied into fresh pages every run). A tensor of the wrong
+    /// count, dtype or dims is an error; any error leaves the outputs'
+    /// values unspecified.
+    pub fn run_into(
+        &mut self,
+        inputs: &[(&str, &HostTensor)],
+        outputs: &mut [HostTensor],
+    ) -> Result<()> {
+        self.with_feed(inputs, |compiled, feed| {
+            compiled.try_run_into(feed, outputs)
+        })
+    }
+
+    /// Orders and checks `inputs`, compiles for their shapes on first use,
+    /// and calls `f` with the compiled graph and the inputs it reads.
+    fn with_feed<T>(
+        &mut self,
+        inputs: &[(&str, &HostTensor)],
+        f: impl FnOnce(&mut CompiledGraph, &[(&str, &HostTensor)]) -> rlx_runtime::Result<T>,
+    ) -> Result<T> {
         let given = self.order(inputs)?;
         let key = self.specialise(&given)?;
         self.last = Some(key.clone());
@@ -448,7 +484,7 @@ impl OnnxModel {
             .filter(|(i, _)| wanted.contains(&i.name))
             .map(|(i, t)| (i.name.as_str(), *t))
             .collect();
-        Ok(compiled.try_run_typed(&feed)?)
+        Ok(f(&mut compiled, &feed)?)
     }
 
     /// [`OnnxModel::run`] with each output paired with its name.

@@ -43,6 +43,30 @@ fn tiny_cnn_matches_onnx_runtime() {
     assert_close(&got, &want);
 }
 
+/// `run_into` writes ONNX Runtime's output into bound tensors from
+/// `output_tensors`, twice into the same tensor (the second over the
+/// first's values, NaN-filled in between); a wrong count or dims of bound
+/// outputs is an error, not a panic.
+#[test]
+fn run_into_bound_outputs_matches_onnx_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cnn");
+    let mut model = OnnxModel::load(dir.join("tiny_cnn.onnx"), Device::Cpu).unwrap();
+    let x = HostTensor::from_vec(f32s("input.bin"), &[2, 3, 12, 12]).unwrap();
+    let want = f32s("output.bin");
+    let mut bound = model.output_tensors(&[("input", &x)]).unwrap();
+    assert_eq!(bound.len(), 1);
+    assert_eq!(bound[0].dims(), &[2, 4, 12, 12]);
+    for _ in 0..2 {
+        model.run_into(&[("input", &x)], &mut bound).unwrap();
+        assert_close(&bound[0].to_vec::<f32>().unwrap(), &want);
+        let nan = HostTensor::from_vec(vec![f32::NAN; want.len()], &[2, 4, 12, 12]).unwrap();
+        bound[0] = nan;
+    }
+    let wrong = HostTensor::from_vec(vec![0f32; 8], &[2, 4]).unwrap();
+    assert!(model.run_into(&[("input", &x)], &mut [wrong]).is_err());
+    assert!(model.run_into(&[("input", &x)], &mut []).is_err());
+}
+
 /// Bidirectional LSTM (bias, initial h / c, peepholes), GRU
 /// (linear_before_reset) and RNN (Tanh forward, Relu backward: directions
 /// that step alone), and a reverse LSTM: every output of each, at batch 3

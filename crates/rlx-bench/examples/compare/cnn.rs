@@ -7,6 +7,8 @@
 //! load of the same bytes). Before a model's rows its outputs are checked against ONNX
 //! Runtime's (`tools/bench_ref.py --dump`): max |RLX - ORT| over an output
 //! must be at most 1e-4 x max |ORT|, else the row is marked `MISMATCH`.
+//! The timed RLX runs write into bound outputs (`OnnxModel::run_into`)
+//! reused run to run, as ONNX Runtime's runs reuse its arena's buffers.
 //!
 //! Without the models (run the script) the rows are skipped with a note.
 
@@ -167,12 +169,15 @@ pub fn rows(
             if !errors.is_empty() {
                 eprintln!("{id}: max |RLX - ORT| / max |ORT| = {worst:.2e} ({verdict})");
             }
+            // Bound outputs, reused run to run (as ONNX Runtime's arena
+            // reuses its output buffers).
+            let mut bound = onnx.output_tensors(&[("input", &x)])?;
             for &t in threads {
                 rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
                 let r = super::rounds::alternate(
                     rounds,
                     || {
-                        time_iterations(cfg, || onnx.run(&[("input", &x)]).map(drop))
+                        time_iterations(cfg, || onnx.run_into(&[("input", &x)], &mut bound))
                             .map(|s| BenchResult::from_samples(&id, 0.0, s))
                     },
                     || reference(&id, t),

@@ -5,12 +5,14 @@
 //! from L1. Two layouts have their own kernel:
 //! - rows of B contiguous (`x @ W` with W `k x n` row-major): eight rows at a
 //!   time are scaled and added into `y` (eight sequential streams);
-//! - columns of B contiguous (`x @ W.T`, W `n x k` row-major): four dot
-//!   products at a time share each load of `x`.
+//! - columns of B contiguous (`x @ W.T`, W `n x k` row-major: a Gemm
+//!   head): eight dot products at a time share each load of `x` on
+//!   AVX-512 (eight weight streams keep a DRAM-bound head near bandwidth),
+//!   four on AVX2.
 //!
 //! Any other layout runs the scalar strided loop. Large products split the
-//! columns over threads. AVX2 + FMA kernels are picked at run time
-//! (`is_x86_feature_detected!`); the scalar ones are the fallback.
+//! columns over threads. AVX-512 / AVX2 + FMA kernels are picked at run
+//! time (`is_x86_feature_detected!`); the scalar ones are the fallback.
 
 use super::gemm::Strided;
 use crate::team;
@@ -59,6 +61,12 @@ fn columns(x: &[f32], b: &Strided<f32>, j0: usize, y: &mut [f32]) {
         }
         rows_axpy_scalar(x, b.data, base, b.row_stride, y);
     } else if b.row_stride == 1 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F; bounds were checked above.
+            unsafe { x86::cols_dot_avx512(x, b.data, base, b.col_stride, y) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if avx2_fma() {
             // SAFETY: as above.
@@ -208,6 +216,61 @@ mod x86 {
                     s += xq * *c[i].add(q);
                 }
                 y[j + i] = s;
+            }
+            j += cols;
+        }
+    }
+
+    /// Columns of B a pass of [`cols_dot_avx512`] reads.
+    const COLS_512: usize = 8;
+
+    /// AVX-512 form of `cols_dot_scalar`: eight columns (eight sequential
+    /// weight streams) share each load of `x`, 16 lanes a step, the last
+    /// step masked. A Gemm head reading its `[n, k]` weight from DRAM
+    /// (MobileNetV2's 1280 -> 1000, 5 MB) is bound by how many streams the
+    /// prefetchers follow: eight took ~0.20 ms per product against ~0.26
+    /// for [`cols_dot`]'s four (Zen 4, cache flushed between runs).
+    ///
+    /// # Safety
+    /// AVX-512F must be present; columns `0..y.len()`, each `x.len()` long
+    /// at `base + j * cs`, must lie inside `b`.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn cols_dot_avx512(
+        x: &[f32],
+        b: &[f32],
+        base: usize,
+        cs: usize,
+        y: &mut [f32],
+    ) {
+        let (k, n) = (x.len(), y.len());
+        let xp = x.as_ptr();
+        let bp = b.as_ptr().add(base);
+        let tail = ((1u32 << (k % 16)) - 1) as __mmask16;
+        let k16 = k - k % 16;
+        let mut j = 0;
+        while j < n {
+            let cols = COLS_512.min(n - j);
+            // A short last pass re-reads its last column in the spare lanes.
+            let c: [*const f32; COLS_512] =
+                std::array::from_fn(|i| bp.add((j + i.min(cols - 1)) * cs));
+            let mut acc = [_mm512_setzero_ps(); COLS_512];
+            let mut p = 0;
+            while p < k16 {
+                let xv = _mm512_loadu_ps(xp.add(p));
+                for i in 0..COLS_512 {
+                    acc[i] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c[i].add(p)), acc[i]);
+                }
+                p += 16;
+            }
+            if tail != 0 {
+                let xv = _mm512_maskz_loadu_ps(tail, xp.add(k16));
+                for i in 0..COLS_512 {
+                    let w = _mm512_maskz_loadu_ps(tail, c[i].add(k16));
+                    acc[i] = _mm512_fmadd_ps(xv, w, acc[i]);
+                }
+            }
+            for i in 0..cols {
+                y[j + i] = _mm512_reduce_add_ps(acc[i]);
             }
             j += cols;
         }
