@@ -8,7 +8,8 @@
 //! Runtime's (`tools/bench_ref.py --dump`): max |RLX - ORT| over an output
 //! must be at most 1e-4 x max |ORT|, else the row is marked `MISMATCH`.
 //! The timed RLX runs write into bound outputs (`OnnxModel::run_into`)
-//! reused run to run, as ONNX Runtime's runs reuse its arena's buffers.
+//! reused run to run, as the reference's runs (bound through ONNX Runtime's
+//! IO binding, `tools/bench_ref.py`): neither side allocates its outputs per run.
 //!
 //! Without the models (run the script) the rows are skipped with a note.
 
@@ -169,8 +170,8 @@ pub fn rows(
             if !errors.is_empty() {
                 eprintln!("{id}: max |RLX - ORT| / max |ORT| = {worst:.2e} ({verdict})");
             }
-            // Bound outputs, reused run to run (as ONNX Runtime's arena
-            // reuses its output buffers).
+            // Bound outputs, reused run to run (the reference binds its
+            // outputs too).
             let mut bound = onnx.output_tensors(&[("input", &x)])?;
             for &t in threads {
                 rlx_ir::env::set("RLX_NUM_THREADS", &t.to_string());
