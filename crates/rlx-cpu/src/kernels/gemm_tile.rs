@@ -286,7 +286,7 @@ simd_tile!(
 /// itself before use (the loads of B were 37% of the tile's samples), and
 /// MiniLM b1 s16 went 7.1 -> 5.7 ms at 1 thread with the L2 hint.
 #[inline(always)]
-fn prefetch(p: *const f32) {
+pub(crate) fn prefetch(p: *const f32) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching reads no memory architecturally and cannot fault.
     unsafe {
