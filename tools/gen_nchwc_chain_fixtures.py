@@ -364,7 +364,7 @@ def stem_depthwise(n, h, w):
     s = relu6(conv_strided(x, ws, f64(values(32, 132)), 2, 1))
     d = relu6(depthwise3x3(s, wd, f64(values(32, 134)), 1))
     y = conv1x1(d, wp, f64(values(16, 136)))
-    return {"shape": list(y.shape), "y": [float("%.8g" % e) for e in y.ravel()]}
+    return {"shape": list(y.shape), "y": [float("%.7g" % e) for e in y.ravel()]}
 
 
 def stem_conv(n, h, w, stride):
@@ -431,10 +431,11 @@ def main():
     with open(os.path.join(os.path.dirname(path), "stem_pool_block_c1.json"), "w") as f:
         json.dump(stem_pool_block(1, 29, 33), f, separators=(",", ":"))
         f.write("\n")
-    # MobileNetV2's stem -> depthwise -> project: a 15 x 14 stem output
-    # (batch 2) and a 29 x 30 one (the depthwise's row bands).
+    # MobileNetV2's stem -> depthwise -> project: an 18 x 17 stem output
+    # (batch 2; the stem kernel takes maps of >= 256 pixels) and a 29 x 30
+    # one (the depthwise's row bands).
     with open(os.path.join(os.path.dirname(path), "stem_depthwise.json"), "w") as f:
-        json.dump({"n2_29x27": stem_depthwise(2, 29, 27), "n1_57x59": stem_depthwise(1, 57, 59)},
+        json.dump({"n2_35x33": stem_depthwise(2, 35, 33), "n1_57x59": stem_depthwise(1, 57, 59)},
                   f, separators=(",", ":"))
         f.write("\n")
     # YOLO's stem -> 16 -> 32 stride-2 conv: stride 2 on 37 x 35 (19 x 18
