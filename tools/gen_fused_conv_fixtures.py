@@ -320,6 +320,7 @@ STEM_CASES = [
     ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 9, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
     ("stem_c3_o16_7x7_s2_asym_pad_nobias_relu", (1, 3, 20, 37), 16, (7, 7), (2, 2), ((3, 2), (2, 3)), (1, 1), 1, False, "relu", None),
     ("stem_c3_o32_3x3_s2_dispatch_residual", (1, 3, 32, 32), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
+    ("stem_c3_o16_3x3_s1_odd_silu_batch2", (2, 3, 11, 19), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
 ]
 OUT_STEM = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_stem", "cases.json")
 

@@ -14,8 +14,10 @@ crates/rlx-cpu/tests/fixtures/conv_nchwc/transition.json,
 crates/rlx-cpu/tests/fixtures/conv_nchwc/inverted_residual_partial.json
 (`inverted_residual_partial`: block outputs of 24 / 40 channels),
 crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_stage.json,
-crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block.json and
-crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block_c1.json.
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_pool_block_c1.json,
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_depthwise.json and
+crates/rlx-cpu/tests/fixtures/conv_nchwc/stem_conv.json.
 
 Inverted residual (relu6(v) = min(max(v, 0), 6); dw: depthwise 3x3, pad 1):
 
@@ -348,6 +350,38 @@ def stem_pool_block(c=3, h=37, w=41):
     return {"g": enc(g), "q": enc(q), "a": enc(a), "b": enc(avgpool(m, 2, 2))}
 
 
+def stem_depthwise(n, h, w):
+    """MobileNetV2's start (stem_depthwise.json, key "n{n}_{h}x{w}"): x
+    [n, 3, h, w] = values(.., 130) * 16, s = relu6(3 -> 32 3x3 stride 2,
+    pad 1), d = relu6(depthwise 3x3 of s, pad 1), y = 32 -> 16 1x1 of d
+    (the graph output); weights / biases values(.., 131..136)."""
+    f64 = lambda a: a.astype(np.float64)
+    relu6 = lambda v: np.minimum(np.maximum(v, 0), 6)
+    x = f64(values(n * 3 * h * w, 130)).reshape(n, 3, h, w) * 16
+    ws = f64(values(32 * 3 * 9, 131)).reshape(32, 3, 3, 3)
+    wd = f64(values(32 * 9, 133)).reshape(32, 1, 3, 3)
+    wp = f64(values(16 * 32, 135)).reshape(16, 32)
+    s = relu6(conv_strided(x, ws, f64(values(32, 132)), 2, 1))
+    d = relu6(depthwise3x3(s, wd, f64(values(32, 134)), 1))
+    y = conv1x1(d, wp, f64(values(16, 136)))
+    return {"shape": list(y.shape), "y": [float("%.7g" % e) for e in y.ravel()]}
+
+
+def stem_conv(n, h, w, stride):
+    """The YOLO-style start (stem_conv.json, key "n{n}_{h}x{w}_s{stride}"):
+    x [n, 3, h, w] = values(.., 140) * 16, s = silu(3 -> 16 3x3, pad 1,
+    `stride`), y = silu(16 -> 32 3x3 stride 2, pad 1) of s (the graph
+    output); weights / biases values(.., 141..144)."""
+    f64 = lambda a: a.astype(np.float64)
+    silu = lambda v: v / (1 + np.exp(-v))
+    x = f64(values(n * 3 * h * w, 140)).reshape(n, 3, h, w) * 16
+    ws = f64(values(16 * 3 * 9, 141)).reshape(16, 3, 3, 3)
+    wc = f64(values(32 * 16 * 9, 143)).reshape(32, 16, 3, 3)
+    s = silu(conv_strided(x, ws, f64(values(16, 142)), stride, 1))
+    y = silu(conv_strided(s, wc, f64(values(32, 144)), 2, 1))
+    return {"shape": list(y.shape), "y": [float("%.7g" % e) for e in y.ravel()]}
+
+
 def main():
     f64 = lambda a: a.astype(np.float64)
     x = f64(values(N * C * HW * HW, 1)).reshape(N, C, HW, HW) * 16
@@ -396,6 +430,20 @@ def main():
         f.write("\n")
     with open(os.path.join(os.path.dirname(path), "stem_pool_block_c1.json"), "w") as f:
         json.dump(stem_pool_block(1, 29, 33), f, separators=(",", ":"))
+        f.write("\n")
+    # MobileNetV2's stem -> depthwise -> project: an 18 x 17 stem output
+    # (batch 2; the stem kernel takes maps of >= 256 pixels) and a 29 x 30
+    # one (the depthwise's row bands).
+    with open(os.path.join(os.path.dirname(path), "stem_depthwise.json"), "w") as f:
+        json.dump({"n2_35x33": stem_depthwise(2, 35, 33), "n1_57x59": stem_depthwise(1, 57, 59)},
+                  f, separators=(",", ":"))
+        f.write("\n")
+    # YOLO's stem -> 16 -> 32 stride-2 conv: stride 2 on 37 x 35 (19 x 18
+    # stem output, a partial vector) and stride 1 on 9 x 35 (a 48-pixel
+    # tile, its last vector partial), batch 2.
+    with open(os.path.join(os.path.dirname(path), "stem_conv.json"), "w") as f:
+        json.dump({"n2_37x35_s2": stem_conv(2, 37, 35, 2), "n2_9x35_s1": stem_conv(2, 9, 35, 1)},
+                  f, separators=(",", ":"))
         f.write("\n")
 
 

@@ -6,7 +6,9 @@
 //!   ([`crate::kernels::conv_nchwc`]; it also takes a stem of at most 4
 //!   input channels and whole groups of 64 outputs, ResNet's 3 -> 64 7x7
 //!   and CRNN's 1 -> 64 3x3, whose image is never blocked, when the
-//!   stem's output is), the blocked 1x1 kernel
+//!   stem's output is), the 3-channel stem kernel as a writer only
+//!   ([`crate::kernels::conv_stem`], 16 / 32 outputs: YOLO's and
+//!   MobileNetV2's stems, U-Net's first 3x3), the blocked 1x1 kernel
 //!   ([`crate::kernels::conv_pointwise_blocked`]), the 16-lane
 //!   depthwise one ([`crate::kernels::conv_depthwise_small`]: planes up
 //!   to 28 x 28 in either layout, larger ones of whole 16-channel groups

@@ -19,7 +19,8 @@
 //! kernel instead (`Conv2d::nchwc_wins_blocked`); so is a stem conv of
 //! at most 4 input channels and whole groups of 64 outputs, which writes
 //! blocked on the NCHWc kernel when its reader (ResNet's max pool, CRNN's)
-//! reads blocked. Other stem convs get the stem
+//! reads blocked; a stem the stem kernel keeps (16 / 32 outputs) is
+//! offered as a writer and writes blocked itself. Other stem convs get the stem
 //! kernel's packed weight ([`conv_stem::prepared_weights`]).
 
 use super::{AlignedBuf, Loc};
@@ -157,12 +158,21 @@ impl WinogradWeights {
             Some((_, _, [xd, wd, od], _)) if wd[2..] == [1, 1] => od[1] <= xd[1],
             _ => true,
         };
+        // Stems the stem kernel keeps (not the NCHWc kernel's): it writes
+        // whole 16-channel blocks blocked too (`Conv2d::stem_writes_blocked`).
+        let stem_blocked = |i: usize| {
+            matches!(per_node[i], Some(Form::Stem(_)))
+                && !blocked_nchwc[i]
+                && convs[i]
+                    .as_ref()
+                    .is_some_and(|(_, _, [_, _, od], _)| od[1].is_multiple_of(conv_nchwc::BLOCK))
+        };
         let caps = |i: usize| {
             let b = blockable(i);
             super::nchwc_layout::Caps {
                 image: b,
                 extras: b,
-                output: b,
+                output: b || stem_blocked(i),
                 reads_only: reads_only(i),
             }
         };
@@ -235,7 +245,7 @@ impl WinogradWeights {
             Form::Pointwise(w) => Prepared::Pointwise(w),
             Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),
             Form::Depthwise => Prepared::DepthwiseBlocked(self.blocked[node]),
-            Form::Stem(w) => Prepared::Stem(w),
+            Form::Stem(w) => Prepared::Stem(w, self.blocked[node]),
         })
     }
 }

@@ -26,7 +26,10 @@
 //! residual block at an odd size: the stem kernel writes blocked for the
 //! pool, the pool writes blocked for the block's conv and residual, and
 //! with the stem (pool) output also read by an average pool the stem
-//! (pool) writes NCHW and the pool reads (writes) it so.
+//! (pool) writes NCHW and the pool reads (writes) it so. And MobileNetV2's
+//! start: its 3 -> 32 stride-2 stem writes blocked (the stem kernel) for
+//! the depthwise, which reads it in place; and the YOLO-style start, a 3 ->
+//! 16 stem + SiLU writing blocked for a 16 -> 32 stride-2 conv.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -48,6 +51,8 @@ const PARTIAL: &str = include_str!("fixtures/conv_nchwc/inverted_residual_partia
 const STEM_STAGE: &str = include_str!("fixtures/conv_nchwc/stem_stage.json");
 const STEM_POOL_BLOCK: &str = include_str!("fixtures/conv_nchwc/stem_pool_block.json");
 const STEM_POOL_BLOCK_C1: &str = include_str!("fixtures/conv_nchwc/stem_pool_block_c1.json");
+const STEM_DEPTHWISE: &str = include_str!("fixtures/conv_nchwc/stem_depthwise.json");
+const STEM_CONV: &str = include_str!("fixtures/conv_nchwc/stem_conv.json");
 const N: usize = 2;
 const C: usize = 16;
 const HW: usize = 9;
@@ -533,10 +538,11 @@ fn stem_and_stage_match_numpy() {
     let x = HostTensor::from_slice(&xs, &[2, 3, 67, 71]).unwrap();
     let mut exe = stem_stage();
     if avx512() {
-        // c1 -> r1, r1 -> (t, d), t -> y, d -> y's residual, y -> (mean,
-        // pool); the stem of 32 outputs (not a full 4-block NCHWc tile)
-        // runs the stem kernel, NCHW, so the pool output m is NCHW too.
-        assert_eq!(exe.nchwc_blocked_outputs(), 5);
+        // s -> pool, m -> (c1, r1's residual), c1 -> r1, r1 -> (t, d),
+        // t -> y, d -> y's residual, y -> (mean, pool); the stem of 32
+        // outputs (not a full 4-block NCHWc tile) runs the stem kernel,
+        // which writes blocked for the pool.
+        assert_eq!(exe.nchwc_blocked_outputs(), 7);
     }
     check_mean_and_pool(&mut exe, &x, &fx, &[2, 64, 5, 5], "stem and stage");
 }
@@ -649,6 +655,108 @@ fn stem_pool_block_matches_numpy() {
                     &format!("{name}, average pool, threads {threads}"),
                 );
             }
+        }
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `stem_depthwise`: MobileNetV2's
+/// 3 -> 32 3x3 stride-2 stem + ReLU6, depthwise 3x3 + ReLU6, 32 -> 16 1x1.
+fn stem_depthwise(n: usize, (h, w): (usize, usize)) -> CpuExecutable {
+    let mut g = Graph::new("stem_depthwise");
+    let x = g.input("x", Shape::new(&[n, 3, h, w], DType::F32));
+    let s = dense(&mut g, x, (3, 32, 3), 2, (131, 132));
+    let s = relu6(&mut g, s);
+    let d = conv_k(&mut g, s, (32, 32, 3), 1, 133);
+    let d = relu6(&mut g, d);
+    let y = conv_k(&mut g, d, (32, 16, 1), 1, 135);
+    g.set_outputs(vec![y]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The stem kernel writes its 32 channels blocked for the depthwise, which
+/// writes blocked for the project (two blocked outputs): odd images with
+/// padding on every edge at stride 2 (35 x 33 -> 18 x 17, batch 2; 57 x
+/// 59 -> 29 x 30, the depthwise's plane over 28 x 28 in row bands), 1-3
+/// threads against numpy.
+#[test]
+fn blocked_stem_depthwise_matches_numpy() {
+    let fx: Value = serde_json::from_str(STEM_DEPTHWISE).unwrap();
+    for (n, (h, w)) in [(2, (35, 33)), (1, (57, 59))] {
+        let case = &fx[format!("n{n}_{h}x{w}")];
+        let xs: Vec<f32> = values(n * 3 * h * w, 130)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect();
+        let x = HostTensor::from_slice(&xs, &[n, 3, h, w]).unwrap();
+        let mut exe = stem_depthwise(n, (h, w));
+        if avx512() {
+            assert_eq!(exe.nchwc_blocked_outputs(), 2, "{n} x {h} x {w}");
+        }
+        let dims: Vec<usize> = case["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            assert_eq!(out[0].dims(), &dims[..]);
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &floats(&case["y"]),
+                &format!("{n} x {h} x {w}, threads {threads}"),
+            );
+        }
+    }
+}
+
+/// tools/gen_nchwc_chain_fixtures.py's `stem_conv`: a 3 -> 16 3x3 stem
+/// (`stride`) + SiLU, then a 16 -> 32 3x3 stride-2 conv + SiLU.
+fn stem_conv(n: usize, (h, w): (usize, usize), stride: usize) -> CpuExecutable {
+    let mut g = Graph::new("stem_conv");
+    let x = g.input("x", Shape::new(&[n, 3, h, w], DType::F32));
+    let silu = |g: &mut Graph, v: NodeId| {
+        let s = g.sigmoid(v);
+        g.mul(v, s)
+    };
+    let s = dense(&mut g, x, (3, 16, 3), stride, (141, 142));
+    let s = silu(&mut g, s);
+    let y = dense(&mut g, s, (16, 32, 3), 2, (143, 144));
+    let y = silu(&mut g, y);
+    g.set_outputs(vec![y]);
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The stem kernel writes its 16 channels blocked (8 x 16 transposes, the
+/// SiLU on blocked rows) for the stride-2 conv: stride 2 on 37 x 35 and
+/// stride 1 on 9 x 35 (padding on every edge, partial vectors), batch 2,
+/// 1-3 threads against numpy.
+#[test]
+fn blocked_stem_conv_matches_numpy() {
+    let fx: Value = serde_json::from_str(STEM_CONV).unwrap();
+    for ((h, w), stride) in [((37, 35), 2), ((9, 35), 1)] {
+        let case = &fx[format!("n2_{h}x{w}_s{stride}")];
+        let xs: Vec<f32> = values(2 * 3 * h * w, 140)
+            .iter()
+            .map(|v| v * 16.0)
+            .collect();
+        let x = HostTensor::from_slice(&xs, &[2, 3, h, w]).unwrap();
+        let mut exe = stem_conv(2, (h, w), stride);
+        if avx512() {
+            assert_eq!(exe.nchwc_blocked_outputs(), 1, "{h} x {w} stride {stride}");
+        }
+        let want = floats(&case["y"]);
+        for threads in 1..=3 {
+            exe.limit_threads(Some(threads)).unwrap();
+            let out = exe.run(&[&x]).unwrap();
+            assert_close(
+                &out[0].to_vec::<f32>().unwrap(),
+                &want,
+                &format!("{h} x {w} stride {stride}, threads {threads}"),
+            );
         }
     }
 }

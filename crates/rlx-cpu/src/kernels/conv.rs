@@ -320,8 +320,9 @@ pub(crate) enum Prepared<'a> {
     /// executor planned (the weight is plain).
     DepthwiseBlocked(super::conv_nchwc::BlockedIo),
     /// A 3-channel stem weight packed for the stem kernel
-    /// ([`super::conv_stem::prepared_weights`]).
-    Stem(&'a [f32]),
+    /// ([`super::conv_stem::prepared_weights`]), `y` in the layout the
+    /// executor planned (`x` is NCHW).
+    Stem(&'a [f32], super::conv_nchwc::BlockedIo),
 }
 
 /// Conv of `ins` into `out`, then `epi` on each block of output channels
@@ -397,17 +398,21 @@ fn conv_real<T: GemmFloat>(
         let bias = ins.get(2).map(|b| b.slice::<f32>());
         return g2.depthwise_small(x, wt, bias, out.slice::<f32>(), epi, io);
     }
-    if let Some(Prepared::Stem(wp)) = prepared {
+    if let Some(Prepared::Stem(wp, io)) = prepared {
         let g2 = g.two_d.as_ref();
-        let Some(g2) =
-            g2.filter(|g2| ins[0].dtype == DType::F32 && g2.takes_stem_weights(wp.len()))
-        else {
+        let Some(g2) = g2.filter(|g2| {
+            ins[0].dtype == DType::F32
+                && g2.takes_stem_weights(wp.len())
+                && !io.input
+                && (!io.output || g2.stem_writes_blocked())
+        }) else {
             return Err(fail!(
-                "conv: a stem weight on a conv the stem kernel does not take"
+                "conv: a stem weight (or layout) on a conv the stem kernel does not take"
             ));
         };
         let bias = ins.get(2).map(|b| b.slice::<f32>());
-        return g2.stem_packed(ins[0].slice::<f32>(), wp, bias, out.slice::<f32>(), epi);
+        let (x, y) = (ins[0].slice::<f32>(), out.slice::<f32>());
+        return g2.stem_packed(x, wp, bias, y, epi, io.output);
     }
     if let Some(Prepared::Packed(nr)) = prepared {
         let g2 = g.two_d.as_ref().filter(|g2| g2.takes_packed_weight());

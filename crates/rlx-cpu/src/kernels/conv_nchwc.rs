@@ -236,7 +236,11 @@ impl Conv2d {
     /// its 2x2 pool, which took 0.21-0.33 ms on the direct kernel and
     /// takes 0.13-0.19 here, 1-2 threads b1, 1.4-1.9 -> 0.9-1.3 at b8; its
     /// pool, blocked, costs 0.015-0.02 ms more at b1, 0.1-0.2 at b8;
-    /// cnn32, load 11-15).
+    /// cnn32, load 11-15). Not 16 / 32 outputs, whose 1- / 2-block tiles
+    /// and the 3-channel image's reorder lost to the stem kernel writing
+    /// blocked itself (`Conv2d::stem_writes_blocked`; cnn40, b1 1 thread:
+    /// YOLO's 3 -> 16 at 256 x 256 0.46 ms here against 0.37 there,
+    /// MobileNetV2's 3 -> 32 0.46-0.49 against 0.41-0.44).
     pub(crate) fn nchwc_wins_blocked(&self) -> bool {
         let thin_winograd = self.runs_winograd() && self.c <= 128 && self.o <= 128;
         let strided_1x1 = self.kh * self.kw == 1 && self.s != (1, 1);
