@@ -176,12 +176,13 @@ mod x86 {
         }
     }
 
-    /// Groups of four columns ahead whose lines [`cols_dot`] prefetches:
+    /// Passes (groups of four columns, eight with AVX-512) ahead whose
+    /// lines [`cols_dot`] / [`cols_dot_avx512`] prefetch:
     /// a group reads four short runs at once (2 KiB each on ResNet-18's
     /// 512-long classifier columns), too short for the hardware streams
     /// to ramp up on. ResNet-18's 1000 x 512 classifier (2 MiB of weight,
     /// from memory each run) went 0.192-0.199 -> 0.117-0.143 ms (ORT's
-    /// Gemm 0.119; 1 thread; cnn41).
+    /// Gemm 0.119; 1 thread; the four-column form, cnn41).
     const AHEAD_GROUPS: usize = 2;
 
     /// Sum of the eight lanes.
@@ -244,7 +245,11 @@ mod x86 {
     /// step masked. A Gemm head reading its `[n, k]` weight from DRAM
     /// (MobileNetV2's 1280 -> 1000, 5 MB) is bound by how many streams the
     /// prefetchers follow: eight took ~0.20 ms per product against ~0.26
-    /// for [`cols_dot`]'s four (Zen 4, cache flushed between runs).
+    /// for [`cols_dot`]'s four (Zen 4, cache flushed between runs). The
+    /// columns [`AHEAD_GROUPS`] passes ahead are prefetched into L2 as in
+    /// [`cols_dot`]: per op, 1 thread, ResNet-18's classifier 0.134-0.145
+    /// -> 0.113-0.116 ms (ORT 0.119), MobileNetV2's head 0.265-0.269 ->
+    /// 0.220-0.222 ms (ORT 0.24).
     ///
     /// # Safety
     /// AVX-512F must be present; columns `0..y.len()`, each `x.len()` long
@@ -273,6 +278,9 @@ mod x86 {
             while p < k16 {
                 let xv = _mm512_loadu_ps(xp.add(p));
                 for i in 0..COLS_512 {
+                    crate::kernels::gemm_tile::prefetch(
+                        c[i].wrapping_add(AHEAD_GROUPS * COLS_512 * cs + p),
+                    );
                     acc[i] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c[i].add(p)), acc[i]);
                 }
                 p += 16;
