@@ -224,7 +224,7 @@ impl CpuExecutable {
         Ok(exec)
     }
 
-    /// How many nodes (convs, max pools) write their output in the NCHWc
+    /// How many nodes (convs, max pools, channel concats) write their output in the NCHWc
     /// blocked layout for the nodes that read it (each such edge skips one
     /// reorder into and one transpose out of the layout; see
     /// `nchwc_layout.rs`).
@@ -375,7 +375,7 @@ impl CpuExecutable {
                                 &views,
                                 &mut out,
                             ),
-                            None => match self.winograd.pool_layout(id.index()) {
+                            None => match self.winograd.pool_layout(n, id.index()) {
                                 Some(io) => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
                                 None => run_node(n, &views, &mut out),
                             },

@@ -20,7 +20,18 @@
 //!   value as a same-shape extra (`RowChain` reads it at the output's
 //!   blocked offsets: [`crate::kernels::conv_epilogue`]);
 //! - read-only readers: a mean over both spatial axes (global average
-//!   pool) ([`crate::kernels::pool_blocked`]).
+//!   pool) ([`crate::kernels::pool_blocked`]);
+//! - pass-throughs: a channel concat of 4-D f32 parts of whole 16-channel
+//!   blocks. Blocked, each image's part is the same contiguous run
+//!   `[C_k/16][H][W][16]` at the same offset as in NCHW, so the concat's
+//!   per-image copy and the memory plan's in-place join (batch 1: the
+//!   parts' producers write their blocks straight into the concat's
+//!   slot) serve both layouts unchanged, as ONNX Runtime's NCHWc
+//!   transformer keeps a Concat of whole blocks blocked. A concat is
+//!   blocked when every part is written blocked and every reader reads
+//!   it blocked: it is offered while its parts' producers are planned,
+//!   and withdrawn (the plan redone) when it or one of its parts ends up
+//!   NCHW, so a concat and its parts always share one layout.
 //!
 //! A writer writes its output blocked when every node reading it is a
 //! capable reader of one of those kinds (as its image `x` or an epilogue
@@ -45,8 +56,11 @@
 //! take the NCHWc kernel only when the plan gives them a blocked side
 //! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
-//! another kind of node (larger Winograd convs, the packed GEMM, concat,
-//! ...), so no other kernel ever sees a blocked buffer.
+//! another kind of node (larger Winograd convs, the packed GEMM, a
+//! ConvTranspose, ...), so no other kernel ever sees a blocked buffer. The
+//! YOLO-style net's CSP concat (conv + SiLU parts, read by a 1x1) is
+//! blocked; U-Net's skip concats are not yet (their up-conv part, a
+//! ConvTranspose, writes NCHW).
 
 use crate::kernels::conv_nchwc::{self, BlockedIo, BLOCK};
 use crate::kernels::{pool_blocked, View};
@@ -75,16 +89,56 @@ pub(super) struct Caps {
 /// node `i`'s [`Caps`].
 pub(super) fn plan(lir: &LirModule, conv_caps: &dyn Fn(usize) -> Caps) -> Vec<BlockedIo> {
     let g = &lir.graph;
-    let caps: Vec<Caps> = g
+    let mut caps: Vec<Caps> = g
         .ids()
         .map(|id| {
             if is_conv(&g.node(id).op) {
                 conv_caps(id.index())
+            } else if blockable_concat(lir, id) {
+                CONCAT_CAPS
             } else {
                 pool_caps(lir, id)
             }
         })
         .collect();
+    // A concat is offered blocked while planning its parts' producers
+    // (planned before it); when it then stays NCHW, or keeps a part NCHW,
+    // it is withdrawn and the plan redone, until every concat left has all
+    // its parts and itself in one layout (each round withdraws one).
+    loop {
+        let io = plan_with(lir, &caps);
+        let split = g.ids().find(|&id| {
+            let n = g.node(id);
+            let parts = n.inputs.iter().filter(|p| io[p.index()].output).count();
+            matches!(n.op, Op::Concat { .. })
+                && caps[id.index()].output
+                && (parts
+                    != if io[id.index()].output {
+                        n.inputs.len()
+                    } else {
+                        0
+                    })
+        });
+        match split {
+            Some(c) => caps[c.index()] = Caps::default(),
+            None => return io,
+        }
+    }
+}
+
+/// A channel concat's caps when it may be blocked: it reads every part as
+/// an image and its copy (or the in-place join) is the same bytes in
+/// either layout, its parts being whole 16-channel blocks.
+const CONCAT_CAPS: Caps = Caps {
+    image: true,
+    extras: false,
+    output: true,
+    reads_only: true,
+};
+
+/// The plan for fixed per-node caps (concats included as offered).
+fn plan_with(lir: &LirModule, caps: &[Caps]) -> Vec<BlockedIo> {
+    let g = &lir.graph;
     let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.len()];
     for id in g.ids() {
         for &i in &g.node(id).inputs {
@@ -101,21 +155,20 @@ pub(super) fn plan(lir: &LirModule, conv_caps: &dyn Fn(usize) -> Caps) -> Vec<Bl
         // from a blocked input (its producers are planned before it):
         // transposing an NCHW image in cost U-Net's 2x2 pools 3-6x their
         // NCHW time, more than their readers' reorder.
-        let own = if is_conv(&g.node(id).op) {
-            epilogue_runs_blocked(lir, id)
-        } else {
-            io[i].input
+        let own = match &g.node(id).op {
+            op if is_conv(op) => epilogue_runs_blocked(lir, id),
+            Op::Concat { .. } => g.node(id).inputs.iter().all(|p| io[p.index()].output),
+            _ => io[i].input,
         };
         let blocked = caps[i].output
             && own
             && !r.is_empty()
-            && r.iter()
-                .all(|&j| reads_blocked(lir, &caps, id, j).is_some())
+            && r.iter().all(|&j| reads_blocked(lir, caps, id, j).is_some())
             && !lir.io.outputs.iter().any(|(o, _)| *o == id);
         if blocked {
             io[i].output = true;
             for &j in r {
-                if reads_blocked(lir, &caps, id, j) == Some(true) {
+                if reads_blocked(lir, caps, id, j) == Some(true) {
                     io[j].input = true;
                 }
             }
@@ -135,6 +188,23 @@ pub(super) fn plan(lir: &LirModule, conv_caps: &dyn Fn(usize) -> Caps) -> Vec<Bl
             io[k].input = false;
         }
     }
+}
+
+/// True for a concat of 4-D f32 values on the channel axis whose every
+/// part has whole 16-channel blocks: blocked, each image's part `k` is the
+/// same contiguous run as in NCHW (`[C_k/16][H][W][16]` at channel offset
+/// `c_k * H * W`), so the concat kernel's per-image copy and the memory
+/// plan's in-place join (batch 1) serve both layouts unchanged.
+fn blockable_concat(lir: &LirModule, id: NodeId) -> bool {
+    let g = &lir.graph;
+    let n = g.node(id);
+    let whole = |v: NodeId| {
+        let s = g.shape(v);
+        s.dtype() == DType::F32
+            && s.static_dims()
+                .is_some_and(|d| d.len() == 4 && d[1].is_multiple_of(BLOCK))
+    };
+    matches!(n.op, Op::Concat { axis: 1 }) && whole(id) && n.inputs.iter().all(|&p| whole(p))
 }
 
 /// True for a conv node (plain or fused).
@@ -170,6 +240,9 @@ fn pool_caps(lir: &LirModule, id: NodeId) -> Caps {
 fn reads_blocked(lir: &LirModule, caps: &[Caps], id: NodeId, j: usize) -> Option<bool> {
     let g = &lir.graph;
     let n = g.node(NodeId(j as u32));
+    if matches!(n.op, Op::Concat { .. }) {
+        return caps[j].image.then_some(true);
+    }
     let image = n.inputs.first() == Some(&id);
     let arity = match &n.op {
         Op::FusedConv { bias, .. } => rlx_ir::ops::fused_conv::conv_arity(*bias),

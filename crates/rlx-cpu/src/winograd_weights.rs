@@ -29,7 +29,7 @@ use crate::kernels::{
     conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, conv_stem, winograd,
 };
 use rlx_compile::LirModule;
-use rlx_ir::{DType, Op};
+use rlx_ir::{DType, Node, Op};
 
 /// One conv's weight in the form its kernel reads.
 enum Form {
@@ -213,7 +213,7 @@ impl WinogradWeights {
         }
     }
 
-    /// Convs whose output the next convs read blocked.
+    /// Values written blocked for their readers (convs, pools, concats).
     pub(super) fn blocked_outputs(&self) -> usize {
         self.blocked.iter().filter(|b| b.output).count()
     }
@@ -230,11 +230,13 @@ impl WinogradWeights {
         self.blocked_extras.get(node).copied().unwrap_or(0)
     }
 
-    /// The layouts of node `node` (a pool or mean, not a conv) when a side
-    /// of it is blocked ([`crate::kernels::pool_blocked`]).
-    pub(super) fn pool_layout(&self, node: usize) -> Option<conv_nchwc::BlockedIo> {
-        let io = self.blocked.get(node).copied()?;
-        ((io.input || io.output) && self.per_node[node].is_none()).then_some(io)
+    /// The layouts of node `node` (a pool or mean, not a conv or concat)
+    /// when a side of it is blocked ([`crate::kernels::pool_blocked`]); a
+    /// blocked concat runs its usual kernel (the same bytes either layout).
+    pub(super) fn pool_layout(&self, node: &Node, index: usize) -> Option<conv_nchwc::BlockedIo> {
+        let io = self.blocked.get(index).copied()?;
+        let pool = self.per_node[index].is_none() && !matches!(node.op, Op::Concat { .. });
+        ((io.input || io.output) && pool).then_some(io)
     }
 
     /// Node `node`'s prepared weight, if it has one.

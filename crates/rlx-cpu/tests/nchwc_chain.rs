@@ -40,6 +40,7 @@ use serde_json::Value;
 
 mod common;
 use common::conv_window;
+use common::nchwc::{assert_close, avx512};
 use common::yolo_net::{floats, values};
 
 const FIXTURE: &str = include_str!("fixtures/conv_nchwc/chain.json");
@@ -80,27 +81,6 @@ fn chain(two_outputs: bool) -> CpuExecutable {
     g.set_outputs(if two_outputs { vec![y3, y1] } else { vec![y3] });
     let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
     CpuExecutable::new(lir).unwrap()
-}
-
-fn assert_close(got: &[f32], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
-            "{what} [{i}]: {g} vs {w}"
-        );
-    }
-}
-
-fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f") && std::env::var("RLX_CPU_GEMM_ISA").is_err()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! two residual bottlenecks, a channel concat, a 1x1) and an SPPF block
 //! (a 1x1, three chained 5x5 stride-1 max pools, a concat of four, a 1x1).
 //! The SiLU runs as a step of the row chain, so on an AVX-512 host the
-//! layout plan keeps the CSP block's conv -> conv edges in the NCHWc layout
-//! (counted below); a wrong lane or offset in the blocked SiLU fails the
+//! layout plan keeps the CSP block's conv -> conv edges and its concat in
+//! the NCHWc layout (counted below); a wrong lane or offset in the blocked SiLU fails the
 //! comparison. The SiLU pass itself is checked over its range (-92 .. 92,
 //! a masked tail) within 1e-6 relative, the Sigmoid op it shares its
 //! sigmoid with over -88 .. 27 within 3e-7, and the 5x5 stride-1 max pool with
@@ -13,6 +13,7 @@
 
 mod common;
 
+use common::nchwc::avx512;
 use common::yolo_net::{floats, input, Cbs};
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -46,17 +47,6 @@ fn sppf() -> CpuExecutable {
     compile(&g)
 }
 
-fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f") && std::env::var("RLX_CPU_GEMM_ISA").is_err()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Runs `exe` on `x` at 1-3 threads against the fixture's `key`.
 fn check(exe: &mut CpuExecutable, x: &HostTensor, key: &str) {
     let fx: Value = serde_json::from_str(FIXTURE).unwrap();
@@ -80,9 +70,10 @@ fn csp_block_matches_numpy() {
     if avx512() {
         // d (read by both 1x1 branches), a0 and a1 (each read by a
         // bottleneck's 1x1 and as its blocked residual) and each
-        // bottleneck's 1x1 -> 3x3 edge: 5 blocked outputs; a2 and bb
-        // (read by the concat) stay NCHW. Without SiLU on blocked rows: 0.
-        assert_eq!(exe.nchwc_blocked_outputs(), 5);
+        // bottleneck's 1x1 -> 3x3 edge, a2 and bb (written blocked into
+        // the concat) and the concat (read blocked by the last 1x1): 8
+        // blocked outputs. Without SiLU on blocked rows: 0.
+        assert_eq!(exe.nchwc_blocked_outputs(), 8);
     }
     check(&mut exe, &input(&[2, 16, 21, 25], 90), "csp");
 }

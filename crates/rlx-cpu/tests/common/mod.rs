@@ -4,6 +4,10 @@
 #[allow(dead_code)]
 pub mod yolo_net;
 
+// Used by the NCHWc layout tests only.
+#[allow(dead_code)]
+pub mod nchwc;
+
 use rlx_ir::op::Window;
 
 /// The window of a `k` x `k` conv of stride `stride` and padding `k / 2`
