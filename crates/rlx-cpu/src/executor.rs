@@ -375,6 +375,11 @@ impl CpuExecutable {
                                 &views,
                                 &mut out,
                             ),
+                            None if self.winograd.up_conv_blocked(n, id.index()) => {
+                                kernels::conv_transpose::conv_transpose_blocked(
+                                    &n.op, &views, &mut out,
+                                )
+                            }
                             None => match self.winograd.pool_layout(n, id.index()) {
                                 Some(io) => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
                                 None => run_node(n, &views, &mut out),

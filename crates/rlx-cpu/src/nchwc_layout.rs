@@ -31,7 +31,11 @@
 //!   blocked when every part is written blocked and every reader reads
 //!   it blocked: it is offered while its parts' producers are planned,
 //!   and withdrawn (the plan redone) when it or one of its parts ends up
-//!   NCHW, so a concat and its parts always share one layout.
+//!   NCHW, so a concat and its parts always share one layout;
+//! - writers only: a 2x2 stride-2 ConvTranspose run by
+//!   [`crate::kernels::conv_transpose`]'s up2 kernel with whole 16-channel
+//!   output blocks (U-Net's up-convs: their skip concats then stay
+//!   blocked, read in place by the first conv of each up pair).
 //!
 //! A writer writes its output blocked when every node reading it is a
 //! capable reader of one of those kinds (as its image `x` or an epilogue
@@ -57,13 +61,12 @@
 //! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
 //! another kind of node (larger Winograd convs, the packed GEMM, a
-//! ConvTranspose, ...), so no other kernel ever sees a blocked buffer. The
-//! YOLO-style net's CSP concat (conv + SiLU parts, read by a 1x1) is
-//! blocked; U-Net's skip concats are not yet (their up-conv part, a
-//! ConvTranspose, writes NCHW).
+//! ConvTranspose's image, ...), so no other kernel ever sees a blocked
+//! buffer. The YOLO-style net's CSP concat (conv + SiLU parts, read by a
+//! 1x1) and U-Net's skip concats (skip conv + up-conv parts) are blocked.
 
 use crate::kernels::conv_nchwc::{self, BlockedIo, BLOCK};
-use crate::kernels::{pool_blocked, View};
+use crate::kernels::{conv_transpose, pool_blocked, View};
 use rlx_compile::LirModule;
 use rlx_ir::{DType, NodeId, Op};
 
@@ -96,6 +99,8 @@ pub(super) fn plan(lir: &LirModule, conv_caps: &dyn Fn(usize) -> Caps) -> Vec<Bl
                 conv_caps(id.index())
             } else if blockable_concat(lir, id) {
                 CONCAT_CAPS
+            } else if up_conv_writes_blocked(lir, id) {
+                UP_CONV_CAPS
             } else {
                 pool_caps(lir, id)
             }
@@ -136,6 +141,32 @@ const CONCAT_CAPS: Caps = Caps {
     reads_only: true,
 };
 
+/// A 2x2 stride-2 ConvTranspose's caps: it reads its image NCHW and can
+/// write whole 16-channel blocks ([`conv_transpose::writes_blocked`]).
+const UP_CONV_CAPS: Caps = Caps {
+    image: false,
+    extras: false,
+    output: true,
+    reads_only: true,
+};
+
+/// True for a ConvTranspose the up2 kernel runs that can write its output
+/// blocked (static 4-D dims, whole 16-channel output blocks).
+fn up_conv_writes_blocked(lir: &LirModule, id: NodeId) -> bool {
+    let g = &lir.graph;
+    let n = g.node(id);
+    let dims = |v: NodeId| g.shape(v).static_dims();
+    match (n.inputs.first(), n.inputs.get(1)) {
+        (Some(&x), Some(&w)) => match (dims(x), dims(w), n.shape.static_dims()) {
+            (Some(xd), Some(wd), Some(yd)) => {
+                conv_transpose::writes_blocked(&n.op, &xd, &wd, &yd, g.shape(x).dtype())
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The plan for fixed per-node caps (concats included as offered).
 fn plan_with(lir: &LirModule, caps: &[Caps]) -> Vec<BlockedIo> {
     let g = &lir.graph;
@@ -158,6 +189,7 @@ fn plan_with(lir: &LirModule, caps: &[Caps]) -> Vec<BlockedIo> {
         let own = match &g.node(id).op {
             op if is_conv(op) => epilogue_runs_blocked(lir, id),
             Op::Concat { .. } => g.node(id).inputs.iter().all(|p| io[p.index()].output),
+            Op::ConvTranspose { .. } => true,
             _ => io[i].input,
         };
         let blocked = caps[i].output

@@ -235,8 +235,16 @@ impl WinogradWeights {
     /// blocked concat runs its usual kernel (the same bytes either layout).
     pub(super) fn pool_layout(&self, node: &Node, index: usize) -> Option<conv_nchwc::BlockedIo> {
         let io = self.blocked.get(index).copied()?;
-        let pool = self.per_node[index].is_none() && !matches!(node.op, Op::Concat { .. });
+        let pool = self.per_node[index].is_none()
+            && !matches!(node.op, Op::Concat { .. } | Op::ConvTranspose { .. });
         ((io.input || io.output) && pool).then_some(io)
+    }
+
+    /// True when node `index` (a ConvTranspose) writes its output blocked
+    /// ([`crate::kernels::conv_transpose::conv_transpose_blocked`]).
+    pub(super) fn up_conv_blocked(&self, node: &Node, index: usize) -> bool {
+        matches!(node.op, Op::ConvTranspose { .. })
+            && self.blocked.get(index).is_some_and(|io| io.output)
     }
 
     /// Node `node`'s prepared weight, if it has one.

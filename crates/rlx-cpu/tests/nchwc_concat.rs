@@ -100,3 +100,68 @@ fn blocked_concat_skip_matches_numpy() {
         }
     }
 }
+
+const UP_FIXTURE: &str = include_str!("fixtures/conv_nchwc/concat_up.json");
+
+/// tools/gen_nchwc_concat_fixtures.py's U-Net up step at batch `n`:
+/// outputs `[y]`, or `[y, u]` when `up_out` (the up-conv a graph output).
+fn concat_up(n: usize, up_out: bool) -> CpuExecutable {
+    let mut g = Graph::new("nchwc_concat_up");
+    let s = g.input("s", Shape::new(&[n, 16, 14, 10], DType::F32));
+    let a = conv3x3(&mut g, s, (16, 16), 51);
+    let a = g.relu(a);
+    let p = g.max_pool2d(a, [2, 2], [2, 2], [0, 0]);
+    let d = conv3x3(&mut g, p, (16, 32), 53);
+    let d = g.relu(d);
+    let wu = HostTensor::from_slice(&values(32 * 32 * 4, 55), &[32, 32, 2, 2]).unwrap();
+    let bu = HostTensor::from_slice(&values(32, 56), &[32]).unwrap();
+    let (wu, bu) = (g.constant_tensor(&wu), g.constant_tensor(&bu));
+    let u = g.conv_transpose2d(d, wu, Some(bu), [2, 2], [0, 0], [0, 0], 1);
+    let cat = g.concat(&[a, u], 1, Shape::new(&[n, 48, 14, 10], DType::F32));
+    let y = conv3x3(&mut g, cat, (48, 16), 57);
+    g.set_outputs(if up_out { vec![y, u] } else { vec![y] });
+    let lir = lower(&g, &|op| CpuBackend.claims(op), &LowerOptions::default()).unwrap();
+    CpuExecutable::new(lir).unwrap()
+}
+
+/// The 2x2 stride-2 up-conv writes its 32 channels blocked, so the skip
+/// concat (skip conv + up-conv) stays blocked and its reader takes it in
+/// place: on AVX-512 the skip conv, its pool, the up-conv and the concat
+/// are written blocked (the up-conv's image `d` stays NCHW); with the
+/// up-conv a graph output none is (the concat withdrawn: its skip part
+/// then stays NCHW, and so does the pool reading it). Every
+/// output matches numpy at batch 1 and 2, 1-3 threads (7 x 5 up-conv
+/// rows split over the team).
+#[test]
+fn blocked_up_conv_concat_matches_numpy() {
+    let fx: Value = serde_json::from_str(UP_FIXTURE).unwrap();
+    for n in [1, 2] {
+        let key = format!("n{n}");
+        let s = input(&[n, 16, 14, 10], 50);
+        for up_out in [false, true] {
+            let mut exe = concat_up(n, up_out);
+            if avx512() {
+                let want = if up_out { 0 } else { 4 };
+                assert_eq!(
+                    exe.nchwc_blocked_outputs(),
+                    want,
+                    "batch {n}, up-conv an output {up_out}"
+                );
+            }
+            for threads in 1..=3 {
+                exe.limit_threads(Some(threads)).unwrap();
+                let out = exe.run(&[&s]).unwrap();
+                let names: &[&str] = if up_out { &["y", "u"] } else { &["y"] };
+                for (got, name) in out.iter().zip(names) {
+                    assert_close(
+                        &got.to_vec::<f32>().unwrap(),
+                        &floats(&fx[&key][name]),
+                        &format!(
+                            "{name}, batch {n}, up-conv an output {up_out}, threads {threads}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

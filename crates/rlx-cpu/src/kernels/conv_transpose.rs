@@ -6,12 +6,14 @@
 //! thread team. (U-Net's 2x2 stride-2 up-convs write every output once.)
 
 use super::conv::{conv_geom, fill_bias, for_each_index, ConvGeom};
+use super::conv_nchwc::BLOCK;
 use super::conv_transpose_up2 as up2;
 use super::gemm::{num_threads, GemmFloat, Strided};
 use super::winograd::with_scratch;
-use super::{KernelResult, View, ViewMut};
+use super::{KernelError, KernelResult, View, ViewMut};
 use crate::{team, with_real};
 use rlx_ir::op::Window;
+use rlx_ir::{DType, Op};
 use std::cell::Cell;
 use std::ops::Range;
 
@@ -202,6 +204,96 @@ fn conv_transpose_real<T: GemmFloat>(
     });
 }
 
+/// True when the window tiles the output (kernel = stride, no padding,
+/// dilation or output padding): each output is written once, so no bias
+/// fill first. (The weight's dims `wk` are the kernel; the window's may be
+/// left empty.)
+fn tiles_output(w: &Window, output_padding: &[usize], wk: &[usize]) -> bool {
+    wk == w.stride.as_slice()
+        && w.dilation.iter().all(|&d| d == 1)
+        && w.padding.iter().all(|&p| p == (0, 0))
+        && output_padding.iter().all(|&p| p == 0)
+}
+
+/// True when `conv_transpose_up2.rs` runs this call: f32, one group, a
+/// 2x2 kernel (`wk`) at stride 2 with no padding, on AVX-512.
+fn takes_up2(
+    w: &Window,
+    output_padding: &[usize],
+    groups: usize,
+    wk: &[usize],
+    dtype: DType,
+) -> bool {
+    dtype == DType::F32
+        && groups == 1
+        && wk == [2, 2]
+        && tiles_output(w, output_padding, wk)
+        && up2::available()
+}
+
+/// True when ConvTranspose `op` on `x` / weight `wd` can write its output
+/// `y` in the NCHWc blocked layout (`nchwc_layout.rs`): it runs the up2
+/// kernel and `y` has whole 16-channel blocks.
+pub(crate) fn writes_blocked(
+    op: &Op,
+    x: &[usize],
+    wd: &[usize],
+    y: &[usize],
+    dtype: DType,
+) -> bool {
+    let Op::ConvTranspose {
+        window,
+        output_padding,
+        groups,
+    } = op
+    else {
+        return false;
+    };
+    x.len() == 4
+        && wd.len() == 4
+        && y.len() == 4
+        && x[1] > 0
+        && y[1].is_multiple_of(BLOCK)
+        && takes_up2(window, output_padding, *groups, &wd[2..], dtype)
+}
+
+/// ConvTranspose `op` writing its output blocked `[N][O/16][2H][2W][16]`
+/// (only where [`writes_blocked`] holds on these views).
+pub(crate) fn conv_transpose_blocked(op: &Op, ins: &[View], out: &mut ViewMut) -> KernelResult {
+    let Op::ConvTranspose {
+        window,
+        output_padding,
+        groups,
+    } = op
+    else {
+        return Err(KernelError::Message(
+            "blocked ConvTranspose of another op".into(),
+        ));
+    };
+    if ins.len() < 2 || !writes_blocked(op, ins[0].dims, ins[1].dims, out.dims, ins[0].dtype) {
+        return Err(KernelError::Message(
+            "blocked ConvTranspose off its 2x2 stride-2 kernel".into(),
+        ));
+    }
+    let g = conv_geom(window, Some(output_padding), *groups, ins, out)?;
+    run_up2(&g, &ins[0].dims[2..], true, ins, out);
+    Ok(())
+}
+
+/// Runs `conv_transpose_up2.rs` on checked views (NCHW or `blocked` output).
+fn run_up2(g: &ConvGeom, sp_in: &[usize], blocked: bool, ins: &[View], out: &mut ViewMut) {
+    let g = up2::Up2 {
+        n: g.batch,
+        c: g.c,
+        o: g.o,
+        h: sp_in[0],
+        w: sp_in[1],
+        blocked,
+    };
+    let bias = ins.get(2).map(|b| b.slice::<f32>());
+    up2::run(g, ins[0].slice(), ins[1].slice(), bias, out.slice());
+}
+
 /// N-d transposed convolution (PyTorch `conv_transpose`).
 pub(crate) fn conv_transpose(
     w: &Window,
@@ -214,30 +306,10 @@ pub(crate) fn conv_transpose(
     let (sp_in, sp_out) = (&ins[0].dims[2..], &out.dims[2..]);
     let moves = row_moves(w, &ins[1].dims[2..], sp_in, sp_out);
     let stride = w.stride[sp_in.len() - 1];
-    // Windows that tile the output (kernel = stride, no padding, dilation
-    // or output padding) write each output once: no bias fill first. (The
-    // weight's dims are the kernel; the window's may be left empty.)
     let wk = &ins[1].dims[2..];
-    let once = wk == w.stride.as_slice()
-        && w.dilation.iter().all(|&d| d == 1)
-        && w.padding.iter().all(|&p| p == (0, 0))
-        && output_padding.iter().all(|&p| p == 0);
-    if ins[0].dtype == rlx_ir::DType::F32
-        && groups == 1
-        && wk == [2, 2]
-        && once
-        && g.c > 0
-        && up2::available()
-    {
-        let g = up2::Up2 {
-            n: g.batch,
-            c: g.c,
-            o: g.o,
-            h: sp_in[0],
-            w: sp_in[1],
-        };
-        let bias = ins.get(2).map(|b| b.slice::<f32>());
-        up2::run(g, ins[0].slice(), ins[1].slice(), bias, out.slice());
+    let once = tiles_output(w, output_padding, wk);
+    if g.c > 0 && takes_up2(w, output_padding, groups, wk, ins[0].dtype) {
+        run_up2(&g, sp_in, false, ins, out);
         return Ok(());
     }
     with_real!(ins[0].dtype, ins, out, |i, o| {

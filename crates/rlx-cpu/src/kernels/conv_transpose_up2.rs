@@ -8,7 +8,15 @@
 //! of 32 and stored as `bias + sum` (the general path's bits for the bias,
 //! its GEMM's order aside). Work splits over the team by (image, input
 //! row): each writes two whole output rows of every channel.
+//!
+//! Blocked output (`Up2::blocked`, planned by `nchwc_layout.rs` so U-Net's
+//! skip concats stay in the NCHWc layout `[N][O/16][2H][2W][16]`): each
+//! (image, input row) computes its two output rows of every channel into
+//! a per-thread scratch `[O][2][2W]` as the NCHW path does (same sums, so
+//! the same bits), then scatters them into its blocked rows
+//! `[o/16][2y + ky][..][16]`, which no other input row touches.
 
+use super::conv_nchwc::BLOCK;
 use crate::team;
 
 /// Output elements from which the rows split over the team.
@@ -26,6 +34,9 @@ pub(super) struct Up2 {
     pub(super) o: usize,
     pub(super) h: usize,
     pub(super) w: usize,
+    /// Writes `y` in the NCHWc layout `[n][o/16][2h][2w][16]` (`o` a
+    /// multiple of 16) instead of NCHW.
+    pub(super) blocked: bool,
 }
 
 /// True when this kernel runs on this CPU.
@@ -41,6 +52,10 @@ pub(super) fn run(g: Up2, x: &[f32], wt: &[f32], bias: Option<&[f32]>, y: &mut [
     assert_eq!(wt.len(), g.c * g.o * 4, "up2 weight");
     assert_eq!(y.len(), g.n * g.o * 4 * g.h * g.w, "up2 output");
     assert!(bias.is_none_or(|b| b.len() == g.o), "up2 bias");
+    assert!(
+        !g.blocked || g.o.is_multiple_of(BLOCK),
+        "up2 blocked output"
+    );
     let rows = g.n * g.h;
     let parts = if y.len() >= PARALLEL_GRAIN && rows > 1 {
         team::threads()
@@ -49,25 +64,67 @@ pub(super) fn run(g: Up2, x: &[f32], wt: &[f32], bias: Option<&[f32]>, y: &mut [
     };
     let ranges = team::split(rows, parts, 1);
     let out = team::Disjoint::new(y);
+    let (wo, plane_out) = (2 * g.w, 4 * g.h * g.w);
     team::parallel_for(ranges.len(), |part| {
+        // Blocked: this part's two output rows of every channel, NCHW.
+        let mut scratch = vec![0f32; if g.blocked { g.o * 2 * wo } else { 0 }];
         for row in ranges[part].clone() {
-            // SAFETY: AVX-512F checked above; each (image, input row)
-            // writes only its own two output rows of each channel.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                input_row(g, row / g.h, row % g.h, x, wt, bias, &out)
-            };
+            let (n, yi) = (row / g.h, row % g.h);
+            if g.blocked {
+                let tmp = team::Disjoint::new(&mut scratch);
+                let at = |o: usize, ky: usize| (o * 2 + ky) * wo;
+                // SAFETY: AVX-512F checked above; the scratch is this part's own.
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    input_row(g, n, yi, x, wt, bias, &tmp, &at)
+                };
+                // SAFETY: rows 2 * yi + ky of image n, this (image, row)'s own.
+                unsafe { scatter_blocked(g, n, yi, &scratch, &out) };
+            } else {
+                let at = |o: usize, ky: usize| (n * g.o + o) * plane_out + (2 * yi + ky) * wo;
+                // SAFETY: AVX-512F checked above; each (image, input row)
+                // writes only its own two output rows of each channel.
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    input_row(g, n, yi, x, wt, bias, &out, &at)
+                };
+            }
         }
     });
 }
 
-/// Every output of input row `yi` of image `n`: its two output rows in
-/// each channel.
+/// Moves input row `yi` of image `n`'s output rows from `rows` (`[o][2][2w]`)
+/// into the blocked output rows `[n][o/16][2 yi + ky][2w][16]`.
 ///
 /// # Safety
-/// AVX-512F; no other part writes this (image, row)'s output rows.
+/// No other part writes this (image, row)'s output rows.
+unsafe fn scatter_blocked(g: Up2, n: usize, yi: usize, rows: &[f32], out: &team::Disjoint<f32>) {
+    let wo = 2 * g.w;
+    let block_plane = 4 * g.h * g.w * BLOCK;
+    for ob in 0..g.o / BLOCK {
+        for ky in 0..2 {
+            let at = (n * (g.o / BLOCK) + ob) * block_plane + (2 * yi + ky) * wo * BLOCK;
+            // SAFETY: this (image, row)'s own blocked row (the caller's contract).
+            let dst = unsafe { out.range(at..at + wo * BLOCK) };
+            for l in 0..BLOCK {
+                let src = &rows[((ob * BLOCK + l) * 2 + ky) * wo..][..wo];
+                for (xo, &v) in src.iter().enumerate() {
+                    dst[xo * BLOCK + l] = v;
+                }
+            }
+        }
+    }
+}
+
+/// Every output of input row `yi` of image `n`: its two output rows in
+/// each channel, output row `ky` of channel `o` starting at `row_at(o, ky)`
+/// in `out` (NCHW rows of `2w`).
+///
+/// # Safety
+/// AVX-512F; no other part writes those rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn input_row(
     g: Up2,
     n: usize,
@@ -76,9 +133,8 @@ unsafe fn input_row(
     wt: &[f32],
     bias: Option<&[f32]>,
     out: &team::Disjoint<f32>,
+    row_at: &dyn Fn(usize, usize) -> usize,
 ) {
-    let wo = 2 * g.w;
-    let plane_out = 4 * g.h * g.w;
     let xrow = &x[(n * g.c * g.h + yi) * g.w..];
     for x0 in (0..g.w).step_by(16) {
         let len = (g.w - x0).min(16);
@@ -87,7 +143,7 @@ unsafe fn input_row(
             let ob = (g.o - o0).min(OB);
             // The output rows (channel o0 + j, ky) at column 2 * x0.
             let dst = |j: usize, ky: usize| {
-                let at = (n * g.o + o0 + j) * plane_out + (2 * yi + ky) * wo + 2 * x0;
+                let at = row_at(o0 + j, ky) + 2 * x0;
                 // SAFETY: this (image, row)'s own output row (the caller's contract).
                 unsafe { out.range(at..at + 2 * len) }
             };

@@ -58,7 +58,7 @@ pub(crate) mod conv_pointwise_blocked;
 #[cfg(test)]
 mod conv_roofline;
 pub(crate) mod conv_stem;
-mod conv_transpose;
+pub(crate) mod conv_transpose;
 mod conv_transpose_up2;
 pub(crate) mod elementwise;
 pub(crate) mod fastmath;
