@@ -26,11 +26,12 @@ It also writes crates/rlx-cpu/tests/fixtures/conv_nchwc/concat_up.json, keys
 ConvTranspose's output (up2: y[n, o, 2i + ky, 2j + kx] = sum_c x[n, c, i, j]
 w[c, o, ky, kx] + b[o]):
 
-  s   [n, 16, 14, 10]                         (input, values(.., 50) * 16)
+  s   [n, 16, 6, 18]                           (input, values(.., 50) * 16)
   a   = relu(conv3x3(s, w0 [16, 16]) + b0)    (read by the pool and the concat)
-  p   = maxpool(a)                            (7 x 5)
+  p   = maxpool(a)                            (3 x 9)
   d   = relu(conv3x3(p, w1 [32, 16]) + b1)
-  u   = up2(d, wu [32, 32, 2, 2]) + bu        (14 x 10; graph output in the
+  u   = up2(d, wu [32, 32, 2, 2]) + bu        (6 x 18: a whole 16-pixel run and a
+                                               tail per row; graph output in the
                                                test's NCHW variant)
   cat = concat(a, u) on channels              (48 channels)
   y   = conv3x3(cat, w3 [16, 48]) + b3        (graph output)
@@ -76,7 +77,7 @@ def up2(x, w, b):
 
 def concat_up(n):
     f64 = lambda a: a.astype(np.float64)
-    s = f64(values(n * 16 * 14 * 10, 50)).reshape(n, 16, 14, 10) * 16
+    s = f64(values(n * 16 * 6 * 18, 50)).reshape(n, 16, 6, 18) * 16
     seeds = iter(range(51, 59))
     param = lambda count: f64(values(count, next(seeds)))
 
