@@ -5,8 +5,8 @@
 //! (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for the
 //! K-quants; `act_quant`: AVX2, bit-identical to rlx-gguf's reference
 //! quantizers, which the portable path runs), and forms ggml's block
-//! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2 or
-//! scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
+//! sums with integer dot products chosen at run time (AVX-512 VNNI, AVX2,
+//! NEON with or without `sdot` (`neon`), or scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
 //! AVX-512 VNNI the GEMM is `panels`, 512-bit, for the 32-weight formats
@@ -31,6 +31,8 @@ pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
 pub(crate) mod kpanels;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 pub(crate) mod out_cols;
 pub(crate) mod panels;
 pub(crate) mod planes;
@@ -248,6 +250,11 @@ fn run_rows(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         QuantIsa::Avx512Vnni => unsafe { rows_vnni(job, lo, hi, out) },
+        #[cfg(target_arch = "aarch64")]
+        QuantIsa::Neon => rows_body(job, QuantIsa::Neon, lo, hi, out),
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        QuantIsa::NeonDot => unsafe { rows_neon_dot(job, lo, hi, out) },
         _ => rows_body(job, QuantIsa::Scalar, lo, hi, out),
     }
 }
@@ -264,6 +271,12 @@ unsafe fn rows_avx2(job: &Job, lo: usize, hi: usize, out: &mut OutCols) {
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn rows_vnni(job: &Job, lo: usize, hi: usize, out: &mut OutCols) {
     rows_body(job, QuantIsa::Avx512Vnni, lo, hi, out)
+}
+
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon,dotprod")]
+unsafe fn rows_neon_dot(job: &Job, lo: usize, hi: usize, out: &mut OutCols) {
+    rows_body(job, QuantIsa::NeonDot, lo, hi, out)
 }
 
 #[inline(always)]

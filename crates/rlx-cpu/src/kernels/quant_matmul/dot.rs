@@ -14,6 +14,10 @@ pub enum QuantIsa {
     /// x86-64 AVX-512 VNNI on 256-bit vectors (`vpdpbusd`; BW's byte masks
     /// for the 5th bits of Q5_0).
     Avx512Vnni,
+    /// AArch64 NEON on any Armv8 core (`smull` + pairwise adds).
+    Neon,
+    /// AArch64 NEON with FEAT_DotProd (`sdot`, Armv8.2+).
+    NeonDot,
 }
 
 impl QuantIsa {
@@ -33,6 +37,15 @@ impl QuantIsa {
                     && is_x86_feature_detected!("avx512bw")
                 {
                     out.push(QuantIsa::Avx512Vnni);
+                }
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                out.push(QuantIsa::Neon);
+                if std::arch::is_aarch64_feature_detected!("dotprod") {
+                    out.push(QuantIsa::NeonDot);
                 }
             }
         }
@@ -74,7 +87,12 @@ pub(crate) fn row_dot(isa: QuantIsa, a: &RowDot) -> f32 {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         QuantIsa::Avx512Vnni => unsafe { x86::row_dot_vnni(a) },
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        QuantIsa::Neon => unsafe { super::neon::row_dot_mull(a) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        QuantIsa::NeonDot => unsafe { super::neon::row_dot_sdot(a) },
         _ => row_dot_scalar(a),
     }
 }

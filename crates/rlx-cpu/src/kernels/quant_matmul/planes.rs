@@ -93,19 +93,64 @@ pub(crate) fn plane_row(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         QuantIsa::Avx512Vnni => unsafe { x86::row_vnni(scheme, w, acts, put) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        QuantIsa::Neon => unsafe { super::neon::row_mull(scheme, w, acts, put) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        QuantIsa::NeonDot => unsafe { super::neon::row_sdot(scheme, w, acts, put) },
         _ => row_scalar(scheme, w, acts, scratch, put),
+    }
+}
+
+/// One weight row's dot against a tile of `T` activation rows, per
+/// instruction set.
+pub(super) trait TileDot {
+    /// The row's dot with each of `rows`. Safety: the CPU runs the
+    /// implementation's instruction set.
+    unsafe fn dot<const T: usize>(&self, rows: &[ActRow; T]) -> [f32; T];
+}
+
+/// `row`'s dots with `acts` in tiles of [`TILE`], the last tile narrower,
+/// each value passed to `put(i, value)`. Safety: as [`TileDot::dot`].
+#[inline(always)]
+pub(super) unsafe fn by_tiles(
+    row: &impl TileDot,
+    acts: &[ActRow],
+    mut put: impl FnMut(usize, f32),
+) {
+    let mut tiles = acts.chunks_exact(TILE);
+    let mut at = 0;
+    for tile in tiles.by_ref() {
+        let tile: &[ActRow; TILE] = tile.try_into().expect("a whole tile");
+        for (i, v) in row.dot(tile).into_iter().enumerate() {
+            put(at + i, v);
+        }
+        at += TILE;
+    }
+    let mut emit = |vals: &[f32]| {
+        for (i, &v) in vals.iter().enumerate() {
+            put(at + i, v);
+        }
+    };
+    match tiles.remainder() {
+        [] => {}
+        [a] => emit(&row.dot(&[*a])),
+        [a, b] => emit(&row.dot(&[*a, *b])),
+        [a, b, c] => emit(&row.dot(&[*a, *b, *c])),
+        _ => unreachable!("a remainder is shorter than a tile"),
     }
 }
 
 /// The f16 at byte `at`.
 #[inline(always)]
-fn f16_at(b: &[u8], at: usize) -> f32 {
+pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
     f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
 }
 
 /// The sum of the eight lane accumulators, in the SIMD paths' order.
 #[inline(always)]
-fn reduce_lanes(l: &[f32; 8]) -> f32 {
+pub(super) fn reduce_lanes(l: &[f32; 8]) -> f32 {
     let s: [f32; 4] = std::array::from_fn(|i| l[i] + l[i + 4]);
     (s[0] + s[2]) + (s[1] + s[3])
 }
@@ -161,14 +206,19 @@ pub(super) fn block_weights(
 /// The scalar, per-block facts every path shares: the block scale `d_w *
 /// d_x` and the block's offset term (added to the offset sum).
 #[derive(Clone, Copy)]
-struct BlockTerms {
-    scale: f32,
-    offset: f32,
+pub(super) struct BlockTerms {
+    pub(super) scale: f32,
+    pub(super) offset: f32,
 }
 
 /// The block terms of block `b` of weights `w` against activation row `a`.
 #[inline(always)]
-fn block_terms(scheme: QuantScheme, w: &BlockWeights, b: usize, a: &ActRow) -> BlockTerms {
+pub(super) fn block_terms(
+    scheme: QuantScheme,
+    w: &BlockWeights,
+    b: usize,
+    a: &ActRow,
+) -> BlockTerms {
     use QuantScheme::*;
     let dx = a.d[b];
     let scale = w.d * dx;
@@ -290,7 +340,9 @@ fn row_scalar(
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86 {
-    use super::{block_terms, block_weights, reduce_lanes, ActRow, BlockWeights, TILE};
+    use super::{
+        block_terms, block_weights, by_tiles, reduce_lanes, ActRow, BlockWeights, TileDot,
+    };
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
 
@@ -455,38 +507,34 @@ pub(super) mod x86 {
         panic!("not a plane format")
     }
 
+    /// One weight row of format code `F` on instruction set `D`.
+    struct Row<'a, D, const F: u8> {
+        scheme: QuantScheme,
+        w: &'a [u8],
+        isa: std::marker::PhantomData<D>,
+    }
+
+    impl<D: Dot4, const F: u8> TileDot for Row<'_, D, F> {
+        #[inline(always)]
+        unsafe fn dot<const T: usize>(&self, rows: &[ActRow; T]) -> [f32; T] {
+            dot_tile::<D, F, T>(self.scheme, self.w, rows)
+        }
+    }
+
     /// The activation rows in tiles of [`TILE`], the last tile narrower.
     #[inline(always)]
     unsafe fn row_tiles<D: Dot4, const F: u8>(
         scheme: QuantScheme,
         w: &[u8],
         acts: &[ActRow],
-        mut put: impl FnMut(usize, f32),
+        put: impl FnMut(usize, f32),
     ) {
-        let mut tiles = acts.chunks_exact(TILE);
-        let mut at = 0;
-        for tile in tiles.by_ref() {
-            let tile: &[ActRow; TILE] = tile.try_into().expect("a whole tile");
-            for (i, v) in dot_tile::<D, F, TILE>(scheme, w, tile)
-                .into_iter()
-                .enumerate()
-            {
-                put(at + i, v);
-            }
-            at += TILE;
-        }
-        let mut emit = |vals: &[f32]| {
-            for (i, &v) in vals.iter().enumerate() {
-                put(at + i, v);
-            }
+        let row = Row::<D, F> {
+            scheme,
+            w,
+            isa: std::marker::PhantomData,
         };
-        match tiles.remainder() {
-            [] => {}
-            [a] => emit(&dot_tile::<D, F, 1>(scheme, w, &[*a])),
-            [a, b] => emit(&dot_tile::<D, F, 2>(scheme, w, &[*a, *b])),
-            [a, b, c] => emit(&dot_tile::<D, F, 3>(scheme, w, &[*a, *b, *c])),
-            _ => unreachable!("a remainder is shorter than a tile"),
-        }
+        by_tiles(&row, acts, put)
     }
 
     /// [`fifth_bits`] with AVX-512 BW: `qh` is a byte mask as it stands,
