@@ -28,6 +28,13 @@
 //! pixels where it outweighs the weight (MobileNetV2's 14 x 14 maps and
 //! up; either output layout), else its output blocks (whole planes).
 
+// The kernels exist on x86-64 only; elsewhere the entry points are never
+// reached (callers check `available()`), so their plumbing is unused there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused, unreachable_code)
+)]
+
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::conv_nchwc::{BlockedIo, BLOCK};

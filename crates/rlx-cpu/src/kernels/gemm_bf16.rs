@@ -11,6 +11,13 @@
 //!
 //! Without AVX-512 BF16 [`gemm`] reports it and the caller widens to f32.
 
+// The kernels exist on x86-64 only; elsewhere the entry points are never
+// reached (callers check `available()`), so their plumbing is unused there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused, unreachable_code)
+)]
+
 use super::gemm::{Strided, GEMM_GRAIN};
 use crate::team;
 

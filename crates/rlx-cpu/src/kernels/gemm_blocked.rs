@@ -11,6 +11,13 @@
 //! its part of `c` once per product, which a deep product amortises over
 //! its depth: `prefers` says where this beats the library GEMM.
 
+// The kernels exist on x86-64 only; elsewhere the entry points are never
+// reached (callers check `available()`), so their plumbing is unused there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused, unreachable_code)
+)]
+
 use super::gemm::{Strided, GEMM_GRAIN};
 use super::gemm_packed::{panel_cols, panels_product, Weights};
 use super::gemm_tile::{isa, tile_shape, Isa};

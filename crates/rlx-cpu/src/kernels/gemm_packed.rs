@@ -13,6 +13,13 @@
 //! product is bit-identical however its weight is stacked or its rows are
 //! blocked (the fusion passes rely on that).
 
+// The kernels exist on x86-64 only; elsewhere the entry points are never
+// reached (callers check `available()`), so their plumbing is unused there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused, unreachable_code)
+)]
+
 use super::gemm::Strided;
 use super::gemm_tile::{isa, pack_a, run_tile, tile_shape, Isa, Tile};
 use crate::team;

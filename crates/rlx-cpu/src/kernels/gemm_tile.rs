@@ -3,6 +3,13 @@
 //! call): `rows x NR` of the output kept in vector registers across the
 //! depth loop, one fused multiply-add chain per element in `k` order.
 
+// The kernels exist on x86-64 only; elsewhere the entry points are never
+// reached (callers check `available()`), so their plumbing is unused there.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused, unreachable_code)
+)]
+
 use super::gemm::Strided;
 use std::ops::Range;
 

@@ -403,6 +403,7 @@ fn pool_fold<T: Pod>(
         let planes = y.len() / g.pout;
         let separable = max && g2.separable();
         // Indexed, not zipped: an empty input still yields all-padding windows.
+        #[cfg(target_arch = "x86_64")]
         let wide = wide_vectors();
         let plane = |i: usize, yp: &mut [T], rows: &mut Vec<T>| {
             let xp = &x[i * g.pin..][..g.pin];
@@ -558,6 +559,8 @@ fn max_plane_f32<T: Real>(g2: &Pool2d, x: &[T], y: &mut [T]) -> bool {
     if g2.s != (1, 1) || g2.ow == 0 || !wide_vectors() {
         return false;
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, y);
     #[cfg(target_arch = "x86_64")]
     {
         let mut buf = PLANE.take();

@@ -30,10 +30,12 @@
 pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod kpanels;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 pub(crate) mod out_cols;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod panels;
 pub(crate) mod planes;
 

@@ -15,6 +15,7 @@
 
 /// `2^(i/32)` rounded to binary64, minus `i << 47` (so adding `k << 47`
 /// for `k = 32 q + i` yields `2^(k/32)`); `tools/gen_expf_table.py` prints it.
+#[cfg(target_arch = "x86_64")]
 const EXP2_TABLE: [u64; 32] = [
     0x3ff0000000000000,
     0x3fefd9b0d3158574,
@@ -51,21 +52,29 @@ const EXP2_TABLE: [u64; 32] = [
 ];
 
 /// `32 / ln 2` (binary64 of `1 / ln 2`, times 32).
+#[cfg(target_arch = "x86_64")]
 const INV_LN2_32: f64 = f64::from_bits(0x3ff71547652b82fe) * 32.0;
 /// `1.5 * 2^52`: adding it rounds to an integer held in the low mantissa bits.
+#[cfg(target_arch = "x86_64")]
 const SHIFT: f64 = 6755399441055744.0;
 /// The cubic's coefficients (ARM optimized-routines' `exp2f` fit, scaled by
 /// `1/32^3`, `1/32^2`, `1/32`).
+#[cfg(target_arch = "x86_64")]
 const C0: f64 = f64::from_bits(0x3fac6af84b912394) / 32768.0;
+#[cfg(target_arch = "x86_64")]
 const C1: f64 = f64::from_bits(0x3fcebfce50fac4f3) / 1024.0;
+#[cfg(target_arch = "x86_64")]
 const C2: f64 = f64::from_bits(0x3fe62e42ff0c52d6) / 32.0;
 /// Above this `exp` overflows f32; below [`UNDERFLOW`] it rounds to zero.
+#[cfg(target_arch = "x86_64")]
 const OVERFLOW: f32 = 88.72283;
+#[cfg(target_arch = "x86_64")]
 const UNDERFLOW: f32 = -103.97208;
 
 /// `y[i] = x[i] * sigmoid(x[i])`, bit-identical to the scalar unary op.
 pub(crate) fn silu_f32(x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "silu_f32 operand lengths");
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f")

@@ -138,6 +138,7 @@ fn reference(act: ActQuant, x: &[f32]) -> Result<Act, KernelError> {
 }
 
 /// A scale as its f16 block field stores it.
+#[cfg(target_arch = "x86_64")]
 fn through_f16(v: f32) -> f32 {
     f16::from_f32(v).to_f32()
 }
