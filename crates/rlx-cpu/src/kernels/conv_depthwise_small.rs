@@ -789,13 +789,14 @@ mod tests {
         assert!(checked >= 8, "only {checked} cases taken");
     }
 
-    /// A blocked image read in place gives the per-plane kernel's bits
-    /// (`conv_depthwise3x3`, itself checked against numpy) on wide planes
-    /// cut into several bands of output rows (bands starting inside the
-    /// image and in the padding), padding 2 on one side, a NaN input, NCHW
-    /// and blocked outputs, at 1-3 threads.
+    /// A blocked image read in place (NCHW and blocked outputs), and an
+    /// NCHW image through the band's tile (blocked output), give the
+    /// per-plane kernel's bits (`conv_depthwise3x3`, itself checked against
+    /// numpy) on wide planes cut into several bands of output rows (bands
+    /// starting inside the image and in the padding), padding 2 on one
+    /// side, a NaN input, at 1-3 threads.
     #[test]
-    fn in_place_bands_give_the_plane_kernels_bits() {
+    fn banded_planes_give_the_plane_kernels_bits() {
         use crate::kernels::conv_pointwise_blocked::tests::with_blocked;
         if !avx512() {
             return;
@@ -827,11 +828,8 @@ mod tests {
                 let xp = &x[i * pin..][..pin];
                 g2.depthwise3x3_plane(xp, &wt[i * 9..][..9], b[i], yp, None);
             }
-            for output in [false, true] {
-                let io = BlockedIo {
-                    input: true,
-                    output,
-                };
+            for (input, output) in [(true, false), (true, true), (false, true)] {
+                let io = BlockedIo { input, output };
                 for threads in 1..=3 {
                     let mut got = vec![f32::NAN; want.len()];
                     crate::threads::with_limit(Some(threads), || {
