@@ -19,9 +19,10 @@ crates/rlx-cpu/tests/fixtures/conv_nchwc/in_place_cases.json (IN_PLACE_CASES: th
 same kernel reading a blocked image in place, padding included) and
 crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
 depthwise convs, read by kernels/conv_depthwise3x3.rs's and
-conv_depthwise_small.rs's tests; written compact, 8 significant digits) and
+conv_depthwise_small.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_stem/cases.json (STEM_CASES: 3-channel stems of
-the stem kernel, read by kernels/conv_stem.rs's tests). Inputs are not
+the stem kernel, read by kernels/conv_stem.rs's tests); these two written compact,
+8 significant digits, to stay a few hundred KB. Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -315,10 +316,10 @@ OUT_NCHWC_IN_PLACE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fix
 # residual) and whole-plane (SiLU) epilogues, no bias, batch 2 / 3; the last is
 # a map conv itself routes to the kernel (16 x 16 outputs).
 STEM_CASES = [
-    ("stem_c3_o32_3x3_s2_relu6_batch2", (2, 3, 15, 35), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
-    ("stem_c3_o16_3x3_s2_wide_silu", (1, 3, 9, 111), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
-    ("stem_c3_o64_7x7_s2_pad3_residual_relu_batch3", (3, 3, 13, 23), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
-    ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 9, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("stem_c3_o32_3x3_s2_relu6_batch2", (2, 3, 7, 35), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("stem_c3_o16_3x3_s2_wide_silu", (1, 3, 5, 111), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
+    ("stem_c3_o64_7x7_s2_pad3_residual_relu_batch3", (3, 3, 7, 23), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
+    ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 5, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
     ("stem_c3_o16_7x7_s2_asym_pad_nobias_relu", (1, 3, 20, 37), 16, (7, 7), (2, 2), ((3, 2), (2, 3)), (1, 1), 1, False, "relu", None),
     ("stem_c3_o32_3x3_s2_dispatch_residual", (1, 3, 32, 32), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("stem_c3_o16_3x3_s1_odd_silu_batch2", (2, 3, 11, 19), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
@@ -365,7 +366,7 @@ def main():
     write(NCHWC_CASES, OUT_NCHWC)
     write(IN_PLACE_CASES, OUT_NCHWC_IN_PLACE)
     write(DEPTHWISE_CASES, OUT_DEPTHWISE, compact=True)
-    write(STEM_CASES, OUT_STEM)
+    write(STEM_CASES, OUT_STEM, compact=True)
 
 
 if __name__ == "__main__":
