@@ -148,6 +148,10 @@ CT_CASES = [
     # threads by (image, row), 4 images of 12 rows of 16 + 11 pixels, 7 channels.
     ("up2_tail21_o5", (1, 3, 2, 21), 5, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "all"),
     ("up2_threaded_batch4_o7", (4, 9, 12, 27), 7, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, True, "sums"),
+    # Its blocked output (16 channels per vector; the unit test also runs the 16 / 32-output
+    # cases above blocked): 2 images of rows of 7 pixels (a 4-pixel tile and a 3-pixel
+    # tail), no bias.
+    ("up2_blocked_nobias_batch2", (2, 5, 3, 7), 16, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), (0, 0), 1, False, "all"),
 ]
 
 

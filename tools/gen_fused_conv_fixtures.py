@@ -18,9 +18,11 @@ crates/rlx-cpu/tests/fixtures/conv_nchwc/cases.json (NCHWC_CASES: dense convs of
 crates/rlx-cpu/tests/fixtures/conv_nchwc/in_place_cases.json (IN_PLACE_CASES: the
 same kernel reading a blocked image in place, padding included) and
 crates/rlx-cpu/tests/fixtures/conv_depthwise/cases.json (DEPTHWISE_CASES: 3x3
-depthwise convs, read by kernels/conv_depthwise3x3.rs's tests) and
+depthwise convs, read by kernels/conv_depthwise3x3.rs's and
+conv_depthwise_small.rs's tests) and
 crates/rlx-cpu/tests/fixtures/conv_stem/cases.json (STEM_CASES: 3-channel stems of
-the stem kernel, read by kernels/conv_stem.rs's tests). Inputs are not
+the stem kernel, read by kernels/conv_stem.rs's tests); these two written compact,
+8 significant digits, to stay a few hundred KB. Inputs are not
 stored: both sides build them over the flattened tensor as
 x[i] = ((i * 7) % 23 - 11) / 8, w[i] = ((i * 5) % 17 - 8) / 16,
 b[i] = (i % 5 - 2) / 4, residual r[i] = ((i * 3) % 13 - 6) / 4,
@@ -185,16 +187,16 @@ DEPTHWISE_CASES = [
     # Whole 16-channel groups: also run with blocked tensors (conv_depthwise_small.rs).
     ("dwb_c32_10x10_relu6_batch2", (2, 32, 10, 10), 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 32, True, "relu6", None),
     ("dwb_c48_s2_13x11_residual", (1, 48, 13, 11), 48, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 48, True, "residual", None),
-    # Planes over 28 x 28 (MobileNetV2's 56 / 112 stages, smaller): with a blocked
-    # side the kernel runs them in bands of output rows, two bands each here
-    # (stride 1 and 2, TF-style (0, 1) padding: a band starting on a padding row
-    # and one on an input row), two groups, batch 2, ReLU6 and residual row chains.
-    ("dwb_c16_s1_30x33_relu6", (1, 16, 30, 33), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "relu6", None),
-    ("dwb_c32_s2_33x29_residual", (1, 32, 33, 29), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 32, True, "residual", None),
-    ("dwb_c16_s2_tfpad_40x30_scale_residual_batch2", (2, 16, 40, 30), 16, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 16, True, "scale_residual", "one_image"),
+    # Planes just over 28 x 28 (MobileNetV2's 56 / 112 stages, smaller): with a blocked
+    # side the kernel runs them by bands of output rows (one band each at these widths;
+    # several on the wide planes of conv_depthwise_small.rs's band test): stride 1 and
+    # 2, TF-style (0, 1) padding, two groups, batch 2, ReLU6 and residual row chains.
+    ("dwb_c16_s1_28x29_relu6", (1, 16, 28, 29), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "relu6", None),
+    ("dwb_c32_s2_29x28_residual", (1, 32, 29, 28), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 32, True, "residual", None),
+    ("dwb_c16_s2_tfpad_29x28_scale_residual_batch2", (2, 16, 29, 28), 16, (3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 16, True, "scale_residual", "one_image"),
     # A whole-plane epilogue (SiLU) on a banded plane: taken with a blocked image
     # and an NCHW output only (the epilogue then runs on the group's planes).
-    ("dwb_c16_s1_29x28_silu", (1, 16, 29, 28), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 16, True, "silu", None),
+    ("dwb_c16_s2_29x28_silu", (1, 16, 29, 28), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 16, True, "silu", None),
     # Blocked images read in place (conv_depthwise_in_place.rs: no padded tile):
     # padding on every edge in turn, 2 wide (a padding tap column on both sides
     # of an edge output), a plane narrower than the kernel (no interior column),
@@ -314,10 +316,10 @@ OUT_NCHWC_IN_PLACE = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fix
 # residual) and whole-plane (SiLU) epilogues, no bias, batch 2 / 3; the last is
 # a map conv itself routes to the kernel (16 x 16 outputs).
 STEM_CASES = [
-    ("stem_c3_o32_3x3_s2_relu6_batch2", (2, 3, 15, 35), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
-    ("stem_c3_o16_3x3_s2_wide_silu", (1, 3, 9, 111), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
-    ("stem_c3_o64_7x7_s2_pad3_residual_relu_batch3", (3, 3, 13, 23), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
-    ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 9, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
+    ("stem_c3_o32_3x3_s2_relu6_batch2", (2, 3, 7, 35), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "relu6", None),
+    ("stem_c3_o16_3x3_s2_wide_silu", (1, 3, 5, 111), 16, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
+    ("stem_c3_o64_7x7_s2_pad3_residual_relu_batch3", (3, 3, 7, 23), 64, (7, 7), (2, 2), ((3, 3), (3, 3)), (1, 1), 1, True, "residual_relu", None),
+    ("stem_c3_o24_3x3_s1_scale_residual", (1, 3, 5, 50), 24, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "scale_residual", "one_image"),
     ("stem_c3_o16_7x7_s2_asym_pad_nobias_relu", (1, 3, 20, 37), 16, (7, 7), (2, 2), ((3, 2), (2, 3)), (1, 1), 1, False, "relu", None),
     ("stem_c3_o32_3x3_s2_dispatch_residual", (1, 3, 32, 32), 32, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, True, "residual", None),
     ("stem_c3_o16_3x3_s1_odd_silu_batch2", (2, 3, 11, 19), 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1, True, "silu", None),
@@ -325,7 +327,7 @@ STEM_CASES = [
 OUT_STEM = os.path.join(HERE, "..", "crates", "rlx-cpu", "tests", "fixtures", "conv_stem", "cases.json")
 
 
-def write(cases_in, out):
+def write(cases_in, out, compact=False):
     cases = []
     for name, xd, o, k, stride, pads, dil, groups, bias, epi, res in cases_in:
         c = xd[1]
@@ -348,11 +350,11 @@ def write(cases_in, out):
             "bias": bias,
             "epilogue": epi,
             "res_dims": res_dims,
-            "y": [float(f"{v:.9g}") for v in y.ravel()],
+            "y": [float(f"{v:.8g}" if compact else f"{v:.9g}") for v in y.ravel()],
         })
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"cases": cases}, f)
+        json.dump({"cases": cases}, f, separators=(",", ":") if compact else None)
     print(f"wrote {len(cases)} cases to {out}")
 
 
@@ -363,8 +365,8 @@ def main():
     write(POINTWISE_BLOCKED_CASES, OUT_POINTWISE_BLOCKED)
     write(NCHWC_CASES, OUT_NCHWC)
     write(IN_PLACE_CASES, OUT_NCHWC_IN_PLACE)
-    write(DEPTHWISE_CASES, OUT_DEPTHWISE)
-    write(STEM_CASES, OUT_STEM)
+    write(DEPTHWISE_CASES, OUT_DEPTHWISE, compact=True)
+    write(STEM_CASES, OUT_STEM, compact=True)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ w[c, o, ky, kx] + b[o]):
   a   = relu(conv3x3(s, w0 [16, 16]) + b0)    (read by the pool and the concat)
   p   = maxpool(a)                            (3 x 9)
   d   = relu(conv3x3(p, w1 [32, 16]) + b1)
-  u   = up2(d, wu [32, 32, 2, 2]) + bu        (6 x 18: a whole 16-pixel run and a
-                                               tail per row; graph output in the
-                                               test's NCHW variant)
+  u   = up2(d, wu [32, 32, 2, 2]) + bu        (6 x 18 from input rows of 9: two
+                                               4-pixel tiles and a tail; graph
+                                               output in the test's NCHW variant)
   cat = concat(a, u) on channels              (48 channels)
   y   = conv3x3(cat, w3 [16, 48]) + b3        (graph output)
 

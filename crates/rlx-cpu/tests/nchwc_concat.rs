@@ -131,8 +131,7 @@ fn concat_up(n: usize, up_out: bool) -> CpuExecutable {
 /// up-conv a graph output none is (the concat withdrawn: its skip part
 /// then stays NCHW, and so does the pool reading it). Every
 /// output matches numpy at batch 1 and 2, 1-3 threads (3 x 9 up-conv
-/// rows split over the team; 18 output columns: one 16-pixel transpose
-/// and a tail per row).
+/// input rows: two 4-pixel tiles and a 1-pixel tail per row).
 #[test]
 fn blocked_up_conv_concat_matches_numpy() {
     let fx: Value = serde_json::from_str(UP_FIXTURE).unwrap();

@@ -6,7 +6,9 @@
 //! 16 channels of an image is transposed 16 x 16 in registers into a
 //! zero-padded `[rows][cols][16]` tile (the padding written once per
 //! call), every output is nine 16-lane FMAs with no edge case, and the
-//! `[pixels][16]` result is transposed back into the NCHW planes.
+//! `[pixels][16]` result is transposed back into the NCHW planes. The
+//! tile and the result buffer are kept per thread across calls
+//! (`winograd::with_scratch`), the tile zeroed at the start of each call.
 //!
 //! Each output is the per-plane kernel's FMA chain (the bias, then the
 //! taps in row-major kernel order) with the taps in the padding added as
@@ -30,8 +32,10 @@
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::conv_nchwc::BlockedIo;
+use super::winograd::with_scratch;
 use super::KernelResult;
 use crate::team;
+use std::cell::Cell;
 use std::ops::Range;
 
 /// Lanes of a vector: channels per group.
@@ -51,6 +55,15 @@ pub(super) const UNROLL: usize = 4;
 /// measured when a blocked image was copied too: it now only sizes the
 /// jobs of one).
 const BAND_FLOATS: usize = 32 * 1024;
+
+thread_local! {
+    /// The calling thread's zero-padded tile, kept for the next call:
+    /// fresh ones (up to 128 KiB a part) cost page faults on every call
+    /// (MobileNetV2's 96-channel stride-2 conv swung 0.14-0.26 ms).
+    static TILE: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+    /// The calling thread's `[pixels][16]` results, kept likewise.
+    static PIXELS: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
 
 /// The zero-padded tile one channel group is copied into.
 #[derive(Clone, Copy)]
@@ -110,11 +123,11 @@ impl Conv2d {
         }
     }
 
-    /// A part's buffers for [`Self::group`]: the zero-padded tile (with a
-    /// blocked image: one zero row, which stands for the padding rows of
-    /// the image read in place) and, for an NCHW output, a band's
-    /// `[pixels][16]` results.
-    fn scratch(&self, io: BlockedIo, band: usize) -> (Vec<f32>, Vec<f32>) {
+    /// Floats of a part's buffers for [`Self::group`]: the zero-padded
+    /// tile (with a blocked image: one zero row, which stands for the
+    /// padding rows of the image read in place) and, for an NCHW output, a
+    /// band's `[pixels][16]` results.
+    fn scratch_lens(&self, io: BlockedIo, band: usize) -> (usize, usize) {
         let tile = self.small_tile();
         let xt = match io.input {
             true => self.w * LANES,
@@ -124,7 +137,7 @@ impl Conv2d {
             true => 0,
             false => (band * self.ow).next_multiple_of(LANES) * LANES,
         };
-        (vec![0f32; xt], vec![0f32; yt])
+        (xt, yt)
     }
 
     /// True when [`Self::depthwise_small`] can read / write the blocked
@@ -151,7 +164,7 @@ impl Conv2d {
         epi: Option<&ConvEpilogue>,
         io: BlockedIo,
     ) -> KernelResult {
-        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        let pout = self.oh * self.ow;
         if pout == 0 || self.c == 0 || self.batch == 0 {
             return Ok(());
         }
@@ -170,12 +183,44 @@ impl Conv2d {
         let bands = if io.output { self.oh.div_ceil(band) } else { 1 };
         let jobs = self.batch * groups * bands;
         let parts = team::split(jobs, team::threads(), 1);
+        let shared = team::Disjoint::new(y);
+        let (xt_len, yt_len) = self.scratch_lens(io, band);
+        team::try_parallel_for(parts.len(), |part| {
+            with_scratch(&TILE, xt_len, |xt: &mut [f32]| {
+                // The tile's padding columns (a blocked image's zero row) are
+                // written nowhere else. The pixel buffer's stale pixels past
+                // a band are loaded but never stored.
+                xt.fill(0.0);
+                with_scratch(&PIXELS, yt_len, |yt: &mut [f32]| {
+                    self.jobs(x, wt, bias, &shared, (xt, yt), parts[part].clone(), epi, io)
+                })
+            })
+        })
+    }
+
+    /// The (image, band, group) jobs `jobs` of one part of
+    /// [`Self::depthwise_small`] (`shared` its output), through the part's
+    /// buffers `xt` / `yt`.
+    #[allow(clippy::too_many_arguments)]
+    fn jobs(
+        &self,
+        x: &[f32],
+        wt: &[f32],
+        bias: Option<&[f32]>,
+        shared: &team::Disjoint<f32>,
+        (xt, yt): (&mut [f32], &mut [f32]),
+        jobs: Range<usize>,
+        epi: Option<&ConvEpilogue>,
+        io: BlockedIo,
+    ) -> KernelResult {
+        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        let groups = self.c.div_ceil(LANES);
+        let band = self.band_rows();
+        let bands = if io.output { self.oh.div_ceil(band) } else { 1 };
         let chain = epi.and_then(|e| e.rows());
         let clamp = chain.and_then(|c| c.clamp());
-        let shared = team::Disjoint::new(y);
-        team::try_parallel_for(parts.len(), |part| {
-            let (mut xt, mut yt) = self.scratch(io, band);
-            for job in parts[part].clone() {
+        {
+            for job in jobs {
                 let (n, b, g) = (job / (groups * bands), job / groups % bands, job % groups);
                 let ch = g * LANES..self.c.min((g + 1) * LANES);
                 let rows = match io.output {
@@ -218,8 +263,8 @@ impl Conv2d {
                     epi.apply(yg, n, ch)?;
                 }
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// Output rows `oys` of channels `ch` of one image, through the tile `xt`
@@ -552,6 +597,16 @@ pub(super) fn avx512() -> bool {
     }
 }
 
+/// Fills this thread's kept buffers with NaN (for the tests: a stale
+/// value read shows).
+#[cfg(test)]
+fn poison_scratch() {
+    // An f32 NaN in both halves of each f64.
+    let nan = f64::from_bits(0x7fc0_0000_7fc0_0000);
+    TILE.set(vec![nan; BAND_FLOATS]);
+    PIXELS.set(vec![nan; BAND_FLOATS]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::{avx512, Conv2d};
@@ -638,9 +693,12 @@ mod tests {
     /// float64) with the image and / or the output blocked, at 1 to 3
     /// threads: stride 1 and 2, batch 2, ReLU6 in registers and a
     /// residual row chain on the blocked rows; planes over 28 x 28 in
-    /// bands of output rows.
+    /// bands of output rows; and every small-plane case NCHW. Each run
+    /// first fills the calling thread's kept buffers with NaN (every part
+    /// at 1 thread), so a value left from an earlier call (a padding
+    /// column, the zero row) would show.
     #[test]
-    fn blocked_layouts_match_numpy() {
+    fn layouts_match_numpy() {
         use crate::kernels::conv::{conv_geom, fused_conv};
         use crate::kernels::conv_epilogue::tests::check_fused_conv_fixture;
         use crate::kernels::conv_epilogue::ConvEpilogue;
@@ -651,7 +709,8 @@ mod tests {
             return;
         }
         static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        for (input, output) in [(true, false), (false, true), (true, true)] {
+        let layouts = [(false, false), (true, false), (false, true), (true, true)];
+        for (input, output) in layouts {
             let io = BlockedIo { input, output };
             let kernel = move |w: &Window,
                                groups: usize,
@@ -673,6 +732,7 @@ mod tests {
                 let (pin, pout) = (g2.h * g2.w, g2.oh * g2.ow);
                 let xs = (g2.c, pin, conv_ins[0].slice::<f32>());
                 let wt = conv_ins[1].slice::<f32>();
+                super::poison_scratch();
                 with_blocked(io, xs, (g2.o, pout, out.slice()), |x, y| {
                     g2.depthwise_small(x, wt, b, y, epi.as_ref(), io)
                 })
@@ -680,7 +740,7 @@ mod tests {
             check_fused_conv_fixture(FIXTURE, 25, &kernel);
         }
         // dwb_c32 / dwb_c48 / dw_small_c16, the three banded planes and
-        // the three in-place padding cases at 1-3 threads, 3 layouts; the
+        // the three in-place padding cases at 1-3 threads, 3 blocked layouts; the
         // banded SiLU plane read blocked.
         assert!(TAKEN.load(std::sync::atomic::Ordering::Relaxed) >= 9 * 3 * 3 + 3);
     }
@@ -729,13 +789,14 @@ mod tests {
         assert!(checked >= 8, "only {checked} cases taken");
     }
 
-    /// A blocked image read in place gives the per-plane kernel's bits
-    /// (`conv_depthwise3x3`, itself checked against numpy) on wide planes
-    /// cut into several bands of output rows (bands starting inside the
-    /// image and in the padding), padding 2 on one side, a NaN input, NCHW
-    /// and blocked outputs, at 1-3 threads.
+    /// A blocked image read in place (NCHW and blocked outputs), and an
+    /// NCHW image through the band's tile (blocked output), give the
+    /// per-plane kernel's bits (`conv_depthwise3x3`, itself checked against
+    /// numpy) on wide planes cut into several bands of output rows (bands
+    /// starting inside the image and in the padding), padding 2 on one
+    /// side, a NaN input, at 1-3 threads.
     #[test]
-    fn in_place_bands_give_the_plane_kernels_bits() {
+    fn banded_planes_give_the_plane_kernels_bits() {
         use crate::kernels::conv_pointwise_blocked::tests::with_blocked;
         if !avx512() {
             return;
@@ -767,11 +828,8 @@ mod tests {
                 let xp = &x[i * pin..][..pin];
                 g2.depthwise3x3_plane(xp, &wt[i * 9..][..9], b[i], yp, None);
             }
-            for output in [false, true] {
-                let io = BlockedIo {
-                    input: true,
-                    output,
-                };
+            for (input, output) in [(true, false), (true, true), (false, true)] {
+                let io = BlockedIo { input, output };
                 for threads in 1..=3 {
                     let mut got = vec![f32::NAN; want.len()];
                     crate::threads::with_limit(Some(threads), || {

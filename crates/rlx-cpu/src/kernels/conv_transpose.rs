@@ -324,15 +324,23 @@ mod tests {
     use crate::kernels::cnn_fixtures;
     use crate::kernels::conv::tests::{close, run, seq, win, Ins};
 
-    fn ct_case(case: &serde_json::Value) -> Vec<f32> {
-        let (xd, wd, yd) = (
-            cnn_fixtures::dims(&case["x"]),
-            cnn_fixtures::dims(&case["w"]),
-            cnn_fixtures::dims(&case["y_dims"]),
-        );
-        let w = cnn_fixtures::window(case);
-        let op = cnn_fixtures::dims(&case["output_padding"]);
-        let groups = case["groups"].as_u64().expect("groups") as usize;
+    /// The case's op (a ConvTranspose) and its x / weight / output dims.
+    fn ct_op(case: &serde_json::Value) -> (Op, [Vec<usize>; 3]) {
+        let op = Op::ConvTranspose {
+            window: cnn_fixtures::window(case),
+            output_padding: cnn_fixtures::dims(&case["output_padding"]),
+            groups: case["groups"].as_u64().expect("groups") as usize,
+        };
+        let dims = ["x", "w", "y_dims"].map(|k| cnn_fixtures::dims(&case[k]));
+        (op, dims)
+    }
+
+    /// Runs `kernel` on the case's inputs (the script's formulas).
+    fn ct_run(
+        case: &serde_json::Value,
+        kernel: impl FnOnce(&[View], &mut ViewMut) -> KernelResult,
+    ) -> Vec<f32> {
+        let (_, [xd, wd, yd]) = ct_op(case);
         let x = cnn_fixtures::input(case);
         let wt = cnn_fixtures::seq(wd.iter().product(), 5, 17, 16.0);
         let b: Vec<f32> = (0..yd[1]).map(|i| ((i % 5) as f32 - 2.0) / 4.0).collect();
@@ -341,7 +349,21 @@ mod tests {
         if case["bias"].as_bool().expect("bias") {
             ins.push((&bd, &b));
         }
-        run(|i, o| conv_transpose(&w, &op, groups, i, o), &ins, &yd).unwrap()
+        run(kernel, &ins, &yd).unwrap()
+    }
+
+    fn ct_case(case: &serde_json::Value) -> Vec<f32> {
+        let Op::ConvTranspose {
+            window,
+            output_padding,
+            groups,
+        } = ct_op(case).0
+        else {
+            unreachable!("ct_op builds a ConvTranspose")
+        };
+        ct_run(case, |i, o| {
+            conv_transpose(&window, &output_padding, groups, i, o)
+        })
     }
 
     /// Every case of tools/gen_cnn_ops_fixtures.py's transposed convs
@@ -358,7 +380,7 @@ mod tests {
     fn conv_transpose2d_matches_numpy() {
         let text = include_str!("../../tests/fixtures/cnn_ops/conv_transpose.json");
         let cases = cnn_fixtures::cases(text);
-        assert_eq!(cases.len(), 13);
+        assert_eq!(cases.len(), 14);
         for case in &cases {
             cnn_fixtures::check(case, &ct_case(case));
             if case.get("sum").is_some() {
@@ -368,6 +390,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The fixture's 2x2 stride-2 cases with whole 16-channel blocks
+    /// (16 outputs on rows of 16 and, no bias, 7 pixels at batch 2; 32 on
+    /// 19 split over threads) written blocked by `conv_transpose_up2.rs`'s
+    /// channel-lane tiles where AVX-512 runs it: unblocked, they match
+    /// numpy and the NCHW path's bits (the same sums in the same order),
+    /// at 1-3 threads, each run on a NaN-filled output (every pixel
+    /// written).
+    #[test]
+    fn conv_transpose2d_blocked_matches_numpy() {
+        let text = include_str!("../../tests/fixtures/cnn_ops/conv_transpose.json");
+        let mut blocked_cases = 0;
+        for case in &cnn_fixtures::cases(text) {
+            let (op, [xd, wd, yd]) = ct_op(case);
+            if !writes_blocked(&op, &xd, &wd, &yd, DType::F32) {
+                continue;
+            }
+            blocked_cases += 1;
+            let nchw = ct_case(case);
+            for threads in 1..=3 {
+                let y = crate::threads::with_limit(Some(threads), || {
+                    ct_run(case, |i, o| conv_transpose_blocked(&op, i, o))
+                });
+                let y = unblock(&y, &yd);
+                cnn_fixtures::check(case, &y);
+                let same = y.iter().zip(&nchw).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{}: blocked bits differ from NCHW", case["name"]);
+            }
+        }
+        assert_eq!(blocked_cases, if up2::available() { 3 } else { 0 });
+    }
+
+    /// `y` blocked `[n][o/16][h][w][16]` as NCHW `dims`.
+    fn unblock(y: &[f32], dims: &[usize]) -> Vec<f32> {
+        let (o, plane) = (dims[1], dims[2] * dims[3]);
+        let mut out = vec![0.0; y.len()];
+        for (i, v) in out.iter_mut().enumerate() {
+            let (n, c, p) = (i / (o * plane), i / plane % o, i % plane);
+            *v = y[((n * o / BLOCK + c / BLOCK) * plane + p) * BLOCK + c % BLOCK];
+        }
+        out
     }
 
     #[test]

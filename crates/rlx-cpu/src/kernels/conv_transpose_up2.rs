@@ -10,20 +10,40 @@
 //! row): each writes two whole output rows of every channel.
 //!
 //! Blocked output (`Up2::blocked`, planned by `nchwc_layout.rs` so U-Net's
-//! skip concats stay in the NCHWc layout `[N][O/16][2H][2W][16]`): each
-//! (image, input row) computes its two output rows of every channel into
-//! a per-thread scratch `[O][2][2W]` as the NCHW path does (same sums, so
-//! the same bits), then scatters them into its blocked rows
-//! `[o/16][2y + ky][..][16]`, which no other input row touches.
+//! skip concats stay in the NCHWc layout `[N][O/16][2H][2W][16]`): the
+//! lanes hold output channels instead. The weight is packed per call
+//! `[O/16][C][ky][kx][16]` (a vector is one tap of 16 channels, in a
+//! per-thread buffer kept across calls); a tile of [`PIX`] input pixels
+//! x one channel block keeps 4 x `PIX` accumulators, each input pixel
+//! broadcast against the block's 4 tap vectors, so an accumulator is one
+//! blocked output pixel, stored as `bias + sum` straight into the rows
+//! `[o/16][2y + ky][2x + kx][16]` of its (image, input row), which no
+//! other input row touches. Every sum runs over the input channels in
+//! the same order from zero as the NCHW tile's, so the two layouts hold
+//! the same bits.
 
 use super::conv_nchwc::BLOCK;
+use super::winograd::with_scratch;
 use crate::team;
+use std::cell::Cell;
 
 /// Output elements from which the rows split over the team.
 const PARALLEL_GRAIN: usize = 1 << 15;
 
-/// Output channels per register tile.
+/// Output channels per register tile (NCHW output).
 const OB: usize = 4;
+
+/// Input pixels per register tile (blocked output): 16 accumulators.
+/// U-Net b1's three up-convs, 1 thread: NCHW 0.16-0.19 ms each; blocked
+/// through an NCHW scratch and the 16 x 16 register transpose 0.18-0.29;
+/// these tiles 0.16-0.17 (6 pixels, 24 accumulators: no faster).
+const PIX: usize = 4;
+
+thread_local! {
+    /// The calling thread's packed weight of the blocked path, reused by
+    /// the next call.
+    static PACKED: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
 
 /// Shape of one call: `x [n, c, h, w]`, weight `[c, o, 2, 2]`, `y [n, o,
 /// 2h, 2w]`.
@@ -65,76 +85,152 @@ pub(super) fn run(g: Up2, x: &[f32], wt: &[f32], bias: Option<&[f32]>, y: &mut [
     let ranges = team::split(rows, parts, 1);
     let out = team::Disjoint::new(y);
     let (wo, plane_out) = (2 * g.w, 4 * g.h * g.w);
+    if g.blocked {
+        // The weight with 16 output channels per vector, for this call.
+        return with_scratch(&PACKED, g.c * g.o * 4, |packed: &mut [f32]| {
+            pack_blocked(g, wt, packed);
+            let packed = &*packed;
+            team::parallel_for(ranges.len(), |part| {
+                for row in ranges[part].clone() {
+                    // SAFETY: AVX-512F checked above; rows 2 * yi + ky of
+                    // image n, this (image, row)'s own.
+                    #[cfg(target_arch = "x86_64")]
+                    unsafe {
+                        input_row_blocked(g, row / g.h, row % g.h, x, packed, bias, &out)
+                    };
+                }
+            });
+        });
+    }
     team::parallel_for(ranges.len(), |part| {
-        // Blocked: this part's two output rows of every channel, NCHW.
-        let mut scratch = vec![0f32; if g.blocked { g.o * 2 * wo } else { 0 }];
         for row in ranges[part].clone() {
             let (n, yi) = (row / g.h, row % g.h);
-            if g.blocked {
-                let tmp = team::Disjoint::new(&mut scratch);
-                let at = |o: usize, ky: usize| (o * 2 + ky) * wo;
-                // SAFETY: AVX-512F checked above; the scratch is this part's own.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    input_row(g, n, yi, x, wt, bias, &tmp, &at)
-                };
-                // SAFETY: AVX-512F checked above; rows 2 * yi + ky of image
-                // n, this (image, row)'s own.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    scatter_blocked(g, n, yi, &scratch, &out)
-                };
-            } else {
-                let at = |o: usize, ky: usize| (n * g.o + o) * plane_out + (2 * yi + ky) * wo;
-                // SAFETY: AVX-512F checked above; each (image, input row)
-                // writes only its own two output rows of each channel.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    input_row(g, n, yi, x, wt, bias, &out, &at)
-                };
-            }
+            let at = |o: usize, ky: usize| (n * g.o + o) * plane_out + (2 * yi + ky) * wo;
+            // SAFETY: AVX-512F checked above; each (image, input row)
+            // writes only its own two output rows of each channel.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                input_row(g, n, yi, x, wt, bias, &out, &at)
+            };
         }
     });
 }
 
-/// Moves input row `yi` of image `n`'s output rows from `rows` (`[o][2][2w]`)
-/// into the blocked output rows `[n][o/16][2 yi + ky][2w][16]`: 16 pixels
-/// of a block's 16 channel rows at a time through the 16 x 16 register
-/// transpose, the last `2w % 16` pixels lane by lane. U-Net b1's three
-/// up-convs, 1 thread: NCHW 0.16-0.19 ms each; blocked with a scalar
-/// scatter 0.19-0.33; with this one 0.18-0.29 (the 16-channel one at
-/// 128 x 128 still ~0.1 ms over its NCHW form: storing the tile's
-/// registers into the blocked rows directly is next).
+/// `wt [c][o][2][2]` as `packed [o/16][c][ky][kx][16]`: a vector holds
+/// one tap of 16 output channels.
+fn pack_blocked(g: Up2, wt: &[f32], packed: &mut [f32]) {
+    for (i, dst) in packed.chunks_exact_mut(4 * BLOCK).enumerate() {
+        let (ob, c) = (i / g.c, i % g.c);
+        for (t, dst) in dst.chunks_exact_mut(BLOCK).enumerate() {
+            for (l, d) in dst.iter_mut().enumerate() {
+                *d = wt[(c * g.o + ob * BLOCK + l) * 4 + t];
+            }
+        }
+    }
+}
+
+/// Every output of input row `yi` of image `n` into the blocked output
+/// rows `[n][o/16][2 yi + ky][2w][16]`, tiles of [`PIX`] input pixels x
+/// one 16-channel block (the row's last `w % PIX` pixels a narrower tile).
 ///
 /// # Safety
-/// AVX-512F; no other part writes this (image, row)'s output rows.
+/// AVX-512F; no other part writes those rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn scatter_blocked(g: Up2, n: usize, yi: usize, rows: &[f32], out: &team::Disjoint<f32>) {
-    use std::arch::x86_64::*;
-    let wo = 2 * g.w;
-    let whole = wo - wo % BLOCK;
-    let block_plane = 4 * g.h * g.w * BLOCK;
-    for ob in 0..g.o / BLOCK {
-        for ky in 0..2 {
-            let at = (n * (g.o / BLOCK) + ob) * block_plane + (2 * yi + ky) * wo * BLOCK;
-            // SAFETY: this (image, row)'s own blocked row (the caller's contract).
-            let dst = unsafe { out.range(at..at + wo * BLOCK) };
-            let src = |l: usize| &rows[((ob * BLOCK + l) * 2 + ky) * wo..][..wo];
-            for x0 in (0..whole).step_by(BLOCK) {
-                // SAFETY: 16 floats of each channel row from `x0 + 16 <= wo`.
-                let r: [__m512; BLOCK] =
-                    std::array::from_fn(|l| unsafe { _mm512_loadu_ps(src(l)[x0..].as_ptr()) });
-                let v = super::transpose16::transpose16(&r);
-                for (j, v) in v.iter().enumerate() {
-                    // SAFETY: pixel `x0 + j < wo` of the row: 16 floats.
-                    unsafe { _mm512_storeu_ps(dst[(x0 + j) * BLOCK..].as_mut_ptr(), *v) };
+unsafe fn input_row_blocked(
+    g: Up2,
+    n: usize,
+    yi: usize,
+    x: &[f32],
+    packed: &[f32],
+    bias: Option<&[f32]>,
+    out: &team::Disjoint<f32>,
+) {
+    let xrow = &x[(n * g.c * g.h + yi) * g.w..];
+    let (blocks, wo) = (g.o / BLOCK, 2 * g.w);
+    for ob in 0..blocks {
+        let w = &packed[ob * g.c * 4 * BLOCK..][..g.c * 4 * BLOCK];
+        let b = bias.map(|b| &b[ob * BLOCK..][..BLOCK]);
+        let row_at = |ky: usize| ((n * blocks + ob) * 2 * g.h + 2 * yi + ky) * wo * BLOCK;
+        let mut x0 = 0;
+        while x0 < g.w {
+            let len = (g.w - x0).min(PIX);
+            let dst = |ky: usize| {
+                let at = row_at(ky) + 2 * x0 * BLOCK;
+                // SAFETY: this (image, row)'s own blocked row (the caller's contract).
+                unsafe { out.range(at..at + 2 * len * BLOCK) }
+            };
+            let (xs, d) = (&xrow[x0..], [dst(0), dst(1)]);
+            // SAFETY: AVX-512F (this function's feature).
+            unsafe {
+                match len {
+                    PIX => tile_blocked::<PIX>(g, xs, w, b, d),
+                    3 => tile_blocked::<3>(g, xs, w, b, d),
+                    2 => tile_blocked::<2>(g, xs, w, b, d),
+                    _ => tile_blocked::<1>(g, xs, w, b, d),
                 }
             }
-            for l in 0..BLOCK {
-                for (xo, &v) in src(l).iter().enumerate().skip(whole) {
-                    dst[xo * BLOCK + l] = v;
-                }
+            x0 += len;
+        }
+    }
+}
+
+/// `P` input pixels from `x` (row-start of channel 0; channel `c` at
+/// `c * h * w`) x 16 output channels, weight vectors `w [c][4][16]`,
+/// bias `b` (16 or none), written to the blocked output rows `dst[ky]`
+/// (`2P` pixels of 16 channels each). Each accumulator sums its products
+/// in input-channel order from zero, as [`tile`] does, so the bits match
+/// the NCHW path's.
+///
+/// # Safety
+/// AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn tile_blocked<const P: usize>(
+    g: Up2,
+    x: &[f32],
+    w: &[f32],
+    b: Option<&[f32]>,
+    dst: [&mut [f32]; 2],
+) {
+    use std::arch::x86_64::*;
+    let plane = g.h * g.w;
+    assert!((g.c - 1) * plane + P <= x.len(), "up2 blocked tile image");
+    assert!(w.len() == g.c * 4 * BLOCK, "up2 blocked tile weight");
+    assert!(
+        dst.iter().all(|d| d.len() == 2 * P * BLOCK),
+        "up2 blocked tile rows"
+    );
+    let mut acc = [[_mm512_setzero_ps(); 4]; P];
+    let (xp, wp) = (x.as_ptr(), w.as_ptr());
+    for c in 0..g.c {
+        // SAFETY: in bounds by the asserts above.
+        let wv: [__m512; 4] =
+            std::array::from_fn(|t| unsafe { _mm512_loadu_ps(wp.add((c * 4 + t) * BLOCK)) });
+        for (p, a) in acc.iter_mut().enumerate() {
+            // SAFETY: as above.
+            let v = _mm512_set1_ps(unsafe { *xp.add(c * plane + p) });
+            for (a, &wt) in a.iter_mut().zip(&wv) {
+                *a = _mm512_fmadd_ps(wt, v, *a);
+            }
+        }
+    }
+    // SAFETY: 16 bias values when present.
+    let bv = b.map_or(_mm512_setzero_ps(), |b| unsafe {
+        _mm512_loadu_ps(b.as_ptr())
+    });
+    for (ky, row) in dst.into_iter().enumerate() {
+        let p = row.as_mut_ptr();
+        for (px, a) in acc.iter().enumerate() {
+            for kx in 0..2 {
+                // SAFETY: output pixel 2 px + kx < 2P of the row.
+                unsafe {
+                    _mm512_storeu_ps(
+                        p.add((2 * px + kx) * BLOCK),
+                        _mm512_add_ps(bv, a[2 * ky + kx]),
+                    )
+                };
             }
         }
     }
