@@ -27,6 +27,7 @@ use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
 use crate::kernels::{
     conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, conv_stem, winograd,
+    winograd_blocked,
 };
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Node, Op};
@@ -34,6 +35,8 @@ use rlx_ir::{DType, Node, Op};
 /// One conv's weight in the form its kernel reads.
 enum Form {
     Winograd(Vec<f32>),
+    /// Blocked on both sides, F(4,3) ([`winograd_blocked::pack`]).
+    WinogradBlocked(AlignedBuf),
     Nchwc(AlignedBuf),
     Pointwise(Vec<f32>),
     PointwiseBlocked(Vec<f32>),
@@ -193,11 +196,21 @@ impl WinogradWeights {
                     .fold(0, |m, (k, _)| m | 1 << k)
             })
             .collect();
+        // A 3x3 stride-1 conv blocked on both sides where the blocked
+        // Winograd beats the NCHWc tile (`Conv2d::winograd_blocked_wins`).
+        let winograd_blocked = |i: usize| {
+            let (window, groups, [xd, wd, od], wt) = convs[i].as_ref()?;
+            let dims = (&xd[..], &wd[..], &od[..]);
+            winograd_blocked::prepared_weights(window, *groups, dims, wt.as_ref()?)
+        };
         for (i, io) in blocked.iter().enumerate() {
             if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
                 continue;
             }
-            if let Some(w) = blocked_nchwc[i].then(|| pack_blocked(i)).flatten() {
+            let both = io.input && io.output;
+            if let Some(u) = both.then(|| winograd_blocked(i)).flatten() {
+                per_node[i] = Some(Form::WinogradBlocked(u));
+            } else if let Some(w) = blocked_nchwc[i].then(|| pack_blocked(i)).flatten() {
                 per_node[i] = Some(Form::Nchwc(w));
             } else if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
                 per_node[i] = match blocked_1x1(i) {
@@ -251,6 +264,7 @@ impl WinogradWeights {
     pub(super) fn of(&self, node: usize) -> Option<Prepared<'_>> {
         Some(match self.per_node.get(node)?.as_ref()? {
             Form::Winograd(u) => Prepared::Winograd(u),
+            Form::WinogradBlocked(u) => Prepared::WinogradBlocked(u.f32s()),
             Form::Nchwc(w) => Prepared::Nchwc(w.f32s(), self.blocked[node]),
             Form::Pointwise(w) => Prepared::Pointwise(w),
             Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),
