@@ -231,6 +231,12 @@ impl WinogradWeights {
         self.blocked.iter().filter(|b| b.output).count()
     }
 
+    /// Convs that run the blocked Winograd kernel.
+    pub(super) fn winograd_blocked_convs(&self) -> usize {
+        let taken = |f: &&Option<Form>| matches!(f, Some(Form::WinogradBlocked(_)));
+        self.per_node.iter().filter(taken).count()
+    }
+
     /// True when node `node` runs a kernel on the blocked layout, which the
     /// executor takes over the packed-weight GEMM's form of the conv.
     pub(super) fn overrides_packing(&self, node: usize) -> bool {
