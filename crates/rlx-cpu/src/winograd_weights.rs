@@ -22,6 +22,12 @@
 //! reads blocked; a stem the stem kernel keeps (16 / 32 outputs) is
 //! offered as a writer and writes blocked itself. Other stem convs get the stem
 //! kernel's packed weight ([`conv_stem::prepared_weights`]).
+//!
+//! A 3x3 stride-1 conv that the plan keeps blocked on both sides (image
+//! and output) gets the blocked Winograd F(4,3) transform instead of the
+//! NCHWc packing where that kernel wins ([`winograd_blocked`],
+//! `Conv2d::winograd_blocked_wins`: ResNet-18's layers 1-3, U-Net's,
+//! YOLO's and CRNN's blocked 3x3 convs).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;

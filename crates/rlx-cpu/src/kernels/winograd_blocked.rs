@@ -393,7 +393,7 @@ mod simd {
     /// # Safety
     /// AVX-512F; every index named above in bounds for `ch < c`.
     #[target_feature(enable = "avx512f")]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     unsafe fn product_tile<const F: usize, const T: usize>(
         u: *const f32,
         u_ld: usize,
@@ -480,6 +480,7 @@ mod simd {
     /// # Safety
     /// AVX-512F; `v` holds 36 vectors at `pos_ld` floats apart.
     #[target_feature(enable = "avx512f")]
+    #[allow(clippy::needless_range_loop)]
     pub(super) unsafe fn input_tile(
         src: &[f32],
         (h, w): (usize, usize),
@@ -529,6 +530,7 @@ mod simd {
     /// AVX-512F; `m` holds 36 vectors at `pos_ld` floats apart, `y` the
     /// stored pixels.
     #[target_feature(enable = "avx512f")]
+    #[allow(clippy::needless_range_loop)]
     pub(super) unsafe fn output_tile(
         m: *const f32,
         pos_ld: usize,
