@@ -50,6 +50,8 @@ CASES = [
     ("c256_o32_13x11", 1, 256, 32, 13, 11, True, True, True),
     # 5 output blocks: a group of 4 and a group of 1.
     ("c48_o80_9x13_b2", 2, 48, 80, 9, 13, True, True, True),
+    # A weight past 16 MiB transformed: one run over both images' tiles.
+    ("c512_o256_5x3_b2_wide", 2, 512, 256, 5, 3, True, True, True),
 ]
 
 

@@ -26,24 +26,26 @@
 //! tests' tolerance; tools/gen_winograd_blocked_fixtures.py measures the
 //! float32 error of this scheme at 64 / 128 / 256 channels).
 //!
-//! The weight is stored `U[36 positions][O/16][C][16]`. A part (an image,
-//! a run of consecutive tiles of its tile grid, a range of output blocks)
-//! transforms the input tiles of its run, every channel block, into a
-//! per-thread scratch `V[pos][C/16][tiles][16]` (padding virtual: taps
-//! outside the image read zero, as `conv_nchwc.rs`'s in-place tile reads
-//! its blocked image), then, per group of up to 4 output blocks and per
-//! position, sums `M[pos][block][tile] = Σ_c U[pos][block][c] V[pos][c][tile]`
-//! in the NCHWc register shape (4 blocks x 6 tiles of 16 lanes: 4 weight
-//! vectors and 6 broadcasts per input channel for 24 FMAs), and then
+//! The weight is stored `U[36 positions][O/16][C][16]`. A part (a run of
+//! consecutive tiles of the batch's tile grids, which may span images, and
+//! a range of output blocks) transforms the input tiles of its run, every
+//! channel block, into a per-thread scratch `V[pos][C/16][tiles][16]`
+//! (padding virtual: taps outside the image read zero, as
+//! `conv_nchwc.rs`'s in-place tile reads its blocked image), then, per
+//! group of up to 4 output blocks and per position, sums
+//! `M[pos][block][tile] = Σ_c U[pos][block][c] V[pos][c][tile]` in the
+//! NCHWc register shape (4 blocks x 6 tiles of 16 lanes: 4 weight vectors
+//! and 6 broadcasts per input channel for 24 FMAs), and then
 //! output-transforms each tile, adds the bias and stores the pixels that
 //! lie in the map straight into the blocked output rows, on which the
 //! row-chain epilogue (ReLU, residual add, SiLU, ...) runs while they are
 //! in cache (`RowChain::apply_blocked`: the unfused ops' bits on this
-//! conv's sums). The run of tiles is sized so `V` stays in L2
-//! ([`V_BYTES`]); every part streams the whole transformed weight once,
-//! so a run of few tiles (wide channels: 512 x 512 is 36 MB) makes the
-//! product bound by the weight's bandwidth, which the routing rule
-//! ([`Conv2d::winograd_blocked_wins`]) keeps off.
+//! conv's sums). Every part streams the whole transformed weight once, so
+//! the run is sized to keep `V` in L2 ([`V_BYTES`]), except for a weight
+//! past L3 (512 x 512 is 36 MiB, [`WIDE_WEIGHT_BYTES`]), which would then
+//! come from memory once per few tiles: its runs take up to
+//! [`WIDE_V_BYTES`] of `V` (in L3), all of ResNet-18 b8's 7x7 tiles, so
+//! the weight passes once per call ([`Conv2d::winograd_blocked_wins`]).
 
 use super::conv2d::Conv2d;
 use super::conv_epilogue::{ConvEpilogue, RowChain};
@@ -67,6 +69,15 @@ const TB: usize = 6;
 /// Bytes of a part's transformed input `V` (kept in L2 with the products
 /// of one block group; the whole weight streams once per part).
 const V_BYTES: usize = 256 * 1024;
+/// Transformed weights past this many bytes (512 x 512: 36 MiB, past L3)
+/// come from memory on every pass, so a part takes up to [`WIDE_V_BYTES`]
+/// of transformed input (in L3) to pass them once per call.
+const WIDE_WEIGHT_BYTES: usize = 16 << 20;
+/// Bytes of `V` of a part of a conv with a wide weight.
+const WIDE_V_BYTES: usize = 4 << 20;
+/// Fewest tiles in the batch for which a wide-weight conv takes this
+/// kernel.
+const WIDE_MIN_TILES: usize = 4;
 
 /// `G` of the kernel transform (rows: positions).
 const G: [[f64; 3]; A] = [
@@ -129,11 +140,26 @@ impl Conv2d {
     /// True when this kernel runs the conv once the layout plan keeps its
     /// image and output blocked (instead of the NCHWc direct tile).
     pub(crate) fn winograd_blocked_wins(&self) -> bool {
-        self.is_winograd_blocked_shape()
-            && super::conv::winograd_enabled()
-            && self.c <= 256
-            && self.o <= 256
-            && self.oh * self.ow >= 8 * 8
+        let tiles = self.batch * self.oh.div_ceil(M) * self.ow.div_ceil(M);
+        let narrow = self.c <= 256 && self.o <= 256 && self.oh * self.ow >= 8 * 8;
+        let wide = self.wide_weight() && tiles >= WIDE_MIN_TILES;
+        self.is_winograd_blocked_shape() && super::conv::winograd_enabled() && (narrow || wide)
+    }
+
+    /// True when the transformed weight is past [`WIDE_WEIGHT_BYTES`].
+    fn wide_weight(&self) -> bool {
+        packed_len(self.o, self.c) * 4 > WIDE_WEIGHT_BYTES
+    }
+
+    /// Tiles of one part: its `V` within L2, or for a wide weight within
+    /// [`WIDE_V_BYTES`] (the weight then passes once per part).
+    fn tiles_per_run(&self) -> usize {
+        let budget = if self.wide_weight() {
+            WIDE_V_BYTES
+        } else {
+            V_BYTES
+        };
+        (budget / (POS * self.c * 4)).max(1)
     }
 
     /// True when `len` transformed floats fit this conv.
@@ -174,12 +200,12 @@ impl Conv2d {
             b.copy_from_slice(&bias[..self.o]);
         }
         let (th, tw) = (self.oh.div_ceil(M), self.ow.div_ceil(M));
-        let tiles = th * tw;
-        let per_run = (V_BYTES / (POS * self.c * 4)).max(1);
-        let runs = team::split(tiles, tiles.div_ceil(per_run), 1);
+        // Runs of tiles over the whole batch (a run may span images).
+        let tiles = self.batch * th * tw;
+        let runs = team::split(tiles, tiles.div_ceil(self.tiles_per_run()), 1);
         let ob = self.o / BLOCK;
         let threads = team::threads();
-        let parts = self.batch * runs.len();
+        let parts = runs.len();
         // Few parts (b1 on small maps): split the output blocks too, each
         // part then transforming its run's input again.
         let block_parts = if threads > 1 && parts < 2 * threads {
@@ -194,15 +220,15 @@ impl Conv2d {
             u,
             bias: &b,
             tw,
+            per_image: th * tw,
             chain,
         };
         let out = team::Disjoint::new(y);
         // Off x86-64 no conv has this kernel's shape (checked above).
         #[cfg(target_arch = "x86_64")]
         team::parallel_for(parts * blocks.len(), |p| {
-            let (nr, bi) = (p / blocks.len(), p % blocks.len());
-            let (n, r) = (nr / runs.len(), nr % runs.len());
-            job.part(n, runs[r].clone(), blocks[bi].clone(), &out);
+            let (r, bi) = (p / blocks.len(), p % blocks.len());
+            job.part(runs[r].clone(), blocks[bi].clone(), &out);
         });
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (job, out, runs, blocks, parts);
@@ -218,14 +244,16 @@ struct Job<'a> {
     bias: &'a [f32],
     /// Tiles per tile row.
     tw: usize,
+    /// Tiles per image.
+    per_image: usize,
     chain: Option<&'a RowChain<'a>>,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Job<'_> {
-    /// Image `n`, tiles `run` (row-major over the tile grid), output
-    /// blocks `blocks`.
-    fn part(&self, n: usize, run: Range<usize>, blocks: Range<usize>, out: &team::Disjoint<f32>) {
+    /// Tiles `run` (row-major over the batch's tile grids), output blocks
+    /// `blocks`.
+    fn part(&self, run: Range<usize>, blocks: Range<usize>, out: &team::Disjoint<f32>) {
         let g = self.g;
         let (cb, ob, nt) = (g.c / BLOCK, g.o / BLOCK, run.len());
         let (v_len, m_len) = (POS * cb * nt * BLOCK, POS * FB * nt * BLOCK);
@@ -234,10 +262,10 @@ impl Job<'_> {
             work.resize(v_len + m_len, 0.0);
         }
         let (v, m) = work.split_at_mut(v_len);
-        let xn = &self.x[n * g.c * g.h * g.w..][..g.c * g.h * g.w];
-        let plane = g.oh * g.ow;
+        let (image, plane) = (g.c * g.h * g.w, g.oh * g.ow);
         for (i, t) in run.clone().enumerate() {
-            let (ty, tx) = (t / self.tw, t % self.tw);
+            let (n, ty, tx) = self.tile(t);
+            let xn = &self.x[n * image..][..image];
             let iy0 = (ty * M) as isize - g.p.0 as isize;
             let ix0 = (tx * M) as isize - g.p.1 as isize;
             for blk in 0..cb {
@@ -284,9 +312,9 @@ impl Job<'_> {
             }
             for f in 0..fb {
                 let blk = b0 + f;
-                let base = (n * ob + blk) * plane * BLOCK;
                 for (i, t) in run.clone().enumerate() {
-                    let (ty, tx) = (t / self.tw, t % self.tw);
+                    let (n, ty, tx) = self.tile(t);
+                    let base = (n * ob + blk) * plane * BLOCK;
                     let (rows, cols) = (M.min(g.oh - ty * M), M.min(g.ow - tx * M));
                     let at = base + (ty * M * g.ow + tx * M) * BLOCK;
                     // SAFETY: `M[pos][f][i]` inside `m`; the stores are
@@ -304,7 +332,7 @@ impl Job<'_> {
                     };
                 }
                 if let Some(chain) = self.chain {
-                    self.finish_rows(chain, n, blk, run.clone(), out);
+                    self.finish_rows(chain, blk, run.clone(), out);
                 }
             }
             b0 += fb;
@@ -312,24 +340,30 @@ impl Job<'_> {
         WORK.set(work);
     }
 
+    /// Image, tile row and tile column of tile `t` of the batch.
+    fn tile(&self, t: usize) -> (usize, usize, usize) {
+        let (n, at) = (t / self.per_image, t % self.per_image);
+        (n, at / self.tw, at % self.tw)
+    }
+
     /// Runs `chain` on the output pixels of tiles `run` in block `blk`:
     /// per output row, the columns of the run's tiles in that tile row.
     fn finish_rows(
         &self,
         chain: &RowChain,
-        n: usize,
         blk: usize,
         run: Range<usize>,
         out: &team::Disjoint<f32>,
     ) {
         let g = self.g;
         let (ob, plane) = (g.o / BLOCK, g.oh * g.ow);
-        let base = (n * ob + blk) * plane * BLOCK;
         let mut t = run.start;
         while t < run.end {
-            let ty = t / self.tw;
-            let row_end = run.end.min((ty + 1) * self.tw);
-            let cols = (t % self.tw) * M..(M * (row_end - ty * self.tw)).min(g.ow);
+            let (n, ty, tx) = self.tile(t);
+            let base = (n * ob + blk) * plane * BLOCK;
+            // The first tile of the next tile row (or image).
+            let row_end = run.end.min(t - tx + self.tw);
+            let cols = tx * M..(M * (row_end - (t - tx))).min(g.ow);
             for oy in ty * M..((ty + 1) * M).min(g.oh) {
                 let px = oy * g.ow + cols.start..oy * g.ow + cols.end;
                 // SAFETY: pixels of this part's tiles in block `blk`,
@@ -604,7 +638,9 @@ mod tests {
     /// tools/gen_winograd_blocked_fixtures.py (direct float64 loops):
     /// maps off the 4x4 tile (13x11, 7x9, 5x3, 9x13) and on it (8x8), 16 /
     /// 32 / 48 / 256 input channels (256: several runs of tiles a part), 16
-    /// / 32 / 80 outputs (80: a group of 4 blocks and one of 1), bias +
+    /// / 32 / 80 outputs (80: a group of 4 blocks and one of 1), runs of
+    /// tiles spanning both images (7x9, 5x3 at batch 2), a weight past
+    /// 16 MiB transformed (512 -> 256: one run over the batch), bias +
     /// residual + ReLU, bias + ReLU, neither; batch 1 and 2; the residual
     /// read NCHW and blocked; 1 to 3 threads.
     #[test]
@@ -614,7 +650,7 @@ mod tests {
         }
         let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture JSON");
         let cases = fixture["cases"].as_array().expect("cases");
-        assert_eq!(cases.len(), 6);
+        assert_eq!(cases.len(), 7);
         for case in cases {
             let name = case["name"].as_str().expect("name");
             let int = |k: &str| case[k].as_u64().expect("a size") as usize;
