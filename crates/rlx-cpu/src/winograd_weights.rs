@@ -26,7 +26,7 @@
 //! A 3x3 stride-1 conv that the plan keeps blocked on both sides (image
 //! and output) gets the blocked Winograd F(4,3) transform instead of the
 //! NCHWc packing where that kernel wins ([`winograd_blocked`],
-//! `Conv2d::winograd_blocked_wins`: ResNet-18's layers 1-3, U-Net's,
+//! `Conv2d::winograd_blocked_wins`: ResNet-18's 3x3 stride-1 convs, U-Net's,
 //! YOLO's and CRNN's blocked 3x3 convs).
 
 use super::{AlignedBuf, Loc};
