@@ -232,6 +232,12 @@ impl CpuExecutable {
         self.winograd.blocked_outputs()
     }
 
+    /// How many convs run the blocked Winograd F(4,3) kernel (3x3 stride
+    /// 1, image and output NCHWc-blocked: `kernels/winograd_blocked.rs`).
+    pub fn winograd_blocked_convs(&self) -> usize {
+        self.winograd.winograd_blocked_convs()
+    }
+
     /// Copies `bytes` over param `param`'s buffer, in place when no other
     /// executable shares it (else the param gets a buffer of its own): a
     /// param set again with the same size (a training step's update) costs

@@ -58,7 +58,9 @@
 //! whose own best kernel is another one (Winograd up to 128 x 128
 //! channels, a 1x1 of stride 2, a stem of 64 outputs) are offered too and
 //! take the NCHWc kernel only when the plan gives them a blocked side
-//! (`Conv2d::nchwc_wins_blocked`). A value of 24 channels (not whole
+//! (`Conv2d::nchwc_wins_blocked`); a 3x3 stride-1 conv given both sides
+//! blocked runs the blocked Winograd F(4,3) instead where it wins
+//! (`winograd_weights.rs`, `Conv2d::winograd_blocked_wins`). A value of 24 channels (not whole
 //! blocks) stays NCHW rather than padded, and so does any value read by
 //! another kind of node (larger Winograd convs, the packed GEMM, a
 //! ConvTranspose's image, ...), so no other kernel ever sees a blocked

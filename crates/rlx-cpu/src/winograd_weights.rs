@@ -22,11 +22,18 @@
 //! reads blocked; a stem the stem kernel keeps (16 / 32 outputs) is
 //! offered as a writer and writes blocked itself. Other stem convs get the stem
 //! kernel's packed weight ([`conv_stem::prepared_weights`]).
+//!
+//! A 3x3 stride-1 conv that the plan keeps blocked on both sides (image
+//! and output) gets the blocked Winograd F(4,3) transform instead of the
+//! NCHWc packing where that kernel wins ([`winograd_blocked`],
+//! `Conv2d::winograd_blocked_wins`: ResNet-18's 3x3 stride-1 convs, U-Net's,
+//! YOLO's and CRNN's blocked 3x3 convs).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;
 use crate::kernels::{
     conv_depthwise_small, conv_nchwc, conv_pointwise, conv_pointwise_blocked, conv_stem, winograd,
+    winograd_blocked,
 };
 use rlx_compile::LirModule;
 use rlx_ir::{DType, Node, Op};
@@ -34,6 +41,8 @@ use rlx_ir::{DType, Node, Op};
 /// One conv's weight in the form its kernel reads.
 enum Form {
     Winograd(Vec<f32>),
+    /// Blocked on both sides, F(4,3) ([`winograd_blocked::pack`]).
+    WinogradBlocked(AlignedBuf),
     Nchwc(AlignedBuf),
     Pointwise(Vec<f32>),
     PointwiseBlocked(Vec<f32>),
@@ -193,11 +202,21 @@ impl WinogradWeights {
                     .fold(0, |m, (k, _)| m | 1 << k)
             })
             .collect();
+        // A 3x3 stride-1 conv blocked on both sides where the blocked
+        // Winograd beats the NCHWc tile (`Conv2d::winograd_blocked_wins`).
+        let winograd_blocked = |i: usize| {
+            let (window, groups, [xd, wd, od], wt) = convs[i].as_ref()?;
+            let dims = (&xd[..], &wd[..], &od[..]);
+            winograd_blocked::prepared_weights(window, *groups, dims, wt.as_ref()?)
+        };
         for (i, io) in blocked.iter().enumerate() {
             if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
                 continue;
             }
-            if let Some(w) = blocked_nchwc[i].then(|| pack_blocked(i)).flatten() {
+            let both = io.input && io.output;
+            if let Some(u) = both.then(|| winograd_blocked(i)).flatten() {
+                per_node[i] = Some(Form::WinogradBlocked(u));
+            } else if let Some(w) = blocked_nchwc[i].then(|| pack_blocked(i)).flatten() {
                 per_node[i] = Some(Form::Nchwc(w));
             } else if matches!(per_node[i], Some(Form::Pointwise(_)) | None) {
                 per_node[i] = match blocked_1x1(i) {
@@ -216,6 +235,12 @@ impl WinogradWeights {
     /// Values written blocked for their readers (convs, pools, concats).
     pub(super) fn blocked_outputs(&self) -> usize {
         self.blocked.iter().filter(|b| b.output).count()
+    }
+
+    /// Convs that run the blocked Winograd kernel.
+    pub(super) fn winograd_blocked_convs(&self) -> usize {
+        let taken = |f: &&Option<Form>| matches!(f, Some(Form::WinogradBlocked(_)));
+        self.per_node.iter().filter(taken).count()
     }
 
     /// True when node `node` runs a kernel on the blocked layout, which the
@@ -251,6 +276,7 @@ impl WinogradWeights {
     pub(super) fn of(&self, node: usize) -> Option<Prepared<'_>> {
         Some(match self.per_node.get(node)?.as_ref()? {
             Form::Winograd(u) => Prepared::Winograd(u),
+            Form::WinogradBlocked(u) => Prepared::WinogradBlocked(u.f32s()),
             Form::Nchwc(w) => Prepared::Nchwc(w.f32s(), self.blocked[node]),
             Form::Pointwise(w) => Prepared::Pointwise(w),
             Form::PointwiseBlocked(w) => Prepared::PointwiseBlocked(w, self.blocked[node]),

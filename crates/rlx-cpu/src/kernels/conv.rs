@@ -305,6 +305,9 @@ pub(crate) enum Prepared<'a> {
     Packed(usize),
     /// Transformed for Winograd F(2,3) ([`super::winograd::transform_weights`]).
     Winograd(&'a [f32]),
+    /// Transformed for the blocked Winograd F(4,3)
+    /// ([`super::winograd_blocked::pack`]), `x` and `y` blocked.
+    WinogradBlocked(&'a [f32]),
     /// Packed in 16-channel blocks ([`super::conv_nchwc::pack`]), `x` /
     /// `y` in the layouts the executor planned for them.
     Nchwc(&'a [f32], super::conv_nchwc::BlockedIo),
@@ -347,6 +350,18 @@ fn conv_real<T: GemmFloat>(
         let y = out.slice::<f32>();
         fill_bias(y, ins.get(2).map(|b| b.slice::<f32>()), g.o, g.pout);
         return g2.winograd_transformed(ins[0].slice::<f32>(), u, y, epi);
+    }
+    if let Some(Prepared::WinogradBlocked(u)) = prepared {
+        let g2 = g.two_d.as_ref();
+        let Some(g2) = g2
+            .filter(|g2| ins[0].dtype == DType::F32 && g2.takes_winograd_blocked_weights(u.len()))
+        else {
+            return Err(fail!(
+                "conv: blocked Winograd weights on a conv the blocked Winograd kernel does not take"
+            ));
+        };
+        let bias = ins.get(2).map(|b| b.slice::<f32>());
+        return g2.winograd_blocked(ins[0].slice::<f32>(), u, bias, out.slice::<f32>(), epi);
     }
     if let Some(Prepared::Nchwc(wp, io)) = prepared {
         let g2 = g

@@ -218,7 +218,9 @@ impl Conv2d {
     /// Winograd's time (`nchwc_wins`). Layer 2's 128 -> 128 at 28x28 tied
     /// with layer 1 still on Winograd, but with layer 1 on this kernel
     /// its Winograd took 5.8 ms instead of 5.1 (its per-thread buffers no
-    /// longer warm from layer 1), this kernel 5.2-5.4.
+    /// longer warm from layer 1), this kernel 5.2-5.4. Blocked on both
+    /// sides, such a conv runs the blocked Winograd F(4,3) instead where
+    /// `Conv2d::winograd_blocked_wins` (`winograd_blocked.rs`, cnn47).
     ///
     /// Likewise a 1x1 stride-2 conv (ResNet-18's downsamples, which
     /// im2col + GEMM or, on <= 64 output pixels, the packed-weight GEMM

@@ -86,6 +86,7 @@ mod softmax_rows;
 mod transpose16;
 pub(crate) mod upsample;
 pub(crate) mod winograd;
+pub(crate) mod winograd_blocked;
 
 use half::{bf16, f16};
 use rlx_ir::{DType, Node, Op};
