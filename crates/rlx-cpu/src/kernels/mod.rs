@@ -76,6 +76,7 @@ pub mod movement;
 pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod pool_blocked;
+pub(crate) mod stem_pool;
 pub mod quant_matmul;
 pub(crate) mod reduce;
 pub mod region;
