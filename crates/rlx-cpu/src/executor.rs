@@ -2,7 +2,9 @@
 //! into the arena (or into param / constant buffers) as inputs and the
 //! node's planned slot as output. Nodes the plan says run nothing
 //! (`MemoryPlan::runs_nothing`: views, and joined concats whose parts'
-//! kernels already wrote into the concat's slot) are skipped.
+//! kernels already wrote into the concat's slot) are skipped, and so is
+//! a stem conv its max pool runs in bands (`stem_pool_plan.rs`: the pool
+//! reads the conv's inputs instead of its output).
 
 use crate::aligned_buf::AlignedBuf;
 use crate::kernels::{self, control, run_node, View, ViewMut};
@@ -405,7 +407,9 @@ impl CpuExecutable {
                                 Some(io) => match stem_pool {
                                     Some(&(_, s, wp)) => {
                                         let (conv, sd) = (&g.node(s).op, &self.dims[s.index()]);
-                                        kernels::stem_pool::run(conv, wp, &n.op, sd, &views, &mut out)
+                                        kernels::stem_pool::run(
+                                            conv, wp, &n.op, sd, &views, &mut out,
+                                        )
                                     }
                                     None => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
                                 },

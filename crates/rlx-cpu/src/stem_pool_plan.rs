@@ -37,7 +37,10 @@ pub(super) fn pairs(
     }
     // Position in the schedule counting only the nodes that run a kernel.
     let mut step = vec![usize::MAX; g.len()];
-    let running = lir.schedule.iter().filter(|id| !lir.plan.runs_nothing(id.index()));
+    let running = lir
+        .schedule
+        .iter()
+        .filter(|id| !lir.plan.runs_nothing(id.index()));
     for (k, id) in running.enumerate() {
         step[id.index()] = k;
     }

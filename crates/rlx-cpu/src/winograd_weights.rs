@@ -21,7 +21,9 @@
 //! blocked on the NCHWc kernel when its reader (ResNet's max pool, CRNN's)
 //! reads blocked; a stem the stem kernel keeps (16 / 32 outputs) is
 //! offered as a writer and writes blocked itself. Other stem convs get the stem
-//! kernel's packed weight ([`conv_stem::prepared_weights`]).
+//! kernel's packed weight ([`conv_stem::prepared_weights`]), and so does
+//! a 64-output stem whose max pool runs it in bands
+//! (`stem_pool_plan.rs`, [`WinogradWeights::stem_pools`]).
 
 use super::{AlignedBuf, Loc};
 use crate::kernels::conv::Prepared;

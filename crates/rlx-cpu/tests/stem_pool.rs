@@ -77,7 +77,10 @@ fn stem_and_pool_in_bands_match_numpy_and_the_unfused_pair() {
             let reference = unfused.run(&[&x]).unwrap()[0].to_vec::<f32>().unwrap();
             assert_eq!(unfused.stem_pools_fused(), 0, "{what}");
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert!(bits(&got) == bits(&reference), "{what}: fused and unfused bits differ");
+            assert!(
+                bits(&got) == bits(&reference),
+                "{what}: fused and unfused bits differ"
+            );
         }
     }
 }

@@ -31,7 +31,10 @@
 //! NCHW image it saves. A 64-output stem the plan keeps blocked (ResNet's
 //! 3 -> 64 7x7 for its max pool) runs the NCHWc kernel instead, whose
 //! 4-block tile has output channels in the lanes
-//! (`Conv2d::nchwc_wins_blocked`). Each output row gets the row-chain
+//! (`Conv2d::nchwc_wins_blocked`), unless its max pool runs it in bands
+//! (`stem_pool.rs`: [`Conv2d::stem_images`] pads each image, and
+//! [`StemImage::blocked_row`] computes any blocked row into the band
+//! buffer, as [`Conv2d::stem_packed`] does into the output). Each output row gets the row-chain
 //! epilogue (ReLU, Clip, residual, a leading SiLU) right after its tiles
 //! (on the blocked row when blocked); any other epilogue runs per image on
 //! whole NCHW planes.
@@ -217,7 +220,9 @@ impl Conv2d {
         }
         let pin = self.h * self.w;
         if bias.is_some_and(|b| b.len() != self.o) || x.len() != self.batch * STEM_C * pin {
-            return Err(fail!("conv: stem bias or image sizes do not match the conv"));
+            return Err(fail!(
+                "conv: stem bias or image sizes do not match the conv"
+            ));
         }
         if self.batch == 0 {
             return Ok(());

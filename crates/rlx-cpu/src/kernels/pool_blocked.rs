@@ -9,7 +9,9 @@
 //! image blocked or NCHW (each 16-plane block transposed into a blocked
 //! scratch copy first) and writes blocked or NCHW ([`BlockedIo`]); a
 //! mean reads blocked (its `[N][C][1][1]` output is the same bytes in
-//! either layout).
+//! either layout). [`MaxPoolRows`] runs the max pool's separable loop on
+//! a band of rows held elsewhere (`stem_pool.rs`: the stem's rows in a
+//! per-thread band buffer), a band of output rows at a time.
 //!
 //! Same values as the NCHW kernels: the max is `pool.rs`'s step (NaN
 //! sticks, padding never wins, an all-padding window is -inf); the mean

@@ -19,8 +19,8 @@
 //! computing the row it shares with the part before.
 
 use super::conv2d::Conv2d;
-use super::conv_stem::StemImage;
 use super::conv_epilogue::ConvEpilogue;
+use super::conv_stem::StemImage;
 use super::pool_blocked::MaxPoolRows;
 use super::{KernelResult, View, ViewMut};
 use crate::team;
@@ -78,7 +78,8 @@ impl<'a> Stem<'a> {
             && fits(0, (g.kh, g.s.0, g.d.0))
             && fits(1, (g.kw, g.s.1, g.d.1));
         let rows = ConvEpilogue::new(steps, &[], s, DType::F32).is_some_and(|e| e.rows().is_some());
-        (shapes && g.stem_writes_blocked() && (steps.is_empty() || rows)).then_some(Stem { g, steps })
+        (shapes && g.stem_writes_blocked() && (steps.is_empty() || rows))
+            .then_some(Stem { g, steps })
     }
 }
 
@@ -129,14 +130,16 @@ pub(crate) fn run(
     let y = out.slice::<f32>();
     let ((ph, pw), blocks) = (pool.out_dims(), g.o / LANES);
     let per_image = blocks * ph * pw * LANES;
-    if y.len() != g.batch * per_image || w.iter().product::<usize>() != ins[1].numel() {
+    if y.len() != g.batch * per_image {
         return Err(fail!("stem + max pool: buffer sizes do not match the dims"));
     }
     let parts = team::split(ph, team::threads(), BAND_ROWS);
     let x = ins[0].slice::<f32>();
     g.stem_images(x, wp, bias, chain, |img| {
         let yn = team::Disjoint::new(&mut y[img.n * per_image..][..per_image]);
-        team::parallel_for(parts.len(), |part| bands(img, &pool, parts[part].clone(), &yn));
+        team::parallel_for(parts.len(), |part| {
+            bands(img, &pool, parts[part].clone(), &yn)
+        });
         Ok(())
     })
 }
@@ -173,9 +176,17 @@ fn bands(img: &StemImage, pool: &MaxPoolRows, rows: Range<usize>, yn: &team::Dis
                 let from = at + (kept.start - have.start) * row_len;
                 band.copy_within(from..from + kept.len() * row_len, at);
             }
-            let first = if kept.is_empty() { need.start } else { kept.end };
+            let first = if kept.is_empty() {
+                need.start
+            } else {
+                kept.end
+            };
             for oy in first..need.end {
-                img.blocked_row(b, oy, &mut band[at + (oy - need.start) * row_len..][..row_len]);
+                img.blocked_row(
+                    b,
+                    oy,
+                    &mut band[at + (oy - need.start) * row_len..][..row_len],
+                );
             }
         }
         for b in 0..blocks {
@@ -188,4 +199,151 @@ fn bands(img: &StemImage, pool: &MaxPoolRows, rows: Range<usize>, yn: &team::Dis
         have = need;
     }
     BAND.set(band);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv::tests::run;
+    use crate::kernels::conv_direct::pack_weights;
+    use crate::kernels::conv_nchwc::BlockedIo;
+    use rlx_ir::op::{ChainOperand, PoolKind, UnaryOp};
+
+    fn window(k: usize, s: usize, p: usize) -> Window {
+        Window {
+            kernel: vec![k, k],
+            stride: vec![s, s],
+            padding: vec![(p, p); 2],
+            dilation: vec![1, 1],
+        }
+    }
+
+    /// Values in [-1, 1) with NaNs at `nans` (a NaN sticks in the max).
+    fn values(n: usize, seed: usize, nans: &[usize]) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919 + seed * 104729) % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        for &i in nans.iter().filter(|&&i| i < n) {
+            v[i] = f32::NAN;
+        }
+        v
+    }
+
+    /// The band step against the stem kernel writing its whole blocked
+    /// output and then the blocked max pool on it, bit for bit: ResNet's
+    /// 64-output stem on a 99 x 86 image (25 x 22 pool rows: six bands,
+    /// the last partial), 16 / 32 outputs on odd maps, with and without a
+    /// bias and the ReLU, NaNs in the image, batch 1 / 2, at 1-3 threads
+    /// (parts that start mid-image recompute the row they share).
+    #[test]
+    fn bands_match_the_stem_then_the_pool() {
+        if !crate::kernels::conv_nchwc::avx512() {
+            return;
+        }
+        let relu = [ChainStep::Unary(UnaryOp::Relu, ChainOperand::Input(0))];
+        // (batch, h, w, outputs, bias, relu)
+        let cases = [
+            (1, 99, 86, 64, true, true),
+            (2, 37, 45, 16, false, true),
+            (1, 41, 33, 32, true, false),
+            (2, 64, 33, 64, false, false),
+        ];
+        for (k, &(n, h, w, o, bias, with_relu)) in cases.iter().enumerate() {
+            let steps: &[ChainStep] = if with_relu { &relu } else { &[] };
+            let conv = Op::FusedConv {
+                window: window(7, 2, 3),
+                groups: 1,
+                bias,
+                epilogue: steps.to_vec(),
+            };
+            let pool = Op::Pool {
+                kind: PoolKind::Max,
+                window: window(3, 2, 1),
+                count_include_pad: false,
+            };
+            let (sh, sw) = ((h + 6 - 7) / 2 + 1, (w + 6 - 7) / 2 + 1);
+            let (ph, pw) = ((sh + 2 - 3) / 2 + 1, (sw + 2 - 3) / 2 + 1);
+            let (xd, wd, bd) = ([n, 3, h, w], [o, 3, 7, 7], [o]);
+            let (sd, yd) = ([n, o, sh, sw], [n, o, ph, pw]);
+            let x = values(n * 3 * h * w, k, &[5 * w + 7, 3 * h * w - 1]);
+            let wt: Vec<f32> = values(o * 147, 10 + k, &[])
+                .iter()
+                .map(|v| v / 8.0)
+                .collect();
+            let b = values(o, 20 + k, &[]);
+            let mut wp = Vec::new();
+            pack_weights(&wt, o, 3, 49, &mut wp);
+            let ins: Vec<(&[usize], &[f32])> = if bias {
+                vec![(&xd, &x), (&wd, &wt), (&bd, &b)]
+            } else {
+                vec![(&xd, &x), (&wd, &wt)]
+            };
+            assert!(fuses(&conv, ins.len(), &pool, (&xd, &wd, &sd, &yd)));
+            for threads in 1..=3 {
+                let fused = crate::threads::with_limit(Some(threads), || {
+                    run(|i, y| super::run(&conv, &wp, &pool, &sd, i, y), &ins, &yd)
+                })
+                .unwrap();
+                let pair = crate::threads::with_limit(Some(threads), || {
+                    let stem = run(
+                        |i, s| {
+                            let g = Stem::new(&conv, i.len(), (&xd, &wd, &sd)).unwrap().g;
+                            let epi = ConvEpilogue::new(steps, &[], &sd, DType::F32);
+                            let bias = i.get(2).map(|v| v.slice::<f32>());
+                            g.stem_packed(i[0].slice(), &wp, bias, s.slice(), epi.as_ref(), true)
+                        },
+                        &ins,
+                        &sd,
+                    )
+                    .unwrap();
+                    let io = BlockedIo {
+                        input: true,
+                        output: true,
+                    };
+                    let f = |i: &[View], y: &mut ViewMut| {
+                        super::super::pool_blocked::run(&pool, io, i, y)
+                    };
+                    run(f, &[(&sd, &stem)], &yd).unwrap()
+                });
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&fused) == bits(&pair),
+                    "case {k} ({n} x 3 x {h} x {w} -> {o}), {threads} threads"
+                );
+                assert!(fused.iter().any(|v| v.is_nan()) && fused.iter().any(|v| !v.is_nan()));
+            }
+        }
+    }
+
+    /// Bad input is an error, not a panic: a pool that is not the stem's
+    /// (an average pool), and an output of the wrong size.
+    #[test]
+    fn refuses_what_it_does_not_take() {
+        if !crate::kernels::conv_nchwc::avx512() {
+            return;
+        }
+        let conv = Op::Conv {
+            window: window(7, 2, 3),
+            groups: 1,
+        };
+        let (xd, wd, sd) = ([1, 3, 37, 37], [16, 3, 7, 7], [1, 16, 19, 19]);
+        let (x, wt) = (values(3 * 37 * 37, 1, &[]), values(16 * 147, 2, &[]));
+        let mut wp = Vec::new();
+        pack_weights(&wt, 16, 3, 49, &mut wp);
+        let ins: Vec<(&[usize], &[f32])> = vec![(&xd, &x), (&wd, &wt)];
+        let avg = Op::Pool {
+            kind: PoolKind::Avg,
+            window: window(3, 2, 1),
+            count_include_pad: false,
+        };
+        let max = Op::Pool {
+            kind: PoolKind::Max,
+            window: window(3, 2, 1),
+            count_include_pad: false,
+        };
+        for (pool, yd) in [(&avg, [1, 16, 10, 10]), (&max, [1, 16, 9, 10])] {
+            let err = run(|i, y| super::run(&conv, &wp, pool, &sd, i, y), &ins, &yd);
+            assert!(err.unwrap_err().contains("stem + max pool"));
+        }
+    }
 }
