@@ -170,23 +170,17 @@ fn bands(img: &StemImage, pool: &MaxPoolRows, rows: Range<usize>, yn: &team::Dis
         // Rows the last band computed that this one reads too: moved to
         // the front (bands go down the image, so they are its top rows).
         let kept = need.start.max(have.start)..have.end.min(need.end);
+        // The first row not carried.
+        let first = kept.end.max(need.start);
         for b in 0..blocks {
             let at = b * cap * row_len;
             if !kept.is_empty() {
                 let from = at + (kept.start - have.start) * row_len;
                 band.copy_within(from..from + kept.len() * row_len, at);
             }
-            let first = if kept.is_empty() {
-                need.start
-            } else {
-                kept.end
-            };
             for oy in first..need.end {
-                img.blocked_row(
-                    b,
-                    oy,
-                    &mut band[at + (oy - need.start) * row_len..][..row_len],
-                );
+                let row = &mut band[at + (oy - need.start) * row_len..][..row_len];
+                img.blocked_row(b, oy, row);
             }
         }
         for b in 0..blocks {
