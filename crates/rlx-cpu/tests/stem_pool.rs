@@ -7,7 +7,8 @@
 //! for layer 1. On an AVX-512 host the pair is fused (`stem_pools_fused`),
 //! and its bits equal the unfused pair's: the same graph with the stem
 //! also a graph output runs the stem kernel alone (NCHW, the same tiles
-//! and FMA order) and the blocked pool on it.
+//! and FMA order) and the blocked pool on it; so do they with the image
+//! copied into the arena, whose slot the pool's output may share.
 
 use rlx_compile::{lower, LowerOptions};
 use rlx_cpu::{CpuBackend, CpuExecutable};
@@ -63,6 +64,13 @@ fn stem_and_pool_in_bands_match_numpy_and_the_unfused_pair() {
             .collect();
         let mut fused = stem_pool(i as u64, (n, h, w, o), false);
         let mut unfused = stem_pool(i as u64, (n, h, w, o), true);
+        // The image copied through the arena (`RLX_CPU_IN_PLACE_IO=0`):
+        // where the memory plan gives its slot to the pool's output, the
+        // run falls back to the two ops in turn; the same bits either way.
+        // (This file's only test: nothing else reads the variable.)
+        std::env::set_var("RLX_CPU_IN_PLACE_IO", "0");
+        let mut copied = stem_pool(i as u64, (n, h, w, o), false);
+        std::env::remove_var("RLX_CPU_IN_PLACE_IO");
         for threads in 1..=3 {
             let what = format!("case {i} ({n} x 3 x {h} x {w} -> {o}), threads {threads}");
             fused.limit_threads(Some(threads)).unwrap();
@@ -81,6 +89,9 @@ fn stem_and_pool_in_bands_match_numpy_and_the_unfused_pair() {
                 bits(&got) == bits(&reference),
                 "{what}: fused and unfused bits differ"
             );
+            copied.limit_threads(Some(threads)).unwrap();
+            let got = copied.run(&[&x]).unwrap()[0].to_vec::<f32>().unwrap();
+            assert!(bits(&got) == bits(&reference), "{what}: image in the arena");
         }
     }
 }
