@@ -2,7 +2,9 @@
 //! into the arena (or into param / constant buffers) as inputs and the
 //! node's planned slot as output. Nodes the plan says run nothing
 //! (`MemoryPlan::runs_nothing`: views, and joined concats whose parts'
-//! kernels already wrote into the concat's slot) are skipped.
+//! kernels already wrote into the concat's slot) are skipped, and so is
+//! a stem conv its max pool runs in bands (`stem_pool_plan.rs`: the pool
+//! reads the conv's inputs instead of its output).
 
 use crate::aligned_buf::AlignedBuf;
 use crate::kernels::{self, control, run_node, View, ViewMut};
@@ -20,6 +22,8 @@ mod nchwc_layout;
 mod packed_weights;
 #[path = "param_update.rs"]
 mod param_update;
+#[path = "stem_pool_plan.rs"]
+mod stem_pool_plan;
 #[path = "winograd_weights.rs"]
 mod winograd_weights;
 
@@ -143,6 +147,8 @@ pub struct CpuExecutable {
     bound: Bound,
     /// Threads this executable's kernels use (`None`: [`crate::num_threads`]'s default).
     thread_limit: Option<usize>,
+    /// Stem convs the last run ran with their max pool.
+    stem_pools_fused: usize,
 }
 
 impl CpuExecutable {
@@ -219,6 +225,7 @@ impl CpuExecutable {
             lir,
             profile: Profile::from_env(),
             thread_limit: None,
+            stem_pools_fused: 0,
         };
         exec.pack_weights();
         Ok(exec)
@@ -236,6 +243,13 @@ impl CpuExecutable {
     /// 1, image and output NCHWc-blocked: `kernels/winograd_blocked.rs`).
     pub fn winograd_blocked_convs(&self) -> usize {
         self.winograd.winograd_blocked_convs()
+    }
+
+    /// How many stem convs the last run ran together with their max pool
+    /// in bands (`kernels/stem_pool.rs`): the pairs `stem_pool_plan.rs`
+    /// made when the executable was built whose bytes allowed it that run.
+    pub fn stem_pools_fused(&self) -> usize {
+        self.stem_pools_fused
     }
 
     /// Copies `bytes` over param `param`'s buffer, in place when no other
@@ -317,15 +331,24 @@ impl CpuExecutable {
             inputs,
         };
         let g = &self.lir.graph;
+        // (pool, stem, weight) pairs run as one step this run: those whose
+        // bytes allow it.
+        let arena = |i: usize| self.bound.arena_range(self.locs[i]);
+        let fused: SmallVec<[(NodeId, NodeId, &[f32]); 1]> = (self.winograd.stem_pools())
+            .filter(|&(p, s, _)| stem_pool_plan::apart(arena, p.index(), &g.node(s).inputs))
+            .collect();
+        self.stem_pools_fused = fused.len();
         for &id in &self.lir.schedule {
-            if self.lir.plan.runs_nothing(id.index()) {
-                continue; // a view or a joined concat: its bytes are already in place
+            if self.lir.plan.runs_nothing(id.index()) || fused.iter().any(|f| f.1 == id) {
+                continue; // a view, a joined concat, or a stem its max pool runs
             }
             let n = g.node(id);
+            // A max pool run with its stem conv reads the conv's inputs.
+            let stem_pool = fused.iter().find(|f| f.0 == id);
+            let reads = stem_pool.map_or(&n.inputs, |f| &g.node(f.1).inputs);
             // An input the node overwrites in place is read through its output.
             let alias = self.lir.plan.in_place_of(id.index());
-            let views: SmallVec<[Option<View>; 4]> = n
-                .inputs
+            let views: SmallVec<[Option<View>; 4]> = reads
                 .iter()
                 .map(|&i| {
                     if alias == Some(i.index()) {
@@ -387,7 +410,15 @@ impl CpuExecutable {
                                 )
                             }
                             None => match self.winograd.pool_layout(n, id.index()) {
-                                Some(io) => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
+                                Some(io) => match stem_pool {
+                                    Some(&(_, s, wp)) => {
+                                        let (conv, sd) = (&g.node(s).op, &self.dims[s.index()]);
+                                        kernels::stem_pool::run(
+                                            conv, wp, &n.op, sd, &views, &mut out,
+                                        )
+                                    }
+                                    None => kernels::pool_blocked::run(&n.op, io, &views, &mut out),
+                                },
                                 None => run_node(n, &views, &mut out),
                             },
                         },

@@ -21,7 +21,9 @@
 //! blocked on the NCHWc kernel when its reader (ResNet's max pool, CRNN's)
 //! reads blocked; a stem the stem kernel keeps (16 / 32 outputs) is
 //! offered as a writer and writes blocked itself. Other stem convs get the stem
-//! kernel's packed weight ([`conv_stem::prepared_weights`]).
+//! kernel's packed weight ([`conv_stem::prepared_weights`]), and so does
+//! a 64-output stem whose max pool runs it in bands
+//! (`stem_pool_plan.rs`, [`WinogradWeights::stem_pools`]).
 //!
 //! A 3x3 stride-1 conv that the plan keeps blocked on both sides (image
 //! and output) gets the blocked Winograd F(4,3) transform instead of the
@@ -36,7 +38,7 @@ use crate::kernels::{
     winograd_blocked,
 };
 use rlx_compile::LirModule;
-use rlx_ir::{DType, Node, Op};
+use rlx_ir::{DType, Node, NodeId, Op};
 
 /// One conv's weight in the form its kernel reads.
 enum Form {
@@ -60,6 +62,8 @@ pub(super) struct WinogradWeights {
     blocked: Vec<conv_nchwc::BlockedIo>,
     /// Per node: bit `k` set when its epilogue extra `k` is blocked.
     blocked_extras: Vec<u64>,
+    /// (max pool, stem conv) pairs that run as one step (`stem_pool_plan.rs`).
+    stem_pools: Vec<(NodeId, NodeId)>,
 }
 
 impl WinogradWeights {
@@ -186,6 +190,10 @@ impl WinogradWeights {
             }
         };
         let blocked = super::nchwc_layout::plan(lir, &caps);
+        // Stems whose max pool runs them in bands keep the stem kernel's weight.
+        let stem_form = |i: usize| matches!(per_node[i], Some(Form::Stem(_)));
+        let stem_pools = super::stem_pool_plan::pairs(lir, &blocked, stem_form);
+        let pooled_stem = |i: usize| stem_pools.iter().any(|(_, s)| s.index() == i);
         let convs_blockable: Vec<bool> = (0..g.len()).map(blockable).collect();
         let blocked_extras: Vec<u64> = g
             .ids()
@@ -210,7 +218,8 @@ impl WinogradWeights {
             winograd_blocked::prepared_weights(window, *groups, dims, wt.as_ref()?)
         };
         for (i, io) in blocked.iter().enumerate() {
-            if !(io.input || io.output || blocked_extras[i] != 0) || !convs_blockable[i] {
+            let unblockable = !convs_blockable[i] || pooled_stem(i);
+            if !(io.input || io.output || blocked_extras[i] != 0) || unblockable {
                 continue;
             }
             let both = io.input && io.output;
@@ -229,6 +238,7 @@ impl WinogradWeights {
             per_node,
             blocked,
             blocked_extras,
+            stem_pools,
         }
     }
 
@@ -270,6 +280,17 @@ impl WinogradWeights {
     pub(super) fn up_conv_blocked(&self, node: &Node, index: usize) -> bool {
         matches!(node.op, Op::ConvTranspose { .. })
             && self.blocked.get(index).is_some_and(|io| io.output)
+    }
+
+    /// The (max pool, stem conv) pairs that run as one step
+    /// (`kernels/stem_pool.rs`), with the conv's packed stem weight.
+    pub(super) fn stem_pools(&self) -> impl Iterator<Item = (NodeId, NodeId, &[f32])> {
+        self.stem_pools
+            .iter()
+            .filter_map(|&(p, s)| match self.per_node[s.index()].as_ref()? {
+                Form::Stem(w) => Some((p, s, &w[..])),
+                _ => None,
+            })
     }
 
     /// Node `node`'s prepared weight, if it has one.

@@ -31,14 +31,17 @@
 //! NCHW image it saves. A 64-output stem the plan keeps blocked (ResNet's
 //! 3 -> 64 7x7 for its max pool) runs the NCHWc kernel instead, whose
 //! 4-block tile has output channels in the lanes
-//! (`Conv2d::nchwc_wins_blocked`). Each output row gets the row-chain
+//! (`Conv2d::nchwc_wins_blocked`), unless its max pool runs it in bands
+//! (`stem_pool.rs`: [`Conv2d::stem_images`] pads each image, and
+//! [`StemImage::blocked_row`] computes any blocked row into the band
+//! buffer, as [`Conv2d::stem_packed`] does into the output). Each output row gets the row-chain
 //! epilogue (ReLU, Clip, residual, a leading SiLU) right after its tiles
 //! (on the blocked row when blocked); any other epilogue runs per image on
 //! whole NCHW planes.
 
 use super::conv2d::Conv2d;
 use super::conv_direct::{pack_weights, OC_BLOCK};
-use super::conv_epilogue::ConvEpilogue;
+use super::conv_epilogue::{ConvEpilogue, RowChain};
 use super::conv_nchwc::avx512;
 use super::KernelResult;
 use crate::team;
@@ -155,11 +158,6 @@ impl Conv2d {
         epi: Option<&ConvEpilogue>,
         blocked: bool,
     ) -> KernelResult {
-        if !self.takes_stem_weights(wp.len()) {
-            return Err(fail!(
-                "conv: the stem kernel does not take this conv or weight"
-            ));
-        }
         let chain = epi.and_then(|e| e.rows());
         if blocked && (!self.o.is_multiple_of(2 * OC_BLOCK) || epi.is_some_and(|_| chain.is_none()))
         {
@@ -167,7 +165,65 @@ impl Conv2d {
                 "conv: a blocked stem output needs whole 16-channel blocks and a row-chain epilogue"
             ));
         }
-        let (pin, pout) = (self.h * self.w, self.oh * self.ow);
+        let pout = self.oh * self.ow;
+        // A part's unit: 8 output channels, or a 16-channel block (both
+        // halves of each row, then its chain) for a blocked output.
+        let unit = if blocked { 2 } else { 1 };
+        let blocks = self.o / (unit * OC_BLOCK);
+        let threads = team::threads();
+        let row_parts = if blocks < 2 * threads {
+            (2 * threads).div_ceil(blocks).min(self.oh)
+        } else {
+            1
+        };
+        let rows = team::split(self.oh, row_parts, 1);
+        self.stem_images(x, wp, bias, chain, |img| {
+            let n = img.n;
+            let yn = &mut y[n * self.o * pout..][..self.o * pout];
+            let out = team::Disjoint::new(&mut *yn);
+            team::parallel_for(blocks * rows.len(), |part| {
+                let (b, rr) = (part / rows.len(), rows[part % rows.len()].clone());
+                for oy in rr {
+                    if blocked {
+                        let at = (b * self.oh + oy) * self.ow * 2 * OC_BLOCK;
+                        // SAFETY: row `oy` of block `b`: this part's alone.
+                        let row = unsafe { out.range(at..at + self.ow * 2 * OC_BLOCK) };
+                        img.blocked_row(b, oy, row);
+                    } else {
+                        img.job.row(n, b, oy, &out, chain);
+                    }
+                }
+            });
+            match epi.filter(|_| chain.is_none()) {
+                Some(epi) => epi.apply(yn, n, 0..self.o),
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// Runs `per_image` on each image of `x` in turn, once the image is
+    /// in the padded buffer (kept across calls) that [`StemImage`]'s rows
+    /// read; `wp` is the packed weight ([`prepared_weights`]), `chain` the
+    /// row chain each blocked row gets.
+    pub(super) fn stem_images(
+        &self,
+        x: &[f32],
+        wp: &[f32],
+        bias: Option<&[f32]>,
+        chain: Option<&RowChain>,
+        mut per_image: impl FnMut(&StemImage) -> KernelResult,
+    ) -> KernelResult {
+        if !self.takes_stem_weights(wp.len()) {
+            return Err(fail!(
+                "conv: the stem kernel does not take this conv or weight"
+            ));
+        }
+        let pin = self.h * self.w;
+        if bias.is_some_and(|b| b.len() != self.o) || x.len() != self.batch * STEM_C * pin {
+            return Err(fail!(
+                "conv: stem bias or image sizes do not match the conv"
+            ));
+        }
         if self.batch == 0 {
             return Ok(());
         }
@@ -183,19 +239,9 @@ impl Conv2d {
                 (0..self.kw).map(move |kx| (ky * lay.s + kx % lay.s) * lay.wq + kx / lay.s)
             })
             .collect();
-        // A part's unit: 8 output channels, or a 16-channel block (both
-        // halves of each row, then its chain) for a blocked output.
-        let unit = if blocked { 2 } else { 1 };
-        let blocks = self.o / (unit * OC_BLOCK);
-        let threads = team::threads();
-        let row_parts = if blocks < 2 * threads {
-            (2 * threads).div_ceil(blocks).min(self.oh)
-        } else {
-            1
-        };
-        let rows = team::split(self.oh, row_parts, 1);
         // One image at a time, so its padded copy (0.7 MB at 224 x 224)
         // stays in L2 while every block reads it.
+        let mut result = Ok(());
         for n in 0..self.batch {
             let xn = &x[n * STEM_C * pin..][..STEM_C * pin];
             {
@@ -206,35 +252,25 @@ impl Conv2d {
                     self.pad_plane(&xn[c * pin..][..pin], &lay, dst);
                 });
             }
-            let yn = &mut y[n * self.o * pout..][..self.o * pout];
-            let out = team::Disjoint::new(&mut *yn);
-            let job = Job {
-                g: self,
-                lay,
-                xb: &xb,
-                wp,
-                bias,
-                offs: &offs,
+            let img = StemImage {
+                job: Job {
+                    g: self,
+                    lay,
+                    xb: &xb,
+                    wp,
+                    bias,
+                    offs: &offs,
+                },
+                n,
+                chain,
             };
-            team::parallel_for(blocks * rows.len(), |part| {
-                let (b, rr) = (part / rows.len(), rows[part % rows.len()].clone());
-                for oy in rr {
-                    if blocked {
-                        job.blocked_row(n, b, oy, &out, chain);
-                    } else {
-                        job.row(n, b, oy, &out, chain);
-                    }
-                }
-            });
-            if let Some(epi) = epi.filter(|_| chain.is_none()) {
-                if let Err(e) = epi.apply(yn, n, 0..self.o) {
-                    PADDED.set(xb);
-                    return Err(e);
-                }
+            result = per_image(&img);
+            if result.is_err() {
+                break;
             }
         }
         PADDED.set(xb);
-        Ok(())
+        result
     }
 
     /// Copies plane `xc` (`[h][w]`) into `dst` (`[hp][s][wq]`) at its
@@ -318,6 +354,40 @@ struct Job<'a> {
     offs: &'a [usize],
 }
 
+/// One image of a stem call in the padded buffer ([`Conv2d::stem_images`]).
+pub(super) struct StemImage<'a> {
+    job: Job<'a>,
+    /// The image's index in the batch.
+    pub(super) n: usize,
+    chain: Option<&'a RowChain<'a>>,
+}
+
+impl StemImage<'_> {
+    /// The conv the rows are of.
+    pub(super) fn conv(&self) -> &Conv2d {
+        self.job.g
+    }
+
+    /// Output row `oy` of 16-channel block `cb`, blocked, into `row`
+    /// (`[ow][16]`): both 8-channel halves stored into their lanes, then
+    /// the row chain on the blocked row.
+    pub(super) fn blocked_row(&self, cb: usize, oy: usize, row: &mut [f32]) {
+        let g = self.job.g;
+        let row = &mut row[..g.ow * 2 * OC_BLOCK];
+        for half in 0..2 {
+            // SAFETY: `row` holds the row's `ow` pixels of 16 floats;
+            // this half stores lanes `half * 8 ..` of each.
+            unsafe {
+                let y = row.as_mut_ptr().add(half * OC_BLOCK);
+                self.job.tiles::<true>(2 * cb + half, oy, y, 0);
+            }
+        }
+        if let Some(chain) = self.chain {
+            chain.apply_blocked(row, self.n, cb * 2 * OC_BLOCK, oy * g.ow..(oy + 1) * g.ow);
+        }
+    }
+}
+
 impl Job<'_> {
     /// Output row `oy` of channels `ob * 8 ..` of image `n` (`out` is
     /// that image), then the row chain on it.
@@ -327,7 +397,7 @@ impl Job<'_> {
         ob: usize,
         oy: usize,
         out: &team::Disjoint<f32>,
-        chain: Option<&super::conv_epilogue::RowChain>,
+        chain: Option<&RowChain>,
     ) {
         let g = self.g;
         let pout = g.oh * g.ow;
@@ -341,34 +411,6 @@ impl Job<'_> {
                 let y = unsafe { out.range(at..at + g.ow) };
                 chain.apply(y, g.ow, n, oc..oc + 1, oy * g.ow..(oy + 1) * g.ow);
             }
-        }
-    }
-
-    /// Output row `oy` of 16-channel block `cb` of image `n`, blocked
-    /// (`out` is that image, `[O/16][oh][ow][16]`): both 8-channel halves
-    /// stored into their lanes, then the row chain on the blocked row.
-    fn blocked_row(
-        &self,
-        n: usize,
-        cb: usize,
-        oy: usize,
-        out: &team::Disjoint<f32>,
-        chain: Option<&super::conv_epilogue::RowChain>,
-    ) {
-        let g = self.g;
-        let at = (cb * g.oh + oy) * g.ow * 2 * OC_BLOCK;
-        for half in 0..2 {
-            // SAFETY: row `oy` of block `cb`, lanes `half * 8 ..`: this
-            // part's alone.
-            unsafe {
-                let y = out.as_ptr().add(at + half * OC_BLOCK);
-                self.tiles::<true>(2 * cb + half, oy, y, 0);
-            }
-        }
-        if let Some(chain) = chain {
-            // SAFETY: this part's own blocked row.
-            let row = unsafe { out.range(at..at + g.ow * 2 * OC_BLOCK) };
-            chain.apply_blocked(row, n, cb * 2 * OC_BLOCK, oy * g.ow..(oy + 1) * g.ow);
         }
     }
 

@@ -83,6 +83,7 @@ pub(crate) mod scalar;
 mod silu_exact;
 mod small_rows;
 mod softmax_rows;
+pub(crate) mod stem_pool;
 mod transpose16;
 pub(crate) mod upsample;
 pub(crate) mod winograd;

@@ -9,7 +9,9 @@
 //! image blocked or NCHW (each 16-plane block transposed into a blocked
 //! scratch copy first) and writes blocked or NCHW ([`BlockedIo`]); a
 //! mean reads blocked (its `[N][C][1][1]` output is the same bytes in
-//! either layout).
+//! either layout). [`MaxPoolRows`] runs the max pool's separable loop on
+//! a band of rows held elsewhere (`stem_pool.rs`: the stem's rows in a
+//! per-thread band buffer), a band of output rows at a time.
 //!
 //! Same values as the NCHW kernels: the max is `pool.rs`'s step (NaN
 //! sticks, padding never wins, an all-padding window is -inf); the mean
@@ -162,6 +164,68 @@ impl Geom {
     }
 }
 
+/// A 2-D max pool run a band of output rows at a time on blocked rows
+/// held elsewhere (`stem_pool.rs`: the stem's rows, computed into a band
+/// buffer just before): the same separable loop, so the same bits as
+/// [`run`] on the whole image. AVX-512 only.
+pub(crate) struct MaxPoolRows(Geom);
+
+impl MaxPoolRows {
+    /// The pool `op` of a `[N][C][h][w]` image giving `y` ([`writes`]),
+    /// on a CPU with AVX-512, else `None`.
+    pub(crate) fn new(op: &Op, x: &[usize], y: &[usize]) -> Option<Self> {
+        let Op::Pool { window, .. } = op else {
+            return None;
+        };
+        let avx512 = super::conv_nchwc::avx512();
+        (avx512 && writes(op, x, y, DType::F32))
+            .then(|| Geom::new(window, x, y).ok())
+            .flatten()
+            .map(MaxPoolRows)
+    }
+
+    /// Output rows `(oh, ow)`.
+    pub(crate) fn out_dims(&self) -> (usize, usize) {
+        (self.0.oh, self.0.ow)
+    }
+
+    /// The input rows output rows `out` read (padding rows left out).
+    pub(crate) fn rows_read(&self, out: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let g = &self.0;
+        let span = |o| Geom::taps(o, g.s.0, g.d.0, g.p.0, g.k.0, g.h);
+        let lo = out.clone().flat_map(span).min();
+        let hi = out.flat_map(span).max();
+        match (lo, hi) {
+            (Some(lo), Some(hi)) => lo..hi + 1,
+            _ => 0..0,
+        }
+    }
+
+    /// Output rows `out` of one 16-channel block into `dst` (those rows,
+    /// `[rows][ow][16]`), reading `src`: the block's input rows
+    /// [`Self::rows_read`] from `row0`, `[rows][w][16]`.
+    pub(crate) fn block_rows(
+        &self,
+        src: &[f32],
+        row0: usize,
+        dst: &mut [f32],
+        out: std::ops::Range<usize>,
+    ) {
+        let g = &self.0;
+        let read = self.rows_read(out.clone());
+        assert!(
+            (read.is_empty() || row0 <= read.start && src.len() >= (read.end - row0) * g.w * LANES)
+                && dst.len() >= out.len() * g.ow * LANES,
+            "a band's rows and buffers cover its window"
+        );
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512 F present (`new`).
+        unsafe {
+            separable(g, src, row0, dst, out, true)
+        }
+    }
+}
+
 /// Max pool of every `[C/16]` block of every image, one part per
 /// (image, block) over the team. A block's 16 channels take the same
 /// range of `x` / `y` in either layout (`[16][h][w]` or `[h][w][16]`).
@@ -209,12 +273,15 @@ fn block_max(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512 F.
-        return unsafe { separable(g, src, dst, blocked_out) };
+        return unsafe { separable(g, src, 0, dst, 0..g.oh, blocked_out) };
     }
     body(g, src, dst, blocked_out)
 }
 
-/// [`block_max`] on AVX-512, separable: each input row's max over every
+/// [`block_max`] of output rows `out_rows` on AVX-512, `src` holding
+/// input rows `row0 ..` (those the rows read; a band of them, for
+/// [`MaxPoolRows`]), `dst` those output rows when `blocked_out`, else
+/// the 16 whole planes. Separable: each input row's max over every
 /// output column's taps first (kept while the next output rows read that
 /// row: a 3x3 stride-2 window shares a row with the next), then each
 /// output's max over its rows of those. The max step keeps the first of
@@ -227,7 +294,14 @@ fn block_max(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
 /// AVX-512 F present.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn separable(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
+unsafe fn separable(
+    g: &Geom,
+    src: &[f32],
+    row0: usize,
+    dst: &mut [f32],
+    out_rows: std::ops::Range<usize>,
+    blocked_out: bool,
+) {
     use std::arch::x86_64::*;
     // `pool.rs`'s max step: `v` when `a < v` or `v` is NaN, else `a`.
     let step = |a: __m512, v: __m512| {
@@ -255,7 +329,7 @@ unsafe fn separable(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
     let mut row = vec![none; g.ow];
     // A window's input rows and their slots, reused across output rows.
     let (mut rows, mut picked) = (Vec::with_capacity(slots), Vec::with_capacity(slots));
-    for oh in 0..g.oh {
+    for oh in out_rows.clone() {
         rows.clear();
         rows.extend(Geom::taps(oh, g.s.0, g.d.0, g.p.0, g.k.0, g.h));
         picked.clear();
@@ -267,7 +341,7 @@ unsafe fn separable(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
                     let slot = (0..slots)
                         .find(|&k| !rows.contains(&tag[k]))
                         .expect("a window reads at most k rows");
-                    let at = ih * g.w;
+                    let at = (ih - row0) * g.w;
                     for (h, &(c0, cn)) in hmax[slot * g.ow..][..g.ow].iter_mut().zip(&cols) {
                         *h = (1..cn).fold(if cn > 0 { load(at + c0) } else { none }, |a, t| {
                             step(a, load(at + c0 + t * g.d.1))
@@ -288,7 +362,7 @@ unsafe fn separable(g: &Geom, src: &[f32], dst: &mut [f32], blocked_out: bool) {
             };
         }
         if blocked_out {
-            let out = &mut dst[oh * g.ow * LANES..][..g.ow * LANES];
+            let out = &mut dst[(oh - out_rows.start) * g.ow * LANES..][..g.ow * LANES];
             for (o, v) in out.chunks_exact_mut(LANES).zip(&row) {
                 // SAFETY: `o` is 16 floats.
                 unsafe { _mm512_storeu_ps(o.as_mut_ptr(), *v) };
