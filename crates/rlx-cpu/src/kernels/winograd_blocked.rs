@@ -76,8 +76,12 @@ const WIDE_WEIGHT_BYTES: usize = 16 << 20;
 /// Bytes of `V` of a part of a conv with a wide weight.
 const WIDE_V_BYTES: usize = 4 << 20;
 /// Fewest tiles in the batch for which a wide-weight conv takes this
-/// kernel.
-const WIDE_MIN_TILES: usize = 4;
+/// kernel. Its transformed weight is 4x the 3x3 one (ResNet-18's three
+/// 512 x 512 convs: 113 MB more, whose fresh pages were most of its build:
+/// 220-490 vs 47 ms), and it saves ~0.7 ms a call at batch 1 (4 tiles),
+/// ~11 at batch 8 (32): from 16 images the saving is worth the build and
+/// the memory.
+const WIDE_MIN_TILES: usize = 64;
 
 /// `G` of the kernel transform (rows: positions).
 const G: [[f64; 3]; A] = [
@@ -102,31 +106,53 @@ pub(crate) fn packed_len(o: usize, c: usize) -> usize {
 /// Transforms the OIhw 3x3 weight `wt` (`[o, c, 3, 3]`, `o` and `c`
 /// multiples of 16) into `out` ([`packed_len`] floats) as
 /// `U[pos][o/16][c][16] = (G g Gᵀ)[pos]`, summed in f64.
+///
+/// Output blocks go over the team (each writes its own `[c][16]` run of
+/// every position), and each (block, channel) transforms its 16 lanes at
+/// once: a lane at a time, with the 36 positions' stores scattered over
+/// 36 lines, was most of ResNet-18's build.
 pub(crate) fn pack(wt: &[f32], o: usize, c: usize, out: &mut [f32]) {
-    // Output block, input channel, then lane: each (block, channel) fills
-    // whole 64-byte lines of its 36 positions at once (a lane-outer order
-    // revisited every line 16 times and made ResNet-18's build 3-10x slower).
-    for ob in 0..o / BLOCK {
+    let blocks = o / BLOCK;
+    assert!(wt.len() >= o * c * 9 && out.len() >= packed_len(o, c));
+    let shared = team::Disjoint::new(out);
+    team::parallel_for(blocks, |ob| {
+        // SAFETY: block `ob`'s runs `[(pos * blocks + ob) * c * 16..][..c *
+        // 16]` are disjoint from every other block's.
+        let mut runs: Vec<&mut [f32]> = (0..POS)
+            .map(|pos| unsafe {
+                shared
+                    .range(((pos * blocks + ob) * c) * BLOCK..((pos * blocks + ob + 1) * c) * BLOCK)
+            })
+            .collect();
         for ic in 0..c {
+            let mut g = [[0f64; BLOCK]; 9];
             for lane in 0..BLOCK {
-                let g = &wt[((ob * BLOCK + lane) * c + ic) * 9..][..9];
-                // t = G g (6 x 3), then u = t Gᵀ (6 x 6).
-                let mut t = [[0f64; 3]; A];
-                for (ti, gi) in t.iter_mut().zip(&G) {
-                    for (j, tij) in ti.iter_mut().enumerate() {
-                        *tij = (0..3).map(|k| gi[k] * g[k * 3 + j] as f64).sum();
+                let taps = &wt[((ob * BLOCK + lane) * c + ic) * 9..][..9];
+                for (gk, &v) in g.iter_mut().zip(taps) {
+                    gk[lane] = f64::from(v);
+                }
+            }
+            // t = G g (6 x 3), then u = t Gᵀ (6 x 6), lane by lane.
+            let mut t = [[[0f64; BLOCK]; 3]; A];
+            for (ti, gi) in t.iter_mut().zip(&G) {
+                for (j, tij) in ti.iter_mut().enumerate() {
+                    for lane in 0..BLOCK {
+                        tij[lane] =
+                            gi[0] * g[j][lane] + gi[1] * g[3 + j][lane] + gi[2] * g[6 + j][lane];
                     }
                 }
-                for (i, ti) in t.iter().enumerate() {
-                    for (j, gj) in G.iter().enumerate() {
-                        let u: f64 = (0..3).map(|k| ti[k] * gj[k]).sum();
-                        let pos = i * A + j;
-                        out[((pos * (o / BLOCK) + ob) * c + ic) * BLOCK + lane] = u as f32;
+            }
+            for (i, ti) in t.iter().enumerate() {
+                for (j, gj) in G.iter().enumerate() {
+                    let dst = &mut runs[i * A + j][ic * BLOCK..][..BLOCK];
+                    for (lane, d) in dst.iter_mut().enumerate() {
+                        *d = (ti[0][lane] * gj[0] + ti[1][lane] * gj[1] + ti[2][lane] * gj[2])
+                            as f32;
                     }
                 }
             }
         }
-    }
+    });
 }
 
 impl Conv2d {
