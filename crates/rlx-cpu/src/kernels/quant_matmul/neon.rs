@@ -15,9 +15,10 @@
 //! chunk gives the eight lanes `planes` defines (lane `l`: weights `4l..4l +
 //! 4`) as two vectors, the block scale is fused-multiply-added lane by lane
 //! into even / odd block accumulators and the lanes are reduced in
-//! `planes`' order: the results are the same bits as the portable path's
-//! (the quantized-matmul tests assert it on every instruction set
-//! `QuantIsa::available` reports).
+//! `planes`' order: the plane kernels give the same bits as the portable
+//! path (the quantized-matmul tests assert it on every instruction set
+//! `QuantIsa::available` reports); the decoded-row dot, as on x86, differs
+//! from its portable form only in the order of the float sums.
 //!
 //! [`QuantIsa::NeonDot`]: super::dot::QuantIsa::NeonDot
 //! [`QuantIsa::Neon`]: super::dot::QuantIsa::Neon
