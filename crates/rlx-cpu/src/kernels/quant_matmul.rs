@@ -31,6 +31,8 @@ pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
 #[cfg(target_arch = "x86_64")]
+mod gemv512;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod kpanels;
 #[cfg(target_arch = "aarch64")]
 mod neon;
@@ -297,6 +299,12 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
                     gsum: &act.gsum[i * ng..(i + 1) * ng],
                 })
                 .collect();
+            #[cfg(target_arch = "x86_64")]
+            if isa == QuantIsa::Avx512Vnni && m == 1 && gemv512::runs(scheme) {
+                // SAFETY: `run` checked that the CPU runs `isa`.
+                unsafe { gemv512::rows(scheme, job.w, row_bytes, (lo, hi), &acts[0], out) };
+                return;
+            }
             #[cfg(target_arch = "x86_64")]
             if isa == QuantIsa::Avx512Vnni && m >= panels::MIN_ROWS {
                 // SAFETY: `run` checked that the CPU runs `isa`.
