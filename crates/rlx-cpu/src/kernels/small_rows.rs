@@ -156,6 +156,23 @@ mod x86 {
     /// Columns held in registers per block of [`axpy_rows`].
     const BLOCK: usize = 16;
 
+    /// How far ahead `b` is prefetched: [`axpy_rows`] in rows of `b`,
+    /// [`dot_columns`] in columns (four blocks of 8). A decode step's
+    /// attention reads the KV cache from DRAM (the weights streamed through
+    /// the caches since the last step). SmolLM2's `p · V` and `q · K^T`
+    /// over 256 cached positions, ms a decode step, 1-2 threads: 0.70-0.87
+    /// and 0.52-0.66 with the hardware prefetcher alone, 0.43-0.44 and
+    /// 0.57-0.59 with these (the keys' gain only in the 2-thread runs).
+    const AHEAD_ROWS: usize = 32;
+    const AHEAD_COLS: usize = 32;
+
+    /// Asks for the cache line at `p` (never faults, so `p` may lie past
+    /// the operand).
+    #[inline(always)]
+    unsafe fn prefetch(p: *const f32) {
+        _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+    }
+
     /// `c[i, cols] = sum_p rows[i][p] * b[p, cols]` with b's rows
     /// contiguous (`b.col_stride == 1`): blocks of 16 columns of every row
     /// of `c` stay in registers while b's rows stream through.
@@ -178,6 +195,14 @@ mod x86 {
             let mut acc = [[_mm256_setzero_ps(); 2]; MAX_ROWS];
             for p in 0..k {
                 let row = bp.add(p * rs + j);
+                if j == cols.start {
+                    // The first block's pass asks for the part's whole row
+                    // of b, AHEAD_ROWS ahead; the later passes find it.
+                    let ahead = bp.wrapping_add((p + AHEAD_ROWS) * rs);
+                    for at in (cols.start..cols.end).step_by(16) {
+                        prefetch(ahead.wrapping_add(at));
+                    }
+                }
                 let b0 = _mm256_loadu_ps(row);
                 let b1 = _mm256_loadu_ps(row.add(8));
                 for i in 0..m {
@@ -216,6 +241,14 @@ mod x86 {
         let mut j = cols.start;
         while j + 8 <= cols.end {
             let col: [*const f32; 8] = std::array::from_fn(|t| bp.add((j + t) * b.col_stride));
+            // The columns AHEAD_COLS ahead, every line of them (a key of
+            // the KV cache is one column).
+            for t in 0..8 {
+                let ahead = bp.wrapping_add((j + AHEAD_COLS + t) * b.col_stride);
+                for p in (0..k).step_by(16) {
+                    prefetch(ahead.wrapping_add(p));
+                }
+            }
             let mut acc = [_mm256_setzero_ps(); MAX_ROWS];
             let mut p = 0;
             while p < k8 {

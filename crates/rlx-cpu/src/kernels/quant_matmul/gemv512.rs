@@ -101,7 +101,7 @@ mod x86 {
 
     /// How far ahead the weights are prefetched, in blocks (`planes`'
     /// distance: about 2-3 KB).
-    const PREFETCH_BLOCKS: usize = 96;
+    const PREFETCH_BLOCKS: usize = 192;
 
     /// The activation side of one call, per block pair `p` (blocks `2p`,
     /// `2p + 1`; a missing odd block: zeros).
