@@ -298,7 +298,9 @@ fn panel_gemm_is_bit_identical_to_scalar_and_to_single_rows() {
 #[test]
 fn decode_gemv_is_bit_identical_to_scalar() {
     use QuantScheme::*;
-    let schemes = [GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ6K];
+    let schemes = [
+        GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K,
+    ];
     for (si, &scheme) in schemes.iter().enumerate() {
         let blocks: &[usize] = if scheme.block_size() == 256 {
             &[1, 2, 3, 6]
