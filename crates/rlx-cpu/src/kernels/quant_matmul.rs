@@ -33,6 +33,8 @@ pub(crate) mod dot;
 #[cfg(target_arch = "x86_64")]
 mod gemv512;
 #[cfg(target_arch = "x86_64")]
+mod gemv512k;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod kpanels;
 #[cfg(target_arch = "aarch64")]
 mod neon;
@@ -303,6 +305,12 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
             if isa == QuantIsa::Avx512Vnni && m == 1 && gemv512::runs(scheme) {
                 // SAFETY: `run` checked that the CPU runs `isa`.
                 unsafe { gemv512::rows(scheme, job.w, row_bytes, (lo, hi), &acts[0], out) };
+                return;
+            }
+            #[cfg(target_arch = "x86_64")]
+            if isa == QuantIsa::Avx512Vnni && m == 1 && gemv512k::runs(scheme) {
+                // SAFETY: as above.
+                unsafe { gemv512k::rows(scheme, job.w, row_bytes, (lo, hi), &acts[0], out) };
                 return;
             }
             #[cfg(target_arch = "x86_64")]
