@@ -10,7 +10,7 @@
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
 //! AVX-512 VNNI the GEMM is `panels`, 512-bit, for the 32-weight formats
-//! and `kpanels` for the K-quants); the
+//! and `kpanels` for the K-quants, and the GEMV `gemv512` / `gemv512k`); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are

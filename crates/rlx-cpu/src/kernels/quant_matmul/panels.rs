@@ -27,9 +27,9 @@
 //!   row), the same products and additions as `planes`' scalar sum.
 //!
 //! Memory: nothing is kept between calls (the unpacked rows live in a
-//! per-call scratch), so the weights stay stored once, in GGUF bytes, and
-//! decode's GEMV (one activation row, bound by weight reads) keeps
-//! `planes`' path over them.
+//! per-call scratch), so the weights stay stored once, in GGUF bytes;
+//! decode's GEMV (one activation row, where unpacking a row would not pay)
+//! reads them in place (`gemv512`, the same two-block steps).
 
 use rlx_ir::quant::QuantScheme;
 

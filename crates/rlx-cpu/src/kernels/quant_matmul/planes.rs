@@ -11,7 +11,8 @@
 //! unpacking and weight loads are paid once per tile rather than per row.
 //! (With AVX-512 VNNI and at least `panels::MIN_ROWS` rows, Q4_0 / Q4_1 /
 //! Q5_0 / Q8_0 go to `panels`' 512-bit GEMM instead, and Q4_K / Q5_K /
-//! Q6_K to `kpanels`': the same numbers.)
+//! Q6_K to `kpanels`'; with one row, to `gemv512` / `gemv512k`'s 512-bit
+//! GEMVs: the same numbers.)
 //!
 //! Every path computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
