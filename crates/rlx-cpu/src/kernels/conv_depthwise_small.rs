@@ -29,6 +29,10 @@
 //! (halo included), so it stays in L2. The NCHW-only convs on those planes
 //! stay on the per-plane kernel.
 
+// The vector kernels are x86-only (AVX2 / AVX-512); elsewhere the op
+// never routes here, and the plans and buffers they read go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused))]
+
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::conv_nchwc::BlockedIo;

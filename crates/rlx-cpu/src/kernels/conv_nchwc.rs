@@ -60,6 +60,10 @@
 //!
 //! AVX-512 only ([`Conv2d::nchwc_wins`] routes nothing elsewhere).
 
+// The vector kernels are x86-only (AVX2 / AVX-512); elsewhere the op
+// never routes here, and the plans and buffers they read go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused))]
+
 use super::conv2d::Conv2d;
 use super::conv_epilogue::ConvEpilogue;
 use super::{KernelResult, View};

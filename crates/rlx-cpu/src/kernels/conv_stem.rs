@@ -39,6 +39,10 @@
 //! (on the blocked row when blocked); any other epilogue runs per image on
 //! whole NCHW planes.
 
+// The vector kernels are x86-only (AVX2 / AVX-512); elsewhere the op
+// never routes here, and the plans and buffers they read go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused))]
+
 use super::conv2d::Conv2d;
 use super::conv_direct::{pack_weights, OC_BLOCK};
 use super::conv_epilogue::{ConvEpilogue, RowChain};

@@ -22,6 +22,10 @@
 //! the same order from zero as the NCHW tile's, so the two layouts hold
 //! the same bits.
 
+// The vector kernels are x86-only (AVX2 / AVX-512); elsewhere the op
+// never routes here, and the plans and buffers they read go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused))]
+
 use super::conv_nchwc::BLOCK;
 use super::winograd::with_scratch;
 use crate::team;

@@ -47,6 +47,10 @@
 //! [`WIDE_V_BYTES`] of `V` (in L3), all of ResNet-18 b8's 7x7 tiles, so
 //! the weight passes once per call ([`Conv2d::winograd_blocked_wins`]).
 
+// The vector kernels are x86-only (AVX2 / AVX-512); elsewhere the op
+// never routes here, and the plans and buffers they read go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused))]
+
 use super::conv2d::Conv2d;
 use super::conv_epilogue::{ConvEpilogue, RowChain};
 use super::conv_nchwc::{avx512, BLOCK};
