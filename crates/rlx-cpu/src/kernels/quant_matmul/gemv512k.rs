@@ -200,7 +200,7 @@ mod x86 {
         Block {
             scale: d * dx,
             offset: -(dmin * dx) * isum as f32,
-            groups: _mm256_castsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(scales as i64))),
+            groups: _mm256_zextsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(scales as i64))),
         }
     }
 
