@@ -62,7 +62,7 @@ pub(crate) unsafe fn rows(
     }
 }
 
-mod x86 {
+pub(super) mod x86 {
     use super::super::planes::reduce_lanes;
     use super::{ActRow, OutCols};
     use std::arch::x86_64::*;
@@ -230,10 +230,7 @@ mod x86 {
     ) -> __m128 {
         let t = terms::<F>(w0, w1, *prep.f.get_unchecked(p), *prep.g.get_unchecked(p));
         let l = lanes::<F>(weights::<F>(w0, w1), *prep.q.get_unchecked(p));
-        // [scale_0 x 8, scale_1 x 8].
-        let spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-        let s = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(t));
-        *acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(l), s, *acc, mask);
+        *acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(l), pair_scales(t), *acc, mask);
         t
     }
 
@@ -279,16 +276,34 @@ mod x86 {
                 }
             }
         }
+        // A loop, not `array::from_fn`: its closure would not take this
+        // function's target features, and the intrinsics would be calls.
         let mut out = [0f32; R];
         for r in 0..R {
-            // (AVX-512 F's 64-bit extract: the 32-bit one is DQ's.)
-            let odd = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc[r])));
-            let even_odd = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), odd);
-            let mut l = [0f32; 8];
-            _mm256_storeu_ps(l.as_mut_ptr(), even_odd);
-            out[r] = reduce_lanes(&l) + offsets[r];
+            out[r] = row_value(acc[r], offsets[r]);
         }
         out
+    }
+
+    /// `[s_0 x 8, s_1 x 8]` from `t = [s_0, s_1, ..]`: a block pair's
+    /// scales over its even / odd lanes.
+    #[inline(always)]
+    pub(in crate::kernels::quant_matmul) unsafe fn pair_scales(t: __m128) -> __m512 {
+        let spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(t))
+    }
+
+    /// A row's value from its accumulators (even blocks low, odd blocks
+    /// high) and offset sum, in `planes`' order: even + odd lane-wise, the
+    /// lanes reduced, the offsets last.
+    #[inline(always)]
+    pub(in crate::kernels::quant_matmul) unsafe fn row_value(acc: __m512, offsets: f32) -> f32 {
+        // (AVX-512 F's 64-bit extract: the 32-bit one is DQ's.)
+        let odd = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc)));
+        let even_odd = _mm256_add_ps(_mm512_castps512_ps256(acc), odd);
+        let mut l = [0f32; 8];
+        _mm256_storeu_ps(l.as_mut_ptr(), even_odd);
+        reduce_lanes(&l) + offsets
     }
 
     /// See [`super::rows`] (format code `F`).

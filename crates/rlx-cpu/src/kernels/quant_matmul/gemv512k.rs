@@ -61,7 +61,7 @@ pub(crate) unsafe fn rows(
 }
 
 mod x86 {
-    use super::super::planes::reduce_lanes;
+    use super::super::gemv512::x86::{pair_scales, row_value};
     use super::super::planes::x86::f16c_at;
     use super::{ActRow, OutCols};
     use std::arch::x86_64::*;
@@ -249,7 +249,6 @@ mod x86 {
         nb: usize,
     ) -> [f32; R] {
         let bb = block_bytes(F);
-        let spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
         let mut acc = [_mm512_setzero_ps(); R];
         let mut offsets = [0f32; R];
         for p in 0..nb.div_ceil(2) {
@@ -278,10 +277,7 @@ mod x86 {
                 lanes = step::<F, 5>(lanes, w0, w1, x, spreads, groups);
                 lanes = step::<F, 6>(lanes, w0, w1, x, spreads, groups);
                 lanes = step::<F, 7>(lanes, w0, w1, x, spreads, groups);
-                let sc = _mm512_permutexvar_ps(
-                    spread,
-                    _mm512_castps128_ps512(_mm_setr_ps(t0.scale, t1.scale, 0.0, 0.0)),
-                );
+                let sc = pair_scales(_mm_setr_ps(t0.scale, t1.scale, 0.0, 0.0));
                 acc[r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(lanes), sc, acc[r], mask);
                 offsets[r] += t0.offset;
                 if mask == 0xFFFF {
@@ -289,14 +285,11 @@ mod x86 {
                 }
             }
         }
+        // A loop, not `array::from_fn`: its closure would not take this
+        // function's target features, and the intrinsics would be calls.
         let mut out = [0f32; R];
         for r in 0..R {
-            // (AVX-512 F's 64-bit extract: the 32-bit one is DQ's.)
-            let odd = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc[r])));
-            let even_odd = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), odd);
-            let mut l = [0f32; 8];
-            _mm256_storeu_ps(l.as_mut_ptr(), even_odd);
-            out[r] = reduce_lanes(&l) + offsets[r];
+            out[r] = row_value(acc[r], offsets[r]);
         }
         out
     }
