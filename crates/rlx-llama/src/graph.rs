@@ -8,7 +8,9 @@
 //! negative number otherwise; columns `..C` are the cache slots, `C..` the
 //! new tokens). Params: the weights, and per layer `k_cache.L` /
 //! `v_cache.L` `[n_kv_heads, C, head_dim]` in the cache's dtype (f32 or
-//! f16, widened to f32 before the attention products). Outputs: `logits`
+//! f16, widened to f32 before the attention products); a graph of `C = 0`
+//! (a prompt's first chunk) has none and attends over its own tokens
+//! only. Outputs: `logits`
 //! (`[S, vocab]`, or `[1, vocab]` for the last row only with
 //! [`LogitRows::Last`]), then per layer the new keys and values
 //! `[n_kv_heads, S, head_dim]` (after RoPE, in the cache's dtype), which
@@ -98,15 +100,15 @@ impl<'w> Builder<'_, 'w> {
     }
 
     /// Grouped-query attention of `q [nh, S, hd]` over the cache params
-    /// (`[nkv, C, hd]`) and the new `k`, `v` (`[nkv, S, hd]`).
+    /// (`[nkv, C, hd]`; `None` for a graph without cache slots) and the new
+    /// `k`, `v` (`[nkv, S, hd]`).
     #[allow(clippy::too_many_arguments)]
     fn attention(
         &mut self,
         q: NodeId,
         k: NodeId,
         v: NodeId,
-        k_cache: NodeId,
-        v_cache: NodeId,
+        cache: Option<(NodeId, NodeId)>,
         mask: NodeId,
         seq: usize,
         ctx: usize,
@@ -117,19 +119,29 @@ impl<'w> Builder<'_, 'w> {
         let q = g.mul(q, (1.0 / (hd as f64).sqrt()) as f32);
         // Query head h = kv * group + i: rows (i, s) of kv head `kv`.
         let q = g.reshape_(q, &[nkv as i64, (group * seq) as i64, hd as i64]);
-        let s_cache = g.dot_general(q, k_cache, batched(2, 2));
         let s_new = g.dot_general(q, k, batched(2, 2));
-        let scores = g.concat_(&[s_cache, s_new], 2);
+        let scores = match cache {
+            Some((k_cache, _)) => {
+                let s_cache = g.dot_general(q, k_cache, batched(2, 2));
+                g.concat_(&[s_cache, s_new], 2)
+            }
+            None => s_new,
+        };
         let width = (ctx + seq) as i64;
         let scores = g.reshape_(scores, &[nkv as i64, group as i64, seq as i64, width]);
         let scores = g.add(scores, mask);
         let p = g.sm(scores, 3);
         let p = g.reshape_(p, &[nkv as i64, (group * seq) as i64, width]);
-        let p_cache = g.narrow_(p, 2, 0, ctx);
-        let p_new = g.narrow_(p, 2, ctx, seq);
-        let o_cache = g.dot_general(p_cache, v_cache, batched(2, 1));
-        let o_new = g.dot_general(p_new, v, batched(2, 1));
-        let o = g.add(o_cache, o_new);
+        let o = match cache {
+            Some((_, v_cache)) => {
+                let p_cache = g.narrow_(p, 2, 0, ctx);
+                let p_new = g.narrow_(p, 2, ctx, seq);
+                let o_cache = g.dot_general(p_cache, v_cache, batched(2, 1));
+                let o_new = g.dot_general(p_new, v, batched(2, 1));
+                g.add(o_cache, o_new)
+            }
+            None => g.dot_general(p, v, batched(2, 1)),
+        };
         let o = g.reshape_(o, &[nh as i64, seq as i64, hd as i64]);
         let o = g.transpose_(o, &[1, 0, 2]);
         g.reshape_(o, &[seq as i64, self.cfg.dim as i64])
@@ -179,8 +191,8 @@ impl<'w> Builder<'_, 'w> {
 }
 
 /// Builds the step graph for `seq` new tokens and a cache of `ctx` slots
-/// of `kv` elements. The cache params are not in [`StepGraph::params`]
-/// (the caller sets and extends them).
+/// (0: no cache params) of `kv` elements. The cache params are not in
+/// [`StepGraph::params`] (the caller sets and extends them).
 pub fn build_step_graph<'w>(
     cfg: &LlamaConfig,
     w: &'w LlamaWeights,
@@ -203,11 +215,13 @@ pub fn build_step_graph<'w>(
     let mut kv_out = Vec::with_capacity(2 * cfg.n_layers);
     for (l, lw) in w.layers.iter().enumerate() {
         let p = |t: &str| format!("blk.{l}.{t}");
-        let cache_shape = Shape::new(&[nkv, ctx, hd], kv.dtype());
-        let k_cache = b.g.param(&cache_param("k", l), cache_shape.clone());
-        let v_cache = b.g.param(&cache_param("v", l), cache_shape);
-        let k_cache = b.g.cast(k_cache, DType::F32);
-        let v_cache = b.g.cast(v_cache, DType::F32);
+        // No cache params without slots (a prompt's first chunk).
+        let cache = (ctx > 0).then(|| {
+            let cache_shape = Shape::new(&[nkv, ctx, hd], kv.dtype());
+            let k_cache = b.g.param(&cache_param("k", l), cache_shape.clone());
+            let v_cache = b.g.param(&cache_param("v", l), cache_shape);
+            (b.g.cast(k_cache, DType::F32), b.g.cast(v_cache, DType::F32))
+        });
         let h = b.rms_norm(x, p("attn_norm"), &lw.attn_norm);
         let (q, k, v) = b.projections(h, l, lw, seq);
         let q = b.g.rope_interleaved(q, cos, sin);
@@ -216,7 +230,7 @@ pub fn build_step_graph<'w>(
         let (k, v) = (b.g.cast(k, kv.dtype()), b.g.cast(v, kv.dtype()));
         kv_out.extend([k, v]);
         let (k, v) = (b.g.cast(k, DType::F32), b.g.cast(v, DType::F32));
-        let a = b.attention(q, k, v, k_cache, v_cache, mask, seq, ctx);
+        let a = b.attention(q, k, v, cache, mask, seq, ctx);
         let o = b.matmul(a, p("attn_output"), &lw.wo);
         x = b.g.add(x, o);
         let h = b.rms_norm(x, p("ffn_norm"), &lw.ffn_norm);

@@ -76,29 +76,36 @@ struct Step {
 
 impl Step {
     /// Copies the rows of `cache` this graph has not seen into its params.
+    /// Rows past its slots are left out: the graph runs only while the
+    /// cache fills no more of them.
     fn sync(&mut self, cache: &KvCache, n_layers: usize) -> Result<()> {
         if self.synced.0 != cache.id() {
             self.synced = (cache.id(), 0);
         }
-        let from = self.synced.1.min(cache.len());
-        if from == cache.len() {
+        let to = cache.len().min(self.ctx);
+        let from = self.synced.1.min(to);
+        if from == to {
             return Ok(());
         }
         for l in 0..n_layers {
             for (kind, t) in [("k", cache.keys(l)), ("v", cache.values(l))] {
                 let name = cache_param(kind, l);
-                for (r, offset) in cache.row_bytes(from, cache.len(), self.ctx) {
+                for (r, offset) in cache.row_bytes(from, to, self.ctx) {
                     self.graph.write_param_bytes(&name, offset, &t.bytes()[r])?;
                 }
             }
         }
-        self.synced.1 = cache.len();
+        self.synced.1 = to;
         Ok(())
     }
 }
 
 /// The prompt-chunk graphs (`prefill_chunk` > 1).
 struct Prefill {
+    /// A chunk with last-row logits into an empty cache: no cache slots,
+    /// so the prompt's first chunk attends over its own tokens only (over
+    /// the smallest bucket, half its score columns were masked slots).
+    first: Step,
     /// Chunks with last-row logits, by cache bucket (those of at least a
     /// chunk's slots).
     last: Vec<Step>,
@@ -145,8 +152,9 @@ impl Prefill {
 /// steps and for prompt chunks (and pieces of them) with last-row logits
 /// (generation), one per cache bucket (64, 128, ... slots up to the
 /// context, so a step attends over at most about twice the filled
-/// length), and one for chunks with every row's logits
-/// ([`LlamaModel::forward`]), each compiled once. The graphs share one copy of the weights; each keeps its own KV
+/// length; a prompt's first chunk in one without cache slots), and one for
+/// chunks with every row's logits ([`LlamaModel::forward`]), each compiled
+/// once. The graphs share one copy of the weights; each keeps its own KV
 /// cache params, extended in place row by row.
 pub struct LlamaModel {
     config: LlamaConfig,
@@ -232,6 +240,7 @@ impl LlamaModel {
                     .map(|s| compile(&config, &weights, s, piece_ctx, LogitRows::Last, kv, from))
                     .collect::<Result<Vec<_>>>()?;
                 Some(Prefill {
+                    first: compile(&config, &weights, p, 0, LogitRows::Last, kv, from)?,
                     last: last_rows(p)?,
                     small,
                     all: compile(&config, &weights, p, ctx, LogitRows::All, kv, from)?,
@@ -316,6 +325,7 @@ impl LlamaModel {
             let need = cache.len() + n;
             let step = match (&mut self.prefill, rows) {
                 _ if n == 1 => bucket_for(&mut self.decode, need),
+                (Some(p), LogitRows::Last) if cache.is_empty() && n == p.first.seq => &mut p.first,
                 (Some(p), LogitRows::Last) => match p.piece(n, need) {
                     Some(i) => &mut p.small[i],
                     None => bucket_for(&mut p.last, need),
@@ -450,10 +460,12 @@ fn compile(
             None => graph.set_param_typed(&name, value)?,
         }
     }
-    let zeros = HostTensor::zeros(kv.dtype(), &[cfg.n_kv_heads, ctx, cfg.head_dim]);
-    for l in 0..cfg.n_layers {
-        for kind in ["k", "v"] {
-            graph.set_param_typed(&cache_param(kind, l), &zeros)?;
+    if ctx > 0 {
+        let zeros = HostTensor::zeros(kv.dtype(), &[cfg.n_kv_heads, ctx, cfg.head_dim]);
+        for l in 0..cfg.n_layers {
+            for kind in ["k", "v"] {
+                graph.set_param_typed(&cache_param(kind, l), &zeros)?;
+            }
         }
     }
     Ok(Step {

@@ -116,6 +116,33 @@ fn f32_logits_and_greedy_match_numpy() {
     }
 }
 
+/// A prompt's first chunk runs in a graph without cache slots (it attends
+/// over its own tokens only): the last row's logits of the 8-token prompt
+/// in one such chunk (8), in two (4 + 4: the second over the cache the
+/// first filled) and after it (2 + 2 + ... from chunk 2) are numpy's.
+#[test]
+fn first_chunk_without_cache_slots_matches_numpy() {
+    let fx = fixture();
+    let prompt = ids(&fx["prompt"]);
+    let last = &fx["exact"]["logits"].as_array().unwrap()[prompt.len() - 1];
+    for chunk in [8, 4, 2] {
+        for mode in [WeightMode::F32, WeightMode::Quantized] {
+            let mut m = model(mode, chunk);
+            let vocab = m.config().vocab_size;
+            let mut cache = m.new_cache();
+            let logits = m.forward_last(&prompt, &mut cache).unwrap();
+            assert_eq!(cache.len(), prompt.len());
+            let err = max_rel_err(&logits, &Json::Array(vec![last.clone()]), vocab);
+            // Quantized: ggml's activation rounding on top (see below).
+            let tol = if mode == WeightMode::F32 { 1e-4 } else { 5e-2 };
+            assert!(
+                err < tol,
+                "chunk {chunk} {mode:?}: relative logit error {err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn quantized_logits_and_greedy_match_numpy_ggml_math() {
     let fx = fixture();
