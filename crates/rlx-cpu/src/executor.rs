@@ -24,6 +24,8 @@ mod packed_weights;
 mod param_update;
 #[path = "stem_pool_plan.rs"]
 mod stem_pool_plan;
+#[path = "widen_on_read.rs"]
+mod widen_on_read;
 #[path = "winograd_weights.rs"]
 mod winograd_weights;
 
@@ -143,6 +145,8 @@ pub struct CpuExecutable {
     packing: packed_weights::Packing,
     /// Winograd / NCHWc conv weights prepared once ([`winograd_weights`]).
     winograd: winograd_weights::WinogradWeights,
+    /// Casts not run: their readers read the source ([`widen_on_read`]).
+    widened: Vec<Option<NodeId>>,
     /// Caller tensors of the current run read / written in place.
     bound: Bound,
     /// Threads this executable's kernels use (`None`: [`crate::num_threads`]'s default).
@@ -209,6 +213,7 @@ impl CpuExecutable {
         }
         let winograd = winograd_weights::WinogradWeights::plan(&lir, &locs, &constants);
         let packing = packed_weights::Packing::plan(&lir, |n| winograd.overrides_packing(n));
+        let widened = widen_on_read::plan(&lir);
         let mut exec = CpuExecutable {
             bound: Bound {
                 inputs: vec![false; lir.io.inputs.len()],
@@ -222,6 +227,7 @@ impl CpuExecutable {
             control: programs,
             packing,
             winograd,
+            widened,
             lir,
             profile: Profile::from_env(),
             thread_limit: None,
@@ -243,6 +249,13 @@ impl CpuExecutable {
     /// 1, image and output NCHWc-blocked: `kernels/winograd_blocked.rs`).
     pub fn winograd_blocked_convs(&self) -> usize {
         self.winograd.winograd_blocked_convs()
+    }
+
+    /// How many f16 -> f32 casts of params or constants are not run: their
+    /// readers (dot_generals) widen the f16 bytes as they load them
+    /// (`widen_on_read.rs`).
+    pub fn widened_casts(&self) -> usize {
+        self.widened.iter().flatten().count()
     }
 
     /// How many stem convs the last run ran together with their max pool
@@ -339,8 +352,13 @@ impl CpuExecutable {
             .collect();
         self.stem_pools_fused = fused.len();
         for &id in &self.lir.schedule {
-            if self.lir.plan.runs_nothing(id.index()) || fused.iter().any(|f| f.1 == id) {
-                continue; // a view, a joined concat, or a stem its max pool runs
+            if self.lir.plan.runs_nothing(id.index())
+                || fused.iter().any(|f| f.1 == id)
+                || self.widened[id.index()].is_some()
+            {
+                // A view, a joined concat, a stem its max pool runs, or a
+                // cast its readers widen.
+                continue;
             }
             let n = g.node(id);
             // A max pool run with its stem conv reads the conv's inputs.
@@ -354,10 +372,12 @@ impl CpuExecutable {
                     if alias == Some(i.index()) {
                         return None;
                     }
-                    let (at, len) = places.at(i.index());
+                    // A folded cast's readers read its source.
+                    let src = self.widened[i.index()].unwrap_or(i);
+                    let (at, len) = places.at(src.index());
                     Some(View {
                         dims: &self.dims[i.index()],
-                        dtype: g.shape(i).dtype(),
+                        dtype: g.shape(src).dtype(),
                         // SAFETY: `at` holds `len` bytes of a live value, and the
                         // planner never lets a live input share bytes with this
                         // output (an input overwritten in place is not viewed:

@@ -386,3 +386,78 @@ fn dot_general_strided_and_copied_layouts() {
         );
     }
 }
+
+/// dot_general of an f32 operand with an f16 one into f32 (a cast the
+/// executor folds into its readers, `widen_on_read`): the decode
+/// attention layouts (scores over keys `[kv, n, k]`, values `[kv, k, n]`) at
+/// 1 to 4 rows (the small-row kernels widening as they load, with column
+/// and depth tails), more rows and one row (the f16 operand widened first),
+/// and the f16 operand on the left; 1 and 2 threads. Each element within
+/// f32 rounding of the f64 product of the values the operands hold, and
+/// bit for bit the f32 product of the widened operand.
+#[test]
+fn dot_general_f32_with_f16_operand() {
+    let scores = dims(&[0], &[0], &[2], &[2]);
+    let values = dims(&[0], &[0], &[2], &[1]);
+    let f16_lhs = dims(&[0], &[0], &[1], &[2]);
+    let cases = [
+        (&scores, [3, 3, 64], [3, 256, 64], Prec::F16),
+        (&scores, [2, 4, 37], [2, 45, 37], Prec::F16),
+        (&scores, [3, 2, 64], [3, 13, 64], Prec::F16),
+        (&values, [3, 3, 256], [3, 256, 64], Prec::F16),
+        (&values, [2, 4, 45], [2, 45, 37], Prec::F16),
+        (&scores, [3, 1, 64], [3, 40, 64], Prec::F16),
+        (&scores, [3, 24, 64], [3, 40, 64], Prec::F16),
+        (&values, [3, 24, 40], [3, 40, 64], Prec::F16),
+        // The f16 operand on the left: [kv, k, m] (contract 1) x [kv, n, k].
+        (&f16_lhs, [2, 33, 3], [2, 20, 33], Prec::F32),
+    ];
+    for (d, ad, bd, b_prec) in cases {
+        let a_prec = match b_prec {
+            Prec::F16 => Prec::F32,
+            _ => Prec::F16,
+        };
+        let (na, nb): (usize, usize) = (ad.iter().product(), bd.iter().product());
+        let ((ab, av), (bb, bv)) = (a_prec.encode(&data(na, 3)), b_prec.encode(&data(nb, 4)));
+        // The f32 operands of the same values: the product to match bit for bit.
+        let ((ab32, _), (bb32, _)) = (Prec::F32.encode(&av), Prec::F32.encode(&bv));
+        let (out_dims, want) = naive_dot_general(d, &av, &ad, &bv, &bd);
+        let k: usize = d.lhs_contract.iter().map(|&i| ad[i]).product();
+        let run = |a: &[u8], adt: DType, b: &[u8], bdt: DType| -> Vec<u8> {
+            let (a64, b64) = (aligned(a), aligned(b));
+            let olen = want.len() * 4;
+            let mut o64 = vec![u64::MAX; olen.div_ceil(8)];
+            let ins = [
+                View {
+                    dims: &ad,
+                    dtype: adt,
+                    bytes: &as_bytes(&a64)[..a.len()],
+                },
+                View {
+                    dims: &bd,
+                    dtype: bdt,
+                    bytes: &as_bytes(&b64)[..b.len()],
+                },
+            ];
+            let mut out = ViewMut {
+                dims: &out_dims,
+                dtype: DType::F32,
+                bytes: &mut as_bytes_mut(&mut o64)[..olen],
+            };
+            dot_general(d, &ins, &mut out).unwrap();
+            out.bytes.to_vec()
+        };
+        for threads in ["1", "2"] {
+            rlx_ir::env::set("RLX_NUM_THREADS", threads);
+            let mixed = run(&ab, a_prec.dtype(), &bb, b_prec.dtype());
+            let exact = run(&ab32, DType::F32, &bb32, DType::F32);
+            let what = format!("{ad:?} x {bd:?}, threads {threads}");
+            assert_eq!(mixed, exact, "{what}: not the f32 product's bits");
+            for (i, (g, &(w, abs))) in Prec::F32.decode(&mixed).iter().zip(&want).enumerate() {
+                let tol = k as f64 * Prec::F32.eps() * abs + 1e-30;
+                assert!((g - w).abs() <= tol, "{what} element {i}: {g} vs {w}");
+            }
+        }
+        rlx_ir::env::clear_override("RLX_NUM_THREADS");
+    }
+}

@@ -9,7 +9,7 @@ use crate::kv_cache::KvCache;
 use crate::weights::{embed_into, LlamaWeights, MatWeight, WeightMode};
 use rlx_gguf::GgufReader;
 use rlx_ir::HostTensor;
-use rlx_runtime::{CompiledGraph, Device, Session};
+use rlx_runtime::{CompileOptions, CompiledGraph, Device, Session};
 use std::path::Path;
 
 /// A masked key's bias: finite, so a fully masked block never makes NaNs,
@@ -453,7 +453,15 @@ fn compile(
     share: Option<&CompiledGraph>,
 ) -> Result<Step> {
     let step = build_step_graph(cfg, w, seq, ctx, rows, kv);
-    let mut graph = Session::new(Device::Cpu).try_compile(step.graph)?;
+    // Nothing hoisted into a param prelude: the cache params change every
+    // step, and a hoisted cast of an f16 cache would rerun over the whole
+    // cache each time (the CPU backend folds that cast into the attention
+    // products instead, which read the f16 cache in place).
+    let opts = CompileOptions {
+        hoist_params: false,
+        ..CompileOptions::default()
+    };
+    let mut graph = Session::new(Device::Cpu).try_compile_with(step.graph, &opts)?;
     for (name, value) in step.params {
         match share {
             Some(other) => graph.share_param_from(&name, other, &name)?,

@@ -220,6 +220,9 @@ fn dot_general_typed<T: Pod + Default>(
 /// A dtype without a kernel (Bool, complex).
 pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
+    if a.dtype != b.dtype {
+        return dot_general_widened(d, a, b, out);
+    }
     match a.dtype {
         DType::I8 => {
             dot_general_typed::<i8>(d, a, b, out, gemm_int);
@@ -276,13 +279,13 @@ fn gemm_batches<T: GemmFloat>(
 }
 
 /// [`gemm_batches`] with `product(a, b, c, threads)` for each entry.
-fn batches_of<T: Pod>(
-    a: Strided<T>,
+fn batches_of<A: Sync, B: Sync, T: Pod>(
+    a: Strided<A>,
     a_offs: &[usize],
-    b: Strided<T>,
+    b: Strided<B>,
     b_offs: &[usize],
     c: &mut [T],
-    product: impl Fn(Strided<T>, Strided<T>, &mut [T], usize) + Sync,
+    product: impl Fn(Strided<A>, Strided<B>, &mut [T], usize) + Sync,
 ) {
     let mn = a.rows * b.cols;
     if mn == 0 {
@@ -431,7 +434,11 @@ fn batch_offsets(axes: &[usize], dims: &[usize], strides: &[usize]) -> Vec<usize
 /// The two operands of one product in `a` / `b`: `shape` is `[m, lhs row
 /// stride, k, lhs contraction stride, rhs contraction stride, n, rhs
 /// column stride]`.
-fn operands<'x, U>(a: &'x [U], b: &'x [U], shape: [usize; 7]) -> (Strided<'x, U>, Strided<'x, U>) {
+fn operands<'x, A, B>(
+    a: &'x [A],
+    b: &'x [B],
+    shape: [usize; 7],
+) -> (Strided<'x, A>, Strided<'x, B>) {
     let [m, sm, k, sak, sbk, n, sn] = shape;
     let lhs = Strided {
         data: a,
@@ -454,21 +461,77 @@ fn operands<'x, U>(a: &'x [U], b: &'x [U], shape: [usize; 7]) -> (Strided<'x, U>
 
 /// dot_general of floats, reading both operands in place when their axis
 /// groups collapse (always for plain and transposed matmuls).
+/// How a dot_general reads both operands in place: the `operands` shape
+/// and each batch entry's element offsets in `a` and `b`, or `None` when an
+/// axis group does not collapse to one stride.
+fn in_place_plan(d: &DotDims, a: &[usize], b: &[usize]) -> Option<InPlace> {
+    let (fa, fb) = free_axes(d, a.len(), b.len());
+    let (sa, sb) = (contiguous_strides(a), contiguous_strides(b));
+    let (m, sm) = merged_axis(&fa, a, &sa)?;
+    let (k, sak) = merged_axis(&d.lhs_contract, a, &sa)?;
+    let (_, sbk) = merged_axis(&d.rhs_contract, b, &sb)?;
+    let (n, sn) = merged_axis(&fb, b, &sb)?;
+    Some(InPlace {
+        shape: [m, sm, k, sak, sbk, n, sn],
+        a_offs: batch_offsets(&d.lhs_batch, a, &sa),
+        b_offs: batch_offsets(&d.rhs_batch, b, &sb),
+    })
+}
+
+/// See [`in_place_plan`].
+struct InPlace {
+    shape: [usize; 7],
+    a_offs: Vec<usize>,
+    b_offs: Vec<usize>,
+}
+
+/// dot_general of an f32 lhs and an f16 rhs (or the reverse) into f32: a
+/// cast the CPU executor folded into this product (`widen_on_read`). A
+/// product of 2 to `small_rows::MAX_ROWS` rows whose operands read in
+/// place (a decode step's attention over an f16 KV cache) widens the f16
+/// elements as it loads them; any other widens the f16 operand first and
+/// runs the f32 product. Either way the result is the f32 product of the
+/// widened operand, bit for bit.
+fn dot_general_widened(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) -> KernelResult {
+    use DType::{F16, F32};
+    let widened =
+        |v: &View| -> Vec<f32> { v.slice::<half::f16>().iter().map(|x| x.to_f32()).collect() };
+    match (a.dtype, b.dtype, out.dtype) {
+        (F32, F16, F32) => {
+            if let Some(p) = in_place_plan(d, a.dims, b.dims)
+                .filter(|p| small_rows::available() && (2..=small_rows::MAX_ROWS).contains(&p.shape[0]))
+            {
+                let (lhs, rhs) = operands(a.slice::<f32>(), b.slice::<half::f16>(), p.shape);
+                batches_of(lhs, &p.a_offs, rhs, &p.b_offs, out.slice::<f32>(), small_rows::product);
+                return Ok(());
+            }
+            let wide = widened(b);
+            let b = View { dims: b.dims, dtype: F32, bytes: f32_bytes(&wide) };
+            dot_general_float::<f32>(d, a, &b, out);
+            Ok(())
+        }
+        (F16, F32, F32) => {
+            let wide = widened(a);
+            let a = View { dims: a.dims, dtype: F32, bytes: f32_bytes(&wide) };
+            dot_general_float::<f32>(d, &a, b, out);
+            Ok(())
+        }
+        (x, y, o) => Err(fail!(
+            "dot_general: operands {x:?} and {y:?} into {o:?} (mixed operands: f32 with f16 into f32 only)"
+        )),
+    }
+}
+
+/// The bytes of an f32 slice.
+fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding and u8 alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
 fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) {
-    let (fa, fb) = free_axes(d, a.dims.len(), b.dims.len());
-    let (sa, sb) = (contiguous_strides(a.dims), contiguous_strides(b.dims));
-    let groups = (
-        merged_axis(&fa, a.dims, &sa),
-        merged_axis(&d.lhs_contract, a.dims, &sa),
-        merged_axis(&d.rhs_contract, b.dims, &sb),
-        merged_axis(&fb, b.dims, &sb),
-    );
-    if let (Some((m, sm)), Some((k, sak)), Some((_, sbk)), Some((n, sn))) = groups {
-        let shape = [m, sm, k, sak, sbk, n, sn];
-        let oa = batch_offsets(&d.lhs_batch, a.dims, &sa);
-        let ob = batch_offsets(&d.rhs_batch, b.dims, &sb);
-        let (lhs, rhs) = operands(a.slice::<T>(), b.slice::<T>(), shape);
-        gemm_batches(lhs, &oa, rhs, &ob, out.slice::<T>());
+    if let Some(p) = in_place_plan(d, a.dims, b.dims) {
+        let (lhs, rhs) = operands(a.slice::<T>(), b.slice::<T>(), p.shape);
+        gemm_batches(lhs, &p.a_offs, rhs, &p.b_offs, out.slice::<T>());
         return;
     }
     // Scattered axes: copy into [batch, m, k] x [batch, k, n] first.

@@ -20,10 +20,56 @@
 //!
 //! Other layouts run a scalar loop of the same chains (`mul_add`). Routed
 //! only where the vector kernels run ([`available`]).
+//!
+//! `b` may also be f16 ([`Elem`]): an f16 KV cache read in place, each
+//! element widened as it is loaded (`vcvtph2ps`), so the sums are those
+//! of the same product on the cache cast to f32 first, bit for bit, at
+//! half the bytes read.
 
 use super::gemm::Strided;
 use super::gemv::GEMV_GRAIN;
 use crate::team;
+use half::f16;
+
+/// An element type of `b`: f32, or f16 widened exactly as it is read.
+pub(crate) trait Elem: Copy + Sync {
+    /// The value as f32 (exact).
+    fn widen(self) -> f32;
+
+    /// Eight consecutive elements at `p`, widened.
+    ///
+    /// # Safety
+    /// AVX2 + F16C, and eight elements readable at `p`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl Elem for f32 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
+        std::arch::x86_64::_mm256_loadu_ps(p)
+    }
+}
+
+impl Elem for f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+}
 
 /// Rows of `a` this kernel takes; a product with more runs the GEMM.
 pub(crate) const MAX_ROWS: usize = 4;
@@ -31,12 +77,14 @@ pub(crate) const MAX_ROWS: usize = 4;
 /// Column granularity of a threaded split (two cache lines of `c`).
 const SPLIT: usize = 16;
 
-/// Whether this CPU runs the vector kernels (AVX2 + FMA); elsewhere the
-/// products stay with the GEMM.
+/// Whether this CPU runs the vector kernels (AVX2 + FMA + F16C); elsewhere
+/// the products stay with the GEMM.
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -50,7 +98,7 @@ pub(crate) fn available() -> bool {
 ///
 /// # Panics
 /// On operands whose shapes disagree or reach past their buffers.
-pub(crate) fn product(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: usize) {
+pub(crate) fn product<B: Elem>(a: Strided<f32>, b: Strided<B>, c: &mut [f32], threads: usize) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert!(
         (1..=MAX_ROWS).contains(&m) && b.rows == k && c.len() == m * n,
@@ -100,10 +148,16 @@ pub(crate) fn product(a: Strided<f32>, b: Strided<f32>, c: &mut [f32], threads: 
 /// `b` lies inside its buffer, `rows` hold `1..=MAX_ROWS` slices of
 /// `b.rows`, `c` points at `rows.len() x b.cols` elements of which no other
 /// thread touches the columns `cols`.
-unsafe fn columns(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize>, c: *mut f32) {
+unsafe fn columns<B: Elem>(
+    rows: &[&[f32]],
+    b: &Strided<B>,
+    cols: std::ops::Range<usize>,
+    c: *mut f32,
+) {
     #[cfg(target_arch = "x86_64")]
     if available() && (b.row_stride == 1 || b.col_stride == 1) {
-        // SAFETY: the CPU has AVX2 + FMA; the rest is the caller's contract.
+        // SAFETY: the CPU has AVX2 + FMA + F16C; the rest is the caller's
+        // contract.
         unsafe {
             if b.col_stride == 1 {
                 x86::axpy_rows(rows, b, cols, c)
@@ -118,7 +172,7 @@ unsafe fn columns(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize
 }
 
 /// One past the largest element offset `s` reads.
-fn reach(s: &Strided<f32>) -> usize {
+fn reach<T>(s: &Strided<T>) -> usize {
     s.offset + (s.rows - 1) * s.row_stride + (s.cols - 1) * s.col_stride + 1
 }
 
@@ -128,13 +182,18 @@ fn reach(s: &Strided<f32>) -> usize {
 ///
 /// # Safety
 /// As [`columns`].
-unsafe fn chains(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize>, c: *mut f32) {
+unsafe fn chains<B: Elem>(
+    rows: &[&[f32]],
+    b: &Strided<B>,
+    cols: std::ops::Range<usize>,
+    c: *mut f32,
+) {
     let n = b.cols;
     for (i, row) in rows.iter().enumerate() {
         for j in cols.clone() {
             let col = b.offset + j * b.col_stride;
             let s = row.iter().enumerate().fold(0f32, |s, (p, &x)| {
-                x.mul_add(b.data[col + p * b.row_stride], s)
+                x.mul_add(b.data[col + p * b.row_stride].widen(), s)
             });
             // SAFETY: (i, j) is inside c and in this caller's columns.
             unsafe { *c.add(i * n + j) = s };
@@ -144,7 +203,7 @@ unsafe fn chains(rows: &[&[f32]], b: &Strided<f32>, cols: std::ops::Range<usize>
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Strided, MAX_ROWS};
+    use super::{Elem, Strided, MAX_ROWS};
     use std::arch::x86_64::*;
     use std::ops::Range;
 
@@ -169,8 +228,13 @@ mod x86 {
     /// Asks for the cache line at `p` (never faults, so `p` may lie past
     /// the operand).
     #[inline(always)]
-    unsafe fn prefetch(p: *const f32) {
+    unsafe fn prefetch<T>(p: *const T) {
         _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+    }
+
+    /// Elements of `T` in a cache line.
+    const fn per_line<T>() -> usize {
+        64 / std::mem::size_of::<T>()
     }
 
     /// `c[i, cols] = sum_p rows[i][p] * b[p, cols]` with b's rows
@@ -179,10 +243,10 @@ mod x86 {
     ///
     /// # Safety
     /// AVX2 + FMA, and the contract of `super::columns`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn axpy_rows(
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn axpy_rows<B: Elem>(
         rows: &[&[f32]],
-        b: &Strided<f32>,
+        b: &Strided<B>,
         cols: Range<usize>,
         c: *mut f32,
     ) {
@@ -199,12 +263,12 @@ mod x86 {
                     // The first block's pass asks for the part's whole row
                     // of b, AHEAD_ROWS ahead; the later passes find it.
                     let ahead = bp.wrapping_add((p + AHEAD_ROWS) * rs);
-                    for at in (cols.start..cols.end).step_by(16) {
+                    for at in (cols.start..cols.end).step_by(per_line::<B>()) {
                         prefetch(ahead.wrapping_add(at));
                     }
                 }
-                let b0 = _mm256_loadu_ps(row);
-                let b1 = _mm256_loadu_ps(row.add(8));
+                let b0 = B::load8(row);
+                let b1 = B::load8(row.add(8));
                 for i in 0..m {
                     let x = _mm256_broadcast_ss(&*ap[i].add(p));
                     acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
@@ -227,10 +291,10 @@ mod x86 {
     ///
     /// # Safety
     /// AVX2 + FMA, and the contract of `super::columns`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot_columns(
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_columns<B: Elem>(
         rows: &[&[f32]],
-        b: &Strided<f32>,
+        b: &Strided<B>,
         cols: Range<usize>,
         c: *mut f32,
     ) {
@@ -240,19 +304,19 @@ mod x86 {
         let ap = row_ptrs(rows);
         let mut j = cols.start;
         while j + 8 <= cols.end {
-            let col: [*const f32; 8] = std::array::from_fn(|t| bp.add((j + t) * b.col_stride));
+            let col: [*const B; 8] = std::array::from_fn(|t| bp.add((j + t) * b.col_stride));
             // The columns AHEAD_COLS ahead, every line of them (a key of
             // the KV cache is one column).
             for t in 0..8 {
                 let ahead = bp.wrapping_add((j + AHEAD_COLS + t) * b.col_stride);
-                for p in (0..k).step_by(16) {
+                for p in (0..k).step_by(per_line::<B>()) {
                     prefetch(ahead.wrapping_add(p));
                 }
             }
             let mut acc = [_mm256_setzero_ps(); MAX_ROWS];
             let mut p = 0;
             while p < k8 {
-                let depth = transpose8(std::array::from_fn(|t| _mm256_loadu_ps(col[t].add(p))));
+                let depth = transpose8(std::array::from_fn(|t| B::load8(col[t].add(p))));
                 for (q, v) in depth.iter().enumerate() {
                     for i in 0..m {
                         let x = _mm256_broadcast_ss(&*ap[i].add(p + q));
@@ -263,14 +327,14 @@ mod x86 {
             }
             for p in k8..k {
                 let v = _mm256_setr_ps(
-                    *col[0].add(p),
-                    *col[1].add(p),
-                    *col[2].add(p),
-                    *col[3].add(p),
-                    *col[4].add(p),
-                    *col[5].add(p),
-                    *col[6].add(p),
-                    *col[7].add(p),
+                    (*col[0].add(p)).widen(),
+                    (*col[1].add(p)).widen(),
+                    (*col[2].add(p)).widen(),
+                    (*col[3].add(p)).widen(),
+                    (*col[4].add(p)).widen(),
+                    (*col[5].add(p)).widen(),
+                    (*col[6].add(p)).widen(),
+                    (*col[7].add(p)).widen(),
                 );
                 for i in 0..m {
                     acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap[i].add(p)), v, acc[i]);
