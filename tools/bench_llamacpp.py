@@ -5,14 +5,16 @@ Run (from the repository root, after a release build of the example):
     cargo build --release -p rlx-llama --example generate
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ~/.cache/rlx-ref/venv/bin/python \
         tools/bench_llamacpp.py [--threads 1 2] [--repeat 2] [--tokens 64] [--model PATH ...] \
-        [--rlx target/release/examples/generate] [--rlx-args "--prefill-chunk 64 --kv-f16"]
+        [--rlx target/release/examples/generate] [--rlx-args="--prefill-chunk 64 --kv-f32"]
   env: ~/.cache/rlx-ref/venv with llama-cpp-python 0.3.36 (CPU build).
   --model defaults to $RLX_MODELS/gguf/SmolLM2-135M-Instruct.Q4_1.gguf; several paths run one
   after the other (e.g. the Q8_0 / Q4_K_M files tools/quantize_smollm2.py makes), one table each.
-  --rlx-args: extra arguments for RLX's `generate` (split on spaces).
+  --rlx-args: extra arguments for RLX's `generate` (split on spaces; write `--rlx-args=...`
+  when they start with `--`).
 
 Both run the same prompt (the sentence of BENCHMARKS.md repeated 8 times, 136 tokens) from an
-empty cache, greedy, with EOS ignored, the same thread count (llama.cpp n_threads /
+empty cache (f16 keys / values on both sides: llama.cpp's default and `generate`'s), greedy,
+with EOS ignored, the same thread count (llama.cpp n_threads /
 n_threads_batch, RLX RLX_NUM_THREADS), alternating llama.cpp and RLX `--repeat` times per thread
 count so that machine load hits both alike. Prefill: the prompt in one call (llama.cpp: one
 batch of all its tokens; RLX: chunks of 128 and the remainder in pieces of 32 / 8: 128 + 8). Decode: one

@@ -3,8 +3,11 @@
 //! ```text
 //! RLX_NUM_THREADS=2 cargo run --release -p rlx-llama --example generate -- \
 //!     --prompt "The capital of France is" -n 64 [--chat | --no-chat] [--ignore-eos] [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] \
-//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 128] [--kv-f16]
+//!     [--model PATH] [--f32] [--context 512] [--prefill-chunk 128] [--kv-f32]
 //! ```
+//! The KV cache is f16, as llama.cpp's and `rlx generate`'s default (half
+//! the cache's memory and attention traffic; new keys / values rounded to
+//! it); `--kv-f32` keeps it exact (`--kv-f16` is accepted too).
 //! `--chat` (the default when the file has a `tokenizer.chat_template`)
 //! renders the prompt as one user turn with that template, ending with the
 //! assistant's header; `--no-chat` feeds the text as is.
@@ -25,7 +28,7 @@ use std::time::Instant;
 const USAGE: &str =
     "usage: generate [--model PATH] [--prompt TEXT] [-n N] [--chat | --no-chat] [--ignore-eos] \
 [--temperature T] [--top-k K] [--top-p P] [--seed S] [--f32] [--context N] [--prefill-chunk N] \
-[--kv-f16]";
+[--kv-f32]";
 
 struct Args {
     model: PathBuf,
@@ -56,7 +59,10 @@ fn parse() -> Result<Args, String> {
         chat: None,
         ignore_eos: false,
         sampler: SamplerConfig::greedy(),
-        opts: LlamaOptions::default(),
+        opts: LlamaOptions {
+            kv_cache: KvCacheDtype::F16,
+            ..LlamaOptions::default()
+        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -75,6 +81,7 @@ fn parse() -> Result<Args, String> {
             "--seed" => a.sampler.seed = num(value()?)? as u32,
             "--f32" => a.opts.weights = WeightMode::F32,
             "--kv-f16" => a.opts.kv_cache = KvCacheDtype::F16,
+            "--kv-f32" => a.opts.kv_cache = KvCacheDtype::F32,
             "--context" => a.opts.context = num(value()?)? as usize,
             "--prefill-chunk" => a.opts.prefill_chunk = num(value()?)? as usize,
             "-h" | "--help" => return Err(USAGE.into()),

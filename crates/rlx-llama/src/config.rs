@@ -13,8 +13,9 @@ pub enum KvCacheDtype {
     #[default]
     F32,
     /// f16 (as llama.cpp's default cache): half the cache memory and
-    /// copy traffic; attention widens the cache to f32 before its products,
-    /// so only the stored keys / values are rounded (about 3 decimal digits).
+    /// traffic; attention widens each element to f32 as it reads it (the
+    /// CPU backend folds the graph's cast into the products), so only the
+    /// stored keys / values are rounded (about 3 decimal digits).
     F16,
 }
 
