@@ -229,14 +229,16 @@ fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
 /// least 4 activation rows on AVX-512 VNNI) against the same checks: an odd
 /// block count (a trailing block in a pair's low half), odd weight-row counts
 /// (a single-row tile), token remainders of 1-7 after tiles of 8, every
-/// thread split; each value the portable path's bits and the single-row
+/// thread split (and several parts a thread where there are rows enough);
+/// each value the portable path's bits and the single-row
 /// GEMV's bits, and within 1e-5 of the L1 magnitude of the f64 reference.
 #[test]
 fn panel_gemm_is_bit_identical_to_scalar_and_to_single_rows() {
     use QuantScheme::*;
-    let legacy = [(5, 288), (6, 576), (3, 32)];
+    // 301 / 260 weight rows: several parts per thread, of uneven sizes.
+    let legacy = [(5, 288), (6, 576), (3, 32), (301, 64)];
     // K-quants: one, two (a whole pair), three (a half pair) and six blocks.
-    let k_shapes = [(5, 256), (6, 512), (3, 768), (4, 1536)];
+    let k_shapes = [(5, 256), (6, 512), (3, 768), (4, 1536), (260, 256)];
     let schemes = [
         GgufQ4_0, GgufQ4_1, GgufQ5_0, GgufQ8_0, GgufQ4K, GgufQ5K, GgufQ6K,
     ];

@@ -135,6 +135,41 @@ struct Job<'a> {
     x: &'a [f32],
     act: Option<Act>,
     m: usize,
+    /// The panel GEMMs' activation layout, made once for every part.
+    #[cfg(target_arch = "x86_64")]
+    panel: Option<Panel>,
+}
+
+/// Prepared activations of the 512-bit panel GEMMs (prefill).
+#[cfg(target_arch = "x86_64")]
+enum Panel {
+    Blocks(panels::Prepared),
+    KQuants(kpanels::Prepared),
+}
+
+/// Parts per thread a panel GEMM's weight rows are cut into: the team
+/// hands them to whichever thread is free, so a thread whose core is
+/// slower (on these VMs the worker's part of a prefill product took
+/// 10-35 % longer than the caller's) does fewer of them.
+#[cfg(target_arch = "x86_64")]
+const PANEL_PARTS_PER_THREAD: usize = 4;
+
+/// Fewest weight rows in a panel GEMM's part (unpacking is per row, the
+/// activation tiles are shared).
+#[cfg(target_arch = "x86_64")]
+const PANEL_PART_ROWS: usize = 64;
+
+/// The activation rows of `act` as [`ActRow`] views (`k` deep).
+fn act_rows<'a>(act: &'a Act, lay: &Layout, k: usize, m: usize) -> Vec<ActRow<'a>> {
+    let (nb, ng) = (k / lay.block, k / lay.group);
+    (0..m)
+        .map(|i| ActRow {
+            q: &act.q[i * k..(i + 1) * k],
+            d: &act.d[i * nb..(i + 1) * nb],
+            s: act.s.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
+            gsum: &act.gsum[i * ng..(i + 1) * ng],
+        })
+        .collect()
 }
 
 impl QuantMatMul {
@@ -194,6 +229,33 @@ impl QuantMatMul {
         Ok(m)
     }
 
+    /// The panel GEMMs' prepared activations, where `isa` and the rows
+    /// take them (prefill products on AVX-512 VNNI).
+    #[cfg(target_arch = "x86_64")]
+    fn panel(
+        &self,
+        isa: QuantIsa,
+        lay: Option<&Layout>,
+        act: Option<&Act>,
+        m: usize,
+    ) -> Option<Panel> {
+        let (scheme, lay, act) = (self.scheme?, lay?, act?);
+        if isa != QuantIsa::Avx512Vnni || m < panels::MIN_ROWS || !planes::runs(scheme) {
+            return None;
+        }
+        let rows = act_rows(act, lay, self.k, m);
+        // SAFETY: `isa` is available (checked by `run`).
+        unsafe {
+            if panels::runs(scheme) {
+                Some(Panel::Blocks(panels::prepare(scheme, &rows)))
+            } else if kpanels::runs(scheme) {
+                Some(Panel::KQuants(kpanels::prepare(scheme, &rows)))
+            } else {
+                None
+            }
+        }
+    }
+
     /// Computes `out[M, N] = x[M, K] · Wᵀ` on `isa` (one of
     /// [`QuantIsa::available`]) with `threads` threads (at most one per
     /// output row); the op's kernel picks the count from `RLX_NUM_THREADS`
@@ -218,6 +280,8 @@ impl QuantMatMul {
             Some(l) => Some(quantize_act_rows(isa, l.act, x, (self.k, l.group), t)?),
             None => None,
         };
+        #[cfg(target_arch = "x86_64")]
+        let panel = self.panel(isa, lay.as_ref(), act.as_ref(), m);
         let job = Job {
             mm: *self,
             lay,
@@ -225,16 +289,28 @@ impl QuantMatMul {
             x,
             act,
             m,
+            #[cfg(target_arch = "x86_64")]
+            panel,
         };
         if t <= 1 {
             run_rows(&job, isa, 0, self.n, &mut OutCols::whole(out, m, self.n));
             return Ok(());
         }
-        // One block of weight rows per thread, run as one job of the
-        // persistent team (no thread spawned per call); each part writes
-        // its columns in place (a block per part copied into place by the
-        // calling thread afterwards left the other threads waiting).
-        let blocks = team::split(self.n, t, 1);
+        // Blocks of weight rows run as one job of the persistent team (no
+        // thread spawned per call); each part writes its columns in place
+        // (a block per part copied into place by the calling thread
+        // afterwards left the other threads waiting). One block per thread,
+        // or for the panel GEMMs several, taken by whichever thread is free.
+        #[cfg(target_arch = "x86_64")]
+        let parts = match job.panel {
+            Some(_) => (t * PANEL_PARTS_PER_THREAD)
+                .min(self.n / PANEL_PART_ROWS)
+                .max(t),
+            None => t,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let parts = t;
+        let blocks = team::split(self.n, parts, 1);
         let n = self.n;
         let shared = team::Disjoint::new(out);
         team::parallel_for(blocks.len(), |p| {
@@ -292,15 +368,22 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
         (Some(lay), Some(act)) if job.mm.scheme.is_some_and(planes::runs) => {
             let scheme = job.mm.scheme.expect("checked above");
             let row_bytes = k / lay.block * lay.block_bytes;
-            let (nb, ng) = (k / lay.block, k / lay.group);
-            let acts: Vec<ActRow> = (0..m)
-                .map(|i| ActRow {
-                    q: &act.q[i * k..(i + 1) * k],
-                    d: &act.d[i * nb..(i + 1) * nb],
-                    s: act.s.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
-                    gsum: &act.gsum[i * ng..(i + 1) * ng],
-                })
-                .collect();
+            #[cfg(target_arch = "x86_64")]
+            match &job.panel {
+                // SAFETY: `run` checked that the CPU runs `isa`, and
+                // prepared `p` for `scheme`.
+                Some(Panel::Blocks(p)) => {
+                    unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
+                    return;
+                }
+                // SAFETY: as above.
+                Some(Panel::KQuants(p)) => {
+                    unsafe { kpanels::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
+                    return;
+                }
+                None => {}
+            }
+            let acts = act_rows(act, lay, k, m);
             #[cfg(target_arch = "x86_64")]
             if isa == QuantIsa::Avx512Vnni && m == 1 && gemv512::runs(scheme) {
                 // SAFETY: `run` checked that the CPU runs `isa`.
@@ -312,19 +395,6 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
                 // SAFETY: as above.
                 unsafe { gemv512k::rows(scheme, job.w, row_bytes, (lo, hi), &acts[0], out) };
                 return;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if isa == QuantIsa::Avx512Vnni && m >= panels::MIN_ROWS {
-                // SAFETY: `run` checked that the CPU runs `isa`.
-                if panels::runs(scheme) {
-                    unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
-                    return;
-                }
-                if kpanels::runs(scheme) {
-                    // SAFETY: as above.
-                    unsafe { kpanels::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
-                    return;
-                }
             }
             let mut scratch = WeightRow::default();
             // Weight rows outside, activation tiles inside: a row's blocks

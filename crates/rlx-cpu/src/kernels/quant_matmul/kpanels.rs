@@ -37,12 +37,28 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
     matches!(scheme, GgufQ4K | GgufQ5K | GgufQ6K)
 }
 
+/// The activation side of a call, laid out for the tiles once and shared
+/// by every part of the call's weight rows ([`prepare`]).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct Prepared(x86::Acts);
+
+/// Lays out the activation rows `acts` (all of one call) for [`rows`].
+///
+/// # Safety
+/// As [`rows`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+pub(crate) unsafe fn prepare(scheme: QuantScheme, acts: &[ActRow]) -> Prepared {
+    Prepared(x86::prepare_acts(scheme, acts))
+}
+
 /// Output rows `lo..hi` of weights `w` (`row_bytes` a row) against every
-/// activation row of `acts`, into `out`'s `(i, j - lo)`.
+/// activation row of `a`, into `out`'s `(i, j - lo)`.
 ///
 /// # Safety
 /// The CPU runs AVX-512 F / BW / VL / VNNI, AVX2, FMA and F16C
-/// (`QuantIsa::Avx512Vnni`), and `runs(scheme)` holds.
+/// (`QuantIsa::Avx512Vnni`), `runs(scheme)` holds and `a` was prepared
+/// for `scheme`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 pub(crate) unsafe fn rows(
@@ -50,14 +66,14 @@ pub(crate) unsafe fn rows(
     w: &[u8],
     row_bytes: usize,
     (lo, hi): (usize, usize),
-    acts: &[ActRow],
+    a: &Prepared,
     out: &mut OutCols,
 ) {
-    x86::rows(scheme, w, row_bytes, (lo, hi), acts, out)
+    x86::rows(scheme, w, row_bytes, (lo, hi), &a.0, out)
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::super::panels::x86::{pair_scale, prefetch_bytes, reduce};
     use super::super::planes::x86::f16c_at;
     use super::super::planes::{block_weights, BlockWeights};
@@ -93,7 +109,10 @@ mod x86 {
     }
 
     /// The activation side of a call.
-    struct Acts {
+    pub(in crate::kernels::quant_matmul) struct Acts {
+        /// Activation rows and depth.
+        m: usize,
+        k: usize,
         /// `pairs * CHUNKS` steps of 64 bytes (see the module docs) per row,
         /// step-major (`step * rows + i`): a tile's rows lie at constant
         /// offsets from one pointer.
@@ -138,12 +157,15 @@ mod x86 {
     }
 
     #[inline(always)]
-    unsafe fn prepare_acts(scheme: QuantScheme, acts: &[ActRow], k: usize) -> Acts {
+    pub(super) unsafe fn prepare_acts(scheme: QuantScheme, acts: &[ActRow]) -> Acts {
+        let k = acts.first().map_or(0, |a| a.q.len());
         let nb = k / 256;
         let pairs = nb.div_ceil(2);
         let gp = group_pairs(scheme);
         let (m, tiles) = (acts.len(), acts.len().div_ceil(TOKENS));
         let mut a = Acts {
+            m,
+            k,
             q: vec![_mm512_setzero_si512(); m * pairs * CHUNKS],
             d: vec![_mm512_setzero_ps(); m * pairs],
             dt: vec![[0.0; TOKENS]; tiles * nb],
@@ -280,14 +302,13 @@ mod x86 {
         w: &[u8],
         row_bytes: usize,
         (lo, hi): (usize, usize),
-        acts: &[ActRow],
+        a: &Acts,
         out: &mut OutCols,
     ) {
-        let Some(k) = acts.first().map(|a| a.q.len()) else {
+        let (m, nb) = (a.m, a.k / 256);
+        if m == 0 {
             return;
-        };
-        let nb = k / 256;
-        let a = prepare_acts(scheme, acts, k);
+        }
         let mut rs: [Row; ROWS] = std::array::from_fn(|_| Row::new());
         let mut r = lo;
         while r < hi {
@@ -300,20 +321,20 @@ mod x86 {
                 w.as_ptr().wrapping_add((r + nw) * row_bytes),
                 ROWS * row_bytes,
             );
-            for t8 in (0..acts.len()).step_by(TOKENS) {
+            for t8 in (0..m).step_by(TOKENS) {
                 let tile = t8 / TOKENS;
                 let mut off = [[0f32; TOKENS]; ROWS];
                 for (o, row) in off.iter_mut().zip(&rs).take(nw) {
-                    *o = offsets(scheme, &a, row, tile, nb);
+                    *o = offsets(scheme, a, row, tile, nb);
                 }
-                let end = (t8 + TOKENS).min(acts.len());
+                let end = (t8 + TOKENS).min(m);
                 let mut t0 = t8;
                 while t0 < end {
                     let sums = match (nw, end - t0) {
-                        (2, n) if n >= TILE => tile_dots::<2, TILE>(&a, &rs, t0),
-                        (1, n) if n >= TILE => tile_dots::<1, TILE>(&a, &rs, t0),
-                        (2, _) => tile_dots::<2, 1>(&a, &rs, t0),
-                        _ => tile_dots::<1, 1>(&a, &rs, t0),
+                        (2, n) if n >= TILE => tile_dots::<2, TILE>(a, &rs, t0),
+                        (1, n) if n >= TILE => tile_dots::<1, TILE>(a, &rs, t0),
+                        (2, _) => tile_dots::<2, 1>(a, &rs, t0),
+                        _ => tile_dots::<1, 1>(a, &rs, t0),
                     };
                     for (j, (v, o)) in sums.v.iter().zip(&off).enumerate().take(nw) {
                         for t in 0..sums.rows {

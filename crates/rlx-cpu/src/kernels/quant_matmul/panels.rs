@@ -53,12 +53,28 @@ pub(crate) const ROWS: usize = 2;
 /// Activation rows per tile.
 pub(crate) const TOKENS: usize = 8;
 
+/// The activation side of a call, laid out for the tiles once and shared
+/// by every part of the call's weight rows ([`prepare`]).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct Prepared(x86::Acts);
+
+/// Lays out the activation rows `acts` (all of one call) for [`rows`].
+///
+/// # Safety
+/// As [`rows`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+pub(crate) unsafe fn prepare(scheme: QuantScheme, acts: &[ActRow]) -> Prepared {
+    Prepared(x86::prepare_acts(scheme, acts))
+}
+
 /// Output rows `lo..hi` of weights `w` (`row_bytes` a row) against every
-/// activation row of `acts`, into `out`'s `(i, j - lo)`.
+/// activation row of `a`, into `out`'s `(i, j - lo)`.
 ///
 /// # Safety
 /// The CPU runs AVX-512 F / BW / VL / VNNI, AVX2, FMA and F16C
-/// (`QuantIsa::Avx512Vnni`), and `runs(scheme)` holds.
+/// (`QuantIsa::Avx512Vnni`), `runs(scheme)` holds and `a` was prepared
+/// for `scheme`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 pub(crate) unsafe fn rows(
@@ -66,10 +82,10 @@ pub(crate) unsafe fn rows(
     w: &[u8],
     row_bytes: usize,
     (lo, hi): (usize, usize),
-    acts: &[ActRow],
+    a: &Prepared,
     out: &mut OutCols,
 ) {
-    x86::rows(scheme, w, row_bytes, (lo, hi), acts, out)
+    x86::rows(scheme, w, row_bytes, (lo, hi), &a.0, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -85,7 +101,10 @@ pub(super) mod x86 {
     /// The activation side of a call: aligned (Q8_0: biased) quants, block
     /// scales padded to whole pairs, and the offsets' per-block factors
     /// transposed to one lane per activation row.
-    struct Acts {
+    pub(in crate::kernels::quant_matmul) struct Acts {
+        /// Activation rows and depth.
+        m: usize,
+        k: usize,
         /// 64-byte chunks, pair-major (`p * rows + i`): a tile's rows lie
         /// at constant offsets from one pointer.
         q: Vec<__m512i>,
@@ -112,11 +131,14 @@ pub(super) mod x86 {
     }
 
     #[inline(always)]
-    unsafe fn prepare_acts(scheme: QuantScheme, acts: &[ActRow], k: usize) -> Acts {
+    pub(super) unsafe fn prepare_acts(scheme: QuantScheme, acts: &[ActRow]) -> Acts {
+        let k = acts.first().map_or(0, |a| a.q.len());
         let nb = k / 32;
         let pairs = nb.div_ceil(2);
         let (m, tiles) = (acts.len(), acts.len().div_ceil(OFF_TOKENS));
         let mut a = Acts {
+            m,
+            k,
             q: vec![_mm512_setzero_si512(); m * pairs],
             d: vec![_mm512_setzero_ps(); m * pairs],
             dt: vec![[0.0; OFF_TOKENS]; tiles * nb],
@@ -224,14 +246,13 @@ pub(super) mod x86 {
         w: &[u8],
         row_bytes: usize,
         (lo, hi): (usize, usize),
-        acts: &[ActRow],
+        a: &Acts,
         out: &mut OutCols,
     ) {
-        let Some(k) = acts.first().map(|a| a.q.len()) else {
+        let (m, nb) = (a.m, a.k / 32);
+        if m == 0 {
             return;
-        };
-        let nb = k / 32;
-        let a = prepare_acts(scheme, acts, k);
+        }
         let mut rs: [Row; ROWS] = std::array::from_fn(|_| Row {
             q: Vec::new(),
             d: Vec::new(),
@@ -250,22 +271,22 @@ pub(super) mod x86 {
                 w.as_ptr().wrapping_add((r + nw) * row_bytes),
                 ROWS * row_bytes,
             );
-            for t16 in (0..acts.len()).step_by(OFF_TOKENS) {
+            for t16 in (0..m).step_by(OFF_TOKENS) {
                 let tile = t16 / OFF_TOKENS;
                 let mut off = [[0f32; OFF_TOKENS]; ROWS];
                 for (o, row) in off.iter_mut().zip(&rs).take(nw) {
-                    *o = offsets(scheme, &a, row, tile, nb);
+                    *o = offsets(scheme, a, row, tile, nb);
                 }
-                let end = (t16 + OFF_TOKENS).min(acts.len());
+                let end = (t16 + OFF_TOKENS).min(m);
                 let mut t0 = t16;
                 while t0 < end {
                     let sums = match (nw, end - t0) {
-                        (2, n) if n >= TOKENS => tile_dots::<2, TOKENS>(scheme, &a, &rs, t0),
-                        (1, n) if n >= TOKENS => tile_dots::<1, TOKENS>(scheme, &a, &rs, t0),
-                        (2, 4..) => tile_dots::<2, 4>(scheme, &a, &rs, t0),
-                        (1, 4..) => tile_dots::<1, 4>(scheme, &a, &rs, t0),
-                        (2, _) => tile_dots::<2, 1>(scheme, &a, &rs, t0),
-                        _ => tile_dots::<1, 1>(scheme, &a, &rs, t0),
+                        (2, n) if n >= TOKENS => tile_dots::<2, TOKENS>(scheme, a, &rs, t0),
+                        (1, n) if n >= TOKENS => tile_dots::<1, TOKENS>(scheme, a, &rs, t0),
+                        (2, 4..) => tile_dots::<2, 4>(scheme, a, &rs, t0),
+                        (1, 4..) => tile_dots::<1, 4>(scheme, a, &rs, t0),
+                        (2, _) => tile_dots::<2, 1>(scheme, a, &rs, t0),
+                        _ => tile_dots::<1, 1>(scheme, a, &rs, t0),
                     };
                     for (j, (v, o)) in sums.v.iter().zip(&off).enumerate().take(nw) {
                         for t in 0..sums.rows {
