@@ -14,6 +14,7 @@ use super::small_rows;
 use super::{broadcast_strides, for_each_strided, KernelResult, View, ViewMut};
 use crate::team;
 use crate::with_real;
+use half::f16;
 use rlx_ir::op::DotDims;
 use rlx_ir::{contiguous_strides, DType};
 
@@ -214,10 +215,12 @@ fn dot_general_typed<T: Pod + Default>(
 
 /// XLA `dot_general` of `ins[0]` and `ins[1]` into `out`: batch and
 /// contracting axes as `d` names them, output `[batch.., lhs free..,
-/// rhs free..]`. Dtypes as for [`matmul`].
+/// rhs free..]`. Dtypes as for [`matmul`]; also an f32 operand with an f16
+/// one into f32 (an f16 -> f32 cast the executor folded into this product,
+/// `widen_on_read.rs`): the f32 product of the widened operand.
 ///
 /// # Errors
-/// A dtype without a kernel (Bool, complex).
+/// A dtype without a kernel (Bool, complex), or other mixed operands.
 pub fn dot_general(d: &DotDims, ins: &[View], out: &mut ViewMut) -> KernelResult {
     let (a, b) = (&ins[0], &ins[1]);
     if a.dtype != b.dtype {
@@ -459,8 +462,6 @@ fn operands<'x, A, B>(
     (lhs, rhs)
 }
 
-/// dot_general of floats, reading both operands in place when their axis
-/// groups collapse (always for plain and transposed matmuls).
 /// How a dot_general reads both operands in place: the `operands` shape
 /// and each batch entry's element offsets in `a` and `b`, or `None` when an
 /// axis group does not collapse to one stride.
@@ -494,40 +495,56 @@ struct InPlace {
 /// widened operand, bit for bit.
 fn dot_general_widened(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) -> KernelResult {
     use DType::{F16, F32};
-    let widened =
-        |v: &View| -> Vec<f32> { v.slice::<half::f16>().iter().map(|x| x.to_f32()).collect() };
+    let small =
+        |p: &InPlace| small_rows::available() && (2..=small_rows::MAX_ROWS).contains(&p.shape[0]);
     match (a.dtype, b.dtype, out.dtype) {
         (F32, F16, F32) => {
-            if let Some(p) = in_place_plan(d, a.dims, b.dims)
-                .filter(|p| small_rows::available() && (2..=small_rows::MAX_ROWS).contains(&p.shape[0]))
-            {
-                let (lhs, rhs) = operands(a.slice::<f32>(), b.slice::<half::f16>(), p.shape);
-                batches_of(lhs, &p.a_offs, rhs, &p.b_offs, out.slice::<f32>(), small_rows::product);
+            if let Some(p) = in_place_plan(d, a.dims, b.dims).filter(small) {
+                let (lhs, rhs) = operands(a.slice::<f32>(), b.slice::<f16>(), p.shape);
+                let c = out.slice::<f32>();
+                batches_of(lhs, &p.a_offs, rhs, &p.b_offs, c, small_rows::product);
                 return Ok(());
             }
             let wide = widened(b);
-            let b = View { dims: b.dims, dtype: F32, bytes: f32_bytes(&wide) };
-            dot_general_float::<f32>(d, a, &b, out);
+            dot_general_float::<f32>(d, a, &wide.view(b.dims), out);
             Ok(())
         }
         (F16, F32, F32) => {
             let wide = widened(a);
-            let a = View { dims: a.dims, dtype: F32, bytes: f32_bytes(&wide) };
-            dot_general_float::<f32>(d, &a, b, out);
+            dot_general_float::<f32>(d, &wide.view(a.dims), b, out);
             Ok(())
         }
         (x, y, o) => Err(fail!(
-            "dot_general: operands {x:?} and {y:?} into {o:?} (mixed operands: f32 with f16 into f32 only)"
+            "dot_general: operands {x:?} and {y:?} into {o:?} \
+             (of mixed operands only f32 with f16 into f32 runs)"
         )),
     }
 }
 
-/// The bytes of an f32 slice.
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and u8 alignment 1.
-    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+/// An f16 operand widened to f32.
+struct Widened(Vec<f32>);
+
+/// `v`'s f16 elements as f32.
+fn widened(v: &View) -> Widened {
+    Widened(v.slice::<f16>().iter().map(|x| x.to_f32()).collect())
 }
 
+impl Widened {
+    /// The values as an f32 view of `dims`.
+    fn view<'a>(&'a self, dims: &'a [usize]) -> View<'a> {
+        // SAFETY: f32 has no padding and u8 alignment 1.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 4) };
+        View {
+            dims,
+            dtype: DType::F32,
+            bytes,
+        }
+    }
+}
+
+/// dot_general of floats, reading both operands in place when their axis
+/// groups collapse (always for plain and transposed matmuls).
 fn dot_general_float<T: GemmFloat>(d: &DotDims, a: &View, b: &View, out: &mut ViewMut) {
     if let Some(p) = in_place_plan(d, a.dims, b.dims) {
         let (lhs, rhs) = operands(a.slice::<T>(), b.slice::<T>(), p.shape);

@@ -242,7 +242,7 @@ mod x86 {
     /// of `c` stay in registers while b's rows stream through.
     ///
     /// # Safety
-    /// AVX2 + FMA, and the contract of `super::columns`.
+    /// AVX2 + FMA + F16C, and the contract of `super::columns`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn axpy_rows<B: Elem>(
         rows: &[&[f32]],
@@ -290,7 +290,7 @@ mod x86 {
     /// of the 8 columns and the sums run across lanes in `k` order.
     ///
     /// # Safety
-    /// AVX2 + FMA, and the contract of `super::columns`.
+    /// AVX2 + FMA + F16C, and the contract of `super::columns`.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot_columns<B: Elem>(
         rows: &[&[f32]],
