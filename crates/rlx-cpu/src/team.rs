@@ -41,10 +41,15 @@ struct Job {
     parts: usize,
 }
 
+/// The part field of a claim while the caller is writing the next job.
+const CLOSED: u64 = 0xffff_ffff;
+
 struct Shared {
     /// `(job id << 32) | next unclaimed part`: claiming is one CAS, and a
     /// claim can only succeed on the job it read, so a late worker never
-    /// runs a part of a job it did not load.
+    /// runs a part of a job it did not load. Each job takes two ids: one
+    /// under which the claim is [`CLOSED`] while its fields are written,
+    /// then the one it runs under.
     claim: AtomicU64,
     /// The current job's closure (written before `claim` publishes it).
     data: AtomicUsize,
@@ -194,14 +199,21 @@ pub(crate) fn parallel_for<F: Fn(usize) + Sync>(parts: usize, f: F) {
         (0..parts).for_each(f);
         return;
     }
-    assert!(parts < 1 << 32, "a job of {parts} parts");
+    assert!(parts < CLOSED as usize, "a job of {parts} parts");
+    // Close the claim under a fresh id before the job's fields change: a
+    // worker still in the last job may have read the old claim and be about
+    // to read `parts`; with the claim closed its compare-exchange fails,
+    // where it once claimed a part of this job under the old id (run twice,
+    // counted twice: `remaining` wrapped and the caller waited forever).
+    let closed = (s.claim.load(SeqCst) >> 32) + 1;
+    s.claim.store(closed << 32 | CLOSED, SeqCst);
     s.remaining.store(parts, SeqCst);
     s.width.store(threads - 1, SeqCst);
     s.data.store(&f as *const F as usize, SeqCst);
     s.call
         .store(trampoline::<F> as unsafe fn(usize, usize) as usize, SeqCst);
     s.parts.store(parts, SeqCst);
-    let id = (s.claim.load(SeqCst) >> 32) + 1;
+    let id = closed + 1;
     s.claim.store(id << 32, SeqCst);
     for (sleeping, th) in &s.sleepers {
         if sleeping.load(SeqCst) {
@@ -359,6 +371,37 @@ mod tests {
             n.fetch_add(1, SeqCst);
         });
         assert_eq!(n.load(SeqCst), 16);
+    }
+
+    /// Back-to-back jobs whose part counts alternate: a worker still
+    /// inside the last job must never run (or count) a part of the next.
+    /// The jobs run under a watchdog, so a caller left waiting for a
+    /// miscounted part fails the test instead of hanging it (before the
+    /// claim was closed between jobs, this hung within a million jobs).
+    #[test]
+    fn late_workers_never_touch_the_next_job() {
+        let (done, finished) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            crate::threads::with_limit(Some(2), || {
+                for round in 0..2_000_000usize {
+                    let parts = [2, 9, 3, 16][round % 4];
+                    let runs: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+                    parallel_for(parts, |p| {
+                        runs[p].fetch_add(1, SeqCst);
+                    });
+                    let counts: Vec<usize> = runs.iter().map(|r| r.load(SeqCst)).collect();
+                    if counts.iter().any(|&c| c != 1) {
+                        let _ = done.send(Err(format!("round {round}: part runs {counts:?}")));
+                        return;
+                    }
+                }
+                let _ = done.send(Ok(()));
+            })
+        });
+        match finished.recv_timeout(Duration::from_secs(120)) {
+            Ok(r) => r.unwrap(),
+            Err(_) => panic!("a job never finished: its caller waits for a miscounted part"),
+        }
     }
 
     #[test]
