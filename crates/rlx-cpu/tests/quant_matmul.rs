@@ -225,12 +225,13 @@ fn prefill_gemm_tiles_are_bit_identical_to_scalar_and_to_single_rows() {
     }
 }
 
-/// The 512-bit panel GEMM (`panels.rs`: Q4_0 / Q4_1 / Q5_0 / Q8_0 with at
-/// least 4 activation rows on AVX-512 VNNI) against the same checks: an odd
-/// block count (a trailing block in a pair's low half), odd weight-row counts
-/// (a single-row tile), token remainders of 1-7 after tiles of 8, every
-/// thread split (and several parts a thread where there are rows enough);
-/// each value the portable path's bits and the single-row
+/// The 512-bit GEMMs of several activation rows on AVX-512 VNNI (Q4_0 /
+/// Q4_1 / Q5_0 / Q8_0: `gemv512`'s tiles of 4 / 2 / 1 rows up to 32 rows,
+/// `panels.rs` above; K-quants: `kpanels.rs` from 4 rows) against the same
+/// checks: an odd block count (a trailing block in a pair's low half), odd
+/// weight-row counts (a single-row tile), token remainders after whole
+/// tiles, every thread split (and several parts a thread where there are
+/// rows enough); each value the portable path's bits and the single-row
 /// GEMV's bits, and within 1e-5 of the L1 magnitude of the f64 reference.
 #[test]
 fn panel_gemm_is_bit_identical_to_scalar_and_to_single_rows() {
@@ -252,7 +253,7 @@ fn panel_gemm_is_bit_identical_to_scalar_and_to_single_rows() {
             let wf = values(n * k, 500 + si as u64, 2.0);
             let w = codecs::quantize(GgmlType::from(scheme), &wf).unwrap();
             let mm = problem(scheme.name(), n, k);
-            for m in [4, 8, 13, 23, 32] {
+            for m in [2, 3, 4, 8, 13, 23, 32, 33, 45] {
                 let x = values(m * k, 60 + m as u64, 3.0);
                 let (want, l1) = rust_reference(scheme, &w, &x, n, k);
                 let scalar = run(&mm, QuantIsa::Scalar, 1, &w, &x);

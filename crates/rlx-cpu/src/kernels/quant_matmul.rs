@@ -243,6 +243,10 @@ impl QuantMatMul {
         if isa != QuantIsa::Avx512Vnni || m < panels::MIN_ROWS || !planes::runs(scheme) {
             return None;
         }
+        if m <= gemv512::MAX_ROWS && gemv512::runs(scheme) {
+            // A short piece: the weights are read in place (`rows_body`).
+            return None;
+        }
         let rows = act_rows(act, lay, self.k, m);
         // SAFETY: `isa` is available (checked by `run`).
         unsafe {
@@ -385,9 +389,12 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
             }
             let acts = act_rows(act, lay, k, m);
             #[cfg(target_arch = "x86_64")]
-            if isa == QuantIsa::Avx512Vnni && m == 1 && gemv512::runs(scheme) {
+            if isa == QuantIsa::Avx512Vnni
+                && (1..=gemv512::MAX_ROWS).contains(&m)
+                && gemv512::runs(scheme)
+            {
                 // SAFETY: `run` checked that the CPU runs `isa`.
-                unsafe { gemv512::rows(scheme, job.w, row_bytes, (lo, hi), &acts[0], out) };
+                unsafe { gemv512::rows(scheme, job.w, row_bytes, (lo, hi), &acts, out) };
                 return;
             }
             #[cfg(target_arch = "x86_64")]

@@ -37,8 +37,13 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
     matches!(scheme, GgufQ4_0 | GgufQ4_1 | GgufQ5_0 | GgufQ8_0)
 }
 
+/// Activation rows up to which [`rows`] runs a product (prefill's short
+/// pieces): each weight block pair is spread once for a tile of up to 4
+/// rows, where `panels` would unpack every weight row for too few rows.
+pub(crate) const MAX_ROWS: usize = 32;
+
 /// Output columns `lo..hi` of weights `w` (`row_bytes` a row) against the
-/// single activation row `act`, into `out`'s `(0, j - lo)`.
+/// activation rows `acts` (at most [`MAX_ROWS`]), into `out`'s `(i, j - lo)`.
 ///
 /// # Safety
 /// The CPU runs AVX-512 F / BW / VL / VNNI, AVX2, FMA and F16C
@@ -49,15 +54,15 @@ pub(crate) unsafe fn rows(
     w: &[u8],
     row_bytes: usize,
     (lo, hi): (usize, usize),
-    act: &ActRow,
+    acts: &[ActRow],
     out: &mut OutCols,
 ) {
     use QuantScheme::*;
     match scheme {
-        GgufQ4_0 => x86::rows::<{ x86::Q4_0 }>(w, row_bytes, (lo, hi), act, out),
-        GgufQ4_1 => x86::rows::<{ x86::Q4_1 }>(w, row_bytes, (lo, hi), act, out),
-        GgufQ5_0 => x86::rows::<{ x86::Q5_0 }>(w, row_bytes, (lo, hi), act, out),
-        GgufQ8_0 => x86::rows::<{ x86::Q8_0 }>(w, row_bytes, (lo, hi), act, out),
+        GgufQ4_0 => x86::rows::<{ x86::Q4_0 }>(w, row_bytes, (lo, hi), acts, out),
+        GgufQ4_1 => x86::rows::<{ x86::Q4_1 }>(w, row_bytes, (lo, hi), acts, out),
+        GgufQ5_0 => x86::rows::<{ x86::Q5_0 }>(w, row_bytes, (lo, hi), acts, out),
+        GgufQ8_0 => x86::rows::<{ x86::Q8_0 }>(w, row_bytes, (lo, hi), acts, out),
         _ => unreachable!("`runs` holds for {scheme:?}"),
     }
 }
@@ -169,8 +174,19 @@ pub(super) mod x86 {
     /// (the same products as `planes::block_terms`).
     #[inline(always)]
     unsafe fn terms<const F: u8>(w0: *const u8, w1: *const u8, f: __m128, g: __m128) -> __m128 {
-        // [d_0, d_1, second f16 of block 0, of block 1]: Q4_1's m.
-        let dm = _mm_unpacklo_ps(f16_pair(w0), f16_pair(w1));
+        terms_of::<F>(weight_halves(w0, w1), f, g)
+    }
+
+    /// `[d_0, d_1, second f16 of block 0, of block 1]` (Q4_1's `m`) of the
+    /// blocks at `w0`, `w1`.
+    #[inline(always)]
+    unsafe fn weight_halves(w0: *const u8, w1: *const u8) -> __m128 {
+        _mm_unpacklo_ps(f16_pair(w0), f16_pair(w1))
+    }
+
+    /// [`terms`] from the weights' [`weight_halves`] `dm`.
+    #[inline(always)]
+    unsafe fn terms_of<const F: u8>(dm: __m128, f: __m128, g: __m128) -> __m128 {
         match F {
             Q4_1 | Q8_0 => _mm_mul_ps(dm, f),
             _ => _mm_mul_ps(_mm_mul_ps(_mm_movelh_ps(dm, dm), f), g),
@@ -285,6 +301,95 @@ pub(super) mod x86 {
         out
     }
 
+    /// `R` weight rows against `T` prepared activation rows (`preps[..T]`):
+    /// each weight block pair is loaded and spread once for all `T`, and
+    /// every (weight row, activation row) pair runs [`tile`]'s operations
+    /// for that row in the same order, so its value is the GEMV's, bit for
+    /// bit. Returns `[weight row][activation row]`.
+    // Index loops over the register tile: iterators here have cost spills.
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    unsafe fn tile_tokens<const F: u8, const R: usize, const T: usize>(
+        w: *const u8,
+        rb: usize,
+        preps: &[Prep],
+        nb: usize,
+    ) -> [[f32; T]; R] {
+        assert!(preps.len() >= T);
+        let bb = block_bytes(F);
+        let mut acc = [[_mm512_setzero_ps(); T]; R];
+        let mut offsets = [[0f32; T]; R];
+        let ahead = w.wrapping_add(PREFETCH_BLOCKS * bb);
+        for p in 0..nb / 2 {
+            let fetch = ahead.wrapping_add(p * 2 * bb * R);
+            for line in (0..2 * bb * R).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(fetch.wrapping_add(line) as *const i8);
+            }
+            tokens_pair::<F, R, T>(w, rb, preps, p, false, &mut acc, &mut offsets);
+        }
+        if nb % 2 == 1 {
+            tokens_pair::<F, R, T>(w, rb, preps, nb / 2, true, &mut acc, &mut offsets);
+        }
+        let mut out = [[0f32; T]; R];
+        for r in 0..R {
+            for t in 0..T {
+                out[r][t] = row_value(acc[r][t], offsets[r][t]);
+            }
+        }
+        out
+    }
+
+    /// [`tile_tokens`]' step: block pair `p` of its rows (`last`: the
+    /// trailing odd block alone, in the low half) into `acc` / `offsets`.
+    // A function, not a closure: a closure would not take the caller's
+    // target features, and the intrinsics would be calls.
+    #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn tokens_pair<const F: u8, const R: usize, const T: usize>(
+        w: *const u8,
+        rb: usize,
+        preps: &[Prep],
+        p: usize,
+        last: bool,
+        acc: &mut [[__m512; T]; R],
+        offsets: &mut [[f32; T]; R],
+    ) {
+        let bb = block_bytes(F);
+        let zero = _mm512_setzero_si512();
+        let mask: __mmask16 = if last { 0x00FF } else { 0xFFFF };
+        for r in 0..R {
+            let w0 = w.add(r * rb + 2 * p * bb);
+            let w1 = if last { w0 } else { w0.add(bb) };
+            let v = weights::<F>(w0, w1);
+            // Q8_0: `128 * sum w` per lane, the activations' bias.
+            let bias = if F == Q8_0 {
+                _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128), v)
+            } else {
+                zero
+            };
+            let dm = weight_halves(w0, w1);
+            for t in 0..T {
+                let prep = preps.get_unchecked(t);
+                let tt = terms_of::<F>(dm, *prep.f.get_unchecked(p), *prep.g.get_unchecked(p));
+                let x = *prep.q.get_unchecked(p);
+                let l = if F == Q8_0 {
+                    _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, x, v), bias)
+                } else {
+                    _mm512_dpbusd_epi32(zero, v, x)
+                };
+                acc[r][t] =
+                    _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(l), pair_scales(tt), acc[r][t], mask);
+                if has_offsets(F) {
+                    let o = _mm_movehl_ps(tt, tt);
+                    offsets[r][t] += _mm_cvtss_f32(o);
+                    if !last {
+                        offsets[r][t] += _mm_cvtss_f32(_mm_movehdup_ps(o));
+                    }
+                }
+            }
+        }
+    }
+
     /// `[s_0 x 8, s_1 x 8]` from `t = [s_0, s_1, ..]`: a block pair's
     /// scales over its even / odd lanes.
     #[inline(always)]
@@ -312,29 +417,107 @@ pub(super) mod x86 {
         w: &[u8],
         row_bytes: usize,
         (lo, hi): (usize, usize),
-        act: &ActRow,
+        acts: &[ActRow],
         out: &mut OutCols,
     ) {
-        let k = act.q.len();
+        let k = acts.first().map_or(0, |a| a.q.len());
         let nb = k / 32;
         assert!(
             row_bytes == nb * block_bytes(F) && w.len() >= hi * row_bytes,
             "weights hold rows {lo}..{hi} of {nb} blocks"
         );
-        assert!(act.d.len() >= nb && (F != Q4_1 || act.s.len() >= nb));
-        assert!(F == Q4_1 || F == Q8_0 || act.gsum.len() >= nb);
-        let prep = prepare::<F>(act, k);
-        let mut r = lo;
-        while r + ROWS <= hi {
-            let ys = tile::<F, ROWS>(w.as_ptr().add(r * row_bytes), row_bytes, &prep, nb);
-            for (i, y) in ys.into_iter().enumerate() {
-                out.set(0, r - lo + i, y);
-            }
-            r += ROWS;
+        for act in acts {
+            assert!(act.q.len() == k && act.d.len() >= nb && (F != Q4_1 || act.s.len() >= nb));
+            assert!(F == Q4_1 || F == Q8_0 || act.gsum.len() >= nb);
         }
-        for r in r..hi {
-            let [y] = tile::<F, 1>(w.as_ptr().add(r * row_bytes), row_bytes, &prep, nb);
-            out.set(0, r - lo, y);
+        let preps: Vec<Prep> = acts.iter().map(|a| prepare::<F>(a, k)).collect();
+        if let [prep] = preps.as_slice() {
+            // Decode: one activation row.
+            let mut r = lo;
+            while r + ROWS <= hi {
+                let ys = tile::<F, ROWS>(w.as_ptr().add(r * row_bytes), row_bytes, prep, nb);
+                for (i, y) in ys.into_iter().enumerate() {
+                    out.set(0, r - lo + i, y);
+                }
+                r += ROWS;
+            }
+            for r in r..hi {
+                let [y] = tile::<F, 1>(w.as_ptr().add(r * row_bytes), row_bytes, prep, nb);
+                out.set(0, r - lo, y);
+            }
+            return;
+        }
+        // Weight rows outside (their bytes stay in L1 for every group of
+        // activation rows), activation rows in groups of 4, 2 and 1 inside.
+        let mut r = lo;
+        while r < hi {
+            let wr = w.as_ptr().add(r * row_bytes);
+            let two = hi - r >= ROWS;
+            let mut t0 = 0;
+            while t0 < preps.len() {
+                let ps = &preps[t0..];
+                let n = match ps.len() {
+                    4.. => 4,
+                    2 | 3 => 2,
+                    _ => 1,
+                };
+                match (two, n) {
+                    (true, 4) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 2, 4>(wr, row_bytes, ps, nb),
+                    ),
+                    (true, 2) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 2, 2>(wr, row_bytes, ps, nb),
+                    ),
+                    (true, _) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 2, 1>(wr, row_bytes, ps, nb),
+                    ),
+                    (false, 4) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 1, 4>(wr, row_bytes, ps, nb),
+                    ),
+                    (false, 2) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 1, 2>(wr, row_bytes, ps, nb),
+                    ),
+                    (false, _) => put(
+                        out,
+                        r - lo,
+                        t0,
+                        tile_tokens::<F, 1, 1>(wr, row_bytes, ps, nb),
+                    ),
+                }
+                t0 += n;
+            }
+            r += if two { ROWS } else { 1 };
+        }
+    }
+
+    /// A tile's values `ys[weight row][activation row]` into `out` at
+    /// column `j` and row `t0`.
+    #[inline(always)]
+    fn put<const R: usize, const T: usize>(
+        out: &mut OutCols,
+        j: usize,
+        t0: usize,
+        ys: [[f32; T]; R],
+    ) {
+        for (i, y) in ys.iter().enumerate() {
+            for (t, &v) in y.iter().enumerate() {
+                out.set(t0 + t, j + i, v);
+            }
         }
     }
 }
