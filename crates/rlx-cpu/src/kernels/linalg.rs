@@ -526,7 +526,7 @@ struct Widened(Vec<f32>);
 
 /// `v`'s f16 elements as f32.
 fn widened(v: &View) -> Widened {
-    Widened(v.slice::<f16>().iter().map(|x| x.to_f32()).collect())
+    Widened(super::widen_f32(v))
 }
 
 impl Widened {

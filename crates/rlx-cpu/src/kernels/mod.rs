@@ -251,12 +251,16 @@ impl<'a> ViewMut<'a> {
     }
 }
 
-/// Values of a float view as f32 (F16 / BF16 / F32).
+/// Values of a float view as f32 (F16 / BF16 / F32), by half's slice
+/// conversions (F16C 8 values at a time where the CPU has it: element by
+/// element, ~2 ns a value, widening a 256-slot f16 KV cache took most of a
+/// prefill piece's attention product).
 pub(crate) fn widen_f32(v: &View) -> Vec<f32> {
+    use half::slice::HalfFloatSliceExt;
     match v.dtype {
         DType::F32 => v.slice::<f32>().to_vec(),
-        DType::F16 => v.slice::<f16>().iter().map(|x| x.to_f32()).collect(),
-        DType::BF16 => v.slice::<bf16>().iter().map(|x| x.to_f32()).collect(),
+        DType::F16 => v.slice::<f16>().to_f32_vec(),
+        DType::BF16 => v.slice::<bf16>().to_f32_vec(),
         d => panic!("widen_f32 of {d}"),
     }
 }
