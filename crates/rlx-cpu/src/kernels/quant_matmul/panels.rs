@@ -28,8 +28,9 @@
 //!
 //! Memory: nothing is kept between calls (the unpacked rows live in a
 //! per-call scratch), so the weights stay stored once, in GGUF bytes;
-//! decode's GEMV (one activation row, where unpacking a row would not pay)
-//! reads them in place (`gemv512`, the same two-block steps).
+//! decode's GEMV and products of up to `gemv512::MAX_ROWS` activation rows
+//! (where unpacking a row would not pay) read them in place (`gemv512`, the
+//! same two-block steps).
 
 use rlx_ir::quant::QuantScheme;
 
@@ -44,7 +45,8 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
 
 /// Activation rows from which the panel GEMM runs instead of `planes`'
 /// tiles: below it (decode's single row), unpacking a weight row would be
-/// paid for too few rows.
+/// paid for too few rows. (For the formats of `gemv512`, its in-place tiles
+/// take everything up to `gemv512::MAX_ROWS`; this bound is the K-quants'.)
 pub(crate) const MIN_ROWS: usize = 4;
 
 /// Weight rows per tile (each activation chunk load feeds them all).
