@@ -439,9 +439,9 @@ pub(super) mod x86 {
             assert!(act.q.len() == k && act.d.len() >= nb && (F != Q4_1 || act.s.len() >= nb));
             assert!(F == Q4_1 || F == Q8_0 || act.gsum.len() >= nb);
         }
-        let preps: Vec<Prep> = acts.iter().map(|a| prepare::<F>(a, k)).collect();
-        if let [prep] = preps.as_slice() {
-            // Decode: one activation row.
+        if let [act] = acts {
+            // Decode: one activation row (no list of preparations per call).
+            let prep = &prepare::<F>(act, k);
             let mut r = lo;
             while r + ROWS <= hi {
                 let ys = tile::<F, ROWS>(w.as_ptr().add(r * row_bytes), row_bytes, prep, nb);
@@ -456,6 +456,7 @@ pub(super) mod x86 {
             }
             return;
         }
+        let preps: Vec<Prep> = acts.iter().map(|a| prepare::<F>(a, k)).collect();
         // Weight rows outside (their bytes stay in L1 for every group of
         // activation rows), activation rows in groups of 4, 2 and 1 inside.
         let mut r = lo;
