@@ -9,8 +9,9 @@
 //! NEON with or without `sdot` (`neon`), or scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
-//! AVX-512 VNNI the GEMM is `panels`, 512-bit, for the 32-weight formats
-//! and `kpanels` for the K-quants, and the GEMV `gemv512` / `gemv512k`); the
+//! AVX-512 VNNI the GEMM is `gemm16`, 16 weight rows across the lanes, for
+//! the 32-weight formats (ggml's per-block sums: not `planes`' bits, within
+//! f32 rounding of them) and `kpanels` for the K-quants, and the GEMV `gemv512` / `gemv512k`); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are
@@ -31,6 +32,8 @@ pub(crate) mod act_quant;
 pub(crate) mod decode;
 pub(crate) mod dot;
 #[cfg(target_arch = "x86_64")]
+mod gemm16;
+#[cfg(target_arch = "x86_64")]
 mod gemv512;
 #[cfg(target_arch = "x86_64")]
 mod gemv512k;
@@ -39,8 +42,6 @@ pub(crate) mod kpanels;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 pub(crate) mod out_cols;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod panels;
 pub(crate) mod planes;
 
 use super::{KernelError, KernelResult, View, ViewMut};
@@ -143,7 +144,7 @@ struct Job<'a> {
 /// Prepared activations of the 512-bit panel GEMMs (prefill).
 #[cfg(target_arch = "x86_64")]
 enum Panel {
-    Blocks(panels::Prepared),
+    Blocks(gemm16::Prepared),
     KQuants(kpanels::Prepared),
 }
 
@@ -240,7 +241,7 @@ impl QuantMatMul {
         m: usize,
     ) -> Option<Panel> {
         let (scheme, lay, act) = (self.scheme?, lay?, act?);
-        if isa != QuantIsa::Avx512Vnni || m < panels::MIN_ROWS || !planes::runs(scheme) {
+        if isa != QuantIsa::Avx512Vnni || m < kpanels::MIN_ROWS || !planes::runs(scheme) {
             return None;
         }
         if m <= gemv512::MAX_ROWS && gemv512::runs(scheme) {
@@ -250,8 +251,8 @@ impl QuantMatMul {
         let rows = act_rows(act, lay, self.k, m);
         // SAFETY: `isa` is available (checked by `run`).
         unsafe {
-            if panels::runs(scheme) {
-                Some(Panel::Blocks(panels::prepare(scheme, &rows)))
+            if gemm16::runs(scheme) {
+                Some(Panel::Blocks(gemm16::prepare(scheme, &rows)))
             } else if kpanels::runs(scheme) {
                 Some(Panel::KQuants(kpanels::prepare(scheme, &rows)))
             } else {
@@ -314,7 +315,14 @@ impl QuantMatMul {
         };
         #[cfg(not(target_arch = "x86_64"))]
         let parts = t;
-        let blocks = team::split(self.n, parts, 1);
+        #[cfg(target_arch = "x86_64")]
+        let align = match job.panel {
+            Some(Panel::Blocks(_)) => gemm16::ROWS,
+            _ => 1,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let align = 1;
+        let blocks = team::split(self.n, parts, align);
         let n = self.n;
         let shared = team::Disjoint::new(out);
         team::parallel_for(blocks.len(), |p| {
@@ -377,7 +385,7 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
                 // SAFETY: `run` checked that the CPU runs `isa`, and
                 // prepared `p` for `scheme`.
                 Some(Panel::Blocks(p)) => {
-                    unsafe { panels::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
+                    unsafe { gemm16::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
                     return;
                 }
                 // SAFETY: as above.

@@ -19,7 +19,7 @@
 //!   variable shift and one mask; Q5_0's fifth bits by one masked move;
 //!   Q8_0's signed weights meet activations biased to unsigned (`x + 128`,
 //!   once per call), and the bias leaves through `128 * sum w` per lane,
-//!   exactly (as `panels` does);
+//!   exactly;
 //! - the tile's bytes (its rows are contiguous) are prefetched 192
 //!   blocks ahead, in the order the tile reads them.
 //!
@@ -30,8 +30,9 @@
 //! take the same steps in tiles of 2 weight rows x 4 / 2 / 1 activation
 //! rows (`tile_tokens`): each block pair is loaded, spread and its scales
 //! converted once for the tile, and each value is still the GEMV's bits.
-//! At 8 rows `panels` (every weight row unpacked into a buffer per call)
-//! spent more on unpacking than on the products: ~2x the time per row.
+//! At 8 rows `gemm16` (16 weight rows unpacked into its lanes' layout per
+//! call) spends more on unpacking than on the products: ~1.2x these tiles'
+//! time (the panels it replaced, ~2x).
 
 use rlx_ir::quant::QuantScheme;
 
@@ -46,9 +47,8 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
 
 /// Activation rows up to which [`rows`] runs a product (prefill's short
 /// pieces): each weight block pair is spread once for a tile of up to 4
-/// rows, where `panels` would unpack every weight row for too few rows (at
-/// 16 and 32 rows the panels took 1.1-1.9x these tiles' time a row; at 128
-/// about the same or less).
+/// rows, where `gemm16` would unpack the weight rows for too few tokens
+/// (at 8 rows it took ~1.2x these tiles' time; at 128, ~0.4x).
 pub(crate) const MAX_ROWS: usize = 32;
 
 /// Output columns `lo..hi` of weights `w` (`row_bytes` a row) against the

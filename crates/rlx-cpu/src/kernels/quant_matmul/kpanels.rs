@@ -17,14 +17,14 @@
 //!   After the eight chunks the low half holds block `2p`'s eight lanes
 //!   and the high half block `2p + 1`'s, so one convert, one multiply
 //!   (`d_w * d_x` of both blocks) and one FMA add them to `planes`' even /
-//!   odd accumulator sets, as `panels` does for the 32-weight formats;
+//!   odd accumulator sets;
 //! - the offset terms (the mins' `-dmin * d_x * sum min * sum x`, Q6_K's
 //!   `-32 * d_w * d_x * sum scale * sum x`) are formed for 8 activation
 //!   rows at once (one lane per row; the integer sums as `vpdpwssd` over
 //!   i16 pairs of group sums, which fit: at most `32 * 127`), added in
 //!   block order as `planes`' scalar sum.
 //!
-//! Memory: nothing is kept between calls (as `panels`).
+//! Memory: nothing is kept between calls (as in `gemm16`).
 
 use rlx_ir::quant::QuantScheme;
 
@@ -36,6 +36,11 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
     use QuantScheme::*;
     matches!(scheme, GgufQ4K | GgufQ5K | GgufQ6K)
 }
+
+/// Activation rows from which the panel GEMM runs instead of `planes`'
+/// tiles: below it (decode's single row), unpacking a weight row would be
+/// paid for too few rows.
+pub(crate) const MIN_ROWS: usize = 4;
 
 /// The activation side of a call, laid out for the tiles once and shared
 /// by every part of the call's weight rows ([`prepare`]).
@@ -74,12 +79,44 @@ pub(crate) unsafe fn rows(
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86 {
-    use super::super::panels::x86::{pair_scale, prefetch_bytes, reduce};
     use super::super::planes::x86::f16c_at;
     use super::super::planes::{block_weights, BlockWeights};
     use super::{ActRow, OutCols};
     use rlx_ir::quant::QuantScheme;
     use std::arch::x86_64::*;
+
+    /// Asks for the `len` bytes at `p` (the next tile's weight rows, read
+    /// once by its unpacking while this tile computes; without it perf puts
+    /// ~15 % of the GEMM's samples on those first loads). Prefetches never
+    /// fault: past the weights is harmless.
+    #[inline(always)]
+    unsafe fn prefetch_bytes(p: *const u8, len: usize) {
+        for at in (0..len).step_by(64) {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at) as *const i8);
+        }
+    }
+
+    /// `[v[0]; 8] ++ [v[1]; 8]` from two f32 at `p`.
+    #[inline(always)]
+    unsafe fn pair_scale(p: *const f32) -> __m512 {
+        let two = _mm_castsi128_ps(_mm_loadl_epi64(p as *const __m128i));
+        let idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two))
+    }
+
+    /// The sum of the sixteen lanes as `planes` reduces its two sets:
+    /// `l = even + odd`, then `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
+    /// l7))`.
+    #[inline(always)]
+    unsafe fn reduce(acc: __m512) -> f32 {
+        let l = _mm256_add_ps(
+            _mm512_castps512_ps256(acc),
+            _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc))),
+        );
+        let s = _mm_add_ps(_mm256_castps256_ps128(l), _mm256_extractf128_ps::<1>(l));
+        let u = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps::<1>(u, u)))
+    }
 
     /// Weight rows per tile.
     const ROWS: usize = 2;

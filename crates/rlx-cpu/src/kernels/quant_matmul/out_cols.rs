@@ -69,4 +69,16 @@ impl<'a> OutCols<'a> {
         // SAFETY: in bounds (checked), and the columns are this part's alone.
         unsafe { *self.ptr.add(i * self.ld + j) = v }
     }
+
+    /// Output `(i, lo + j..lo + j + len)` as a slice.
+    #[inline(always)]
+    pub(crate) fn row_mut(&mut self, i: usize, j: usize, len: usize) -> &mut [f32] {
+        assert!(
+            i < self.rows && j + len <= self.cols,
+            "output ({i}, {j}..{}) outside the part",
+            j + len
+        );
+        // SAFETY: in bounds (checked), and the columns are this part's alone.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.ld + j), len) }
+    }
 }

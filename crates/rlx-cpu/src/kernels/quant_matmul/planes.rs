@@ -9,10 +9,11 @@
 //! rows go in tiles of [`TILE`]: each unpacked 32-weight chunk is dotted
 //! with every row of the tile before the next chunk is unpacked, so
 //! unpacking and weight loads are paid once per tile rather than per row.
-//! (With AVX-512 VNNI and at least `panels::MIN_ROWS` rows, Q4_0 / Q4_1 /
-//! Q5_0 / Q8_0 go to `panels`' 512-bit GEMM instead, and Q4_K / Q5_K /
-//! Q6_K to `kpanels`'; with one row, to `gemv512` / `gemv512k`'s 512-bit
-//! GEMVs: the same numbers.)
+//! (With AVX-512 VNNI, Q4_0 / Q4_1 / Q5_0 / Q8_0 go to `gemv512`'s 512-bit
+//! GEMV and tiles up to `gemv512::MAX_ROWS` rows (the same numbers) and
+//! to `gemm16` above it (ggml's per-block sums, within f32 rounding of
+//! these); Q4_K / Q5_K / Q6_K to `gemv512k`'s GEMV with one row and to
+//! `kpanels`' GEMM from `kpanels::MIN_ROWS` rows: the same numbers.)
 //!
 //! Every path computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
