@@ -134,17 +134,17 @@ struct Job<'a> {
     lay: Option<Layout>,
     w: &'a [u8],
     x: &'a [f32],
-    act: Option<Act>,
+    act: Option<&'a Act>,
     m: usize,
     /// The panel GEMMs' activation layout, made once for every part.
     #[cfg(target_arch = "x86_64")]
-    panel: Option<Panel>,
+    panel: Option<Panel<'a>>,
 }
 
 /// Prepared activations of the 512-bit panel GEMMs (prefill).
 #[cfg(target_arch = "x86_64")]
-enum Panel {
-    Blocks(gemm16::Prepared),
+enum Panel<'a> {
+    Blocks(gemm16::Prepared<'a>),
     KQuants(kpanels::Prepared),
 }
 
@@ -155,10 +155,17 @@ enum Panel {
 #[cfg(target_arch = "x86_64")]
 const PANEL_PARTS_PER_THREAD: usize = 4;
 
-/// Fewest weight rows in a panel GEMM's part (unpacking is per row, the
+/// Fewest weight rows in a K-quant panel GEMM's part (unpacking is per row, the
 /// activation tiles are shared).
 #[cfg(target_arch = "x86_64")]
 const PANEL_PART_ROWS: usize = 64;
+
+/// Weight rows in a `gemm16` part (two panels): its activations are laid
+/// out once per call, so parts cost little, and with parts of 64 / 80 rows
+/// (SmolLM2's 576 output rows in 8) one thread had drawn every longer one
+/// (its share ~20 % over the other's).
+#[cfg(target_arch = "x86_64")]
+const GEMM16_PART_ROWS: usize = 32;
 
 /// The activation rows of `act` as [`ActRow`] views (`k` deep).
 fn act_rows<'a>(act: &'a Act, lay: &Layout, k: usize, m: usize) -> Vec<ActRow<'a>> {
@@ -233,13 +240,13 @@ impl QuantMatMul {
     /// The panel GEMMs' prepared activations, where `isa` and the rows
     /// take them (prefill products on AVX-512 VNNI).
     #[cfg(target_arch = "x86_64")]
-    fn panel(
+    fn panel<'a>(
         &self,
         isa: QuantIsa,
         lay: Option<&Layout>,
-        act: Option<&Act>,
+        act: Option<&'a Act>,
         m: usize,
-    ) -> Option<Panel> {
+    ) -> Option<Panel<'a>> {
         let (scheme, lay, act) = (self.scheme?, lay?, act?);
         if isa != QuantIsa::Avx512Vnni || m < kpanels::MIN_ROWS || !planes::runs(scheme) {
             return None;
@@ -252,7 +259,7 @@ impl QuantMatMul {
         // SAFETY: `isa` is available (checked by `run`).
         unsafe {
             if gemm16::runs(scheme) {
-                Some(Panel::Blocks(gemm16::prepare(scheme, &rows)))
+                Some(Panel::Blocks(gemm16::prepare(scheme, &act.q, &rows)))
             } else if kpanels::runs(scheme) {
                 Some(Panel::KQuants(kpanels::prepare(scheme, &rows)))
             } else {
@@ -292,7 +299,7 @@ impl QuantMatMul {
             lay,
             w,
             x,
-            act,
+            act: act.as_ref(),
             m,
             #[cfg(target_arch = "x86_64")]
             panel,
@@ -307,21 +314,18 @@ impl QuantMatMul {
         // afterwards left the other threads waiting). One block per thread,
         // or for the panel GEMMs several, taken by whichever thread is free.
         #[cfg(target_arch = "x86_64")]
-        let parts = match job.panel {
-            Some(_) => (t * PANEL_PARTS_PER_THREAD)
-                .min(self.n / PANEL_PART_ROWS)
-                .max(t),
-            None => t,
+        let (parts, align) = match job.panel {
+            Some(Panel::Blocks(_)) => ((self.n / GEMM16_PART_ROWS).max(t), gemm16::ROWS),
+            Some(Panel::KQuants(_)) => (
+                (t * PANEL_PARTS_PER_THREAD)
+                    .min(self.n / PANEL_PART_ROWS)
+                    .max(t),
+                1,
+            ),
+            None => (t, 1),
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let parts = t;
-        #[cfg(target_arch = "x86_64")]
-        let align = match job.panel {
-            Some(Panel::Blocks(_)) => gemm16::ROWS,
-            _ => 1,
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let align = 1;
+        let (parts, align) = (t, 1);
         let blocks = team::split(self.n, parts, align);
         let n = self.n;
         let shared = team::Disjoint::new(out);

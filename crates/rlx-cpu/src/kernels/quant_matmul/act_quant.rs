@@ -11,6 +11,7 @@
 use super::decode::ActQuant;
 use super::dot::QuantIsa;
 use super::KernelError;
+use crate::team::Disjoint;
 use half::f16;
 use rlx_gguf::codecs;
 use rlx_gguf::GgmlType;
@@ -35,6 +36,25 @@ fn block_of(act: ActQuant) -> usize {
     }
 }
 
+/// Where a quantization writes: [`Act`]'s fields for some whole rows.
+struct ActOut<'a> {
+    q: &'a mut [i8],
+    d: &'a mut [f32],
+    s: &'a mut [f32],
+    gsum: &'a mut [i32],
+}
+
+/// An [`Act`] of `len` values, zeroed, for [`quantize_into`].
+fn zeroed(act: ActQuant, len: usize, group: usize) -> Act {
+    let blocks = len / block_of(act);
+    Act {
+        q: vec![0; len],
+        d: vec![0.0; blocks],
+        s: vec![0.0; if act == ActQuant::Q8_1 { blocks } else { 0 }],
+        gsum: vec![0; len / group.max(1)],
+    }
+}
+
 /// Quantizes `x` (whole blocks) as `act` on `isa` (one of
 /// [`QuantIsa::available`]), with the sums per weight group of `group`
 /// values.
@@ -44,27 +64,49 @@ pub(crate) fn quantize_act(
     x: &[f32],
     group: usize,
 ) -> Result<Act, KernelError> {
-    let mut a = match isa {
+    let mut a = zeroed(act, x.len(), group);
+    let out = ActOut {
+        q: &mut a.q,
+        d: &mut a.d,
+        s: &mut a.s,
+        gsum: &mut a.gsum,
+    };
+    quantize_into(isa, act, x, group, out)?;
+    Ok(a)
+}
+
+/// [`quantize_act`] into `out` (sized by [`zeroed`] for `x`).
+fn quantize_into(
+    isa: QuantIsa,
+    act: ActQuant,
+    x: &[f32],
+    group: usize,
+    out: ActOut,
+) -> Result<(), KernelError> {
+    match isa {
         #[cfg(target_arch = "x86_64")]
         QuantIsa::Avx2 | QuantIsa::Avx512Vnni if x.len().is_multiple_of(block_of(act)) => {
             // SAFETY: both instruction sets include AVX2 (the caller picked
             // `isa` from `QuantIsa::available()`).
-            unsafe { x86::quantize(act, x) }
+            unsafe { x86::quantize(act, x, out.q, out.d, out.s) }
         }
-        _ => reference(act, x)?,
-    };
-    debug_assert_eq!(a.q.len(), x.len());
-    a.gsum =
-        a.q.chunks_exact(group)
-            .map(|g| g.iter().map(|&v| i32::from(v)).sum::<i32>())
-            .collect();
-    Ok(a)
+        _ => {
+            let r = reference(act, x)?;
+            out.q.copy_from_slice(&r.q);
+            out.d.copy_from_slice(&r.d);
+            out.s.copy_from_slice(&r.s);
+        }
+    }
+    for (sum, g) in out.gsum.iter_mut().zip(out.q.chunks_exact(group)) {
+        *sum = g.iter().map(|&v| i32::from(v)).sum::<i32>();
+    }
+    Ok(())
 }
 
 /// [`quantize_act`] of `x`'s rows of `k` values over `parts` threads of
-/// the team, each quantizing whole rows: blocks and weight groups never
-/// straddle rows (`k` a multiple of both), so the pieces laid end to end
-/// are the same bits as one call over all of `x`.
+/// the team, each quantizing whole rows into its place in the result:
+/// blocks and weight groups never straddle rows (`k` a multiple of both),
+/// so the pieces are the same bits as one call over all of `x`.
 pub(crate) fn quantize_act_rows(
     isa: QuantIsa,
     act: ActQuant,
@@ -77,30 +119,34 @@ pub(crate) fn quantize_act_rows(
     if parts <= 1 || rows < 2 || !whole {
         return quantize_act(isa, act, x, group);
     }
+    let mut all = zeroed(act, x.len(), group);
+    // Per row: blocks (scales, Q8_1's sums) and groups.
+    let (nb, ng, ns) = (
+        k / block_of(act),
+        k / group,
+        if act == ActQuant::Q8_1 {
+            k / block_of(act)
+        } else {
+            0
+        },
+    );
     let ranges = crate::team::split(rows, parts.min(rows), 1);
-    let pieces: Vec<std::sync::Mutex<Option<Result<Act, KernelError>>>> =
-        ranges.iter().map(|_| Default::default()).collect();
-    crate::team::parallel_for(ranges.len(), |p| {
+    let (q, d) = (Disjoint::new(&mut all.q), Disjoint::new(&mut all.d));
+    let (s, gsum) = (Disjoint::new(&mut all.s), Disjoint::new(&mut all.gsum));
+    crate::team::try_parallel_for(ranges.len(), |p| {
         let r = &ranges[p];
-        let piece = quantize_act(isa, act, &x[r.start * k..r.end * k], group);
-        *pieces[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(piece);
-    });
-    let mut all = Act {
-        q: Vec::with_capacity(x.len()),
-        d: Vec::new(),
-        s: Vec::new(),
-        gsum: Vec::new(),
-    };
-    for piece in pieces {
-        let piece = piece
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .expect("every part ran")?;
-        all.q.extend_from_slice(&piece.q);
-        all.d.extend_from_slice(&piece.d);
-        all.s.extend_from_slice(&piece.s);
-        all.gsum.extend_from_slice(&piece.gsum);
-    }
+        // SAFETY: the parts' row ranges are disjoint, and so are their
+        // values, blocks and groups.
+        let out = unsafe {
+            ActOut {
+                q: q.range(r.start * k..r.end * k),
+                d: d.range(r.start * nb..r.end * nb),
+                s: s.range(r.start * ns..r.end * ns),
+                gsum: gsum.range(r.start * ng..r.end * ng),
+            }
+        };
+        quantize_into(isa, act, &x[r.start * k..r.end * k], group, out)
+    })?;
     Ok(all)
 }
 
@@ -145,37 +191,40 @@ fn through_f16(v: f32) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{block_of, through_f16, Act, ActQuant};
+    use super::{block_of, through_f16, ActQuant};
     use std::arch::x86_64::*;
 
     /// The AVX2 quantizer (`x.len()` a whole number of blocks).
     /// Safety: the CPU has AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn quantize(act: ActQuant, x: &[f32]) -> Act {
+    pub(super) unsafe fn quantize(
+        act: ActQuant,
+        x: &[f32],
+        q: &mut [i8],
+        d: &mut [f32],
+        s: &mut [f32],
+    ) {
         let block = block_of(act);
-        let blocks = x.len() / block;
-        let mut a = Act {
-            q: vec![0; x.len()],
-            d: Vec::with_capacity(blocks),
-            s: Vec::with_capacity(if act == ActQuant::Q8_1 { blocks } else { 0 }),
-            gsum: Vec::new(),
-        };
-        for (xb, qb) in x.chunks_exact(block).zip(a.q.chunks_exact_mut(block)) {
+        assert!(q.len() == x.len() && d.len() == x.len() / block);
+        for (b, (xb, qb)) in x
+            .chunks_exact(block)
+            .zip(q.chunks_exact_mut(block))
+            .enumerate()
+        {
             let amax = abs_max(xb);
             match act {
-                ActQuant::Q8K => a.d.push(block_q8k(xb, amax, qb)),
+                ActQuant::Q8K => d[b] = block_q8k(xb, amax, qb),
                 ActQuant::Q8_0 | ActQuant::Q8_1 => {
-                    let d = amax / 127.0;
-                    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                    let scale = amax / 127.0;
+                    let id = if scale != 0.0 { 1.0 / scale } else { 0.0 };
                     let sum = round_away_block(xb, id, qb);
-                    a.d.push(through_f16(d));
+                    d[b] = through_f16(scale);
                     if act == ActQuant::Q8_1 {
-                        a.s.push(through_f16(sum as f32 * d));
+                        s[b] = through_f16(sum as f32 * scale);
                     }
                 }
             }
         }
-        a
     }
 
     /// The largest `|v|` of `x` (a multiple of 8 long), NaNs skipped as

@@ -48,24 +48,27 @@ pub(crate) fn runs(scheme: QuantScheme) -> bool {
 /// a masked panel).
 pub(crate) const ROWS: usize = 16;
 
-/// The activation side of a call, laid out once for every part: each
-/// token's quants as 4-byte groups, and per (token, block) the integer
-/// start of the block's dot, the block scale and Q4_1's `s`.
-pub(crate) struct Prepared {
+/// The activation side of a call, made once for every part: the tokens'
+/// quants as they lie (read in place, four bytes a broadcast), and per
+/// (token, block) the integer start of the block's dot, the block scale
+/// and Q4_1's `s`.
+pub(crate) struct Prepared<'a> {
     m: usize,
     k: usize,
-    q: Vec<i32>,
+    q: &'a [i8],
     init: Vec<i32>,
     dx: Vec<f32>,
     s: Vec<f32>,
 }
 
 /// Lays out the activation rows `acts` (all of one call, Q8_0 / Q8_1
-/// quantized in blocks of 32) for [`rows`] on weights of `scheme`.
-pub(crate) fn prepare(scheme: QuantScheme, acts: &[ActRow]) -> Prepared {
+/// quantized in blocks of 32, their group sums per block; `q` their quants
+/// end to end) for [`rows`] on weights of `scheme`.
+pub(crate) fn prepare<'a>(scheme: QuantScheme, q: &'a [i8], acts: &[ActRow]) -> Prepared<'a> {
     use QuantScheme::*;
     let k = acts.first().map_or(0, |a| a.q.len());
     let (m, nb) = (acts.len(), k / 32);
+    assert!(q.len() >= m * k, "the rows' quants lie end to end");
     let offset = match scheme {
         GgufQ8_0 => 128,
         GgufQ4_0 => 8,
@@ -75,23 +78,18 @@ pub(crate) fn prepare(scheme: QuantScheme, acts: &[ActRow]) -> Prepared {
     let mut p = Prepared {
         m,
         k,
-        q: Vec::with_capacity(m * k / 4),
+        q: &q[..m * k],
         init: Vec::with_capacity(m * nb),
         dx: Vec::with_capacity(m * nb),
         s: Vec::with_capacity(m * nb),
     };
     for a in acts {
-        assert_eq!(a.q.len(), k, "every activation row is K long");
-        p.q.extend(
-            a.q.chunks_exact(4)
-                .map(|c| i32::from_le_bytes([c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8])),
+        assert!(
+            a.q.len() == k && a.gsum.len() == nb,
+            "blocks of 32, sums per block"
         );
         for b in 0..nb {
-            let sum: i32 = a.q[b * 32..(b + 1) * 32]
-                .iter()
-                .map(|&v| i32::from(v))
-                .sum();
-            p.init.push(-offset * sum);
+            p.init.push(-offset * a.gsum[b]);
             p.dx.push(a.d[b]);
             p.s.push(if scheme == GgufQ4_1 { a.s[b] } else { 0.0 });
         }
@@ -314,10 +312,10 @@ mod x86 {
         t0: usize,
         nb: usize,
     ) -> [__m512; T] {
-        assert!(t0 + T <= a.m && a.q.len() >= a.m * a.k / 4 && a.init.len() >= a.m * nb);
+        assert!(t0 + T <= a.m && a.q.len() >= a.m * a.k && a.init.len() >= a.m * nb);
         assert!(p.q.len() >= 8 * nb && p.d.len() >= nb && (F != Q4_1 || p.mins.len() >= nb));
-        let kq = a.k / 4;
-        let xq = a.q.as_ptr().add(t0 * kq);
+        let k = a.k;
+        let xq = a.q.as_ptr().add(t0 * k);
         let meta = t0 * nb;
         let mut acc = [_mm512_setzero_ps(); T];
         for b in 0..nb {
@@ -328,7 +326,8 @@ mod x86 {
             for g in 0..8 {
                 let wv = *p.q.get_unchecked(8 * b + g);
                 for t in 0..T {
-                    let x = _mm512_set1_epi32(*xq.add(t * kq + 8 * b + g));
+                    let at = xq.add(t * k + 32 * b + 4 * g) as *const i32;
+                    let x = _mm512_set1_epi32(at.read_unaligned());
                     dots[t] = _mm512_dpbusd_epi32(dots[t], wv, x);
                 }
             }
