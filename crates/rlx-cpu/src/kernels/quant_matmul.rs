@@ -34,11 +34,11 @@ pub(crate) mod dot;
 #[cfg(target_arch = "x86_64")]
 mod gemm16;
 #[cfg(target_arch = "x86_64")]
+mod gemm16k;
+#[cfg(target_arch = "x86_64")]
 mod gemv512;
 #[cfg(target_arch = "x86_64")]
 mod gemv512k;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod kpanels;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 pub(crate) mod out_cols;
@@ -145,25 +145,14 @@ struct Job<'a> {
 #[cfg(target_arch = "x86_64")]
 enum Panel<'a> {
     Blocks(gemm16::Prepared<'a>),
-    KQuants(kpanels::Prepared),
+    KBlocks(gemm16k::Prepared<'a>),
 }
 
-/// Parts per thread a panel GEMM's weight rows are cut into: the team
-/// hands them to whichever thread is free, so a thread whose core is
-/// slower (on these VMs the worker's part of a prefill product took
-/// 10-35 % longer than the caller's) does fewer of them.
-#[cfg(target_arch = "x86_64")]
-const PANEL_PARTS_PER_THREAD: usize = 4;
-
-/// Fewest weight rows in a K-quant panel GEMM's part (unpacking is per row, the
-/// activation tiles are shared).
-#[cfg(target_arch = "x86_64")]
-const PANEL_PART_ROWS: usize = 64;
-
-/// Weight rows in a `gemm16` part (two panels): its activations are laid
-/// out once per call, so parts cost little, and with parts of 64 / 80 rows
-/// (SmolLM2's 576 output rows in 8) one thread had drawn every longer one
-/// (its share ~20 % over the other's).
+/// Weight rows in a part of a `gemm16` / `gemm16k` product (two panels),
+/// taken by whichever thread is free: the activations are laid out once per
+/// call, so parts cost little, and with parts of 64 / 80 rows (SmolLM2's
+/// 576 output rows in 8) one thread had drawn every longer one (its share
+/// ~20 % over the other's).
 #[cfg(target_arch = "x86_64")]
 const GEMM16_PART_ROWS: usize = 32;
 
@@ -248,23 +237,20 @@ impl QuantMatMul {
         m: usize,
     ) -> Option<Panel<'a>> {
         let (scheme, lay, act) = (self.scheme?, lay?, act?);
-        if isa != QuantIsa::Avx512Vnni || m < kpanels::MIN_ROWS || !planes::runs(scheme) {
+        if isa != QuantIsa::Avx512Vnni || m < gemm16k::MIN_ROWS || !planes::runs(scheme) {
             return None;
         }
         if m <= gemv512::MAX_ROWS && gemv512::runs(scheme) {
             // A short piece: the weights are read in place (`rows_body`).
             return None;
         }
-        let rows = act_rows(act, lay, self.k, m);
-        // SAFETY: `isa` is available (checked by `run`).
-        unsafe {
-            if gemm16::runs(scheme) {
-                Some(Panel::Blocks(gemm16::prepare(scheme, &act.q, &rows)))
-            } else if kpanels::runs(scheme) {
-                Some(Panel::KQuants(kpanels::prepare(scheme, &rows)))
-            } else {
-                None
-            }
+        if gemm16::runs(scheme) {
+            let rows = act_rows(act, lay, self.k, m);
+            Some(Panel::Blocks(gemm16::prepare(scheme, &act.q, &rows)))
+        } else if gemm16k::runs(scheme) {
+            Some(Panel::KBlocks(gemm16k::prepare(scheme, act, m, self.k)))
+        } else {
+            None
         }
     }
 
@@ -312,16 +298,11 @@ impl QuantMatMul {
         // thread spawned per call); each part writes its columns in place
         // (a block per part copied into place by the calling thread
         // afterwards left the other threads waiting). One block per thread,
-        // or for the panel GEMMs several, taken by whichever thread is free.
+        // or for the panel GEMMs parts of two panels, taken by whichever
+        // thread is free.
         #[cfg(target_arch = "x86_64")]
         let (parts, align) = match job.panel {
-            Some(Panel::Blocks(_)) => ((self.n / GEMM16_PART_ROWS).max(t), gemm16::ROWS),
-            Some(Panel::KQuants(_)) => (
-                (t * PANEL_PARTS_PER_THREAD)
-                    .min(self.n / PANEL_PART_ROWS)
-                    .max(t),
-                1,
-            ),
+            Some(_) => ((self.n / GEMM16_PART_ROWS).max(t), gemm16::ROWS),
             None => (t, 1),
         };
         #[cfg(not(target_arch = "x86_64"))]
@@ -393,8 +374,8 @@ fn rows_body(job: &Job, isa: QuantIsa, lo: usize, hi: usize, out: &mut OutCols) 
                     return;
                 }
                 // SAFETY: as above.
-                Some(Panel::KQuants(p)) => {
-                    unsafe { kpanels::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
+                Some(Panel::KBlocks(p)) => {
+                    unsafe { gemm16k::rows(scheme, job.w, row_bytes, (lo, hi), p, out) };
                     return;
                 }
                 None => {}

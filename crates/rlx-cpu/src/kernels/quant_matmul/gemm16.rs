@@ -125,7 +125,7 @@ pub(crate) unsafe fn rows(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::{OutCols, Prepared, ROWS};
     use std::arch::x86_64::*;
 
@@ -153,7 +153,7 @@ mod x86 {
     }
 
     /// Tokens of the widest tile.
-    const TOKENS: usize = 8;
+    pub(in crate::kernels::quant_matmul) const TOKENS: usize = 8;
 
     /// Sixteen weight rows in the lanes' layout.
     struct Panel {
@@ -170,7 +170,10 @@ mod x86 {
     /// eight dwords then row `i + 8`'s: an 8 x 8 dword transpose in each
     /// 256-bit half.
     #[inline(always)]
-    unsafe fn transpose(z: &[__m512i; 8], out: &mut [__m512i; 8]) {
+    pub(in crate::kernels::quant_matmul) unsafe fn transpose(
+        z: &[__m512i; 8],
+        out: &mut [__m512i; 8],
+    ) {
         let t0 = _mm512_unpacklo_epi32(z[0], z[1]);
         let t1 = _mm512_unpackhi_epi32(z[0], z[1]);
         let t2 = _mm512_unpacklo_epi32(z[2], z[3]);
@@ -347,7 +350,7 @@ mod x86 {
 
     /// Stores a tile's sums: token `t0 + t`'s columns `j0..j0 + live`.
     #[inline(always)]
-    unsafe fn put<const T: usize>(
+    pub(in crate::kernels::quant_matmul) unsafe fn put<const T: usize>(
         sums: &[__m512; T],
         out: &mut OutCols,
         t0: usize,
