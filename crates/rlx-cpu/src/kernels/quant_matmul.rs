@@ -9,9 +9,9 @@
 //! NEON with or without `sdot` (`neon`), or scalar). Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights are dotted
 //! straight from their block bytes (`planes`), one weight row against
 //! tiles of activation rows (GEMV for decoding, GEMM for prefill; on
-//! AVX-512 VNNI the GEMM is `gemm16`, 16 weight rows across the lanes, for
-//! the 32-weight formats (ggml's per-block sums: not `planes`' bits, within
-//! f32 rounding of them) and `kpanels` for the K-quants, and the GEMV `gemv512` / `gemv512k`); the
+//! AVX-512 VNNI the GEMM is `gemm16` / `gemm16k`, 16 weight rows across the
+//! lanes (ggml's per-block sums: not `planes`' bits, within f32 rounding of
+//! them), and the GEMV `gemv512` / `gemv512k`); the
 //! other formats decode one weight row at a time to integer quants and
 //! scales (`decode`) and reuse it for every activation row (`dot`).
 //! F32 / F16 / BF16 weights (`scheme: None`) are

@@ -12,10 +12,10 @@
 //! (With AVX-512 VNNI, Q4_0 / Q4_1 / Q5_0 / Q8_0 go to `gemv512`'s 512-bit
 //! GEMV and tiles up to `gemv512::MAX_ROWS` rows (the same numbers) and
 //! to `gemm16` above it (ggml's per-block sums, within f32 rounding of
-//! these); Q4_K / Q5_K / Q6_K to `gemv512k`'s GEMV with one row and to
-//! `kpanels`' GEMM from `kpanels::MIN_ROWS` rows: the same numbers.)
+//! these); Q4_K / Q5_K / Q6_K to `gemv512k`'s GEMV with one row (the same
+//! numbers) and to `gemm16k` from `gemm16k::MIN_ROWS` rows.)
 //!
-//! Every path computes the same numbers in the same order, so the SIMD
+//! Every path here computes the same numbers in the same order, so the SIMD
 //! results are bit-identical to the portable one:
 //! - weights enter the integer products unsigned where the format stores
 //!   them so (Q4_0's `q + 8`, Q5_0's `q + 16`, Q6_K's `q + 32`, the
