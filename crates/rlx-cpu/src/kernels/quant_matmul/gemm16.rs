@@ -153,7 +153,7 @@ pub(super) mod x86 {
     }
 
     /// Tokens of the widest tile.
-    pub(in crate::kernels::quant_matmul) const TOKENS: usize = 8;
+    const TOKENS: usize = 8;
 
     /// Sixteen weight rows in the lanes' layout.
     struct Panel {
@@ -350,7 +350,7 @@ pub(super) mod x86 {
 
     /// Stores a tile's sums: token `t0 + t`'s columns `j0..j0 + live`.
     #[inline(always)]
-    pub(in crate::kernels::quant_matmul) unsafe fn put<const T: usize>(
+    unsafe fn put<const T: usize>(
         sums: &[__m512; T],
         out: &mut OutCols,
         t0: usize,
@@ -368,27 +368,33 @@ pub(super) mod x86 {
         }
     }
 
+    /// One format family's side of [`drive`]: a panel of up to [`ROWS`]
+    /// weight rows unpacked into the lanes' layout, and its products with
+    /// tiles of tokens.
+    pub(in crate::kernels::quant_matmul) trait Lanes {
+        /// Unpacks rows `r0..r0 + live` (`live <= ROWS`) of `w`.
+        unsafe fn unpack(&mut self, w: &[u8], row_bytes: usize, r0: usize, live: usize);
+        /// The unpacked panel against tokens `t0..t0 + T`: per token, the
+        /// rows' sums.
+        unsafe fn tile<const T: usize>(&self, t0: usize) -> [__m512; T];
+    }
+
+    /// Output columns `lo..hi` of weights `w` against the call's `m` tokens:
+    /// panel after panel (the next one's bytes prefetched), each against
+    /// tiles of 8 / 4 / 2 / 1 tokens.
     #[inline(always)]
-    pub(super) unsafe fn rows<const F: u8>(
+    pub(in crate::kernels::quant_matmul) unsafe fn drive<L: Lanes>(
+        lanes: &mut L,
         w: &[u8],
         row_bytes: usize,
         (lo, hi): (usize, usize),
-        a: &Prepared,
+        m: usize,
         out: &mut OutCols,
     ) {
-        let (m, nb) = (a.m, a.k / 32);
-        if m == 0 || hi <= lo {
-            return;
-        }
-        let mut p = Panel {
-            q: Vec::with_capacity(8 * nb),
-            d: Vec::with_capacity(nb),
-            mins: Vec::with_capacity(nb),
-        };
         let mut r0 = lo;
-        while r0 < hi {
+        while r0 < hi && m > 0 {
             let live = (hi - r0).min(ROWS);
-            unpack::<F>(w, row_bytes, r0, live, nb, &mut p);
+            lanes.unpack(w, row_bytes, r0, live);
             // The next panel's bytes, read by its unpacking while this one
             // computes.
             let next = w.as_ptr().wrapping_add((r0 + live) * row_bytes);
@@ -400,24 +406,61 @@ pub(super) mod x86 {
             while t0 < m {
                 match m - t0 {
                     TOKENS.. => {
-                        put(&tile::<F, TOKENS>(&p, a, t0, nb), out, t0, j0, live);
+                        put(&lanes.tile::<TOKENS>(t0), out, t0, j0, live);
                         t0 += TOKENS;
                     }
                     4.. => {
-                        put(&tile::<F, 4>(&p, a, t0, nb), out, t0, j0, live);
+                        put(&lanes.tile::<4>(t0), out, t0, j0, live);
                         t0 += 4;
                     }
                     2.. => {
-                        put(&tile::<F, 2>(&p, a, t0, nb), out, t0, j0, live);
+                        put(&lanes.tile::<2>(t0), out, t0, j0, live);
                         t0 += 2;
                     }
                     _ => {
-                        put(&tile::<F, 1>(&p, a, t0, nb), out, t0, j0, live);
+                        put(&lanes.tile::<1>(t0), out, t0, j0, live);
                         t0 += 1;
                     }
                 }
             }
             r0 += live;
         }
+    }
+
+    /// A panel of the 32-weight formats with the call's activations.
+    struct Job<'p, 'a, const F: u8> {
+        panel: Panel,
+        a: &'p Prepared<'a>,
+        nb: usize,
+    }
+
+    impl<const F: u8> Lanes for Job<'_, '_, F> {
+        #[inline(always)]
+        unsafe fn unpack(&mut self, w: &[u8], row_bytes: usize, r0: usize, live: usize) {
+            unpack::<F>(w, row_bytes, r0, live, self.nb, &mut self.panel)
+        }
+
+        #[inline(always)]
+        unsafe fn tile<const T: usize>(&self, t0: usize) -> [__m512; T] {
+            tile::<F, T>(&self.panel, self.a, t0, self.nb)
+        }
+    }
+
+    #[inline(always)]
+    pub(super) unsafe fn rows<const F: u8>(
+        w: &[u8],
+        row_bytes: usize,
+        (lo, hi): (usize, usize),
+        a: &Prepared,
+        out: &mut OutCols,
+    ) {
+        let nb = a.k / 32;
+        let panel = Panel {
+            q: Vec::with_capacity(8 * nb),
+            d: Vec::with_capacity(nb),
+            mins: Vec::with_capacity(nb),
+        };
+        let mut job = Job::<F> { panel, a, nb };
+        drive(&mut job, w, row_bytes, (lo, hi), a.m, out);
     }
 }

@@ -114,7 +114,7 @@ pub(crate) unsafe fn rows(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::gemm16::x86::{put, transpose, TOKENS};
+    use super::super::gemm16::x86::{drive, transpose, Lanes};
     use super::super::gemm16::ROWS;
     use super::super::planes::x86::f16c_at;
     use super::super::planes::{block_weights, BlockWeights};
@@ -356,6 +356,25 @@ mod x86 {
         acc
     }
 
+    /// A panel of the K-quants with the call's activations.
+    struct Job<'p, 'a, const F: u8> {
+        panel: Panel,
+        a: &'p Prepared<'a>,
+        nb: usize,
+    }
+
+    impl<const F: u8> Lanes for Job<'_, '_, F> {
+        #[inline(always)]
+        unsafe fn unpack(&mut self, w: &[u8], row_bytes: usize, r0: usize, live: usize) {
+            unpack::<F>(w, row_bytes, r0, live, self.nb, &mut self.panel)
+        }
+
+        #[inline(always)]
+        unsafe fn tile<const T: usize>(&self, t0: usize) -> [__m512; T] {
+            tile::<F, T>(&self.panel, self.a, t0, self.nb)
+        }
+    }
+
     #[inline(always)]
     pub(super) unsafe fn rows<const F: u8>(
         w: &[u8],
@@ -364,50 +383,15 @@ mod x86 {
         a: &Prepared,
         out: &mut OutCols,
     ) {
-        let (m, nb) = (a.m, a.k / 256);
-        if m == 0 || hi <= lo {
-            return;
-        }
-        let mut p = Panel {
+        let nb = a.k / 256;
+        let panel = Panel {
             q: Vec::with_capacity(64 * nb),
             sc: Vec::with_capacity(groups(F) * nb),
             mins: Vec::with_capacity(4 * nb),
             d: Vec::with_capacity(nb),
             dmin: Vec::with_capacity(nb),
         };
-        let mut r0 = lo;
-        while r0 < hi {
-            let live = (hi - r0).min(ROWS);
-            unpack::<F>(w, row_bytes, r0, live, nb, &mut p);
-            // The next panel's bytes, read by its unpacking while this one
-            // computes.
-            let next = w.as_ptr().wrapping_add((r0 + live) * row_bytes);
-            for at in (0..(hi - r0 - live).min(ROWS) * row_bytes).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(at) as *const i8);
-            }
-            let j0 = r0 - lo;
-            let mut t0 = 0;
-            while t0 < m {
-                match m - t0 {
-                    TOKENS.. => {
-                        put(&tile::<F, TOKENS>(&p, a, t0, nb), out, t0, j0, live);
-                        t0 += TOKENS;
-                    }
-                    4.. => {
-                        put(&tile::<F, 4>(&p, a, t0, nb), out, t0, j0, live);
-                        t0 += 4;
-                    }
-                    2.. => {
-                        put(&tile::<F, 2>(&p, a, t0, nb), out, t0, j0, live);
-                        t0 += 2;
-                    }
-                    _ => {
-                        put(&tile::<F, 1>(&p, a, t0, nb), out, t0, j0, live);
-                        t0 += 1;
-                    }
-                }
-            }
-            r0 += live;
-        }
+        let mut job = Job::<F> { panel, a, nb };
+        drive(&mut job, w, row_bytes, (lo, hi), a.m, out);
     }
 }
